@@ -1,0 +1,52 @@
+"""The read/write HTTP API (FastAPI). `create_app()` builds it; `uvicorn api.app:create_app --factory`."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+
+from api import problems
+from api.deps import AppState
+from api.routes import events, health
+from shared.db.engine import get_engine, resolve_database_url, resolve_redis_url
+from shared.logging import configure_logging
+from shared.publisher import RedisPublisher
+from shared.settings import Settings, get_settings
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+    configure_logging(level=settings.log_level, fmt=settings.log_format)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        engine = get_engine(resolve_database_url(settings), pool_size=10, application_name="memory-api")
+        publisher = RedisPublisher(resolve_redis_url(settings), queue=settings.queue, timeout_s=1.0)
+        app.state.memory = AppState(settings=settings, engine=engine, publisher=publisher)
+        yield
+        publisher.close()
+        engine.dispose()
+
+    app = FastAPI(
+        title="Memory worker API",
+        version="0.1.0",
+        description="Transcript events in; memories, context and operator views out.",
+        lifespan=lifespan,
+    )
+    problems.install(app)
+    app.include_router(health.router)
+    app.include_router(events.router)
+
+    def custom_openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = get_openapi(title=app.title, version=app.version, description=app.description,
+                                 routes=app.routes)
+            app.openapi_schema = events.register_schemas(schema)
+        return app.openapi_schema
+
+    app.openapi = custom_openapi  # type: ignore[method-assign]
+    return app

@@ -1,0 +1,68 @@
+"""FastAPI dependencies: the database session, the authenticated principal."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, Header, HTTPException, Request
+from sqlalchemy import Engine
+from sqlmodel import Session
+
+from api.keys import Principal, authenticate
+from shared.publisher import RedisPublisher
+from shared.settings import Settings
+
+
+@dataclass
+class AppState:
+    settings: Settings
+    engine: Engine
+    publisher: RedisPublisher
+
+
+def get_state(request: Request) -> AppState:
+    return request.app.state.memory  # type: ignore[no-any-return]
+
+
+StateDep = Annotated[AppState, Depends(get_state)]
+
+
+def get_session(state: StateDep) -> Iterator[Session]:
+    with Session(state.engine, expire_on_commit=False) as session:
+        try:
+            yield session
+            session.commit()
+        except BaseException:
+            session.rollback()
+            raise
+
+
+SessionDep = Annotated[Session, Depends(get_session)]
+
+
+def get_principal(
+    session: SessionDep, authorization: Annotated[str | None, Header(include_in_schema=False)] = None
+) -> Principal:
+    if not authorization:
+        raise HTTPException(401, "missing Authorization header: send 'Authorization: Bearer <api key>'")
+    scheme, _, key = authorization.partition(" ")
+    if scheme.lower() != "bearer" or not key.strip():
+        raise HTTPException(401, "malformed Authorization header: expected 'Bearer <api key>'")
+    principal = authenticate(session, key.strip())
+    if principal is None:
+        raise HTTPException(401, "unknown or revoked API key")
+    return principal
+
+
+PrincipalDep = Annotated[Principal, Depends(get_principal)]
+
+
+def writable(principal: PrincipalDep) -> Principal:
+    if principal.read_only:
+        raise HTTPException(403, "this API key is read-only")
+    return principal
+
+
+WriterDep = Annotated[Principal, Depends(writable)]

@@ -1,0 +1,68 @@
+"""API keys: generated once, shown once, stored only as a SHA-256 hash, bound to one tenant."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import select, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlmodel import Session
+
+from shared.db.models import ApiKey, Tenant
+
+KEY_PREFIX = "mk_"
+
+
+def hash_key(key: str) -> str:
+    # Keys carry 256 bits of randomness, so a plain (unsalted) SHA-256 is enough and lets us index the hash.
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Principal:
+    key_id: str
+    tenant_id: str
+    read_only: bool
+
+
+def create_key(
+    session: Session, tenant_id: str, *, name: str | None = None, read_only: bool = False
+) -> tuple[str, ApiKey]:
+    """Create the tenant if needed and a new key for it; return (the key, its row). The key is not stored."""
+    key = KEY_PREFIX + secrets.token_urlsafe(32)
+    session.execute(insert(Tenant).values(id=tenant_id).on_conflict_do_nothing())
+    row = ApiKey(
+        id=uuid.uuid4().hex[:16],
+        tenant_id=tenant_id,
+        key_hash=hash_key(key),
+        prefix=key[:10],
+        name=name,
+        read_only=read_only,
+    )
+    session.add(row)
+    session.flush()
+    return key, row
+
+
+def authenticate(session: Session, key: str) -> Principal | None:
+    if not key.startswith(KEY_PREFIX) or len(key) > 200:
+        return None
+    row = session.execute(
+        select(ApiKey.id, ApiKey.tenant_id, ApiKey.read_only).where(
+            ApiKey.key_hash == hash_key(key), ApiKey.revoked_at.is_(None)  # type: ignore[union-attr]
+        )
+    ).first()
+    if row is None:
+        return None
+    return Principal(key_id=row[0], tenant_id=row[1], read_only=bool(row[2]))
+
+
+def revoke_key(session: Session, key_id: str, *, now: datetime) -> bool:
+    result = session.execute(
+        update(ApiKey).where(ApiKey.id == key_id, ApiKey.revoked_at.is_(None)).values(revoked_at=now)  # type: ignore[union-attr]
+    )
+    return bool(result.rowcount)  # type: ignore[attr-defined]

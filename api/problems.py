@@ -1,0 +1,46 @@
+"""Errors as RFC 9457 `application/problem+json`, with a clear `detail` and field-level `errors`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from shared.errors import ContractError
+
+PROBLEM = "application/problem+json"
+
+_TITLES = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
+           413: "Payload Too Large", 415: "Unsupported Media Type", 422: "Unprocessable Content",
+           429: "Too Many Requests", 503: "Service Unavailable"}
+
+
+def problem(status: int, detail: str, *, errors: list[dict[str, str]] | None = None, **extra: Any) -> JSONResponse:
+    body: dict[str, Any] = {"type": "about:blank", "title": _TITLES.get(status, "Error"), "status": status,
+                            "detail": detail}
+    if errors is not None:
+        body["errors"] = errors
+    body.update(extra)
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return JSONResponse(body, status_code=status, media_type=PROBLEM, headers=headers)
+
+
+def install(app: FastAPI) -> None:
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return problem(exc.status_code, str(exc.detail))
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = [
+            {"field": ".".join(str(p) for p in e["loc"] if p != "body") or "body", "message": e["msg"]}
+            for e in exc.errors()
+        ]
+        return problem(422, "; ".join(f"{e['field']}: {e['message']}" for e in errors), errors=errors)
+
+    @app.exception_handler(ContractError)
+    async def _contract(_: Request, exc: ContractError) -> JSONResponse:
+        return problem(422, str(exc), errors=exc.errors)

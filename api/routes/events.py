@@ -1,0 +1,86 @@
+"""POST /v1/events: one event or a batch, stored (redacted) before the 202; the tenant comes from the key."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import APIRouter, Request
+from pydantic import BaseModel
+
+from api.deps import SessionDep, StateDep, WriterDep
+from api.problems import problem
+from shared.contract import MAX_BATCH, MAX_CONTENT_BYTES, EventIn, parse_batch, utcnow
+from worker.services.ingest import store_events
+
+router = APIRouter(prefix="/v1", tags=["events"])
+
+# 500 events of 32 KiB plus JSON overhead
+MAX_BODY_BYTES = MAX_BATCH * (MAX_CONTENT_BYTES + 10 * 1024)
+
+
+class Accepted(BaseModel):
+    accepted: list[str]
+    inserted: int
+    duplicates: int
+
+
+_event_schema = EventIn.model_json_schema(ref_template="#/components/schemas/{model}")
+_request_body = {
+    "required": True,
+    "content": {
+        "application/json": {
+            "schema": {
+                "anyOf": [
+                    {"$ref": "#/components/schemas/EventIn"},
+                    {"type": "array", "items": {"$ref": "#/components/schemas/EventIn"}, "maxItems": MAX_BATCH},
+                    {
+                        "type": "object",
+                        "properties": {
+                            "events": {"type": "array", "items": {"$ref": "#/components/schemas/EventIn"}}
+                        },
+                        "required": ["events"],
+                    },
+                ]
+            }
+        }
+    },
+}
+
+
+@router.post(
+    "/events",
+    status_code=202,
+    response_model=Accepted,
+    openapi_extra={"requestBody": _request_body},
+    responses={401: {"description": "missing or unknown key"}, 422: {"description": "invalid event(s)"}},
+)
+async def post_events(request: Request, principal: WriterDep, session: SessionDep, state: StateDep) -> Any:
+    """Accept one event, a list, or `{"events": [...]}` (at most 500). Stored durably before answering."""
+    length = request.headers.get("content-length")
+    if length and length.isdigit() and int(length) > MAX_BODY_BYTES:
+        return problem(413, f"request body over {MAX_BODY_BYTES} bytes")
+    raw = await request.body()
+    if len(raw) > MAX_BODY_BYTES:
+        return problem(413, f"request body over {MAX_BODY_BYTES} bytes")
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        return problem(422, f"body: not valid JSON ({exc})", errors=[{"field": "body", "message": "not valid JSON"}])
+    now = utcnow()
+    events = parse_batch(data, now=now)  # ContractError -> 422 with field errors
+    # The tenant is the key's, whatever the body says.
+    result = store_events(session, principal.tenant_id, events, now=now)
+    session.commit()
+    from worker.services.triggers import after_store
+
+    after_store(state.publisher, state.settings, principal.tenant_id, result.sessions)
+    return Accepted(accepted=[e.event_id for e in events], inserted=len(result.inserted), duplicates=result.duplicates)
+
+
+def register_schemas(openapi: dict[str, Any]) -> dict[str, Any]:
+    schemas = openapi.setdefault("components", {}).setdefault("schemas", {})
+    defs = _event_schema.pop("$defs", {})
+    schemas.update(defs)
+    schemas["EventIn"] = _event_schema
+    return openapi

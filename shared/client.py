@@ -1,0 +1,180 @@
+"""The agent-side client: `MemoryClient(tenant).emit(...)`, fire-and-forget.
+
+Contract:
+- `emit` / `emit_many` validate their arguments and raise `ValueError` at once when they are invalid;
+- otherwise they never raise and return within a few milliseconds: the event is redacted here (secrets
+  never leave the agent's process), published to the broker by task name, or, when the broker is
+  unreachable, appended to a local fsync'd spool file;
+- the spool is re-sent in the background after the next successful publish, by `flush()`, and at exit.
+Agents import no worker code: the only coupling is the task name in `shared.tasknames`.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from shared import tasknames
+from shared.contract import MAX_BATCH, EventIn, parse_event, utcnow
+from shared.publisher import RedisPublisher
+from shared.redaction import redact, redact_obj
+from shared.spool import Spool
+
+
+
+def _default_broker_url() -> str:
+    from shared.embedded import _redis_socket_path
+    from shared.settings import get_settings
+
+    settings = get_settings()
+    if settings.redis_url:
+        return settings.redis_url
+    return f"redis+socket://{_redis_socket_path(settings.data_path / 'redis')}"
+
+
+def _default_spool_path() -> Path:
+    from shared.settings import get_settings
+
+    settings = get_settings()
+    return settings.spool_path or settings.data_path / "spool" / "events.jsonl"
+
+
+class MemoryClient:
+    """Emit transcript events to the memory worker. Thread-safe; one per process is plenty."""
+
+    def __init__(
+        self,
+        tenant_id: str,
+        *,
+        broker_url: str | None = None,
+        queue: str | None = None,
+        spool_path: str | Path | None = None,
+        agent_id: str | None = None,
+        publish_timeout_s: float = 0.05,
+        retry_after_s: float = 1.0,
+        flush_at_exit: bool = True,
+    ):
+        from shared.contract import is_safe_id
+
+        if not is_safe_id(tenant_id):
+            raise ValueError("tenant_id must be 1-128 characters from A-Z a-z 0-9 . _ : @ -")
+        if queue is None:
+            from shared.settings import get_settings
+
+            queue = get_settings().queue
+        self.tenant_id = tenant_id
+        self.agent_id = agent_id
+        self._publisher = RedisPublisher(broker_url or _default_broker_url(), queue=queue, timeout_s=publish_timeout_s)
+        self._spool = Spool(Path(spool_path) if spool_path else _default_spool_path())
+        self._retry_after_s = retry_after_s
+        self._down_until = 0.0  # monotonic time before which we don't try the broker (circuit open)
+        self._lock = threading.Lock()
+        self._flushing = threading.Lock()
+        self.spooled = 0  # calls spooled by this client (for tests and metrics)
+        if flush_at_exit:
+            atexit.register(self._flush_at_exit)
+
+    # --- public API -------------------------------------------------------------------------------------
+
+    def emit(
+        self,
+        *,
+        user_id: str,
+        session_id: str,
+        content: str = "",
+        role: str = "user",
+        type: str = "turn",  # noqa: A002 - mirrors the event contract's field name
+        event_id: str | None = None,
+        agent_id: str | None = None,
+        event_time: datetime | None = None,
+        source_turn_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> str:
+        """Send one event; return its event_id (generated when not given). Raises only `ValueError`."""
+        fields: dict[str, Any] = {
+            "user_id": user_id,
+            "session_id": session_id,
+            "content": content,
+            "role": role,
+            "type": type,
+            "agent_id": agent_id or self.agent_id,
+            "event_time": event_time,
+            "source_turn_id": source_turn_id,
+            "metadata": dict(metadata) if metadata is not None else {},
+        }
+        if event_id is not None:
+            fields["event_id"] = event_id
+        event = self._validate(fields)
+        self._send([self._wire(event)])
+        return event.event_id
+
+    def emit_many(self, events: Iterable[Mapping[str, Any]]) -> list[str]:
+        """Send many events (dicts with the `emit` keywords); validates all before sending any."""
+        validated = [self._validate({"agent_id": self.agent_id, **dict(e)}) for e in events]
+        for start in range(0, len(validated), MAX_BATCH):
+            self._send([self._wire(e) for e in validated[start : start + MAX_BATCH]])
+        return [e.event_id for e in validated]
+
+    def flush(self) -> int:
+        """Re-send everything spooled; return how many calls were sent (0 when the broker is still down)."""
+        with self._flushing:
+            try:
+                sent = self._spool.drain(self._publisher.publish_many)
+            except redis.RedisError:
+                self._down_until = time.monotonic() + self._retry_after_s
+                return 0
+        return sent
+
+    def close(self) -> None:
+        self._flush_at_exit()
+        self._publisher.close()
+
+    # --- internals ----------------------------------------------------------------------------------------
+
+    def _validate(self, fields: dict[str, Any]) -> EventIn:
+        fields = {k: v for k, v in fields.items() if v is not None}
+        fields["tenant_id"] = self.tenant_id
+        return parse_event(fields, now=utcnow())  # ContractError is a ValueError
+
+    def _wire(self, event: EventIn) -> dict[str, Any]:
+        data = event.model_dump(mode="json", exclude_none=True)
+        data["content"] = redact(event.content)
+        if event.metadata:
+            data["metadata"] = redact_obj(event.metadata)
+        return data
+
+    def _send(self, events: list[dict[str, Any]]) -> None:
+        call = (tasknames.INGEST, [{"tenant_id": self.tenant_id, "events": events}])
+        if time.monotonic() >= self._down_until:
+            try:
+                self._publisher.publish(*call)
+            except redis.RedisError:
+                self._down_until = time.monotonic() + self._retry_after_s
+            else:
+                if self._spool.size() and not self._flushing.locked():
+                    threading.Thread(target=self.flush, name="memory-spool-flush", daemon=True).start()
+                return
+        try:
+            self._spool.append([call])
+            self.spooled += 1
+        except OSError as exc:
+            # Out of disk or a read-only spool: we promised never to raise into the agent, so say it loudly.
+            logging.getLogger("memory.client").error(
+                "broker unreachable and spool write failed (%s); %d event(s) dropped: %s",
+                exc.strerror,
+                len(events),
+                ",".join(e["event_id"] for e in events),
+            )
+
+    def _flush_at_exit(self) -> None:
+        if self._spool.size():
+            self._down_until = 0.0
+            self.flush()

@@ -1,0 +1,131 @@
+"""The one configuration object, read from the environment once per process.
+
+Variables: `DATABASE_URL`, `REDIS_URL`, `OPENAI_*` and `MEMORY_*` (see the README for the list).
+`get_settings()` fails fast with a `SettingsError` naming the variable when a value is invalid.
+The core never reads the environment: tasks and services receive values taken from here.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import AliasChoices, Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from shared.errors import SettingsError
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="MEMORY_", extra="ignore", case_sensitive=False)
+
+    # --- services (unset -> the embedded stack under data_dir) ---
+    database_url: str | None = Field(default=None, validation_alias=AliasChoices("DATABASE_URL"))
+    redis_url: str | None = Field(default=None, validation_alias=AliasChoices("REDIS_URL"))
+    data_dir: Path = Path(".memdata")
+    api_host: str = "127.0.0.1"
+    api_port: int = Field(default=8000, ge=1, le=65535)
+
+    # --- LLM (unset key -> rules-only) ---
+    openai_api_key: str | None = Field(default=None, validation_alias=AliasChoices("OPENAI_API_KEY"))
+    openai_base_url: str | None = Field(default=None, validation_alias=AliasChoices("OPENAI_BASE_URL"))
+    openai_model: str = Field(default="gpt-4o-mini", validation_alias=AliasChoices("OPENAI_MODEL"))
+    openai_timeout_s: float = Field(default=20.0, gt=0, validation_alias=AliasChoices("OPENAI_TIMEOUT_S"))
+    openai_max_retries: int = Field(default=3, ge=0, le=10, validation_alias=AliasChoices("OPENAI_MAX_RETRIES"))
+    openai_structured_outputs: bool = Field(
+        default=True, validation_alias=AliasChoices("OPENAI_STRUCTURED_OUTPUTS")
+    )
+
+    # --- queue and worker ---
+    queue: str = Field(default="memory", pattern=r"^[A-Za-z0-9_.:-]{1,64}$")
+    worker_concurrency: int = Field(default=2, ge=1, le=64)
+    worker_prefetch: int = Field(default=4, ge=1, le=256)
+    task_time_limit_s: int = Field(default=300, ge=5)
+    # How long a delivered-but-unacknowledged message waits before Redis hands it to another worker.
+    # Must exceed the longest task; ingest is idempotent, so an early redelivery is harmless.
+    broker_visibility_timeout_s: int = Field(default=600, ge=1)
+    ingest_db_max_retries: int = Field(default=20, ge=0)
+    ingest_retry_backoff_max_s: int = Field(default=60, ge=1)
+    sweep_max_attempts: int = Field(default=5, ge=1)
+
+    # --- extraction debounce (issue: extraction) ---
+    debounce_turns: int = Field(default=12, ge=1)
+    debounce_tokens: int = Field(default=1500, ge=1)
+    debounce_idle_s: float = Field(default=20.0, ge=0)
+    daily_token_budget: int = Field(default=2_000_000, ge=0)
+
+    # --- logging ---
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_format: Literal["auto", "json", "console"] = "auto"
+
+    # --- client ---
+    spool_path: Path | None = None
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper(cls, v: object) -> object:
+        return v.upper() if isinstance(v, str) else v
+
+    @field_validator("database_url")
+    @classmethod
+    def _check_db_url(cls, v: str | None) -> str | None:
+        if v is None or v == "":
+            return None
+        if not v.startswith(("postgresql://", "postgresql+psycopg://", "postgres://")):
+            raise ValueError("must be a PostgreSQL URL (postgresql://... or postgresql+psycopg://...)")
+        return v
+
+    @field_validator("redis_url")
+    @classmethod
+    def _check_redis_url(cls, v: str | None) -> str | None:
+        if v is None or v == "":
+            return None
+        if not v.startswith(("redis://", "rediss://", "redis+socket://", "unix://")):
+            raise ValueError("must be a Redis URL (redis://host:port/db or redis+socket:///path)")
+        return v
+
+    @field_validator("openai_api_key", "openai_base_url")
+    @classmethod
+    def _empty_is_none(cls, v: str | None) -> str | None:
+        return v or None
+
+    @property
+    def llm_configured(self) -> bool:
+        return self.openai_api_key is not None
+
+    @property
+    def data_path(self) -> Path:
+        return self.data_dir.expanduser().resolve()
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Build settings from the environment (plus explicit overrides), raising `SettingsError` on bad values."""
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            name = str(err["loc"][0]) if err["loc"] else "?"
+            env_name = name.upper() if name.isupper() else _env_name(name)
+            # URLs and keys may carry credentials: name them, never echo them
+            shown = "" if name in _SECRET_FIELDS else f"={err.get('input')!r}"
+            problems.append(f"{env_name}{shown}: {err['msg']}")
+        raise SettingsError("invalid configuration: " + "; ".join(problems)) from None
+
+
+_SECRET_FIELDS = {"database_url", "redis_url", "openai_api_key", "openai_base_url"}
+
+
+def _env_name(field_name: str) -> str:
+    field = Settings.model_fields.get(field_name)
+    alias = field.validation_alias if field else None
+    if isinstance(alias, AliasChoices):
+        return str(alias.choices[0])
+    return f"MEMORY_{field_name.upper()}"
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings, read once."""
+    return load_settings()

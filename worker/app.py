@@ -1,0 +1,85 @@
+"""The Celery application: JSON only, late acks, lost-worker rejection, bounded prefetch and time limits.
+
+Start a worker with `celery -A worker.app worker` (or `memctl up`). Logging goes through structlog;
+each task run binds its context and ends with one canonical `task.finished` line.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import structlog
+from celery import Celery, signals
+
+from shared.db.engine import dispose_inherited_engines, resolve_redis_url
+from shared.embedded import kombu_url
+from shared.logging import configure_logging
+from shared.settings import get_settings
+
+_settings = get_settings()
+
+app = Celery("memory")
+app.conf.update(
+    broker_url=kombu_url(resolve_redis_url(_settings)),
+    broker_connection_retry_on_startup=True,
+    broker_transport_options={
+        # a message delivered to a worker that dies unacknowledged comes back after this long
+        "visibility_timeout": _settings.broker_visibility_timeout_s,
+        "socket_timeout": 10,
+        "socket_connect_timeout": 5,
+    },
+    task_serializer="json",
+    accept_content=["json"],
+    result_serializer="json",
+    task_ignore_result=True,
+    result_backend=None,
+    task_default_queue=_settings.queue,
+    task_acks_late=True,
+    task_reject_on_worker_lost=True,
+    task_acks_on_failure_or_timeout=True,
+    worker_prefetch_multiplier=_settings.worker_prefetch,
+    task_time_limit=_settings.task_time_limit_s,
+    task_soft_time_limit=max(1, int(_settings.task_time_limit_s * 0.8)),
+    worker_hijack_root_logger=False,
+    worker_redirect_stdouts=False,
+    worker_send_task_events=True,
+    task_send_sent_event=False,
+    worker_max_memory_per_child=400_000,  # KiB: recycle a child that leaks past ~400 MB
+    enable_utc=True,
+    timezone="UTC",
+)
+import worker.tasks.ingest  # noqa: E402,F401 - registers the tasks
+
+log = structlog.get_logger("worker")
+
+
+@signals.setup_logging.connect
+def _setup_logging(**_: Any) -> None:
+    configure_logging(level=_settings.log_level, fmt=_settings.log_format)
+
+
+@signals.worker_process_init.connect
+def _after_fork(**_: Any) -> None:
+    dispose_inherited_engines()
+
+
+@signals.task_prerun.connect
+def _bind_task_context(task_id: str | None = None, task: Any = None, **_: Any) -> None:
+    structlog.contextvars.clear_contextvars()
+    structlog.contextvars.bind_contextvars(task_id=task_id, task_name=getattr(task, "name", None))
+    if task is not None:
+        task.request._started_at = time.perf_counter()  # type: ignore[attr-defined]
+
+
+@signals.task_postrun.connect
+def _canonical_line(task: Any = None, retval: Any = None, state: str | None = None, **_: Any) -> None:
+    """One line per task run: outcome, duration and the counts the task returned."""
+    started = getattr(getattr(task, "request", None), "_started_at", None)
+    duration_ms = round((time.perf_counter() - started) * 1000, 2) if started else None
+    counts = retval if isinstance(retval, dict) else {}
+    outcome = {"SUCCESS": counts.pop("outcome", "ok"), "RETRY": "retry", "FAILURE": "error"}.get(
+        state or "", (state or "unknown").lower()
+    )
+    log.info("task.finished", outcome=outcome, duration_ms=duration_ms, **counts)
+    structlog.contextvars.clear_contextvars()

@@ -1,0 +1,91 @@
+"""The `memory.ingest` task: validate, redact, store exactly once; poison payloads go to dead letters.
+
+A database outage is retried with capped exponential backoff (the message stays in Redis until then:
+late acks); a payload that can never succeed is dead-lettered, never retried forever.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import structlog
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+
+from shared import tasknames
+from shared.contract import utcnow
+from shared.db.engine import session_scope
+from worker import runtime
+from worker.app import app
+from worker.services.dead_letters import record_dead_letter
+from worker.services.ingest import split_envelope, store_events
+
+log = structlog.get_logger("worker.ingest")
+
+_TRANSIENT = (OperationalError, InterfaceError)
+
+
+def retry_countdown(retries: int, *, max_s: int, rng: random.Random | None = None) -> float:
+    """Capped exponential backoff with full jitter (pure)."""
+    rng = rng or random.Random()
+    return rng.uniform(0, min(max_s, 0.5 * 2**retries)) + 0.2
+
+
+@app.task(name=tasknames.INGEST, bind=True, max_retries=None, acks_late=True, reject_on_worker_lost=True)
+def ingest(self: Any, envelope: Any) -> dict[str, Any]:
+    settings = runtime.settings()
+    now = utcnow()
+    split = split_envelope(envelope, now=now)
+    if split.tenant_id:
+        structlog.contextvars.bind_contextvars(tenant_id=split.tenant_id)
+    users = {e.user_id for e in split.events}
+    if len(users) == 1:
+        structlog.contextvars.bind_contextvars(user_id=next(iter(users)))
+    if len(split.events) == 1:
+        structlog.contextvars.bind_contextvars(event_id=split.events[0].event_id)
+    try:
+        with session_scope(runtime.engine()) as session:
+            result = store_events(session, split.tenant_id or "", split.events, now=now) if split.events else None
+            for rej in split.rejected:
+                record_dead_letter(
+                    session,
+                    task_name=tasknames.INGEST,
+                    payload=rej.payload,
+                    reason=rej.reason,
+                    now=now,
+                    tenant_id=rej.tenant_id,
+                    event_id=rej.event_id,
+                )
+    except _TRANSIENT as exc:
+        countdown = retry_countdown(self.request.retries, max_s=settings.ingest_retry_backoff_max_s)
+        log.warning("ingest.db_unavailable", error=type(exc.orig or exc).__name__, retry_in_s=round(countdown, 2))
+        raise self.retry(exc=exc, countdown=countdown) from None
+    except DBAPIError as exc:
+        # The database refused this payload itself (a value it cannot store): it will never succeed.
+        with session_scope(runtime.engine()) as session:
+            record_dead_letter(
+                session,
+                task_name=tasknames.INGEST,
+                payload=envelope,
+                reason=f"database rejected the payload: {type(exc.orig or exc).__name__}",
+                now=now,
+                tenant_id=split.tenant_id,
+            )
+        return {"outcome": "dead_lettered", "received": len(split.events), "dead_lettered": 1}
+    if split.rejected:
+        log.warning("ingest.rejected", count=len(split.rejected), reasons=[r.reason[:200] for r in split.rejected])
+    inserted = len(result.inserted) if result else 0
+    if result and result.inserted:
+        _after_store(split.tenant_id or "", result.sessions)
+    return {
+        "outcome": "ok" if not split.rejected else "partial",
+        "received": len(split.events) + len(split.rejected),
+        "inserted": inserted,
+        "duplicates": result.duplicates if result else 0,
+        "dead_lettered": len(split.rejected),
+    }
+
+
+def _after_store(tenant_id: str, sessions: list[tuple[str, str]]) -> None:
+    """Hook for the stages that follow ingest (debounced extraction)."""
+    return None
