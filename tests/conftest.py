@@ -109,3 +109,35 @@ def start_worker(worker_env: dict[str, str], queue_name: str, tmp_path: Path) ->
     yield _start
     for w in started:
         w.stop()
+
+
+@pytest.fixture
+def api_server(database_url: str, redis_url: str, queue_name: str) -> Iterator[str]:
+    """The real FastAPI app served by uvicorn on a free loopback port (in a thread); yields its base URL."""
+    import threading
+
+    import uvicorn
+
+    from api.app import create_app
+    from shared.settings import load_settings
+    from tests.services import free_port, wait_for
+
+    settings = load_settings(database_url=database_url, redis_url=redis_url, queue=queue_name)
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    wait_for(lambda: server.started, timeout_s=20, what="the API server")
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+@pytest.fixture
+def api_key(engine, tenant: str) -> str:  # type: ignore[no-untyped-def]
+    from api.keys import create_key
+    from shared.db.engine import session_scope
+
+    with session_scope(engine) as session:
+        key, _ = create_key(session, tenant, name="test")
+    return key
