@@ -109,7 +109,7 @@ def load_settings(**overrides: object) -> Settings:
             name = str(err["loc"][0]) if err["loc"] else "?"
             env_name = name.upper() if name.isupper() else _env_name(name)
             # URLs and keys may carry credentials: name them, never echo them
-            shown = "" if name in _SECRET_FIELDS else f"={err.get('input')!r}"
+            shown = "" if name.lower() in _SECRET_FIELDS else f"={err.get('input')!r}"
             problems.append(f"{env_name}{shown}: {err['msg']}")
         raise SettingsError("invalid configuration: " + "; ".join(problems)) from None
 

@@ -1,0 +1,110 @@
+"""Settings fail fast; the lean publisher writes what Celery reads; the spool keeps order and survives."""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+
+import pytest
+
+from shared.errors import SettingsError
+from shared.publisher import build_message
+from shared.settings import load_settings
+from shared.spool import Spool
+from shared.tokens import estimate_tokens
+from worker.services.dead_letters import storable_payload
+from worker.tasks.ingest import retry_countdown
+
+
+@pytest.mark.parametrize(
+    ("env", "name"),
+    [
+        ({"MEMORY_API_PORT": "http"}, "MEMORY_API_PORT"),
+        ({"MEMORY_API_PORT": "70000"}, "MEMORY_API_PORT"),
+        ({"DATABASE_URL": "mysql://root@localhost/db"}, "DATABASE_URL"),
+        ({"REDIS_URL": "amqp://guest@localhost"}, "REDIS_URL"),
+        ({"MEMORY_LOG_LEVEL": "LOUD"}, "MEMORY_LOG_LEVEL"),
+        ({"MEMORY_QUEUE": "has space"}, "MEMORY_QUEUE"),
+        ({"OPENAI_TIMEOUT_S": "-1"}, "OPENAI_TIMEOUT_S"),
+    ],
+)
+def test_invalid_settings_fail_fast_naming_the_variable(monkeypatch, env, name):
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    with pytest.raises(SettingsError, match=name):
+        load_settings()
+
+
+def test_a_bad_database_url_is_named_but_never_echoed(monkeypatch):
+    monkeypatch.setenv("DATABASE_URL", "mysql://root:supersecret@db/x")
+    with pytest.raises(SettingsError) as info:
+        load_settings()
+    assert "supersecret" not in str(info.value)
+
+
+def test_unset_services_mean_the_embedded_stack(monkeypatch):
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    s = load_settings()
+    assert s.database_url is None and s.redis_url is None and not s.llm_configured
+
+
+def test_published_messages_have_the_layout_a_celery_worker_consumes():
+    raw = json.loads(build_message("memory.ingest", [{"tenant_id": "t", "events": []}], queue="q", task_id="abc"))
+    assert raw["headers"]["task"] == "memory.ingest" and raw["headers"]["id"] == "abc"
+    assert raw["properties"]["delivery_info"] == {"exchange": "", "routing_key": "q"}
+    args, kwargs, embed = json.loads(base64.b64decode(raw["body"]))
+    assert args == [{"tenant_id": "t", "events": []}] and kwargs == {} and "callbacks" in embed
+    # user content never appears outside the body (Celery logs argsrepr)
+    assert "tenant_id" not in raw["headers"]["argsrepr"]
+
+
+def test_the_spool_drains_in_order_and_keeps_what_failed_to_send(tmp_path):
+    spool = Spool(tmp_path / "spool.jsonl")
+    spool.append([("t", [i]) for i in range(10)])
+    sent: list[int] = []
+
+    def flaky(calls):  # type: ignore[no-untyped-def]
+        if sent:
+            raise ConnectionError("broker gone again")
+        sent.extend(a[0] for _, a in calls)
+
+    with pytest.raises(ConnectionError):
+        spool.drain(flaky, batch=4)
+    assert sent == [0, 1, 2, 3]
+    rest: list[int] = []
+    assert spool.drain(lambda calls: rest.extend(a[0] for _, a in calls)) == 6
+    assert rest == [4, 5, 6, 7, 8, 9]
+    assert spool.size() == 0
+
+
+def test_a_torn_last_spool_line_is_skipped(tmp_path):
+    spool = Spool(tmp_path / "spool.jsonl")
+    spool.append([("t", [1])])
+    with open(spool.path, "a") as fh:
+        fh.write('{"task": "t", "ar')
+    got: list[object] = []
+    assert spool.drain(lambda calls: got.extend(calls)) == 1
+
+
+def test_token_estimates_count_cjk_characters_one_each():
+    assert estimate_tokens("") == 0
+    assert estimate_tokens("我喜欢简洁的回复") == 8
+    assert 3 <= estimate_tokens("we deploy with docker") <= 7
+
+
+def test_retry_countdown_grows_and_is_capped():
+    rng = random.Random(1)
+    assert all(0.2 <= retry_countdown(n, max_s=60, rng=rng) <= 60.2 for n in range(30))
+    assert max(retry_countdown(0, max_s=60, rng=rng) for _ in range(100)) <= 0.7
+
+
+def test_dead_letter_payloads_are_redacted_and_bounded():
+    big = {"content": "x" * (1024 * 1024), "note": "my password is hunter2!"}
+    stored = storable_payload(big)
+    assert stored["truncated"] is True and len(stored["preview"]) <= 64 * 1024
+    small = storable_payload({"note": "my password is hunter2!"})
+    assert "hunter2" not in json.dumps(small)
+    assert storable_payload({"c": "nul\x00"})["preview"]
