@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import random
 import re
-import time
 from collections import namedtuple
 from typing import Any
 
@@ -226,6 +225,10 @@ SECRET_CASES = [
     pytest.param(
         "passphrase: 'correct horse battery staple'", "correct horse battery staple", "password", id="quoted"
     ),
+    pytest.param(
+        "my password was changed to Summer2024!", "Summer2024!", "password", id="password-changed-to"
+    ),
+    pytest.param("WIFI密码：88888888", "88888888", "password", id="zh-wifi-password"),
     pytest.param("密码是abc123", "abc123", "password", id="zh-mima-shi"),
     pytest.param("邮箱密码：Passw0rd!", "Passw0rd!", "password", id="zh-mima-colon"),
     pytest.param("口令是 open-sesame-42", "open-sesame-42", "password", id="zh-kouling"),
@@ -294,6 +297,9 @@ LOOK_ALIKES = [
     pytest.param("请修改密码", id="zh-change-password"),
     pytest.param("密码是什么？", id="zh-what-is-the-password"),
     pytest.param("cd ~ && echo PWD=/home/me", id="shell-pwd"),
+    pytest.param("Password: ******** (masked)", id="masked-password"),
+    pytest.param("set password: <your-password> and DB_PASSWORD=${DB_PASSWORD}", id="template-stand-ins"),
+    pytest.param("the password is case-sensitive", id="password-is-case-sensitive"),
     # token look-alikes
     pytest.param("we use sk-learn and a risk-free rate", id="sk-learn"),
     pytest.param("see task-2024-quarterly-planning-doc-v2", id="hyphenated-task-name"),
@@ -450,7 +456,8 @@ def test_redact_obj_on_a_plain_string_is_redact() -> None:
     assert redact_obj("pwd=S3cr3t") == "pwd=[REDACTED:password]"
 
 
-def test_a_32_kib_text_redacts_in_well_under_5_ms() -> None:
+def test_a_32_kib_text_with_many_secrets_is_fully_redacted() -> None:
+    # speed is measured by the benchmarks, not asserted here (shared, noisy machines)
     paragraph = (
         "On 2024-03-15 at 14:30 the user said they prefer dark mode and paid $1,299.99 "
         "for order ORD-2024-000123. Version v1.2.3 shipped to 192.168.1.1; "
@@ -460,17 +467,10 @@ def test_a_32_kib_text_redacts_in_well_under_5_ms() -> None:
     )
     secrets = f"card {VISA} and my password is hunter2 and SSN 123-45-6789 and key {OPENAI_KEY}. "
     text = ((paragraph * 10 + secrets) * 20)[: 32 * 1024]
-    redact(text)  # warm up
-
-    best = min(_elapsed(text) for _ in range(7))
-
-    assert best < 0.005, f"took {best * 1000:.2f} ms"
-
-
-def _elapsed(text: str) -> float:
-    start = time.perf_counter()
-    redact(text)
-    return time.perf_counter() - start
+    out = redact(text)
+    for secret in (VISA, "hunter2", "123-45-6789", OPENAI_KEY):
+        assert secret not in out
+    assert "ORD-2024-000123" in out and "v1.2.3" in out
 
 
 # ---------------------------------------------------------------- properties
