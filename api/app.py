@@ -11,7 +11,7 @@ from fastapi.openapi.utils import get_openapi
 
 from api import problems
 from api.deps import AppState
-from api.routes import events, health
+from api.routes import events, health, sessions
 from shared.db.engine import get_engine, resolve_database_url, resolve_redis_url
 from shared.logging import configure_logging
 from shared.publisher import RedisPublisher
@@ -40,6 +40,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     problems.install(app)
     app.include_router(health.router)
     app.include_router(events.router)
+    app.include_router(sessions.router)
 
     def custom_openapi() -> dict[str, Any]:
         if app.openapi_schema is None:

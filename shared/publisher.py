@@ -13,6 +13,7 @@ import json
 import os
 import socket
 import uuid
+from datetime import UTC, datetime, timedelta
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,9 +26,12 @@ from shared.embedded import redis_py_url
 _ORIGIN = f"{os.getpid()}@{socket.gethostname()}"
 
 
-def build_message(task_name: str, args: Sequence[Any], *, queue: str, task_id: str | None = None) -> bytes:
-    """Serialise one task call as kombu's Redis transport stores it."""
+def build_message(
+    task_name: str, args: Sequence[Any], *, queue: str, task_id: str | None = None, countdown_s: float | None = None
+) -> bytes:
+    """Serialise one task call as kombu's Redis transport stores it (`countdown_s`: run no earlier than)."""
     task_id = task_id or str(uuid.uuid4())
+    eta = (datetime.now(UTC) + timedelta(seconds=countdown_s)).isoformat() if countdown_s else None
     body = json.dumps(
         [list(args), {}, {"callbacks": None, "errbacks": None, "chain": None, "chord": None}],
         ensure_ascii=False,
@@ -41,7 +45,7 @@ def build_message(task_name: str, args: Sequence[Any], *, queue: str, task_id: s
             "task": task_name,
             "id": task_id,
             "shadow": None,
-            "eta": None,
+            "eta": eta,
             "expires": None,
             "group": None,
             "group_index": None,
@@ -81,8 +85,16 @@ class RedisPublisher:
             health_check_interval=0,
         )
 
-    def publish(self, task_name: str, args: Sequence[Any]) -> None:
-        self._redis.lpush(self.queue, build_message(task_name, args, queue=self.queue))
+    def publish(self, task_name: str, args: Sequence[Any], *, countdown_s: float | None = None) -> None:
+        self._redis.lpush(self.queue, build_message(task_name, args, queue=self.queue, countdown_s=countdown_s))
+
+    def set_once(self, key: str, ttl_s: float) -> bool:
+        """SET key NX PX ttl: True for the first caller within the ttl (used to arm one timer per session)."""
+        return bool(self._redis.set(key, b"1", nx=True, px=max(1, int(ttl_s * 1000))))
+
+    @property
+    def redis(self) -> redis.Redis:
+        return self._redis
 
     def publish_many(self, calls: Sequence[tuple[str, Sequence[Any]]]) -> None:
         if not calls:

@@ -55,6 +55,17 @@ class Settings(BaseSettings):
     debounce_idle_s: float = Field(default=20.0, ge=0)
     daily_token_budget: int = Field(default=2_000_000, ge=0)
 
+    # --- embeddings and the memory store ---
+    embedder: Literal["hashing", "local", "openai"] = "hashing"
+    embedding_dim: int = Field(default=384, ge=8, le=4096)
+    embedding_model: str = Field(default="text-embedding-3-small",
+                                 validation_alias=AliasChoices("OPENAI_EMBEDDING_MODEL", "MEMORY_EMBEDDING_MODEL"))
+    index_turns: bool = True  # embed + full-text index every kept turn, for "what did we talk about"
+    # Reconciliation thresholds (cosine): calibrated on tests/data/reconcile_cases.jsonl, see RECONCILIATION.md
+    reinforce_cosine: float = Field(default=0.90, ge=0, le=1)
+    similar_cosine: float = Field(default=0.72, ge=0, le=1)
+    hnsw_ef_search: int = Field(default=80, ge=10, le=1000)
+
     # --- logging ---
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     log_format: Literal["auto", "json", "console"] = "auto"

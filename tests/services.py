@@ -91,13 +91,24 @@ class WorkerProcess:
                 self.kill()
 
 
-def queue_depth(redis_url: str, queue: str) -> int:
-    """Messages waiting in the queue plus those delivered but not yet acknowledged."""
+def queue_depth(redis_url: str, queue: str, *, include_unacked: bool = True) -> int:
+    """Messages waiting in `queue`, plus (by default) those of this queue delivered but not yet acknowledged
+    (kombu keeps them in the `unacked` hash as [message, exchange, routing_key])."""
+    import json
+
     from shared.embedded import redis_py_url
 
     r = redis.Redis.from_url(redis_py_url(redis_url))
     waiting = int(r.llen(queue))
-    unacked = int(r.hlen("unacked"))
+    if not include_unacked:
+        return waiting
+    unacked = 0
+    for raw in r.hvals("unacked"):
+        try:
+            if json.loads(raw)[2] == queue:
+                unacked += 1
+        except (ValueError, IndexError, TypeError):
+            continue
     return waiting + unacked
 
 

@@ -49,7 +49,8 @@ app.conf.update(
     enable_utc=True,
     timezone="UTC",
 )
-import worker.tasks.ingest  # noqa: E402,F401 - registers the tasks
+import worker.tasks.extract  # noqa: E402,F401 - registers the tasks
+import worker.tasks.ingest  # noqa: E402,F401
 
 log = structlog.get_logger("worker")
 

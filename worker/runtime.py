@@ -7,10 +7,13 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+import structlog
 from sqlalchemy import Engine
 
-from shared.db.engine import get_engine, resolve_database_url
+from shared.db.engine import get_engine, resolve_database_url, resolve_redis_url
+from shared.publisher import RedisPublisher
 from shared.settings import Settings, get_settings
+from worker.extraction.llm import LLMConfig, LLMExtractor
 
 
 @lru_cache(maxsize=1)
@@ -24,3 +27,25 @@ def engine() -> Engine:
 
 def settings() -> Settings:
     return get_settings()
+
+
+@lru_cache(maxsize=1)
+def publisher() -> RedisPublisher:
+    """Enqueues follow-up tasks by name (the same lean publisher the agents use)."""
+    s = get_settings()
+    return RedisPublisher(resolve_redis_url(s), queue=s.queue, timeout_s=2.0)
+
+
+@lru_cache(maxsize=1)
+def llm_extractor() -> LLMExtractor | None:
+    """The LLM extractor when `OPENAI_API_KEY` is set; None means rules-only (said once, at start-up)."""
+    s = get_settings()
+    if not s.llm_configured:
+        structlog.get_logger("worker").warning(
+            "llm.not_configured", detail="OPENAI_API_KEY is unset: rules-only extraction; turns that need the "
+            "LLM stay llm_pending until one is configured")
+        return None
+    config = LLMConfig(base_url=s.openai_base_url, api_key=s.openai_api_key or "", model=s.openai_model,
+                       timeout_s=s.openai_timeout_s, max_retries=s.openai_max_retries,
+                       structured_outputs=s.openai_structured_outputs)
+    return LLMExtractor(config)

@@ -12,6 +12,7 @@ from api.deps import SessionDep, StateDep, WriterDep
 from api.problems import problem
 from shared.contract import MAX_BATCH, MAX_CONTENT_BYTES, EventIn, parse_batch, utcnow
 from worker.services.ingest import store_events
+from worker.services.triggers import after_store
 
 router = APIRouter(prefix="/v1", tags=["events"])
 
@@ -72,8 +73,6 @@ async def post_events(request: Request, principal: WriterDep, session: SessionDe
     # The tenant is the key's, whatever the body says.
     result = store_events(session, principal.tenant_id, events, now=now)
     session.commit()
-    from worker.services.triggers import after_store
-
     after_store(state.publisher, state.settings, principal.tenant_id, result.sessions)
     return Accepted(accepted=[e.event_id for e in events], inserted=len(result.inserted), duplicates=result.duplicates)
 

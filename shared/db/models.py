@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import BigInteger, Column, DateTime, Identity, Index, SmallInteger, Text, func, text
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlmodel import Field, SQLModel
 
 # Event status lifecycle: pending -> (extracted | skipped | llm_pending) ; failed after too many attempts.
@@ -152,3 +152,33 @@ class LlmUsage(SQLModel, table=True):
     calls: int = 0
     prompt_tokens: int = Field(default=0, sa_column=Column(BigInteger, nullable=False, server_default="0"))
     completion_tokens: int = Field(default=0, sa_column=Column(BigInteger, nullable=False, server_default="0"))
+
+
+class CandidateRow(SQLModel, table=True):
+    """A memory candidate from extraction, waiting for reconciliation (status new -> reconciled)."""
+
+    __tablename__ = "candidates"
+
+    id: int | None = Field(default=None, sa_column=Column(BigInteger, Identity(), primary_key=True))
+    tenant_id: str = Field(max_length=128)
+    user_id: str = Field(max_length=128)
+    agent_id: str | None = Field(default=None, max_length=128)
+    session_id: str = Field(max_length=128)
+    op: str = Field(default="remember", max_length=16)
+    content: str = Field(sa_column=Column(Text, nullable=False))
+    kind: str = Field(max_length=16)
+    category: str = Field(max_length=16)
+    tier: str = Field(max_length=8)
+    slot: str | None = Field(default=None, max_length=128)
+    value: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    confidence: float
+    lang: str = Field(default="en", max_length=8)
+    origin: str = Field(max_length=16)
+    rule: str | None = Field(default=None, max_length=64)
+    source_event_ids: list[str] = Field(sa_column=Column(ARRAY(Text), nullable=False))
+    source_turn_ids: list[str] = Field(
+        default_factory=list, sa_column=Column(ARRAY(Text), nullable=False, server_default="{}")
+    )
+    event_time: datetime = Field(sa_column=_ts())
+    status: str = Field(default="new", max_length=16)
+    created_at: datetime | None = Field(default=None, sa_column=_ts(default_now=True))

@@ -74,11 +74,23 @@ def split_envelope(envelope: object, *, now: datetime) -> SplitEnvelope:
     return out
 
 
+@dataclass(frozen=True)
+class SessionCounters:
+    """A session's state right after a store: what the debounce decision needs."""
+
+    user_id: str
+    session_id: str
+    pending_count: int
+    pending_tokens: int
+    status: str
+    last_event_at: datetime | None
+
+
 @dataclass
 class StoreResult:
     inserted: list[str]
     duplicates: int
-    sessions: list[tuple[str, str]]  # (user_id, session_id) that received new events
+    sessions: list[SessionCounters]  # sessions that received new events
 
 
 def event_row(tenant_id: str, event: EventIn, *, now: datetime) -> dict[str, Any]:
@@ -128,7 +140,7 @@ def store_events(session: Session, tenant_id: str, events: list[EventIn], *, now
 
 def _bump_sessions(
     session: Session, tenant_id: str, rows: list[dict[str, Any]], *, now: datetime
-) -> list[tuple[str, str]]:
+) -> list[SessionCounters]:
     groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         groups[(r["user_id"], r["session_id"])].append(r)
@@ -176,5 +188,8 @@ def _bump_sessions(
             "updated_at": ex.updated_at,
         },
     )
-    session.execute(stmt)
-    return list(groups)
+    returned = session.execute(
+        stmt.returning(table.c.user_id, table.c.session_id, table.c.pending_count, table.c.pending_tokens,
+                       table.c.status, table.c.last_event_at)
+    )
+    return [SessionCounters(*row) for row in returned]

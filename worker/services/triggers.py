@@ -1,13 +1,90 @@
-"""What follows a successful store: enqueue the session stages by task name (debounced extraction)."""
+"""Debounced extraction triggers: after events are stored, decide per session whether extraction runs now,
+later (one idle timer per session), or not yet. The decision is pure; `after_store` does the I/O."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+import redis
+import structlog
+
+from shared import tasknames
 from shared.publisher import RedisPublisher
 from shared.settings import Settings
+from worker.services.ingest import SessionCounters
+
+log = structlog.get_logger("worker.triggers")
+
+Due = Literal["now", "later", "no"]
+
+
+@dataclass(frozen=True)
+class DebouncePolicy:
+    turns: int = 12
+    tokens: int = 1500
+    idle_s: float = 20.0
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> DebouncePolicy:
+        return cls(turns=settings.debounce_turns, tokens=settings.debounce_tokens, idle_s=settings.debounce_idle_s)
+
+
+def extraction_due(counters: SessionCounters, *, policy: DebouncePolicy) -> Due:
+    """`now` when the window is full (turns or tokens) or the agent ended the session; `later` (after the idle
+    delay) when some turns are pending; `no` when nothing is."""
+    if counters.status == "ended":
+        return "now"
+    if counters.pending_count <= 0:
+        return "no"
+    if counters.pending_count >= policy.turns or counters.pending_tokens >= policy.tokens:
+        return "now"
+    return "later" if policy.idle_s > 0 else "now"
+
+
+def idle_remaining_s(last_event_at: datetime | None, *, now: datetime, policy: DebouncePolicy) -> float:
+    """Seconds until a session has been idle for `policy.idle_s` (0 when it already has)."""
+    if last_event_at is None:
+        return 0.0
+    return max(0.0, policy.idle_s - (now - last_event_at).total_seconds())
+
+
+def timer_key(tenant_id: str, user_id: str, session_id: str) -> str:
+    return f"memory:debounce:{tenant_id}:{user_id}:{session_id}"
+
+
+def enqueue_extraction(
+    publisher: RedisPublisher, tenant_id: str, user_id: str, session_id: str, *, reason: str,
+    countdown_s: float | None = None,
+) -> None:
+    publisher.publish(tasknames.EXTRACT_SESSION, [tenant_id, user_id, session_id, reason], countdown_s=countdown_s)
+
+
+def arm_idle_timer(
+    publisher: RedisPublisher, tenant_id: str, user_id: str, session_id: str, *, delay_s: float
+) -> bool:
+    """Schedule one idle check per session; later events within the delay do not add timers."""
+    if not publisher.set_once(timer_key(tenant_id, user_id, session_id), delay_s):
+        return False
+    enqueue_extraction(publisher, tenant_id, user_id, session_id, reason="idle", countdown_s=delay_s)
+    return True
 
 
 def after_store(
-    publisher: RedisPublisher, settings: Settings, tenant_id: str, sessions: list[tuple[str, str]]
+    publisher: RedisPublisher, settings: Settings, tenant_id: str, sessions: list[SessionCounters]
 ) -> None:
-    """Called after events are committed. Never raises: the sweeper re-enqueues whatever is missed."""
-    return None
+    """Called after events are committed. Never raises: the sweeper re-enqueues whatever is missed, because
+    the pending set lives in Postgres, not in these messages."""
+    policy = DebouncePolicy.from_settings(settings)
+    for counters in sessions:
+        due = extraction_due(counters, policy=policy)
+        try:
+            if due == "now":
+                enqueue_extraction(publisher, tenant_id, counters.user_id, counters.session_id,
+                                   reason="session_end" if counters.status == "ended" else "threshold")
+            elif due == "later":
+                arm_idle_timer(publisher, tenant_id, counters.user_id, counters.session_id,
+                               delay_s=policy.idle_s)
+        except redis.RedisError as exc:
+            log.warning("trigger.enqueue_failed", session_id=counters.session_id, error=type(exc).__name__)

@@ -19,6 +19,7 @@ from worker import runtime
 from worker.app import app
 from worker.services.dead_letters import record_dead_letter
 from worker.services.ingest import split_envelope, store_events
+from worker.services.triggers import after_store
 
 log = structlog.get_logger("worker.ingest")
 
@@ -85,7 +86,7 @@ def ingest(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
         log.warning("ingest.rejected", count=len(split.rejected), reasons=[r.reason[:200] for r in split.rejected])
     inserted = len(result.inserted) if result else 0
     if result and result.inserted:
-        _after_store(split.tenant_id or "", result.sessions)
+        after_store(runtime.publisher(), settings, split.tenant_id or "", result.sessions)
     return {
         "outcome": "ok" if not split.rejected else "partial",
         "received": len(split.events) + len(split.rejected),
@@ -93,8 +94,3 @@ def ingest(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
         "duplicates": result.duplicates if result else 0,
         "dead_lettered": len(split.rejected),
     }
-
-
-def _after_store(tenant_id: str, sessions: list[tuple[str, str]]) -> None:
-    """Hook for the stages that follow ingest (debounced extraction)."""
-    return None
