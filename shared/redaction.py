@@ -265,7 +265,9 @@ _NOT_A_PASSWORD_WORDS = """
 """
 _NOT_A_PASSWORD = frozenset(_NOT_A_PASSWORD_WORDS.split())
 _PW_TRAILING = ".,;:)]}>'\"。，；：！？）」』】”’"  # not ! or ?: often part of the password
-_LENGTH_WORD = re.compile(r"\+?[ \t]*(?:characters?|chars?|digits?|letters?|symbols?|long)\b", _I)
+# Values that stand for a password without being one: masks, template slots, env references, "n/a".
+_PW_STAND_IN = re.compile(r"[*-]+|<[^<>]*>|\$\{[^}]*\}|\{\{\S*|\$[A-Z_][A-Z0-9_]*|%s|n/?a|tbd|todo|xxx+", _I)
+_LENGTH_WORD = re.compile(r"[ \t]*(?:characters?|chars?|digits?|letters?|symbols?|long)\b", _I)
 
 
 def _password_action(m: re.Match[str]) -> tuple[str, int]:
@@ -275,8 +277,11 @@ def _password_action(m: re.Match[str]) -> tuple[str, int]:
     secret = value.rstrip(_PW_TRAILING)
     keep = (
         not secret
-        or (secret.isalpha() and secret.lower() in _NOT_A_PASSWORD)
-        or (secret.isdigit() and _LENGTH_WORD.match(m.string, m.end()) is not None)  # "is 12 characters"
+        or (secret.replace("-", "").isalpha() and secret.split("-")[0].lower() in _NOT_A_PASSWORD)
+        or _PW_STAND_IN.fullmatch(value) is not None
+        or _PW_STAND_IN.fullmatch(secret) is not None
+        # "the password is 12 characters long" states a length, not a password.
+        or (secret.rstrip("+").isdigit() and _LENGTH_WORD.match(m.string, m.end()) is not None)
         # PWD=/home/me is the shell's working directory, not a password.
         or ((m.groupdict().get("label") or "").lower() == "pwd" and secret[0] in "/~")
     )
