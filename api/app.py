@@ -10,12 +10,15 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from api import problems
+from api.access import AccessRecorder
 from api.deps import AppState
-from api.routes import events, health, sessions
+from api.routes import events, health, search, sessions
 from shared.db.engine import get_engine, resolve_database_url, resolve_redis_url
+from shared.db.schema import check_embedding_schema
 from shared.logging import configure_logging
 from shared.publisher import RedisPublisher
 from shared.settings import Settings, get_settings
+from worker.embeddings import make_embedder
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -25,9 +28,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         engine = get_engine(resolve_database_url(settings), pool_size=10, application_name="memory-api")
+        check_embedding_schema(engine, embedder=settings.embedder, dim=settings.embedding_dim)
         publisher = RedisPublisher(resolve_redis_url(settings), queue=settings.queue, timeout_s=1.0)
-        app.state.memory = AppState(settings=settings, engine=engine, publisher=publisher)
+        embedder = make_embedder(settings.embedder, dim=settings.embedding_dim,
+                                 openai_base_url=settings.openai_base_url, openai_api_key=settings.openai_api_key,
+                                 openai_model=settings.embedding_model)
+        access = AccessRecorder(engine).start()
+        app.state.memory = AppState(settings=settings, engine=engine, publisher=publisher, embedder=embedder,
+                                    access=access)
         yield
+        access.stop()
         publisher.close()
         engine.dispose()
 
@@ -41,6 +51,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(health.router)
     app.include_router(events.router)
     app.include_router(sessions.router)
+    app.include_router(search.router)
 
     def custom_openapi() -> dict[str, Any]:
         if app.openapi_schema is None:

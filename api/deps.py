@@ -10,9 +10,11 @@ from fastapi import Depends, Header, HTTPException, Request
 from sqlalchemy import Engine
 from sqlmodel import Session
 
+from api.access import AccessRecorder
 from api.keys import Principal, authenticate
 from shared.publisher import RedisPublisher
 from shared.settings import Settings
+from worker.embeddings import Embedder
 
 
 @dataclass
@@ -20,6 +22,8 @@ class AppState:
     settings: Settings
     engine: Engine
     publisher: RedisPublisher
+    embedder: Embedder
+    access: AccessRecorder
 
 
 def get_state(request: Request) -> AppState:

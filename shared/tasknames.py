@@ -2,6 +2,7 @@
 
 INGEST = "memory.ingest"
 EXTRACT_SESSION = "memory.extract_session"
+RECONCILE_USER = "memory.reconcile_user"
 SWEEP = "memory.sweep"
 PRUNE = "memory.prune"
 PURGE = "memory.purge"

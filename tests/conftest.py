@@ -127,7 +127,8 @@ def api_server(database_url: str, redis_url: str, queue_name: str) -> Iterator[s
     server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    wait_for(lambda: server.started, timeout_s=20, what="the API server")
+    wait_for(lambda: server.started or not thread.is_alive(), timeout_s=30, what="the API server")
+    assert server.started, "the API server failed to start (see the log above)"
     yield f"http://127.0.0.1:{port}"
     server.should_exit = True
     thread.join(timeout=10)

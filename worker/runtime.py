@@ -13,7 +13,9 @@ from sqlalchemy import Engine
 from shared.db.engine import get_engine, resolve_database_url, resolve_redis_url
 from shared.publisher import RedisPublisher
 from shared.settings import Settings, get_settings
+from worker.embeddings import Embedder, make_embedder
 from worker.extraction.llm import LLMConfig, LLMExtractor
+from worker.memory.reconcile import Policy
 
 
 @lru_cache(maxsize=1)
@@ -49,3 +51,25 @@ def llm_extractor() -> LLMExtractor | None:
                        timeout_s=s.openai_timeout_s, max_retries=s.openai_max_retries,
                        structured_outputs=s.openai_structured_outputs)
     return LLMExtractor(config)
+
+
+@lru_cache(maxsize=1)
+def embedder() -> Embedder:
+    s = get_settings()
+    return make_embedder(s.embedder, dim=s.embedding_dim, openai_base_url=s.openai_base_url,
+                         openai_api_key=s.openai_api_key, openai_model=s.embedding_model,
+                         openai_timeout_s=s.openai_timeout_s, openai_max_retries=s.openai_max_retries)
+
+
+def policy() -> Policy:
+    s = get_settings()
+    return Policy(reinforce_cosine=s.reinforce_cosine, similar_cosine=s.similar_cosine)
+
+
+@lru_cache(maxsize=1)
+def check_schema() -> None:
+    """Refuse to work when the database's embedding dimension or embedder differs from the settings."""
+    from shared.db.schema import check_embedding_schema
+
+    s = get_settings()
+    check_embedding_schema(engine(), embedder=s.embedder, dim=s.embedding_dim)

@@ -225,3 +225,22 @@ def refresh_session_counters(db: Session, tenant_id: str, user_id: str, session_
         ),
         {"t": tenant_id, "u": user_id, "s": session_id},
     )
+
+
+def index_turns(db: Session, tenant_id: str, turns: Sequence[Turn], vectors: Sequence[Sequence[float]]) -> int:
+    """Store the embedding and keyword tokens of each kept turn (the turn index for recall)."""
+    from worker.memory import keywords
+    from worker.services.memories import vector_literal
+
+    if not turns:
+        return 0
+    db.execute(
+        text(
+            "UPDATE events e SET embedding = CAST(v.vec AS vector), search_tokens = to_tsvector('simple', v.doc) "
+            "FROM unnest(CAST(:ids AS text[]), CAST(:vecs AS text[]), CAST(:docs AS text[])) AS v(id, vec, doc) "
+            "WHERE e.tenant_id = :t AND e.event_id = v.id"
+        ),
+        {"t": tenant_id, "ids": [t.event_id for t in turns], "vecs": [vector_literal(v) for v in vectors],
+         "docs": [keywords.document(t.content) for t in turns]},
+    )
+    return len(turns)

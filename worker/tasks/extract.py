@@ -85,6 +85,7 @@ def _defer_if_not_idle(tenant_id: str, user_id: str, session_id: str, *, now: da
 
 def _run_window(tenant_id: str, user_id: str, session_id: str, *, now: datetime) -> dict[str, Any]:
     settings = runtime.settings()
+    runtime.check_schema()
     llm = runtime.llm_extractor()
     day = now.date().isoformat()
     with session_scope(runtime.engine()) as db:
@@ -119,7 +120,11 @@ def _run_window(tenant_id: str, user_id: str, session_id: str, *, now: datetime)
             llm_error = result.error
             log.warning("llm.extract_failed", error=result.error, detail="rule candidates kept; turns llm_pending")
     candidates = svc.final_candidates(plan, llm_candidates)
+    kept = [e.turn() for e in events if e.type == "turn" and e.event_id not in plan.skipped_ids]
+    vectors = runtime.embedder().embed([t.content for t in kept]) if settings.index_turns and kept else []
     with session_scope(runtime.engine()) as db:
+        if vectors:
+            svc.index_turns(db, tenant_id, kept, vectors)
         counts = svc.apply_outcome(db, tenant_id=tenant_id, user_id=user_id, session_id=session_id, events=events,
                                    plan=plan, candidates=candidates, llm_ok=llm_candidates is not None, now=now)
         if usage is not None:
@@ -134,6 +139,8 @@ def _run_window(tenant_id: str, user_id: str, session_id: str, *, now: datetime)
         ).scalar()
     for c in candidates:
         metrics.CANDIDATES.labels(c.origin).inc()
+    if candidates:
+        runtime.publisher().publish(tasknames.RECONCILE_USER, [tenant_id, user_id])
     fold_tokens = _fold_summary(tenant_id, user_id, session_id, use_llm=use_llm, day=day)
     counts.update(
         outcome="ok" if llm_error is None else "rules_only",

@@ -1,0 +1,70 @@
+"""POST /v1/search: hybrid (vector + keyword) search over a user's memories and, optionally, indexed turns."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter
+from pydantic import BaseModel, ConfigDict, Field
+
+from api.deps import PrincipalDep, SessionDep, StateDep
+from shared.contract import ID_PATTERN, utcnow
+from worker.services.search import SearchFilters, search
+
+router = APIRouter(prefix="/v1", tags=["search"])
+
+Kind = Literal["semantic", "episodic", "procedural"]
+Category = Literal["profile", "preference", "constraint", "decision", "lesson", "feedback", "fact"]
+
+
+class SearchRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    user_id: Annotated[str, Field(min_length=1, max_length=128, pattern=ID_PATTERN)]
+    query: Annotated[str, Field(min_length=1, max_length=4000)]
+    k: Annotated[int, Field(ge=1, le=100)] = 10
+    kinds: list[Kind] = Field(default_factory=list, max_length=3)
+    categories: list[Category] = Field(default_factory=list, max_length=7)
+    include_turns: bool = False
+    include_memories: bool = True
+    agent_id: Annotated[str | None, Field(max_length=128, pattern=ID_PATTERN)] = None
+    as_of: datetime | None = Field(default=None, description="answer with what was current at this time")
+
+
+class SearchResult(BaseModel):
+    id: str
+    type: Literal["memory", "turn"]
+    content: str
+    score: float
+    kind: str | None = None
+    category: str | None = None
+    status: str | None = None
+    slot: str | None = None
+    value: str | None = None
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    session_id: str | None = None
+    source_event_ids: list[str]
+    source_turn_ids: list[str]
+
+
+class SearchResponse(BaseModel):
+    results: list[SearchResult]
+    took_ms: float
+
+
+@router.post("/search", response_model=SearchResponse)
+def post_search(body: SearchRequest, principal: PrincipalDep, db: SessionDep, state: StateDep) -> Any:
+    started = time.perf_counter()
+    hits = search(
+        db, tenant_id=principal.tenant_id, user_id=body.user_id, query=body.query, k=body.k,
+        embedder=state.embedder, now=utcnow(), include_turns=body.include_turns,
+        include_memories=body.include_memories, ef_search=state.settings.hnsw_ef_search,
+        filters=SearchFilters(kinds=body.kinds, categories=body.categories, agent_id=body.agent_id,
+                              as_of=body.as_of),
+    )
+    state.access.note(h.id for h in hits if h.type == "memory")
+    return SearchResponse(results=[SearchResult(**h.__dict__) for h in hits],
+                          took_ms=round((time.perf_counter() - started) * 1000, 2))

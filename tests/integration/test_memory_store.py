@@ -1,0 +1,176 @@
+"""The memory store end to end: transcript events -> extraction -> reconciliation -> memories, then search.
+
+One current value per slot with full history and `as_of`, reinforcement instead of duplicates, late events
+kept as history, and many workers on the same users at once.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import httpx
+import pytest
+from sqlalchemy import text
+
+from shared import tasknames
+from shared.client import MemoryClient
+from shared.publisher import RedisPublisher
+from tests.services import queue_depth, wait_for
+
+pytestmark = pytest.mark.integration
+
+T0 = datetime(2026, 6, 1, 9, 0, tzinfo=UTC)
+FAST = {"MEMORY_DEBOUNCE_IDLE_S": "1"}
+
+
+def _client(tenant, redis_url, queue_name, tmp_path):
+    return MemoryClient(tenant, broker_url=redis_url, queue=queue_name, spool_path=tmp_path / "spool.jsonl",
+                        flush_at_exit=False)
+
+
+def _say(client, user, content, when, session=None):
+    session = session or f"s-{uuid.uuid4().hex[:6]}"
+    client.emit(user_id=user, session_id=session, content=content, event_time=when)
+    client.emit(user_id=user, session_id=session, type="session_end", event_time=when + timedelta(seconds=1))
+
+
+def _slot_rows(engine, tenant, user, slot):
+    with engine.connect() as conn:
+        return conn.execute(
+            text("SELECT id, value, status, valid_from, valid_to, superseded_by, evidence_count FROM memories "
+                 "WHERE tenant_id = :t AND user_id = :u AND slot = :s ORDER BY valid_from"),
+            {"t": tenant, "u": user, "s": slot}).all()
+
+
+def _settled(engine, tenant):
+    with engine.connect() as conn:
+        pending = conn.execute(text("SELECT count(*) FROM events WHERE tenant_id = :t AND status = 'pending'"),
+                               {"t": tenant}).scalar()
+        new = conn.execute(text("SELECT count(*) FROM candidates WHERE tenant_id = :t AND status = 'new'"),
+                           {"t": tenant}).scalar()
+    return pending == 0 and new == 0
+
+
+def _search(api_server, api_key, **body):
+    r = httpx.post(f"{api_server}/v1/search", json=body, headers={"Authorization": f"Bearer {api_key}"})
+    assert r.status_code == 200, r.text
+    return r.json()["results"]
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        ["We use Vite for the frontend build.", "We switched to webpack last week.", "We switched to Vite again."],
+        ["我们用 Vite 打包。", "我们改用 webpack 了。", "我们改用 Vite 了。"],
+    ],
+    ids=["english", "chinese"],
+)
+def test_vite_webpack_vite_leaves_one_current_value_with_history_and_as_of(
+    lines, start_worker, engine, tenant, redis_url, queue_name, tmp_path, api_server, api_key
+):
+    start_worker(env=FAST)
+    client = _client(tenant, redis_url, queue_name, tmp_path)
+    for day, line in enumerate(lines):
+        _say(client, "dev", line, T0 + timedelta(days=day))
+        wait_for(lambda d=day: len(_slot_rows(engine, tenant, "dev", "project.bundler")) == d + 1, timeout_s=40,
+                 what=f"value {day + 1} reconciled")
+    rows = _slot_rows(engine, tenant, "dev", "project.bundler")
+    assert [(r.value, r.status) for r in rows] == [("vite", "superseded"), ("webpack", "superseded"),
+                                                   ("vite", "active")]
+    assert rows[0].valid_to == rows[1].valid_from and rows[1].valid_to == rows[2].valid_from
+    assert rows[0].superseded_by == rows[1].id and rows[1].superseded_by == rows[2].id
+    with engine.connect() as conn:
+        ops = conn.execute(text("SELECT op FROM memory_history WHERE tenant_id = :t ORDER BY id"),
+                           {"t": tenant}).scalars().all()
+    assert ops.count("supersede") == 2
+    for day, expected in enumerate(["vite", "webpack", "vite"]):
+        as_of = (T0 + timedelta(days=day, hours=12)).isoformat()
+        hits = [h for h in _search(api_server, api_key, user_id="dev", query=lines[day], as_of=as_of, k=10)
+                if h["slot"] == "project.bundler"]
+        assert [h["value"] for h in hits] == [expected], (day, _search(api_server, api_key, user_id="dev", query=lines[day], as_of=as_of, k=10))
+    current = [h for h in _search(api_server, api_key, user_id="dev", query=lines[0], k=10)
+               if h["slot"] == "project.bundler"]
+    assert [h["value"] for h in current] == ["vite"]
+
+
+def test_the_same_fact_five_times_in_two_languages_is_one_memory_with_evidence_five(
+    start_worker, engine, tenant, redis_url, queue_name, tmp_path
+):
+    start_worker(env=FAST)
+    client = _client(tenant, redis_url, queue_name, tmp_path)
+    sayings = ["We use pnpm.", "Our package manager is pnpm.", "项目用 pnpm。", "我们用的是 pnpm。",
+               "We are using pnpm in this repo."]
+    for i, line in enumerate(sayings):
+        _say(client, "dev", line, T0 + timedelta(hours=i))
+    wait_for(lambda: _settled(engine, tenant) and _slot_rows(engine, tenant, "dev", "project.package_manager")
+             and _slot_rows(engine, tenant, "dev", "project.package_manager")[0].evidence_count == 5,
+             timeout_s=60, what="five confirmations")
+    rows = _slot_rows(engine, tenant, "dev", "project.package_manager")
+    assert [(r.value, r.status, r.evidence_count) for r in rows] == [("pnpm", "active", 5)]
+
+
+def test_out_of_order_delivery_ends_with_the_newer_value_current(start_worker, engine, tenant, redis_url,
+                                                                 queue_name, tmp_path):
+    start_worker(env=FAST)
+    client = _client(tenant, redis_url, queue_name, tmp_path)
+    _say(client, "ana", "I moved to Paris.", T0 + timedelta(days=30))  # newer, delivered first
+    wait_for(lambda: len(_slot_rows(engine, tenant, "ana", "user.location")) == 1, timeout_s=40, what="Paris")
+    _say(client, "ana", "I live in Berlin.", T0)  # older, delivered late
+    wait_for(lambda: len(_slot_rows(engine, tenant, "ana", "user.location")) == 2, timeout_s=40, what="Berlin")
+    rows = _slot_rows(engine, tenant, "ana", "user.location")
+    assert [(r.value, r.status) for r in rows] == [("Berlin", "superseded"), ("Paris", "active")]
+    assert rows[0].valid_to == rows[1].valid_from and rows[0].superseded_by == rows[1].id
+    # replaying the late event changes nothing
+    client.emit(user_id="ana", session_id="replay", content="I live in Berlin.", event_time=T0,
+                event_id="replayed-berlin")
+    client.emit(user_id="ana", session_id="replay", content="I live in Berlin.", event_time=T0,
+                event_id="replayed-berlin")
+    client.emit(user_id="ana", session_id="replay", type="session_end", event_time=T0)
+    wait_for(lambda: _settled(engine, tenant), timeout_s=40, what="replay processed")
+    rows = _slot_rows(engine, tenant, "ana", "user.location")
+    assert [(r.value, r.status) for r in rows] == [("Berlin", "superseded"), ("Paris", "active")]
+
+
+def test_eight_workers_on_400_conflicting_candidates_for_20_users_keep_one_current_value_per_slot(
+    start_worker, engine, tenant, redis_url, queue_name
+):
+    rng = random.Random(7)
+    users = [f"user-{i}" for i in range(20)]
+    cities = ["Berlin", "Paris", "Lisbon", "Madrid", "Oslo", "Rome", "Vienna", "Prague"]
+    rows = []
+    for n in range(400):
+        user = users[n % 20]
+        city = rng.choice(cities)
+        when = T0 + timedelta(minutes=rng.randrange(0, 100_000))
+        rows.append({"t": tenant, "u": user, "s": f"sess-{n}", "c": f"The user lives in {city}.", "v": city,
+                     "e": [f"ev-{n}"], "ts": when})
+    with engine.begin() as conn:
+        conn.execute(text(
+            "INSERT INTO candidates (tenant_id, user_id, session_id, op, content, kind, category, tier, slot, value, "
+            "confidence, lang, origin, source_event_ids, event_time) VALUES (:t, :u, :s, 'remember', :c, "
+            "'semantic', 'profile', 'worth', 'user.location', :v, 0.8, 'en', 'rules', :e, :ts)"), rows)
+    start_worker(concurrency=8)
+    pub = RedisPublisher(redis_url, queue=queue_name)
+    for _ in range(3):  # every user triggered several times, so workers race on the same users
+        for user in rng.sample(users, len(users)):
+            pub.publish(tasknames.RECONCILE_USER, [tenant, user])
+    wait_for(lambda: _settled(engine, tenant), timeout_s=180, interval_s=0.5, what="all candidates reconciled")
+    wait_for(lambda: queue_depth(redis_url, queue_name) == 0, timeout_s=60, what="the queue to drain")
+    with engine.connect() as conn:
+        for user in users:
+            mine = [r for r in rows if r["u"] == user]
+            latest = max(mine, key=lambda r: r["ts"])
+            slot = _slot_rows(engine, tenant, user, "user.location")
+            active = [r for r in slot if r.status == "active"]
+            assert len(active) == 1, (user, slot)
+            assert active[0].value == latest["v"]
+            # history complete: every candidate is accounted for by a row or a reinforcement
+            assert sum(r.evidence_count for r in slot) == len(mine)
+            # validity intervals chain without overlap
+            for a, b in zip(slot, slot[1:], strict=False):
+                assert a.valid_to is not None and a.valid_to <= b.valid_from
+        reconciled = conn.execute(text("SELECT count(*) FROM candidates WHERE tenant_id = :t AND "
+                                       "status = 'reconciled'"), {"t": tenant}).scalar()
+    assert reconciled == 400

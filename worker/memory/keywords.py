@@ -1,0 +1,58 @@
+"""Keyword tokens for PostgreSQL full-text search that work for Chinese too (pure).
+
+PostgreSQL's built-in parsers do not segment Chinese, and pg_trgm is not available everywhere (the
+embedded server lacks it). So we tokenize here: Latin words lower-cased and lightly stemmed, CJK text as
+character bigrams (plus single characters for one-character words), and store the result with the
+`simple` configuration. The query side uses the same function, so both sides always agree.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+_WORD = re.compile(r"[a-z0-9]+(?:['.][a-z0-9]+)*")
+_CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+_STOP = frozenset(
+    "a an and are as at be but by did do does for from had has have he her his i if in into is it its me my "
+    "of on or our she so than that the their them then there these they this to was we were what when where "
+    "which who will with you your".split()
+)
+_CJK_STOP = frozenset("的了是在我你他她它们和就都而及与着或吗呢吧啊")
+MAX_TOKENS = 512
+
+
+def _stem(word: str) -> str:
+    for suffix, min_len in (("ing", 5), ("ed", 4), ("es", 4), ("s", 3)):
+        if word.endswith(suffix) and len(word) - len(suffix) >= min_len - len(suffix) + 1:
+            return word[: -len(suffix)]
+    return word
+
+
+def tokens(text: str) -> list[str]:
+    """Distinct search tokens of `text`, in first-seen order, at most MAX_TOKENS."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    out: dict[str, None] = {}
+    for word in _WORD.findall(text):
+        if word not in _STOP and len(word) > 1:
+            out.setdefault(_stem(word.replace("'", "").replace(".", "")), None)
+    for run in _CJK_RUN.findall(text):
+        chars = [c for c in run if c not in _CJK_STOP] if len(run) > 2 else list(run)
+        if len(chars) == 1:
+            out.setdefault(chars[0], None)
+        for a, b in zip(chars, chars[1:], strict=False):
+            out.setdefault(a + b, None)
+    return list(out)[:MAX_TOKENS]
+
+
+def document(text: str) -> str:
+    """The string to feed `to_tsvector('simple', ...)`."""
+    return " ".join(tokens(text))
+
+
+def query(text: str) -> str | None:
+    """A `to_tsquery('simple', ...)` expression matching any token (OR), or None when there is none."""
+    toks = tokens(text)
+    if not toks:
+        return None
+    return " | ".join(f"'{t}'" for t in toks[:64])

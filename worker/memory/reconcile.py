@@ -1,0 +1,192 @@
+"""Reconciliation decisions (pure): a candidate, its nearest memories and its slot's rows -> one decision.
+
+ADD        a new memory
+REINFORCE  the same fact again: bump evidence on the existing row, union the sources; never a second row
+SUPERSEDE  same slot, different value (or an LLM-judged update): the old row gets valid_to/superseded_by
+HISTORY    a late or replayed event for a slot whose newer value is already current: store it as a past
+           value (valid_to set), the newer fact stays current
+JUDGE      similar but not clearly the same: ask the LLM (duplicate / update / contradiction / complement);
+           without an LLM this becomes ADD
+FORGET     an explicit request to forget: the matching memories become `deleted` (history kept)
+NOOP       nothing to do (a replay of evidence we already hold, a forget that matches nothing)
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+
+
+class Op(StrEnum):
+    ADD = "add"
+    REINFORCE = "reinforce"
+    SUPERSEDE = "supersede"
+    HISTORY = "history"
+    JUDGE = "judge"
+    FORGET = "forget"
+    NOOP = "noop"
+
+
+@dataclass(frozen=True)
+class Policy:
+    reinforce_cosine: float = 0.90  # at or above: the same fact (same kind)
+    similar_cosine: float = 0.72  # [similar, reinforce): ask the LLM when there is one
+    forget_cosine: float = 0.55  # a forget request matches memories at least this close
+
+
+@dataclass(frozen=True)
+class CandidateIn:
+    content: str
+    kind: str
+    op: str  # remember | forget
+    event_time: datetime
+    source_event_ids: tuple[str, ...]
+    slot: str | None = None
+    value: str | None = None
+
+
+@dataclass(frozen=True)
+class Existing:
+    id: str
+    content: str
+    kind: str
+    status: str
+    valid_from: datetime
+    valid_to: datetime | None = None
+    slot: str | None = None
+    value: str | None = None
+    similarity: float = 0.0  # cosine similarity to the candidate (0 when unknown)
+    source_event_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Decision:
+    op: Op
+    reason: str
+    target_ids: tuple[str, ...] = ()  # the memories acted on (reinforced, superseded, forgotten, judged)
+    # for HISTORY: the validity window the late value gets, and the row that succeeded it
+    valid_to: datetime | None = None
+    superseded_by: str | None = None
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+_PUNCT = re.compile(r"[\s\W_]+", re.UNICODE)
+
+
+def content_key(text: str) -> str:
+    """A normal form for exact-duplicate detection: NFKC, case-folded, punctuation and spaces removed."""
+    return _PUNCT.sub("", unicodedata.normalize("NFKC", text).casefold())
+
+
+def same_value(a: str | None, b: str | None) -> bool:
+    return a is not None and b is not None and content_key(a) == content_key(b)
+
+
+def decide(
+    cand: CandidateIn,
+    *,
+    neighbours: Sequence[Existing],
+    slot_rows: Sequence[Existing] = (),
+    policy: Policy = Policy(),
+    llm_available: bool = False,
+) -> Decision:
+    """Decide what one candidate does to the store. `neighbours` are the user's nearest active memories
+    (any slot); `slot_rows` every row of the candidate's slot (active and past), for conflicts and time."""
+    if cand.op == "forget":
+        return _forget(cand, neighbours=neighbours, slot_rows=slot_rows, policy=policy)
+    if cand.slot:
+        return _slotted(cand, slot_rows=slot_rows)
+    return _unslotted(cand, neighbours=neighbours, policy=policy, llm_available=llm_available)
+
+
+def _replayed(cand: CandidateIn, row: Existing) -> bool:
+    return bool(cand.source_event_ids) and set(cand.source_event_ids) <= set(row.source_event_ids)
+
+
+def _slotted(cand: CandidateIn, *, slot_rows: Sequence[Existing]) -> Decision:
+    current = next((r for r in slot_rows if r.status == "active"), None)
+    if current is None:
+        return Decision(Op.ADD, f"first value for slot {cand.slot}")
+    if same_value(cand.value, current.value):
+        if _replayed(cand, current):
+            return Decision(Op.NOOP, "replayed evidence already on the current value", (current.id,))
+        return Decision(Op.REINFORCE, f"same value for slot {cand.slot}", (current.id,))
+    if cand.event_time >= current.valid_from:
+        return Decision(Op.SUPERSEDE, f"slot {cand.slot}: {current.value!r} -> {cand.value!r}", (current.id,))
+    # A late event: it was true before the current value. Find the row that followed it in time.
+    past = [r for r in slot_rows if r.status != "deleted"]
+    for r in past:
+        if (
+            same_value(cand.value, r.value)
+            and r.valid_from <= cand.event_time
+            and (r.valid_to is None or cand.event_time < r.valid_to)
+        ):
+            return Decision(
+                Op.REINFORCE if not _replayed(cand, r) else Op.NOOP,
+                "late evidence for the value that was current then",
+                (r.id,),
+            )
+    successor = min((r for r in past if r.valid_from > cand.event_time), key=lambda r: r.valid_from)
+    return Decision(
+        Op.HISTORY,
+        f"late event for slot {cand.slot}: a newer value is current",
+        (current.id,),
+        valid_to=successor.valid_from,
+        superseded_by=successor.id,
+    )
+
+
+def _unslotted(
+    cand: CandidateIn, *, neighbours: Sequence[Existing], policy: Policy, llm_available: bool
+) -> Decision:
+    key = content_key(cand.content)
+    same_kind = [n for n in neighbours if n.kind == cand.kind and n.status == "active"]
+    for n in same_kind:
+        if content_key(n.content) == key:
+            if _replayed(cand, n):
+                return Decision(Op.NOOP, "replayed evidence already on this memory", (n.id,))
+            return Decision(Op.REINFORCE, "same normalized content", (n.id,))
+    best = max(same_kind, key=lambda n: n.similarity, default=None)
+    if best is not None and best.similarity >= policy.reinforce_cosine:
+        if _replayed(cand, best):
+            return Decision(Op.NOOP, "replayed evidence already on this memory", (best.id,))
+        reason = f"cosine {best.similarity:.3f} >= {policy.reinforce_cosine}"
+        return Decision(Op.REINFORCE, reason, (best.id,))
+    if best is not None and best.similarity >= policy.similar_cosine:
+        if llm_available:
+            return Decision(Op.JUDGE, f"cosine {best.similarity:.3f} in the similar band", (best.id,))
+        return Decision(Op.ADD, f"cosine {best.similarity:.3f} in the similar band; no LLM to judge")
+    return Decision(Op.ADD, "no similar memory")
+
+
+def _forget(
+    cand: CandidateIn, *, neighbours: Sequence[Existing], slot_rows: Sequence[Existing], policy: Policy
+) -> Decision:
+    targets: list[str] = []
+    if cand.slot:
+        targets += [r.id for r in slot_rows if r.status == "active"]
+    key = content_key(cand.content)
+    for n in neighbours:
+        if n.status != "active" or n.id in targets:
+            continue
+        close = n.similarity >= policy.forget_cosine
+        names_value = bool(cand.value) and content_key(cand.value or "") in content_key(n.content)
+        if close or names_value or (key and key == content_key(n.content)):
+            targets.append(n.id)
+    if not targets:
+        return Decision(Op.NOOP, "forget request matched no memory")
+    return Decision(Op.FORGET, "explicit forget request", tuple(targets))
+
+
+def judged(decision: Decision, verdict: str) -> Decision:
+    """Turn an LLM verdict on a JUDGE decision into the final one."""
+    target = decision.target_ids
+    if verdict == "duplicate":
+        return Decision(Op.REINFORCE, "LLM: duplicate", target)
+    if verdict in ("update", "contradiction"):
+        return Decision(Op.SUPERSEDE, f"LLM: {verdict}", target)
+    return Decision(Op.ADD, f"LLM: {verdict or 'complement'}")

@@ -1,0 +1,391 @@
+"""The memory store's shell: per-user serialization, reconciliation applied in one transaction with history.
+
+`reconcile_user` takes a Postgres advisory transaction lock for (tenant, user), so concurrent workers on
+the same user queue up while different users run in parallel; the partial unique index on active slots is
+the last line of defence for invariant 3.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import text
+from sqlmodel import Session
+
+from worker.embeddings import Embedder
+from worker.memory import keywords
+from worker.memory.reconcile import CandidateIn, Decision, Existing, Op, Policy, content_key, decide
+
+HALF_LIFE_DAYS = {"semantic": None, "episodic": 30.0, "procedural": 90.0}
+NEIGHBOURS = 5
+_SNAPSHOT = (
+    "content",
+    "kind",
+    "category",
+    "slot",
+    "value",
+    "status",
+    "valid_from",
+    "valid_to",
+    "evidence_count",
+    "importance",
+    "confidence",
+    "pinned",
+    "expires_at",
+    "superseded_by",
+)
+
+
+def user_lock_key(tenant_id: str, user_id: str) -> int:
+    """A stable signed 64-bit key for pg_advisory_xact_lock."""
+    digest = hashlib.blake2b(f"{tenant_id}\x00{user_id}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def lock_user(db: Session, tenant_id: str, user_id: str) -> None:
+    db.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": user_lock_key(tenant_id, user_id)})
+
+
+def vector_literal(vec: Sequence[float]) -> str:
+    return "[" + ",".join(f"{x:.6f}" for x in vec) + "]"
+
+
+def importance_of(tier: str, kind: str, category: str) -> float:
+    base = 0.9 if tier == "must" else 0.6
+    if kind == "procedural" or category in ("constraint", "feedback"):
+        base += 0.05
+    return min(1.0, base)
+
+
+@dataclass
+class CandidateRowIn:
+    id: int
+    agent_id: str | None
+    op: str
+    content: str
+    kind: str
+    category: str
+    tier: str
+    slot: str | None
+    value: str | None
+    confidence: float
+    lang: str
+    source_event_ids: list[str]
+    source_turn_ids: list[str]
+    event_time: datetime
+
+
+def load_new_candidates(
+    db: Session, tenant_id: str, user_id: str, *, limit: int = 200
+) -> list[CandidateRowIn]:
+    rows = db.execute(
+        text(
+            "SELECT id, agent_id, op, content, kind, category, tier, slot, value, confidence, lang, "
+            "source_event_ids, source_turn_ids, event_time FROM candidates "
+            "WHERE tenant_id = :t AND user_id = :u AND status = 'new' ORDER BY event_time, id LIMIT :n"
+        ),
+        {"t": tenant_id, "u": user_id, "n": limit},
+    ).all()
+    return [CandidateRowIn(*r) for r in rows]
+
+
+def _existing(row: Any, similarity: float = 0.0) -> Existing:
+    return Existing(
+        id=str(row.id),
+        content=row.content,
+        kind=row.kind,
+        status=row.status,
+        valid_from=row.valid_from,
+        valid_to=row.valid_to,
+        slot=row.slot,
+        value=row.value,
+        similarity=similarity,
+        source_event_ids=tuple(row.source_event_ids or ()),
+    )
+
+
+def set_search_params(db: Session, *, ef_search: int) -> None:
+    # pgvector 0.8 iterative scans: keep scanning the HNSW graph until enough rows pass the per-user filter
+    db.execute(text("SET LOCAL hnsw.iterative_scan = relaxed_order"))
+    db.execute(text(f"SET LOCAL hnsw.ef_search = {int(ef_search)}"))
+
+
+def nearest(db: Session, tenant_id: str, user_id: str, vec: str, *, k: int = NEIGHBOURS) -> list[Existing]:
+    rows = db.execute(
+        text(
+            "SELECT id, content, kind, status, valid_from, valid_to, slot, value, source_event_ids, "
+            "1 - (embedding <=> CAST(:v AS vector)) AS sim FROM memories "
+            "WHERE tenant_id = :t AND user_id = :u AND status = 'active' "
+            "ORDER BY embedding <=> CAST(:v AS vector) LIMIT :k"
+        ),
+        {"t": tenant_id, "u": user_id, "v": vec, "k": k},
+    ).all()
+    return [_existing(r, float(r.sim or 0.0)) for r in rows]
+
+
+def slot_rows(db: Session, tenant_id: str, user_id: str, slot: str) -> list[Existing]:
+    rows = db.execute(
+        text(
+            "SELECT id, content, kind, status, valid_from, valid_to, slot, value, source_event_ids FROM memories "
+            "WHERE tenant_id = :t AND user_id = :u AND slot = :s AND status <> 'deleted' "
+            "ORDER BY valid_from FOR UPDATE"
+        ),
+        {"t": tenant_id, "u": user_id, "s": slot},
+    ).all()
+    return [_existing(r) for r in rows]
+
+
+def snapshot(db: Session, memory_id: str) -> dict[str, Any] | None:
+    row = (
+        db.execute(text(f"SELECT {', '.join(_SNAPSHOT)} FROM memories WHERE id = :id"), {"id": memory_id})
+        .mappings()
+        .first()
+    )
+    return json.loads(json.dumps(dict(row), default=str)) if row else None
+
+
+def write_history(
+    db: Session,
+    *,
+    memory_id: str,
+    tenant_id: str,
+    user_id: str,
+    op: str,
+    before: Any,
+    after: Any,
+    reason: str,
+    actor: str,
+    event_ids: Sequence[str],
+    now: datetime,
+) -> None:
+    db.execute(
+        text(
+            "INSERT INTO memory_history (memory_id, tenant_id, user_id, op, before, after, reason, actor, "
+            "event_ids, created_at) VALUES (:m, :t, :u, :op, CAST(:b AS jsonb), CAST(:a AS jsonb), :r, :actor, "
+            ":e, :now)"
+        ),
+        {
+            "m": memory_id,
+            "t": tenant_id,
+            "u": user_id,
+            "op": op,
+            "b": json.dumps(before) if before else None,
+            "a": json.dumps(after) if after else None,
+            "r": reason,
+            "actor": actor,
+            "e": list(event_ids),
+            "now": now,
+        },
+    )
+
+
+def insert_memory(
+    db: Session,
+    tenant_id: str,
+    user_id: str,
+    c: CandidateRowIn,
+    vec: str,
+    *,
+    now: datetime,
+    status: str = "active",
+    valid_to: datetime | None = None,
+    superseded_by: str | None = None,
+) -> str:
+    row = db.execute(
+        text(
+            "INSERT INTO memories (tenant_id, user_id, scope, kind, category, content, content_key, lang, slot, "
+            "value, importance, confidence, status, valid_from, valid_to, recorded_at, last_confirmed_at, "
+            "superseded_by, half_life_days, source_event_ids, source_turn_ids, embedding, search_tokens) "
+            "VALUES (:t, :u, 'user', :kind, :cat, :content, :key, :lang, :slot, :value, :imp, :conf, :status, "
+            ":vf, :vt, :now, :now, :sb, :hl, :se, :st, CAST(:v AS vector), to_tsvector('simple', :doc)) "
+            "RETURNING id"
+        ),
+        {
+            "t": tenant_id,
+            "u": user_id,
+            "kind": c.kind,
+            "cat": c.category,
+            "content": c.content,
+            "key": content_key(c.content),
+            "lang": c.lang,
+            "slot": c.slot,
+            "value": c.value,
+            "imp": importance_of(c.tier, c.kind, c.category),
+            "conf": c.confidence,
+            "status": status,
+            "vf": c.event_time,
+            "vt": valid_to,
+            "now": now,
+            "sb": superseded_by,
+            "hl": HALF_LIFE_DAYS.get(c.kind),
+            "se": c.source_event_ids,
+            "st": c.source_turn_ids,
+            "v": vec,
+            "doc": keywords.document(c.content),
+        },
+    ).scalar_one()
+    return str(row)
+
+
+def apply_decision(
+    db: Session,
+    tenant_id: str,
+    user_id: str,
+    c: CandidateRowIn,
+    d: Decision,
+    vec: str,
+    *,
+    actor: str,
+    now: datetime,
+) -> str | None:
+    """Apply one decision with its history rows; return the memory the candidate ended up in."""
+    hist = {
+        "tenant_id": tenant_id,
+        "user_id": user_id,
+        "actor": actor,
+        "event_ids": c.source_event_ids,
+        "now": now,
+    }
+    if d.op == Op.ADD:
+        mid = insert_memory(db, tenant_id, user_id, c, vec, now=now)
+        write_history(
+            db, memory_id=mid, op="add", before=None, after=snapshot(db, mid), reason=d.reason, **hist
+        )
+        return mid
+    if d.op == Op.REINFORCE:
+        mid = d.target_ids[0]
+        before = snapshot(db, mid)
+        db.execute(
+            text(
+                "UPDATE memories SET evidence_count = evidence_count + 1, last_confirmed_at = :now, "
+                "confidence = GREATEST(confidence, :conf), updated_at = :now, "
+                "source_event_ids = ARRAY(SELECT DISTINCT unnest(source_event_ids || CAST(:se AS text[]))), "
+                "source_turn_ids = ARRAY(SELECT DISTINCT unnest(source_turn_ids || CAST(:st AS text[]))) "
+                "WHERE id = :id"
+            ),
+            {"now": now, "conf": c.confidence, "se": c.source_event_ids, "st": c.source_turn_ids, "id": mid},
+        )
+        write_history(
+            db, memory_id=mid, op="reinforce", before=before, after=snapshot(db, mid), reason=d.reason, **hist
+        )
+        return mid
+    if d.op == Op.SUPERSEDE:
+        old = d.target_ids[0]
+        before = snapshot(db, old)
+        # close the old row first: the partial unique index allows one active row per slot
+        db.execute(
+            text(
+                "UPDATE memories SET status = 'superseded', valid_to = :vt, updated_at = :now WHERE id = :id"
+            ),
+            {"vt": c.event_time, "now": now, "id": old},
+        )
+        mid = insert_memory(db, tenant_id, user_id, c, vec, now=now)
+        db.execute(text("UPDATE memories SET superseded_by = :new WHERE id = :id"), {"new": mid, "id": old})
+        write_history(
+            db, memory_id=old, op="supersede", before=before, after=snapshot(db, old), reason=d.reason, **hist
+        )
+        write_history(
+            db,
+            memory_id=mid,
+            op="add",
+            before=None,
+            after=snapshot(db, mid),
+            reason=f"supersedes {old}: {d.reason}",
+            **hist,
+        )
+        return mid
+    if d.op == Op.HISTORY:
+        mid = insert_memory(
+            db,
+            tenant_id,
+            user_id,
+            c,
+            vec,
+            now=now,
+            status="superseded",
+            valid_to=d.valid_to,
+            superseded_by=d.superseded_by,
+        )
+        # the row that was current just before this late value now ends where the late value begins
+        db.execute(
+            text(
+                "UPDATE memories SET valid_to = :vf, superseded_by = :mid WHERE tenant_id = :t AND user_id = :u "
+                "AND slot = :slot AND id <> :mid AND valid_from < :vf AND (valid_to IS NULL OR valid_to > :vf) "
+                "AND status = 'superseded'"
+            ),
+            {"vf": c.event_time, "mid": mid, "t": tenant_id, "u": user_id, "slot": c.slot},
+        )
+        write_history(
+            db, memory_id=mid, op="history", before=None, after=snapshot(db, mid), reason=d.reason, **hist
+        )
+        return mid
+    if d.op == Op.FORGET:
+        for mid in d.target_ids:
+            before = snapshot(db, mid)
+            db.execute(
+                text(
+                    "UPDATE memories SET status = 'deleted', valid_to = COALESCE(valid_to, :now), "
+                    "updated_at = :now WHERE id = :id"
+                ),
+                {"now": now, "id": mid},
+            )
+            write_history(
+                db,
+                memory_id=mid,
+                op="forget",
+                before=before,
+                after=snapshot(db, mid),
+                reason=d.reason,
+                **hist,
+            )
+        return None
+    return d.target_ids[0] if d.target_ids else None
+
+
+def reconcile_user(
+    db: Session,
+    tenant_id: str,
+    user_id: str,
+    *,
+    embedder: Embedder,
+    policy: Policy,
+    actor: str,
+    now: datetime,
+    limit: int = 200,
+) -> dict[str, int]:
+    """Reconcile the user's new candidates, oldest event first, under the per-user lock. Caller commits."""
+    lock_user(db, tenant_id, user_id)
+    cands = load_new_candidates(db, tenant_id, user_id, limit=limit)
+    counts: dict[str, int] = {}
+    if not cands:
+        return counts
+    vectors = [vector_literal(v) for v in embedder.embed([c.content for c in cands])]
+    set_search_params(db, ef_search=100)
+    for c, vec in zip(cands, vectors, strict=True):
+        cand = CandidateIn(
+            content=c.content,
+            kind=c.kind,
+            op=c.op,
+            event_time=c.event_time,
+            source_event_ids=tuple(c.source_event_ids),
+            slot=c.slot,
+            value=c.value,
+        )
+        rows = slot_rows(db, tenant_id, user_id, c.slot) if c.slot else []
+        decision = decide(
+            cand, neighbours=nearest(db, tenant_id, user_id, vec), slot_rows=rows, policy=policy
+        )
+        if decision.op == Op.JUDGE:  # batched LLM judgement: not wired yet, add as a new memory
+            decision = Decision(Op.ADD, decision.reason + "; judged later")
+        memory_id = apply_decision(db, tenant_id, user_id, c, decision, vec, actor=actor, now=now)
+        db.execute(
+            text("UPDATE candidates SET status = 'reconciled', decision = :d, memory_id = :m WHERE id = :id"),
+            {"d": str(decision.op), "m": memory_id, "id": c.id},
+        )
+        counts[str(decision.op)] = counts.get(str(decision.op), 0) + 1
+    return counts

@@ -1,0 +1,233 @@
+"""Hybrid search over memories and indexed turns: vector and keyword candidates from SQL, fused in Python."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import text
+from sqlmodel import Session
+
+from worker.embeddings import Embedder
+from worker.memory import keywords
+from worker.memory.scoring import TURN_IMPORTANCE, Ranked, rank
+from worker.services.memories import set_search_params, vector_literal
+
+CANDIDATES_PER_LIST = 40
+
+
+@dataclass
+class SearchFilters:
+    kinds: Sequence[str] = ()
+    categories: Sequence[str] = ()
+    scope: str | None = None
+    agent_id: str | None = None
+    statuses: Sequence[str] = ("active",)
+    as_of: datetime | None = None
+
+
+@dataclass
+class SearchHit:
+    id: str
+    type: str  # memory | turn
+    content: str
+    score: float
+    kind: str | None = None
+    category: str | None = None
+    status: str | None = None
+    slot: str | None = None
+    value: str | None = None
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    session_id: str | None = None
+    source_event_ids: list[str] = field(default_factory=list)
+    source_turn_ids: list[str] = field(default_factory=list)
+
+
+_MEMORY_COLS = (
+    "id, kind, category, content, status, slot, value, valid_from, valid_to, importance, half_life_days, "
+    "greatest(last_confirmed_at, coalesce(last_accessed_at, last_confirmed_at)) AS touch, "
+    "source_event_ids, source_turn_ids"
+)
+
+
+def _memory_where(f: SearchFilters, params: dict[str, Any]) -> str:
+    where = ["tenant_id = :t", "user_id = :u"]
+    if f.as_of is not None:
+        # what was current then (valid time, from the events' own times), whatever happened later;
+        # forgotten memories stay forgotten for every as_of
+        where += [
+            "valid_from <= :as_of",
+            "(valid_to IS NULL OR valid_to > :as_of)",
+            "status <> 'deleted'",
+        ]
+        params["as_of"] = f.as_of
+    else:
+        where.append("status = ANY(:statuses)")
+        params["statuses"] = list(f.statuses)
+    if f.kinds:
+        where.append("kind = ANY(:kinds)")
+        params["kinds"] = list(f.kinds)
+    if f.categories:
+        where.append("category = ANY(:cats)")
+        params["cats"] = list(f.categories)
+    if f.scope:
+        where.append("scope = :scope")
+        params["scope"] = f.scope
+    if f.agent_id:
+        where.append("(agent_id IS NULL OR agent_id = :agent)")
+        params["agent"] = f.agent_id
+    return " AND ".join(where)
+
+
+def search(
+    db: Session,
+    *,
+    tenant_id: str,
+    user_id: str,
+    query: str,
+    k: int,
+    embedder: Embedder,
+    now: datetime,
+    filters: SearchFilters | None = None,
+    include_memories: bool = True,
+    include_turns: bool = False,
+    ef_search: int = 80,
+) -> list[SearchHit]:
+    f = filters or SearchFilters()
+    vec = vector_literal(embedder.embed_query(query))
+    tsq = keywords.query(query)
+    n = max(CANDIDATES_PER_LIST, k * 3)
+    set_search_params(db, ef_search=max(ef_search, n))
+    items: dict[str, Ranked] = {}
+    rows: dict[str, Any] = {}
+
+    def add(
+        key: str,
+        row: Any,
+        *,
+        importance: float,
+        half_life: float | None,
+        touch: datetime,
+        vr: int | None = None,
+        kr: int | None = None,
+    ) -> None:
+        old = items.get(key)
+        items[key] = Ranked(
+            key,
+            importance,
+            half_life,
+            touch,
+            vector_rank=vr if vr is not None else (old.vector_rank if old else None),
+            keyword_rank=kr if kr is not None else (old.keyword_rank if old else None),
+        )
+        rows[key] = row
+
+    if include_memories:
+        params: dict[str, Any] = {"t": tenant_id, "u": user_id, "v": vec, "n": n}
+        where = _memory_where(f, params)
+        vector_rows = db.execute(
+            text(
+                f"SELECT {_MEMORY_COLS} FROM memories WHERE {where} "
+                "ORDER BY embedding <=> CAST(:v AS vector) LIMIT :n"
+            ),
+            params,
+        ).all()
+        for i, r in enumerate(vector_rows, 1):
+            add(f"m:{r.id}", r, importance=r.importance, half_life=r.half_life_days, touch=r.touch, vr=i)
+        if tsq:
+            params["q"] = tsq
+            kw_rows = db.execute(
+                text(
+                    f"SELECT {_MEMORY_COLS} FROM memories WHERE {where} AND "
+                    "search_tokens @@ to_tsquery('simple', :q) "
+                    "ORDER BY ts_rank_cd(search_tokens, to_tsquery('simple', :q)) DESC LIMIT :n"
+                ),
+                params,
+            ).all()
+            for i, r in enumerate(kw_rows, 1):
+                add(f"m:{r.id}", r, importance=r.importance, half_life=r.half_life_days, touch=r.touch, kr=i)
+    if include_turns:
+        tparams: dict[str, Any] = {"t": tenant_id, "u": user_id, "v": vec, "n": n}
+        twhere = "tenant_id = :t AND user_id = :u AND embedding IS NOT NULL"
+        if f.as_of is not None:
+            twhere += " AND event_time <= :as_of"
+            tparams["as_of"] = f.as_of
+        cols = "event_id, session_id, role, content, event_time, source_turn_id"
+        for i, r in enumerate(
+            db.execute(
+                text(
+                    f"SELECT {cols} FROM events WHERE {twhere} "
+                    "ORDER BY embedding <=> CAST(:v AS vector) LIMIT :n"
+                ),
+                tparams,
+            ).all(),
+            1,
+        ):
+            add(f"t:{r.event_id}", r, importance=TURN_IMPORTANCE, half_life=None, touch=r.event_time, vr=i)
+        if tsq:
+            tparams["q"] = tsq
+            kw = db.execute(
+                text(
+                    f"SELECT {cols} FROM events WHERE {twhere} AND search_tokens @@ "
+                    "to_tsquery('simple', :q) ORDER BY ts_rank_cd(search_tokens, "
+                    "to_tsquery('simple', :q)) DESC LIMIT :n"
+                ),
+                tparams,
+            ).all()
+            for i, r in enumerate(kw, 1):
+                add(
+                    f"t:{r.event_id}", r, importance=TURN_IMPORTANCE, half_life=None, touch=r.event_time, kr=i
+                )
+    hits = []
+    for item, score in rank(list(items.values()), now=now, k=k):
+        r = rows[item.key]
+        if item.key.startswith("m:"):
+            hits.append(
+                SearchHit(
+                    id=str(r.id),
+                    type="memory",
+                    content=r.content,
+                    score=round(score, 6),
+                    kind=r.kind,
+                    category=r.category,
+                    status=r.status,
+                    slot=r.slot,
+                    value=r.value,
+                    valid_from=r.valid_from,
+                    valid_to=r.valid_to,
+                    source_event_ids=list(r.source_event_ids or []),
+                    source_turn_ids=list(r.source_turn_ids or []),
+                )
+            )
+        else:
+            hits.append(
+                SearchHit(
+                    id=r.event_id,
+                    type="turn",
+                    content=f"{r.role}: {r.content}",
+                    score=round(score, 6),
+                    valid_from=r.event_time,
+                    session_id=r.session_id,
+                    source_event_ids=[r.event_id],
+                    source_turn_ids=[r.source_turn_id] if r.source_turn_id else [],
+                )
+            )
+    return hits
+
+
+def record_access(db: Session, counts: dict[str, int], *, now: datetime) -> int:
+    """Apply buffered access counts in one UPDATE (reads never write one row at a time)."""
+    if not counts:
+        return 0
+    ids, hits = zip(*counts.items(), strict=True)
+    result = db.execute(
+        text(
+            "UPDATE memories m SET access_count = access_count + v.n, last_accessed_at = :now "
+            "FROM unnest(CAST(:ids AS uuid[]), CAST(:ns AS int[])) AS v(id, n) WHERE m.id = v.id"
+        ),
+        {"ids": list(ids), "ns": list(hits), "now": now},
+    )
+    return int(result.rowcount or 0)  # type: ignore[attr-defined]

@@ -1,0 +1,37 @@
+"""The `memory.reconcile_user` task: turn a user's new candidates into memories, serialized per user."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import structlog
+from sqlalchemy.exc import InterfaceError, OperationalError
+
+from shared import tasknames
+from shared.contract import utcnow
+from shared.db.engine import session_scope
+from worker import runtime
+from worker.app import app
+from worker.services.memories import reconcile_user as reconcile
+from worker.tasks.ingest import retry_countdown
+
+BATCH = 200
+
+
+@app.task(name=tasknames.RECONCILE_USER, bind=True, max_retries=None, acks_late=True)
+def reconcile_user(self: Any, tenant_id: str, user_id: str) -> dict[str, Any]:
+    structlog.contextvars.bind_contextvars(tenant_id=tenant_id, user_id=user_id)
+    runtime.check_schema()
+    totals: dict[str, int] = {}
+    try:
+        while True:
+            with session_scope(runtime.engine()) as db:
+                counts = reconcile(db, tenant_id, user_id, embedder=runtime.embedder(), policy=runtime.policy(),
+                                   actor=f"task:{self.request.id}", now=utcnow(), limit=BATCH)
+            for k, v in counts.items():
+                totals[k] = totals.get(k, 0) + v
+            if sum(counts.values()) < BATCH:
+                break
+    except (OperationalError, InterfaceError) as exc:
+        raise self.retry(exc=exc, countdown=retry_countdown(self.request.retries, max_s=60)) from None
+    return {"outcome": "ok", "candidates": sum(totals.values()), **totals}
