@@ -10,9 +10,11 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
-# Reinstall when the project's dependencies change.
+# Reinstall when the project's dependencies change. torch is pinned to the CPU build first: an unpinned
+# torch (pulled in by sentence-transformers) would download a multi-GB CUDA build.
 $(STAMP): pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e ".[dev]"
+	$(PY) -m pip install --quiet "torch==2.13.0"
+	$(PY) -m pip install --quiet -e ".[dev,local-embeddings]"
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -66,6 +66,15 @@ class Settings(BaseSettings):
     similar_cosine: float = Field(default=0.72, ge=0, le=1)
     hnsw_ef_search: int = Field(default=80, ge=10, le=1000)
 
+    # --- sleep-time ---
+    session_idle_s: float = Field(default=1800.0, ge=1)  # a session idle this long is closed into an episode
+    sweep_stale_s: float = Field(default=600.0, ge=1)  # pending events older than this are re-enqueued
+    retention_days: float = Field(default=30.0, ge=0)  # archived rows are purged after this
+    distill_at: str = Field(default="03:00", pattern=r"^([01]\d|2[0-3]):[0-5]\d$")
+    distill_timezone: str = "UTC"
+    distill_token_cap: int = Field(default=50_000, ge=0)  # per tenant per run
+    distill_fragment_threshold: int = Field(default=200, ge=2)  # distill a user early past this many fragments
+
     # --- logging ---
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     log_format: Literal["auto", "json", "console"] = "auto"

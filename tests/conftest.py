@@ -142,3 +142,17 @@ def api_key(engine, tenant: str) -> str:  # type: ignore[no-untyped-def]
     with session_scope(engine) as session:
         key, _ = create_key(session, tenant, name="test")
     return key
+
+
+@pytest.fixture
+def db(engine) -> Iterator:  # type: ignore[no-untyped-def,type-arg]
+    """A session inside a transaction that is rolled back at the end: database tests leave nothing behind."""
+    from sqlmodel import Session
+
+    conn = engine.connect()
+    outer = conn.begin()
+    session = Session(bind=conn, join_transaction_mode="create_savepoint")
+    yield session
+    session.close()
+    outer.rollback()
+    conn.close()

@@ -51,6 +51,7 @@ app.conf.update(
 )
 import worker.tasks.extract  # noqa: E402,F401 - registers the tasks
 import worker.tasks.ingest  # noqa: E402,F401
+import worker.tasks.maintenance  # noqa: E402,F401
 import worker.tasks.reconcile  # noqa: E402,F401
 
 log = structlog.get_logger("worker")

@@ -14,7 +14,7 @@ from shared.settings import load_settings
 from shared.spool import Spool
 from shared.tokens import estimate_tokens
 from worker.services.dead_letters import storable_payload
-from worker.tasks.ingest import retry_countdown
+from worker.retry import retry_countdown
 
 
 @pytest.mark.parametrize(

@@ -29,7 +29,7 @@ from worker.embeddings.base import EmbeddingError
 
 DEFAULT_DIM = 384
 MEMO_MAX_ENTRIES = 100_000  # cleared whole when full: cheap, and bounded (tens of MB at most)
-MEMO_MAX_TOKEN_CHARS = 32  # longer tokens (blobs, unbroken CJK paragraphs) are rare; hash them, don't keep them
+MEMO_MAX_TOKEN_CHARS = 32  # longer tokens (blobs, unbroken CJK runs) are rare: hash them, don't keep them
 
 # per-kind weights: words carry the meaning, bigrams add phrase order, 3-grams only rescue typos
 WORD_WEIGHT = 1.0
@@ -45,15 +45,19 @@ _SYMBOLS = "\u2600-\u27bf\U0001f000-\U0001faff"
 _TOKEN = re.compile(f"([{_CJK}]+)|([{_SYMBOLS}])|([^\\W_{_CJK}]+)")
 _APOSTROPHES = str.maketrans("", "", "'\u2019")  # "don't" -> "dont", "user's" -> "users"
 
-_EN_STOPWORDS = frozenset(
-    "a an and are as at be been being but by can could did do does for from had has have he her him his how i"
-    " if in into is it its me my no not of on or our she so than that the their them then there these they"
-    " this to too up us was we were what when where which who why will with would you your".split()
-)
+_EN_STOPWORDS = frozenset((
+    "a", "an", "and", "are", "as", "at", "be", "been", "being", "but", "by", "can", "could", "did",
+    "do", "does", "for", "from", "had", "has", "have", "he", "her", "him", "his", "how", "i", "if",
+    "in", "into", "is", "it", "its", "me", "my", "no", "not", "of", "on", "or", "our", "she", "so",
+    "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "to", "too", "up",
+    "us", "was", "we", "were", "what", "when", "where", "which", "who", "why", "will", "with", "would",
+    "you", "your",
+))  # fmt: skip
 _ZH_STOP_CHARS = frozenset("的了是在我你他她它们和也就都这那有个一不吧吗呢啊呀哦嗯么之与及")
-_ZH_STOP_BIGRAMS = frozenset(
-    "我们 你们 他们 她们 它们 这个 那个 一个 什么 因为 所以 但是 就是 可以 没有 还是 已经 自己 这样 那样".split()
-)
+_ZH_STOP_BIGRAMS = frozenset((
+    "我们", "你们", "他们", "她们", "它们", "这个", "那个", "一个", "什么", "因为", "所以", "但是",
+    "就是", "可以", "没有", "还是", "已经", "自己", "这样", "那样",
+))  # fmt: skip
 _EMPTY_FEATURE = "\x00empty"
 _LOG_TF = [0.0] + [1.0 + math.log(n) for n in range(1, 64)]
 
@@ -62,6 +66,9 @@ Features = tuple[tuple[int, float], ...]  # (64-bit feature hash, per-kind weigh
 
 def _hash64(feature: str) -> int:
     return int.from_bytes(blake2b(feature.encode(), digest_size=8, person=b"memhash1").digest(), "little")
+
+
+_EMPTY_KEY = _hash64(_EMPTY_FEATURE)
 
 
 @lru_cache(maxsize=1 << 16)
@@ -89,7 +96,7 @@ def stem(word: str) -> str:
 
 
 class HashingEmbedder:
-    """See the module docstring; instances are cheap, thread-safe enough (the memo is a plain dict)."""
+    """See the module docstring. Safe to share between threads: a memo race only costs a recomputation."""
 
     name = "hashing-v1"
 
@@ -115,13 +122,12 @@ class HashingEmbedder:
                 counts[key] = counts.get(key, 0) + 1
                 weights[key] = weight
         if not counts:
-            counts[_hash64(_EMPTY_FEATURE)] = 1
-            weights[_hash64(_EMPTY_FEATURE)] = 1.0
+            counts[_EMPTY_KEY], weights[_EMPTY_KEY] = 1, 1.0
         dim = self.dim
         buckets: dict[int, float] = {}  # sparse until the end: a text touches far fewer than `dim` buckets
         for key, count in counts.items():
             value = weights[key] * (_LOG_TF[count] if count < 64 else 1.0 + math.log(count))
-            # the sign bit is independent of the bucket (key % dim depends on the low bits for dim < 2**32)
+            # the sign is the hash's top bit: for a uniform 64-bit hash, independent of the bucket
             bucket = key % dim
             buckets[bucket] = buckets.get(bucket, 0.0) + (-value if key >> 63 else value)
         norm = math.sqrt(math.fsum(v * v for v in buckets.values()))

@@ -125,13 +125,15 @@ class OpenAIEmbedder:
             except openai.APIConnectionError as err:  # includes APITimeoutError
                 reason = "timeout" if isinstance(err, openai.APITimeoutError) else "connection error"
                 if retries_done >= self._config.max_retries:
-                    raise EmbeddingError(f"embeddings request failed: {reason} after {retries_done} retries") from None
+                    raise EmbeddingError(
+                        f"embeddings request failed: {reason} after {retries_done} retries"
+                    ) from None
                 self._back_off(retries_done, retry_after_s=None)
             except openai.OpenAIError as err:
                 raise EmbeddingError(f"embeddings request failed: {type(err).__name__}") from None
             else:
                 ordered = sorted(response.data, key=lambda item: item.index)
-                return [list(item.embedding) for item in ordered]
+                return [[float(x) for x in item.embedding] for item in ordered]
             retries_done += 1
 
     def _back_off(self, attempt: int, *, retry_after_s: float | None) -> None:

@@ -196,6 +196,24 @@ class LLMExtractor:
             return None, meter.snapshot()
         return (reply.content or "").strip(), meter.snapshot()
 
+    def complete_json(self, messages: list[dict[str, str]]) -> tuple[str | None, LLMUsage, str | None]:
+        """One JSON-mode call (`json_object`; the caller validates) with the same bounded retries.
+
+        Returns (content, usage, error); used by the stages whose answers have their own schema
+        (distillation, episodes, reconciliation judgements)."""
+        meter = _UsageMeter()
+        saved = self._use_json_schema
+        self._use_json_schema = False
+        try:
+            reply = self._chat(messages, json_answer=True, meter=meter)
+        except _CallFailed as failure:
+            return None, meter.snapshot(), str(failure.args[0])
+        finally:
+            self._use_json_schema = saved
+        if reply.refusal is not None:
+            return None, meter.snapshot(), "refusal"
+        return reply.content, meter.snapshot(), None
+
     # internals ---------------------------------------------------------------------------------------------
 
     def _extract_answer(self, messages: list[dict[str, str]], *, meter: _UsageMeter) -> ExtractionAnswer:

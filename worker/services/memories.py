@@ -329,7 +329,7 @@ def apply_decision(
             before = snapshot(db, mid)
             db.execute(
                 text(
-                    "UPDATE memories SET status = 'deleted', valid_to = COALESCE(valid_to, :now), "
+                    "UPDATE memories SET status = 'deleted', valid_to = COALESCE(valid_to, :now), archived_at = :now, "
                     "updated_at = :now WHERE id = :id"
                 ),
                 {"now": now, "id": mid},

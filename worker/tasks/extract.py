@@ -23,7 +23,7 @@ from worker.extraction.candidates import Turn
 from worker.extraction.summary import extractive_summary
 from worker.services import extraction as svc
 from worker.services.triggers import DebouncePolicy, enqueue_extraction, idle_remaining_s, timer_key
-from worker.tasks.ingest import retry_countdown
+from worker.retry import retry_countdown
 
 log = structlog.get_logger("worker.extract")
 

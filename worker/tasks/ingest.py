@@ -6,7 +6,6 @@ late acks); a payload that can never succeed is dead-lettered, never retried for
 
 from __future__ import annotations
 
-import random
 from typing import Any
 
 import structlog
@@ -17,6 +16,7 @@ from shared.contract import utcnow
 from shared.db.engine import session_scope
 from worker import runtime
 from worker.app import app
+from worker.retry import retry_countdown
 from worker.services.dead_letters import record_dead_letter
 from worker.services.ingest import split_envelope, store_events
 from worker.services.triggers import after_store
@@ -24,12 +24,6 @@ from worker.services.triggers import after_store
 log = structlog.get_logger("worker.ingest")
 
 _TRANSIENT = (OperationalError, InterfaceError)
-
-
-def retry_countdown(retries: int, *, max_s: int, rng: random.Random | None = None) -> float:
-    """Capped exponential backoff with full jitter (pure)."""
-    rng = rng or random.Random()
-    return rng.uniform(0, min(max_s, 0.5 * 2**retries)) + 0.2
 
 
 @app.task(name=tasknames.INGEST, bind=True, max_retries=None, acks_late=True, reject_on_worker_lost=True)

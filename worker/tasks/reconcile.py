@@ -13,7 +13,7 @@ from shared.db.engine import session_scope
 from worker import runtime
 from worker.app import app
 from worker.services.memories import reconcile_user as reconcile
-from worker.tasks.ingest import retry_countdown
+from worker.retry import retry_countdown
 
 BATCH = 200
 

@@ -1,0 +1,76 @@
+"""Prune and purge as set-based SQL (one statement per rule, no Python loop over rows).
+
+Each function takes `now` and the policy, returns counts, and is idempotent: a second run with the same
+`now` changes nothing.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from sqlalchemy import text
+from sqlmodel import Session
+
+from worker.memory.forgetting import DEFAULT_HALF_LIVES, ForgettingPolicy
+
+# Per-tenant half-life: tenants.settings->'half_life_days'->>kind overrides the policy default.
+_HALF_LIFE = (
+    "COALESCE((SELECT (t.settings->'half_life_days'->>m.kind)::real FROM tenants t WHERE t.id = m.tenant_id "
+    "AND jsonb_typeof(t.settings->'half_life_days'->m.kind) = 'number'), "
+    "CASE m.kind WHEN 'episodic' THEN CAST(:hl_episodic AS real) WHEN 'procedural' THEN CAST(:hl_procedural AS real) "
+    "WHEN 'semantic' THEN CAST(:hl_semantic AS real) END)"
+)
+
+
+def _policy_params(policy: ForgettingPolicy) -> dict[str, object]:
+    half = {**DEFAULT_HALF_LIVES, **policy.half_life_days}
+    return {"hl_episodic": half.get("episodic"), "hl_procedural": half.get("procedural"),
+            "hl_semantic": half.get("semantic"), "times": policy.archive_after_half_lives,
+            "min_acc": policy.min_accesses}
+
+
+def prune(db: Session, *, now: datetime, policy: ForgettingPolicy, actor: str) -> dict[str, int]:
+    """Archive expired memories (TTL) and memories decayed past `archive_after_half_lives` half-lives."""
+    ttl = db.execute(
+        text(
+            "WITH hit AS (UPDATE memories SET status = 'archived', archived_at = :now, updated_at = :now "
+            "  WHERE status = 'active' AND NOT pinned AND expires_at IS NOT NULL AND expires_at <= :now "
+            "  RETURNING id, tenant_id, user_id) "
+            "INSERT INTO memory_history (memory_id, tenant_id, user_id, op, reason, actor, created_at) "
+            "SELECT id, tenant_id, user_id, 'archive', 'ttl: expires_at passed', :actor, :now FROM hit"
+        ),
+        {"now": now, "actor": actor},
+    ).rowcount
+    decay = db.execute(
+        text(
+            "WITH hit AS (UPDATE memories m SET status = 'archived', archived_at = :now, updated_at = :now "
+            "  WHERE m.status = 'active' AND NOT m.pinned "
+            f"  AND m.access_count < :min_acc AND {_HALF_LIFE} IS NOT NULL "
+            "  AND greatest(m.last_confirmed_at, coalesce(m.last_accessed_at, m.last_confirmed_at)) "
+            f"      < CAST(:now AS timestamptz) - make_interval(secs => {_HALF_LIFE} * :times * 86400) "
+            "  RETURNING m.id, m.tenant_id, m.user_id) "
+            "INSERT INTO memory_history (memory_id, tenant_id, user_id, op, reason, actor, created_at) "
+            "SELECT id, tenant_id, user_id, 'archive', 'decay: older than three half-lives, rarely used', "
+            ":actor, :now FROM hit"
+        ),
+        {"now": now, "actor": actor, **_policy_params(policy)},
+    ).rowcount
+    return {"archived": int(ttl or 0) + int(decay or 0), "archived_ttl": int(ttl or 0),
+            "archived_decay": int(decay or 0)}
+
+
+def purge(db: Session, *, now: datetime, policy: ForgettingPolicy, actor: str) -> dict[str, int]:
+    """Delete archived / forgotten rows past retention; history keeps a tombstone without content."""
+    cutoff = now - timedelta(days=policy.retention_days)
+    gone = db.execute(
+        text(
+            "WITH gone AS (DELETE FROM memories WHERE status IN ('archived', 'deleted') AND NOT pinned "
+            "  AND archived_at IS NOT NULL AND archived_at <= :cutoff RETURNING id, tenant_id, user_id), "
+            "scrub AS (UPDATE memory_history h SET before = NULL, after = NULL FROM gone "
+            "  WHERE h.memory_id = gone.id RETURNING h.id) "
+            "INSERT INTO memory_history (memory_id, tenant_id, user_id, op, reason, actor, created_at) "
+            "SELECT id, tenant_id, user_id, 'purge', 'retention period passed', :actor, :now FROM gone"
+        ),
+        {"cutoff": cutoff, "now": now, "actor": actor},
+    ).rowcount
+    return {"purged": int(gone or 0)}
