@@ -5,12 +5,13 @@ Pure: no I/O, no clock, no environment; never raises on any text.
 Contract of `gate_turn(turn, *, previous_texts=())` -> `GateResult(decision, reason, lang)`:
 - The rule extractor runs first, and a turn that carries a MUST candidate is NEVER skipped
   ("thanks! and remember I'm vegetarian" is not a "thanks").
-- `rules_only` when the rules account for the whole (short) turn: every sentence is either matched by a rule or
-  is filler ("thanks", "ok", "also"); reason "must_candidate" when one of the candidates is MUST, else
+- `rules_only` when the rules account for the whole (short) turn: every sentence is matched by a rule or is
+  filler ("thanks", "ok", "also"); reason "must_candidate" when one of the candidates is MUST, else
   "rule_candidate".
 - `skip` for nothing worth extracting: "empty", "code_only" (only code blocks), "tool_output" (tool and system
   turns), "emoji_only", "repeat" (the same normalised text as an earlier turn), "greeting", "thanks", "ack",
-  "short_chatter" ("continue", "继续", "next"), "assistant_smalltalk" ("Happy to help!", "有什么可以帮你的吗").
+  "short_chatter" ("continue", "继续", "next"),
+  "assistant_smalltalk" ("Happy to help!", "有什么可以帮你的吗").
 - `needs_llm` ("substantive") for everything else: turns that may hold memories the rules cannot parse, and
   turns where the rules matched only part of the text.
 `gate_window(turns)` gates each turn against the earlier turns of the window (for "repeat").
@@ -46,51 +47,58 @@ class GateResult:
 
 _B, _E = r"(?<![A-Za-z])(?:", r")(?![A-Za-z])"
 _THANKS_TAIL = (
-    r"(?:\s*(?:so\s+much|very\s+much|a\s+lot|a\s+ton|again|tons|for\s+(?:the|your|all\s+the|all\s+your)\s+(?:help|"
-    r"quick\s+reply|answer|explanation|time|support|patience)|for\s+(?:that|this|everything|helping)))*"
+    r"(?:\s*(?:so\s+much|very\s+much|a\s+lot|a\s+ton|again|tons|for\s+(?:the|your|all\s+the|all\s+your)\s+"
+    r"(?:help|quick\s+reply|answer|explanation|time|support|patience)|for\s+(?:that|this|everything|helping)))*"
 )
 # Phrases per category: (English, Chinese). A space stands for any whitespace; longer phrases are tried first.
 _SMALLTALK: dict[str, tuple[str, str]] = {
     "assistant_smalltalk": (
         "happy to help|glad to help|glad i could help|glad that helped|glad it helped|you're welcome|"
-        "you are welcome|anytime|my pleasure|let me know if you need anything else|let me know if you have any "
-        "other questions|let me know if there's anything else i can help with|is there anything else i can help "
-        "you with|is there anything else|anything else i can help with|how can i help you today|how can i help "
-        "you|how can i help|how can i assist you today|how can i assist you|how may i help you|what can i do for "
-        "you today|what can i do for you|feel free to ask|feel free to reach out|good luck|hope this helps|hope "
-        "that helps|hope it helps|sure thing|of course|certainly|absolutely|you got it|happy coding",
-        "有什么可以帮你的吗|有什么可以帮您的吗|有什么我可以帮你的吗|有什么我可以帮您的吗|有什么需要帮忙的吗|还有什么需要帮忙的吗|"
-        "还有什么可以帮你的吗|还有什么可以帮您的吗|还有其他问题吗|还有什么问题吗|不客气|很高兴能帮到你|很高兴帮到你|很高兴为你服务|"
-        "很高兴为您服务|随时为你服务|随时为您服务|乐意效劳|祝你好运|希望对你有帮助|希望对你有所帮助|希望能帮到你|希望能帮到您|"
-        "当然|随时找我|有问题随时问",
+        "you are welcome|anytime|my pleasure|let me know if you need anything else|"
+        "let me know if you have any other questions|let me know if there's anything else i can help with|"
+        "is there anything else i can help you with|is there anything else|anything else i can help with|"
+        "how can i help you today|how can i help you|how can i help|how can i assist you today|"
+        "how can i assist you|how may i help you|what can i do for you today|what can i do for you|"
+        "feel free to ask|feel free to reach out|good luck|hope this helps|hope that helps|hope it helps|"
+        "sure thing|of course|certainly|absolutely|you got it|happy coding",
+        "有什么可以帮你的吗|有什么可以帮您的吗|有什么我可以帮你的吗|有什么我可以帮您的吗|"
+        "有什么需要帮忙的吗|还有什么需要帮忙的吗|还有什么可以帮你的吗|还有什么可以帮您的吗|还有其他问题吗|"
+        "还有什么问题吗|不客气|很高兴能帮到你|很高兴帮到你|很高兴为你服务|很高兴为您服务|随时为你服务|"
+        "随时为您服务|乐意效劳|祝你好运|希望对你有帮助|希望对你有所帮助|希望能帮到你|希望能帮到您|当然|"
+        "随时找我|有问题随时问",
     ),
     "greeting": (
-        "hi|hello|hey|hey there|hi there|hello there|good morning|good afternoon|good evening|good night|morning|"
-        "evening|howdy|yo|hiya|greetings|sup|what's up|bye|goodbye|bye bye|good bye|see you|see ya|see you later|"
-        "later|cya|take care|have a good day|have a great day|have a nice day|have a good one|have a good weekend|"
-        "hi all|hello everyone|hi everyone",
-        "你好|您好|早上好|早安|上午好|中午好|下午好|晚上好|晚安|早|嗨|哈喽|哈啰|在吗|在不在|大家好|再见|拜拜|回见|明天见",
+        "hi|hello|hey|hey there|hi there|hello there|good morning|good afternoon|good evening|good night|"
+        "morning|evening|howdy|yo|hiya|greetings|sup|what's up|bye|goodbye|bye bye|good bye|see you|see ya|"
+        "see you later|later|cya|take care|have a good day|have a great day|have a nice day|"
+        "have a good one|have a good weekend|hi all|hello everyone|hi everyone",
+        "你好|您好|早上好|早安|上午好|中午好|下午好|晚上好|晚安|早|嗨|哈喽|哈啰|在吗|在不在|大家好|再见|"
+        "拜拜|回见|明天见",
     ),
     "thanks": (
         "thanks|thank you|thank u|thx|ty|tysm|many thanks|cheers|appreciate it|much appreciated|that helps|"
         "that helped|very helpful|super helpful|thanks a lot|thank you very much|thank you so much",
-        "谢谢|多谢|感谢|谢了|谢啦|辛苦了|辛苦|非常感谢|太感谢了|万分感谢|感恩|麻烦了|麻烦你了|谢谢你|谢谢您|谢谢你的帮助|谢谢帮忙|"
-        "感谢你的帮助",
+        "谢谢|多谢|感谢|谢了|谢啦|辛苦了|辛苦|非常感谢|太感谢了|万分感谢|感恩|麻烦了|麻烦你了|谢谢你|"
+        "谢谢您|谢谢你的帮助|谢谢帮忙|感谢你的帮助",
     ),
     "ack": (
-        "ok|okay|k|kk|got it|gotcha|sounds good|sounds great|sure|alright|all right|cool|great|perfect|nice|yes|"
-        "yep|yeah|yup|understood|makes sense|noted|will do|fine|good|awesome|great job|right|correct|exactly|"
-        "agreed|done|no problem|np|no worries|lgtm|looks good|looks great|that works|works for me|i see|ah|oh|ahh|"
-        "lol|haha|hahaha|wow|fair enough|true|indeed|excellent|amazing|brilliant|neat|no|nope|ok cool|oh ok|"
-        "that worked|it worked|works now|it works|that fixed it|that did it|all good|no thanks|no thank you",
-        "好的|收到|嗯嗯|嗯|好嘞|好滴|好哒|好吧|好|行吧|行|可以了|可以|明白了|明白|知道了|了解了|了解|没问题|对的|对|是的|懂了|"
-        "哦哦|哦|噢|哈哈哈|哈哈|牛|厉害|不错|太好了|完美|就这样|ok|不用了|记住了|记下了|搞定了|可以了|解决了|好使",
+        "ok|okay|k|kk|got it|gotcha|sounds good|sounds great|sure|alright|all right|cool|great|perfect|"
+        "nice|yes|yep|yeah|yup|understood|makes sense|noted|will do|fine|good|awesome|great job|right|"
+        "correct|exactly|agreed|done|no problem|np|no worries|lgtm|looks good|looks great|that works|"
+        "works for me|i see|ah|oh|ahh|lol|haha|hahaha|wow|fair enough|true|indeed|excellent|amazing|"
+        "brilliant|neat|no|nope|ok cool|oh ok|that worked|it worked|works now|it works|that fixed it|"
+        "that did it|all good|no thanks|no thank you|fixed it|that's great|that's perfect|that's it|"
+        "that's fine|it's fine|it's ok|that's ok|that's right",
+        "好的|收到|嗯嗯|嗯|好嘞|好滴|好哒|好吧|好|行吧|行|可以了|可以|明白了|明白|知道了|了解了|了解|"
+        "没问题|对的|对|是的|懂了|哦哦|哦|噢|哈哈哈|哈哈|牛|厉害|不错|太好了|完美|就这样|ok|不用了|记住了|"
+        "记下了|搞定了|可以了|解决了|好使|就这么办|就这样吧|那就这样|好主意|有道理|懂了|修好了|搞定",
     ),
     "short_chatter": (
-        "continue|go on|go ahead|next|next one|try again|again|proceed|keep going|carry on|more|do it|run it|"
-        "yes please|please do|let's go|lets go|one more|same|same here|hmm|hmmm|hm|wait|one sec|brb|test|testing|"
-        "ping|please|pls|and|also|so|then|now|well",
-        "继续吧|继续|下一个|接着来|接着|再来|再试一次|重试|开始吧|开始|等一下|稍等|然后呢|测试|试试|请|吧|啊|呀|呢|啦|了",
+        "continue|go on|go ahead|next|next one|try again|again|proceed|keep going|carry on|more|do it|"
+        "run it|yes please|please do|let's go|lets go|one more|same|same here|hmm|hmmm|hm|wait|one sec|brb|"
+        "test|testing|ping|please|pls|and|also|so|then|now|well",
+        "继续吧|继续|下一个|接着来|接着|再来|再试一次|重试|开始吧|开始|等一下|稍等|然后呢|测试|试试|请|吧|"
+        "啊|呀|呢|啦|了",
     ),
 }
 
@@ -112,9 +120,13 @@ def _group(name: str, latin: str, han: str) -> str:
 _SMALLTALK_RE = re.compile("|".join(_group(name, *phrases) for name, phrases in _SMALLTALK.items()), re.I)
 # Function words: what is left of a matched sentence once the rule's span is taken out ("for this repo").
 _CONNECTORS_RE = re.compile(
-    _B + r"and|also|but|so|please|pls|btw|by\s+the\s+way|oh|just|now|then|too|as\s+well|the|a|an|here|one\s+more\s+"
-    r"thing|actually|really|for\s+the\s+record|fyi|for|this|that|these|those|in|on|at|of|to|with|our|my|its|it|is|"
-    r"are|from|by|very|much|there" + _E + r"|另外|还有|对了|然后|而且|顺便|请|吧|了|呢|啊|哦|的|也|都|一下|这个|那个|是|就|在",
+    _B
+    + r"and|also|but|so|please|pls|btw|by\s+the\s+way|oh|just|now|then|too|as\s+well|the|a|an|here|one\s+more"
+    r"\s+thing|actually|really|for\s+the\s+record|fyi|for|this|that|these|those|in|on|at|of|to|with|our|my|its|"
+    r"it|is|are|from|by|very|much|there"
+    + _E
+    + r"|另外|还有|对了|然后|而且|顺便|请|吧|了|呢|啊|哦|的|也|都|一下|"
+    r"这个|那个|是|就|在",
     re.I,
 )
 _WORD_RE = re.compile(r"[A-Za-z0-9]+|[\u3400-\u9fff]")
@@ -145,7 +157,10 @@ def _is_emoji_only(text: str) -> bool:
 
 def _covered(residual: str) -> bool:
     words = _leftover(residual)
-    return sum(1 for word in words if word.isascii()) <= 2 and sum(1 for word in words if not word.isascii()) <= 3
+    return (
+        sum(1 for word in words if word.isascii()) <= 2
+        and sum(1 for word in words if not word.isascii()) <= 3
+    )
 
 
 def _gate(turn: Turn, previous_keys: set[str]) -> GateResult:
@@ -153,9 +168,8 @@ def _gate(turn: Turn, previous_keys: set[str]) -> GateResult:
         return GateResult(GateDecision.SKIP, "empty", turn.lang or "en")
     if turn.role in ("tool", "system", "function"):
         return GateResult(GateDecision.SKIP, "tool_output", turn.lang or "en")
-    cleaned = clean_text(turn.content)
     analysis = analyze_turn(turn)
-    lang = analysis.lang
+    cleaned, lang = analysis.text, analysis.lang
     if not cleaned:
         return GateResult(GateDecision.SKIP, "code_only", lang)
     candidates = analysis.candidates

@@ -8,8 +8,8 @@ Contract:
   "！" "!" "？" "?"), the remaining CJK punctuation mapped to ASCII ("。" "." "、" ","), curly quotes
   straightened, control and zero-width characters dropped, whitespace runs collapsed to one space, stripped.
   Idempotent. Never raises.
-- `comparison_key(text)` -> casefolded normalised text without punctuation, symbols or spaces: the key the gate
-  uses to spot a repeated turn ("Thanks!!" and "thanks" share it).
+- `comparison_key(text)` -> casefolded normalised text without punctuation, symbols or spaces: the key the
+  gate uses to spot a repeated turn ("Thanks!!" and "thanks" share it).
 """
 
 from __future__ import annotations
@@ -49,14 +49,13 @@ _PUNCT_MAP = str.maketrans(
         "～": "~",
         "〜": "~",
         "…": "...",
-        "·": "·",
     }
 )
 _WS_RE = re.compile(r"\s+")
 
 
 def detect_lang(text: str) -> str:
-    """"zh" or "en" by the ratio of Han characters to Latin words (see the module docstring)."""
+    """ "zh" or "en" by the ratio of Han characters to Latin words (see the module docstring)."""
     han = len(_HAN_RE.findall(text))
     if han == 0:
         return "en"

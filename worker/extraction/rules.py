@@ -1,11 +1,11 @@
 """The rule extractor: bilingual (English + Chinese), deterministic, pure (no I/O, no clock, no environment).
 
 Contract:
-- `extract_rules(turns, *, roles=("user",))` -> candidates for a window of turns, in turn order. Only user turns
-  produce candidates by default (the assistant does not state the user's facts). Within the window a candidate
-  is deduplicated by (op, slot, value) when it has a slot, else by (op, kind, category, content): the duplicates
-  fold into one candidate with the union of sources, the higher tier and confidence, placed where it last
-  appeared (so "npm ... pnpm ... npm" still ends on npm for reconciliation).
+- `extract_rules(turns, *, roles=("user",))` -> candidates for a window of turns, in turn order. Only user
+  turns produce candidates by default (the assistant does not state the user's facts). Within the window a
+  candidate is deduplicated by (op, slot, value) when it has a slot, else by (op, kind, category, content):
+  duplicates fold into one candidate with the union of sources, the higher tier and confidence, placed where
+  it last appeared (so "npm ... pnpm ... npm" still ends on npm for reconciliation).
 - `analyze_turn(turn)` -> `TurnAnalysis`: that turn's candidates plus the text the rules did not account for
   (`residual`); the gate uses it to decide whether a turn still needs the LLM.
 - Each candidate carries `source_event_ids=(turn.event_id,)`, `source_turn_ids=(turn.source_turn_id,)` when
@@ -13,8 +13,8 @@ Contract:
 - Turns are cleaned first: fenced code blocks, indented code and "> quoted" lines are dropped (pasted code and
   quoted text are not the user's statements); inline `code` keeps its text. Every sentence is matched in its
   own language ("zh" when Han characters outweigh Latin words), then in the other when it mixes scripts.
-- Never raises on any text; time is linear in the text length (over-long sentences are skipped: they are pasted
-  content, not statements about the user).
+- Never raises on any text; time is linear in the text length (over-long sentences are skipped: they are
+  pasted content, not statements about the user).
 """
 
 from __future__ import annotations
@@ -33,9 +33,14 @@ _FENCE_RE = re.compile(r"(?ms)^[ \t]*(```|~~~).*?(?:^[ \t]*\1[ \t]*$|\Z)")
 _INDENTED_CODE_RE = re.compile(r"(?m)^(?: {4,}|\t).*$")
 _QUOTED_RE = re.compile(r"(?m)^[ \t]*>.*$")
 _INLINE_CODE_RE = re.compile(r"`([^`\n]{1,80})`")
-# "Next.js" / "v1.2" keep their dot; the dot of "小王.我" (a mapped "。") ends a sentence.
-_INNER_DOT_RE = re.compile(r"(?<=[A-Za-z0-9])\.(?=[A-Za-z0-9])")
+# "Next.js", "v1.2", "Dr. Patel" and "e.g. this" keep their dot; "小王.我" (a mapped "。") ends a sentence.
+_INNER_DOT_RE = re.compile(
+    r"(?<=[A-Za-z0-9])\.(?=[A-Za-z0-9])|(?:(?<=\bDr)|(?<=\bMr)|(?<=\bMrs)|(?<=\bMs)|(?<=\bProf)|(?<=\bSt)|"
+    r"(?<=\bJr)|(?<=\bvs)|(?<=\betc)|(?<=\be\.g)|(?<=\bi\.e))\.(?=\s)"
+)
 _DOT_MARK = "\u2024"
+_LEADING_NOISE_RE = re.compile(r"^(?:[^\w\s\"'(\[]|\s|\d+[.)]\s)+")
+_EMPHASIS_RE = re.compile(r"\*{1,3}")
 _SENTENCE_RE = re.compile(r"[^.!?;\n]+[.!?;]*|[.!?;]+")
 _LATIN_WORD_RE = re.compile(r"[A-Za-z]{2,}")
 
@@ -44,7 +49,8 @@ _LATIN_WORD_RE = re.compile(r"[A-Za-z]{2,}")
 class TurnAnalysis:
     candidates: tuple[Candidate, ...]
     lang: str  # the turn's language: "zh" | "en"
-    residual: str  # the cleaned text the rules did not account for, sentence pieces joined by " | "
+    text: str  # the cleaned text (no code blocks, no quoted lines), normalised
+    residual: str  # the part of `text` the rules did not account for, pieces joined by " | "
 
 
 def clean_text(text: str) -> str:
@@ -54,21 +60,27 @@ def clean_text(text: str) -> str:
     text = _QUOTED_RE.sub("", _INDENTED_CODE_RE.sub("", text))
     if "`" in text:
         text = _INLINE_CODE_RE.sub(r"\1", text)
+    if "*" in text:  # Markdown emphasis: "**Remember**: ..."
+        text = _EMPHASIS_RE.sub("", text)
     return normalize_lines(text)
 
 
 def split_sentences(text: str) -> list[str]:
+    """Sentences of a cleaned text; leading bullets, emoji and symbols dropped ("👍 remember ...")."""
     protected = _INNER_DOT_RE.sub(_DOT_MARK, text)
-    sentences = (match.group().strip().replace(_DOT_MARK, ".") for match in _SENTENCE_RE.finditer(protected))
+    sentences = (
+        _LEADING_NOISE_RE.sub("", match.group()).strip().replace(_DOT_MARK, ".")
+        for match in _SENTENCE_RE.finditer(protected)
+    )
     return [sentence for sentence in sentences if sentence.strip(".!?; ")]
 
 
 def _sentence_hits(sentence: str) -> list[rules_en.Hit]:
-    lang = detect_lang(sentence)
-    first, second = (rules_zh, rules_en) if lang == "zh" else (rules_en, rules_zh)
-    hits = first.sentence_hits(sentence)
-    if not hits and has_han(sentence) and len(_LATIN_WORD_RE.findall(sentence)) >= 2:
-        hits = second.sentence_hits(sentence)
+    english, chinese = rules_en.sentence_hits, rules_zh.sentence_hits
+    first, second = (chinese, english) if detect_lang(sentence) == "zh" else (english, chinese)
+    hits = first(sentence)
+    if has_han(sentence) and len(_LATIN_WORD_RE.findall(sentence)) >= 2:
+        hits += second(sentence)  # a mixed sentence ("请记住 my name is Alice"): both sets, folded by dedupe
     return hits
 
 
@@ -85,7 +97,7 @@ def analyze_turn(turn: Turn, *, roles: Sequence[str] = ("user",)) -> TurnAnalysi
     text = clean_text(turn.content)
     lang = turn.lang if turn.lang in ("zh", "en") else detect_lang(text)
     if turn.role not in roles:
-        return TurnAnalysis((), lang, text)
+        return TurnAnalysis((), lang, text, text)
     sources = (turn.event_id,)
     turn_ids = (turn.source_turn_id,) if turn.source_turn_id else ()
     candidates: list[Candidate] = []
@@ -100,7 +112,7 @@ def analyze_turn(turn: Turn, *, roles: Sequence[str] = ("user",)) -> TurnAnalysi
         rest = _uncovered(sentence, [(start, end) for _, start, end in hits]) if hits else sentence
         if rest:
             residual.append(rest)
-    return TurnAnalysis(tuple(dedupe(candidates)), lang, " | ".join(residual))
+    return TurnAnalysis(tuple(dedupe(candidates)), lang, text, " | ".join(residual))
 
 
 def extract_turn(turn: Turn, *, roles: Sequence[str] = ("user",)) -> list[Candidate]:
@@ -123,8 +135,12 @@ def _key(cand: Candidate) -> tuple[str, ...]:
 
 
 def _fold(old: Candidate, new: Candidate) -> Candidate:
-    best = new if (new.tier is Tier.MUST and old.tier is not Tier.MUST) or (
-        new.tier == old.tier and new.confidence > old.confidence) else old  # fmt: skip
+    best = (
+        new
+        if (new.tier is Tier.MUST and old.tier is not Tier.MUST)
+        or (new.tier == old.tier and new.confidence > old.confidence)
+        else old
+    )
     return dataclasses.replace(
         best,
         tier=Tier.MUST if Tier.MUST in (old.tier, new.tier) else best.tier,
