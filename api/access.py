@@ -20,7 +20,7 @@ class AccessRecorder:
     def __init__(self, engine: Engine, *, interval_s: float = 5.0):
         self._engine = engine
         self._interval_s = interval_s
-        self._counts: Counter[str] = Counter()
+        self._counts: Counter[tuple[str, str]] = Counter()  # (tenant, memory id) -> hits
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="access-recorder", daemon=True)
@@ -29,9 +29,9 @@ class AccessRecorder:
         self._thread.start()
         return self
 
-    def note(self, memory_ids: Iterable[str]) -> None:
+    def note(self, tenant_id: str, memory_ids: Iterable[str]) -> None:
         with self._lock:
-            self._counts.update(memory_ids)
+            self._counts.update((tenant_id, m) for m in memory_ids)
 
     def flush(self) -> int:
         from worker.services.search import record_access
@@ -40,12 +40,17 @@ class AccessRecorder:
             counts, self._counts = dict(self._counts), Counter()
         if not counts:
             return 0
-        try:
-            with session_scope(self._engine) as db:
-                return record_access(db, counts, now=utcnow())
-        except Exception as exc:  # counts are advisory: never let them break reads
-            log.warning("access.flush_failed", error=type(exc).__name__, dropped=len(counts))
-            return 0
+        by_tenant: dict[str, dict[str, int]] = {}
+        for (tenant_id, memory_id), n in counts.items():
+            by_tenant.setdefault(tenant_id, {})[memory_id] = n
+        done = 0
+        for tenant_id, tenant_counts in by_tenant.items():
+            try:
+                with session_scope(self._engine, tenant=tenant_id) as db:
+                    done += record_access(db, tenant_counts, now=utcnow())
+            except Exception as exc:  # counts are advisory: never let them break reads
+                log.warning("access.flush_failed", error=type(exc).__name__, dropped=len(tenant_counts))
+        return done
 
     def _run(self) -> None:
         while not self._stop.wait(self._interval_s):

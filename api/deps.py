@@ -12,6 +12,7 @@ from sqlmodel import Session
 
 from api.access import AccessRecorder
 from api.keys import Principal, authenticate
+from shared.db.engine import set_tenant
 from shared.publisher import RedisPublisher
 from shared.settings import Settings
 from worker.embeddings import Embedder
@@ -57,6 +58,8 @@ def get_principal(
     principal = authenticate(session, key.strip())
     if principal is None:
         raise HTTPException(401, "unknown or revoked API key")
+    # every query of this request's transaction is now confined to the key's tenant by the database
+    set_tenant(session, principal.tenant_id)
     return principal
 
 

@@ -24,6 +24,9 @@ class Settings(BaseSettings):
     database_url: str | None = Field(default=None, validation_alias=AliasChoices("DATABASE_URL"))
     redis_url: str | None = Field(default=None, validation_alias=AliasChoices("REDIS_URL"))
     data_dir: Path = Path(".memdata")
+    # the roles the API and the worker act as (row-level security); empty: connect as the URL's user
+    db_role_api: str = Field(default="memory_api", pattern=r"^[a-z_][a-z0-9_]{0,62}$|^$")
+    db_role_worker: str = Field(default="memory_worker", pattern=r"^[a-z_][a-z0-9_]{0,62}$|^$")
     api_host: str = "127.0.0.1"
     api_port: int = Field(default=8000, ge=1, le=65535)
 

@@ -45,8 +45,8 @@ def database_url(pg_admin_url: str) -> Iterator[str]:
     yield url
     from shared.db.engine import _engines
 
-    for (_pid, u), engine in list(_engines.items()):
-        if u == url:
+    for key, engine in list(_engines.items()):
+        if key[1] == url:
             engine.dispose()
     drop_database(sqlalchemy_url(pg_admin_url), name)
 

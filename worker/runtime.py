@@ -24,7 +24,8 @@ def database_url() -> str:
 
 
 def engine() -> Engine:
-    return get_engine(database_url(), pool_size=2, application_name="memory-worker")
+    return get_engine(database_url(), pool_size=2, application_name="memory-worker",
+                      role=get_settings().db_role_worker or None)
 
 
 def settings() -> Settings:

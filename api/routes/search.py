@@ -6,12 +6,13 @@ import time
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter
+from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.deps import PrincipalDep, SessionDep, StateDep
 from shared.contract import ID_PATTERN, utcnow
 from worker.services.search import SearchFilters, search
+from worker.services.users import user_exists
 
 router = APIRouter(prefix="/v1", tags=["search"])
 
@@ -58,6 +59,8 @@ class SearchResponse(BaseModel):
 @router.post("/search", response_model=SearchResponse)
 def post_search(body: SearchRequest, principal: PrincipalDep, db: SessionDep, state: StateDep) -> Any:
     started = time.perf_counter()
+    if not user_exists(db, principal.tenant_id, body.user_id):
+        raise HTTPException(404, f"no user {body.user_id!r}")
     hits = search(
         db, tenant_id=principal.tenant_id, user_id=body.user_id, query=body.query, k=body.k,
         embedder=state.embedder, now=utcnow(), include_turns=body.include_turns,
@@ -65,6 +68,6 @@ def post_search(body: SearchRequest, principal: PrincipalDep, db: SessionDep, st
         filters=SearchFilters(kinds=body.kinds, categories=body.categories, agent_id=body.agent_id,
                               as_of=body.as_of),
     )
-    state.access.note(h.id for h in hits if h.type == "memory")
+    state.access.note(principal.tenant_id, (h.id for h in hits if h.type == "memory"))
     return SearchResponse(results=[SearchResult(**h.__dict__) for h in hits],
                           took_ms=round((time.perf_counter() - started) * 1000, 2))

@@ -6,12 +6,12 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from sqlalchemy import Engine, create_engine
+from sqlalchemy import Engine, create_engine, event, text
 from sqlmodel import Session
 
 from shared.settings import Settings
 
-_engines: dict[tuple[int, str], Engine] = {}
+_engines: dict[tuple[int, str, str | None], Engine] = {}
 
 
 def sqlalchemy_url(url: str) -> str:
@@ -22,9 +22,16 @@ def sqlalchemy_url(url: str) -> str:
     return url
 
 
-def get_engine(url: str, *, pool_size: int = 5, application_name: str = "memory") -> Engine:
-    """The engine of this process for `url` (engines are never shared across a fork)."""
-    key = (os.getpid(), url)
+ALL_TENANTS = "*"  # the worker role's cross-tenant scope (maintenance); the API role cannot use it
+
+
+def get_engine(url: str, *, pool_size: int = 5, application_name: str = "memory", role: str | None = None) -> Engine:
+    """The engine of this process for `url` (engines are never shared across a fork).
+
+    With `role`, every connection runs `SET ROLE role`: the application then acts as a role that is not the
+    tables' owner, so row-level security applies to it (the owner and superusers bypass it).
+    """
+    key = (os.getpid(), url, role)
     engine = _engines.get(key)
     if engine is None:
         engine = create_engine(
@@ -35,23 +42,45 @@ def get_engine(url: str, *, pool_size: int = 5, application_name: str = "memory"
             pool_recycle=1800,
             connect_args={"connect_timeout": 5, "application_name": application_name},
         )
+        if role:
+            _set_role_on_connect(engine, role)
         _engines[key] = engine
     return engine
 
 
+def _set_role_on_connect(engine: Engine, role: str) -> None:
+    if not role.replace("_", "").isalnum():
+        raise ValueError(f"invalid database role name {role!r}")
+
+    @event.listens_for(engine, "connect")
+    def _connect(dbapi_conn, _record):  # type: ignore[no-untyped-def]
+        with dbapi_conn.cursor() as cur:
+            cur.execute(f"SET ROLE {role}")
+        dbapi_conn.commit()
+
+
 def dispose_inherited_engines() -> None:
     """Forget engines created before a fork without closing the parent's connections."""
-    for (pid, url), engine in list(_engines.items()):
-        if pid != os.getpid():
+    for key, engine in list(_engines.items()):
+        if key[0] != os.getpid():
             engine.dispose(close=False)
-            del _engines[(pid, url)]
+            del _engines[key]
+
+
+def set_tenant(session: Session, tenant: str) -> None:
+    """Scope the current transaction to one tenant (or ALL_TENANTS for the worker's maintenance)."""
+    session.execute(text("SELECT set_config('app.tenant_id', :t, true)"), {"t": tenant})
 
 
 @contextmanager
-def session_scope(engine: Engine) -> Iterator[Session]:
-    """A session whose transaction commits on success and rolls back on error. Only shells use this."""
+def session_scope(engine: Engine, *, tenant: str | None = None) -> Iterator[Session]:
+    """A session whose transaction commits on success and rolls back on error. Only shells use this.
+
+    `tenant` scopes the transaction for row-level security; application roles see nothing without it."""
     with Session(engine, expire_on_commit=False) as session:
         try:
+            if tenant is not None:
+                set_tenant(session, tenant)
             yield session
             session.commit()
         except BaseException:

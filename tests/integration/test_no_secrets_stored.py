@@ -72,5 +72,11 @@ def test_no_secret_reaches_postgres_or_the_logs(start_worker, engine, tenant, re
     stored_text = _dump(engine, tenant)
     logs = worker.log_text() + "\n" + caplog.text
     assert "[REDACTED:" in stored_text
-    leaks = [(kind, secret) for _s, secret, kind in SECRET_CASES if secret in stored_text or secret in logs]
+    leaks = [(kind, "postgres" if secret in stored_text else "logs", _where(secret, stored_text + logs))
+             for _s, secret, kind in SECRET_CASES if secret in stored_text or secret in logs]
     assert leaks == []
+
+
+def _where(secret: str, text: str) -> str:
+    i = text.find(secret)
+    return text[max(0, i - 120): i].replace(secret, "<SECRET>")

@@ -63,7 +63,7 @@ def test_prune_and_purge_do_exactly_what_the_policy_says_and_a_second_run_change
     expected = {mid: prune_action(_facts(c), now=NOW, policy=POLICY) for mid, c in zip(ids, cases, strict=True)}
     assert {"keep", "archive_ttl", "archive_decay", "purge"} <= set(expected.values())
 
-    counts = {**prune(db, now=NOW, policy=POLICY, actor="test"), **purge(db, now=NOW, policy=POLICY, actor="test")}
+    counts = {**prune(db, now=NOW, policy=POLICY, actor="test", tenant_id=tenant), **purge(db, now=NOW, policy=POLICY, actor="test", tenant_id=tenant)}
     rows = dict(db.execute(text("SELECT id::text, status FROM memories WHERE tenant_id = :t"), {"t": tenant}).all())
     for (mid, action), case in zip(expected.items(), cases, strict=True):
         if action == "purge":
@@ -82,7 +82,7 @@ def test_prune_and_purge_do_exactly_what_the_policy_says_and_a_second_run_change
     tomb = db.execute(text("SELECT count(*) FROM memory_history WHERE tenant_id = :t AND op = 'purge' "
                            "AND before IS NULL AND after IS NULL"), {"t": tenant}).scalar()
     assert tomb == counts["purged"]
-    again = {**prune(db, now=NOW, policy=POLICY, actor="test"), **purge(db, now=NOW, policy=POLICY, actor="test")}
+    again = {**prune(db, now=NOW, policy=POLICY, actor="test", tenant_id=tenant), **purge(db, now=NOW, policy=POLICY, actor="test", tenant_id=tenant)}
     assert again == {"archived": 0, "archived_ttl": 0, "archived_decay": 0, "purged": 0}
 
 
@@ -94,6 +94,6 @@ def test_a_tenant_can_override_a_kinds_half_life(db, tenant):
             "INSERT INTO memories (tenant_id, user_id, kind, category, content, content_key, valid_from, "
             "last_confirmed_at) VALUES (:t, 'u', 'episodic', 'fact', :c, :c, :lc, :lc)"),
             {"t": tenant, "c": f"age {age}", "lc": NOW - timedelta(days=age)})
-    prune(db, now=NOW, policy=POLICY, actor="test")
+    prune(db, now=NOW, policy=POLICY, actor="test", tenant_id=tenant)
     statuses = dict(db.execute(text("SELECT content, status FROM memories WHERE tenant_id = :t"), {"t": tenant}).all())
     assert statuses == {"age 14": "active", "age 16": "archived"}

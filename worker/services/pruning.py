@@ -22,6 +22,9 @@ _HALF_LIFE = (
 )
 
 
+_ONE_TENANT = "(CAST(:tenant AS text) IS NULL OR tenant_id = :tenant)"
+
+
 def _policy_params(policy: ForgettingPolicy) -> dict[str, object]:
     half = {**DEFAULT_HALF_LIVES, **policy.half_life_days}
     return {"hl_episodic": half.get("episodic"), "hl_procedural": half.get("procedural"),
@@ -29,22 +32,25 @@ def _policy_params(policy: ForgettingPolicy) -> dict[str, object]:
             "min_acc": policy.min_accesses}
 
 
-def prune(db: Session, *, now: datetime, policy: ForgettingPolicy, actor: str) -> dict[str, int]:
-    """Archive expired memories (TTL) and memories decayed past `archive_after_half_lives` half-lives."""
+def prune(db: Session, *, now: datetime, policy: ForgettingPolicy, actor: str, tenant_id: str | None = None
+          ) -> dict[str, int]:
+    """Archive expired memories (TTL) and memories decayed past `archive_after_half_lives` half-lives
+    (every tenant, or only `tenant_id`)."""
     ttl = db.execute(
         text(
             "WITH hit AS (UPDATE memories SET status = 'archived', archived_at = :now, updated_at = :now "
             "  WHERE status = 'active' AND NOT pinned AND expires_at IS NOT NULL AND expires_at <= :now "
+            f"  AND {_ONE_TENANT} "
             "  RETURNING id, tenant_id, user_id) "
             "INSERT INTO memory_history (memory_id, tenant_id, user_id, op, reason, actor, created_at) "
             "SELECT id, tenant_id, user_id, 'archive', 'ttl: expires_at passed', :actor, :now FROM hit"
         ),
-        {"now": now, "actor": actor},
+        {"now": now, "actor": actor, "tenant": tenant_id},
     ).rowcount
     decay = db.execute(
         text(
             "WITH hit AS (UPDATE memories m SET status = 'archived', archived_at = :now, updated_at = :now "
-            "  WHERE m.status = 'active' AND NOT m.pinned "
+            f"  WHERE m.status = 'active' AND NOT m.pinned AND {_ONE_TENANT} "
             f"  AND m.access_count < :min_acc AND {_HALF_LIFE} IS NOT NULL "
             "  AND greatest(m.last_confirmed_at, coalesce(m.last_accessed_at, m.last_confirmed_at)) "
             f"      < CAST(:now AS timestamptz) - make_interval(secs => {_HALF_LIFE} * :times * 86400) "
@@ -53,24 +59,26 @@ def prune(db: Session, *, now: datetime, policy: ForgettingPolicy, actor: str) -
             "SELECT id, tenant_id, user_id, 'archive', 'decay: older than three half-lives, rarely used', "
             ":actor, :now FROM hit"
         ),
-        {"now": now, "actor": actor, **_policy_params(policy)},
+        {"now": now, "actor": actor, "tenant": tenant_id, **_policy_params(policy)},
     ).rowcount
     return {"archived": int(ttl or 0) + int(decay or 0), "archived_ttl": int(ttl or 0),
             "archived_decay": int(decay or 0)}
 
 
-def purge(db: Session, *, now: datetime, policy: ForgettingPolicy, actor: str) -> dict[str, int]:
+def purge(db: Session, *, now: datetime, policy: ForgettingPolicy, actor: str, tenant_id: str | None = None
+          ) -> dict[str, int]:
     """Delete archived / forgotten rows past retention; history keeps a tombstone without content."""
     cutoff = now - timedelta(days=policy.retention_days)
     gone = db.execute(
         text(
             "WITH gone AS (DELETE FROM memories WHERE status IN ('archived', 'deleted') AND NOT pinned "
+            f"  AND {_ONE_TENANT} "
             "  AND archived_at IS NOT NULL AND archived_at <= :cutoff RETURNING id, tenant_id, user_id), "
             "scrub AS (UPDATE memory_history h SET before = NULL, after = NULL FROM gone "
             "  WHERE h.memory_id = gone.id RETURNING h.id) "
             "INSERT INTO memory_history (memory_id, tenant_id, user_id, op, reason, actor, created_at) "
             "SELECT id, tenant_id, user_id, 'purge', 'retention period passed', :actor, :now FROM gone"
         ),
-        {"cutoff": cutoff, "now": now, "actor": actor},
+        {"cutoff": cutoff, "now": now, "actor": actor, "tenant": tenant_id},
     ).rowcount
     return {"purged": int(gone or 0)}

@@ -13,12 +13,12 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
-from shared.db.engine import session_scope
+from shared.db.engine import ALL_TENANTS, session_scope
 
 
 def start_run(engine: Engine, *, kind: str, scope: str, actor: str, now: datetime, slot_key: str | None = None,
               tenant_id: str | None = None, user_id: str | None = None) -> int | None:
-    with session_scope(engine) as db:
+    with session_scope(engine, tenant=ALL_TENANTS) as db:
         run_id = db.execute(
             text("INSERT INTO consolidation_runs (kind, scope, tenant_id, user_id, slot_key, actor, started_at) "
                  "VALUES (:k, :s, :t, :u, :slot, :a, :now) ON CONFLICT (slot_key) DO NOTHING RETURNING id"),
@@ -29,7 +29,7 @@ def start_run(engine: Engine, *, kind: str, scope: str, actor: str, now: datetim
 
 def finish_run(engine: Engine, run_id: int, *, outcome: str, counts: dict[str, Any], now: datetime,
                mode: str | None = None, detail: str | None = None) -> None:
-    with session_scope(engine) as db:
+    with session_scope(engine, tenant=ALL_TENANTS) as db:
         db.execute(
             text("UPDATE consolidation_runs SET finished_at = :now, outcome = :o, counts = CAST(:c AS jsonb), "
                  "mode = :m, detail = :d WHERE id = :id"),
@@ -38,7 +38,7 @@ def finish_run(engine: Engine, run_id: int, *, outcome: str, counts: dict[str, A
 
 
 def last_run_start(engine: Engine, *, kind: str, tenant_id: str, user_id: str) -> datetime | None:
-    with engine.connect() as conn:
+    with session_scope(engine, tenant=ALL_TENANTS) as conn:
         value = conn.execute(
             text("SELECT max(started_at) FROM consolidation_runs WHERE kind = :k AND tenant_id = :t "
                  "AND user_id = :u AND outcome IN ('ok', 'partial')"),
@@ -49,7 +49,7 @@ def last_run_start(engine: Engine, *, kind: str, tenant_id: str, user_id: str) -
 
 def list_runs(engine: Engine, *, limit: int = 50, kind: str | None = None, tenant_id: str | None = None
               ) -> list[dict[str, Any]]:
-    with engine.connect() as conn:
+    with session_scope(engine, tenant=tenant_id or ALL_TENANTS) as conn:
         rows = conn.execute(
             text("SELECT id, kind, scope, tenant_id, user_id, mode, actor, started_at, finished_at, outcome, counts, "
                  "detail FROM consolidation_runs WHERE (CAST(:k AS text) IS NULL OR kind = :k) "

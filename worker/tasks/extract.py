@@ -66,7 +66,7 @@ def extract_session(self: Any, tenant_id: str, user_id: str, session_id: str, re
 def _defer_if_not_idle(tenant_id: str, user_id: str, session_id: str, *, now: datetime) -> float | None:
     """An idle timer fired: if newer turns arrived meanwhile, re-arm it for the rest of the delay."""
     policy = DebouncePolicy.from_settings(runtime.settings())
-    with session_scope(runtime.engine()) as db:
+    with session_scope(runtime.engine(), tenant=tenant_id) as db:
         row = db.execute(
             text("SELECT last_event_at, pending_count, status FROM sessions "
                  "WHERE tenant_id = :t AND user_id = :u AND session_id = :s"),
@@ -88,7 +88,7 @@ def _run_window(tenant_id: str, user_id: str, session_id: str, *, now: datetime)
     runtime.check_schema()
     llm = runtime.llm_extractor()
     day = now.date().isoformat()
-    with session_scope(runtime.engine()) as db:
+    with session_scope(runtime.engine(), tenant=tenant_id) as db:
         budget_ok = True
         if llm is not None:
             budget = svc.tenant_budget(db, tenant_id, default=settings.daily_token_budget)
@@ -122,7 +122,7 @@ def _run_window(tenant_id: str, user_id: str, session_id: str, *, now: datetime)
     candidates = svc.final_candidates(plan, llm_candidates)
     kept = [e.turn() for e in events if e.type == "turn" and e.event_id not in plan.skipped_ids]
     vectors = runtime.embedder().embed([t.content for t in kept]) if settings.index_turns and kept else []
-    with session_scope(runtime.engine()) as db:
+    with session_scope(runtime.engine(), tenant=tenant_id) as db:
         if vectors:
             svc.index_turns(db, tenant_id, kept, vectors)
         counts = svc.apply_outcome(db, tenant_id=tenant_id, user_id=user_id, session_id=session_id, events=events,
@@ -158,7 +158,7 @@ def _run_window(tenant_id: str, user_id: str, session_id: str, *, now: datetime)
 def _fold_summary(tenant_id: str, user_id: str, session_id: str, *, use_llm: bool, day: str) -> int:
     """Past 40 turns, fold the turns older than the last 20 into the rolling summary. Returns LLM tokens."""
     params = {"t": tenant_id, "u": user_id, "s": session_id}
-    with session_scope(runtime.engine()) as db:
+    with session_scope(runtime.engine(), tenant=tenant_id) as db:
         row = db.execute(
             text("SELECT turn_count, summary, summarized_through FROM sessions "
                  "WHERE tenant_id = :t AND user_id = :u AND session_id = :s FOR UPDATE"), params

@@ -13,7 +13,7 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from shared import tasknames
 from shared.contract import utcnow
-from shared.db.engine import session_scope
+from shared.db.engine import ALL_TENANTS, session_scope
 from worker import runtime
 from worker.app import app
 from worker.retry import retry_countdown
@@ -34,7 +34,7 @@ def ingest(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
     now = utcnow()
     envelope: Any = args[0] if len(args) == 1 and not kwargs else {"args": list(args), "kwargs": kwargs}
     if not (len(args) == 1 and not kwargs):
-        with session_scope(runtime.engine()) as session:
+        with session_scope(runtime.engine(), tenant=ALL_TENANTS) as session:
             record_dead_letter(session, task_name=tasknames.INGEST, payload=envelope, now=now,
                                reason=f"task called with {len(args)} positional and {len(kwargs)} keyword "
                                       "arguments; expected one envelope")
@@ -47,8 +47,10 @@ def ingest(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
         structlog.contextvars.bind_contextvars(user_id=next(iter(users)))
     if len(split.events) == 1:
         structlog.contextvars.bind_contextvars(event_id=split.events[0].event_id)
+    # a dead letter without a tenant (a malformed envelope) is written in the worker's all-tenant scope
+    scope = split.tenant_id or ALL_TENANTS
     try:
-        with session_scope(runtime.engine()) as session:
+        with session_scope(runtime.engine(), tenant=scope) as session:
             result = store_events(session, split.tenant_id or "", split.events, now=now) if split.events else None
             for rej in split.rejected:
                 record_dead_letter(
@@ -66,7 +68,7 @@ def ingest(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
         raise self.retry(exc=exc, countdown=countdown) from None
     except DBAPIError as exc:
         # The database refused this payload itself (a value it cannot store): it will never succeed.
-        with session_scope(runtime.engine()) as session:
+        with session_scope(runtime.engine(), tenant=scope) as session:
             record_dead_letter(
                 session,
                 task_name=tasknames.INGEST,

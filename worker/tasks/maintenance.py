@@ -13,7 +13,7 @@ import structlog
 
 from shared import tasknames
 from shared.contract import utcnow
-from shared.db.engine import session_scope
+from shared.db.engine import ALL_TENANTS, session_scope
 from worker import runtime
 from worker.app import app
 from worker.memory.forgetting import ForgettingPolicy
@@ -57,7 +57,7 @@ def _run(task: Any, kind: str, fire_time: str | None, body: Any) -> dict[str, An
 @app.task(name=tasknames.PRUNE, bind=True, acks_late=True)
 def prune(self: Any, fire_time: str | None = None, *_: Any) -> dict[str, Any]:
     def body(actor: str, now: datetime) -> dict[str, int]:
-        with session_scope(runtime.engine()) as db:
+        with session_scope(runtime.engine(), tenant=ALL_TENANTS) as db:
             return pruning.prune(db, now=now, policy=_policy(), actor=actor)
 
     return _run(self, "prune", fire_time, body)
@@ -66,7 +66,7 @@ def prune(self: Any, fire_time: str | None = None, *_: Any) -> dict[str, Any]:
 @app.task(name=tasknames.PURGE, bind=True, acks_late=True)
 def purge(self: Any, fire_time: str | None = None, *_: Any) -> dict[str, Any]:
     def body(actor: str, now: datetime) -> dict[str, int]:
-        with session_scope(runtime.engine()) as db:
+        with session_scope(runtime.engine(), tenant=ALL_TENANTS) as db:
             return pruning.purge(db, now=now, policy=_policy(), actor=actor)
 
     return _run(self, "purge", fire_time, body)
@@ -77,7 +77,7 @@ def sweep(self: Any, fire_time: str | None = None, *_: Any) -> dict[str, Any]:
     settings = runtime.settings()
 
     def body(actor: str, now: datetime) -> dict[str, int]:
-        with session_scope(runtime.engine()) as db:
+        with session_scope(runtime.engine(), tenant=ALL_TENANTS) as db:
             counts, sessions, users = sleep.sweep(db, now=now, stale_after_s=settings.sweep_stale_s,
                                                   max_attempts=settings.sweep_max_attempts,
                                                   llm_available=settings.llm_configured)
@@ -96,12 +96,12 @@ def close_idle_sessions(self: Any, fire_time: str | None = None, *_: Any) -> dic
     settings = runtime.settings()
 
     def body(actor: str, now: datetime) -> dict[str, int]:
-        with session_scope(runtime.engine()) as db:
+        with session_scope(runtime.engine(), tenant=ALL_TENANTS) as db:
             todo = sleep.sessions_to_close(db, now=now, idle_s=settings.session_idle_s)
         llm = runtime.llm_extractor()
         totals = {"sessions": 0, "episodes": 0, "tokens": 0}
         for tenant_id, user_id, session_id in todo:
-            with session_scope(runtime.engine()) as db:
+            with session_scope(runtime.engine(), tenant=tenant_id) as db:
                 out = sleep.close_session(db, tenant_id, user_id, session_id, embedder=runtime.embedder(), llm=llm,
                                           now=now)
             totals["sessions"] += 1
@@ -122,7 +122,7 @@ def distill(self: Any, fire_time: str | None = None, tenant_id: str | None = Non
     if tenant_id and user_id:
         users = [(tenant_id, user_id)]
     else:
-        with session_scope(engine) as db:
+        with session_scope(engine, tenant=ALL_TENANTS) as db:
             users = distillation.users_to_distill(db)
     llm = runtime.llm_extractor()
     totals: dict[str, Any] = {"users": 0, "clusters": 0, "consolidated": 0, "created": 0, "tokens": 0,
@@ -137,7 +137,7 @@ def distill(self: Any, fire_time: str | None = None, tenant_id: str | None = Non
             continue
         since = last_run_start(engine, kind="distill", tenant_id=t, user_id=u)
         try:
-            with session_scope(engine) as db:
+            with session_scope(engine, tenant=t) as db:
                 lock_user(db, t, u)  # reconciliation of this user waits; others go on
                 cap = max(0, settings.distill_token_cap - spent.get(t, 0))
                 result = distillation.distill_user(db, t, u, embedder=runtime.embedder(),

@@ -25,7 +25,7 @@ def reconcile_user(self: Any, tenant_id: str, user_id: str) -> dict[str, Any]:
     totals: dict[str, int] = {}
     try:
         while True:
-            with session_scope(runtime.engine()) as db:
+            with session_scope(runtime.engine(), tenant=tenant_id) as db:
                 counts = reconcile(db, tenant_id, user_id, embedder=runtime.embedder(), policy=runtime.policy(),
                                    actor=f"task:{self.request.id}", now=utcnow(), limit=BATCH)
             for k, v in counts.items():

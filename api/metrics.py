@@ -1,0 +1,80 @@
+"""Prometheus metrics of the API, plus gauges read from the database and Redis at scrape time, plus the
+worker processes' counters when they share `PROMETHEUS_MULTIPROC_DIR` with the API (as `memctl up` sets)."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
+
+from fastapi import Request, Response
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+from sqlalchemy import Engine, text
+
+API_LATENCY = Histogram("memory_api_request_seconds", "API latency by route", ["method", "route", "status"],
+                        buckets=(0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5))
+
+
+class StoreCollector(Collector):
+    """Gauges computed on scrape: memories by kind and status, events by status and lag, dead letters, LLM
+    tokens and calls today by tenant and stage, queue depth."""
+
+    def __init__(self, engine: Engine, redis_client: Any, queue: str):
+        self._engine, self._redis, self._queue = engine, redis_client, queue
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        memories = GaugeMetricFamily("memory_memories", "memories by kind and status", labels=["kind", "status"])
+        events = GaugeMetricFamily("memory_events", "events by status", labels=["status"])
+        lag = GaugeMetricFamily("memory_events_lag_seconds", "age of the oldest pending event")
+        dlq = GaugeMetricFamily("memory_dead_letters", "dead letters not yet replayed")
+        tokens = GaugeMetricFamily("memory_llm_tokens_today", "LLM tokens today (UTC)", labels=["tenant", "stage"])
+        calls = GaugeMetricFamily("memory_llm_calls_today", "LLM calls today (UTC)", labels=["tenant", "stage"])
+        depth = GaugeMetricFamily("memory_queue_depth", "messages waiting in the broker queue")
+        try:
+            with self._engine.connect() as conn:
+                for metric, l1, l2, value in conn.execute(text("SELECT * FROM memory_stats()")).all():
+                    if metric == "memories":
+                        memories.add_metric([l1, l2], value)
+                    elif metric == "events":
+                        events.add_metric([l1], value)
+                    elif metric == "oldest_pending_s":
+                        lag.add_metric([], value)
+                    elif metric == "dead_letters":
+                        dlq.add_metric([], value)
+                    elif metric == "llm_tokens_today":
+                        tokens.add_metric([l1, l2], value)
+                    elif metric == "llm_calls_today":
+                        calls.add_metric([l1, l2], value)
+        except Exception:  # a scrape must not fail because the database is briefly away
+            pass
+        try:
+            depth.add_metric([], float(self._redis.llen(self._queue)))
+        except Exception:
+            pass
+        yield from (memories, events, lag, dlq, tokens, calls, depth)
+
+
+def metrics_response(registry: CollectorRegistry) -> Response:
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from prometheus_client import multiprocess
+
+        combined = CollectorRegistry()
+        multiprocess.MultiProcessCollector(combined)
+        body = generate_latest(registry) + generate_latest(combined)
+    else:
+        from prometheus_client import REGISTRY
+
+        body = generate_latest(registry) + generate_latest(REGISTRY)
+    return Response(body, media_type=CONTENT_TYPE_LATEST)
+
+
+async def timing_middleware(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+    started = time.perf_counter()
+    response = await call_next(request)
+    route = request.scope.get("route")
+    path = getattr(route, "path", "unmatched")
+    API_LATENCY.labels(request.method, path, str(response.status_code)).observe(time.perf_counter() - started)
+    return response

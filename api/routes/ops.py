@@ -1,0 +1,46 @@
+"""Operator routes: GET /v1/runs (this tenant's run records) and GET /metrics (Prometheus)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request, Response
+from pydantic import BaseModel
+from sqlalchemy import text
+
+from api.deps import PrincipalDep, SessionDep
+from api.metrics import metrics_response
+
+router = APIRouter(tags=["operations"])
+
+
+class Run(BaseModel):
+    id: int
+    kind: str
+    scope: str
+    user_id: str | None
+    mode: str | None
+    actor: str
+    started_at: datetime
+    finished_at: datetime | None
+    outcome: str
+    counts: dict[str, Any]
+    detail: str | None
+
+
+@router.get("/v1/runs", response_model=list[Run])
+def runs(principal: PrincipalDep, db: SessionDep, kind: Annotated[str | None, Query(max_length=32)] = None,
+         limit: Annotated[int, Query(ge=1, le=500)] = 50) -> Any:
+    rows = db.execute(
+        text("SELECT id, kind, scope, user_id, mode, actor, started_at, finished_at, outcome, counts, detail "
+             "FROM consolidation_runs WHERE tenant_id = :t AND (CAST(:k AS text) IS NULL OR kind = :k) "
+             "ORDER BY started_at DESC, id DESC LIMIT :n"),
+        {"t": principal.tenant_id, "k": kind, "n": limit},
+    ).mappings().all()
+    return [Run(**r) for r in rows]
+
+
+@router.get("/metrics", include_in_schema=False)
+def metrics(request: Request) -> Response:
+    return metrics_response(request.app.state.metrics_registry)

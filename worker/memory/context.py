@@ -1,0 +1,93 @@
+"""The context block (pure): a markdown section ready for a system prompt, cut to a token budget by priority.
+
+Order: procedural rules and feedback, then constraints and decisions, then profile and preferences, then
+the memories and episodes most relevant to the query, then the working memory. Items are kept whole:
+when the next item does not fit, it is dropped (a later, smaller one may still fit), never cut mid-item.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from shared.tokens import estimate_tokens
+
+SECTION_TITLES = (
+    ("rules", "Rules and feedback"),
+    ("constraints", "Constraints and decisions"),
+    ("profile", "About the user"),
+    ("relevant", "Relevant to this request"),
+    ("working", "Working memory"),
+)
+HEADER = "# What you remember about this user"
+
+
+@dataclass(frozen=True)
+class ContextItem:
+    id: str
+    text: str
+    kind: str | None = None
+    category: str | None = None
+
+
+def section_of(item: ContextItem) -> str:
+    if item.kind == "procedural" or item.category == "feedback":
+        return "rules"
+    if item.category in ("constraint", "decision"):
+        return "constraints"
+    if item.category in ("profile", "preference"):
+        return "profile"
+    return "relevant"
+
+
+@dataclass(frozen=True)
+class ContextBlock:
+    text: str
+    tokens: int
+    included: tuple[str, ...]
+    dropped: tuple[str, ...]
+
+
+def build_context(*, standing: Sequence[ContextItem], relevant: Sequence[ContextItem], working_memory: str,
+                  max_tokens: int) -> ContextBlock:
+    """`standing`: current memories (rules, constraints, profile), best first; `relevant`: search hits for
+    the query (memories and episodes), best first; `working_memory`: the user's document (may be empty)."""
+    buckets: dict[str, list[ContextItem]] = {key: [] for key, _ in SECTION_TITLES}
+    seen: set[str] = set()
+    for item in standing:
+        if item.id not in seen:
+            seen.add(item.id)
+            buckets[section_of(item)].append(item)
+    for item in relevant:
+        if item.id not in seen:
+            seen.add(item.id)
+            buckets["relevant"].append(item)
+    if working_memory.strip():
+        for n, block in enumerate(b for b in working_memory.split("\n\n") if b.strip()):
+            buckets["working"].append(ContextItem(id=f"wm:{n}", text=block.strip()))
+    used = estimate_tokens(HEADER) + 1
+    lines = [HEADER]
+    included: list[str] = []
+    dropped: list[str] = []
+    if used > max_tokens:
+        return ContextBlock("", 0, (), tuple(i.id for items in buckets.values() for i in items))
+    for key, title in SECTION_TITLES:
+        heading = f"\n## {title}"
+        heading_cost = estimate_tokens(heading) + 1
+        section_lines: list[str] = []
+        for item in buckets[key]:
+            line = item.text if key == "working" else f"- {item.text}"
+            cost = estimate_tokens(line) + 1
+            extra = cost + (heading_cost if not section_lines else 0)
+            if used + extra > max_tokens:
+                dropped.append(item.id)
+                continue
+            used += extra
+            section_lines.append(line)
+            included.append(item.id)
+        if section_lines:
+            lines.append(heading)
+            lines.extend(section_lines)
+    text = "\n".join(lines) if included else ""
+    return ContextBlock(text=text, tokens=estimate_tokens(text) if text else 0, included=tuple(included),
+                        dropped=tuple(dropped))
