@@ -123,8 +123,15 @@ def keys_list(tenant: Annotated[str | None, typer.Option()] = None, as_json: Jso
         return
     table = Table("id", "tenant", "prefix", "name", "read-only", "created", "revoked")
     for r in rows:
-        table.add_row(r["id"], r["tenant_id"], r["prefix"] + "…", r["name"] or "", str(r["read_only"]),
-                      str(r["created_at"])[:19], str(r["revoked_at"] or "")[:19])
+        table.add_row(
+            r["id"],
+            r["tenant_id"],
+            r["prefix"] + "…",
+            r["name"] or "",
+            str(r["read_only"]),
+            str(r["created_at"])[:19],
+            str(r["revoked_at"] or "")[:19],
+        )
     out.print(table)
 
 
@@ -170,8 +177,13 @@ def emit(
     else:
         if not user or not session:
             _fail("--user and --session are required (or use --stdin)", 2)
-        data = {"user_id": user, "session_id": session, "content": content or "", "role": role,
-                "type": event_type}
+        data = {
+            "user_id": user,
+            "session_id": session,
+            "content": content or "",
+            "role": role,
+            "type": event_type,
+        }
         if event_id:
             data["event_id"] = event_id
     try:
@@ -266,7 +278,9 @@ def events(
         if status:
             filters.append(Event.status == status)
         if not (user or session or status):
-            counts = dict(db.execute(select(Event.status, func.count()).where(*filters).group_by(Event.status)).all())  # type: ignore[arg-type]
+            counts = dict(
+                db.execute(select(Event.status, func.count()).where(*filters).group_by(Event.status)).all()
+            )  # type: ignore[arg-type]
             if as_json:
                 _print_json({"by_status": counts, "total": sum(counts.values())})
                 return
@@ -283,8 +297,15 @@ def events(
         return
     table = Table("time", "tenant", "user", "session", "role", "status", "content")
     for r in data:
-        table.add_row(str(r["event_time"])[:19], r["tenant_id"], r["user_id"], r["session_id"], r["role"],
-                      r["status"], (r["content"][:60] + "…") if len(r["content"]) > 60 else r["content"])
+        table.add_row(
+            str(r["event_time"])[:19],
+            r["tenant_id"],
+            r["user_id"],
+            r["session_id"],
+            r["role"],
+            r["status"],
+            (r["content"][:60] + "…") if len(r["content"]) > 60 else r["content"],
+        )
     out.print(table)
 
 
@@ -298,15 +319,24 @@ def dlq_list(limit: Annotated[int, typer.Option(min=1)] = 50, as_json: JsonOpt =
 
     settings = _settings()
     with session_scope(_engine(settings)) as db:
-        rows = [r.model_dump() for r in db.scalars(
-            select(DeadLetter).order_by(DeadLetter.last_seen.desc()).limit(limit))]  # type: ignore[union-attr]
+        rows = [
+            r.model_dump()
+            for r in db.scalars(select(DeadLetter).order_by(DeadLetter.last_seen.desc()).limit(limit))
+        ]  # type: ignore[union-attr]
     if as_json:
         _print_json(rows)
         return
     table = Table("id", "tenant", "event", "count", "last seen", "replayed", "reason")
     for r in rows:
-        table.add_row(str(r["id"]), r["tenant_id"] or "", r["event_id"] or "", str(r["count"]),
-                      str(r["last_seen"])[:19], str(r["replayed_at"] or "")[:19], r["reason"][:100])
+        table.add_row(
+            str(r["id"]),
+            r["tenant_id"] or "",
+            r["event_id"] or "",
+            str(r["count"]),
+            str(r["last_seen"])[:19],
+            str(r["replayed_at"] or "")[:19],
+            r["reason"][:100],
+        )
     out.print(table)
 
 
@@ -332,8 +362,11 @@ def dlq_replay(
     replayed: list[int] = []
     with session_scope(_engine(settings)) as db:
         stmt = select(DeadLetter).where(DeadLetter.task_name == tasknames.INGEST)
-        stmt = stmt.where(DeadLetter.id == dead_letter_id) if dead_letter_id is not None else stmt.where(
-            DeadLetter.replayed_at.is_(None))  # type: ignore[union-attr]
+        stmt = (
+            stmt.where(DeadLetter.id == dead_letter_id)
+            if dead_letter_id is not None
+            else stmt.where(DeadLetter.replayed_at.is_(None))
+        )  # type: ignore[union-attr]
         rows = list(db.scalars(stmt.with_for_update(skip_locked=True)))
         if dead_letter_id is not None and not rows:
             _fail(f"no dead letter {dead_letter_id}")
@@ -347,6 +380,463 @@ def dlq_replay(
         _print_json({"replayed": replayed})
     else:
         out.print(f"replayed {len(replayed)} dead letter(s)")
+
+
+def _scoped(settings: Settings, tenant: str | None) -> Any:
+    """A session for operator reads: one tenant when given, every tenant otherwise (the owner's view)."""
+    from shared.db.engine import session_scope
+
+    return session_scope(_engine(settings))
+
+
+@app.command()
+def memories(
+    user: str,
+    tenant: Annotated[str, typer.Option(help="tenant id")],
+    all_: Annotated[
+        bool, typer.Option("--all", help="include superseded, consolidated, archived, deleted")
+    ] = False,
+    limit: Annotated[int, typer.Option(min=1, max=5000)] = 100,
+    as_json: JsonOpt = False,
+) -> None:
+    """The user's current memories (or, with --all, every row with its validity: the history)."""
+    from sqlalchemy import text
+
+    settings = _settings()
+    with _scoped(settings, tenant) as db:
+        rows = [
+            dict(r)
+            for r in db.execute(
+                text(
+                    "SELECT id::text, kind, category, status, slot, value, content, evidence_count, valid_from, valid_to, "
+                    "pinned FROM memories WHERE tenant_id = :t AND user_id = :u AND (:all OR status = 'active') "
+                    "ORDER BY slot NULLS LAST, valid_from, recorded_at LIMIT :n"
+                ),
+                {"t": tenant, "u": user, "all": all_, "n": limit},
+            )
+            .mappings()
+            .all()
+        ]
+    if as_json:
+        _print_json(rows)
+        return
+    table = Table("kind", "category", "status", "slot", "content", "ev", "valid from", "valid to")
+    for r in rows:
+        table.add_row(
+            r["kind"],
+            r["category"],
+            r["status"],
+            r["slot"] or "",
+            r["content"][:70],
+            str(r["evidence_count"]),
+            str(r["valid_from"])[:16],
+            str(r["valid_to"] or "")[:16],
+        )
+    out.print(table)
+
+
+@app.command()
+def search(
+    user: str,
+    query: str,
+    tenant: Annotated[str, typer.Option(help="tenant id")],
+    k: Annotated[int, typer.Option(min=1, max=100)] = 10,
+    turns: Annotated[bool, typer.Option("--turns", help="search indexed turns too")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Hybrid search over the user's memories (and turns with --turns)."""
+    from shared.contract import utcnow
+    from worker.embeddings import make_embedder
+    from worker.services.search import search as run_search
+
+    settings = _settings()
+    embedder = make_embedder(
+        settings.embedder,
+        dim=settings.embedding_dim,
+        openai_base_url=settings.openai_base_url,
+        openai_api_key=settings.openai_api_key,
+        openai_model=settings.embedding_model,
+    )
+    with _scoped(settings, tenant) as db:
+        hits = run_search(
+            db,
+            tenant_id=tenant,
+            user_id=user,
+            query=query,
+            k=k,
+            embedder=embedder,
+            now=utcnow(),
+            include_turns=turns,
+        )
+    data = [h.__dict__ for h in hits]
+    if as_json:
+        _print_json(data)
+        return
+    table = Table("score", "type", "kind", "content", "sources")
+    for h in hits:
+        table.add_row(f"{h.score:.4f}", h.type, h.kind or "", h.content[:80], ",".join(h.source_turn_ids[:3]))
+    out.print(table)
+
+
+@app.command()
+def context(
+    user: str,
+    tenant: Annotated[str, typer.Option(help="tenant id")],
+    query: Annotated[str, typer.Option(help="what the agent is about to do")] = "",
+    max_tokens: Annotated[int, typer.Option(min=16, max=32000)] = 1000,
+    as_json: JsonOpt = False,
+) -> None:
+    """The ready-to-inject context block for USER (as GET /v1/users/{user}/context returns it)."""
+    from sqlalchemy import text
+
+    from shared.contract import utcnow
+    from worker.embeddings import make_embedder
+    from worker.memory.context import ContextItem, build_context
+    from worker.services.search import search as run_search
+
+    settings = _settings()
+    embedder = make_embedder(
+        settings.embedder,
+        dim=settings.embedding_dim,
+        openai_base_url=settings.openai_base_url,
+        openai_api_key=settings.openai_api_key,
+        openai_model=settings.embedding_model,
+    )
+    with _scoped(settings, tenant) as db:
+        standing = [
+            ContextItem(id=str(r[0]), text=r[1], kind=r[2], category=r[3])
+            for r in db.execute(
+                text(
+                    "SELECT id, content, kind, category FROM memories WHERE tenant_id = :t AND user_id = :u "
+                    "AND status = 'active' AND (kind = 'procedural' OR category IN ('feedback', 'constraint', 'decision', "
+                    "'profile', 'preference')) ORDER BY pinned DESC, importance DESC, last_confirmed_at DESC LIMIT 200"
+                ),
+                {"t": tenant, "u": user},
+            ).all()
+        ]
+        relevant = []
+        if query:
+            relevant = [
+                ContextItem(id=h.id, text=h.content, kind=h.kind, category=h.category)
+                for h in run_search(
+                    db, tenant_id=tenant, user_id=user, query=query, k=10, embedder=embedder, now=utcnow()
+                )
+            ]
+        wm = (
+            db.execute(
+                text(
+                    "SELECT content FROM working_memory WHERE tenant_id = :t AND user_id = :u "
+                    "AND agent_id = ''"
+                ),
+                {"t": tenant, "u": user},
+            ).scalar()
+            or ""
+        )
+    block = build_context(standing=standing, relevant=relevant, working_memory=wm, max_tokens=max_tokens)
+    if as_json:
+        _print_json({"context": block.text, "tokens": block.tokens, "included": list(block.included)})
+    else:
+        sys.stdout.write(block.text + "\n")
+        err.print(f"{block.tokens} tokens")
+
+
+@app.command()
+def runs(
+    kind: Annotated[str | None, typer.Option(help="prune, purge, sweep, distill, close_sessions")] = None,
+    limit: Annotated[int, typer.Option(min=1, max=1000)] = 30,
+    as_json: JsonOpt = False,
+) -> None:
+    """Recent run records: what each scheduled or manual run did."""
+    from sqlalchemy import text
+
+    settings = _settings()
+    with _scoped(settings, None) as db:
+        rows = [
+            dict(r)
+            for r in db.execute(
+                text(
+                    "SELECT id, kind, scope, mode, actor, started_at, finished_at, outcome, counts, detail "
+                    "FROM consolidation_runs WHERE (CAST(:k AS text) IS NULL OR kind = :k) "
+                    "ORDER BY started_at DESC, id DESC LIMIT :n"
+                ),
+                {"k": kind, "n": limit},
+            )
+            .mappings()
+            .all()
+        ]
+    if as_json:
+        _print_json(rows)
+        return
+    table = Table("id", "kind", "scope", "mode", "started", "took", "outcome", "counts")
+    for r in rows:
+        took = f"{(r['finished_at'] - r['started_at']).total_seconds():.1f}s" if r["finished_at"] else "…"
+        counts = ", ".join(f"{k}={v}" for k, v in (r["counts"] or {}).items() if v)
+        table.add_row(
+            str(r["id"]),
+            r["kind"],
+            r["scope"],
+            r["mode"] or "",
+            str(r["started_at"])[:19],
+            took,
+            r["outcome"],
+            counts[:80],
+        )
+    out.print(table)
+
+
+def _enqueue(task: str, args: list[Any]) -> None:
+    from shared.db.engine import resolve_redis_url
+    from shared.publisher import RedisPublisher
+
+    settings = _settings()
+    RedisPublisher(resolve_redis_url(settings), queue=settings.queue, timeout_s=2.0).publish(task, args)
+
+
+@app.command()
+def consolidate(
+    user: Annotated[str | None, typer.Option("--user", help="one user (needs --tenant)")] = None,
+    tenant: Annotated[str | None, typer.Option(help="tenant of --user")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="every user with new fragments")] = False,
+) -> None:
+    """Run sleep-time distillation now (enqueued to the worker); see `memctl runs` for the outcome."""
+    from shared import tasknames
+
+    if bool(user) == all_:
+        _fail("give --user U --tenant T, or --all", 2)
+    if user and not tenant:
+        _fail("--user needs --tenant", 2)
+    _enqueue(tasknames.DISTILL, [None, tenant, user] if user else [None])
+    err.print("distillation enqueued; `memctl runs --kind distill` shows the outcome")
+
+
+@app.command()
+def prune(
+    purge: Annotated[bool, typer.Option("--purge", help="also purge archived rows past retention")] = False,
+) -> None:
+    """Run pruning (TTL, half-life decay) now; with --purge also purge. Enqueued to the worker."""
+    from shared import tasknames
+
+    _enqueue(tasknames.PRUNE, [None])
+    if purge:
+        _enqueue(tasknames.PURGE, [None])
+    err.print("enqueued; `memctl runs` shows the outcome")
+
+
+@app.command()
+def erase(
+    user: str,
+    tenant: Annotated[str, typer.Option(help="tenant id")],
+    yes: Annotated[bool, typer.Option("--yes", help="do not ask for confirmation")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Erase everything about USER: events, memories, history, episodes, sessions, working memory."""
+    from shared.db.engine import session_scope
+    from worker.services.users import erase_user
+
+    settings = _settings()
+    if not yes and not typer.confirm(
+        f"Erase every trace of user {user!r} in tenant {tenant!r}?", default=False
+    ):
+        _fail("not erased", 1)
+    with session_scope(_engine(settings)) as db:
+        counts = erase_user(db, tenant, user)
+    if as_json:
+        _print_json({"user_id": user, "deleted": counts})
+    else:
+        out.print(", ".join(f"{k}: {v}" for k, v in counts.items()))
+
+
+@app.command()
+def stats(as_json: JsonOpt = False) -> None:
+    """Events by status, queue depth, memories by kind and status, tokens today per tenant, last runs."""
+    from sqlalchemy import text
+
+    from shared.db.engine import resolve_redis_url
+    from shared.embedded import redis_py_url
+
+    settings = _settings()
+    with _scoped(settings, None) as db:
+        events_by = dict(db.execute(text("SELECT status, count(*) FROM events GROUP BY status")).all())
+        mem = [
+            dict(r)
+            for r in db.execute(
+                text(
+                    "SELECT kind, status, count(*) AS n FROM memories "
+                    "GROUP BY kind, status ORDER BY kind, status"
+                )
+            )
+            .mappings()
+            .all()
+        ]
+        tokens = [
+            dict(r)
+            for r in db.execute(
+                text(
+                    "SELECT tenant_id, sum(prompt_tokens + completion_tokens) AS tokens, sum(calls) AS calls FROM llm_usage "
+                    "WHERE day = to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD') GROUP BY tenant_id ORDER BY 2 DESC"
+                )
+            )
+            .mappings()
+            .all()
+        ]
+        last = [
+            dict(r)
+            for r in db.execute(
+                text(
+                    "SELECT DISTINCT ON (kind) kind, started_at, outcome, counts FROM consolidation_runs "
+                    "ORDER BY kind, started_at DESC"
+                )
+            )
+            .mappings()
+            .all()
+        ]
+        dlq = db.execute(text("SELECT count(*) FROM dead_letters WHERE replayed_at IS NULL")).scalar()
+    try:
+        import redis
+
+        depth = int(
+            redis.Redis.from_url(redis_py_url(resolve_redis_url(settings)), socket_timeout=2).llen(
+                settings.queue
+            )
+        )
+    except Exception:
+        depth = -1
+    data = {
+        "events": events_by,
+        "queue_depth": depth,
+        "dead_letters": dlq,
+        "memories": mem,
+        "tokens_today": tokens,
+        "last_runs": last,
+    }
+    if as_json:
+        _print_json(data)
+        return
+    out.print(f"queue depth: {depth}   dead letters: {dlq}")
+    t1 = Table("event status", "count")
+    for k, v in sorted(events_by.items()):
+        t1.add_row(k, str(v))
+    out.print(t1)
+    t2 = Table("kind", "status", "memories")
+    for r in mem:
+        t2.add_row(r["kind"], r["status"], str(r["n"]))
+    out.print(t2)
+    t3 = Table("tenant", "tokens today", "calls")
+    for r in tokens:
+        t3.add_row(r["tenant_id"], str(r["tokens"]), str(r["calls"]))
+    out.print(t3)
+    t4 = Table("run kind", "last started", "outcome")
+    for r in last:
+        t4.add_row(r["kind"], str(r["started_at"])[:19], r["outcome"])
+    out.print(t4)
+
+
+@app.command()
+def reembed(
+    embedder: Annotated[
+        str | None, typer.Option(help="hashing, local or openai (default: MEMORY_EMBEDDER)")
+    ] = None,
+    batch: Annotated[int, typer.Option(min=1, max=2048)] = 256,
+) -> None:
+    """Re-embed every memory, episode and indexed turn with the configured embedder (resumable: rows are
+    re-embedded in batches and the schema records the new embedder only when all are done)."""
+    from rich.progress import Progress
+    from sqlalchemy import text
+
+    from shared.db.engine import session_scope
+    from worker.embeddings import make_embedder
+    from worker.services.memories import vector_literal
+
+    settings = _settings()
+    name = embedder or settings.embedder
+    emb = make_embedder(
+        name,
+        dim=settings.embedding_dim if name != "openai" else None,
+        openai_base_url=settings.openai_base_url,
+        openai_api_key=settings.openai_api_key,
+        openai_model=settings.embedding_model,
+    )
+    engine = _engine(settings)
+    marker = f"reembed:{name}:{emb.dim}"
+    with session_scope(engine) as db:
+        current = dict(db.execute(text("SELECT key, value FROM schema_meta")).all())
+        resuming = current.get("reembed_in_progress") == marker
+        if int(current.get("embedding_dim", 0)) != emb.dim and not resuming:
+            # a new dimension: retype the columns (vectors are recomputed below); HNSW indexes are rebuilt
+            for table in ("memories", "events", "episodes"):
+                db.execute(
+                    text(f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector({emb.dim}) USING NULL")
+                )
+        db.execute(
+            text(
+                "INSERT INTO schema_meta (key, value) VALUES ('reembed_in_progress', :m) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+            ),
+            {"m": marker},
+        )
+    specs = [
+        ("memories", "id", "content", "id::text"),
+        ("episodes", "id", "what_happened || ' ' || outcome || ' ' || lesson", "id::text"),
+        ("events", "(tenant_id, event_id)", "content", "tenant_id || '/' || event_id"),
+    ]
+    with Progress(console=err) as progress:
+        for table, _key, expr, key_text in specs:
+            # indexed turns are the ones with keyword tokens (their vectors may have been cleared by a retype)
+            where = "search_tokens IS NOT NULL" if table == "events" else "true"
+            progress_key = f"reembed_progress:{table}"
+            with session_scope(engine) as db:
+                total = db.execute(text(f"SELECT count(*) FROM {table} WHERE {where}")).scalar() or 0
+                last = (
+                    db.execute(
+                        text("SELECT value FROM schema_meta WHERE key = :k"), {"k": progress_key}
+                    ).scalar()
+                    if resuming
+                    else None
+                ) or ""
+                done = (
+                    db.execute(
+                        text(f"SELECT count(*) FROM {table} WHERE {where} AND {key_text} <= :l"), {"l": last}
+                    ).scalar()
+                    if last
+                    else 0
+                )
+            task = progress.add_task(table, total=total, completed=done)
+            while True:
+                with session_scope(engine) as db:
+                    rows = db.execute(
+                        text(
+                            f"SELECT {key_text} AS k, {expr} AS body FROM {table} WHERE {where} "
+                            f"AND {key_text} > :last ORDER BY 1 LIMIT :n"
+                        ),
+                        {"last": last, "n": batch},
+                    ).all()
+                    if not rows:
+                        break
+                    vectors = emb.embed([r.body or "" for r in rows])
+                    for r, v in zip(rows, vectors, strict=True):
+                        db.execute(
+                            text(f"UPDATE {table} SET embedding = CAST(:v AS vector) WHERE {key_text} = :k"),
+                            {"v": vector_literal(v), "k": r.k},
+                        )
+                    last = rows[-1].k
+                    db.execute(
+                        text(
+                            "INSERT INTO schema_meta (key, value) VALUES (:k, :v) ON CONFLICT (key) "
+                            "DO UPDATE SET value = excluded.value"
+                        ),
+                        {"k": progress_key, "v": last},
+                    )
+                progress.advance(task, len(rows))
+    with session_scope(engine) as db:
+        db.execute(text("UPDATE schema_meta SET value = :d WHERE key = 'embedding_dim'"), {"d": str(emb.dim)})
+        db.execute(text("UPDATE schema_meta SET value = :e WHERE key = 'embedder'"), {"e": name})
+        db.execute(
+            text("DELETE FROM schema_meta WHERE key = 'reembed_in_progress' OR key LIKE 'reembed_progress:%'")
+        )
+    err.print(
+        f"re-embedded with {emb.name} ({emb.dim} dimensions); set MEMORY_EMBEDDER={name} "
+        f"MEMORY_EMBEDDING_DIM={emb.dim} for the worker and the API"
+    )
 
 
 def replay_envelope(payload: Any, tenant_id: str | None) -> Any:
