@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -35,6 +36,14 @@ MAX_FUTURE = timedelta(days=1)
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]*$"
 _ID_RE = re.compile(ID_PATTERN)
 
+def _no_nul(value: str) -> str:
+    # PostgreSQL text cannot hold NUL; reject it with a clear message instead of a database error
+    if "\x00" in value:
+        raise ValueError("must not contain NUL characters")
+    return value
+
+
+CleanText = Annotated[str, AfterValidator(_no_nul)]
 SafeId = Annotated[str, StringConstraints(min_length=1, max_length=MAX_ID_CHARS, pattern=ID_PATTERN)]
 Role = Literal["user", "assistant", "system", "tool"]
 EventType = Literal["turn", "session_end"]

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import text
 
 from api.deps import PrincipalDep, SessionDep, StateDep, WriterDep
-from shared.contract import ID_PATTERN, utcnow
+from shared.contract import ID_PATTERN, CleanText, utcnow
 from worker.memory import keywords
 from worker.memory.context import ContextItem, build_context
 from worker.memory.reconcile import content_key
@@ -27,6 +27,7 @@ router = APIRouter(prefix="/v1", tags=["memories"])
 
 UserId = Annotated[str, Path(min_length=1, max_length=128, pattern=ID_PATTERN)]
 Kind = Literal["semantic", "episodic", "procedural"]
+Category = Literal["profile", "preference", "constraint", "decision", "lesson", "feedback", "fact"]
 Status = Literal["active", "superseded", "consolidated", "archived", "deleted"]
 _COLS = (
     "id, user_id, agent_id, scope, kind, category, content, slot, value, importance, confidence, "
@@ -86,7 +87,7 @@ class MemoryPage(BaseModel):
 
 class MemoryPatch(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    content: Annotated[str | None, Field(min_length=1, max_length=4000)] = None
+    content: Annotated[CleanText | None, Field(min_length=1, max_length=4000)] = None
     pinned: bool | None = None
     ttl_days: Annotated[float | None, Field(gt=0, le=36500, description="expire this many days from now")] = (
         None
@@ -129,7 +130,7 @@ def list_memories(
     user_id: UserId,
     status: Annotated[list[Status] | None, Query(max_length=5)] = None,
     kind: Annotated[list[Kind] | None, Query(max_length=3)] = None,
-    category: Annotated[str | None, Query(max_length=16)] = None,
+    category: Annotated[Category | None, Query()] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
 ) -> Any:
@@ -261,7 +262,7 @@ def user_context(
     db: SessionDep,
     state: StateDep,
     user_id: UserId,
-    query: Annotated[str, Query(max_length=4000)] = "",
+    query: Annotated[CleanText, Query(max_length=4000)] = "",
     max_tokens: Annotated[int, Query(ge=16, le=32_000)] = 1000,
 ) -> Any:
     _require_user(db, principal.tenant_id, user_id)

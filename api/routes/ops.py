@@ -30,7 +30,8 @@ class Run(BaseModel):
 
 
 @router.get("/v1/runs", response_model=list[Run])
-def runs(principal: PrincipalDep, db: SessionDep, kind: Annotated[str | None, Query(max_length=32)] = None,
+def runs(principal: PrincipalDep, db: SessionDep,
+         kind: Annotated[str | None, Query(max_length=32, pattern=r"^[a-z_]+$")] = None,
          limit: Annotated[int, Query(ge=1, le=500)] = 50) -> Any:
     rows = db.execute(
         text("SELECT id, kind, scope, user_id, mode, actor, started_at, finished_at, outcome, counts, detail "

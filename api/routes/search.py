@@ -10,7 +10,7 @@ from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.deps import PrincipalDep, SessionDep, StateDep
-from shared.contract import ID_PATTERN, utcnow
+from shared.contract import ID_PATTERN, CleanText, utcnow
 from worker.services.search import SearchFilters, search
 from worker.services.users import user_exists
 
@@ -24,7 +24,7 @@ class SearchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     user_id: Annotated[str, Field(min_length=1, max_length=128, pattern=ID_PATTERN)]
-    query: Annotated[str, Field(min_length=1, max_length=4000)]
+    query: Annotated[CleanText, Field(min_length=1, max_length=4000)]
     k: Annotated[int, Field(ge=1, le=100)] = 10
     kinds: list[Kind] = Field(default_factory=list, max_length=3)
     categories: list[Category] = Field(default_factory=list, max_length=7)
