@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import structlog
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.exc import DataError, IntegrityError
 
 from shared import tasknames
 from shared.contract import utcnow
@@ -23,7 +23,19 @@ from worker.services.triggers import after_store
 
 log = structlog.get_logger("worker.ingest")
 
-_TRANSIENT = (OperationalError, InterfaceError)
+# Only these mean "this payload can never be stored": a value the database refuses (bad encoding, out of
+# range) or a constraint it breaks. Everything else (connection loss, a missing role or table during a
+# deploy, a bug) is retried with backoff: the message stays in Redis until it succeeds, never acked and lost.
+_PAYLOAD_ERRORS = (DataError, IntegrityError)
+
+
+def _retry(task: Any, exc: BaseException, max_s: int) -> BaseException:
+    countdown = retry_countdown(task.request.retries, max_s=max_s)
+    orig = getattr(exc, "orig", None) or exc
+    log.warning(
+        "ingest.retry", error=type(orig).__name__, detail=str(orig)[:200], retry_in_s=round(countdown, 2)
+    )
+    return task.retry(exc=exc, countdown=countdown)  # type: ignore[no-any-return]
 
 
 @app.task(name=tasknames.INGEST, bind=True, max_retries=None, acks_late=True, reject_on_worker_lost=True)
@@ -34,10 +46,18 @@ def ingest(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
     now = utcnow()
     envelope: Any = args[0] if len(args) == 1 and not kwargs else {"args": list(args), "kwargs": kwargs}
     if not (len(args) == 1 and not kwargs):
-        with session_scope(runtime.engine(), tenant=ALL_TENANTS) as session:
-            record_dead_letter(session, task_name=tasknames.INGEST, payload=envelope, now=now,
-                               reason=f"task called with {len(args)} positional and {len(kwargs)} keyword "
-                                      "arguments; expected one envelope")
+        try:
+            with session_scope(runtime.engine(), tenant=ALL_TENANTS) as session:
+                record_dead_letter(
+                    session,
+                    task_name=tasknames.INGEST,
+                    payload=envelope,
+                    now=now,
+                    reason=f"task called with {len(args)} positional and {len(kwargs)} keyword "
+                    "arguments; expected one envelope",
+                )
+        except Exception as exc:
+            raise _retry(self, exc, settings.ingest_retry_backoff_max_s) from None
         return {"outcome": "dead_lettered", "dead_lettered": 1}
     split = split_envelope(envelope, now=now)
     if split.tenant_id:
@@ -51,7 +71,9 @@ def ingest(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
     scope = split.tenant_id or ALL_TENANTS
     try:
         with session_scope(runtime.engine(), tenant=scope) as session:
-            result = store_events(session, split.tenant_id or "", split.events, now=now) if split.events else None
+            result = (
+                store_events(session, split.tenant_id or "", split.events, now=now) if split.events else None
+            )
             for rej in split.rejected:
                 record_dead_letter(
                     session,
@@ -62,24 +84,26 @@ def ingest(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
                     tenant_id=rej.tenant_id,
                     event_id=rej.event_id,
                 )
-    except _TRANSIENT as exc:
-        countdown = retry_countdown(self.request.retries, max_s=settings.ingest_retry_backoff_max_s)
-        log.warning("ingest.db_unavailable", error=type(exc.orig or exc).__name__, retry_in_s=round(countdown, 2))
-        raise self.retry(exc=exc, countdown=countdown) from None
-    except DBAPIError as exc:
-        # The database refused this payload itself (a value it cannot store): it will never succeed.
-        with session_scope(runtime.engine(), tenant=scope) as session:
-            record_dead_letter(
-                session,
-                task_name=tasknames.INGEST,
-                payload=envelope,
-                reason=f"database rejected the payload: {type(exc.orig or exc).__name__}",
-                now=now,
-                tenant_id=split.tenant_id,
-            )
+    except _PAYLOAD_ERRORS as exc:
+        try:
+            with session_scope(runtime.engine(), tenant=scope) as session:
+                record_dead_letter(
+                    session,
+                    task_name=tasknames.INGEST,
+                    payload=envelope,
+                    reason=f"database rejected the payload: {type(exc.orig or exc).__name__}",
+                    now=now,
+                    tenant_id=split.tenant_id,
+                )
+        except Exception as dl_exc:  # the dead letter could not be written either: keep the message
+            raise _retry(self, dl_exc, settings.ingest_retry_backoff_max_s) from None
         return {"outcome": "dead_lettered", "received": len(split.events), "dead_lettered": 1}
+    except Exception as exc:
+        raise _retry(self, exc, settings.ingest_retry_backoff_max_s) from None
     if split.rejected:
-        log.warning("ingest.rejected", count=len(split.rejected), reasons=[r.reason[:200] for r in split.rejected])
+        log.warning(
+            "ingest.rejected", count=len(split.rejected), reasons=[r.reason[:200] for r in split.rejected]
+        )
     inserted = len(result.inserted) if result else 0
     if result and result.inserted:
         after_store(runtime.publisher(), settings, split.tenant_id or "", result.sessions)

