@@ -62,6 +62,21 @@ def _setup_logging(**_: Any) -> None:
     configure_logging(level=_settings.log_level, fmt=_settings.log_format)
 
 
+@signals.worker_init.connect
+def _check_schema_at_start(**_: Any) -> None:
+    """Refuse to start against a database whose schema or embedding space differs from the settings."""
+    from shared.errors import MemoryError_
+    from worker import runtime
+
+    try:
+        runtime.check_schema()
+    except MemoryError_ as exc:
+        log.error("worker.refusing_to_start", detail=str(exc))
+        raise SystemExit(f"memory worker: {exc}") from None
+    finally:
+        dispose_inherited_engines()
+
+
 @signals.worker_process_init.connect
 def _after_fork(**_: Any) -> None:
     dispose_inherited_engines()

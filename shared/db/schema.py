@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from sqlalchemy import Engine, text
+from sqlalchemy.exc import ProgrammingError
 
 from shared.errors import SchemaMismatchError
 
 
 def embedding_schema(engine: Engine) -> dict[str, str]:
-    with engine.connect() as conn:
-        return {k: v for k, v in conn.execute(text("SELECT key, value FROM schema_meta")).all()}
+    try:
+        with engine.connect() as conn:
+            return {k: v for k, v in conn.execute(text("SELECT key, value FROM schema_meta")).all()}
+    except ProgrammingError:
+        raise SchemaMismatchError("the database is not migrated: run `memctl migrate` first") from None
 
 
 def check_embedding_schema(engine: Engine, *, embedder: str, dim: int) -> None:
