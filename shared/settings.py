@@ -64,9 +64,10 @@ class Settings(BaseSettings):
     embedding_model: str = Field(default="text-embedding-3-small",
                                  validation_alias=AliasChoices("OPENAI_EMBEDDING_MODEL", "MEMORY_EMBEDDING_MODEL"))
     index_turns: bool = True  # embed + full-text index every kept turn, for "what did we talk about"
-    # Reconciliation thresholds (cosine): calibrated on tests/data/reconcile_cases.jsonl, see RECONCILIATION.md
-    reinforce_cosine: float = Field(default=0.90, ge=0, le=1)
-    similar_cosine: float = Field(default=0.72, ge=0, le=1)
+    # Reconciliation thresholds (cosine); unset: the embedder's calibrated defaults (RECONCILIATION.md,
+    # data in tests/data/reconcile_pairs.jsonl)
+    reinforce_cosine: float | None = Field(default=None, ge=0, le=1)
+    similar_cosine: float | None = Field(default=None, ge=0, le=1)
     hnsw_ef_search: int = Field(default=80, ge=10, le=1000)
 
     # --- sleep-time ---

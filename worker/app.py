@@ -49,9 +49,9 @@ app.conf.update(
     enable_utc=True,
     timezone="UTC",
 )
-import worker.tasks.extract  # noqa: E402,F401 - registers the tasks
-import worker.tasks.ingest  # noqa: E402,F401
-import worker.tasks.maintenance  # noqa: E402,F401
+import worker.tasks.extract  # noqa: E402 - registers the tasks
+import worker.tasks.ingest  # noqa: E402
+import worker.tasks.maintenance  # noqa: E402
 import worker.tasks.reconcile  # noqa: E402,F401
 
 log = structlog.get_logger("worker")

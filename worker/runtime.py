@@ -15,7 +15,7 @@ from shared.publisher import RedisPublisher
 from shared.settings import Settings, get_settings
 from worker.embeddings import Embedder, make_embedder
 from worker.extraction.llm import LLMConfig, LLMExtractor
-from worker.memory.reconcile import Policy
+from worker.memory.reconcile import Policy, calibrated_policy
 
 
 @lru_cache(maxsize=1)
@@ -64,7 +64,12 @@ def embedder() -> Embedder:
 
 def policy() -> Policy:
     s = get_settings()
-    return Policy(reinforce_cosine=s.reinforce_cosine, similar_cosine=s.similar_cosine)
+    base = calibrated_policy(s.embedder)
+    return Policy(
+        reinforce_cosine=s.reinforce_cosine if s.reinforce_cosine is not None else base.reinforce_cosine,
+        similar_cosine=s.similar_cosine if s.similar_cosine is not None else base.similar_cosine,
+        min_overlap=base.min_overlap,
+    )
 
 
 @lru_cache(maxsize=1)

@@ -33,9 +33,25 @@ class Op(StrEnum):
 
 @dataclass(frozen=True)
 class Policy:
-    reinforce_cosine: float = 0.90  # at or above: the same fact (same kind)
-    similar_cosine: float = 0.72  # [similar, reinforce): ask the LLM when there is one
+    reinforce_cosine: float = 0.80  # at or above (and enough shared words): the same fact (same kind)
+    similar_cosine: float = 0.45  # [similar, reinforce): ask the LLM when there is one
+    min_overlap: float = 0.8  # share of the shorter statement's keywords the longer one must contain
     forget_cosine: float = 0.55  # a forget request matches memories at least this close
+
+
+# Calibrated on tests/data/reconcile_pairs.jsonl (13 duplicates, 10 related-but-different, 8 unrelated, EN+ZH):
+# the thresholds that keep every related pair out of REINFORCE (precision 1.0) while catching 11/13
+# duplicates. Cosine alone is not enough: MiniLM is English-only and scores different Chinese sentences 1.0,
+# so a keyword overlap (CJK bigrams) is required as well. See RECONCILIATION.md.
+_CALIBRATED = {
+    "hashing": Policy(reinforce_cosine=0.80, similar_cosine=0.45),
+    "local": Policy(reinforce_cosine=0.88, similar_cosine=0.55),
+    "openai": Policy(reinforce_cosine=0.85, similar_cosine=0.55),
+}
+
+
+def calibrated_policy(embedder: str) -> Policy:
+    return _CALIBRATED.get(embedder, Policy())
 
 
 @dataclass(frozen=True)
@@ -80,6 +96,20 @@ _PUNCT = re.compile(r"[\s\W_]+", re.UNICODE)
 def content_key(text: str) -> str:
     """A normal form for exact-duplicate detection: NFKC, case-folded, punctuation and spaces removed."""
     return _PUNCT.sub("", unicodedata.normalize("NFKC", text).casefold())
+
+
+def _overlap(a: str, b: str) -> float:
+    """Share of the shorter statement's keywords found in the other (overlap coefficient)."""
+    from worker.memory.keywords import tokens
+
+    ta, tb = set(tokens(a)), set(tokens(b))
+    ta.discard("user")
+    tb.discard("user")
+    ta.discard("用户")
+    tb.discard("用户")
+    if not ta or not tb:
+        return 0.0
+    return len(ta & tb) / min(len(ta), len(tb))
 
 
 def same_value(a: str | None, b: str | None) -> bool:
@@ -151,12 +181,13 @@ def _unslotted(
                 return Decision(Op.NOOP, "replayed evidence already on this memory", (n.id,))
             return Decision(Op.REINFORCE, "same normalized content", (n.id,))
     best = max(same_kind, key=lambda n: n.similarity, default=None)
-    if best is not None and best.similarity >= policy.reinforce_cosine:
+    shared = _overlap(cand.content, best.content) if best is not None else 0.0
+    if best is not None and best.similarity >= policy.reinforce_cosine and shared >= policy.min_overlap:
         if _replayed(cand, best):
             return Decision(Op.NOOP, "replayed evidence already on this memory", (best.id,))
         reason = f"cosine {best.similarity:.3f} >= {policy.reinforce_cosine}"
         return Decision(Op.REINFORCE, reason, (best.id,))
-    if best is not None and best.similarity >= policy.similar_cosine:
+    if best is not None and (best.similarity >= policy.similar_cosine or shared >= 0.5):
         if llm_available:
             return Decision(Op.JUDGE, f"cosine {best.similarity:.3f} in the similar band", (best.id,))
         return Decision(Op.ADD, f"cosine {best.similarity:.3f} in the similar band; no LLM to judge")

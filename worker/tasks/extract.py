@@ -21,9 +21,9 @@ from worker import metrics, runtime
 from worker.app import app
 from worker.extraction.candidates import Turn
 from worker.extraction.summary import extractive_summary
+from worker.retry import retry_countdown
 from worker.services import extraction as svc
 from worker.services.triggers import DebouncePolicy, enqueue_extraction, idle_remaining_s, timer_key
-from worker.retry import retry_countdown
 
 log = structlog.get_logger("worker.extract")
 

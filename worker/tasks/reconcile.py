@@ -12,8 +12,9 @@ from shared.contract import utcnow
 from shared.db.engine import session_scope
 from worker import runtime
 from worker.app import app
-from worker.services.memories import reconcile_user as reconcile
 from worker.retry import retry_countdown
+from worker.services.extraction import record_usage
+from worker.services.memories import reconcile_user as reconcile
 
 BATCH = 200
 
@@ -26,11 +27,30 @@ def reconcile_user(self: Any, tenant_id: str, user_id: str) -> dict[str, Any]:
     try:
         while True:
             with session_scope(runtime.engine(), tenant=tenant_id) as db:
-                counts = reconcile(db, tenant_id, user_id, embedder=runtime.embedder(), policy=runtime.policy(),
-                                   actor=f"task:{self.request.id}", now=utcnow(), limit=BATCH)
-            for k, v in counts.items():
+                counts = reconcile(
+                    db,
+                    tenant_id,
+                    user_id,
+                    embedder=runtime.embedder(),
+                    policy=runtime.policy(),
+                    actor=f"task:{self.request.id}",
+                    now=utcnow(),
+                    limit=BATCH,
+                    llm=runtime.llm_extractor(),
+                )
+                if counts.get("llm_calls"):
+                    record_usage(
+                        db,
+                        tenant_id,
+                        day=utcnow().date().isoformat(),
+                        stage="reconcile",
+                        calls=counts["llm_calls"],
+                        prompt_tokens=counts.get("llm_tokens", 0),
+                        completion_tokens=0,
+                    )
+            for k, v in counts.items():  # llm_* are usage, not decisions
                 totals[k] = totals.get(k, 0) + v
-            if sum(counts.values()) < BATCH:
+            if sum(v for k, v in counts.items() if not k.startswith("llm_")) < BATCH:
                 break
     except (OperationalError, InterfaceError) as exc:
         raise self.retry(exc=exc, countdown=retry_countdown(self.request.retries, max_s=60)) from None
