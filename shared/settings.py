@@ -64,7 +64,7 @@ class Settings(BaseSettings):
     embedding_model: str = Field(default="text-embedding-3-small",
                                  validation_alias=AliasChoices("OPENAI_EMBEDDING_MODEL", "MEMORY_EMBEDDING_MODEL"))
     index_turns: bool = True  # embed + full-text index every kept turn, for "what did we talk about"
-    # Reconciliation thresholds (cosine); unset: the embedder's calibrated defaults (RECONCILIATION.md,
+    # Reconciliation thresholds (cosine); unset: the embedder's calibrated defaults (CALIBRATION.md,
     # data in tests/data/reconcile_pairs.jsonl)
     reinforce_cosine: float | None = Field(default=None, ge=0, le=1)
     similar_cosine: float | None = Field(default=None, ge=0, le=1)

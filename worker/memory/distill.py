@@ -19,7 +19,7 @@ from datetime import datetime
 
 from worker.memory import keywords
 
-# Calibrated on tests/data/distill_cases.json (see DISTILLATION.md): episodic notes about one piece of
+# Calibrated on tests/data/distill_cases.json (see CALIBRATION.md): episodic notes about one piece of
 # work share specific words (a service, a version, a place); facts and rules must be near-duplicates.
 THRESHOLDS = {"episodic": 0.30, "semantic": 0.60, "procedural": 0.60}
 _GENERIC = frozenset({"user", "用户", "project", "项目", "team", "团队", "we", "our"})

@@ -42,7 +42,7 @@ class Policy:
 # Calibrated on tests/data/reconcile_pairs.jsonl (13 duplicates, 10 related-but-different, 8 unrelated, EN+ZH):
 # the thresholds that keep every related pair out of REINFORCE (precision 1.0) while catching 11/13
 # duplicates. Cosine alone is not enough: MiniLM is English-only and scores different Chinese sentences 1.0,
-# so a keyword overlap (CJK bigrams) is required as well. See RECONCILIATION.md.
+# so a keyword overlap (CJK bigrams) is required as well. See CALIBRATION.md.
 _CALIBRATED = {
     "hashing": Policy(reinforce_cosine=0.80, similar_cosine=0.45),
     "local": Policy(reinforce_cosine=0.88, similar_cosine=0.55),
