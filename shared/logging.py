@@ -69,6 +69,10 @@ def configure_logging(*, level: str = "INFO", fmt: str = "auto", force: bool = F
         lg.handlers[:] = []
         lg.propagate = True
     logging.getLogger("sqlalchemy.engine").setLevel(logging.WARNING)
+    # Celery's per-task "received" / "succeeded" lines: our one canonical `task.finished` line replaces them
+    # (and they cost a measurable share of a small task's time)
+    logging.getLogger("celery.worker.strategy").setLevel(logging.WARNING)
+    logging.getLogger("celery.app.trace").setLevel(logging.WARNING)
     logging.getLogger("httpx").setLevel(logging.WARNING)
     logging.getLogger("httpcore").setLevel(logging.WARNING)
     for name in ("uvicorn.error", "uvicorn.access"):

@@ -26,7 +26,7 @@ class Spool:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             os.write(fd, data.encode("utf-8"))
-            os.fsync(fd)
+            os.fdatasync(fd)  # the data is what must survive a crash; metadata-only flushes are skipped
         finally:
             os.close(fd)  # closing releases the lock
 

@@ -67,7 +67,12 @@ def split_envelope(envelope: object, *, now: datetime) -> SplitEnvelope:
             continue
         if event.tenant_id not in (None, tenant_id):
             out.rejected.append(
-                Rejected(raw, f"events.{i}.tenant_id: differs from the envelope's tenant", tenant_id, event.event_id)
+                Rejected(
+                    raw,
+                    f"events.{i}.tenant_id: differs from the envelope's tenant",
+                    tenant_id,
+                    event.event_id,
+                )
             )
             continue
         out.events.append(event)
@@ -117,7 +122,9 @@ def event_row(tenant_id: str, event: EventIn, *, now: datetime) -> dict[str, Any
     }
 
 
-def store_events(session: Session, tenant_id: str, events: list[EventIn], *, now: datetime) -> StoreResult:
+def store_events(
+    session: Session, tenant_id: str, events: list[EventIn], *, now: datetime, ensure_tenant: bool = True
+) -> StoreResult:
     """Insert events with ON CONFLICT DO NOTHING; bump the counters of the sessions that got new rows.
 
     Re-delivering the same events changes nothing: only rows actually inserted count.
@@ -127,7 +134,8 @@ def store_events(session: Session, tenant_id: str, events: list[EventIn], *, now
     rows = [event_row(tenant_id, e, now=now) for e in events]
     # one batch may repeat an event id: keep the first, like a second delivery would
     unique_rows = list({r["event_id"]: r for r in reversed(rows)}.values())[::-1]
-    session.execute(insert(Tenant).values(id=tenant_id).on_conflict_do_nothing())
+    if ensure_tenant:
+        session.execute(insert(Tenant).values(id=tenant_id).on_conflict_do_nothing())
     table = Event.__table__  # type: ignore[attr-defined]
     result = session.execute(
         insert(table).values(unique_rows).on_conflict_do_nothing().returning(table.c.event_id)
@@ -189,7 +197,13 @@ def _bump_sessions(
         },
     )
     returned = session.execute(
-        stmt.returning(table.c.user_id, table.c.session_id, table.c.pending_count, table.c.pending_tokens,
-                       table.c.status, table.c.last_event_at)
+        stmt.returning(
+            table.c.user_id,
+            table.c.session_id,
+            table.c.pending_count,
+            table.c.pending_tokens,
+            table.c.status,
+            table.c.last_event_at,
+        )
     )
     return [SessionCounters(*row) for row in returned]

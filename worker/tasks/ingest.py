@@ -22,6 +22,9 @@ from worker.services.ingest import split_envelope, store_events
 from worker.services.triggers import after_store
 
 log = structlog.get_logger("worker.ingest")
+# tenants this process has already upserted: one statement less per message (tenants are never deleted
+# while a worker runs; a miss only costs the idempotent upsert again)
+_known_tenants: set[str] = set()
 
 # Only these mean "this payload can never be stored": a value the database refuses (bad encoding, out of
 # range) or a constraint it breaks. Everything else (connection loss, a missing role or table during a
@@ -72,7 +75,15 @@ def ingest(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
     try:
         with session_scope(runtime.engine(), tenant=scope) as session:
             result = (
-                store_events(session, split.tenant_id or "", split.events, now=now) if split.events else None
+                store_events(
+                    session,
+                    split.tenant_id or "",
+                    split.events,
+                    now=now,
+                    ensure_tenant=split.tenant_id not in _known_tenants,
+                )
+                if split.events
+                else None
             )
             for rej in split.rejected:
                 record_dead_letter(
