@@ -174,3 +174,38 @@ def test_eight_workers_on_400_conflicting_candidates_for_20_users_keep_one_curre
         reconciled = conn.execute(text("SELECT count(*) FROM candidates WHERE tenant_id = :t AND "
                                        "status = 'reconciled'"), {"t": tenant}).scalar()
     assert reconciled == 400
+
+
+def test_similar_but_unclear_candidates_are_judged_by_the_llm_in_one_call(start_worker, engine, tenant, redis_url,
+                                                                           queue_name):
+    import json as _json
+
+    from tests.fakes.openai_server import FakeOpenAI
+
+    def insert(content: str, n: int) -> None:
+        with engine.begin() as conn:
+            conn.execute(text(
+                "INSERT INTO candidates (tenant_id, user_id, session_id, op, content, kind, category, tier, "
+                "confidence, lang, origin, source_event_ids, event_time) VALUES (:t, 'u', 's', 'remember', :c, "
+                "'semantic', 'preference', 'worth', 0.8, 'en', 'rules', :e, :ts)"),
+                {"t": tenant, "c": content, "e": [f"ev-{n}"], "ts": T0 + timedelta(days=n)})
+
+    with FakeOpenAI() as fake:
+        fake.default_responder = lambda request: _json.dumps({"verdicts": [{"id": 0, "verdict": "update"}]})
+        start_worker(env={"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": fake.base_url})
+        pub = RedisPublisher(redis_url, queue=queue_name)
+        insert("The user prefers concise answers.", 0)
+        pub.publish(tasknames.RECONCILE_USER, [tenant, "u"])
+        wait_for(lambda: _settled(engine, tenant), timeout_s=30, what="the first memory")
+        insert("The user prefers detailed answers with examples.", 1)
+        pub.publish(tasknames.RECONCILE_USER, [tenant, "u"])
+        wait_for(lambda: _settled(engine, tenant), timeout_s=30, what="the judged candidate")
+        assert len(fake.calls) == 1
+    with engine.connect() as conn:
+        rows = conn.execute(text("SELECT content, status FROM memories WHERE tenant_id = :t ORDER BY valid_from"),
+                            {"t": tenant}).all()
+        usage = conn.execute(text("SELECT calls FROM llm_usage WHERE tenant_id = :t AND stage = 'reconcile'"),
+                             {"t": tenant}).scalar()
+    assert [tuple(r) for r in rows] == [("The user prefers concise answers.", "superseded"),
+                                        ("The user prefers detailed answers with examples.", "active")]
+    assert usage == 1
