@@ -7,13 +7,13 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
-from prometheus_client import CollectorRegistry
 from fastapi.openapi.utils import get_openapi
+from prometheus_client import CollectorRegistry
 
 from api import problems
 from api.access import AccessRecorder
-from api.metrics import StoreCollector, timing_middleware
 from api.deps import AppState
+from api.metrics import StoreCollector, timing_middleware
 from api.routes import events, health, memories, ops, search, sessions
 from shared.db.engine import get_engine, resolve_database_url, resolve_redis_url
 from shared.db.schema import check_embedding_schema
@@ -29,19 +29,28 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        engine = get_engine(resolve_database_url(settings), pool_size=10, application_name="memory-api",
-                            role=settings.db_role_api or None)
+        engine = get_engine(
+            resolve_database_url(settings),
+            pool_size=10,
+            application_name="memory-api",
+            role=settings.db_role_api or None,
+        )
         check_embedding_schema(engine, embedder=settings.embedder, dim=settings.embedding_dim)
         publisher = RedisPublisher(resolve_redis_url(settings), queue=settings.queue, timeout_s=1.0)
-        embedder = make_embedder(settings.embedder, dim=settings.embedding_dim,
-                                 openai_base_url=settings.openai_base_url, openai_api_key=settings.openai_api_key,
-                                 openai_model=settings.embedding_model)
+        embedder = make_embedder(
+            settings.embedder,
+            dim=settings.embedding_dim,
+            openai_base_url=settings.openai_base_url,
+            openai_api_key=settings.openai_api_key,
+            openai_model=settings.embedding_model,
+        )
         access = AccessRecorder(engine).start()
         registry = CollectorRegistry()
         registry.register(StoreCollector(engine, publisher.redis, settings.queue))
         app.state.metrics_registry = registry
-        app.state.memory = AppState(settings=settings, engine=engine, publisher=publisher, embedder=embedder,
-                                    access=access)
+        app.state.memory = AppState(
+            settings=settings, engine=engine, publisher=publisher, embedder=embedder, access=access
+        )
         yield
         access.stop()
         publisher.close()
@@ -64,8 +73,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     def custom_openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
-            schema = get_openapi(title=app.title, version=app.version, description=app.description,
-                                 routes=app.routes)
+            schema = get_openapi(
+                title=app.title, version=app.version, description=app.description, routes=app.routes
+            )
             app.openapi_schema = events.register_schemas(schema)
         return app.openapi_schema
 

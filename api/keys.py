@@ -8,9 +8,12 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
+from typing import Any, cast
+
 from sqlalchemy import text, update
 from sqlalchemy.dialects.postgresql import insert
-from sqlmodel import Session
+from sqlalchemy.engine import CursorResult
+from sqlmodel import Session, col
 
 from shared.db.models import ApiKey, Tenant
 
@@ -62,6 +65,6 @@ def authenticate(session: Session, key: str) -> Principal | None:
 
 def revoke_key(session: Session, key_id: str, *, now: datetime) -> bool:
     result = session.execute(
-        update(ApiKey).where(ApiKey.id == key_id, ApiKey.revoked_at.is_(None)).values(revoked_at=now)  # type: ignore[union-attr]
+        update(ApiKey).where(col(ApiKey.id) == key_id, col(ApiKey.revoked_at).is_(None)).values(revoked_at=now)
     )
-    return bool(result.rowcount)  # type: ignore[attr-defined]
+    return bool(cast(CursorResult[Any], result).rowcount)

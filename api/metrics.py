@@ -3,6 +3,7 @@ worker processes' counters when they share `PROMETHEUS_MULTIPROC_DIR` with the A
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -14,8 +15,12 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 from sqlalchemy import Engine, text
 
-API_LATENCY = Histogram("memory_api_request_seconds", "API latency by route", ["method", "route", "status"],
-                        buckets=(0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5))
+API_LATENCY = Histogram(
+    "memory_api_request_seconds",
+    "API latency by route",
+    ["method", "route", "status"],
+    buckets=(0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
+)
 
 
 class StoreCollector(Collector):
@@ -26,12 +31,18 @@ class StoreCollector(Collector):
         self._engine, self._redis, self._queue = engine, redis_client, queue
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        memories = GaugeMetricFamily("memory_memories", "memories by kind and status", labels=["kind", "status"])
+        memories = GaugeMetricFamily(
+            "memory_memories", "memories by kind and status", labels=["kind", "status"]
+        )
         events = GaugeMetricFamily("memory_events", "events by status", labels=["status"])
         lag = GaugeMetricFamily("memory_events_lag_seconds", "age of the oldest pending event")
         dlq = GaugeMetricFamily("memory_dead_letters", "dead letters not yet replayed")
-        tokens = GaugeMetricFamily("memory_llm_tokens_today", "LLM tokens today (UTC)", labels=["tenant", "stage"])
-        calls = GaugeMetricFamily("memory_llm_calls_today", "LLM calls today (UTC)", labels=["tenant", "stage"])
+        tokens = GaugeMetricFamily(
+            "memory_llm_tokens_today", "LLM tokens today (UTC)", labels=["tenant", "stage"]
+        )
+        calls = GaugeMetricFamily(
+            "memory_llm_calls_today", "LLM calls today (UTC)", labels=["tenant", "stage"]
+        )
         depth = GaugeMetricFamily("memory_queue_depth", "messages waiting in the broker queue")
         try:
             with self._engine.connect() as conn:
@@ -50,10 +61,8 @@ class StoreCollector(Collector):
                         calls.add_metric([l1, l2], value)
         except Exception:  # a scrape must not fail because the database is briefly away
             pass
-        try:
+        with contextlib.suppress(Exception):
             depth.add_metric([], float(self._redis.llen(self._queue)))
-        except Exception:
-            pass
         yield from (memories, events, lag, dlq, tokens, calls, depth)
 
 
@@ -71,7 +80,9 @@ def metrics_response(registry: CollectorRegistry) -> Response:
     return Response(body, media_type=CONTENT_TYPE_LATEST)
 
 
-async def timing_middleware(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+async def timing_middleware(
+    request: Request, call_next: Callable[[Request], Awaitable[Response]]
+) -> Response:
     started = time.perf_counter()
     response = await call_next(request)
     route = request.scope.get("route")

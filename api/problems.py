@@ -13,14 +13,29 @@ from shared.errors import ContractError
 
 PROBLEM = "application/problem+json"
 
-_TITLES = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
-           413: "Payload Too Large", 415: "Unsupported Media Type", 422: "Unprocessable Content",
-           429: "Too Many Requests", 503: "Service Unavailable"}
+_TITLES = {
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    413: "Payload Too Large",
+    415: "Unsupported Media Type",
+    422: "Unprocessable Content",
+    429: "Too Many Requests",
+    503: "Service Unavailable",
+}
 
 
-def problem(status: int, detail: str, *, errors: list[dict[str, str]] | None = None, **extra: Any) -> JSONResponse:
-    body: dict[str, Any] = {"type": "about:blank", "title": _TITLES.get(status, "Error"), "status": status,
-                            "detail": detail}
+def problem(
+    status: int, detail: str, *, errors: list[dict[str, str]] | None = None, **extra: Any
+) -> JSONResponse:
+    body: dict[str, Any] = {
+        "type": "about:blank",
+        "title": _TITLES.get(status, "Error"),
+        "status": status,
+        "detail": detail,
+    }
     if errors is not None:
         body["errors"] = errors
     body.update(extra)

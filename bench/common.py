@@ -162,8 +162,9 @@ class ProcStats:
 class ProcessSampler:
     """Samples RSS and CPU time of a root process and all its descendants on a background thread."""
 
-    def __init__(self, root_pid: int, *, interval_s: float = 0.25, main_role: str = "main",
-                 child_role: str = "child"):
+    def __init__(
+        self, root_pid: int, *, interval_s: float = 0.25, main_role: str = "main", child_role: str = "child"
+    ):
         self.root_pid = root_pid
         self.interval_s = interval_s
         self.roles = (main_role, child_role)
@@ -229,8 +230,13 @@ class BenchWorker:
     def start(self) -> BenchWorker:
         from tests.services import WorkerProcess
 
-        self._proc = WorkerProcess(env=self.env, queue=self.queue, log_path=self.log_path,
-                                   concurrency=self.concurrency, extra_args=self.extra_args)
+        self._proc = WorkerProcess(
+            env=self.env,
+            queue=self.queue,
+            log_path=self.log_path,
+            concurrency=self.concurrency,
+            extra_args=self.extra_args,
+        )
         self._proc.start(wait=True)  # polls the log every 0.1 s: `ready_at` is late by at most that
         self.ready_at = time.monotonic()
         self.sampler = ProcessSampler(self.pid).start()
@@ -339,8 +345,14 @@ def git_commit() -> str:
 
     def git(*args: str) -> str:
         # --no-optional-locks: never take index.lock while others may be using the repository
-        out = subprocess.run(["git", "--no-optional-locks", *args], cwd=REPO, capture_output=True, text=True,
-                             timeout=30, check=True)
+        out = subprocess.run(
+            ["git", "--no-optional-locks", *args],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        )
         return out.stdout.strip()
 
     try:

@@ -57,8 +57,11 @@ CPU_ROLES = ("worker_main", "pool_children", "postgres", "redis_server")
 STALL_S = 60.0  # a drain with no new row for this long is abandoned (and reported as such)
 # Ingest alone: the debounce never fires during a run (one idle timer per session, due in a day), so the
 # figures do not move with the extraction stage; the `-pipeline` run keeps the defaults to show its cost.
-INGEST_ONLY_ENV = {"MEMORY_DEBOUNCE_TURNS": "1000000", "MEMORY_DEBOUNCE_TOKENS": "1000000000",
-                   "MEMORY_DEBOUNCE_IDLE_S": "86400"}
+INGEST_ONLY_ENV = {
+    "MEMORY_DEBOUNCE_TURNS": "1000000",
+    "MEMORY_DEBOUNCE_TOKENS": "1000000000",
+    "MEMORY_DEBOUNCE_IDLE_S": "86400",
+}
 
 TARGET_EMIT_P50_MS = 0.3
 TARGET_EMIT_P99_MS = 2.0
@@ -80,8 +83,12 @@ CONTENTS = (
 
 def event_fields(n: int) -> dict[str, Any]:
     # 200 users x 500 sessions: several workers rarely upsert the same session row at the same moment
-    return {"user_id": f"user-{n % 200}", "session_id": f"session-{n % 500}",
-            "content": CONTENTS[n % len(CONTENTS)], "event_id": f"ev-{n}"}
+    return {
+        "user_id": f"user-{n % 200}",
+        "session_id": f"session-{n % 500}",
+        "content": CONTENTS[n % len(CONTENTS)],
+        "event_id": f"ev-{n}",
+    }
 
 
 # --- emit latency ---------------------------------------------------------------------------------------
@@ -101,12 +108,22 @@ def measure_emit(svc: Services, *, calls: int) -> dict[str, Any]:
     from shared.publisher import RedisPublisher
 
     queue, tenant = unique_name("bench-emit"), unique_name("t")
-    client = MemoryClient(tenant, broker_url=svc.redis_url, queue=queue, flush_at_exit=False,
-                          spool_path=svc.tmp / "spool" / f"{queue}.jsonl")
+    client = MemoryClient(
+        tenant,
+        broker_url=svc.redis_url,
+        queue=queue,
+        flush_at_exit=False,
+        spool_path=svc.tmp / "spool" / f"{queue}.jsonl",
+    )
     publisher = RedisPublisher(svc.redis_url, queue=queue)
     celery_app = Celery("bench-baseline", broker=kombu_url(svc.redis_url), set_as_current=False)
-    celery_app.conf.update(task_serializer="json", accept_content=["json"], task_ignore_result=True,
-                           result_backend=None, broker_connection_retry_on_startup=True)
+    celery_app.conf.update(
+        task_serializer="json",
+        accept_content=["json"],
+        task_ignore_result=True,
+        result_backend=None,
+        broker_connection_retry_on_startup=True,
+    )
     try:
         progress("emit: warm-up")
         for n in range(EMIT_WARMUP):
@@ -161,8 +178,14 @@ def preload(svc: Services, *, queue: str, tenant: str, events: int, batch: int) 
     from shared.client import MemoryClient
 
     # a generous timeout: a slow moment on a busy machine must not spool events away from the queue
-    client = MemoryClient(tenant, broker_url=svc.redis_url, queue=queue, publish_timeout_s=5.0,
-                          flush_at_exit=False, spool_path=svc.tmp / "spool" / f"{queue}.jsonl")
+    client = MemoryClient(
+        tenant,
+        broker_url=svc.redis_url,
+        queue=queue,
+        publish_timeout_s=5.0,
+        flush_at_exit=False,
+        spool_path=svc.tmp / "spool" / f"{queue}.jsonl",
+    )
     t0 = time.monotonic()
     for start in range(0, events, batch):
         stop = min(start + batch, events)
@@ -198,21 +221,40 @@ def _received_span_s(engine: Any, tenant: str) -> float | None:
     return (hi - lo).total_seconds() if lo and hi else None
 
 
-def drain_run(svc: Services, *, events: int, concurrency: int, batch: int, deadline: float,
-              label: str, env: dict[str, str], extra_args: Sequence[str] = ()) -> dict[str, Any]:
+def drain_run(
+    svc: Services,
+    *,
+    events: int,
+    concurrency: int,
+    batch: int,
+    deadline: float,
+    label: str,
+    env: dict[str, str],
+    extra_args: Sequence[str] = (),
+) -> dict[str, Any]:
     """Pre-load `events`, start a worker with `-c concurrency`, wait for the last row; measure all along."""
     from shared.db.engine import get_engine
 
     queue, tenant = unique_name(f"bench-{label}"), unique_name("t")
-    out: dict[str, Any] = {"label": label, "events": events, "concurrency": concurrency, "batch": batch,
-                           "extraction": env is not INGEST_ONLY_ENV}
+    out: dict[str, Any] = {
+        "label": label,
+        "events": events,
+        "concurrency": concurrency,
+        "batch": batch,
+        "extraction": env is not INGEST_ONLY_ENV,
+    }
     engine = get_engine(svc.database_url, pool_size=1, application_name="bench")
     out["load_1m"] = round(os.getloadavg()[0], 2)  # a busy machine explains a slow run
     try:
         out.update(preload(svc, queue=queue, tenant=tenant, events=events, batch=batch))
         progress(f"{label}: starting a worker with -c {concurrency}")
-        worker = common.BenchWorker(common.worker_env(svc, queue, **env), queue, svc.tmp / f"{queue}.log",
-                                    concurrency, extra_args=list(extra_args)).start()
+        worker = common.BenchWorker(
+            common.worker_env(svc, queue, **env),
+            queue,
+            svc.tmp / f"{queue}.log",
+            concurrency,
+            extra_args=list(extra_args),
+        ).start()
         pg0, redis0 = common.postgres_cpu_s(svc.postmaster_pid), common.redis_cpu_s(svc.redis_url)
         stats: dict[int, common.ProcStats] = {}
         try:
@@ -256,8 +298,14 @@ def _mb(n: int | None) -> float | None:
     return None if n is None else round(n / 1e6, 1)
 
 
-def _cpu_per_event(stats: dict[int, common.ProcStats], pg0: float | None, pg1: float | None,
-                   redis0: float | None, redis1: float | None, count: int) -> dict[str, float | None]:
+def _cpu_per_event(
+    stats: dict[int, common.ProcStats],
+    pg0: float | None,
+    pg1: float | None,
+    redis0: float | None,
+    redis1: float | None,
+    count: int,
+) -> dict[str, float | None]:
     if not count:
         return {}
 
@@ -289,8 +337,10 @@ def probe(out_path: Path, *, calls: int, tenant: str) -> None:
     configure_logging(level="INFO", fmt="json")  # as in the worker: the canonical line is part of the cost
     engine = runtime.engine()
     base = 10_000_000  # event ids apart from anything else the tenant gets
-    envelopes = ({"tenant_id": tenant, "events": [{**event_fields(base + i), "role": "user", "type": "turn"}]}
-                 for i in itertools.count())
+    envelopes = (
+        {"tenant_id": tenant, "events": [{**event_fields(base + i), "role": "user", "type": "turn"}]}
+        for i in itertools.count()
+    )
 
     def roundtrip() -> None:
         with engine.connect() as conn:
@@ -315,9 +365,13 @@ def probe(out_path: Path, *, calls: int, tenant: str) -> None:
     def task_apply() -> None:
         ingest.apply(args=[next(envelopes)])
 
-    pieces: dict[str, Callable[[], None]] = {"db_roundtrip": roundtrip, "validate_split": split,
-                                             "store_transaction": store_txn, "task_body": task_body,
-                                             "task_apply_eager": task_apply}
+    pieces: dict[str, Callable[[], None]] = {
+        "db_roundtrip": roundtrip,
+        "validate_split": split,
+        "store_transaction": store_txn,
+        "task_body": task_body,
+        "task_apply_eager": task_apply,
+    }
     result: dict[str, Any] = {}
     for name, fn in pieces.items():
         for _ in range(20):  # warm-up: pool connections, prepared caches
@@ -349,10 +403,22 @@ def run_probe(svc: Services, *, calls: int) -> dict[str, Any]:
     progress("probe: timing the pieces of one ingest task")
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "bench.ingest", "--probe", str(out), "--calls", str(calls),
-             "--tenant", tenant],
-            env=common.worker_env(svc, queue, **INGEST_ONLY_ENV), cwd=common.REPO, capture_output=True,
-            text=True, timeout=300,
+            [
+                sys.executable,
+                "-m",
+                "bench.ingest",
+                "--probe",
+                str(out),
+                "--calls",
+                str(calls),
+                "--tenant",
+                tenant,
+            ],
+            env=common.worker_env(svc, queue, **INGEST_ONLY_ENV),
+            cwd=common.REPO,
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
     finally:
         common.drop_queue(svc.redis_url, queue, tenant=tenant)
@@ -424,16 +490,29 @@ def run(budget_s: float, quick: bool) -> dict[str, Any]:
                 continue
             events = size_run(d, rates, quick)
             run_deadline = min(deadline, time.monotonic() + 3 * (d.slice_s or 60) + 60)
-            result = drain_run(svc, events=events, concurrency=d.concurrency, batch=d.batch,
-                               deadline=run_deadline, label=d.label, env=d.env, extra_args=d.extra_args)
+            result = drain_run(
+                svc,
+                events=events,
+                concurrency=d.concurrency,
+                batch=d.batch,
+                deadline=run_deadline,
+                label=d.label,
+                env=d.env,
+                extra_args=d.extra_args,
+            )
             figures["sustained"].append(result)
             if result["rows"]:
                 rates[d.label] = result["events_per_s"]
     figures["rss"] = _rss_figure(figures["sustained"], RSS_EVENTS[quick])
     figures["duration_s"] = round(time.monotonic() - started, 1)
     figures["load_avg_1m_at_end"] = round(os.getloadavg()[0], 2)
-    out = {"name": "ingest", "quick": quick, "figures": figures, "targets": _targets(figures),
-           "skipped": skipped}
+    out = {
+        "name": "ingest",
+        "quick": quick,
+        "figures": figures,
+        "targets": _targets(figures),
+        "skipped": skipped,
+    }
     out["markdown"] = render_markdown(out)
     return out
 
@@ -460,23 +539,39 @@ def _rss_figure(runs: list[dict[str, Any]], wanted_events: int) -> dict[str, Any
         return max(values) if values else None
 
     return {
-        "run": best["label"], "events_drained": best["rows"], "messages": best["messages"],
+        "run": best["label"],
+        "events_drained": best["rows"],
+        "messages": best["messages"],
         "wanted_events": wanted_events,
         "main_peak_rss_mb": peak([best], "main", "peak_rss_mb"),
         "main_vm_hwm_mb": peak([best], "main", "vm_hwm_mb"),
         "child_peak_rss_mb": peak([best], "child", "peak_rss_mb"),
         "child_vm_hwm_mb": peak([best], "child", "vm_hwm_mb"),
         "pool_children_seen": sum(1 for p in best["processes"] if p["role"] == "child"),
-        "worst_any_run_mb": max((v for role in ("main", "child") for key in ("peak_rss_mb", "vm_hwm_mb")
-                                 if (v := peak(runs, role, key)) is not None), default=None),
+        "worst_any_run_mb": max(
+            (
+                v
+                for role in ("main", "child")
+                for key in ("peak_rss_mb", "vm_hwm_mb")
+                if (v := peak(runs, role, key)) is not None
+            ),
+            default=None,
+        ),
     }
 
 
-def _target(name: str, measured: float | None, op: str, target: float, unit: str,
-            note: str = "") -> dict[str, Any]:
+def _target(
+    name: str, measured: float | None, op: str, target: float, unit: str, note: str = ""
+) -> dict[str, Any]:
     met = measured is not None and (measured <= target if op == "<=" else measured >= target)
-    return {"name": name, "measured": measured, "target": f"{op} {target:g} {unit}", "unit": unit, "met": met,
-            "note": note}
+    return {
+        "name": name,
+        "measured": measured,
+        "target": f"{op} {target:g} {unit}",
+        "unit": unit,
+        "met": met,
+        "note": note,
+    }
 
 
 def _targets(figures: dict[str, Any]) -> list[dict[str, Any]]:
@@ -489,8 +584,10 @@ def _targets(figures: dict[str, Any]) -> list[dict[str, Any]]:
         keys = ("main_peak_rss_mb", "main_vm_hwm_mb", "child_peak_rss_mb", "child_vm_hwm_mb")
         values = [rss[k] for k in keys if rss[k] is not None]
         worst_rss = max(values) if values else None
-        note = (f"worst of main and pool child, `-c 1`, {rss['events_drained']:,} events in "
-                f"{rss['messages']:,} messages")
+        note = (
+            f"worst of main and pool child, `-c 1`, {rss['events_drained']:,} events in "
+            f"{rss['messages']:,} messages"
+        )
         if rss["events_drained"] < rss["wanted_events"]:
             note += f"; wanted {rss['wanted_events']:,}: not reached"
     c2_note = "not measured" if c2 is None else f"{c2['rows']:,} single-event messages"
@@ -499,10 +596,18 @@ def _targets(figures: dict[str, Any]) -> list[dict[str, Any]]:
     return [
         _target("emit() p50", emit["p50_ms"], "<=", TARGET_EMIT_P50_MS, "ms"),
         _target("emit() p99", emit["p99_ms"], "<=", TARGET_EMIT_P99_MS, "ms"),
-        _target("sustained ingest, -c 2", c2["events_per_s"] if c2 else None, ">=", TARGET_EVENTS_PER_S_C2,
-                "events/s", c2_note),
+        _target(
+            "sustained ingest, -c 2",
+            c2["events_per_s"] if c2 else None,
+            ">=",
+            TARGET_EVENTS_PER_S_C2,
+            "events/s",
+            c2_note,
+        ),
         _target("worker peak RSS", worst_rss, "<=", TARGET_PEAK_RSS_MB, "MB", note),
     ]
+
+
 # --- markdown -------------------------------------------------------------------------------------------
 
 
@@ -524,8 +629,11 @@ def render_markdown(result: dict[str, Any]) -> str:
         met = "yes" if t["met"] else "**no**"
         lines.append(f"| {t['name']}{note} | {measured} | {t['target']} | {met} |")
     services = f["services"]
-    lines += ["", f"Services: {services['database']}; Redis at `{services['redis']}` (shared with whatever "
-              "else runs on the machine)." + (" Quick mode: smaller workloads." if result["quick"] else "")]
+    lines += [
+        "",
+        f"Services: {services['database']}; Redis at `{services['redis']}` (shared with whatever "
+        "else runs on the machine)." + (" Quick mode: smaller workloads." if result["quick"] else ""),
+    ]
     lines += _emit_md(f["emit"]) + _sustained_md(f["sustained"]) + _rss_md(f["rss"])
     lines += _where_md(f)
     if result["skipped"]:
@@ -534,24 +642,40 @@ def render_markdown(result: dict[str, Any]) -> str:
 
 
 def _emit_md(e: dict[str, Any]) -> list[str]:
-    rows = [("`MemoryClient.emit` (validate + redact + publish)", e["emit"]),
-            ("`RedisPublisher.publish` alone (same payloads)", e["publish"]),
-            ("Celery `app.send_task` (same payloads, baseline)", e["send_task"])]
-    out = ["", "### `emit()` latency",
-           "", f"{e['emit']['n']:,} calls of each kind after {EMIT_WARMUP:,} warm-up calls, interleaved in "
-           f"blocks of {EMIT_BLOCK:,} so that machine noise hits all three alike; one process, one thread.",
-           "", "| call | p50 ms | p90 ms | p99 ms | max ms |", "| --- | --- | --- | --- | --- |"]
+    rows = [
+        ("`MemoryClient.emit` (validate + redact + publish)", e["emit"]),
+        ("`RedisPublisher.publish` alone (same payloads)", e["publish"]),
+        ("Celery `app.send_task` (same payloads, baseline)", e["send_task"]),
+    ]
+    out = [
+        "",
+        "### `emit()` latency",
+        "",
+        f"{e['emit']['n']:,} calls of each kind after {EMIT_WARMUP:,} warm-up calls, interleaved in "
+        f"blocks of {EMIT_BLOCK:,} so that machine noise hits all three alike; one process, one thread.",
+        "",
+        "| call | p50 ms | p90 ms | p99 ms | max ms |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     for name, s in rows:
-        out.append(f"| {name} | {s['p50_ms']:.3f} | {s['p90_ms']:.3f} | {s['p99_ms']:.3f} "
-                   f"| {s['max_ms']:.2f} |")
-    out += ["", f"`send_task` / `emit` at p50: {e['send_task_over_emit_p50']}x; `send_task` / bare publish: "
-            f"{e['send_task_over_publish_p50']}x. Calls spooled (broker slower than the 50 ms timeout): "
-            f"{e['spooled']}."]
+        out.append(
+            f"| {name} | {s['p50_ms']:.3f} | {s['p90_ms']:.3f} | {s['p99_ms']:.3f} | {s['max_ms']:.2f} |"
+        )
+    out += [
+        "",
+        f"`send_task` / `emit` at p50: {e['send_task_over_emit_p50']}x; `send_task` / bare publish: "
+        f"{e['send_task_over_publish_p50']}x. Calls spooled (broker slower than the 50 ms timeout): "
+        f"{e['spooled']}.",
+    ]
     return out
 
 
 def _sustained_md(runs: list[dict[str, Any]]) -> list[str]:
-    out = ["", "### Sustained ingest (accepted -> row in Postgres)", "", _p(f"""
+    out = [
+        "",
+        "### Sustained ingest (accepted -> row in Postgres)",
+        "",
+        _p(f"""
            Each run: events pre-loaded into a fresh queue for a fresh tenant (`emit`, one event per message,
            or `emit_many` batches), then one worker started (`celery -A worker.app worker -c N`, prefetch 4,
            log level INFO, JSON logs to a file). events/s = rows / (last row seen - worker ready); steady =
@@ -562,9 +686,11 @@ def _sustained_md(runs: list[dict[str, Any]]) -> list[str]:
            {SLICE_S[False]:.0f} s ({SLICE_S[True]:.0f} s in quick mode) take at the rate measured so far,
            between {MIN_EVENTS[False]:,} and {SUSTAINED_EVENTS[False]:,} events ({MIN_EVENTS[True]:,} and
            {SUSTAINED_EVENTS[True]:,} in quick mode), to fit the time budget."""),
-           "", "| run | events | messages | -c | events/s | steady events/s | wall s | CPU ms/event: worker "
-           "main / pool / postgres / redis | peak RSS MB main / pool | load 1 min |",
-           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+        "",
+        "| run | events | messages | -c | events/s | steady events/s | wall s | CPU ms/event: worker "
+        "main / pool / postgres / redis | peak RSS MB main / pool | load 1 min |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for r in runs:
         cpu = r["cpu_ms_per_event"]
         rss_main = max((p["peak_rss_mb"] for p in r["processes"] if p["role"] == "main"), default=None)
@@ -582,17 +708,24 @@ def _sustained_md(runs: list[dict[str, Any]]) -> list[str]:
 def _rss_md(rss: dict[str, Any] | None) -> list[str]:
     if not rss:
         return ["", "### Worker peak RSS", "", "Not measured."]
-    return ["", "### Worker peak RSS",
-            "", _p(f"""Run `{rss['run']}`: a worker with `-c 1` (one main process + one prefork pool child)
-            draining {rss['events_drained']:,} events in {rss['messages']:,} messages (batches keep 100,000
+    return [
+        "",
+        "### Worker peak RSS",
+        "",
+        _p(f"""Run `{rss["run"]}`: a worker with `-c 1` (one main process + one prefork pool child)
+            draining {rss["events_drained"]:,} events in {rss["messages"]:,} messages (batches keep 100,000
             events within the time budget; the single-event runs above sample RSS too). psutil RSS sampled
             every 0.25 s, and the kernel's VmHWM read just before the worker was stopped."""),
-            "", "| process | peak RSS (sampled) MB | VmHWM MB |", "| --- | --- | --- |",
-            f"| main (consumer) | {_fmt(rss['main_peak_rss_mb'])} | {_fmt(rss['main_vm_hwm_mb'])} |",
-            f"| pool child | {_fmt(rss['child_peak_rss_mb'])} | {_fmt(rss['child_vm_hwm_mb'])} |",
-            "", _p(f"""Worst single process over every run of this benchmark: {_fmt(rss['worst_any_run_mb'])}
-            MB. Pool children seen in `{rss['run']}`: {rss['pool_children_seen']} (more than 1 means a child
-            was recycled by `worker_max_memory_per_child`).""")]
+        "",
+        "| process | peak RSS (sampled) MB | VmHWM MB |",
+        "| --- | --- | --- |",
+        f"| main (consumer) | {_fmt(rss['main_peak_rss_mb'])} | {_fmt(rss['main_vm_hwm_mb'])} |",
+        f"| pool child | {_fmt(rss['child_peak_rss_mb'])} | {_fmt(rss['child_vm_hwm_mb'])} |",
+        "",
+        _p(f"""Worst single process over every run of this benchmark: {_fmt(rss["worst_any_run_mb"])}
+            MB. Pool children seen in `{rss["run"]}`: {rss["pool_children_seen"]} (more than 1 means a child
+            was recycled by `worker_max_memory_per_child`)."""),
+    ]
 
 
 def _cpu_total(run: dict[str, Any] | None) -> float | None:
@@ -608,13 +741,21 @@ def _where_md(f: dict[str, Any]) -> list[str]:
     out = ["", "### Where the time goes"]
     if "error" in probe:
         return [*out, "", f"The probe failed: `{probe['error'][-300:]}`"]
-    out += ["", f"One ingest task's pieces, timed in one process with the worker's settings ({PROBE_CALLS} "
-            "calls each, single-event envelopes):", "", "| piece | p50 ms | p90 ms |", "| --- | --- | --- |"]
-    names = {"db_roundtrip": "`SELECT 1` round trip (pool checkout included)",
-             "validate_split": "validate the envelope (`split_envelope`)",
-             "store_transaction": "validate + the DB transaction (`store_events`, commit)",
-             "task_body": "the task function (`ingest.run`: the above + the debounce trigger)",
-             "task_apply_eager": "the task through Celery's tracer (`ingest.apply`: signals, log line)"}
+    out += [
+        "",
+        f"One ingest task's pieces, timed in one process with the worker's settings ({PROBE_CALLS} "
+        "calls each, single-event envelopes):",
+        "",
+        "| piece | p50 ms | p90 ms |",
+        "| --- | --- | --- |",
+    ]
+    names = {
+        "db_roundtrip": "`SELECT 1` round trip (pool checkout included)",
+        "validate_split": "validate the envelope (`split_envelope`)",
+        "store_transaction": "validate + the DB transaction (`store_events`, commit)",
+        "task_body": "the task function (`ingest.run`: the above + the debounce trigger)",
+        "task_apply_eager": "the task through Celery's tracer (`ingest.apply`: signals, log line)",
+    }
     for key, label in names.items():
         out.append(f"| {label} | {probe[key]['p50_ms']:.3f} | {probe[key]['p90_ms']:.3f} |")
     c1, c2 = runs.get("c1"), runs.get("c2")
@@ -623,37 +764,52 @@ def _where_md(f: dict[str, Any]) -> list[str]:
         task = probe["task_apply_eager"]["p50_ms"]
         cpu = c1["cpu_ms_per_event"]
         store = probe["store_transaction"]["p50_ms"]
-        out += ["", "- " + _p(f"""With `-c 1` an event takes {per_event:.2f} ms of wall time. The pool child
-                spends {cpu['pool_children']} ms of CPU per event; in-process the task through Celery's tracer
+        out += [
+            "",
+            "- "
+            + _p(f"""With `-c 1` an event takes {per_event:.2f} ms of wall time. The pool child
+                spends {cpu["pool_children"]} ms of CPU per event; in-process the task through Celery's tracer
                 takes {task:.2f} ms of wall time (the probe's p50), {store:.2f} ms of it the database
                 transaction. The main process, Celery's consumer (fetch from Redis, decode, dispatch to the
-                child, late ack, task events), spends another {cpu['worker_main']} ms of CPU per event,
-                Postgres {_fmt(cpu.get('postgres'))} ms. Even with Celery's cost at zero, one transaction per
-                event at {store:.2f} ms caps one process at ~{1000 / store:,.0f} events/s.""")]
+                child, late ack, task events), spends another {cpu["worker_main"]} ms of CPU per event,
+                Postgres {_fmt(cpu.get("postgres"))} ms. Even with Celery's cost at zero, one transaction per
+                event at {store:.2f} ms caps one process at ~{1000 / store:,.0f} events/s."""),
+        ]
     total = _cpu_total(c2)
     cores = os.cpu_count() or 1
     if c2 and total:
         cpu = c2["cpu_ms_per_event"]
-        out += ["- " + _p(f"""At `-c 2` each event costs {total:.2f} ms of CPU in all (worker main
-                {cpu['worker_main']}, pool {cpu['pool_children']}, postgres {cpu['postgres']}, redis
-                {_fmt(cpu['redis_server'])}); {cores} cores can do at most ~{cores * 1000 / total:,.0f}
-                events/s at that cost, whatever `-c` is: past {cores} processes, more only contend.""")]
+        out += [
+            "- "
+            + _p(f"""At `-c 2` each event costs {total:.2f} ms of CPU in all (worker main
+                {cpu["worker_main"]}, pool {cpu["pool_children"]}, postgres {cpu["postgres"]}, redis
+                {_fmt(cpu["redis_server"])}); {cores} cores can do at most ~{cores * 1000 / total:,.0f}
+                events/s at that cost, whatever `-c` is: past {cores} processes, more only contend.""")
+        ]
     b10 = runs.get("batch10-c2")
     total10 = _cpu_total(b10)
     if total and total10 and total > total10:
         # cpu/event = per_message / batch + per_event; two batch sizes give both terms
         per_message = (total - total10) * 10 / 9
         per_event_cost = max(total - per_message, 0.0)
-        batched = ", ".join(f"`{r['label']}` {r['events_per_s']:,.0f} events/s" for r in f["sustained"]
-                            if r["batch"] > 1 and r["concurrency"] == 2)
-        out += ["- " + _p(f"""Comparing 1 and 10 events per message at `-c 2`: about {per_message:.2f} ms of
+        batched = ", ".join(
+            f"`{r['label']}` {r['events_per_s']:,.0f} events/s"
+            for r in f["sustained"]
+            if r["batch"] > 1 and r["concurrency"] == 2
+        )
+        out += [
+            "- "
+            + _p(f"""Comparing 1 and 10 events per message at `-c 2`: about {per_message:.2f} ms of
                 CPU is paid per message (Celery's consumer and tracer, one transaction and commit, the log
                 lines) and about {per_event_cost:.2f} ms per event. The per-message cost dominates
                 single-event ingest; batching (`emit_many`, or a consumer that stores several messages in one
-                transaction) is what moves the figure: {batched}.""")]
+                transaction) is what moves the figure: {batched}.""")
+        ]
     if c2 and c2["events_per_s"] < TARGET_EVENTS_PER_S_C2:
-        out += [f"- The {TARGET_EVENTS_PER_S_C2:,.0f} events/s target at `-c 2` is not met with one event "
-                "per message on this machine."]
+        out += [
+            f"- The {TARGET_EVENTS_PER_S_C2:,.0f} events/s target at `-c 2` is not met with one event "
+            "per message on this machine."
+        ]
     out += ["", "Top functions by own time in the task function (cProfile, ms per task):", ""]
     out += [f"- `{p['function']}`: {p['tottime_ms_per_call']}" for p in probe["profile_top_tottime"]]
     return out

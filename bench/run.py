@@ -55,8 +55,9 @@ benchmark runs and kept as it is otherwise; do not edit between the markers by h
 shared, noisy machines: medians, percentiles and ratios, never pass/fail timings in the test suite.
 A target is marked met only when the measured figure meets it.
 """
-_SECTION = re.compile(r"<!-- bench:(?P<name>[\w.-]+):start -->\n(?P<body>.*?)<!-- bench:(?P=name):end -->",
-                      re.DOTALL)
+_SECTION = re.compile(
+    r"<!-- bench:(?P<name>[\w.-]+):start -->\n(?P<body>.*?)<!-- bench:(?P=name):end -->", re.DOTALL
+)
 
 console = Console(stderr=True)
 
@@ -76,8 +77,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     names = [bench_name(m) for m in BENCHMARKS]
     ap = argparse.ArgumentParser(prog="python -m bench.run", description="Run the benchmarks.")
     ap.add_argument("--budget-s", type=float, default=1500.0, help="overall time budget in seconds")
-    ap.add_argument("--only", action="append", choices=names, metavar="NAME",
-                    help=f"run only this benchmark (repeatable): {', '.join(names)}")
+    ap.add_argument(
+        "--only",
+        action="append",
+        choices=names,
+        metavar="NAME",
+        help=f"run only this benchmark (repeatable): {', '.join(names)}",
+    )
     ap.add_argument("--quick", action="store_true", help="smaller workloads, for a first look")
     return ap.parse_args(argv)
 
@@ -96,8 +102,13 @@ def main(argv: list[str] | None = None) -> int:
     deadline = started + args.budget_s
     results: dict[str, dict[str, Any]] = {}
     failed: list[str] = []
-    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),
-               TimeElapsedColumn())
+    columns = (
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TaskProgressColumn(),
+        TimeElapsedColumn(),
+    )
     with Progress(*columns, console=console, transient=False) as bar:
         overall = bar.add_task(f"budget {args.budget_s:.0f} s", total=args.budget_s)
         for i, module in enumerate(selected):
@@ -105,8 +116,14 @@ def main(argv: list[str] | None = None) -> int:
             share = max(deadline - time.monotonic(), 0.0) / (len(selected) - i)
             task = bar.add_task(name, total=None)
 
-            def sink(description: str, completed: float | None, total: float | None, *, _task: Any = task,
-                     _name: str = name) -> None:
+            def sink(
+                description: str,
+                completed: float | None,
+                total: float | None,
+                *,
+                _task: Any = task,
+                _name: str = name,
+            ) -> None:
                 bar.update(_task, description=f"{_name}: {description}")
                 if completed is not None and total:
                     bar.update(_task, completed=completed, total=total)
@@ -135,15 +152,19 @@ def main(argv: list[str] | None = None) -> int:
 def render_section(result: dict[str, Any]) -> str:
     meta = result.get("meta", {})
     m = meta.get("machine", {})
-    machine = (f"{m.get('cpu_model')}, {m.get('cores')} cores, {m.get('ram_gib')} GiB RAM; "
-               f"{m.get('platform')}; Python {m.get('python')}; "
-               f"load average (1 min) at start {m.get('load_avg_1m_at_start')}")
+    machine = (
+        f"{m.get('cpu_model')}, {m.get('cores')} cores, {m.get('ram_gib')} GiB RAM; "
+        f"{m.get('platform')}; Python {m.get('python')}; "
+        f"load average (1 min) at start {m.get('load_avg_1m_at_start')}"
+    )
     mode = "quick" if meta.get("quick") else "full"
-    return (f"## {result['name']}\n\n"
-            f"- Command: `{meta.get('command')}` ({mode} mode, {meta.get('duration_s')} s)\n"
-            f"- Machine: {machine}\n"
-            f"- Date: {meta.get('date_utc')}; commit `{meta.get('commit')}`\n\n"
-            f"{result['markdown'].rstrip()}\n")
+    return (
+        f"## {result['name']}\n\n"
+        f"- Command: `{meta.get('command')}` ({mode} mode, {meta.get('duration_s')} s)\n"
+        f"- Machine: {machine}\n"
+        f"- Date: {meta.get('date_utc')}; commit `{meta.get('commit')}`\n\n"
+        f"{result['markdown'].rstrip()}\n"
+    )
 
 
 def write_benchmarks_md(new_results: dict[str, dict[str, Any]], path: Path = BENCHMARKS_MD) -> None:

@@ -408,7 +408,8 @@ def memories(
             dict(r)
             for r in db.execute(
                 text(
-                    "SELECT id::text, kind, category, status, slot, value, content, evidence_count, valid_from, valid_to, "
+                    "SELECT id::text, kind, category, status, slot, value, content, evidence_count, valid_from, "
+                    "valid_to, "
                     "pinned FROM memories WHERE tenant_id = :t AND user_id = :u AND (:all OR status = 'active') "
                     "ORDER BY slot NULLS LAST, valid_from, recorded_at LIMIT :n"
                 ),
@@ -508,7 +509,8 @@ def context(
             for r in db.execute(
                 text(
                     "SELECT id, content, kind, category FROM memories WHERE tenant_id = :t AND user_id = :u "
-                    "AND status = 'active' AND (kind = 'procedural' OR category IN ('feedback', 'constraint', 'decision', "
+                    "AND status = 'active' AND (kind = 'procedural' OR category IN ('feedback', 'constraint', "
+                    "'decision', "
                     "'profile', 'preference')) ORDER BY pinned DESC, importance DESC, last_confirmed_at DESC LIMIT 200"
                 ),
                 {"t": tenant, "u": user},
@@ -672,7 +674,8 @@ def stats(as_json: JsonOpt = False) -> None:
             dict(r)
             for r in db.execute(
                 text(
-                    "SELECT tenant_id, sum(prompt_tokens + completion_tokens) AS tokens, sum(calls) AS calls FROM llm_usage "
+                    "SELECT tenant_id, sum(prompt_tokens + completion_tokens) AS tokens, sum(calls) AS calls "
+                    "FROM llm_usage "
                     "WHERE day = to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD') GROUP BY tenant_id ORDER BY 2 DESC"
                 )
             )

@@ -68,12 +68,46 @@ def run_foreground(settings: Settings, *, with_scheduler: bool = True) -> int:
     migrate(stack.database_url)
     console.print("[bold]migrations[/] up to date")
     py = sys.executable
-    _spawn(stack, "worker", [py, "-m", "celery", "-A", "worker.app", "worker", "-Q", settings.queue,
-                             "-c", str(settings.worker_concurrency), "--without-gossip", "--without-mingle",
-                             "-n", f"memory-{os.getpid()}@%h", "--loglevel", settings.log_level])
-    _spawn(stack, "api", [py, "-m", "uvicorn", "api.app:create_app", "--factory", "--host", settings.api_host,
-                          "--port", str(settings.api_port), "--log-level", settings.log_level.lower(),
-                          "--no-access-log"])
+    _spawn(
+        stack,
+        "worker",
+        [
+            py,
+            "-m",
+            "celery",
+            "-A",
+            "worker.app",
+            "worker",
+            "-Q",
+            settings.queue,
+            "-c",
+            str(settings.worker_concurrency),
+            "--without-gossip",
+            "--without-mingle",
+            "-n",
+            f"memory-{os.getpid()}@%h",
+            "--loglevel",
+            settings.log_level,
+        ],
+    )
+    _spawn(
+        stack,
+        "api",
+        [
+            py,
+            "-m",
+            "uvicorn",
+            "api.app:create_app",
+            "--factory",
+            "--host",
+            settings.api_host,
+            "--port",
+            str(settings.api_port),
+            "--log-level",
+            settings.log_level.lower(),
+            "--no-access-log",
+        ],
+    )
     if with_scheduler and _scheduler_available():
         _spawn(stack, "scheduler", [py, "-m", "schedules.run"])
     console.print(f"[bold]worker[/]    queue '{settings.queue}', {settings.worker_concurrency} processes")

@@ -106,18 +106,38 @@ def jobs(settings: Any, *, speedup: float = 1.0) -> list[Job]:
         )
     else:
         # accelerated tests: a wall-clock time of day cannot be sped up, a period can
-        distill = interval_job("distill-nightly", DAY_S, tasknames.DISTILL,
-                               "Nightly consolidation, accelerated: once per day / speedup.")
+        distill = interval_job(
+            "distill-nightly",
+            DAY_S,
+            tasknames.DISTILL,
+            "Nightly consolidation, accelerated: once per day / speedup.",
+        )
     return [
-        interval_job("close-idle-sessions", MINUTE_S, tasknames.CLOSE_IDLE_SESSIONS,
-                     "Close sessions that went quiet so their episode summary is written within a minute."),
-        interval_job("sweep", 5 * MINUTE_S, tasknames.SWEEP,
-                     "Re-enqueue events stuck unprocessed (lost messages, killed workers), so none is lost."),
-        interval_job("prune-hourly", HOUR_S, tasknames.PRUNE,
-                     "Apply TTLs and half-life decay every hour, so expired memories stop being served."),
+        interval_job(
+            "close-idle-sessions",
+            MINUTE_S,
+            tasknames.CLOSE_IDLE_SESSIONS,
+            "Close sessions that went quiet so their episode summary is written within a minute.",
+        ),
+        interval_job(
+            "sweep",
+            5 * MINUTE_S,
+            tasknames.SWEEP,
+            "Re-enqueue events stuck unprocessed (lost messages, killed workers), so none is lost.",
+        ),
+        interval_job(
+            "prune-hourly",
+            HOUR_S,
+            tasknames.PRUNE,
+            "Apply TTLs and half-life decay every hour, so expired memories stop being served.",
+        ),
         distill,
-        interval_job("purge-daily", DAY_S, tasknames.PURGE,
-                     "Delete archived rows past their retention period, once a day (00:00 UTC)."),
+        interval_job(
+            "purge-daily",
+            DAY_S,
+            tasknames.PURGE,
+            "Delete archived rows past their retention period, once a day (00:00 UTC).",
+        ),
     ]
 
 

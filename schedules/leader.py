@@ -57,8 +57,14 @@ def pid_of(instance_id: str) -> int:
 class LeaderLock:
     """A renewable Redis lock naming one leader. Not thread-safe: one thread calls `tick()`."""
 
-    def __init__(self, client: redis.Redis, *, key: str = LEADER_KEY, ttl_s: float = DEFAULT_TTL_S,
-                 instance_id: str | None = None):
+    def __init__(
+        self,
+        client: redis.Redis,
+        *,
+        key: str = LEADER_KEY,
+        ttl_s: float = DEFAULT_TTL_S,
+        instance_id: str | None = None,
+    ):
         if ttl_s <= 0:
             raise ValueError(f"ttl_s must be > 0, got {ttl_s}")
         self.key = key

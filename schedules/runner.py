@@ -81,8 +81,10 @@ class SlotEnqueuer:
         # the same slot always gets the same task id: a duplicate, if one ever slipped through, is visible
         task_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{self.queue}/{job.id}/{slot}"))
         message = build_message(job.task_name, (*job.args, slot), queue=self.queue, task_id=task_id)
-        result = self._script(keys=[self.leader_key, self.slot_key(job.id, scheduled_at), self.queue],
-                              args=[self.instance_id, slot_ttl_ms(job), message])
+        result = self._script(
+            keys=[self.leader_key, self.slot_key(job.id, scheduled_at), self.queue],
+            args=[self.instance_id, slot_ttl_ms(job), message],
+        )
         # the script returns one of the Outcome strings
         return cast(Outcome, result.decode() if isinstance(result, bytes) else str(result))
 
@@ -119,15 +121,24 @@ def _run_job(job: SchedulerJob, run_times: list[datetime]) -> list[JobExecutionE
     for run_time in run_times:
         late = datetime.now(UTC) - run_time
         if job.misfire_grace_time is not None and late > timedelta(seconds=job.misfire_grace_time):
-            log.warning("schedule_fire", job=job.id, task=job.name, scheduled_at=slot_iso(run_time),
-                        outcome="missed", late_s=round(late.total_seconds(), 3))
+            log.warning(
+                "schedule_fire",
+                job=job.id,
+                task=job.name,
+                scheduled_at=slot_iso(run_time),
+                outcome="missed",
+                late_s=round(late.total_seconds(), 3),
+            )
             events.append(JobExecutionEvent(EVENT_JOB_MISSED, job.id, store, run_time))
             continue
         try:
             retval = job.func(*job.args, **{**job.kwargs, "scheduled_at": run_time})
         except Exception as exc:
-            events.append(JobExecutionEvent(EVENT_JOB_ERROR, job.id, store, run_time, exception=exc,
-                                            traceback=traceback.format_exc()))
+            events.append(
+                JobExecutionEvent(
+                    EVENT_JOB_ERROR, job.id, store, run_time, exception=exc, traceback=traceback.format_exc()
+                )
+            )
             log.exception("schedule_fire_error", job=job.id, scheduled_at=slot_iso(run_time))
         else:
             events.append(JobExecutionEvent(EVENT_JOB_EXECUTED, job.id, store, run_time, retval=retval))
@@ -142,17 +153,31 @@ def register(scheduler: BaseScheduler, jobs: Sequence[Job], fire: Callable[..., 
     """Add every job; `FireTimeExecutor` then calls `fire(job_id, scheduled_at=...)` on each fire."""
     for job in jobs:
         # scheduled_at=None is a placeholder that the executor fills with the actual fire time
-        scheduler.add_job(fire, trigger=job.trigger, args=(job.id,), kwargs={"scheduled_at": None},
-                          id=job.id, name=job.task_name,
-                          coalesce=True, max_instances=1, misfire_grace_time=job.misfire_grace_s,
-                          replace_existing=True)
+        scheduler.add_job(
+            fire,
+            trigger=job.trigger,
+            args=(job.id,),
+            kwargs={"scheduled_at": None},
+            id=job.id,
+            name=job.task_name,
+            coalesce=True,
+            max_instances=1,
+            misfire_grace_time=job.misfire_grace_s,
+            replace_existing=True,
+        )
 
 
 class SchedulerRunner:
     """One scheduler instance: elects a leader every `ttl/3`, runs the jobs only while leading."""
 
-    def __init__(self, publisher: RedisPublisher, jobs: Sequence[Job], *, leader_ttl_s: float,
-                 lock: LeaderLock | None = None):
+    def __init__(
+        self,
+        publisher: RedisPublisher,
+        jobs: Sequence[Job],
+        *,
+        leader_ttl_s: float,
+        lock: LeaderLock | None = None,
+    ):
         self.lock = lock or LeaderLock(publisher.redis, key=leader_key(publisher.queue), ttl_s=leader_ttl_s)
         self.instance_id = self.lock.instance_id
         self.queue = publisher.queue
@@ -166,8 +191,12 @@ class SchedulerRunner:
 
     def fire(self, job_id: str, *, scheduled_at: datetime) -> Outcome:
         job = self.jobs[job_id]
-        fields: dict[str, Any] = {"job": job.id, "task": job.task_name,
-                                  "scheduled_at": slot_iso(scheduled_at), "instance_id": self.instance_id}
+        fields: dict[str, Any] = {
+            "job": job.id,
+            "task": job.task_name,
+            "scheduled_at": slot_iso(scheduled_at),
+            "instance_id": self.instance_id,
+        }
         try:
             outcome = self.enqueuer.enqueue(job, scheduled_at)
         except redis.RedisError as exc:
@@ -184,25 +213,34 @@ class SchedulerRunner:
             leading = self.lock.tick()
         except redis.RedisError as exc:
             leading = self.lock.is_leader
-            log.warning("scheduler_redis_error", instance_id=self.instance_id, error=str(exc),
-                        leader=leading)
+            log.warning("scheduler_redis_error", instance_id=self.instance_id, error=str(exc), leader=leading)
         if leading != self.leading:
             if leading:
                 self.scheduler.resume()
             else:
                 self.scheduler.pause()
             self.leading = leading
-            log.info("scheduler_leadership", instance_id=self.instance_id, pid=os.getpid(), leader=leading,
-                     key=self.lock.key)
+            log.info(
+                "scheduler_leadership",
+                instance_id=self.instance_id,
+                pid=os.getpid(),
+                leader=leading,
+                key=self.lock.key,
+            )
         return leading
 
     def run(self, stop: threading.Event) -> None:
         """Run until `stop` is set, then stop firing and release the leader key."""
         self.scheduler.start(paused=True)
-        log.info("scheduler_started", instance_id=self.instance_id, pid=os.getpid(), queue=self.queue,
-                 leader_key=self.lock.key, leader_ttl_s=self.lock.ttl_s,
-                 jobs=[{"id": j.id, "task": j.task_name, "trigger": str(j.trigger)}
-                       for j in self.jobs.values()])
+        log.info(
+            "scheduler_started",
+            instance_id=self.instance_id,
+            pid=os.getpid(),
+            queue=self.queue,
+            leader_key=self.lock.key,
+            leader_ttl_s=self.lock.ttl_s,
+            jobs=[{"id": j.id, "task": j.task_name, "trigger": str(j.trigger)} for j in self.jobs.values()],
+        )
         try:
             while True:
                 self.elect()

@@ -29,7 +29,6 @@ from shared.redaction import redact, redact_obj
 from shared.spool import Spool
 
 
-
 def _default_broker_url() -> str:
     from shared.embedded import _redis_socket_path
     from shared.settings import get_settings
@@ -72,7 +71,9 @@ class MemoryClient:
             queue = get_settings().queue
         self.tenant_id = tenant_id
         self.agent_id = agent_id
-        self._publisher = RedisPublisher(broker_url or _default_broker_url(), queue=queue, timeout_s=publish_timeout_s)
+        self._publisher = RedisPublisher(
+            broker_url or _default_broker_url(), queue=queue, timeout_s=publish_timeout_s
+        )
         self._spool = Spool(Path(spool_path) if spool_path else _default_spool_path())
         self._retry_after_s = retry_after_s
         self._down_until = 0.0  # monotonic time before which we don't try the broker (circuit open)
@@ -91,7 +92,7 @@ class MemoryClient:
         session_id: str,
         content: str = "",
         role: str = "user",
-        type: str = "turn",  # noqa: A002 - mirrors the event contract's field name
+        type: str = "turn",
         event_id: str | None = None,
         agent_id: str | None = None,
         event_time: datetime | None = None,

@@ -10,7 +10,7 @@ import json
 import re
 import uuid
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import (
     AfterValidator,
@@ -25,7 +25,7 @@ from pydantic import (
 
 from shared.errors import ContractError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION: Final = 1
 MAX_ID_CHARS = 128
 MAX_CONTENT_BYTES = 32 * 1024
 MAX_METADATA_BYTES = 8 * 1024
@@ -35,6 +35,7 @@ MAX_FUTURE = timedelta(days=1)
 # Ids travel in URLs, logs and lock names: a conservative alphabet, no spaces, no slashes.
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]*$"
 _ID_RE = re.compile(ID_PATTERN)
+
 
 def _no_nul(value: str) -> str:
     # PostgreSQL text cannot hold NUL; reject it with a clear message instead of a database error
@@ -75,7 +76,9 @@ class EventIn(BaseModel):
         except UnicodeEncodeError:
             raise ValueError("content is not valid Unicode text (it holds a lone surrogate)") from None
         if size > MAX_CONTENT_BYTES:
-            raise ValueError(f"content is {size} bytes; at most {MAX_CONTENT_BYTES} bytes (32 KiB) are accepted")
+            raise ValueError(
+                f"content is {size} bytes; at most {MAX_CONTENT_BYTES} bytes (32 KiB) are accepted"
+            )
         if "\x00" in v:
             raise ValueError("content must not contain NUL characters")
         return v
@@ -160,7 +163,9 @@ def parse_batch(data: object, *, now: datetime) -> list[EventIn]:
     else:
         prefix = "events"
     if not isinstance(items, list):
-        raise ContractError([{"field": prefix or "body", "message": "must be an event object or a list of events"}])
+        raise ContractError(
+            [{"field": prefix or "body", "message": "must be an event object or a list of events"}]
+        )
     if not items:
         raise ContractError([{"field": prefix or "events", "message": "must contain at least one event"}])
     if len(items) > MAX_BATCH:

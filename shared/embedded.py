@@ -8,6 +8,7 @@ processes: a running server is found and reused.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import subprocess
@@ -52,7 +53,9 @@ def start_postgres(data_dir: Path, *, database: str = DATABASE_NAME) -> Embedded
         raise EmbeddedStackError(f"could not start the embedded PostgreSQL in {pgdata}: {exc}") from exc
     admin_url = server.get_uri(database="postgres", driver="psycopg")
     _ensure_database(admin_url, database)
-    return EmbeddedPostgres(pgdata=pgdata, url=server.get_uri(database=database, driver="psycopg"), server=server)
+    return EmbeddedPostgres(
+        pgdata=pgdata, url=server.get_uri(database=database, driver="psycopg"), server=server
+    )
 
 
 def _ensure_database(admin_url: str, database: str) -> None:
@@ -62,10 +65,8 @@ def _ensure_database(admin_url: str, database: str) -> None:
     with psycopg.connect(conninfo, autocommit=True) as conn:
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (database,)).fetchone()
         if not exists:
-            try:
+            with contextlib.suppress(psycopg.errors.DuplicateDatabase):  # another process won the race
                 conn.execute(f'CREATE DATABASE "{database}"')
-            except psycopg.errors.DuplicateDatabase:
-                pass  # another process won the race
 
 
 def create_database(admin_url: str, database: str) -> str:
@@ -165,7 +166,9 @@ def start_redis(data_dir: Path, *, timeout_s: float = 10.0) -> EmbeddedRedis:
             pid = int(pidfile.read_text().strip()) if pidfile.exists() else None
             return EmbeddedRedis(socket_path=socket_path, pid=pid, started_here=True)
         time.sleep(0.05)
-    raise EmbeddedStackError(f"the embedded redis-server did not answer on {socket_path}; see {redis_dir}/redis.log")
+    raise EmbeddedStackError(
+        f"the embedded redis-server did not answer on {socket_path}; see {redis_dir}/redis.log"
+    )
 
 
 def redis_py_url(url: str) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 
-class MemoryError_(Exception):  # noqa: N801 - trailing underscore avoids shadowing the builtin MemoryError
+class MemoryError_(Exception):
     """Root of every error this project raises on purpose."""
 
 

@@ -11,13 +11,14 @@ import sys
 from typing import Any
 
 import structlog
+from structlog.typing import EventDict, WrappedLogger
 
 from shared.redaction import redact
 
 _configured = False
 
 
-def redact_event(_logger: Any, _method: str, event_dict: dict[str, Any]) -> dict[str, Any]:
+def redact_event(_logger: WrappedLogger, _method: str, event_dict: EventDict) -> EventDict:
     """Last line of defence: mask secrets in every string value of a log record."""
     for key, value in list(event_dict.items()):
         if isinstance(value, str) and len(value) > 6:
@@ -64,7 +65,17 @@ def configure_logging(*, level: str = "INFO", fmt: str = "auto", force: bool = F
     root.handlers[:] = [handler]
     root.setLevel(level)
     # Third-party loggers keep their own level but go through our handler.
-    for name in ("celery", "kombu", "amqp", "sqlalchemy", "httpx", "httpcore", "openai", "uvicorn", "alembic"):
+    for name in (
+        "celery",
+        "kombu",
+        "amqp",
+        "sqlalchemy",
+        "httpx",
+        "httpcore",
+        "openai",
+        "uvicorn",
+        "alembic",
+    ):
         lg = logging.getLogger(name)
         lg.handlers[:] = []
         lg.propagate = True

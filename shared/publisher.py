@@ -13,8 +13,8 @@ import json
 import os
 import socket
 import uuid
-from datetime import UTC, datetime, timedelta
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import redis
@@ -27,7 +27,12 @@ _ORIGIN = f"{os.getpid()}@{socket.gethostname()}"
 
 
 def build_message(
-    task_name: str, args: Sequence[Any], *, queue: str, task_id: str | None = None, countdown_s: float | None = None
+    task_name: str,
+    args: Sequence[Any],
+    *,
+    queue: str,
+    task_id: str | None = None,
+    countdown_s: float | None = None,
 ) -> bytes:
     """Serialise one task call as kombu's Redis transport stores it (`countdown_s`: run no earlier than)."""
     task_id = task_id or str(uuid.uuid4())
@@ -86,7 +91,9 @@ class RedisPublisher:
         )
 
     def publish(self, task_name: str, args: Sequence[Any], *, countdown_s: float | None = None) -> None:
-        self._redis.lpush(self.queue, build_message(task_name, args, queue=self.queue, countdown_s=countdown_s))
+        self._redis.lpush(
+            self.queue, build_message(task_name, args, queue=self.queue, countdown_s=countdown_s)
+        )
 
     def set_once(self, key: str, ttl_s: float) -> bool:
         """SET key NX PX ttl: True for the first caller within the ttl (used to arm one timer per session)."""

@@ -35,7 +35,9 @@ class Settings(BaseSettings):
     openai_base_url: str | None = Field(default=None, validation_alias=AliasChoices("OPENAI_BASE_URL"))
     openai_model: str = Field(default="gpt-4o-mini", validation_alias=AliasChoices("OPENAI_MODEL"))
     openai_timeout_s: float = Field(default=20.0, gt=0, validation_alias=AliasChoices("OPENAI_TIMEOUT_S"))
-    openai_max_retries: int = Field(default=3, ge=0, le=10, validation_alias=AliasChoices("OPENAI_MAX_RETRIES"))
+    openai_max_retries: int = Field(
+        default=3, ge=0, le=10, validation_alias=AliasChoices("OPENAI_MAX_RETRIES")
+    )
     openai_structured_outputs: bool = Field(
         default=True, validation_alias=AliasChoices("OPENAI_STRUCTURED_OUTPUTS")
     )
@@ -61,8 +63,10 @@ class Settings(BaseSettings):
     # --- embeddings and the memory store ---
     embedder: Literal["hashing", "local", "openai"] = "hashing"
     embedding_dim: int = Field(default=384, ge=8, le=4096)
-    embedding_model: str = Field(default="text-embedding-3-small",
-                                 validation_alias=AliasChoices("OPENAI_EMBEDDING_MODEL", "MEMORY_EMBEDDING_MODEL"))
+    embedding_model: str = Field(
+        default="text-embedding-3-small",
+        validation_alias=AliasChoices("OPENAI_EMBEDDING_MODEL", "MEMORY_EMBEDDING_MODEL"),
+    )
     index_turns: bool = True  # embed + full-text index every kept turn, for "what did we talk about"
     # Reconciliation thresholds (cosine); unset: the embedder's calibrated defaults (CALIBRATION.md,
     # data in tests/data/reconcile_pairs.jsonl)
@@ -77,7 +81,9 @@ class Settings(BaseSettings):
     distill_at: str = Field(default="03:00", pattern=r"^([01]\d|2[0-3]):[0-5]\d$")
     distill_timezone: str = "UTC"
     distill_token_cap: int = Field(default=50_000, ge=0)  # per tenant per run
-    distill_fragment_threshold: int = Field(default=200, ge=2)  # distill a user early past this many fragments
+    distill_fragment_threshold: int = Field(
+        default=200, ge=2
+    )  # distill a user early past this many fragments
 
     # --- logging ---
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"

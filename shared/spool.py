@@ -66,7 +66,8 @@ class Spool:
                     os.write(
                         fd,
                         "".join(
-                            json.dumps({"task": t, "args": a}, ensure_ascii=False) + "\n" for t, a in remaining
+                            json.dumps({"task": t, "args": a}, ensure_ascii=False) + "\n"
+                            for t, a in remaining
                         ).encode("utf-8"),
                     )
                 os.fsync(fd)

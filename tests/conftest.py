@@ -100,9 +100,15 @@ def start_worker(worker_env: dict[str, str], queue_name: str, tmp_path: Path) ->
     """Factory: start real Celery workers on this test's queue; all are stopped at the end."""
     started: list[WorkerProcess] = []
 
-    def _start(*, concurrency: int = 2, env: dict[str, str] | None = None, wait: bool = True) -> WorkerProcess:
-        w = WorkerProcess(env={**worker_env, **(env or {})}, queue=(env or {}).get("MEMORY_QUEUE", queue_name),
-                          log_path=tmp_path / f"worker-{len(started)}.log", concurrency=concurrency)
+    def _start(
+        *, concurrency: int = 2, env: dict[str, str] | None = None, wait: bool = True
+    ) -> WorkerProcess:
+        w = WorkerProcess(
+            env={**worker_env, **(env or {})},
+            queue=(env or {}).get("MEMORY_QUEUE", queue_name),
+            log_path=tmp_path / f"worker-{len(started)}.log",
+            concurrency=concurrency,
+        )
         started.append(w)
         return w.start(wait=wait)
 
@@ -124,7 +130,9 @@ def api_server(database_url: str, redis_url: str, queue_name: str) -> Iterator[s
 
     settings = load_settings(database_url=database_url, redis_url=redis_url, queue=queue_name)
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning"))
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     wait_for(lambda: server.started or not thread.is_alive(), timeout_s=30, what="the API server")

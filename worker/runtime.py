@@ -24,8 +24,12 @@ def database_url() -> str:
 
 
 def engine() -> Engine:
-    return get_engine(database_url(), pool_size=2, application_name="memory-worker",
-                      role=get_settings().db_role_worker or None)
+    return get_engine(
+        database_url(),
+        pool_size=2,
+        application_name="memory-worker",
+        role=get_settings().db_role_worker or None,
+    )
 
 
 def settings() -> Settings:
@@ -45,21 +49,34 @@ def llm_extractor() -> LLMExtractor | None:
     s = get_settings()
     if not s.llm_configured:
         structlog.get_logger("worker").warning(
-            "llm.not_configured", detail="OPENAI_API_KEY is unset: rules-only extraction; turns that need the "
-            "LLM stay llm_pending until one is configured")
+            "llm.not_configured",
+            detail="OPENAI_API_KEY is unset: rules-only extraction; turns that need the "
+            "LLM stay llm_pending until one is configured",
+        )
         return None
-    config = LLMConfig(base_url=s.openai_base_url, api_key=s.openai_api_key or "", model=s.openai_model,
-                       timeout_s=s.openai_timeout_s, max_retries=s.openai_max_retries,
-                       structured_outputs=s.openai_structured_outputs)
+    config = LLMConfig(
+        base_url=s.openai_base_url,
+        api_key=s.openai_api_key or "",
+        model=s.openai_model,
+        timeout_s=s.openai_timeout_s,
+        max_retries=s.openai_max_retries,
+        structured_outputs=s.openai_structured_outputs,
+    )
     return LLMExtractor(config)
 
 
 @lru_cache(maxsize=1)
 def embedder() -> Embedder:
     s = get_settings()
-    return make_embedder(s.embedder, dim=s.embedding_dim, openai_base_url=s.openai_base_url,
-                         openai_api_key=s.openai_api_key, openai_model=s.embedding_model,
-                         openai_timeout_s=s.openai_timeout_s, openai_max_retries=s.openai_max_retries)
+    return make_embedder(
+        s.embedder,
+        dim=s.embedding_dim,
+        openai_base_url=s.openai_base_url,
+        openai_api_key=s.openai_api_key,
+        openai_model=s.embedding_model,
+        openai_timeout_s=s.openai_timeout_s,
+        openai_max_retries=s.openai_max_retries,
+    )
 
 
 def policy() -> Policy:

@@ -34,7 +34,11 @@ _request_body = {
             "schema": {
                 "anyOf": [
                     {"$ref": "#/components/schemas/EventIn"},
-                    {"type": "array", "items": {"$ref": "#/components/schemas/EventIn"}, "maxItems": MAX_BATCH},
+                    {
+                        "type": "array",
+                        "items": {"$ref": "#/components/schemas/EventIn"},
+                        "maxItems": MAX_BATCH,
+                    },
                     {
                         "type": "object",
                         "properties": {
@@ -67,14 +71,18 @@ async def post_events(request: Request, principal: WriterDep, session: SessionDe
     try:
         data = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
-        return problem(422, f"body: not valid JSON ({exc})", errors=[{"field": "body", "message": "not valid JSON"}])
+        return problem(
+            422, f"body: not valid JSON ({exc})", errors=[{"field": "body", "message": "not valid JSON"}]
+        )
     now = utcnow()
     events = parse_batch(data, now=now)  # ContractError -> 422 with field errors
     # The tenant is the key's, whatever the body says.
     result = store_events(session, principal.tenant_id, events, now=now)
     session.commit()
     after_store(state.publisher, state.settings, principal.tenant_id, result.sessions)
-    return Accepted(accepted=[e.event_id for e in events], inserted=len(result.inserted), duplicates=result.duplicates)
+    return Accepted(
+        accepted=[e.event_id for e in events], inserted=len(result.inserted), duplicates=result.duplicates
+    )
 
 
 def register_schemas(openapi: dict[str, Any]) -> dict[str, Any]:

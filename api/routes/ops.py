@@ -30,15 +30,24 @@ class Run(BaseModel):
 
 
 @router.get("/v1/runs", response_model=list[Run])
-def runs(principal: PrincipalDep, db: SessionDep,
-         kind: Annotated[str | None, Query(max_length=32, pattern=r"^[a-z_]+$")] = None,
-         limit: Annotated[int, Query(ge=1, le=500)] = 50) -> Any:
-    rows = db.execute(
-        text("SELECT id, kind, scope, user_id, mode, actor, started_at, finished_at, outcome, counts, detail "
-             "FROM consolidation_runs WHERE tenant_id = :t AND (CAST(:k AS text) IS NULL OR kind = :k) "
-             "ORDER BY started_at DESC, id DESC LIMIT :n"),
-        {"t": principal.tenant_id, "k": kind, "n": limit},
-    ).mappings().all()
+def runs(
+    principal: PrincipalDep,
+    db: SessionDep,
+    kind: Annotated[str | None, Query(max_length=32, pattern=r"^[a-z_]+$")] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+) -> Any:
+    rows = (
+        db.execute(
+            text(
+                "SELECT id, kind, scope, user_id, mode, actor, started_at, finished_at, outcome, counts, detail "
+                "FROM consolidation_runs WHERE tenant_id = :t AND (CAST(:k AS text) IS NULL OR kind = :k) "
+                "ORDER BY started_at DESC, id DESC LIMIT :n"
+            ),
+            {"t": principal.tenant_id, "k": kind, "n": limit},
+        )
+        .mappings()
+        .all()
+    )
     return [Run(**r) for r in rows]
 
 

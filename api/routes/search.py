@@ -62,12 +62,22 @@ def post_search(body: SearchRequest, principal: PrincipalDep, db: SessionDep, st
     if not user_exists(db, principal.tenant_id, body.user_id):
         raise HTTPException(404, f"no user {body.user_id!r}")
     hits = search(
-        db, tenant_id=principal.tenant_id, user_id=body.user_id, query=body.query, k=body.k,
-        embedder=state.embedder, now=utcnow(), include_turns=body.include_turns,
-        include_memories=body.include_memories, ef_search=state.settings.hnsw_ef_search,
-        filters=SearchFilters(kinds=body.kinds, categories=body.categories, agent_id=body.agent_id,
-                              as_of=body.as_of),
+        db,
+        tenant_id=principal.tenant_id,
+        user_id=body.user_id,
+        query=body.query,
+        k=body.k,
+        embedder=state.embedder,
+        now=utcnow(),
+        include_turns=body.include_turns,
+        include_memories=body.include_memories,
+        ef_search=state.settings.hnsw_ef_search,
+        filters=SearchFilters(
+            kinds=body.kinds, categories=body.categories, agent_id=body.agent_id, as_of=body.as_of
+        ),
     )
     state.access.note(principal.tenant_id, (h.id for h in hits if h.type == "memory"))
-    return SearchResponse(results=[SearchResult(**h.__dict__) for h in hits],
-                          took_ms=round((time.perf_counter() - started) * 1000, 2))
+    return SearchResponse(
+        results=[SearchResult(**h.__dict__) for h in hits],
+        took_ms=round((time.perf_counter() - started) * 1000, 2),
+    )

@@ -33,20 +33,29 @@ class SessionWindow(BaseModel):
     turns: list[WindowTurn]
 
 
-@router.get("/sessions/{session_id}/window", response_model=SessionWindow,
-            responses={404: {"description": "no such session for this key's tenant"}})
+@router.get(
+    "/sessions/{session_id}/window",
+    response_model=SessionWindow,
+    responses={404: {"description": "no such session for this key's tenant"}},
+)
 def session_window(
     principal: PrincipalDep,
     db: SessionDep,
     session_id: Annotated[str, Path(max_length=128, pattern=ID_PATTERN)],
-    user_id: Annotated[str | None, Query(max_length=128, pattern=ID_PATTERN,
-                                         description="needed only when two users share a session id")] = None,
+    user_id: Annotated[
+        str | None,
+        Query(
+            max_length=128, pattern=ID_PATTERN, description="needed only when two users share a session id"
+        ),
+    ] = None,
     last: Annotated[int, Query(ge=1, le=200, description="how many recent turns")] = 20,
 ) -> Any:
     params: dict[str, Any] = {"t": principal.tenant_id, "s": session_id, "u": user_id}
     rows = db.execute(
-        text("SELECT user_id, status, turn_count, summary, summarized_through FROM sessions "
-             "WHERE tenant_id = :t AND session_id = :s AND (CAST(:u AS text) IS NULL OR user_id = :u) LIMIT 2"),
+        text(
+            "SELECT user_id, status, turn_count, summary, summarized_through FROM sessions "
+            "WHERE tenant_id = :t AND session_id = :s AND (CAST(:u AS text) IS NULL OR user_id = :u) LIMIT 2"
+        ),
         params,
     ).all()
     if not rows:
@@ -55,14 +64,22 @@ def session_window(
         raise HTTPException(422, "several users have this session id: add ?user_id=")
     user, status, turn_count, summary, through = rows[0]
     turns = db.execute(
-        text("SELECT event_id, role, content, event_time, source_turn_id FROM events "
-             "WHERE tenant_id = :t AND user_id = :u AND session_id = :s AND type = 'turn' "
-             "ORDER BY event_time DESC, event_id DESC LIMIT :n"),
+        text(
+            "SELECT event_id, role, content, event_time, source_turn_id FROM events "
+            "WHERE tenant_id = :t AND user_id = :u AND session_id = :s AND type = 'turn' "
+            "ORDER BY event_time DESC, event_id DESC LIMIT :n"
+        ),
         {"t": principal.tenant_id, "u": user, "s": session_id, "n": last},
     ).all()
     return SessionWindow(
-        session_id=session_id, user_id=user, status=status, turn_count=turn_count, summary=summary,
+        session_id=session_id,
+        user_id=user,
+        status=status,
+        turn_count=turn_count,
+        summary=summary,
         summarized_through=through,
-        turns=[WindowTurn(event_id=r[0], role=r[1], content=r[2], event_time=r[3], source_turn_id=r[4])
-               for r in reversed(turns)],
+        turns=[
+            WindowTurn(event_id=r[0], role=r[1], content=r[2], event_time=r[3], source_turn_id=r[4])
+            for r in reversed(turns)
+        ],
     )

@@ -25,7 +25,9 @@ def sqlalchemy_url(url: str) -> str:
 ALL_TENANTS = "*"  # the worker role's cross-tenant scope (maintenance); the API role cannot use it
 
 
-def get_engine(url: str, *, pool_size: int = 5, application_name: str = "memory", role: str | None = None) -> Engine:
+def get_engine(
+    url: str, *, pool_size: int = 5, application_name: str = "memory", role: str | None = None
+) -> Engine:
     """The engine of this process for `url` (engines are never shared across a fork).
 
     With `role`, every connection runs `SET ROLE role`: the application then acts as a role that is not the

@@ -151,7 +151,9 @@ class LlmUsage(SQLModel, table=True):
     stage: str = Field(primary_key=True, max_length=32)  # extract | repair | summarize | reconcile | distill
     calls: int = 0
     prompt_tokens: int = Field(default=0, sa_column=Column(BigInteger, nullable=False, server_default="0"))
-    completion_tokens: int = Field(default=0, sa_column=Column(BigInteger, nullable=False, server_default="0"))
+    completion_tokens: int = Field(
+        default=0, sa_column=Column(BigInteger, nullable=False, server_default="0")
+    )
 
 
 class CandidateRow(SQLModel, table=True):

@@ -15,7 +15,9 @@ def test_healthz_reports_database_and_broker(api_server):
     assert r.json() == {"status": "ok", "database": "ok", "broker": "ok"}
 
 
-@pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer mk_not-a-real-key"}, {"Authorization": "Basic x"}])
+@pytest.mark.parametrize(
+    "headers", [{}, {"Authorization": "Bearer mk_not-a-real-key"}, {"Authorization": "Basic x"}]
+)
 def test_events_without_a_valid_key_get_401_as_problem_json(api_server, headers):
     r = httpx.post(f"{api_server}/v1/events", json={"user_id": "u", "session_id": "s"}, headers=headers)
     assert r.status_code == 401
@@ -27,9 +29,14 @@ def test_a_revoked_key_gets_401(api_server, engine, api_key):
     from api.keys import hash_key
 
     with engine.begin() as conn:
-        conn.execute(text("UPDATE api_keys SET revoked_at = now() WHERE key_hash = :h"), {"h": hash_key(api_key)})
-    r = httpx.post(f"{api_server}/v1/events", json={"user_id": "u", "session_id": "s"},
-                   headers={"Authorization": f"Bearer {api_key}"})
+        conn.execute(
+            text("UPDATE api_keys SET revoked_at = now() WHERE key_hash = :h"), {"h": hash_key(api_key)}
+        )
+    r = httpx.post(
+        f"{api_server}/v1/events",
+        json={"user_id": "u", "session_id": "s"},
+        headers={"Authorization": f"Bearer {api_key}"},
+    )
     assert r.status_code == 401
 
 
@@ -48,8 +55,9 @@ def test_a_revoked_key_gets_401(api_server, engine, api_key):
         ([{"user_id": "u", "session_id": "s"}] * 501, "events"),
     ],
 )
-def test_invalid_events_get_422_naming_the_field_and_nothing_is_stored(api_server, api_key, engine, tenant, body,
-                                                                        field):
+def test_invalid_events_get_422_naming_the_field_and_nothing_is_stored(
+    api_server, api_key, engine, tenant, body, field
+):
     r = httpx.post(f"{api_server}/v1/events", json=body, headers={"Authorization": f"Bearer {api_key}"})
     assert r.status_code == 422, r.text
     problem = r.json()
@@ -57,21 +65,40 @@ def test_invalid_events_get_422_naming_the_field_and_nothing_is_stored(api_serve
     assert any(e["field"].startswith(field) or e["field"] == field for e in problem["errors"]), problem
     assert field.split(".")[-1] in problem["detail"]
     with engine.connect() as conn:
-        assert conn.execute(text("SELECT count(*) FROM events WHERE tenant_id = :t"), {"t": tenant}).scalar() == 0
+        assert (
+            conn.execute(text("SELECT count(*) FROM events WHERE tenant_id = :t"), {"t": tenant}).scalar()
+            == 0
+        )
 
 
-def test_accepted_events_are_stored_under_the_keys_tenant_whatever_the_body_claims(api_server, api_key, engine,
-                                                                                   tenant):
-    body = {"events": [
-        {"tenant_id": "someone-else", "event_id": "e-1", "user_id": "alice", "session_id": "s1",
-         "content": "I moved to Lisbon"},
-        {"event_id": "e-2", "user_id": "alice", "session_id": "s1", "role": "assistant", "content": "Noted."},
-    ]}
+def test_accepted_events_are_stored_under_the_keys_tenant_whatever_the_body_claims(
+    api_server, api_key, engine, tenant
+):
+    body = {
+        "events": [
+            {
+                "tenant_id": "someone-else",
+                "event_id": "e-1",
+                "user_id": "alice",
+                "session_id": "s1",
+                "content": "I moved to Lisbon",
+            },
+            {
+                "event_id": "e-2",
+                "user_id": "alice",
+                "session_id": "s1",
+                "role": "assistant",
+                "content": "Noted.",
+            },
+        ]
+    }
     r = httpx.post(f"{api_server}/v1/events", json=body, headers={"Authorization": f"Bearer {api_key}"})
     assert r.status_code == 202, r.text
     assert r.json() == {"accepted": ["e-1", "e-2"], "inserted": 2, "duplicates": 0}
     with engine.connect() as conn:
-        rows = conn.execute(text("SELECT tenant_id, event_id FROM events WHERE event_id IN ('e-1', 'e-2')")).all()
+        rows = conn.execute(
+            text("SELECT tenant_id, event_id FROM events WHERE event_id IN ('e-1', 'e-2')")
+        ).all()
     assert sorted(rows) == [(tenant, "e-1"), (tenant, "e-2")]
     # sending the same batch again changes nothing
     r2 = httpx.post(f"{api_server}/v1/events", json=body, headers={"Authorization": f"Bearer {api_key}"})
@@ -80,7 +107,10 @@ def test_accepted_events_are_stored_under_the_keys_tenant_whatever_the_body_clai
 
 
 def test_a_body_that_is_not_json_gets_422(api_server, api_key):
-    r = httpx.post(f"{api_server}/v1/events", content=b"{not json",
-                   headers={"Authorization": f"Bearer {api_key}", "content-type": "application/json"})
+    r = httpx.post(
+        f"{api_server}/v1/events",
+        content=b"{not json",
+        headers={"Authorization": f"Bearer {api_key}", "content-type": "application/json"},
+    )
     assert r.status_code == 422
     assert r.json()["errors"][0]["field"] == "body"

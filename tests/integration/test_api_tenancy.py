@@ -25,36 +25,78 @@ EMB = HashingEmbedder(384)
 
 def _seed_user(conn, tenant: str, user: str, session: str) -> dict[str, str]:
     conn.execute(text("INSERT INTO tenants (id) VALUES (:t) ON CONFLICT DO NOTHING"), {"t": tenant})
-    conn.execute(text("INSERT INTO sessions (tenant_id, user_id, session_id, turn_count) VALUES (:t, :u, :s, 2)"),
-                 {"t": tenant, "u": user, "s": session})
+    conn.execute(
+        text("INSERT INTO sessions (tenant_id, user_id, session_id, turn_count) VALUES (:t, :u, :s, 2)"),
+        {"t": tenant, "u": user, "s": session},
+    )
     for i, content in enumerate([f"{user} says: I use pnpm", f"{user} says: never use ORMs"]):
-        conn.execute(text("INSERT INTO events (tenant_id, event_id, user_id, session_id, role, content, event_time) "
-                          "VALUES (:t, :e, :u, :s, 'user', :c, :ts)"),
-                     {"t": tenant, "e": f"{user}-e{i}", "u": user, "s": session, "c": content, "ts": T0})
+        conn.execute(
+            text(
+                "INSERT INTO events (tenant_id, event_id, user_id, session_id, role, content, event_time) "
+                "VALUES (:t, :e, :u, :s, 'user', :c, :ts)"
+            ),
+            {"t": tenant, "e": f"{user}-e{i}", "u": user, "s": session, "c": content, "ts": T0},
+        )
     ids = {}
-    for name, kind, cat, content in [("fact", "semantic", "profile", f"{user} uses pnpm."),
-                                     ("rule", "procedural", "constraint", "Never suggest an ORM.")]:
-        ids[name] = str(conn.execute(text(
-            "INSERT INTO memories (tenant_id, user_id, kind, category, content, content_key, valid_from, "
-            "source_event_ids, embedding, search_tokens) VALUES (:t, :u, :k, :c, :content, :content, :ts, :se, "
-            "CAST(:v AS vector), to_tsvector('simple', :content)) RETURNING id"),
-            {"t": tenant, "u": user, "k": kind, "c": cat, "content": content, "ts": T0, "se": [f"{user}-e0"],
-             "v": vector_literal(EMB.embed([content])[0])}).scalar_one())
-        conn.execute(text("INSERT INTO memory_history (memory_id, tenant_id, user_id, op, after, reason, actor) "
-                          "VALUES (:m, :t, :u, 'add', CAST(:a AS jsonb), 'seed', 'test')"),
-                     {"m": ids[name], "t": tenant, "u": user, "a": json.dumps({"content": content})})
-    conn.execute(text("INSERT INTO candidates (tenant_id, user_id, session_id, content, kind, category, tier, "
-                      "confidence, origin, source_event_ids, event_time) VALUES (:t, :u, :s, 'x', 'semantic', "
-                      "'fact', 'worth', 0.5, 'rules', :se, :ts)"),
-                 {"t": tenant, "u": user, "s": session, "se": [f"{user}-e0"], "ts": T0})
-    conn.execute(text("INSERT INTO episodes (tenant_id, user_id, session_id, what_happened, mode, embedding) "
-                      "VALUES (:t, :u, :s, 'set up the repo', 'deterministic', CAST(:v AS vector))"),
-                 {"t": tenant, "u": user, "s": session, "v": vector_literal(EMB.embed(["set up the repo"])[0])})
-    conn.execute(text("INSERT INTO working_memory (tenant_id, user_id, content, mode) VALUES (:t, :u, "
-                      "'## Constraints\n- Never suggest an ORM.', 'deterministic')"), {"t": tenant, "u": user})
-    conn.execute(text("INSERT INTO dead_letters (fingerprint, tenant_id, task_name, payload, reason) VALUES "
-                      "(:f, :t, 'memory.ingest', CAST(:p AS jsonb), 'bad role')"),
-                 {"f": uuid.uuid4().hex, "t": tenant, "p": json.dumps({"user_id": user, "role": "x"})})
+    for name, kind, cat, content in [
+        ("fact", "semantic", "profile", f"{user} uses pnpm."),
+        ("rule", "procedural", "constraint", "Never suggest an ORM."),
+    ]:
+        ids[name] = str(
+            conn.execute(
+                text(
+                    "INSERT INTO memories (tenant_id, user_id, kind, category, content, content_key, valid_from, "
+                    "source_event_ids, embedding, search_tokens) VALUES (:t, :u, :k, :c, :content, :content, :ts, :se, "
+                    "CAST(:v AS vector), to_tsvector('simple', :content)) RETURNING id"
+                ),
+                {
+                    "t": tenant,
+                    "u": user,
+                    "k": kind,
+                    "c": cat,
+                    "content": content,
+                    "ts": T0,
+                    "se": [f"{user}-e0"],
+                    "v": vector_literal(EMB.embed([content])[0]),
+                },
+            ).scalar_one()
+        )
+        conn.execute(
+            text(
+                "INSERT INTO memory_history (memory_id, tenant_id, user_id, op, after, reason, actor) "
+                "VALUES (:m, :t, :u, 'add', CAST(:a AS jsonb), 'seed', 'test')"
+            ),
+            {"m": ids[name], "t": tenant, "u": user, "a": json.dumps({"content": content})},
+        )
+    conn.execute(
+        text(
+            "INSERT INTO candidates (tenant_id, user_id, session_id, content, kind, category, tier, "
+            "confidence, origin, source_event_ids, event_time) VALUES (:t, :u, :s, 'x', 'semantic', "
+            "'fact', 'worth', 0.5, 'rules', :se, :ts)"
+        ),
+        {"t": tenant, "u": user, "s": session, "se": [f"{user}-e0"], "ts": T0},
+    )
+    conn.execute(
+        text(
+            "INSERT INTO episodes (tenant_id, user_id, session_id, what_happened, mode, embedding) "
+            "VALUES (:t, :u, :s, 'set up the repo', 'deterministic', CAST(:v AS vector))"
+        ),
+        {"t": tenant, "u": user, "s": session, "v": vector_literal(EMB.embed(["set up the repo"])[0])},
+    )
+    conn.execute(
+        text(
+            "INSERT INTO working_memory (tenant_id, user_id, content, mode) VALUES (:t, :u, "
+            "'## Constraints\n- Never suggest an ORM.', 'deterministic')"
+        ),
+        {"t": tenant, "u": user},
+    )
+    conn.execute(
+        text(
+            "INSERT INTO dead_letters (fingerprint, tenant_id, task_name, payload, reason) VALUES "
+            "(:f, :t, 'memory.ingest', CAST(:p AS jsonb), 'bad role')"
+        ),
+        {"f": uuid.uuid4().hex, "t": tenant, "p": json.dumps({"user_id": user, "role": "x"})},
+    )
     return ids
 
 
@@ -103,8 +145,17 @@ def test_a_raw_select_without_where_as_the_application_role_sees_only_the_curren
     with engine.connect() as conn:
         conn.execute(text("SET ROLE memory_api"))
         conn.commit()
-        tables = ["memories", "events", "sessions", "episodes", "memory_history", "candidates", "working_memory",
-                  "dead_letters", "api_keys"]
+        tables = [
+            "memories",
+            "events",
+            "sessions",
+            "episodes",
+            "memory_history",
+            "candidates",
+            "working_memory",
+            "dead_letters",
+            "api_keys",
+        ]
         with conn.begin():
             conn.execute(text("SELECT set_config('app.tenant_id', :t, true)"), {"t": t["a"]})
             for table in tables:
@@ -115,15 +166,22 @@ def test_a_raw_select_without_where_as_the_application_role_sees_only_the_curren
         with conn.begin():  # the API role cannot widen its scope with the worker's wildcard
             conn.execute(text("SELECT set_config('app.tenant_id', '*', true)"))
             assert conn.execute(text("SELECT count(*) FROM memories")).scalar() == 0
-        with pytest.raises(Exception, match="row-level security"), conn.begin():  # nor write into another tenant
+        with (
+            pytest.raises(Exception, match="row-level security"),
+            conn.begin(),
+        ):  # nor write into another tenant
             conn.execute(text("SELECT set_config('app.tenant_id', :t, true)"), {"t": t["a"]})
-            conn.execute(text("INSERT INTO sessions (tenant_id, user_id, session_id) VALUES (:b, 'x', 'y')"),
-                         {"b": t["b"]})
+            conn.execute(
+                text("INSERT INTO sessions (tenant_id, user_id, session_id) VALUES (:b, 'x', 'y')"),
+                {"b": t["b"]},
+            )
         conn.execute(text("RESET ROLE"))
         conn.commit()
 
 
-def test_erasing_a_user_removes_every_row_that_mentions_them_and_nothing_else(api_server, engine, two_tenants):
+def test_erasing_a_user_removes_every_row_that_mentions_them_and_nothing_else(
+    api_server, engine, two_tenants
+):
     t = two_tenants
     with httpx.Client(base_url=api_server) as http:
         r = http.delete("/v1/users/alice", headers=_h(t["key_a"]))
@@ -131,32 +189,61 @@ def test_erasing_a_user_removes_every_row_that_mentions_them_and_nothing_else(ap
         deleted = r.json()["deleted"]
         assert deleted["memories"] == 2 and deleted["events"] == 2 and deleted["memory_history"] == 2
         assert deleted["episodes"] == 1 and deleted["working_memory"] == 1 and deleted["dead_letters"] == 1
-        assert http.post("/v1/search", json={"user_id": "alice", "query": "pnpm"},
-                         headers=_h(t["key_a"])).status_code == 404
+        assert (
+            http.post(
+                "/v1/search", json={"user_id": "alice", "query": "pnpm"}, headers=_h(t["key_a"])
+            ).status_code
+            == 404
+        )
         assert http.get("/v1/users/carol/memories", headers=_h(t["key_a"])).status_code == 200
     with engine.connect() as conn:
-        tables = conn.execute(text("SELECT table_name FROM information_schema.columns WHERE column_name = 'user_id' "
-                                   "AND table_schema = 'public'")).scalars().all()
+        tables = (
+            conn.execute(
+                text(
+                    "SELECT table_name FROM information_schema.columns WHERE column_name = 'user_id' "
+                    "AND table_schema = 'public'"
+                )
+            )
+            .scalars()
+            .all()
+        )
         for table in tables:
-            n = conn.execute(text(f"SELECT count(*) FROM {table} WHERE tenant_id = :t AND user_id = 'alice'"),
-                             {"t": t["a"]}).scalar()
+            n = conn.execute(
+                text(f"SELECT count(*) FROM {table} WHERE tenant_id = :t AND user_id = 'alice'"),
+                {"t": t["a"]},
+            ).scalar()
             assert n == 0, table
-        everything = conn.execute(text(
-            "SELECT string_agg(x::text, ' ') FROM (SELECT row_to_json(d) x FROM dead_letters d WHERE tenant_id = :t "
-            "UNION ALL SELECT row_to_json(h) FROM memory_history h WHERE tenant_id = :t) s"), {"t": t["a"]}).scalar()
+        everything = conn.execute(
+            text(
+                "SELECT string_agg(x::text, ' ') FROM (SELECT row_to_json(d) x FROM dead_letters d WHERE tenant_id = :t "
+                "UNION ALL SELECT row_to_json(h) FROM memory_history h WHERE tenant_id = :t) s"
+            ),
+            {"t": t["a"]},
+        ).scalar()
         assert "alice" not in (everything or "")
         for user, tenant in (("carol", t["a"]), ("bob", t["b"])):
-            assert conn.execute(text("SELECT count(*) FROM memories WHERE tenant_id = :t AND user_id = :u"),
-                                {"t": tenant, "u": user}).scalar() == 2
+            assert (
+                conn.execute(
+                    text("SELECT count(*) FROM memories WHERE tenant_id = :t AND user_id = :u"),
+                    {"t": tenant, "u": user},
+                ).scalar()
+                == 2
+            )
 
 
 def test_edit_pin_ttl_and_forget_are_recorded_in_history_as_this_key(api_server, two_tenants):
     t = two_tenants
     mem = t["ids_a"]["fact"]
     with httpx.Client(base_url=api_server, headers=_h(t["key_a"])) as http:
-        r = http.patch(f"/v1/memories/{mem}", json={"content": "alice uses pnpm 9.", "pinned": True, "ttl_days": 7})
+        r = http.patch(
+            f"/v1/memories/{mem}", json={"content": "alice uses pnpm 9.", "pinned": True, "ttl_days": 7}
+        )
         assert r.status_code == 200, r.text
-        assert r.json()["pinned"] is True and r.json()["expires_at"] and r.json()["content"] == "alice uses pnpm 9."
+        assert (
+            r.json()["pinned"] is True
+            and r.json()["expires_at"]
+            and r.json()["content"] == "alice uses pnpm 9."
+        )
         assert http.patch(f"/v1/memories/{mem}", json={"bogus": 1}).status_code == 422
         assert http.delete(f"/v1/memories/{mem}").json()["status"] == "deleted"
         history = http.get(f"/v1/memories/{mem}").json()["history"]

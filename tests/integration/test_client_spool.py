@@ -17,8 +17,13 @@ def test_emit_spools_within_milliseconds_while_redis_is_down_and_flush_delivers_
     tmp_path, start_worker, engine, tenant, queue_name
 ):
     redis_server = RedisServer(tmp_path / "redis").start()
-    client = MemoryClient(tenant, broker_url=redis_server.url, queue=queue_name,
-                          spool_path=tmp_path / "spool.jsonl", flush_at_exit=False)
+    client = MemoryClient(
+        tenant,
+        broker_url=redis_server.url,
+        queue=queue_name,
+        spool_path=tmp_path / "spool.jsonl",
+        flush_at_exit=False,
+    )
     try:
         for n in range(50):
             client.emit(user_id="u", session_id="s", content=f"before the outage {n}", event_id=f"pre-{n}")
@@ -42,14 +47,19 @@ def test_emit_spools_within_milliseconds_while_redis_is_down_and_flush_delivers_
 
         def stored() -> int:
             with engine.connect() as conn:
-                return int(conn.execute(text("SELECT count(*) FROM events WHERE tenant_id = :t"),
-                                        {"t": tenant}).scalar())
+                return int(
+                    conn.execute(
+                        text("SELECT count(*) FROM events WHERE tenant_id = :t"), {"t": tenant}
+                    ).scalar()
+                )
 
         wait_for(lambda: stored() == 350, timeout_s=60, what="all 350 events")
         time.sleep(1.0)
         assert stored() == 350
         with engine.connect() as conn:
-            turns = conn.execute(text("SELECT turn_count FROM sessions WHERE tenant_id = :t"), {"t": tenant}).scalar()
+            turns = conn.execute(
+                text("SELECT turn_count FROM sessions WHERE tenant_id = :t"), {"t": tenant}
+            ).scalar()
         assert turns == 350
     finally:
         client.close()
@@ -57,8 +67,9 @@ def test_emit_spools_within_milliseconds_while_redis_is_down_and_flush_delivers_
 
 
 def test_emit_rejects_invalid_arguments_at_once_with_value_error(tmp_path):
-    client = MemoryClient("tenant-x", broker_url="redis://127.0.0.1:1/0", spool_path=tmp_path / "s.jsonl",
-                          flush_at_exit=False)
+    client = MemoryClient(
+        "tenant-x", broker_url="redis://127.0.0.1:1/0", spool_path=tmp_path / "s.jsonl", flush_at_exit=False
+    )
     with pytest.raises(ValueError, match="role"):
         client.emit(user_id="u", session_id="s", role="robot")
     with pytest.raises(ValueError, match="user_id"):

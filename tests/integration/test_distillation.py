@@ -33,26 +33,49 @@ def _seed(engine, tenant: str, user: str) -> dict[str, str]:
         conn.execute(text("INSERT INTO tenants (id) VALUES (:t) ON CONFLICT DO NOTHING"), {"t": tenant})
         for n, (kind, cat, content, event_id) in enumerate(rows):
             when = T0 + timedelta(minutes=n)
-            ids[event_id] = str(conn.execute(text(
-                "INSERT INTO memories (tenant_id, user_id, kind, category, content, content_key, valid_from, "
-                "recorded_at, last_confirmed_at, source_event_ids, source_turn_ids, embedding) VALUES (:t, :u, :k, "
-                ":c, :content, :content, :vf, :vf, :vf, :se, :st, CAST(:v AS vector)) RETURNING id"),
-                {"t": tenant, "u": user, "k": kind, "c": cat, "content": content, "vf": when, "se": [event_id],
-                 "st": [f"D1:{n}"], "v": vector_literal(emb.embed([content])[0])}).scalar_one())
+            ids[event_id] = str(
+                conn.execute(
+                    text(
+                        "INSERT INTO memories (tenant_id, user_id, kind, category, content, content_key, valid_from, "
+                        "recorded_at, last_confirmed_at, source_event_ids, source_turn_ids, embedding) VALUES (:t, :u, :k, "
+                        ":c, :content, :content, :vf, :vf, :vf, :se, :st, CAST(:v AS vector)) RETURNING id"
+                    ),
+                    {
+                        "t": tenant,
+                        "u": user,
+                        "k": kind,
+                        "c": cat,
+                        "content": content,
+                        "vf": when,
+                        "se": [event_id],
+                        "st": [f"D1:{n}"],
+                        "v": vector_literal(emb.embed([content])[0]),
+                    },
+                ).scalar_one()
+            )
     return ids
 
 
 def _runs(engine, tenant: str) -> list:
     with engine.connect() as conn:
-        return conn.execute(text("SELECT outcome, mode, counts, detail FROM consolidation_runs WHERE tenant_id = :t "
-                                 "AND kind = 'distill' AND finished_at IS NOT NULL ORDER BY id"), {"t": tenant}).all()
+        return conn.execute(
+            text(
+                "SELECT outcome, mode, counts, detail FROM consolidation_runs WHERE tenant_id = :t "
+                "AND kind = 'distill' AND finished_at IS NOT NULL ORDER BY id"
+            ),
+            {"t": tenant},
+        ).all()
 
 
 def _memories(engine, tenant: str) -> list:
     with engine.connect() as conn:
-        return conn.execute(text("SELECT id::text, status, content, consolidated_from::text[] AS cf, "
-                                 "source_event_ids, evidence_count FROM memories WHERE tenant_id = :t"),
-                            {"t": tenant}).all()
+        return conn.execute(
+            text(
+                "SELECT id::text, status, content, consolidated_from::text[] AS cf, "
+                "source_event_ids, evidence_count FROM memories WHERE tenant_id = :t"
+            ),
+            {"t": tenant},
+        ).all()
 
 
 def test_twenty_deployment_fragments_consolidate_and_a_second_run_changes_nothing_with_the_llm_down(
@@ -60,12 +83,18 @@ def test_twenty_deployment_fragments_consolidate_and_a_second_run_changes_nothin
 ):
     ids = _seed(engine, tenant, "dev")
     dead = f"http://127.0.0.1:{free_port()}/v1"
-    start_worker(env={"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": dead, "OPENAI_MAX_RETRIES": "0",
-                      "OPENAI_TIMEOUT_S": "1"})
+    start_worker(
+        env={
+            "OPENAI_API_KEY": "k",
+            "OPENAI_BASE_URL": dead,
+            "OPENAI_MAX_RETRIES": "0",
+            "OPENAI_TIMEOUT_S": "1",
+        }
+    )
     pub = RedisPublisher(redis_url, queue=queue_name)
     pub.publish(tasknames.DISTILL, [None, tenant, "dev"])
     wait_for(lambda: len(_runs(engine, tenant)) == 1, timeout_s=60, what="the distill run")
-    outcome, mode, counts, detail = _runs(engine, tenant)[0]
+    _outcome, mode, counts, detail = _runs(engine, tenant)[0]
     assert mode == "deterministic" and "llm" in (detail or "")
     rows = _memories(engine, tenant)
     new = [r for r in rows if r.cf]
@@ -91,8 +120,18 @@ def test_with_an_llm_distillation_makes_one_call_per_user_and_keeps_uncovered_fr
     english = [ids[f"dep-{i}"] for i in range(10)]
 
     def answer(request):  # merges only the English half; the Chinese fragments stay active
-        return json.dumps({"memories": [{"content": "Billing service v2.3 reached production after a pool fix.",
-                                         "kind": "episodic", "category": "lesson", "covers": english}]})
+        return json.dumps(
+            {
+                "memories": [
+                    {
+                        "content": "Billing service v2.3 reached production after a pool fix.",
+                        "kind": "episodic",
+                        "category": "lesson",
+                        "covers": english,
+                    }
+                ]
+            }
+        )
 
     with FakeOpenAI() as fake:
         fake.default_responder = answer
@@ -100,7 +139,7 @@ def test_with_an_llm_distillation_makes_one_call_per_user_and_keeps_uncovered_fr
         RedisPublisher(redis_url, queue=queue_name).publish(tasknames.DISTILL, [None, tenant, "dev"])
         wait_for(lambda: len(_runs(engine, tenant)) == 1, timeout_s=60, what="the distill run")
         assert len(fake.calls) == 1
-    outcome, mode, counts, _ = _runs(engine, tenant)[0]
+    _outcome, mode, counts, _ = _runs(engine, tenant)[0]
     assert mode == "llm" and counts["consolidated"] == 10 and counts["tokens"] > 0
     by_id = {r.id: r for r in _memories(engine, tenant)}
     assert all(by_id[i].status == "consolidated" for i in english)

@@ -18,21 +18,29 @@ pytestmark = pytest.mark.integration
 
 def _count(engine, tenant: str) -> int:  # type: ignore[no-untyped-def]
     with engine.connect() as conn:
-        return int(conn.execute(text("SELECT count(*) FROM events WHERE tenant_id = :t"), {"t": tenant}).scalar())
+        return int(
+            conn.execute(text("SELECT count(*) FROM events WHERE tenant_id = :t"), {"t": tenant}).scalar()
+        )
 
 
 def _turns_counted(engine, tenant: str) -> int:  # type: ignore[no-untyped-def]
     with engine.connect() as conn:
         return int(
-            conn.execute(text("SELECT coalesce(sum(turn_count), 0) FROM sessions WHERE tenant_id = :t"),
-                         {"t": tenant}).scalar()
+            conn.execute(
+                text("SELECT coalesce(sum(turn_count), 0) FROM sessions WHERE tenant_id = :t"), {"t": tenant}
+            ).scalar()
         )
 
 
 def _emit(env: dict[str, str], tenant: str, count: int, *extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "tests.integration.emitter", tenant, str(count), *extra],
-        env=env, cwd=REPO, capture_output=True, text=True, timeout=300, check=True,
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
     )
 
 
@@ -56,9 +64,19 @@ def test_a_worker_killed_with_sigkill_mid_stream_loses_and_duplicates_nothing(
 ):
     worker = start_worker()
     emitter = subprocess.Popen(
-        [sys.executable, "-m", "tests.integration.emitter", tenant, "2000", "--pause-every", "50",
-         "--pause-s", "0.05"],
-        env=worker_env, cwd=REPO,
+        [
+            sys.executable,
+            "-m",
+            "tests.integration.emitter",
+            tenant,
+            "2000",
+            "--pause-every",
+            "50",
+            "--pause-s",
+            "0.05",
+        ],
+        env=worker_env,
+        cwd=REPO,
     )
     wait_for(lambda: _count(engine, tenant) >= 300, timeout_s=60, what="the stream to be under way")
     worker.kill()
@@ -88,8 +106,14 @@ def test_invalid_payloads_on_the_queue_end_in_dead_letters_and_valid_ones_still_
     pub = RedisPublisher(redis_url, queue=queue_name, timeout_s=2)
     bad_events = [
         ({"event_id": "bad-types", "user_id": 123, "session_id": ["x"], "content": 5}, "user_id"),
-        ({"event_id": "bad-big", "user_id": "u", "session_id": "s", "content": "x" * (1024 * 1024)}, "content"),
-        ({"event_id": "bad-role", "user_id": "u", "session_id": "s", "role": "wizard", "content": "hi"}, "role"),
+        (
+            {"event_id": "bad-big", "user_id": "u", "session_id": "s", "content": "x" * (1024 * 1024)},
+            "content",
+        ),
+        (
+            {"event_id": "bad-role", "user_id": "u", "session_id": "s", "role": "wizard", "content": "hi"},
+            "role",
+        ),
         ({"event_id": "bad-meta", "user_id": "u", "session_id": "s", "metadata": [1, 2]}, "metadata"),
     ]
     for i, (event, _) in enumerate(bad_events):

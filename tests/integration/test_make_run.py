@@ -24,8 +24,9 @@ def _healthy(url: str) -> bool:
 
 
 def _start(env: dict[str, str], log) -> subprocess.Popen[bytes]:  # type: ignore[no-untyped-def]
-    return subprocess.Popen(["make", "run"], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    return subprocess.Popen(
+        ["make", "run"], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> int:
@@ -45,16 +46,23 @@ def _servers_for(data_dir: str) -> list[psutil.Process]:
 def test_make_run_on_an_unconfigured_machine_reaches_healthz_and_stops_cleanly(tmp_path):
     data_dir = str(tmp_path / "memdata")
     port = free_port()
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("DATABASE_URL", "REDIS_URL", "OPENAI_API_KEY") and not k.startswith("MEMORY_")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DATABASE_URL", "REDIS_URL", "OPENAI_API_KEY") and not k.startswith("MEMORY_")
+    }
     env.update(MEMORY_DATA_DIR=data_dir, MEMORY_API_PORT=str(port), MEMORY_LOG_FORMAT="json")
     log_path = tmp_path / "run.log"
     with open(log_path, "ab") as log:
         for attempt in range(2):  # the second start reuses the data folder
             proc = _start(env, log)
             try:
-                wait_for(lambda: proc.poll() is None and _healthy(f"http://127.0.0.1:{port}/healthz"),
-                         timeout_s=180, interval_s=0.5, what=f"healthz (start {attempt + 1})")
+                wait_for(
+                    lambda p=proc: p.poll() is None and _healthy(f"http://127.0.0.1:{port}/healthz"),
+                    timeout_s=180,
+                    interval_s=0.5,
+                    what=f"healthz (start {attempt + 1})",
+                )
             except AssertionError:
                 _stop(proc)
                 raise AssertionError(log_path.read_text(errors="replace")[-4000:]) from None

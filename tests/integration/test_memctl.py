@@ -14,9 +14,18 @@ from tests.services import REPO, wait_for
 pytestmark = pytest.mark.integration
 
 
-def memctl(env: dict[str, str], *args: str, stdin: str | None = None, ok: bool = True) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "memctl.cli", *args], env=env, cwd=REPO, input=stdin,
-                          capture_output=True, text=True, timeout=120)
+def memctl(
+    env: dict[str, str], *args: str, stdin: str | None = None, ok: bool = True
+) -> subprocess.CompletedProcess:
+    proc = subprocess.run(
+        [sys.executable, "-m", "memctl.cli", *args],
+        env=env,
+        cwd=REPO,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     if ok:
         assert proc.returncode == 0, (args, proc.stdout, proc.stderr)
     return proc
@@ -32,11 +41,32 @@ def test_the_operator_cli_end_to_end(worker_env, start_worker, engine, tenant):
     assert len(listed) == 2 and all("key_hash" not in k for k in listed)
 
     start_worker(env={"MEMORY_DEBOUNCE_IDLE_S": "1"})
-    sent = json.loads(memctl(env, "emit", "--tenant", tenant, "--user", "u1", "--session", "s1", "--content",
-                             "Please remember that I am allergic to peanuts.", "--json").stdout)
-    memctl(env, "emit", "--tenant", tenant, "--stdin",
-           stdin=json.dumps({"user_id": "u1", "session_id": "s1", "type": "session_end"}))
-    bad = memctl(env, "emit", "--tenant", tenant, "--user", "u1", "--session", "s1", "--role", "bot", ok=False)
+    sent = json.loads(
+        memctl(
+            env,
+            "emit",
+            "--tenant",
+            tenant,
+            "--user",
+            "u1",
+            "--session",
+            "s1",
+            "--content",
+            "Please remember that I am allergic to peanuts.",
+            "--json",
+        ).stdout
+    )
+    memctl(
+        env,
+        "emit",
+        "--tenant",
+        tenant,
+        "--stdin",
+        stdin=json.dumps({"user_id": "u1", "session_id": "s1", "type": "session_end"}),
+    )
+    bad = memctl(
+        env, "emit", "--tenant", tenant, "--user", "u1", "--session", "s1", "--role", "bot", ok=False
+    )
     assert bad.returncode == 2 and "role" in bad.stderr
 
     def memories():
@@ -60,7 +90,10 @@ def test_the_operator_cli_end_to_end(worker_env, start_worker, engine, tenant):
     erased = json.loads(memctl(env, "erase", "u1", "--tenant", tenant, "--yes", "--json").stdout)
     assert erased["deleted"]["memories"] >= 1
     with engine.connect() as conn:
-        assert conn.execute(text("SELECT count(*) FROM events WHERE tenant_id = :t"), {"t": tenant}).scalar() == 0
+        assert (
+            conn.execute(text("SELECT count(*) FROM events WHERE tenant_id = :t"), {"t": tenant}).scalar()
+            == 0
+        )
 
 
 def test_a_bad_setting_is_a_clear_cli_error(worker_env):

@@ -6,6 +6,7 @@ kept as history, and many workers on the same users at once.
 
 from __future__ import annotations
 
+import itertools
 import random
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -26,8 +27,13 @@ FAST = {"MEMORY_DEBOUNCE_IDLE_S": "1"}
 
 
 def _client(tenant, redis_url, queue_name, tmp_path):
-    return MemoryClient(tenant, broker_url=redis_url, queue=queue_name, spool_path=tmp_path / "spool.jsonl",
-                        flush_at_exit=False)
+    return MemoryClient(
+        tenant,
+        broker_url=redis_url,
+        queue=queue_name,
+        spool_path=tmp_path / "spool.jsonl",
+        flush_at_exit=False,
+    )
 
 
 def _say(client, user, content, when, session=None):
@@ -39,17 +45,22 @@ def _say(client, user, content, when, session=None):
 def _slot_rows(engine, tenant, user, slot):
     with engine.connect() as conn:
         return conn.execute(
-            text("SELECT id, value, status, valid_from, valid_to, superseded_by, evidence_count FROM memories "
-                 "WHERE tenant_id = :t AND user_id = :u AND slot = :s ORDER BY valid_from"),
-            {"t": tenant, "u": user, "s": slot}).all()
+            text(
+                "SELECT id, value, status, valid_from, valid_to, superseded_by, evidence_count FROM memories "
+                "WHERE tenant_id = :t AND user_id = :u AND slot = :s ORDER BY valid_from"
+            ),
+            {"t": tenant, "u": user, "s": slot},
+        ).all()
 
 
 def _settled(engine, tenant):
     with engine.connect() as conn:
-        pending = conn.execute(text("SELECT count(*) FROM events WHERE tenant_id = :t AND status = 'pending'"),
-                               {"t": tenant}).scalar()
-        new = conn.execute(text("SELECT count(*) FROM candidates WHERE tenant_id = :t AND status = 'new'"),
-                           {"t": tenant}).scalar()
+        pending = conn.execute(
+            text("SELECT count(*) FROM events WHERE tenant_id = :t AND status = 'pending'"), {"t": tenant}
+        ).scalar()
+        new = conn.execute(
+            text("SELECT count(*) FROM candidates WHERE tenant_id = :t AND status = 'new'"), {"t": tenant}
+        ).scalar()
     return pending == 0 and new == 0
 
 
@@ -62,7 +73,11 @@ def _search(api_server, api_key, **body):
 @pytest.mark.parametrize(
     "lines",
     [
-        ["We use Vite for the frontend build.", "We switched to webpack last week.", "We switched to Vite again."],
+        [
+            "We use Vite for the frontend build.",
+            "We switched to webpack last week.",
+            "We switched to Vite again.",
+        ],
         ["我们用 Vite 打包。", "我们改用 webpack 了。", "我们改用 Vite 了。"],
     ],
     ids=["english", "chinese"],
@@ -74,24 +89,44 @@ def test_vite_webpack_vite_leaves_one_current_value_with_history_and_as_of(
     client = _client(tenant, redis_url, queue_name, tmp_path)
     for day, line in enumerate(lines):
         _say(client, "dev", line, T0 + timedelta(days=day))
-        wait_for(lambda d=day: len(_slot_rows(engine, tenant, "dev", "project.bundler")) == d + 1, timeout_s=40,
-                 what=f"value {day + 1} reconciled")
+        wait_for(
+            lambda d=day: len(_slot_rows(engine, tenant, "dev", "project.bundler")) == d + 1,
+            timeout_s=40,
+            what=f"value {day + 1} reconciled",
+        )
     rows = _slot_rows(engine, tenant, "dev", "project.bundler")
-    assert [(r.value, r.status) for r in rows] == [("vite", "superseded"), ("webpack", "superseded"),
-                                                   ("vite", "active")]
+    assert [(r.value, r.status) for r in rows] == [
+        ("vite", "superseded"),
+        ("webpack", "superseded"),
+        ("vite", "active"),
+    ]
     assert rows[0].valid_to == rows[1].valid_from and rows[1].valid_to == rows[2].valid_from
     assert rows[0].superseded_by == rows[1].id and rows[1].superseded_by == rows[2].id
     with engine.connect() as conn:
-        ops = conn.execute(text("SELECT op FROM memory_history WHERE tenant_id = :t ORDER BY id"),
-                           {"t": tenant}).scalars().all()
+        ops = (
+            conn.execute(
+                text("SELECT op FROM memory_history WHERE tenant_id = :t ORDER BY id"), {"t": tenant}
+            )
+            .scalars()
+            .all()
+        )
     assert ops.count("supersede") == 2
     for day, expected in enumerate(["vite", "webpack", "vite"]):
         as_of = (T0 + timedelta(days=day, hours=12)).isoformat()
-        hits = [h for h in _search(api_server, api_key, user_id="dev", query=lines[day], as_of=as_of, k=10)
-                if h["slot"] == "project.bundler"]
-        assert [h["value"] for h in hits] == [expected], (day, _search(api_server, api_key, user_id="dev", query=lines[day], as_of=as_of, k=10))
-    current = [h for h in _search(api_server, api_key, user_id="dev", query=lines[0], k=10)
-               if h["slot"] == "project.bundler"]
+        hits = [
+            h
+            for h in _search(api_server, api_key, user_id="dev", query=lines[day], as_of=as_of, k=10)
+            if h["slot"] == "project.bundler"
+        ]
+        assert [h["value"] for h in hits] == [expected], (
+            day,
+            _search(api_server, api_key, user_id="dev", query=lines[day], as_of=as_of, k=10),
+        )
+    current = [
+        h
+        for h in _search(api_server, api_key, user_id="dev", query=lines[0], k=10)
+        if h["slot"] == "project.bundler"
+    ]
     assert [h["value"] for h in current] == ["vite"]
 
 
@@ -100,33 +135,57 @@ def test_the_same_fact_five_times_in_two_languages_is_one_memory_with_evidence_f
 ):
     start_worker(env=FAST)
     client = _client(tenant, redis_url, queue_name, tmp_path)
-    sayings = ["We use pnpm.", "Our package manager is pnpm.", "项目用 pnpm。", "我们用的是 pnpm。",
-               "We are using pnpm in this repo."]
+    sayings = [
+        "We use pnpm.",
+        "Our package manager is pnpm.",
+        "项目用 pnpm。",
+        "我们用的是 pnpm。",
+        "We are using pnpm in this repo.",
+    ]
     for i, line in enumerate(sayings):
         _say(client, "dev", line, T0 + timedelta(hours=i))
-    wait_for(lambda: _settled(engine, tenant) and _slot_rows(engine, tenant, "dev", "project.package_manager")
-             and _slot_rows(engine, tenant, "dev", "project.package_manager")[0].evidence_count == 5,
-             timeout_s=60, what="five confirmations")
+    wait_for(
+        lambda: (
+            _settled(engine, tenant)
+            and _slot_rows(engine, tenant, "dev", "project.package_manager")
+            and _slot_rows(engine, tenant, "dev", "project.package_manager")[0].evidence_count == 5
+        ),
+        timeout_s=60,
+        what="five confirmations",
+    )
     rows = _slot_rows(engine, tenant, "dev", "project.package_manager")
     assert [(r.value, r.status, r.evidence_count) for r in rows] == [("pnpm", "active", 5)]
 
 
-def test_out_of_order_delivery_ends_with_the_newer_value_current(start_worker, engine, tenant, redis_url,
-                                                                 queue_name, tmp_path):
+def test_out_of_order_delivery_ends_with_the_newer_value_current(
+    start_worker, engine, tenant, redis_url, queue_name, tmp_path
+):
     start_worker(env=FAST)
     client = _client(tenant, redis_url, queue_name, tmp_path)
     _say(client, "ana", "I moved to Paris.", T0 + timedelta(days=30))  # newer, delivered first
     wait_for(lambda: len(_slot_rows(engine, tenant, "ana", "user.location")) == 1, timeout_s=40, what="Paris")
     _say(client, "ana", "I live in Berlin.", T0)  # older, delivered late
-    wait_for(lambda: len(_slot_rows(engine, tenant, "ana", "user.location")) == 2, timeout_s=40, what="Berlin")
+    wait_for(
+        lambda: len(_slot_rows(engine, tenant, "ana", "user.location")) == 2, timeout_s=40, what="Berlin"
+    )
     rows = _slot_rows(engine, tenant, "ana", "user.location")
     assert [(r.value, r.status) for r in rows] == [("Berlin", "superseded"), ("Paris", "active")]
     assert rows[0].valid_to == rows[1].valid_from and rows[0].superseded_by == rows[1].id
     # replaying the late event changes nothing
-    client.emit(user_id="ana", session_id="replay", content="I live in Berlin.", event_time=T0,
-                event_id="replayed-berlin")
-    client.emit(user_id="ana", session_id="replay", content="I live in Berlin.", event_time=T0,
-                event_id="replayed-berlin")
+    client.emit(
+        user_id="ana",
+        session_id="replay",
+        content="I live in Berlin.",
+        event_time=T0,
+        event_id="replayed-berlin",
+    )
+    client.emit(
+        user_id="ana",
+        session_id="replay",
+        content="I live in Berlin.",
+        event_time=T0,
+        event_id="replayed-berlin",
+    )
     client.emit(user_id="ana", session_id="replay", type="session_end", event_time=T0)
     wait_for(lambda: _settled(engine, tenant), timeout_s=40, what="replay processed")
     rows = _slot_rows(engine, tenant, "ana", "user.location")
@@ -144,19 +203,34 @@ def test_eight_workers_on_400_conflicting_candidates_for_20_users_keep_one_curre
         user = users[n % 20]
         city = rng.choice(cities)
         when = T0 + timedelta(minutes=rng.randrange(0, 100_000))
-        rows.append({"t": tenant, "u": user, "s": f"sess-{n}", "c": f"The user lives in {city}.", "v": city,
-                     "e": [f"ev-{n}"], "ts": when})
+        rows.append(
+            {
+                "t": tenant,
+                "u": user,
+                "s": f"sess-{n}",
+                "c": f"The user lives in {city}.",
+                "v": city,
+                "e": [f"ev-{n}"],
+                "ts": when,
+            }
+        )
     with engine.begin() as conn:
-        conn.execute(text(
-            "INSERT INTO candidates (tenant_id, user_id, session_id, op, content, kind, category, tier, slot, value, "
-            "confidence, lang, origin, source_event_ids, event_time) VALUES (:t, :u, :s, 'remember', :c, "
-            "'semantic', 'profile', 'worth', 'user.location', :v, 0.8, 'en', 'rules', :e, :ts)"), rows)
+        conn.execute(
+            text(
+                "INSERT INTO candidates (tenant_id, user_id, session_id, op, content, kind, category, tier, slot, value, "
+                "confidence, lang, origin, source_event_ids, event_time) VALUES (:t, :u, :s, 'remember', :c, "
+                "'semantic', 'profile', 'worth', 'user.location', :v, 0.8, 'en', 'rules', :e, :ts)"
+            ),
+            rows,
+        )
     start_worker(concurrency=8)
     pub = RedisPublisher(redis_url, queue=queue_name)
     for _ in range(3):  # every user triggered several times, so workers race on the same users
         for user in rng.sample(users, len(users)):
             pub.publish(tasknames.RECONCILE_USER, [tenant, user])
-    wait_for(lambda: _settled(engine, tenant), timeout_s=180, interval_s=0.5, what="all candidates reconciled")
+    wait_for(
+        lambda: _settled(engine, tenant), timeout_s=180, interval_s=0.5, what="all candidates reconciled"
+    )
     wait_for(lambda: queue_depth(redis_url, queue_name) == 0, timeout_s=60, what="the queue to drain")
     with engine.connect() as conn:
         for user in users:
@@ -169,26 +243,32 @@ def test_eight_workers_on_400_conflicting_candidates_for_20_users_keep_one_curre
             # history complete: every candidate is accounted for by a row or a reinforcement
             assert sum(r.evidence_count for r in slot) == len(mine)
             # validity intervals chain without overlap
-            for a, b in zip(slot, slot[1:], strict=False):
+            for a, b in itertools.pairwise(slot):
                 assert a.valid_to is not None and a.valid_to <= b.valid_from
-        reconciled = conn.execute(text("SELECT count(*) FROM candidates WHERE tenant_id = :t AND "
-                                       "status = 'reconciled'"), {"t": tenant}).scalar()
+        reconciled = conn.execute(
+            text("SELECT count(*) FROM candidates WHERE tenant_id = :t AND status = 'reconciled'"),
+            {"t": tenant},
+        ).scalar()
     assert reconciled == 400
 
 
-def test_similar_but_unclear_candidates_are_judged_by_the_llm_in_one_call(start_worker, engine, tenant, redis_url,
-                                                                           queue_name):
+def test_similar_but_unclear_candidates_are_judged_by_the_llm_in_one_call(
+    start_worker, engine, tenant, redis_url, queue_name
+):
     import json as _json
 
     from tests.fakes.openai_server import FakeOpenAI
 
     def insert(content: str, n: int) -> None:
         with engine.begin() as conn:
-            conn.execute(text(
-                "INSERT INTO candidates (tenant_id, user_id, session_id, op, content, kind, category, tier, "
-                "confidence, lang, origin, source_event_ids, event_time) VALUES (:t, 'u', 's', 'remember', :c, "
-                "'semantic', 'preference', 'worth', 0.8, 'en', 'rules', :e, :ts)"),
-                {"t": tenant, "c": content, "e": [f"ev-{n}"], "ts": T0 + timedelta(days=n)})
+            conn.execute(
+                text(
+                    "INSERT INTO candidates (tenant_id, user_id, session_id, op, content, kind, category, tier, "
+                    "confidence, lang, origin, source_event_ids, event_time) VALUES (:t, 'u', 's', 'remember', :c, "
+                    "'semantic', 'preference', 'worth', 0.8, 'en', 'rules', :e, :ts)"
+                ),
+                {"t": tenant, "c": content, "e": [f"ev-{n}"], "ts": T0 + timedelta(days=n)},
+            )
 
     with FakeOpenAI() as fake:
         fake.default_responder = lambda request: _json.dumps({"verdicts": [{"id": 0, "verdict": "update"}]})
@@ -202,10 +282,15 @@ def test_similar_but_unclear_candidates_are_judged_by_the_llm_in_one_call(start_
         wait_for(lambda: _settled(engine, tenant), timeout_s=30, what="the judged candidate")
         assert len(fake.calls) == 1
     with engine.connect() as conn:
-        rows = conn.execute(text("SELECT content, status FROM memories WHERE tenant_id = :t ORDER BY valid_from"),
-                            {"t": tenant}).all()
-        usage = conn.execute(text("SELECT calls FROM llm_usage WHERE tenant_id = :t AND stage = 'reconcile'"),
-                             {"t": tenant}).scalar()
-    assert [tuple(r) for r in rows] == [("The user prefers concise answers.", "superseded"),
-                                        ("The user prefers detailed answers with examples.", "active")]
+        rows = conn.execute(
+            text("SELECT content, status FROM memories WHERE tenant_id = :t ORDER BY valid_from"),
+            {"t": tenant},
+        ).all()
+        usage = conn.execute(
+            text("SELECT calls FROM llm_usage WHERE tenant_id = :t AND stage = 'reconcile'"), {"t": tenant}
+        ).scalar()
+    assert [tuple(r) for r in rows] == [
+        ("The user prefers concise answers.", "superseded"),
+        ("The user prefers detailed answers with examples.", "active"),
+    ]
     assert usage == 1

@@ -22,61 +22,106 @@ pytestmark = pytest.mark.integration
 
 def _dump(engine, tenant: str) -> str:  # type: ignore[no-untyped-def]
     with engine.connect() as conn:
-        events = conn.execute(text("SELECT row_to_json(e)::text FROM events e WHERE tenant_id = :t"),
-                              {"t": tenant}).scalars().all()
-        letters = conn.execute(text("SELECT row_to_json(d)::text FROM dead_letters d WHERE tenant_id = :t"),
-                               {"t": tenant}).scalars().all()
+        events = (
+            conn.execute(
+                text("SELECT row_to_json(e)::text FROM events e WHERE tenant_id = :t"), {"t": tenant}
+            )
+            .scalars()
+            .all()
+        )
+        letters = (
+            conn.execute(
+                text("SELECT row_to_json(d)::text FROM dead_letters d WHERE tenant_id = :t"), {"t": tenant}
+            )
+            .scalars()
+            .all()
+        )
     return "\n".join([*events, *letters])
 
 
-def test_no_secret_reaches_postgres_or_the_logs(start_worker, engine, tenant, redis_url, queue_name, api_server,
-                                               api_key, tmp_path, caplog):
+def test_no_secret_reaches_postgres_or_the_logs(
+    start_worker, engine, tenant, redis_url, queue_name, api_server, api_key, tmp_path, caplog
+):
     worker = start_worker()
     caplog.set_level(logging.INFO)
-    client = MemoryClient(tenant, broker_url=redis_url, queue=queue_name, spool_path=tmp_path / "s.jsonl",
-                          flush_at_exit=False)
+    client = MemoryClient(
+        tenant, broker_url=redis_url, queue=queue_name, spool_path=tmp_path / "s.jsonl", flush_at_exit=False
+    )
     raw = RedisPublisher(redis_url, queue=queue_name)
     expected_rows = 0
     for i, (sentence, _secret, _kind) in enumerate(SECRET_CASES):
-        client.emit(user_id="u", session_id="s", content=sentence, event_id=f"client-{i}",
-                    metadata={"note": sentence})
+        client.emit(
+            user_id="u", session_id="s", content=sentence, event_id=f"client-{i}", metadata={"note": sentence}
+        )
         # straight onto the queue: the worker must redact on its own
-        raw.publish(tasknames.INGEST, [{"tenant_id": tenant, "events": [
-            {"event_id": f"raw-{i}", "user_id": "u", "session_id": "s", "content": sentence,
-             "metadata": {"k": [sentence]}},
-            # invalid (unknown role): dead-lettered with its payload, which must be redacted too
-            {"event_id": f"bad-{i}", "user_id": "u", "session_id": "s", "role": "hacker", "content": sentence},
-        ]}])
-        r = httpx.post(f"{api_server}/v1/events", headers={"Authorization": f"Bearer {api_key}"},
-                       json={"event_id": f"api-{i}", "user_id": "u", "session_id": "s", "content": sentence})
+        raw.publish(
+            tasknames.INGEST,
+            [
+                {
+                    "tenant_id": tenant,
+                    "events": [
+                        {
+                            "event_id": f"raw-{i}",
+                            "user_id": "u",
+                            "session_id": "s",
+                            "content": sentence,
+                            "metadata": {"k": [sentence]},
+                        },
+                        # invalid (unknown role): dead-lettered with its payload, which must be redacted too
+                        {
+                            "event_id": f"bad-{i}",
+                            "user_id": "u",
+                            "session_id": "s",
+                            "role": "hacker",
+                            "content": sentence,
+                        },
+                    ],
+                }
+            ],
+        )
+        r = httpx.post(
+            f"{api_server}/v1/events",
+            headers={"Authorization": f"Bearer {api_key}"},
+            json={"event_id": f"api-{i}", "user_id": "u", "session_id": "s", "content": sentence},
+        )
         assert r.status_code == 202, r.text
         expected_rows += 3
     # an invalid event sent to the API: its 422 answer must not echo the secret either
     first_sentence = SECRET_CASES[0][0]
-    r = httpx.post(f"{api_server}/v1/events", headers={"Authorization": f"Bearer {api_key}"},
-                   json={"user_id": "u", "session_id": "s", "role": "nope", "content": first_sentence})
+    r = httpx.post(
+        f"{api_server}/v1/events",
+        headers={"Authorization": f"Bearer {api_key}"},
+        json={"user_id": "u", "session_id": "s", "role": "nope", "content": first_sentence},
+    )
     assert r.status_code == 422
     assert SECRET_CASES[0][1] not in r.text
 
     def stored() -> int:
         with engine.connect() as conn:
-            return int(conn.execute(text("SELECT count(*) FROM events WHERE tenant_id = :t"), {"t": tenant}).scalar())
+            return int(
+                conn.execute(text("SELECT count(*) FROM events WHERE tenant_id = :t"), {"t": tenant}).scalar()
+            )
 
     wait_for(lambda: stored() == expected_rows, timeout_s=90, what="every event")
     wait_for(lambda: queue_depth(redis_url, queue_name) == 0, timeout_s=60, what="the queue to drain")
     with engine.connect() as conn:
-        letters = conn.execute(text("SELECT count(*) FROM dead_letters WHERE tenant_id = :t"), {"t": tenant}).scalar()
+        letters = conn.execute(
+            text("SELECT count(*) FROM dead_letters WHERE tenant_id = :t"), {"t": tenant}
+        ).scalar()
     assert letters == len(SECRET_CASES)
     worker.stop()
 
     stored_text = _dump(engine, tenant)
     logs = worker.log_text() + "\n" + caplog.text
     assert "[REDACTED:" in stored_text
-    leaks = [(kind, "postgres" if secret in stored_text else "logs", _where(secret, stored_text + logs))
-             for _s, secret, kind in SECRET_CASES if secret in stored_text or secret in logs]
+    leaks = [
+        (kind, "postgres" if secret in stored_text else "logs", _where(secret, stored_text + logs))
+        for _s, secret, kind in SECRET_CASES
+        if secret in stored_text or secret in logs
+    ]
     assert leaks == []
 
 
 def _where(secret: str, text: str) -> str:
     i = text.find(secret)
-    return text[max(0, i - 120): i].replace(secret, "<SECRET>")
+    return text[max(0, i - 120) : i].replace(secret, "<SECRET>")

@@ -24,12 +24,17 @@ def test_no_server_error_and_every_response_matches_the_schema(api_server, api_k
     for operation in operations:
 
         @given(case=operation.as_strategy())
-        @settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, database=None,
-                  suppress_health_check=list(HealthCheck))
+        @settings(
+            max_examples=EXAMPLES_PER_OPERATION,
+            deadline=None,
+            database=None,
+            suppress_health_check=list(HealthCheck),
+        )
         def run(case):  # type: ignore[no-untyped-def]
             calls.append(case.method)
-            case.call_and_validate(base_url=api_server, headers=headers,
-                                   checks=[not_a_server_error, response_schema_conformance])
+            case.call_and_validate(
+                base_url=api_server, headers=headers, checks=[not_a_server_error, response_schema_conformance]
+            )
 
         run()
     # generation really ran: a bounded number of requests per operation

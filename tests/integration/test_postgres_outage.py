@@ -24,13 +24,21 @@ def test_events_sent_while_postgres_is_down_are_stored_once_it_is_back(
         migrate(pg.url)
         engine = get_engine(pg.url)
         start_worker(env={"DATABASE_URL": pg.url, "MEMORY_INGEST_RETRY_BACKOFF_MAX_S": "2"})
-        client = MemoryClient(tenant, broker_url=redis_url, queue=queue_name, spool_path=tmp_path / "s.jsonl",
-                              flush_at_exit=False)
+        client = MemoryClient(
+            tenant,
+            broker_url=redis_url,
+            queue=queue_name,
+            spool_path=tmp_path / "s.jsonl",
+            flush_at_exit=False,
+        )
 
         def stored() -> int:
             with engine.connect() as conn:
-                return int(conn.execute(text("SELECT count(*) FROM events WHERE tenant_id = :t"),
-                                        {"t": tenant}).scalar())
+                return int(
+                    conn.execute(
+                        text("SELECT count(*) FROM events WHERE tenant_id = :t"), {"t": tenant}
+                    ).scalar()
+                )
 
         for n in range(100):
             client.emit(user_id="u", session_id="s", content=f"before {n}", event_id=f"a-{n}")
@@ -43,9 +51,13 @@ def test_events_sent_while_postgres_is_down_are_stored_once_it_is_back(
         time.sleep(4)  # the worker meets a dead database and schedules retries
         pg.server.start()  # type: ignore[attr-defined]
 
-        wait_for(lambda: stored() == 300, timeout_s=120, interval_s=0.5, what="all 300 events after the outage")
+        wait_for(
+            lambda: stored() == 300, timeout_s=120, interval_s=0.5, what="all 300 events after the outage"
+        )
         with engine.connect() as conn:
-            turns = conn.execute(text("SELECT turn_count FROM sessions WHERE tenant_id = :t"), {"t": tenant}).scalar()
+            turns = conn.execute(
+                text("SELECT turn_count FROM sessions WHERE tenant_id = :t"), {"t": tenant}
+            ).scalar()
         assert turns == 300
         client.close()
     finally:

@@ -26,20 +26,46 @@ def _cases() -> list[dict]:
                     cases.append({"kind": kind, "age": age_days, "acc": accesses, "pinned": pinned})
     # TTL and archived rows around the retention edge
     for pinned in (False, True):
-        cases.append({"kind": "semantic", "age": 1, "acc": 0, "pinned": pinned, "expires": NOW - timedelta(hours=1)})
-        cases.append({"kind": "semantic", "age": 1, "acc": 0, "pinned": pinned, "expires": NOW + timedelta(hours=1)})
+        cases.append(
+            {"kind": "semantic", "age": 1, "acc": 0, "pinned": pinned, "expires": NOW - timedelta(hours=1)}
+        )
+        cases.append(
+            {"kind": "semantic", "age": 1, "acc": 0, "pinned": pinned, "expires": NOW + timedelta(hours=1)}
+        )
         for archived_days in (29, 31):
-            cases.append({"kind": "episodic", "age": 500, "acc": 0, "pinned": pinned, "status": "archived",
-                          "archived": NOW - timedelta(days=archived_days)})
-            cases.append({"kind": "semantic", "age": 5, "acc": 0, "pinned": pinned, "status": "deleted",
-                          "archived": NOW - timedelta(days=archived_days)})
+            cases.append(
+                {
+                    "kind": "episodic",
+                    "age": 500,
+                    "acc": 0,
+                    "pinned": pinned,
+                    "status": "archived",
+                    "archived": NOW - timedelta(days=archived_days),
+                }
+            )
+            cases.append(
+                {
+                    "kind": "semantic",
+                    "age": 5,
+                    "acc": 0,
+                    "pinned": pinned,
+                    "status": "deleted",
+                    "archived": NOW - timedelta(days=archived_days),
+                }
+            )
     return cases
 
 
 def _facts(case: dict) -> MemoryFacts:
-    return MemoryFacts(kind=case["kind"], status=case.get("status", "active"), pinned=case["pinned"],
-                       access_count=case["acc"], last_confirmed_at=NOW - timedelta(days=case["age"]),
-                       expires_at=case.get("expires"), archived_at=case.get("archived"))
+    return MemoryFacts(
+        kind=case["kind"],
+        status=case.get("status", "active"),
+        pinned=case["pinned"],
+        access_count=case["acc"],
+        last_confirmed_at=NOW - timedelta(days=case["age"]),
+        expires_at=case.get("expires"),
+        archived_at=case.get("archived"),
+    )
 
 
 def _insert(db, tenant: str, cases: list[dict]) -> list[str]:
@@ -47,24 +73,48 @@ def _insert(db, tenant: str, cases: list[dict]) -> list[str]:
     ids = []
     for i, case in enumerate(cases):
         f = _facts(case)
-        ids.append(str(db.execute(text(
-            "INSERT INTO memories (tenant_id, user_id, kind, category, content, content_key, valid_from, status, "
-            "pinned, access_count, last_confirmed_at, expires_at, archived_at, half_life_days) VALUES (:t, 'u', "
-            ":kind, 'fact', :c, :c, :vf, :st, :pin, :acc, :lc, :exp, :arch, :hl) RETURNING id"),
-            {"t": tenant, "kind": f.kind, "c": f"memory {i}", "vf": f.last_confirmed_at, "st": f.status,
-             "pin": f.pinned, "acc": f.access_count, "lc": f.last_confirmed_at, "exp": f.expires_at,
-             "arch": f.archived_at, "hl": POLICY.half_life_days[f.kind]}).scalar_one()))
+        ids.append(
+            str(
+                db.execute(
+                    text(
+                        "INSERT INTO memories (tenant_id, user_id, kind, category, content, content_key, valid_from, status, "
+                        "pinned, access_count, last_confirmed_at, expires_at, archived_at, half_life_days) VALUES (:t, 'u', "
+                        ":kind, 'fact', :c, :c, :vf, :st, :pin, :acc, :lc, :exp, :arch, :hl) RETURNING id"
+                    ),
+                    {
+                        "t": tenant,
+                        "kind": f.kind,
+                        "c": f"memory {i}",
+                        "vf": f.last_confirmed_at,
+                        "st": f.status,
+                        "pin": f.pinned,
+                        "acc": f.access_count,
+                        "lc": f.last_confirmed_at,
+                        "exp": f.expires_at,
+                        "arch": f.archived_at,
+                        "hl": POLICY.half_life_days[f.kind],
+                    },
+                ).scalar_one()
+            )
+        )
     return ids
 
 
 def test_prune_and_purge_do_exactly_what_the_policy_says_and_a_second_run_changes_nothing(db, tenant):
     cases = _cases()
     ids = _insert(db, tenant, cases)
-    expected = {mid: prune_action(_facts(c), now=NOW, policy=POLICY) for mid, c in zip(ids, cases, strict=True)}
+    expected = {
+        mid: prune_action(_facts(c), now=NOW, policy=POLICY) for mid, c in zip(ids, cases, strict=True)
+    }
     assert {"keep", "archive_ttl", "archive_decay", "purge"} <= set(expected.values())
 
-    counts = {**prune(db, now=NOW, policy=POLICY, actor="test", tenant_id=tenant), **purge(db, now=NOW, policy=POLICY, actor="test", tenant_id=tenant)}
-    rows = dict(db.execute(text("SELECT id::text, status FROM memories WHERE tenant_id = :t"), {"t": tenant}).all())
+    counts = {
+        **prune(db, now=NOW, policy=POLICY, actor="test", tenant_id=tenant),
+        **purge(db, now=NOW, policy=POLICY, actor="test", tenant_id=tenant),
+    }
+    rows = dict(
+        db.execute(text("SELECT id::text, status FROM memories WHERE tenant_id = :t"), {"t": tenant}).all()
+    )
     for (mid, action), case in zip(expected.items(), cases, strict=True):
         if action == "purge":
             assert mid not in rows, case
@@ -79,21 +129,36 @@ def test_prune_and_purge_do_exactly_what_the_policy_says_and_a_second_run_change
         if case["pinned"]:
             assert rows[mid] == case.get("status", "active")
     # purged rows leave a tombstone without content
-    tomb = db.execute(text("SELECT count(*) FROM memory_history WHERE tenant_id = :t AND op = 'purge' "
-                           "AND before IS NULL AND after IS NULL"), {"t": tenant}).scalar()
+    tomb = db.execute(
+        text(
+            "SELECT count(*) FROM memory_history WHERE tenant_id = :t AND op = 'purge' "
+            "AND before IS NULL AND after IS NULL"
+        ),
+        {"t": tenant},
+    ).scalar()
     assert tomb == counts["purged"]
-    again = {**prune(db, now=NOW, policy=POLICY, actor="test", tenant_id=tenant), **purge(db, now=NOW, policy=POLICY, actor="test", tenant_id=tenant)}
+    again = {
+        **prune(db, now=NOW, policy=POLICY, actor="test", tenant_id=tenant),
+        **purge(db, now=NOW, policy=POLICY, actor="test", tenant_id=tenant),
+    }
     assert again == {"archived": 0, "archived_ttl": 0, "archived_decay": 0, "purged": 0}
 
 
 def test_a_tenant_can_override_a_kinds_half_life(db, tenant):
-    db.execute(text("INSERT INTO tenants (id, settings) VALUES (:t, '{\"half_life_days\": {\"episodic\": 5}}')"),
-               {"t": tenant})
+    db.execute(
+        text('INSERT INTO tenants (id, settings) VALUES (:t, \'{"half_life_days": {"episodic": 5}}\')'),
+        {"t": tenant},
+    )
     for age in (14, 16):
-        db.execute(text(
-            "INSERT INTO memories (tenant_id, user_id, kind, category, content, content_key, valid_from, "
-            "last_confirmed_at) VALUES (:t, 'u', 'episodic', 'fact', :c, :c, :lc, :lc)"),
-            {"t": tenant, "c": f"age {age}", "lc": NOW - timedelta(days=age)})
+        db.execute(
+            text(
+                "INSERT INTO memories (tenant_id, user_id, kind, category, content, content_key, valid_from, "
+                "last_confirmed_at) VALUES (:t, 'u', 'episodic', 'fact', :c, :c, :lc, :lc)"
+            ),
+            {"t": tenant, "c": f"age {age}", "lc": NOW - timedelta(days=age)},
+        )
     prune(db, now=NOW, policy=POLICY, actor="test", tenant_id=tenant)
-    statuses = dict(db.execute(text("SELECT content, status FROM memories WHERE tenant_id = :t"), {"t": tenant}).all())
+    statuses = dict(
+        db.execute(text("SELECT content, status FROM memories WHERE tenant_id = :t"), {"t": tenant}).all()
+    )
     assert statuses == {"age 14": "active", "age 16": "archived"}

@@ -142,8 +142,14 @@ def test_a_slot_is_enqueued_once_even_when_two_instances_fire_it_across_a_handov
 
 def _start_scheduler(env: dict[str, str], log_path: Path) -> subprocess.Popen[bytes]:
     with open(log_path, "ab") as log:
-        return subprocess.Popen([sys.executable, "-m", "schedules.run"], env=env, cwd=REPO, stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+        return subprocess.Popen(
+            [sys.executable, "-m", "schedules.run"],
+            env=env,
+            cwd=REPO,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
 
 def _log_events(path: Path, event: str) -> list[dict[str, object]]:
@@ -156,9 +162,15 @@ def test_two_scheduler_processes_enqueue_each_slot_once_and_a_follower_takes_ove
     redis_url: str, client: redis.Redis, queue_name: str, tmp_path: Path, cleanup: None
 ) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMORY_", "OPENAI_"))}
-    env.update(REDIS_URL=redis_url, MEMORY_QUEUE=queue_name, MEMORY_DATA_DIR=str(tmp_path / "data"),
-               MEMORY_LOG_FORMAT="json", MEMORY_SCHEDULE_SPEEDUP=str(SPEEDUP),
-               MEMORY_SCHEDULER_LEADER_TTL_S=str(LEADER_TTL_S), PYTHONUNBUFFERED="1")
+    env.update(
+        REDIS_URL=redis_url,
+        MEMORY_QUEUE=queue_name,
+        MEMORY_DATA_DIR=str(tmp_path / "data"),
+        MEMORY_LOG_FORMAT="json",
+        MEMORY_SCHEDULE_SPEEDUP=str(SPEEDUP),
+        MEMORY_SCHEDULER_LEADER_TTL_S=str(LEADER_TTL_S),
+        PYTHONUNBUFFERED="1",
+    )
     logs = [tmp_path / "scheduler-0.log", tmp_path / "scheduler-1.log"]
     procs = [_start_scheduler(env, path) for path in logs]
     key = leader_key(queue_name)
@@ -169,8 +181,13 @@ def test_two_scheduler_processes_enqueue_each_slot_once_and_a_follower_takes_ove
         leader, follower = procs[leader_index], procs[1 - leader_index]
 
         # phase 1: both running, one leading, for ~20 fires of the every-second job
-        wait_for(lambda: sum(m.task == tasknames.CLOSE_IDLE_SESSIONS for m in _read_queue(client, queue_name))
-                 >= 20, timeout_s=30, what="20 close-idle fires")
+        wait_for(
+            lambda: (
+                sum(m.task == tasknames.CLOSE_IDLE_SESSIONS for m in _read_queue(client, queue_name)) >= 20
+            ),
+            timeout_s=30,
+            what="20 close-idle fires",
+        )
         before_kill = _read_queue(client, queue_name)
         _assert_each_slot_once(before_kill)
         assert {m.origin_pid for m in before_kill} == {leader.pid}, "only the leader enqueues"
@@ -185,14 +202,20 @@ def test_two_scheduler_processes_enqueue_each_slot_once_and_a_follower_takes_ove
         os.killpg(leader.pid, signal.SIGKILL)
         leader.wait()
         killed_at = time.time()
-        wait_for(lambda: client.get(key) not in (None, holder), timeout_s=HANDOVER_S + 3,
-                 what="the follower to take the leader key")
+        wait_for(
+            lambda: client.get(key) not in (None, holder),
+            timeout_s=HANDOVER_S + 3,
+            what="the follower to take the leader key",
+        )
         new_holder = client.get(key)
         assert isinstance(new_holder, bytes) and pid_of(new_holder.decode()) == follower.pid
 
         def survivor_fires() -> list[Enqueued]:
-            return [m for m in _read_queue(client, queue_name)
-                    if m.origin_pid == follower.pid and m.task == tasknames.CLOSE_IDLE_SESSIONS]
+            return [
+                m
+                for m in _read_queue(client, queue_name)
+                if m.origin_pid == follower.pid and m.task == tasknames.CLOSE_IDLE_SESSIONS
+            ]
 
         first = wait_for(survivor_fires, timeout_s=HANDOVER_S + 3, what="the new leader to fire")[0]
         assert first.slot.timestamp() - killed_at <= HANDOVER_S + 2

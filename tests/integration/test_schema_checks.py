@@ -24,7 +24,10 @@ def test_a_dimension_or_embedder_mismatch_is_a_clear_startup_error(database_url)
 
 def test_a_worker_with_the_wrong_dimension_refuses_to_start(start_worker):
     worker = start_worker(env={"MEMORY_EMBEDDING_DIM": "256"}, wait=False)
-    wait_for(lambda: worker.proc is not None and worker.proc.poll() is not None, timeout_s=60,
-             what="the worker to exit")
+    wait_for(
+        lambda: worker.proc is not None and worker.proc.poll() is not None,
+        timeout_s=60,
+        what="the worker to exit",
+    )
     assert worker.proc is not None and worker.proc.returncode != 0
     assert "memctl reembed" in worker.log_text()

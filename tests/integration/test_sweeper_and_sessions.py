@@ -21,14 +21,27 @@ LONG_AGO = datetime.now(UTC) - timedelta(hours=1)
 def _insert_pending(engine, tenant, session, contents, *, attempts=0):
     with engine.begin() as conn:
         for i, content in enumerate(contents):
-            conn.execute(text(
-                "INSERT INTO events (tenant_id, event_id, user_id, session_id, role, content, event_time, received_at, "
-                "attempts) VALUES (:t, :e, 'u1', :s, 'user', :c, :ts, :ts, :a)"),
-                {"t": tenant, "e": f"{session}-{i}", "s": session, "c": content, "ts": LONG_AGO + timedelta(seconds=i),
-                 "a": attempts})
-        conn.execute(text("INSERT INTO sessions (tenant_id, user_id, session_id, pending_count, turn_count, "
-                          "last_event_at) VALUES (:t, 'u1', :s, :n, :n, :ts) ON CONFLICT DO NOTHING"),
-                     {"t": tenant, "s": session, "n": len(contents), "ts": LONG_AGO})
+            conn.execute(
+                text(
+                    "INSERT INTO events (tenant_id, event_id, user_id, session_id, role, content, event_time, received_at, "
+                    "attempts) VALUES (:t, :e, 'u1', :s, 'user', :c, :ts, :ts, :a)"
+                ),
+                {
+                    "t": tenant,
+                    "e": f"{session}-{i}",
+                    "s": session,
+                    "c": content,
+                    "ts": LONG_AGO + timedelta(seconds=i),
+                    "a": attempts,
+                },
+            )
+        conn.execute(
+            text(
+                "INSERT INTO sessions (tenant_id, user_id, session_id, pending_count, turn_count, "
+                "last_event_at) VALUES (:t, 'u1', :s, :n, :n, :ts) ON CONFLICT DO NOTHING"
+            ),
+            {"t": tenant, "s": session, "n": len(contents), "ts": LONG_AGO},
+        )
 
 
 def _count(engine, sql, **params):
@@ -36,48 +49,98 @@ def _count(engine, sql, **params):
         return conn.execute(text(sql), params).scalar()
 
 
-def test_the_sweeper_requeues_stuck_events_once_and_dead_letters_poison_ones(start_worker, engine, tenant,
-                                                                             redis_url, queue_name):
+def test_the_sweeper_requeues_stuck_events_once_and_dead_letters_poison_ones(
+    start_worker, engine, tenant, redis_url, queue_name
+):
     # a killed worker left these stored but never extracted, and no timer will fire for them
-    _insert_pending(engine, tenant, "stuck", ["Please remember that I am allergic to peanuts.",
-                                              "I live in Lisbon."])
+    _insert_pending(
+        engine, tenant, "stuck", ["Please remember that I am allergic to peanuts.", "I live in Lisbon."]
+    )
     _insert_pending(engine, tenant, "poison", ["Please remember that I love tea."], attempts=5)
     start_worker(env={"MEMORY_SWEEP_STALE_S": "60", "MEMORY_SWEEP_MAX_ATTEMPTS": "5"})
     pub = RedisPublisher(redis_url, queue=queue_name)
     pub.publish(tasknames.SWEEP, ["2026-11-29T10:00:00+00:00"])
     pub.publish(tasknames.SWEEP, ["2026-11-29T10:00:00+00:00"])  # the same slot delivered twice: runs once
-    wait_for(lambda: _count(engine, "SELECT count(*) FROM events WHERE tenant_id = :t AND status = 'pending'",
-                            t=tenant) == 0, timeout_s=60, what="the stuck events to be processed")
-    wait_for(lambda: _count(engine, "SELECT count(*) FROM candidates WHERE tenant_id = :t AND session_id = 'stuck'",
-                            t=tenant) == 2, timeout_s=30, what="their candidates")
+    wait_for(
+        lambda: (
+            _count(
+                engine, "SELECT count(*) FROM events WHERE tenant_id = :t AND status = 'pending'", t=tenant
+            )
+            == 0
+        ),
+        timeout_s=60,
+        what="the stuck events to be processed",
+    )
+    wait_for(
+        lambda: (
+            _count(
+                engine,
+                "SELECT count(*) FROM candidates WHERE tenant_id = :t AND session_id = 'stuck'",
+                t=tenant,
+            )
+            == 2
+        ),
+        timeout_s=30,
+        what="their candidates",
+    )
     pub.publish(tasknames.SWEEP, ["2026-11-29T10:05:00+00:00"])  # a later sweep finds nothing to redo
-    wait_for(lambda: _count(engine, "SELECT count(*) FROM consolidation_runs WHERE kind = 'sweep' AND slot_key = "
-                            "'sweep:2026-11-29T10:05:00+00:00' AND finished_at IS NOT NULL") == 1, timeout_s=30,
-             what="the second sweep")
-    assert _count(engine, "SELECT count(*) FROM candidates WHERE tenant_id = :t AND session_id = 'stuck'",
-                  t=tenant) == 2
-    assert _count(engine, "SELECT count(*) FROM consolidation_runs WHERE slot_key = "
-                  "'sweep:2026-11-29T10:00:00+00:00'") == 1
-    assert _count(engine, "SELECT status FROM events WHERE tenant_id = :t AND event_id = 'poison-0'",
-                  t=tenant) == "failed"
-    reason = _count(engine, "SELECT reason FROM dead_letters WHERE tenant_id = :t AND event_id = 'poison-0'", t=tenant)
+    wait_for(
+        lambda: (
+            _count(
+                engine,
+                "SELECT count(*) FROM consolidation_runs WHERE kind = 'sweep' AND slot_key = "
+                "'sweep:2026-11-29T10:05:00+00:00' AND finished_at IS NOT NULL",
+            )
+            == 1
+        ),
+        timeout_s=30,
+        what="the second sweep",
+    )
+    assert (
+        _count(
+            engine, "SELECT count(*) FROM candidates WHERE tenant_id = :t AND session_id = 'stuck'", t=tenant
+        )
+        == 2
+    )
+    assert (
+        _count(
+            engine,
+            "SELECT count(*) FROM consolidation_runs WHERE slot_key = 'sweep:2026-11-29T10:00:00+00:00'",
+        )
+        == 1
+    )
+    assert (
+        _count(engine, "SELECT status FROM events WHERE tenant_id = :t AND event_id = 'poison-0'", t=tenant)
+        == "failed"
+    )
+    reason = _count(
+        engine, "SELECT reason FROM dead_letters WHERE tenant_id = :t AND event_id = 'poison-0'", t=tenant
+    )
     assert "after 5 sweeps" in reason
 
 
-def test_ended_and_idle_sessions_become_searchable_episodes(start_worker, engine, tenant, redis_url, queue_name,
-                                                            tmp_path, api_server, api_key):
+def test_ended_and_idle_sessions_become_searchable_episodes(
+    start_worker, engine, tenant, redis_url, queue_name, tmp_path, api_server, api_key
+):
     start_worker(env={"MEMORY_DEBOUNCE_IDLE_S": "1", "MEMORY_SESSION_IDLE_S": "2"})
-    client = MemoryClient(tenant, broker_url=redis_url, queue=queue_name, spool_path=tmp_path / "s.jsonl",
-                          flush_at_exit=False)
-    turns = ["The staging deploy of the billing service fails with a database timeout.",
-             "We raised the connection pool size and redeployed.",
-             "It works now, the health checks pass.",
-             "Lesson learned: check the pool size before every deploy."]
+    client = MemoryClient(
+        tenant, broker_url=redis_url, queue=queue_name, spool_path=tmp_path / "s.jsonl", flush_at_exit=False
+    )
+    turns = [
+        "The staging deploy of the billing service fails with a database timeout.",
+        "We raised the connection pool size and redeployed.",
+        "It works now, the health checks pass.",
+        "Lesson learned: check the pool size before every deploy.",
+    ]
     for i, content in enumerate(turns):
         client.emit(user_id="u1", session_id="ended", content=content, event_id=f"end-{i}")
     client.emit(user_id="u1", session_id="ended", type="session_end", event_id="end-x")
-    client.emit(user_id="u1", session_id="idle", content="Please remember that I prefer concise answers.",
-                event_id="idle-0")
+    client.emit(
+        user_id="u1",
+        session_id="idle",
+        content="Please remember that I prefer concise answers.",
+        event_id="idle-0",
+    )
     pub = RedisPublisher(redis_url, queue=queue_name)
 
     def episodes():
@@ -86,28 +149,56 @@ def test_ended_and_idle_sessions_become_searchable_episodes(start_worker, engine
 
     wait_for(episodes, timeout_s=60, interval_s=2, what="two episodes")
     with engine.connect() as conn:
-        ep = conn.execute(text("SELECT what_happened, outcome, lesson, embedding IS NOT NULL FROM episodes "
-                               "WHERE tenant_id = :t AND session_id = 'ended'"), {"t": tenant}).one()
-        states = dict(conn.execute(text("SELECT session_id, status FROM sessions WHERE tenant_id = :t"),
-                                   {"t": tenant}).all())
+        ep = conn.execute(
+            text(
+                "SELECT what_happened, outcome, lesson, embedding IS NOT NULL FROM episodes "
+                "WHERE tenant_id = :t AND session_id = 'ended'"
+            ),
+            {"t": tenant},
+        ).one()
+        states = dict(
+            conn.execute(
+                text("SELECT session_id, status FROM sessions WHERE tenant_id = :t"), {"t": tenant}
+            ).all()
+        )
     assert "billing" in ep[0] and "works now" in ep[1] and "pool size" in ep[2] and ep[3]
     assert states == {"ended": "closed", "idle": "closed"}
-    r = httpx.get(f"{api_server}/v1/users/u1/context", params={"query": "continue the billing deploy"},
-                  headers={"Authorization": f"Bearer {api_key}"})
+    r = httpx.get(
+        f"{api_server}/v1/users/u1/context",
+        params={"query": "continue the billing deploy"},
+        headers={"Authorization": f"Bearer {api_key}"},
+    )
     assert r.status_code == 200 and "pool size" in r.json()["context"]
 
     # the nightly run writes working memory; a second run after a change keeps the previous version
     pub.publish(tasknames.DISTILL, [None, tenant, "u1"])
-    wait_for(lambda: _count(engine, "SELECT version FROM working_memory WHERE tenant_id = :t", t=tenant) == 1,
-             timeout_s=30, what="working memory v1")
+    wait_for(
+        lambda: _count(engine, "SELECT version FROM working_memory WHERE tenant_id = :t", t=tenant) == 1,
+        timeout_s=30,
+        what="working memory v1",
+    )
     with engine.begin() as conn:
-        conn.execute(text("INSERT INTO memories (tenant_id, user_id, kind, category, content, content_key, "
-                          "valid_from) VALUES (:t, 'u1', 'procedural', 'constraint', 'Never deploy on Fridays.', "
-                          "'x', now())"), {"t": tenant})
+        conn.execute(
+            text(
+                "INSERT INTO memories (tenant_id, user_id, kind, category, content, content_key, "
+                "valid_from) VALUES (:t, 'u1', 'procedural', 'constraint', 'Never deploy on Fridays.', "
+                "'x', now())"
+            ),
+            {"t": tenant},
+        )
     pub.publish(tasknames.DISTILL, [None, tenant, "u1"])
-    wait_for(lambda: _count(engine, "SELECT version FROM working_memory WHERE tenant_id = :t", t=tenant) == 2,
-             timeout_s=30, what="working memory v2")
+    wait_for(
+        lambda: _count(engine, "SELECT version FROM working_memory WHERE tenant_id = :t", t=tenant) == 2,
+        timeout_s=30,
+        what="working memory v2",
+    )
     doc = _count(engine, "SELECT content FROM working_memory WHERE tenant_id = :t", t=tenant)
     assert "Never deploy on Fridays." in doc and "## Current progress" in doc and "## Lessons" in doc
-    assert _count(engine, "SELECT count(*) FROM working_memory_history WHERE tenant_id = :t AND version = 1",
-                  t=tenant) == 1
+    assert (
+        _count(
+            engine,
+            "SELECT count(*) FROM working_memory_history WHERE tenant_id = :t AND version = 1",
+            t=tenant,
+        )
+        == 1
+    )

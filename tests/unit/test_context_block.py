@@ -8,12 +8,22 @@ from hypothesis import strategies as st
 from shared.tokens import estimate_tokens
 from worker.memory.context import ContextItem, build_context
 
-RULES = [ContextItem(f"r{i}", f"Never do forbidden thing number {i} in this codebase.", "procedural", "constraint")
-         for i in range(5)]
-PROFILE = [ContextItem(f"p{i}", f"The user has profile fact {i} that is moderately long to take room.", "semantic",
-                       "profile") for i in range(20)]
-RELEVANT = [ContextItem(f"x{i}", f"Relevant note {i} about the deployment of the billing service.", "episodic",
-                        "fact") for i in range(20)]
+RULES = [
+    ContextItem(f"r{i}", f"Never do forbidden thing number {i} in this codebase.", "procedural", "constraint")
+    for i in range(5)
+]
+PROFILE = [
+    ContextItem(
+        f"p{i}", f"The user has profile fact {i} that is moderately long to take room.", "semantic", "profile"
+    )
+    for i in range(20)
+]
+RELEVANT = [
+    ContextItem(
+        f"x{i}", f"Relevant note {i} about the deployment of the billing service.", "episodic", "fact"
+    )
+    for i in range(20)
+]
 WM = "## Constraints\n- a\n\n## Decisions\n- b\n\n## Current progress\n- c\n\n## Lessons\n- d"
 
 
@@ -35,17 +45,24 @@ def test_items_are_never_cut_mid_item():
 
 
 def test_sections_come_in_priority_order_when_everything_fits():
-    block = build_context(standing=PROFILE[:2] + RULES[:1], relevant=RELEVANT[:2], working_memory=WM, max_tokens=2000)
-    order = [block.text.index(h) for h in ("Rules and feedback", "About the user", "Relevant to this request",
-                                            "Working memory")]
+    block = build_context(
+        standing=PROFILE[:2] + RULES[:1], relevant=RELEVANT[:2], working_memory=WM, max_tokens=2000
+    )
+    order = [
+        block.text.index(h)
+        for h in ("Rules and feedback", "About the user", "Relevant to this request", "Working memory")
+    ]
     assert order == sorted(order)
 
 
 @settings(max_examples=200, deadline=None)
 @given(budget=st.integers(min_value=0, max_value=600), texts=st.lists(st.text(max_size=300), max_size=30))
 def test_the_block_never_exceeds_the_budget(budget, texts):
-    items = [ContextItem(f"i{n}", t, "semantic" if n % 2 else "procedural", "profile") for n, t in enumerate(texts)]
-    block = build_context(standing=items, relevant=items[::-1], working_memory="\n\n".join(texts[:3]),
-                          max_tokens=budget)
+    items = [
+        ContextItem(f"i{n}", t, "semantic" if n % 2 else "procedural", "profile") for n, t in enumerate(texts)
+    ]
+    block = build_context(
+        standing=items, relevant=items[::-1], working_memory="\n\n".join(texts[:3]), max_tokens=budget
+    )
     assert block.tokens <= budget
     assert estimate_tokens(block.text) == block.tokens

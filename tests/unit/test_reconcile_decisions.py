@@ -27,17 +27,46 @@ T = datetime(2026, 3, 1, tzinfo=UTC)
 DAY = timedelta(days=1)
 
 
-def cand(content: str, *, when: datetime = T, slot: str | None = None, value: str | None = None,
-         op: str = "remember", kind: str = "semantic", events: tuple[str, ...] = ("e-new",)) -> CandidateIn:
-    return CandidateIn(content=content, kind=kind, op=op, event_time=when, source_event_ids=events, slot=slot,
-                       value=value)
+def cand(
+    content: str,
+    *,
+    when: datetime = T,
+    slot: str | None = None,
+    value: str | None = None,
+    op: str = "remember",
+    kind: str = "semantic",
+    events: tuple[str, ...] = ("e-new",),
+) -> CandidateIn:
+    return CandidateIn(
+        content=content, kind=kind, op=op, event_time=when, source_event_ids=events, slot=slot, value=value
+    )
 
 
-def row(mid: str, content: str, *, status: str = "active", since: datetime = T, until: datetime | None = None,
-        slot: str | None = None, value: str | None = None, sim: float = 0.0, kind: str = "semantic",
-        events: tuple[str, ...] = ("e-old",)) -> Existing:
-    return Existing(id=mid, content=content, kind=kind, status=status, valid_from=since, valid_to=until, slot=slot,
-                    value=value, similarity=sim, source_event_ids=events)
+def row(
+    mid: str,
+    content: str,
+    *,
+    status: str = "active",
+    since: datetime = T,
+    until: datetime | None = None,
+    slot: str | None = None,
+    value: str | None = None,
+    sim: float = 0.0,
+    kind: str = "semantic",
+    events: tuple[str, ...] = ("e-old",),
+) -> Existing:
+    return Existing(
+        id=mid,
+        content=content,
+        kind=kind,
+        status=status,
+        valid_from=since,
+        valid_to=until,
+        slot=slot,
+        value=value,
+        similarity=sim,
+        source_event_ids=events,
+    )
 
 
 def test_the_first_value_of_a_slot_is_added():
@@ -46,28 +75,48 @@ def test_the_first_value_of_a_slot_is_added():
 
 def test_the_same_slot_value_reinforces_and_a_replay_changes_nothing():
     current = row("m1", "Uses Vite.", slot="project.bundler", value="vite")
-    assert decide(cand("We use vite", slot="project.bundler", value="Vite"), neighbours=[],
-                  slot_rows=[current]).op == Op.REINFORCE
+    assert (
+        decide(
+            cand("We use vite", slot="project.bundler", value="Vite"), neighbours=[], slot_rows=[current]
+        ).op
+        == Op.REINFORCE
+    )
     replay = cand("We use vite", slot="project.bundler", value="vite", events=("e-old",))
     assert decide(replay, neighbours=[], slot_rows=[current]).op == Op.NOOP
 
 
 def test_a_newer_different_value_supersedes_the_current_one():
     current = row("m1", "Uses Vite.", slot="project.bundler", value="vite", since=T)
-    d = decide(cand("Uses webpack.", slot="project.bundler", value="webpack", when=T + DAY), neighbours=[],
-               slot_rows=[current])
+    d = decide(
+        cand("Uses webpack.", slot="project.bundler", value="webpack", when=T + DAY),
+        neighbours=[],
+        slot_rows=[current],
+    )
     assert d.op == Op.SUPERSEDE and d.target_ids == ("m1",)
 
 
 def test_an_older_different_value_becomes_history_before_its_successor():
-    old = row("m1", "Lives in Paris.", slot="user.location", value="Paris", status="superseded", since=T,
-              until=T + 10 * DAY)
+    old = row(
+        "m1",
+        "Lives in Paris.",
+        slot="user.location",
+        value="Paris",
+        status="superseded",
+        since=T,
+        until=T + 10 * DAY,
+    )
     current = row("m2", "Lives in Rome.", slot="user.location", value="Rome", since=T + 10 * DAY)
-    d = decide(cand("Lives in Oslo.", slot="user.location", value="Oslo", when=T + 5 * DAY), neighbours=[],
-               slot_rows=[old, current])
+    d = decide(
+        cand("Lives in Oslo.", slot="user.location", value="Oslo", when=T + 5 * DAY),
+        neighbours=[],
+        slot_rows=[old, current],
+    )
     assert d.op == Op.HISTORY and d.valid_to == T + 10 * DAY and d.superseded_by == "m2"
-    late_same = decide(cand("Lives in Paris.", slot="user.location", value="paris", when=T + 2 * DAY),
-                       neighbours=[], slot_rows=[old, current])
+    late_same = decide(
+        cand("Lives in Paris.", slot="user.location", value="paris", when=T + 2 * DAY),
+        neighbours=[],
+        slot_rows=[old, current],
+    )
     assert late_same.op == Op.REINFORCE and late_same.target_ids == ("m1",)
 
 
@@ -76,8 +125,11 @@ def test_unslotted_facts_reinforce_only_when_close_and_sharing_their_words():
     same = decide(cand("The user prefers concise answers!"), neighbours=[row("m1", base, sim=0.97)])
     assert same.op == Op.REINFORCE
     # MiniLM scores different Chinese sentences ~1.0: without shared words this is not the same fact
-    zh = decide(cand("用户喜欢详细的解释。"), neighbours=[row("m1", "用户喜欢简洁的回复。", sim=1.0)],
-                policy=calibrated_policy("local"))
+    zh = decide(
+        cand("用户喜欢详细的解释。"),
+        neighbours=[row("m1", "用户喜欢简洁的回复。", sim=1.0)],
+        policy=calibrated_policy("local"),
+    )
     assert zh.op != Op.REINFORCE
     other_kind = decide(cand(base, kind="procedural"), neighbours=[row("m1", base, sim=1.0)])
     assert other_kind.op == Op.ADD
@@ -97,10 +149,14 @@ def test_the_similar_band_is_judged_with_an_llm_and_added_without_one():
 def test_forget_requests_target_the_slot_and_close_memories_and_noop_otherwise():
     current = row("m1", "Lives in Berlin.", slot="user.location", value="Berlin")
     note = row("m2", "The user's address is Hauptstrasse 5, Berlin.", sim=0.7)
-    d = decide(cand("Forget my address.", op="forget", slot="user.location"), neighbours=[note],
-               slot_rows=[current])
+    d = decide(
+        cand("Forget my address.", op="forget", slot="user.location"), neighbours=[note], slot_rows=[current]
+    )
     assert d.op == Op.FORGET and set(d.target_ids) == {"m1", "m2"}
-    assert decide(cand("Forget my cat.", op="forget"), neighbours=[row("m3", "Likes tea.", sim=0.1)]).op == Op.NOOP
+    assert (
+        decide(cand("Forget my cat.", op="forget"), neighbours=[row("m3", "Likes tea.", sim=0.1)]).op
+        == Op.NOOP
+    )
 
 
 def test_content_keys_ignore_case_width_and_punctuation():
@@ -108,8 +164,11 @@ def test_content_keys_ignore_case_width_and_punctuation():
     assert content_key("用户喜欢简洁的回复。") == content_key("用户喜欢简洁的回复")
 
 
-PAIRS = [json.loads(line) for line in
-         (Path(__file__).parent.parent / "data" / "reconcile_pairs.jsonl").read_text().splitlines() if line]
+PAIRS = [
+    json.loads(line)
+    for line in (Path(__file__).parent.parent / "data" / "reconcile_pairs.jsonl").read_text().splitlines()
+    if line
+]
 
 
 @pytest.mark.parametrize("embedder", ["hashing"])

@@ -55,7 +55,11 @@ def test_the_schedule_covers_prune_distill_close_idle_sweep_and_purge_with_uniqu
     schedule = jobs(load_settings())
     assert len({job.id for job in schedule}) == len(schedule)
     assert {job.task_name for job in schedule} == {
-        tasknames.PRUNE, tasknames.DISTILL, tasknames.CLOSE_IDLE_SESSIONS, tasknames.SWEEP, tasknames.PURGE,
+        tasknames.PRUNE,
+        tasknames.DISTILL,
+        tasknames.CLOSE_IDLE_SESSIONS,
+        tasknames.SWEEP,
+        tasknames.PURGE,
     }
 
 

@@ -13,8 +13,8 @@ from shared.publisher import build_message
 from shared.settings import load_settings
 from shared.spool import Spool
 from shared.tokens import estimate_tokens
-from worker.services.dead_letters import storable_payload
 from worker.retry import retry_countdown
+from worker.services.dead_letters import storable_payload
 
 
 @pytest.mark.parametrize(
@@ -52,7 +52,9 @@ def test_unset_services_mean_the_embedded_stack(monkeypatch):
 
 
 def test_published_messages_have_the_layout_a_celery_worker_consumes():
-    raw = json.loads(build_message("memory.ingest", [{"tenant_id": "t", "events": []}], queue="q", task_id="abc"))
+    raw = json.loads(
+        build_message("memory.ingest", [{"tenant_id": "t", "events": []}], queue="q", task_id="abc")
+    )
     assert raw["headers"]["task"] == "memory.ingest" and raw["headers"]["id"] == "abc"
     assert raw["properties"]["delivery_info"] == {"exchange": "", "routing_key": "q"}
     args, kwargs, embed = json.loads(base64.b64decode(raw["body"]))

@@ -39,8 +39,11 @@ _CUES: dict[str, re.Pattern[str]] = {
         re.I,
     ),
 }
-_FILE = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.(?:py|ts|tsx|js|jsx|go|rs|java|kt|rb|php|c|h|cpp|cs|"
-                   r"md|json|ya?ml|toml|ini|cfg|sql|sh|html|css|lock|txt|env|dockerfile))(?![\w])", re.I)
+_FILE = re.compile(
+    r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.(?:py|ts|tsx|js|jsx|go|rs|java|kt|rb|php|c|h|cpp|cs|"
+    r"md|json|ya?ml|toml|ini|cfg|sql|sh|html|css|lock|txt|env|dockerfile))(?![\w])",
+    re.I,
+)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*|\n+")
 
 

@@ -48,8 +48,9 @@ class ContextBlock:
     dropped: tuple[str, ...]
 
 
-def build_context(*, standing: Sequence[ContextItem], relevant: Sequence[ContextItem], working_memory: str,
-                  max_tokens: int) -> ContextBlock:
+def build_context(
+    *, standing: Sequence[ContextItem], relevant: Sequence[ContextItem], working_memory: str, max_tokens: int
+) -> ContextBlock:
     """`standing`: current memories (rules, constraints, profile), best first; `relevant`: search hits for
     the query (memories and episodes), best first; `working_memory`: the user's document (may be empty)."""
     buckets: dict[str, list[ContextItem]] = {key: [] for key, _ in SECTION_TITLES}
@@ -89,5 +90,9 @@ def build_context(*, standing: Sequence[ContextItem], relevant: Sequence[Context
             lines.append(heading)
             lines.extend(section_lines)
     text = "\n".join(lines) if included else ""
-    return ContextBlock(text=text, tokens=estimate_tokens(text) if text else 0, included=tuple(included),
-                        dropped=tuple(dropped))
+    return ContextBlock(
+        text=text,
+        tokens=estimate_tokens(text) if text else 0,
+        included=tuple(included),
+        dropped=tuple(dropped),
+    )

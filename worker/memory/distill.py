@@ -80,8 +80,12 @@ def similarity(a: Fragment, b: Fragment) -> float:
     return max(cosine(a.embedding, b.embedding), words * 0.6)
 
 
-def cluster(fragments: Sequence[Fragment], *, new_since: datetime | None = None,
-            thresholds: dict[str, float] | None = None) -> list[list[Fragment]]:
+def cluster(
+    fragments: Sequence[Fragment],
+    *,
+    new_since: datetime | None = None,
+    thresholds: dict[str, float] | None = None,
+) -> list[list[Fragment]]:
     """Clusters of two or more fragments of one kind; slotted fragments are left alone (one value per slot
     is reconciliation's job). With `new_since`, only clusters holding a fragment recorded after it."""
     limits = thresholds or THRESHOLDS

@@ -67,7 +67,7 @@ def prune_action(m: MemoryFacts, *, now: datetime, policy: ForgettingPolicy) -> 
     if m.expires_at is not None and m.expires_at <= now:
         return "archive_ttl"
     half_life = policy.half_life_days.get(m.kind)
-    if half_life and m.access_count < policy.min_accesses:
-        if now - last_touch(m) > timedelta(days=half_life * policy.archive_after_half_lives):
-            return "archive_decay"
+    old = half_life and now - last_touch(m) > timedelta(days=half_life * policy.archive_after_half_lives)
+    if old and m.access_count < policy.min_accesses:
+        return "archive_decay"
     return "keep"

@@ -8,6 +8,7 @@ character bigrams (plus single characters for one-character words), and store th
 
 from __future__ import annotations
 
+import itertools
 import re
 import unicodedata
 
@@ -40,7 +41,7 @@ def tokens(text: str) -> list[str]:
         chars = [c for c in run if c not in _CJK_STOP] if len(run) > 2 else list(run)
         if len(chars) == 1:
             out.setdefault(chars[0], None)
-        for a, b in zip(chars, chars[1:], strict=False):
+        for a, b in itertools.pairwise(chars):
             out.setdefault(a + b, None)
     return list(out)[:MAX_TOKENS]
 

@@ -31,8 +31,11 @@ def storable_payload(payload: Any) -> Any:
     except UnicodeEncodeError:
         encoded_safe = encoded_safe.encode("utf-8", "backslashreplace").decode("utf-8")
     if len(encoded_safe) > MAX_STORED_PAYLOAD_CHARS or encoded_safe != encoded:
-        return {"truncated": len(encoded_safe) > MAX_STORED_PAYLOAD_CHARS,
-                "size_chars": len(encoded), "preview": encoded_safe[:MAX_STORED_PAYLOAD_CHARS]}
+        return {
+            "truncated": len(encoded_safe) > MAX_STORED_PAYLOAD_CHARS,
+            "size_chars": len(encoded),
+            "preview": encoded_safe[:MAX_STORED_PAYLOAD_CHARS],
+        }
     return clean
 
 

@@ -266,4 +266,3 @@ def users_to_distill(db: Session, *, min_fragments: int = 2) -> list[tuple[str, 
         {"n": min_fragments},
     ).all()
     return [(r[0], r[1]) for r in rows]
-

@@ -37,7 +37,9 @@ class PendingEvent:
     agent_id: str | None
 
     def turn(self) -> Turn:
-        return Turn(event_id=self.event_id, role=self.role, content=self.content, source_turn_id=self.source_turn_id)
+        return Turn(
+            event_id=self.event_id, role=self.role, content=self.content, source_turn_id=self.source_turn_id
+        )
 
 
 @dataclass
@@ -82,8 +84,15 @@ def plan_window(events: Sequence[PendingEvent], *, llm_available: bool) -> Windo
     return WindowPlan(rule_candidates, llm_turns, needs_llm, skipped, done, reasons)
 
 
-def load_window(db: Session, tenant_id: str, user_id: str, session_id: str, *, include_llm_pending: bool,
-                limit: int = WINDOW_LIMIT) -> list[PendingEvent]:
+def load_window(
+    db: Session,
+    tenant_id: str,
+    user_id: str,
+    session_id: str,
+    *,
+    include_llm_pending: bool,
+    limit: int = WINDOW_LIMIT,
+) -> list[PendingEvent]:
     """The session's unprocessed events in event-time order (ties by receipt, then id)."""
     statuses = ("pending", "llm_pending") if include_llm_pending else ("pending",)
     rows = db.execute(
@@ -97,8 +106,9 @@ def load_window(db: Session, tenant_id: str, user_id: str, session_id: str, *, i
     return [PendingEvent(*row) for row in rows]
 
 
-def existing_memories(db: Session, tenant_id: str, user_id: str, *, budget_tokens: int = EXISTING_MEMORY_TOKENS
-                      ) -> list[str]:
+def existing_memories(
+    db: Session, tenant_id: str, user_id: str, *, budget_tokens: int = EXISTING_MEMORY_TOKENS
+) -> list[str]:
     """What we already know about the user, newest first, within a token budget (for the LLM prompt)."""
     from shared.tokens import estimate_tokens
 
@@ -122,34 +132,53 @@ def existing_memories(db: Session, tenant_id: str, user_id: str, *, budget_token
 
 def tokens_used_today(db: Session, tenant_id: str, *, day: str) -> int:
     value = db.execute(
-        text("SELECT coalesce(sum(prompt_tokens + completion_tokens), 0) FROM llm_usage "
-             "WHERE tenant_id = :t AND day = :d"),
+        text(
+            "SELECT coalesce(sum(prompt_tokens + completion_tokens), 0) FROM llm_usage "
+            "WHERE tenant_id = :t AND day = :d"
+        ),
         {"t": tenant_id, "d": day},
     ).scalar()
     return int(value or 0)
 
 
 def tenant_budget(db: Session, tenant_id: str, *, default: int) -> int:
-    value = db.execute(text("SELECT settings->>'daily_token_budget' FROM tenants WHERE id = :t"),
-                       {"t": tenant_id}).scalar()
+    value = db.execute(
+        text("SELECT settings->>'daily_token_budget' FROM tenants WHERE id = :t"), {"t": tenant_id}
+    ).scalar()
     try:
         return int(value) if value is not None else default
     except ValueError:
         return default
 
 
-def record_usage(db: Session, tenant_id: str, *, day: str, stage: str, calls: int, prompt_tokens: int,
-                 completion_tokens: int) -> None:
+def record_usage(
+    db: Session,
+    tenant_id: str,
+    *,
+    day: str,
+    stage: str,
+    calls: int,
+    prompt_tokens: int,
+    completion_tokens: int,
+) -> None:
     if not calls:
         return
     table = LlmUsage.__table__  # type: ignore[attr-defined]
-    stmt = insert(table).values(tenant_id=tenant_id, day=day, stage=stage, calls=calls,
-                                prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+    stmt = insert(table).values(
+        tenant_id=tenant_id,
+        day=day,
+        stage=stage,
+        calls=calls,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+    )
     stmt = stmt.on_conflict_do_update(
         index_elements=["tenant_id", "day", "stage"],
-        set_={"calls": table.c.calls + stmt.excluded.calls,
-              "prompt_tokens": table.c.prompt_tokens + stmt.excluded.prompt_tokens,
-              "completion_tokens": table.c.completion_tokens + stmt.excluded.completion_tokens},
+        set_={
+            "calls": table.c.calls + stmt.excluded.calls,
+            "prompt_tokens": table.c.prompt_tokens + stmt.excluded.prompt_tokens,
+            "completion_tokens": table.c.completion_tokens + stmt.excluded.completion_tokens,
+        },
     )
     db.execute(stmt)
 
@@ -181,10 +210,22 @@ def apply_outcome(
         source_times = [times[i] for i in c.source_event_ids if i in times]
         rows.append(
             {
-                "tenant_id": tenant_id, "user_id": user_id, "agent_id": agent, "session_id": session_id,
-                "op": str(c.op), "content": c.content, "kind": str(c.kind), "category": str(c.category),
-                "tier": str(c.tier), "slot": c.slot, "value": c.value, "confidence": float(c.confidence),
-                "lang": c.lang, "origin": c.origin, "rule": c.rule, "source_event_ids": list(c.source_event_ids),
+                "tenant_id": tenant_id,
+                "user_id": user_id,
+                "agent_id": agent,
+                "session_id": session_id,
+                "op": str(c.op),
+                "content": c.content,
+                "kind": str(c.kind),
+                "category": str(c.category),
+                "tier": str(c.tier),
+                "slot": c.slot,
+                "value": c.value,
+                "confidence": float(c.confidence),
+                "lang": c.lang,
+                "origin": c.origin,
+                "rule": c.rule,
+                "source_event_ids": list(c.source_event_ids),
                 "source_turn_ids": list(c.source_turn_ids),
                 "event_time": max(source_times) if source_times else now,
             }
@@ -202,8 +243,10 @@ def apply_outcome(
     for status in set(status_of.values()):
         ids = [i for i, s in status_of.items() if s == status]
         db.execute(
-            text("UPDATE events SET status = :st, processed_at = :now, attempts = attempts + 1 "
-                 "WHERE tenant_id = :t AND event_id = ANY(:ids)"),
+            text(
+                "UPDATE events SET status = :st, processed_at = :now, attempts = attempts + 1 "
+                "WHERE tenant_id = :t AND event_id = ANY(:ids)"
+            ),
             {"st": status, "now": now, "t": tenant_id, "ids": ids},
         )
     refresh_session_counters(db, tenant_id, user_id, session_id)
@@ -227,7 +270,9 @@ def refresh_session_counters(db: Session, tenant_id: str, user_id: str, session_
     )
 
 
-def index_turns(db: Session, tenant_id: str, turns: Sequence[Turn], vectors: Sequence[Sequence[float]]) -> int:
+def index_turns(
+    db: Session, tenant_id: str, turns: Sequence[Turn], vectors: Sequence[Sequence[float]]
+) -> int:
     """Store the embedding and keyword tokens of each kept turn (the turn index for recall)."""
     from worker.memory import keywords
     from worker.services.memories import vector_literal
@@ -240,7 +285,11 @@ def index_turns(db: Session, tenant_id: str, turns: Sequence[Turn], vectors: Seq
             "FROM unnest(CAST(:ids AS text[]), CAST(:vecs AS text[]), CAST(:docs AS text[])) AS v(id, vec, doc) "
             "WHERE e.tenant_id = :t AND e.event_id = v.id"
         ),
-        {"t": tenant_id, "ids": [t.event_id for t in turns], "vecs": [vector_literal(v) for v in vectors],
-         "docs": [keywords.document(t.content) for t in turns]},
+        {
+            "t": tenant_id,
+            "ids": [t.event_id for t in turns],
+            "vecs": [vector_literal(v) for v in vectors],
+            "docs": [keywords.document(t.content) for t in turns],
+        },
     )
     return len(turns)

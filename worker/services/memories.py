@@ -12,7 +12,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from sqlalchemy import text
@@ -233,6 +233,16 @@ def insert_memory(
     return str(row)
 
 
+class _HistoryCommon(TypedDict):
+    """The `write_history` arguments shared by every history row one decision writes."""
+
+    tenant_id: str
+    user_id: str
+    actor: str
+    event_ids: Sequence[str]
+    now: datetime
+
+
 def apply_decision(
     db: Session,
     tenant_id: str,
@@ -245,7 +255,7 @@ def apply_decision(
     now: datetime,
 ) -> str | None:
     """Apply one decision with its history rows; return the memory the candidate ended up in."""
-    hist = {
+    hist: _HistoryCommon = {
         "tenant_id": tenant_id,
         "user_id": user_id,
         "actor": actor,

@@ -7,8 +7,10 @@ Each function takes `now` and the policy, returns counts, and is idempotent: a s
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any, cast
 
 from sqlalchemy import text
+from sqlalchemy.engine import CursorResult
 from sqlmodel import Session
 
 from worker.memory.forgetting import DEFAULT_HALF_LIVES, ForgettingPolicy
@@ -27,16 +29,21 @@ _ONE_TENANT = "(CAST(:tenant AS text) IS NULL OR tenant_id = :tenant)"
 
 def _policy_params(policy: ForgettingPolicy) -> dict[str, object]:
     half = {**DEFAULT_HALF_LIVES, **policy.half_life_days}
-    return {"hl_episodic": half.get("episodic"), "hl_procedural": half.get("procedural"),
-            "hl_semantic": half.get("semantic"), "times": policy.archive_after_half_lives,
-            "min_acc": policy.min_accesses}
+    return {
+        "hl_episodic": half.get("episodic"),
+        "hl_procedural": half.get("procedural"),
+        "hl_semantic": half.get("semantic"),
+        "times": policy.archive_after_half_lives,
+        "min_acc": policy.min_accesses,
+    }
 
 
-def prune(db: Session, *, now: datetime, policy: ForgettingPolicy, actor: str, tenant_id: str | None = None
-          ) -> dict[str, int]:
+def prune(
+    db: Session, *, now: datetime, policy: ForgettingPolicy, actor: str, tenant_id: str | None = None
+) -> dict[str, int]:
     """Archive expired memories (TTL) and memories decayed past `archive_after_half_lives` half-lives
     (every tenant, or only `tenant_id`)."""
-    ttl = db.execute(
+    ttl = cast(CursorResult[Any], db.execute(
         text(
             "WITH hit AS (UPDATE memories SET status = 'archived', archived_at = :now, updated_at = :now "
             "  WHERE status = 'active' AND NOT pinned AND expires_at IS NOT NULL AND expires_at <= :now "
@@ -46,8 +53,8 @@ def prune(db: Session, *, now: datetime, policy: ForgettingPolicy, actor: str, t
             "SELECT id, tenant_id, user_id, 'archive', 'ttl: expires_at passed', :actor, :now FROM hit"
         ),
         {"now": now, "actor": actor, "tenant": tenant_id},
-    ).rowcount
-    decay = db.execute(
+    )).rowcount
+    decay = cast(CursorResult[Any], db.execute(
         text(
             "WITH hit AS (UPDATE memories m SET status = 'archived', archived_at = :now, updated_at = :now "
             f"  WHERE m.status = 'active' AND NOT m.pinned AND {_ONE_TENANT} "
@@ -60,16 +67,20 @@ def prune(db: Session, *, now: datetime, policy: ForgettingPolicy, actor: str, t
             ":actor, :now FROM hit"
         ),
         {"now": now, "actor": actor, "tenant": tenant_id, **_policy_params(policy)},
-    ).rowcount
-    return {"archived": int(ttl or 0) + int(decay or 0), "archived_ttl": int(ttl or 0),
-            "archived_decay": int(decay or 0)}
+    )).rowcount
+    return {
+        "archived": int(ttl or 0) + int(decay or 0),
+        "archived_ttl": int(ttl or 0),
+        "archived_decay": int(decay or 0),
+    }
 
 
-def purge(db: Session, *, now: datetime, policy: ForgettingPolicy, actor: str, tenant_id: str | None = None
-          ) -> dict[str, int]:
+def purge(
+    db: Session, *, now: datetime, policy: ForgettingPolicy, actor: str, tenant_id: str | None = None
+) -> dict[str, int]:
     """Delete archived / forgotten rows past retention; history keeps a tombstone without content."""
     cutoff = now - timedelta(days=policy.retention_days)
-    gone = db.execute(
+    gone = cast(CursorResult[Any], db.execute(
         text(
             "WITH gone AS (DELETE FROM memories WHERE status IN ('archived', 'deleted') AND NOT pinned "
             f"  AND {_ONE_TENANT} "
@@ -80,5 +91,5 @@ def purge(db: Session, *, now: datetime, policy: ForgettingPolicy, actor: str, t
             "SELECT id, tenant_id, user_id, 'purge', 'retention period passed', :actor, :now FROM gone"
         ),
         {"cutoff": cutoff, "now": now, "actor": actor, "tenant": tenant_id},
-    ).rowcount
+    )).rowcount
     return {"purged": int(gone or 0)}

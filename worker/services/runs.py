@@ -16,45 +16,83 @@ from sqlalchemy.engine import Engine
 from shared.db.engine import ALL_TENANTS, session_scope
 
 
-def start_run(engine: Engine, *, kind: str, scope: str, actor: str, now: datetime, slot_key: str | None = None,
-              tenant_id: str | None = None, user_id: str | None = None) -> int | None:
+def start_run(
+    engine: Engine,
+    *,
+    kind: str,
+    scope: str,
+    actor: str,
+    now: datetime,
+    slot_key: str | None = None,
+    tenant_id: str | None = None,
+    user_id: str | None = None,
+) -> int | None:
     with session_scope(engine, tenant=ALL_TENANTS) as db:
         run_id = db.execute(
-            text("INSERT INTO consolidation_runs (kind, scope, tenant_id, user_id, slot_key, actor, started_at) "
-                 "VALUES (:k, :s, :t, :u, :slot, :a, :now) ON CONFLICT (slot_key) DO NOTHING RETURNING id"),
+            text(
+                "INSERT INTO consolidation_runs (kind, scope, tenant_id, user_id, slot_key, actor, started_at) "
+                "VALUES (:k, :s, :t, :u, :slot, :a, :now) ON CONFLICT (slot_key) DO NOTHING RETURNING id"
+            ),
             {"k": kind, "s": scope, "t": tenant_id, "u": user_id, "slot": slot_key, "a": actor, "now": now},
         ).scalar()
     return int(run_id) if run_id is not None else None
 
 
-def finish_run(engine: Engine, run_id: int, *, outcome: str, counts: dict[str, Any], now: datetime,
-               mode: str | None = None, detail: str | None = None) -> None:
+def finish_run(
+    engine: Engine,
+    run_id: int,
+    *,
+    outcome: str,
+    counts: dict[str, Any],
+    now: datetime,
+    mode: str | None = None,
+    detail: str | None = None,
+) -> None:
     with session_scope(engine, tenant=ALL_TENANTS) as db:
         db.execute(
-            text("UPDATE consolidation_runs SET finished_at = :now, outcome = :o, counts = CAST(:c AS jsonb), "
-                 "mode = :m, detail = :d WHERE id = :id"),
-            {"now": now, "o": outcome, "c": json.dumps(counts, default=str), "m": mode, "d": detail, "id": run_id},
+            text(
+                "UPDATE consolidation_runs SET finished_at = :now, outcome = :o, counts = CAST(:c AS jsonb), "
+                "mode = :m, detail = :d WHERE id = :id"
+            ),
+            {
+                "now": now,
+                "o": outcome,
+                "c": json.dumps(counts, default=str),
+                "m": mode,
+                "d": detail,
+                "id": run_id,
+            },
         )
 
 
 def last_run_start(engine: Engine, *, kind: str, tenant_id: str, user_id: str) -> datetime | None:
     with session_scope(engine, tenant=ALL_TENANTS) as conn:
         value = conn.execute(
-            text("SELECT max(started_at) FROM consolidation_runs WHERE kind = :k AND tenant_id = :t "
-                 "AND user_id = :u AND outcome IN ('ok', 'partial')"),
+            text(
+                "SELECT max(started_at) FROM consolidation_runs WHERE kind = :k AND tenant_id = :t "
+                "AND user_id = :u AND outcome IN ('ok', 'partial')"
+            ),
             {"k": kind, "t": tenant_id, "u": user_id},
         ).scalar()
     return value  # type: ignore[no-any-return]
 
 
-def list_runs(engine: Engine, *, limit: int = 50, kind: str | None = None, tenant_id: str | None = None
-              ) -> list[dict[str, Any]]:
+def list_runs(
+    engine: Engine, *, limit: int = 50, kind: str | None = None, tenant_id: str | None = None
+) -> list[dict[str, Any]]:
     with session_scope(engine, tenant=tenant_id or ALL_TENANTS) as conn:
-        rows = conn.execute(
-            text("SELECT id, kind, scope, tenant_id, user_id, mode, actor, started_at, finished_at, outcome, counts, "
-                 "detail FROM consolidation_runs WHERE (CAST(:k AS text) IS NULL OR kind = :k) "
-                 "AND (CAST(:t AS text) IS NULL OR tenant_id = :t OR tenant_id IS NULL) "
-                 "ORDER BY started_at DESC, id DESC LIMIT :n"),
-            {"k": kind, "t": tenant_id, "n": limit},
-        ).mappings().all()
+        rows = (
+            conn.execute(
+                text(
+                    "SELECT id, kind, scope, tenant_id, user_id, mode, actor, started_at, finished_at, outcome, "
+                    "counts, "
+                    "detail FROM consolidation_runs WHERE (CAST(:k AS text) IS NULL OR kind = :k) "
+                    "AND (CAST(:t AS text) IS NULL OR tenant_id = :t OR tenant_id IS NULL) "
+                    "ORDER BY started_at DESC, id DESC LIMIT :n"
+                ),
+                {"k": kind, "t": tenant_id, "n": limit},
+            )
+            .mappings()
+            .all()
+        )
     return [dict(r) for r in rows]

@@ -28,7 +28,9 @@ class DebouncePolicy:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> DebouncePolicy:
-        return cls(turns=settings.debounce_turns, tokens=settings.debounce_tokens, idle_s=settings.debounce_idle_s)
+        return cls(
+            turns=settings.debounce_turns, tokens=settings.debounce_tokens, idle_s=settings.debounce_idle_s
+        )
 
 
 def extraction_due(counters: SessionCounters, *, policy: DebouncePolicy) -> Due:
@@ -55,10 +57,17 @@ def timer_key(tenant_id: str, user_id: str, session_id: str) -> str:
 
 
 def enqueue_extraction(
-    publisher: RedisPublisher, tenant_id: str, user_id: str, session_id: str, *, reason: str,
+    publisher: RedisPublisher,
+    tenant_id: str,
+    user_id: str,
+    session_id: str,
+    *,
+    reason: str,
     countdown_s: float | None = None,
 ) -> None:
-    publisher.publish(tasknames.EXTRACT_SESSION, [tenant_id, user_id, session_id, reason], countdown_s=countdown_s)
+    publisher.publish(
+        tasknames.EXTRACT_SESSION, [tenant_id, user_id, session_id, reason], countdown_s=countdown_s
+    )
 
 
 def arm_idle_timer(
@@ -81,10 +90,16 @@ def after_store(
         due = extraction_due(counters, policy=policy)
         try:
             if due == "now":
-                enqueue_extraction(publisher, tenant_id, counters.user_id, counters.session_id,
-                                   reason="session_end" if counters.status == "ended" else "threshold")
+                enqueue_extraction(
+                    publisher,
+                    tenant_id,
+                    counters.user_id,
+                    counters.session_id,
+                    reason="session_end" if counters.status == "ended" else "threshold",
+                )
             elif due == "later":
-                arm_idle_timer(publisher, tenant_id, counters.user_id, counters.session_id,
-                               delay_s=policy.idle_s)
+                arm_idle_timer(
+                    publisher, tenant_id, counters.user_id, counters.session_id, delay_s=policy.idle_s
+                )
         except redis.RedisError as exc:
             log.warning("trigger.enqueue_failed", session_id=counters.session_id, error=type(exc).__name__)

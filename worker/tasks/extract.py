@@ -32,10 +32,12 @@ KEEP_RECENT_TURNS = 20
 
 
 @app.task(name=tasknames.EXTRACT_SESSION, bind=True, max_retries=None, acks_late=True)
-def extract_session(self: Any, tenant_id: str, user_id: str, session_id: str, reason: str = "threshold"
-                    ) -> dict[str, Any]:
-    structlog.contextvars.bind_contextvars(tenant_id=tenant_id, user_id=user_id, session_id=session_id,
-                                           reason=reason)
+def extract_session(
+    self: Any, tenant_id: str, user_id: str, session_id: str, reason: str = "threshold"
+) -> dict[str, Any]:
+    structlog.contextvars.bind_contextvars(
+        tenant_id=tenant_id, user_id=user_id, session_id=session_id, reason=reason
+    )
     settings = runtime.settings()
     now = utcnow()
     publisher = runtime.publisher()
@@ -44,8 +46,9 @@ def extract_session(self: Any, tenant_id: str, user_id: str, session_id: str, re
             deferred = _defer_if_not_idle(tenant_id, user_id, session_id, now=now)
             if deferred is not None:
                 return {"outcome": "deferred", "in_s": round(deferred, 2)}
-        lock = publisher.redis.lock(f"memory:lock:extract:{tenant_id}:{user_id}:{session_id}",
-                                    timeout=settings.task_time_limit_s + 30)
+        lock = publisher.redis.lock(
+            f"memory:lock:extract:{tenant_id}:{user_id}:{session_id}", timeout=settings.task_time_limit_s + 30
+        )
         if not lock.acquire(blocking=False):
             # The holder re-checks for pending events when it finishes, so nothing is dropped here.
             return {"outcome": "locked"}
@@ -68,8 +71,10 @@ def _defer_if_not_idle(tenant_id: str, user_id: str, session_id: str, *, now: da
     policy = DebouncePolicy.from_settings(runtime.settings())
     with session_scope(runtime.engine(), tenant=tenant_id) as db:
         row = db.execute(
-            text("SELECT last_event_at, pending_count, status FROM sessions "
-                 "WHERE tenant_id = :t AND user_id = :u AND session_id = :s"),
+            text(
+                "SELECT last_event_at, pending_count, status FROM sessions "
+                "WHERE tenant_id = :t AND user_id = :u AND session_id = :s"
+            ),
             {"t": tenant_id, "u": user_id, "s": session_id},
         ).first()
     if row is None or row[2] == "ended":
@@ -98,10 +103,15 @@ def _run_window(tenant_id: str, user_id: str, session_id: str, *, now: datetime)
                 log.warning("llm.budget_exhausted", budget=budget, detail="rules-only until tomorrow (UTC)")
         use_llm = llm is not None and budget_ok
         events = svc.load_window(db, tenant_id, user_id, session_id, include_llm_pending=use_llm)
-        summary = db.execute(
-            text("SELECT summary FROM sessions WHERE tenant_id = :t AND user_id = :u AND session_id = :s"),
-            {"t": tenant_id, "u": user_id, "s": session_id},
-        ).scalar() or ""
+        summary = (
+            db.execute(
+                text(
+                    "SELECT summary FROM sessions WHERE tenant_id = :t AND user_id = :u AND session_id = :s"
+                ),
+                {"t": tenant_id, "u": user_id, "s": session_id},
+            ).scalar()
+            or ""
+        )
         existing = svc.existing_memories(db, tenant_id, user_id) if use_llm else []
     if not events:
         return {"outcome": "empty"}
@@ -110,31 +120,55 @@ def _run_window(tenant_id: str, user_id: str, session_id: str, *, now: datetime)
     usage = None
     llm_error = None
     if plan.llm_turns and llm is not None:
-        result = llm.extract(turns=plan.llm_turns, summary=summary, existing_memories=existing,
-                             rule_candidates=plan.rule_candidates)
+        result = llm.extract(
+            turns=plan.llm_turns,
+            summary=summary,
+            existing_memories=existing,
+            rule_candidates=plan.rule_candidates,
+        )
         usage = result.usage
         metrics.LLM_CALLS.labels(tenant_id, "extract", "ok" if result.ok else "error").inc(result.usage.calls)
         if result.ok:
             llm_candidates = result.candidates
         else:
             llm_error = result.error
-            log.warning("llm.extract_failed", error=result.error, detail="rule candidates kept; turns llm_pending")
+            log.warning(
+                "llm.extract_failed", error=result.error, detail="rule candidates kept; turns llm_pending"
+            )
     candidates = svc.final_candidates(plan, llm_candidates)
     kept = [e.turn() for e in events if e.type == "turn" and e.event_id not in plan.skipped_ids]
     vectors = runtime.embedder().embed([t.content for t in kept]) if settings.index_turns and kept else []
     with session_scope(runtime.engine(), tenant=tenant_id) as db:
         if vectors:
             svc.index_turns(db, tenant_id, kept, vectors)
-        counts = svc.apply_outcome(db, tenant_id=tenant_id, user_id=user_id, session_id=session_id, events=events,
-                                   plan=plan, candidates=candidates, llm_ok=llm_candidates is not None, now=now)
+        counts: dict[str, Any] = svc.apply_outcome(
+            db,
+            tenant_id=tenant_id,
+            user_id=user_id,
+            session_id=session_id,
+            events=events,
+            plan=plan,
+            candidates=candidates,
+            llm_ok=llm_candidates is not None,
+            now=now,
+        )
         if usage is not None:
-            svc.record_usage(db, tenant_id, day=day, stage="extract", calls=usage.calls,
-                             prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens)
+            svc.record_usage(
+                db,
+                tenant_id,
+                day=day,
+                stage="extract",
+                calls=usage.calls,
+                prompt_tokens=usage.prompt_tokens,
+                completion_tokens=usage.completion_tokens,
+            )
             metrics.LLM_TOKENS.labels(tenant_id, "extract", "in").inc(usage.prompt_tokens)
             metrics.LLM_TOKENS.labels(tenant_id, "extract", "out").inc(usage.completion_tokens)
         more = db.execute(
-            text("SELECT count(*) FROM events WHERE tenant_id = :t AND user_id = :u AND session_id = :s "
-                 "AND status = 'pending'"),
+            text(
+                "SELECT count(*) FROM events WHERE tenant_id = :t AND user_id = :u AND session_id = :s "
+                "AND status = 'pending'"
+            ),
             {"t": tenant_id, "u": user_id, "s": session_id},
         ).scalar()
     for c in candidates:
@@ -160,8 +194,11 @@ def _fold_summary(tenant_id: str, user_id: str, session_id: str, *, use_llm: boo
     params = {"t": tenant_id, "u": user_id, "s": session_id}
     with session_scope(runtime.engine(), tenant=tenant_id) as db:
         row = db.execute(
-            text("SELECT turn_count, summary, summarized_through FROM sessions "
-                 "WHERE tenant_id = :t AND user_id = :u AND session_id = :s FOR UPDATE"), params
+            text(
+                "SELECT turn_count, summary, summarized_through FROM sessions "
+                "WHERE tenant_id = :t AND user_id = :u AND session_id = :s FOR UPDATE"
+            ),
+            params,
         ).first()
         if row is None or row[0] <= FOLD_AFTER_TURNS:
             return 0
@@ -186,13 +223,22 @@ def _fold_summary(tenant_id: str, user_id: str, session_id: str, *, use_llm: boo
         if llm is not None:
             new_summary, usage = llm.summarize(previous_summary=previous, turns=turns)
             tokens = usage.prompt_tokens + usage.completion_tokens
-            svc.record_usage(db, tenant_id, day=day, stage="summarize", calls=usage.calls,
-                             prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens)
+            svc.record_usage(
+                db,
+                tenant_id,
+                day=day,
+                stage="summarize",
+                calls=usage.calls,
+                prompt_tokens=usage.prompt_tokens,
+                completion_tokens=usage.completion_tokens,
+            )
         if not new_summary:
             new_summary = extractive_summary(previous, turns)
         db.execute(
-            text("UPDATE sessions SET summary = :sum, summarized_through = :th, updated_at = now() "
-                 "WHERE tenant_id = :t AND user_id = :u AND session_id = :s"),
+            text(
+                "UPDATE sessions SET summary = :sum, summarized_through = :th, updated_at = now() "
+                "WHERE tenant_id = :t AND user_id = :u AND session_id = :s"
+            ),
             {**params, "sum": new_summary, "th": old[-1][4]},
         )
     return tokens

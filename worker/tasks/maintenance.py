@@ -48,7 +48,9 @@ def _run(task: Any, kind: str, fire_time: str | None, body: Any) -> dict[str, An
     try:
         counts = body(actor, now)
     except Exception as exc:
-        finish_run(engine, run_id, outcome="error", counts={"errors": 1}, now=utcnow(), detail=type(exc).__name__)
+        finish_run(
+            engine, run_id, outcome="error", counts={"errors": 1}, now=utcnow(), detail=type(exc).__name__
+        )
         raise
     finish_run(engine, run_id, outcome="ok", counts=counts, now=utcnow())
     return {"outcome": "ok", "run_id": run_id, **counts}
@@ -78,9 +80,13 @@ def sweep(self: Any, fire_time: str | None = None, *_: Any) -> dict[str, Any]:
 
     def body(actor: str, now: datetime) -> dict[str, int]:
         with session_scope(runtime.engine(), tenant=ALL_TENANTS) as db:
-            counts, sessions, users = sleep.sweep(db, now=now, stale_after_s=settings.sweep_stale_s,
-                                                  max_attempts=settings.sweep_max_attempts,
-                                                  llm_available=settings.llm_configured)
+            counts, sessions, users = sleep.sweep(
+                db,
+                now=now,
+                stale_after_s=settings.sweep_stale_s,
+                max_attempts=settings.sweep_max_attempts,
+                llm_available=settings.llm_configured,
+            )
         publisher = runtime.publisher()
         for tenant_id, user_id, session_id, reason in sessions:
             enqueue_extraction(publisher, tenant_id, user_id, session_id, reason=reason)
@@ -102,8 +108,9 @@ def close_idle_sessions(self: Any, fire_time: str | None = None, *_: Any) -> dic
         totals = {"sessions": 0, "episodes": 0, "tokens": 0}
         for tenant_id, user_id, session_id in todo:
             with session_scope(runtime.engine(), tenant=tenant_id) as db:
-                out = sleep.close_session(db, tenant_id, user_id, session_id, embedder=runtime.embedder(), llm=llm,
-                                          now=now)
+                out = sleep.close_session(
+                    db, tenant_id, user_id, session_id, embedder=runtime.embedder(), llm=llm, now=now
+                )
             totals["sessions"] += 1
             totals["episodes"] += out.get("episodes", 0)
             totals["tokens"] += out.get("tokens", 0)
@@ -113,8 +120,9 @@ def close_idle_sessions(self: Any, fire_time: str | None = None, *_: Any) -> dic
 
 
 @app.task(name=tasknames.DISTILL, bind=True, acks_late=True, soft_time_limit=3000, time_limit=3600)
-def distill(self: Any, fire_time: str | None = None, tenant_id: str | None = None, user_id: str | None = None,
-            *_: Any) -> dict[str, Any]:
+def distill(
+    self: Any, fire_time: str | None = None, tenant_id: str | None = None, user_id: str | None = None, *_: Any
+) -> dict[str, Any]:
     """Distill every user with new fragments (nightly), or one user (manual / fragment threshold)."""
     settings = runtime.settings()
     engine = runtime.engine()
@@ -125,14 +133,29 @@ def distill(self: Any, fire_time: str | None = None, tenant_id: str | None = Non
         with session_scope(engine, tenant=ALL_TENANTS) as db:
             users = distillation.users_to_distill(db)
     llm = runtime.llm_extractor()
-    totals: dict[str, Any] = {"users": 0, "clusters": 0, "consolidated": 0, "created": 0, "tokens": 0,
-                              "errors": 0, "working_memory": 0}
+    totals: dict[str, Any] = {
+        "users": 0,
+        "clusters": 0,
+        "consolidated": 0,
+        "created": 0,
+        "tokens": 0,
+        "errors": 0,
+        "working_memory": 0,
+    }
     spent: dict[str, int] = {}
     for t, u in users:
         now = utcnow()
         actor = _actor(self, fire_time)
-        run_id = start_run(engine, kind="distill", scope=f"{t}/{u}", actor=actor, now=now, tenant_id=t, user_id=u,
-                           slot_key=_slot("distill", fire_time, f":{t}:{u}"))
+        run_id = start_run(
+            engine,
+            kind="distill",
+            scope=f"{t}/{u}",
+            actor=actor,
+            now=now,
+            tenant_id=t,
+            user_id=u,
+            slot_key=_slot("distill", fire_time, f":{t}:{u}"),
+        )
         if run_id is None:
             continue
         since = last_run_start(engine, kind="distill", tenant_id=t, user_id=u)
@@ -140,20 +163,43 @@ def distill(self: Any, fire_time: str | None = None, tenant_id: str | None = Non
             with session_scope(engine, tenant=t) as db:
                 lock_user(db, t, u)  # reconciliation of this user waits; others go on
                 cap = max(0, settings.distill_token_cap - spent.get(t, 0))
-                result = distillation.distill_user(db, t, u, embedder=runtime.embedder(),
-                                                   llm=llm if cap > 0 else None, now=now, actor=actor,
-                                                   new_since=since, token_cap=cap)
+                result = distillation.distill_user(
+                    db,
+                    t,
+                    u,
+                    embedder=runtime.embedder(),
+                    llm=llm if cap > 0 else None,
+                    now=now,
+                    actor=actor,
+                    new_since=since,
+                    token_cap=cap,
+                )
                 wm = sleep.rewrite_working_memory(db, t, u, now=now)
         except Exception as exc:
-            finish_run(engine, run_id, outcome="error", counts={"errors": 1}, now=utcnow(), detail=repr(exc)[:500])
+            finish_run(
+                engine, run_id, outcome="error", counts={"errors": 1}, now=utcnow(), detail=repr(exc)[:500]
+            )
             totals["errors"] += 1
             log.exception("distill.user_failed", tenant_id=t, user_id=u)
             continue
         spent[t] = spent.get(t, 0) + result.tokens
-        counts = {"clusters": result.clusters, "consolidated": result.consolidated, "created": result.created,
-                  "tokens": result.tokens, "working_memory": int(wm), "errors": len(result.errors)}
-        finish_run(engine, run_id, outcome="partial" if result.errors else "ok", counts=counts, now=utcnow(),
-                   mode=result.mode, detail="; ".join(result.errors) or None)
+        counts = {
+            "clusters": result.clusters,
+            "consolidated": result.consolidated,
+            "created": result.created,
+            "tokens": result.tokens,
+            "working_memory": int(wm),
+            "errors": len(result.errors),
+        }
+        finish_run(
+            engine,
+            run_id,
+            outcome="partial" if result.errors else "ok",
+            counts=counts,
+            now=utcnow(),
+            mode=result.mode,
+            detail="; ".join(result.errors) or None,
+        )
         totals["users"] += 1
         for k in ("clusters", "consolidated", "created", "tokens", "errors", "working_memory"):
             totals[k] += counts[k]

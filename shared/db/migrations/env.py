@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from alembic import context
 from sqlalchemy import create_engine, pool, text
+from sqlmodel import SQLModel
 
 from shared.db import models  # noqa: F401 - registers the tables on SQLModel.metadata
 from shared.db.engine import resolve_database_url, sqlalchemy_url
 from shared.settings import get_settings
-from sqlmodel import SQLModel
 
 config = context.config
 target_metadata = SQLModel.metadata

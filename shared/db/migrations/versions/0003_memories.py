@@ -83,7 +83,9 @@ def upgrade() -> None:
         "CREATE INDEX ix_memories_embedding ON memories USING hnsw (embedding vector_cosine_ops) "
         "WITH (m = 16, ef_construction = 64) WHERE status = 'active'"
     )
-    op.execute("CREATE INDEX ix_memories_search ON memories USING gin (search_tokens) WHERE status = 'active'")
+    op.execute(
+        "CREATE INDEX ix_memories_search ON memories USING gin (search_tokens) WHERE status = 'active'"
+    )
     op.execute(
         "CREATE INDEX ix_memories_expiry ON memories (expires_at) WHERE expires_at IS NOT NULL AND status = 'active'"
     )
@@ -112,7 +114,9 @@ def upgrade() -> None:
         "CREATE INDEX ix_events_embedding ON events USING hnsw (embedding vector_cosine_ops) "
         "WITH (m = 16, ef_construction = 64) WHERE embedding IS NOT NULL"
     )
-    op.execute("CREATE INDEX ix_events_search ON events USING gin (search_tokens) WHERE search_tokens IS NOT NULL")
+    op.execute(
+        "CREATE INDEX ix_events_search ON events USING gin (search_tokens) WHERE search_tokens IS NOT NULL"
+    )
     op.execute("ALTER TABLE candidates ADD COLUMN memory_id uuid, ADD COLUMN decision varchar(16)")
 
 

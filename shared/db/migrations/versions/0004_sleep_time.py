@@ -99,7 +99,9 @@ def upgrade() -> None:
         )
         """
     )
-    op.execute("CREATE INDEX ix_wm_history_user ON working_memory_history (tenant_id, user_id, agent_id, version)")
+    op.execute(
+        "CREATE INDEX ix_wm_history_user ON working_memory_history (tenant_id, user_id, agent_id, version)"
+    )
 
 
 def downgrade() -> None:
