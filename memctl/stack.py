@@ -4,6 +4,7 @@ in the foreground as child processes; Ctrl-C or SIGTERM stops all of them cleanl
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -36,6 +37,8 @@ class Stack:
         env["REDIS_URL"] = self.redis_url
         env.setdefault("MEMORY_DATA_DIR", str(self.settings.data_path))
         env.setdefault("PYTHONUNBUFFERED", "1")
+        # worker pool processes and the API share one directory of metric files; /metrics aggregates it
+        env.setdefault("PROMETHEUS_MULTIPROC_DIR", str(self.settings.data_path / "metrics"))
         return env
 
 
@@ -65,6 +68,9 @@ def run_foreground(settings: Settings, *, with_scheduler: bool = True) -> int:
     where_redis = f"embedded Redis at {stack.redis.socket_path}" if stack.redis else "REDIS_URL"
     console.print(f"[bold]database[/]  {where_db}")
     console.print(f"[bold]broker[/]    {where_redis}")
+    metrics_dir = Path(stack.child_env()["PROMETHEUS_MULTIPROC_DIR"])
+    shutil.rmtree(metrics_dir, ignore_errors=True)  # samples of a previous run would be added to this one's
+    metrics_dir.mkdir(parents=True, exist_ok=True)
     migrate(stack.database_url)
     console.print("[bold]migrations[/] up to date")
     py = sys.executable

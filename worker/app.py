@@ -16,6 +16,7 @@ from shared.db.engine import dispose_inherited_engines, resolve_redis_url
 from shared.embedded import kombu_url
 from shared.logging import configure_logging
 from shared.settings import get_settings
+from worker import metrics
 
 _settings = get_settings()
 
@@ -100,4 +101,8 @@ def _canonical_line(task: Any = None, retval: Any = None, state: str | None = No
         state or "", (state or "unknown").lower()
     )
     log.info("task.finished", outcome=outcome, duration_ms=duration_ms, **counts)
+    name = getattr(task, "name", "unknown")
+    metrics.TASKS.labels(name, str(outcome)).inc()
+    if duration_ms is not None:
+        metrics.TASK_SECONDS.labels(name).observe(duration_ms / 1000)
     structlog.contextvars.clear_contextvars()

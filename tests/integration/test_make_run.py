@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+from pathlib import Path
 
 import httpx
 import psutil
@@ -66,6 +67,30 @@ def test_make_run_on_an_unconfigured_machine_reaches_healthz_and_stops_cleanly(t
             except AssertionError:
                 _stop(proc)
                 raise AssertionError(log_path.read_text(errors="replace")[-4000:]) from None
+            if attempt == 0:
+                _worker_metrics_reach_the_api(data_dir, port)
             assert _stop(proc) in (0, 2, -signal.SIGTERM, 143)
             wait_for(lambda: not _servers_for(data_dir), timeout_s=30, what="embedded servers to stop")
     assert "stopped." in log_path.read_text(errors="replace")
+
+
+def _worker_metrics_reach_the_api(data_dir: str, port: int) -> None:
+    """An event through the embedded broker is ingested, and the worker's task counter shows in /metrics."""
+    from shared.client import MemoryClient
+    from shared.embedded import _redis_socket_path
+
+    socket = _redis_socket_path(Path(data_dir).resolve() / "redis")
+    client = MemoryClient(
+        "t-run",
+        broker_url=f"redis+socket://{socket}",
+        spool_path=Path(data_dir) / "s.jsonl",
+        flush_at_exit=False,
+    )
+    client.emit(user_id="u", session_id="s", content="hello from make run")
+    client.close()
+
+    def counted() -> bool:
+        text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+        return 'memory_tasks_total{outcome="ok",task="memory.ingest"}' in text
+
+    wait_for(counted, timeout_s=60, interval_s=1, what="the worker's task counter in /metrics")

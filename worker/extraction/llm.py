@@ -196,6 +196,17 @@ class LLMExtractor:
             return None, meter.snapshot()
         return (reply.content or "").strip(), meter.snapshot()
 
+    def complete_text(self, messages: list[dict[str, str]]) -> tuple[str | None, LLMUsage, str | None]:
+        """One free-text call with the same bounded retries: (content, usage, error)."""
+        meter = _UsageMeter()
+        try:
+            reply = self._chat(messages, json_answer=False, meter=meter)
+        except _CallFailed as failure:
+            return None, meter.snapshot(), str(failure.args[0])
+        if reply.refusal is not None:
+            return None, meter.snapshot(), "refusal"
+        return reply.content, meter.snapshot(), None
+
     def complete_json(self, messages: list[dict[str, str]]) -> tuple[str | None, LLMUsage, str | None]:
         """One JSON-mode call (`json_object`; the caller validates) with the same bounded retries.
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -150,6 +151,16 @@ def close_session(
     return {"episodes": 1 if turns else 0, "tokens": tokens, "mode": mode}
 
 
+WORKING_MEMORY_PROMPT = (
+    "Rewrite the working-memory document an assistant keeps about one user and their project: where things "
+    "stand, what was decided, what to avoid. Use exactly these markdown sections, in this order: "
+    "## Constraints, ## Decisions, ## Current progress, ## Lessons; short bullet points; drop anything stale "
+    "or superseded; keep names, versions and dates; write '- (none)' for an empty section. Reply with the "
+    "document only."
+)
+_WM_SECTIONS = ("## Constraints", "## Decisions", "## Current progress", "## Lessons")
+
+
 def rewrite_working_memory(
     db: Session,
     tenant_id: str,
@@ -157,9 +168,12 @@ def rewrite_working_memory(
     *,
     now: datetime,
     agent_id: str = "",
-) -> bool:
-    """Rebuild the user's working-memory document as a whole; the previous version goes to history.
-    Returns False when nothing changed."""
+    llm: LLMExtractor | None = None,
+) -> tuple[bool, int]:
+    """Rebuild the user's working-memory document as a whole (never appended to); the previous version goes
+    to history. With an LLM the document is written by it (validated: the four sections, in order), else
+    assembled deterministically. Nothing is rewritten, and no LLM is called, when the inputs did not change.
+    Returns (changed, LLM tokens)."""
     items = [
         WMItem(*r)
         for r in db.execute(
@@ -180,16 +194,29 @@ def rewrite_working_memory(
             {"t": tenant_id, "u": user_id},
         ).all()
     ]
-    document = working_memory_document(items, episodes)
+    deterministic = working_memory_document(items, episodes)
+    source_hash = hashlib.sha256(deterministic.encode("utf-8")).hexdigest()
     current = db.execute(
         text(
-            "SELECT content, version FROM working_memory WHERE tenant_id = :t AND user_id = :u "
+            "SELECT content, version, source_hash FROM working_memory WHERE tenant_id = :t AND user_id = :u "
             "AND agent_id = :a FOR UPDATE"
         ),
         {"t": tenant_id, "u": user_id, "a": agent_id},
     ).first()
-    if current is not None and current[0] == document:
-        return False
+    if current is not None and (current[2] == source_hash or current[0] == deterministic):
+        return False, 0
+    document, mode, tokens = deterministic, "deterministic", 0
+    if llm is not None:
+        content, usage, error = llm.complete_text(
+            [
+                {"role": "system", "content": WORKING_MEMORY_PROMPT},
+                {"role": "user", "content": "Current memories and recent episodes:\n\n" + deterministic},
+            ]
+        )
+        tokens = usage.prompt_tokens + usage.completion_tokens
+        positions = [content.find(h) for h in _WM_SECTIONS] if content and not error else []
+        if positions and all(p >= 0 for p in positions) and positions == sorted(positions):
+            document, mode = content.strip(), "llm"  # type: ignore[union-attr]
     if current is not None:
         db.execute(
             text(
@@ -200,13 +227,14 @@ def rewrite_working_memory(
         )
     db.execute(
         text(
-            "INSERT INTO working_memory (tenant_id, user_id, agent_id, content, version, mode, updated_at) VALUES "
-            "(:t, :u, :a, :c, 1, 'deterministic', :now) ON CONFLICT (tenant_id, user_id, agent_id) DO UPDATE SET "
-            "content = excluded.content, version = working_memory.version + 1, updated_at = excluded.updated_at"
+            "INSERT INTO working_memory (tenant_id, user_id, agent_id, content, version, mode, source_hash, "
+            "updated_at) VALUES (:t, :u, :a, :c, 1, :m, :h, :now) ON CONFLICT (tenant_id, user_id, agent_id) "
+            "DO UPDATE SET content = excluded.content, version = working_memory.version + 1, "
+            "mode = excluded.mode, source_hash = excluded.source_hash, updated_at = excluded.updated_at"
         ),
-        {"t": tenant_id, "u": user_id, "a": agent_id, "c": document, "now": now},
+        {"t": tenant_id, "u": user_id, "a": agent_id, "c": document, "m": mode, "h": source_hash, "now": now},
     )
-    return True
+    return True, tokens
 
 
 def sweep(

@@ -174,7 +174,7 @@ def distill(
                     new_since=since,
                     token_cap=cap,
                 )
-                wm = sleep.rewrite_working_memory(db, t, u, now=now)
+                wm, wm_tokens = sleep.rewrite_working_memory(db, t, u, now=now, llm=llm if cap > 0 else None)
         except Exception as exc:
             finish_run(
                 engine, run_id, outcome="error", counts={"errors": 1}, now=utcnow(), detail=repr(exc)[:500]
@@ -182,12 +182,12 @@ def distill(
             totals["errors"] += 1
             log.exception("distill.user_failed", tenant_id=t, user_id=u)
             continue
-        spent[t] = spent.get(t, 0) + result.tokens
+        spent[t] = spent.get(t, 0) + result.tokens + wm_tokens
         counts = {
             "clusters": result.clusters,
             "consolidated": result.consolidated,
             "created": result.created,
-            "tokens": result.tokens,
+            "tokens": result.tokens + wm_tokens,
             "working_memory": int(wm),
             "errors": len(result.errors),
         }

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import structlog
+from sqlalchemy import text
 from sqlalchemy.exc import InterfaceError, OperationalError
 
 from shared import tasknames
@@ -54,4 +55,25 @@ def reconcile_user(self: Any, tenant_id: str, user_id: str) -> dict[str, Any]:
                 break
     except (OperationalError, InterfaceError) as exc:
         raise self.retry(exc=exc, countdown=retry_countdown(self.request.retries, max_s=60)) from None
-    return {"outcome": "ok", "candidates": sum(totals.values()), **totals}
+    if totals:
+        _distill_if_crowded(tenant_id, user_id)
+    decisions = sum(v for k, v in totals.items() if not k.startswith("llm_"))
+    return {"outcome": "ok", "candidates": decisions, **totals}
+
+
+def _distill_if_crowded(tenant_id: str, user_id: str) -> None:
+    """Distill a user early when their active fragments pass the threshold (at most once an hour)."""
+    settings = runtime.settings()
+    with session_scope(runtime.engine(), tenant=tenant_id) as db:
+        active = db.execute(
+            text(
+                "SELECT count(*) FROM memories WHERE tenant_id = :t AND user_id = :u AND status = 'active' "
+                "AND slot IS NULL"
+            ),
+            {"t": tenant_id, "u": user_id},
+        ).scalar()
+    if int(active or 0) < settings.distill_fragment_threshold:
+        return
+    publisher = runtime.publisher()
+    if publisher.set_once(f"memory:distill-early:{tenant_id}:{user_id}", 3600):
+        publisher.publish(tasknames.DISTILL, [None, tenant_id, user_id])
