@@ -7,7 +7,6 @@ import secrets
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-
 from typing import Any, cast
 
 from sqlalchemy import text, update
@@ -65,6 +64,8 @@ def authenticate(session: Session, key: str) -> Principal | None:
 
 def revoke_key(session: Session, key_id: str, *, now: datetime) -> bool:
     result = session.execute(
-        update(ApiKey).where(col(ApiKey.id) == key_id, col(ApiKey.revoked_at).is_(None)).values(revoked_at=now)
+        update(ApiKey)
+        .where(col(ApiKey.id) == key_id, col(ApiKey.revoked_at).is_(None))
+        .values(revoked_at=now)
     )
     return bool(cast(CursorResult[Any], result).rowcount)

@@ -6,7 +6,7 @@ import json
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -14,6 +14,9 @@ from rich.table import Table
 
 from shared.errors import ContractError, MemoryError_, SettingsError
 from shared.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from sqlalchemy.sql.elements import ColumnElement
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Operate the memory worker.")
 keys_app = typer.Typer(no_args_is_help=True, help="API keys (bound to one tenant).")
@@ -108,15 +111,16 @@ def keys_create(
 def keys_list(tenant: Annotated[str | None, typer.Option()] = None, as_json: JsonOpt = False) -> None:
     """List keys (id, tenant, prefix, created, revoked); never the keys themselves."""
     from sqlalchemy import select
+    from sqlmodel import col
 
     from shared.db.engine import session_scope
     from shared.db.models import ApiKey
 
     settings = _settings()
     with session_scope(_engine(settings)) as session:
-        stmt = select(ApiKey).order_by(ApiKey.created_at)  # type: ignore[arg-type]
+        stmt = select(ApiKey).order_by(col(ApiKey.created_at))
         if tenant:
-            stmt = stmt.where(ApiKey.tenant_id == tenant)  # type: ignore[arg-type]
+            stmt = stmt.where(col(ApiKey.tenant_id) == tenant)
         rows = [r.model_dump(exclude={"key_hash"}) for r in session.scalars(stmt)]
     if as_json:
         _print_json(rows)
@@ -262,25 +266,28 @@ def events(
 ) -> None:
     """Counts by status; with --user/--session/--status, the latest events."""
     from sqlalchemy import func, select
+    from sqlmodel import col
 
     from shared.db.engine import session_scope
     from shared.db.models import Event
 
     settings = _settings()
     with session_scope(_engine(settings)) as db:
-        filters = []
+        filters: list[ColumnElement[bool]] = []
         if tenant:
-            filters.append(Event.tenant_id == tenant)
+            filters.append(col(Event.tenant_id) == tenant)
         if user:
-            filters.append(Event.user_id == user)
+            filters.append(col(Event.user_id) == user)
         if session:
-            filters.append(Event.session_id == session)
+            filters.append(col(Event.session_id) == session)
         if status:
-            filters.append(Event.status == status)
+            filters.append(col(Event.status) == status)
         if not (user or session or status):
-            counts = dict(
-                db.execute(select(Event.status, func.count()).where(*filters).group_by(Event.status)).all()
-            )  # type: ignore[arg-type]
+            counts: dict[str, int] = dict(
+                db.execute(
+                    select(col(Event.status), func.count()).where(*filters).group_by(col(Event.status))
+                ).all()
+            )
             if as_json:
                 _print_json({"by_status": counts, "total": sum(counts.values())})
                 return
@@ -290,7 +297,7 @@ def events(
             table.add_row("[bold]total[/]", str(sum(counts.values())))
             out.print(table)
             return
-        rows = db.scalars(select(Event).where(*filters).order_by(Event.event_time.desc()).limit(limit))  # type: ignore[attr-defined]
+        rows = db.scalars(select(Event).where(*filters).order_by(col(Event.event_time).desc()).limit(limit))
         data = [r.model_dump() for r in rows]
     if as_json:
         _print_json(data)
@@ -313,6 +320,7 @@ def events(
 def dlq_list(limit: Annotated[int, typer.Option(min=1)] = 50, as_json: JsonOpt = False) -> None:
     """Dead letters, newest first: id, reason, count, first and last seen."""
     from sqlalchemy import select
+    from sqlmodel import col
 
     from shared.db.engine import session_scope
     from shared.db.models import DeadLetter
@@ -321,8 +329,8 @@ def dlq_list(limit: Annotated[int, typer.Option(min=1)] = 50, as_json: JsonOpt =
     with session_scope(_engine(settings)) as db:
         rows = [
             r.model_dump()
-            for r in db.scalars(select(DeadLetter).order_by(DeadLetter.last_seen.desc()).limit(limit))
-        ]  # type: ignore[union-attr]
+            for r in db.scalars(select(DeadLetter).order_by(col(DeadLetter.last_seen).desc()).limit(limit))
+        ]
     if as_json:
         _print_json(rows)
         return
@@ -348,6 +356,7 @@ def dlq_replay(
 ) -> None:
     """Re-enqueue dead letters (after a fix); each is marked replayed, and comes back if it fails again."""
     from sqlalchemy import select
+    from sqlmodel import col
 
     from shared import tasknames
     from shared.contract import utcnow
@@ -361,12 +370,12 @@ def dlq_replay(
     publisher = RedisPublisher(resolve_redis_url(settings), queue=settings.queue, timeout_s=2.0)
     replayed: list[int] = []
     with session_scope(_engine(settings)) as db:
-        stmt = select(DeadLetter).where(DeadLetter.task_name == tasknames.INGEST)
+        stmt = select(DeadLetter).where(col(DeadLetter.task_name) == tasknames.INGEST)
         stmt = (
-            stmt.where(DeadLetter.id == dead_letter_id)
+            stmt.where(col(DeadLetter.id) == dead_letter_id)
             if dead_letter_id is not None
-            else stmt.where(DeadLetter.replayed_at.is_(None))
-        )  # type: ignore[union-attr]
+            else stmt.where(col(DeadLetter.replayed_at).is_(None))
+        )
         rows = list(db.scalars(stmt.with_for_update(skip_locked=True)))
         if dead_letter_id is not None and not rows:
             _fail(f"no dead letter {dead_letter_id}")
@@ -800,6 +809,7 @@ def reembed(
                     db.execute(
                         text(f"SELECT count(*) FROM {table} WHERE {where} AND {key_text} <= :l"), {"l": last}
                     ).scalar()
+                    or 0
                     if last
                     else 0
                 )

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from typing import Any, cast
 
 from sqlalchemy import text
-from sqlalchemy.engine import CursorResult
+from sqlalchemy.engine import CursorResult, Result
 from sqlmodel import Session
 
 from worker.memory.forgetting import DEFAULT_HALF_LIVES, ForgettingPolicy
@@ -38,12 +38,17 @@ def _policy_params(policy: ForgettingPolicy) -> dict[str, object]:
     }
 
 
+def _rowcount(result: Result[Any]) -> int:
+    """Rows the statement touched (text() statements return a CursorResult; the stubs say Result)."""
+    return int(cast(CursorResult[Any], result).rowcount or 0)
+
+
 def prune(
     db: Session, *, now: datetime, policy: ForgettingPolicy, actor: str, tenant_id: str | None = None
 ) -> dict[str, int]:
     """Archive expired memories (TTL) and memories decayed past `archive_after_half_lives` half-lives
     (every tenant, or only `tenant_id`)."""
-    ttl = cast(CursorResult[Any], db.execute(
+    ttl = db.execute(
         text(
             "WITH hit AS (UPDATE memories SET status = 'archived', archived_at = :now, updated_at = :now "
             "  WHERE status = 'active' AND NOT pinned AND expires_at IS NOT NULL AND expires_at <= :now "
@@ -53,8 +58,9 @@ def prune(
             "SELECT id, tenant_id, user_id, 'archive', 'ttl: expires_at passed', :actor, :now FROM hit"
         ),
         {"now": now, "actor": actor, "tenant": tenant_id},
-    )).rowcount
-    decay = cast(CursorResult[Any], db.execute(
+    )
+    n_ttl = _rowcount(ttl)
+    decay = db.execute(
         text(
             "WITH hit AS (UPDATE memories m SET status = 'archived', archived_at = :now, updated_at = :now "
             f"  WHERE m.status = 'active' AND NOT m.pinned AND {_ONE_TENANT} "
@@ -67,11 +73,12 @@ def prune(
             ":actor, :now FROM hit"
         ),
         {"now": now, "actor": actor, "tenant": tenant_id, **_policy_params(policy)},
-    )).rowcount
+    )
+    n_decay = _rowcount(decay)
     return {
-        "archived": int(ttl or 0) + int(decay or 0),
-        "archived_ttl": int(ttl or 0),
-        "archived_decay": int(decay or 0),
+        "archived": n_ttl + n_decay,
+        "archived_ttl": n_ttl,
+        "archived_decay": n_decay,
     }
 
 
@@ -80,7 +87,7 @@ def purge(
 ) -> dict[str, int]:
     """Delete archived / forgotten rows past retention; history keeps a tombstone without content."""
     cutoff = now - timedelta(days=policy.retention_days)
-    gone = cast(CursorResult[Any], db.execute(
+    gone = db.execute(
         text(
             "WITH gone AS (DELETE FROM memories WHERE status IN ('archived', 'deleted') AND NOT pinned "
             f"  AND {_ONE_TENANT} "
@@ -91,5 +98,5 @@ def purge(
             "SELECT id, tenant_id, user_id, 'purge', 'retention period passed', :actor, :now FROM gone"
         ),
         {"cutoff": cutoff, "now": now, "actor": actor, "tenant": tenant_id},
-    )).rowcount
-    return {"purged": int(gone or 0)}
+    )
+    return {"purged": _rowcount(gone)}

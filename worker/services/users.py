@@ -45,12 +45,20 @@ def erase_user(db: Session, tenant_id: str, user_id: str) -> dict[str, int]:
     p = {"t": tenant_id, "u": user_id}
     counts: dict[str, int] = {}
     for table in ("memory_history", "candidates", "episodes", "working_memory_history", "working_memory"):
-        counts[table] = _rowcount(db.execute(text(f"DELETE FROM {table} WHERE tenant_id = :t AND user_id = :u"), p))
+        counts[table] = _rowcount(
+            db.execute(text(f"DELETE FROM {table} WHERE tenant_id = :t AND user_id = :u"), p)
+        )
     # memories reference each other (superseded_by): clear the links first, then delete
     db.execute(text("UPDATE memories SET superseded_by = NULL WHERE tenant_id = :t AND user_id = :u"), p)
-    counts["memories"] = _rowcount(db.execute(text("DELETE FROM memories WHERE tenant_id = :t AND user_id = :u"), p))
-    counts["events"] = _rowcount(db.execute(text("DELETE FROM events WHERE tenant_id = :t AND user_id = :u"), p))
-    counts["sessions"] = _rowcount(db.execute(text("DELETE FROM sessions WHERE tenant_id = :t AND user_id = :u"), p))
+    counts["memories"] = _rowcount(
+        db.execute(text("DELETE FROM memories WHERE tenant_id = :t AND user_id = :u"), p)
+    )
+    counts["events"] = _rowcount(
+        db.execute(text("DELETE FROM events WHERE tenant_id = :t AND user_id = :u"), p)
+    )
+    counts["sessions"] = _rowcount(
+        db.execute(text("DELETE FROM sessions WHERE tenant_id = :t AND user_id = :u"), p)
+    )
     counts["consolidation_runs"] = _rowcount(
         db.execute(text("DELETE FROM consolidation_runs WHERE tenant_id = :t AND user_id = :u"), p)
     )
