@@ -1,0 +1,808 @@
+"""LoCoMo evidence-recall benchmark: replay the development conversations through the real stack, then ask.
+
+    python -m bench.locomo [--embedder hashing|local|openai] [--no-turns] [--database-url URL]
+                           [--conversations N] [--sessions N] [--out DIR]
+
+Contract: `run(budget_s, quick) -> dict` measures, never asserts, and returns
+`{"name", "quick", "figures", "targets", "skipped", "markdown"}` like the other bench modules (quick: the
+first conversation only). `evaluate(...)` is the harness itself, on services someone else started (the
+integration test calls it with the test fixtures' worker, API and database).
+
+What one run does:
+- data: `../shared/bench-data/locomo-dev.json` relative to the repository root (CC BY-NC: read in place,
+  never copied into the repository); absent -> the benchmark is skipped with a message;
+- replay: every turn of every conversation becomes one transcript event through `MemoryClient` -> Redis ->
+  a real `celery worker` -> PostgreSQL, in session order: user_id = sample_id, session_id =
+  "<sample_id>-s<N>", content = "<speaker>: <text>" (+ " [image: <blip_caption>]"), role "user",
+  source_turn_id = the turn's dia_id, event time = the session's date_time plus the turn's index in
+  seconds; a `session_end` event closes each session;
+- drained: every event stored, none `pending`, no candidate `new` (extraction and reconciliation ran);
+- questions: each QA question goes to `POST /v1/search` (real HTTP, k=25, include_turns unless
+  `--no-turns`) for the conversation's user; the results are scored by `bench.scorer` on the turn ids they
+  cite; latency is measured by the client;
+- baselines over the same raw turns (all of them, the gate's skips included): BM25 (k1 1.2, b 0.75, over
+  `worker.memory.keywords.tokens`) and cosine over the same embedder's vectors. Baseline results are
+  counted in tokens as the API renders a turn ("user: <content>"), so the token axis compares like with like;
+- also: extraction coverage (evidence turns cited by an active memory), evidence turns in the turn index,
+  store size (memories and their tokens per conversation), ingest time (first emit -> drained);
+- output (`python -m bench.locomo`): `<out>/locomo.json`, `<out>/locomo.md`, and the recall-vs-tokens plot.
+  The plot goes to `bench/locomo_recall_tokens.png` (the committed one) only for a complete default run
+  (every conversation and session, MiniLM, turns indexed, drained); any other run writes it into `<out>`
+  (and `run()`, for `bench.run`, draws none);
+- `--max-memory-per-child KIB` passes celery's option to the worker: the project's 400 MB limit recycles a
+  pool child that has loaded MiniLM after every task, so each extraction reloads the model (measured: the
+  ingest of the five conversations takes about three times longer).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from bench import scorer
+from bench.common import REPO, RESULTS_DIR, percentile, progress, unique_name
+
+DATA_FILE = REPO.parent / "shared" / "bench-data" / "locomo-dev.json"
+PLOT_PATH = REPO / "bench" / "locomo_recall_tokens.png"
+OPTIONAL_ENV = "MEMORY_BENCH_DATA_OPTIONAL"
+K = 25
+STALL_S = 180.0  # a drain without any change for this long is abandoned (and reported)
+TARGET_RECALL_5 = 0.65
+TARGET_RECALL_10 = 0.75
+TARGET_TOKENS = 1000.0
+TARGET_WALL_S = 900.0
+SYSTEMS = ("project", "bm25", "embeddings")
+SYSTEM_LABELS = {"project": "this project (POST /v1/search)", "bm25": "BM25 over raw turns",
+                 "embeddings": "embeddings over raw turns"}
+
+
+class DataMissing(RuntimeError):
+    """The LoCoMo data file is not where the benchmark reads it."""
+
+
+# --- data -----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Turn:
+    dia_id: str
+    content: str
+    event_time: datetime
+
+
+@dataclass(frozen=True)
+class Session:
+    number: int
+    started: datetime
+    turns: tuple[Turn, ...]
+
+
+@dataclass(frozen=True)
+class Question:
+    question: str
+    category: int
+    evidence: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Conversation:
+    sample_id: str
+    sessions: tuple[Session, ...]
+    questions: tuple[Question, ...]
+    dropped_questions: int = 0  # evidence outside the replayed sessions (`--sessions`)
+
+    @property
+    def turns(self) -> list[Turn]:
+        return [t for s in self.sessions for t in s.turns]
+
+
+def data_path() -> Path:
+    return DATA_FILE
+
+
+def parse_session_time(value: str) -> datetime:
+    """LoCoMo's "1:56 pm on 8 May, 2023" as an aware UTC datetime."""
+    return datetime.strptime(" ".join(value.split()), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
+
+
+def turn_content(turn: dict[str, Any]) -> str:
+    content = f"{turn['speaker']}: {turn['text']}"
+    if turn.get("blip_caption"):
+        content += f" [image: {turn['blip_caption']}]"
+    return content
+
+
+def load_conversations(path: Path | None = None, *, conversations: int | None = None,
+                       sessions: int | None = None) -> list[Conversation]:
+    """The data file's conversations (the first `conversations`), each cut to its first `sessions`
+    sessions; questions citing a session that is not replayed are dropped (and counted). An evidence id
+    that names no turn of a replayed session (the data has one, "D27:23" in conv-42) is kept: every system
+    misses it alike."""
+    path = path or data_path()
+    if not path.is_file():
+        raise DataMissing(f"the LoCoMo data file is not at {path} (see ../shared/bench-data/README.md)")
+    samples = json.loads(path.read_text(encoding="utf-8"))
+    out = []
+    for sample in samples[:conversations]:
+        conv = sample["conversation"]
+        numbers = sorted(int(key.split("_")[1]) for key in conv
+                         if key.startswith("session_") and not key.endswith("date_time") and conv[key])
+        kept = []
+        for n in numbers[:sessions]:
+            started = parse_session_time(conv[f"session_{n}_date_time"])
+            turns = tuple(Turn(t["dia_id"], turn_content(t), started + timedelta(seconds=i))
+                          for i, t in enumerate(conv[f"session_{n}"]))
+            kept.append(Session(n, started, turns))
+        replayed = {s.number for s in kept}
+        questions, dropped = [], 0
+        for qa in sample["qa"]:
+            evidence = scorer.parse_evidence(qa.get("evidence") or [])
+            if any(int(e[1:].split(":")[0]) not in replayed for e in evidence):
+                dropped += 1
+                continue
+            questions.append(Question(str(qa["question"]), int(qa["category"]), evidence))
+        out.append(Conversation(sample["sample_id"], tuple(kept), tuple(questions), dropped))
+    return out
+
+
+# --- baselines over raw turns ---------------------------------------------------------------------------
+
+
+def term_counts(text: str) -> Counter[str]:
+    """`keywords.tokens` with repeats: the tokens of each whitespace-separated piece (tokens never span
+    whitespace, so the distinct set equals `keywords.tokens(text)`)."""
+    from worker.memory.keywords import tokens
+
+    return Counter(t for piece in text.split() for t in tokens(piece))
+
+
+class BM25:
+    """Okapi BM25 (Lucene's idf) over a fixed list of documents; pure Python."""
+
+    def __init__(self, documents: Sequence[str], *, k1: float = 1.2, b: float = 0.75) -> None:
+        self.k1, self.b = k1, b
+        self.docs = [term_counts(d) for d in documents]
+        self.lengths = [sum(c.values()) for c in self.docs]
+        self.avg_len = (sum(self.lengths) / len(self.lengths)) if self.docs else 0.0
+        df: Counter[str] = Counter()
+        for counts in self.docs:
+            df.update(counts.keys())
+        n = len(self.docs)
+        self.idf = {t: math.log(1 + (n - f + 0.5) / (f + 0.5)) for t, f in df.items()}
+        self.postings: dict[str, list[int]] = {}
+        for i, counts in enumerate(self.docs):
+            for t in counts:
+                self.postings.setdefault(t, []).append(i)
+
+    def scores(self, query: str) -> dict[int, float]:
+        from worker.memory.keywords import tokens
+
+        out: dict[int, float] = {}
+        for t in tokens(query):
+            idf = self.idf.get(t)
+            if idf is None:
+                continue
+            for i in self.postings[t]:
+                tf = self.docs[i][t]
+                norm = self.k1 * (1 - self.b + self.b * self.lengths[i] / (self.avg_len or 1.0))
+                out[i] = out.get(i, 0.0) + idf * tf * (self.k1 + 1) / (tf + norm)
+        return out
+
+    def top(self, query: str, k: int) -> list[int]:
+        scored = self.scores(query)
+        return sorted(scored, key=lambda i: (-scored[i], i))[:k]
+
+
+class VectorIndex:
+    """Exact cosine search over unit vectors (numpy when present, else plain Python)."""
+
+    def __init__(self, vectors: Sequence[Sequence[float]]) -> None:
+        self._np: Any = None
+        try:
+            import numpy as np
+
+            self._np = np
+            self._matrix = np.asarray(vectors, dtype="float32")
+        except ImportError:
+            self._rows = [list(v) for v in vectors]
+
+    def top(self, query: Sequence[float], k: int) -> list[int]:
+        if self._np is not None:
+            if not len(self._matrix):
+                return []
+            sims = self._matrix @ self._np.asarray(query, dtype="float32")
+            order = self._np.argsort(-sims, kind="stable")[:k]
+            return [int(i) for i in order]
+        sims = [sum(a * b for a, b in zip(row, query, strict=True)) for row in self._rows]
+        return sorted(range(len(sims)), key=lambda i: (-sims[i], i))[:k]
+
+
+def rendered_turn(content: str) -> str:
+    """A raw turn as the API returns one (`type` turn): "<role>: <content>"."""
+    return f"user: {content}"
+
+
+# --- the stack the harness talks to ----------------------------------------------------------------------
+
+
+@dataclass
+class Stack:
+    """Services already running: a worker on `queue`, the API at `api_url`, `api_key` of `tenant`."""
+
+    tenant: str
+    redis_url: str
+    queue: str
+    database_url: str
+    api_url: str
+    api_key: str
+    worker_alive: Callable[[], bool] = lambda: True
+    worker_log_tail: Callable[[], str] = lambda: ""
+    spool_dir: Path = field(default_factory=lambda: Path(tempfile.gettempdir()))
+
+
+def replay(stack: Stack, conversations: Sequence[Conversation]) -> int:
+    """Emit every turn (and a session_end per session) in order; return the number of events sent."""
+    from shared.client import MemoryClient
+
+    client = MemoryClient(stack.tenant, broker_url=stack.redis_url, queue=stack.queue, publish_timeout_s=5.0,
+                          flush_at_exit=False, spool_path=stack.spool_dir / f"{stack.queue}.spool.jsonl")
+    sent = 0
+    try:
+        for conv in conversations:
+            for session in conv.sessions:
+                session_id = f"{conv.sample_id}-s{session.number}"
+                for turn in session.turns:
+                    client.emit(user_id=conv.sample_id, session_id=session_id, content=turn.content,
+                                role="user", event_time=turn.event_time, source_turn_id=turn.dia_id,
+                                event_id=f"{conv.sample_id}-{turn.dia_id}")
+                    sent += 1
+                client.emit(user_id=conv.sample_id, session_id=session_id, type="session_end", role="user",
+                            event_time=session.started + timedelta(seconds=len(session.turns)),
+                            event_id=f"{session_id}-end")
+                sent += 1
+            progress(f"replay: {conv.sample_id} emitted ({sent:,} events so far)")
+        client.flush()
+    finally:
+        client.close()
+    if client.spooled:
+        raise RuntimeError(f"{client.spooled} events were spooled instead of queued (is Redis slow or down?)")
+    return sent
+
+
+def _drain_state(engine: Any, tenant: str) -> dict[str, dict[str, int]]:
+    from sqlalchemy import text
+
+    state: dict[str, dict[str, int]] = {}
+    with engine.connect() as conn:
+        for user, stored, pending in conn.execute(text(
+            "SELECT user_id, count(*), count(*) FILTER (WHERE status = 'pending') FROM events "
+            "WHERE tenant_id = :t GROUP BY user_id"), {"t": tenant}).all():
+            state[user] = {"stored": int(stored), "pending": int(pending), "new": 0}
+        for user, new in conn.execute(text(
+            "SELECT user_id, count(*) FROM candidates WHERE tenant_id = :t AND status = 'new' "
+            "GROUP BY user_id"), {"t": tenant}).all():
+            state.setdefault(user, {"stored": 0, "pending": 0, "new": 0})["new"] = int(new)
+    return state
+
+
+def wait_drained(stack: Stack, engine: Any, expected: dict[str, int], *, started: float,
+                 deadline: float | None) -> dict[str, Any]:
+    """Poll until every user's events are stored, none is pending and no candidate is new (twice in a row).
+    Returns when each user drained (seconds after `started`) and why the wait stopped early, if it did."""
+    done_at: dict[str, float] = {}
+    last_sig: Any = None
+    last_change = time.monotonic()
+    confirmations = 0
+    total = sum(expected.values())
+    while True:
+        state = _drain_state(engine, stack.tenant)
+        now = time.monotonic()
+        for user, n in expected.items():
+            s = state.get(user, {"stored": 0, "pending": 0, "new": 0})
+            if s["stored"] >= n and s["pending"] == 0 and s["new"] == 0:
+                done_at.setdefault(user, now - started)
+            else:
+                done_at.pop(user, None)
+        sig = sorted((u, tuple(v.values())) for u, v in state.items())
+        if sig != last_sig:
+            last_sig, last_change = sig, now
+        stored = sum(v["stored"] for v in state.values())
+        pending = sum(v["pending"] for v in state.values())
+        new = sum(v["new"] for v in state.values())
+        progress(f"drain: {stored:,}/{total:,} stored, {pending:,} pending, {new:,} new candidates",
+                 stored, total)
+        if len(done_at) == len(expected):
+            confirmations += 1
+            if confirmations >= 2:
+                return {"drained": True, "user_drained_s": done_at, "incomplete": None}
+        else:
+            confirmations = 0
+        why = None
+        if not stack.worker_alive():
+            why = "worker died"
+        elif deadline is not None and now > deadline:
+            why = "budget"
+        elif now - last_change > STALL_S:
+            why = f"stalled ({STALL_S:.0f} s without change)"
+        if why:
+            return {"drained": False, "user_drained_s": done_at, "incomplete": why,
+                    "state": {u: state.get(u) for u in expected}, "worker_log_tail": stack.worker_log_tail()}
+        time.sleep(0.5)
+
+
+def store_facts(engine: Any, tenant: str, conv: Conversation) -> dict[str, Any]:
+    """Memories and turns stored for one conversation, and how much of the evidence they reach."""
+    from sqlalchemy import text
+
+    from shared.tokens import estimate_tokens
+
+    with engine.connect() as conn:
+        memories = conn.execute(text(
+            "SELECT status, content, source_turn_ids FROM memories WHERE tenant_id = :t AND user_id = :u"),
+            {"t": tenant, "u": conv.sample_id}).all()
+        turns = conn.execute(text(
+            "SELECT source_turn_id, status, embedding IS NOT NULL FROM events "
+            "WHERE tenant_id = :t AND user_id = :u AND type = 'turn'"),
+            {"t": tenant, "u": conv.sample_id}).all()
+    active = [m for m in memories if m[0] == "active"]
+    cited = {tid for m in active for tid in (m[2] or [])}
+    indexed = {r[0] for r in turns if r[2]}
+    answerable = [q for q in conv.questions if q.category in scorer.ANSWERABLE and q.evidence]
+    evidence = {t for q in answerable for t in q.evidence}
+
+    def share(part: set[str], whole: set[str]) -> float | None:
+        return len(part & whole) / len(whole) if whole else None
+
+    return {
+        "sample_id": conv.sample_id,
+        "sessions": len(conv.sessions),
+        "turns": len(conv.turns),
+        "questions": len(conv.questions),
+        "questions_dropped": conv.dropped_questions,
+        "turns_stored": len(turns),
+        "turns_indexed": len(indexed),
+        "turn_status": dict(Counter(r[1] for r in turns)),
+        "memories_by_status": dict(Counter(m[0] for m in memories)),
+        "memories": len(active),
+        "memory_tokens": sum(estimate_tokens(m[1]) for m in active),
+        "evidence_turns": len(evidence),
+        "extraction_coverage": share(cited, evidence),
+        "questions_fully_covered_by_memories": (
+            sum(1 for q in answerable if q.evidence <= cited) / len(answerable) if answerable else None),
+        "evidence_indexed": share(indexed, evidence),
+    }
+
+
+# --- the harness ------------------------------------------------------------------------------------------
+
+
+def _search(http: Any, user_id: str, query: str, *, include_turns: bool,
+            k: int) -> tuple[list[dict[str, Any]], int]:
+    body = {"user_id": user_id, "query": query, "k": k, "include_turns": include_turns}
+    t0 = time.perf_counter_ns()
+    resp = http.post("/v1/search", json=body)
+    elapsed = time.perf_counter_ns() - t0
+    if resp.status_code != 200:
+        raise RuntimeError(f"POST /v1/search answered {resp.status_code}: {resp.text[:300]}")
+    return list(resp.json()["results"]), elapsed
+
+
+def evaluate(conversations: Sequence[Conversation], stack: Stack, *, embedder: Any,
+             include_turns: bool = True, k: int = K, deadline: float | None = None) -> dict[str, Any]:
+    """Replay, wait until drained, ask every question through the API, run the baselines, score all."""
+    import httpx
+
+    from shared.db.engine import get_engine
+
+    engine = get_engine(stack.database_url, pool_size=1, application_name="bench-locomo")
+    t0 = time.monotonic()
+    emitted = replay(stack, conversations)
+    emit_s = time.monotonic() - t0
+    expected = {c.sample_id: len(c.turns) + len(c.sessions) for c in conversations}
+    drain = wait_drained(stack, engine, expected, started=t0, deadline=deadline)
+    ingest_s = time.monotonic() - t0
+
+    scores: dict[str, list[scorer.QuestionScore]] = {s: [] for s in SYSTEMS}
+    details: list[dict[str, Any]] = []
+    latencies: list[int] = []
+    result_types: Counter[str] = Counter()
+    t_search = time.monotonic()
+    headers = {"Authorization": f"Bearer {stack.api_key}"}
+    with httpx.Client(base_url=stack.api_url, headers=headers, timeout=60.0) as http:
+        for conv in conversations:
+            progress(f"search: {conv.sample_id}, {len(conv.questions)} questions")
+            for q in conv.questions:
+                results, ns = _search(http, conv.sample_id, q.question, include_turns=include_turns, k=k)
+                latencies.append(ns)
+                ranked = [scorer.Result.of(r["content"], r["source_turn_ids"]) for r in results]
+                result_types.update(r["type"] for r in results)
+                scores["project"].append(scorer.score_question(q.evidence, ranked, category=q.category))
+                details.append({
+                    "sample_id": conv.sample_id, "question": q.question, "category": q.category,
+                    "evidence": sorted(q.evidence),
+                    "project": [[r["type"], r["source_turn_ids"], x.tokens, r["score"]]
+                                for r, x in zip(results, ranked, strict=True)],
+                })
+    search_s = time.monotonic() - t_search
+
+    t_base = time.monotonic()
+    i = 0
+    for conv in conversations:
+        progress(f"baselines: {conv.sample_id}")
+        turns = conv.turns
+        bm25 = BM25([t.content for t in turns])
+        vectors = VectorIndex(embedder.embed([t.content for t in turns]))
+        as_results = [scorer.Result.of(rendered_turn(t.content), [t.dia_id]) for t in turns]
+        for q in conv.questions:
+            for name, order in (("bm25", bm25.top(q.question, k)),
+                                ("embeddings", vectors.top(embedder.embed_query(q.question), k))):
+                ranked = [as_results[j] for j in order]
+                scores[name].append(scorer.score_question(q.evidence, ranked, category=q.category))
+                details[i][name] = [turns[j].dia_id for j in order]
+            i += 1
+    baselines_s = time.monotonic() - t_base
+
+    lat_ms = sorted(n / 1e6 for n in latencies)
+    return {
+        "tenant": stack.tenant,
+        "k": k,
+        "include_turns": include_turns,
+        "embedder": getattr(embedder, "name", type(embedder).__name__),
+        "events_emitted": emitted,
+        "drain": drain,
+        "timings_s": {"emit": round(emit_s, 2), "ingest": round(ingest_s, 2), "search": round(search_s, 2),
+                      "baselines": round(baselines_s, 2)},
+        "search_latency_ms": {
+            "n": len(lat_ms),
+            "p50": round(percentile(lat_ms, 50), 2) if lat_ms else None,
+            "p95": round(percentile(lat_ms, 95), 2) if lat_ms else None,
+            "max": round(lat_ms[-1], 2) if lat_ms else None,
+        },
+        "result_types": dict(result_types),
+        "store": [store_facts(engine, stack.tenant, c) for c in conversations],
+        "systems": {name: scorer.aggregate(s) for name, s in scores.items()},
+        "questions": details,
+    }
+
+
+# --- services for a standalone run -------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _environment(embedder: str, index_turns: bool, database_url: str | None) -> Iterator[None]:
+    """The process environment of one run: the developer's MEMORY_* (and, unless the embedder needs them,
+    OPENAI_*) settings removed, the run's own set; migrations and the in-process API read it."""
+    from shared.settings import get_settings
+
+    saved = dict(os.environ)
+    keep_openai = embedder == "openai"
+    for key in list(os.environ):
+        if key.startswith("MEMORY_") or (key.startswith("OPENAI_") and not keep_openai):
+            del os.environ[key]
+    os.environ.update(MEMORY_EMBEDDER=embedder, MEMORY_INDEX_TURNS=str(index_turns).lower(),
+                      MEMORY_LOG_LEVEL="WARNING")
+    if database_url:
+        os.environ["DATABASE_URL"] = database_url
+    get_settings.cache_clear()
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        get_settings.cache_clear()
+
+
+@contextlib.contextmanager
+def api_server(settings: Any) -> Iterator[str]:
+    """The real FastAPI app served by uvicorn on a free loopback port, in a thread; yields its base URL."""
+    import uvicorn
+
+    from api.app import create_app
+    from tests.services import free_port, wait_for
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port,
+                                           log_level="warning"))
+    thread = threading.Thread(target=server.run, name="locomo-api", daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: server.started or not thread.is_alive(), timeout_s=120, what="the API server")
+        if not server.started:
+            raise RuntimeError("the API server failed to start (see the log above)")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@dataclass
+class Options:
+    embedder: str = "local"
+    index_turns: bool = True
+    database_url: str | None = None
+    conversations: int | None = None
+    sessions: int | None = None
+    budget_s: float | None = None
+    quick: bool = False
+    max_memory_per_child_kib: int | None = None  # celery's --max-memory-per-child; None: the project's setting
+
+
+def run_with(opts: Options) -> dict[str, Any]:
+    """One standalone run: services, worker, API, `evaluate`, targets, markdown."""
+    started = time.monotonic()
+    deadline = started + opts.budget_s if opts.budget_s else None
+    try:
+        conversations = load_conversations(conversations=opts.conversations, sessions=opts.sessions)
+    except DataMissing as exc:
+        out = {"name": "locomo", "quick": opts.quick, "figures": {}, "targets": [],
+               "skipped": [f"everything: {exc}"]}
+        out["markdown"] = f"Skipped: {exc}\n"
+        return out
+    from bench import common
+    from shared.db.engine import session_scope
+    from shared.settings import load_settings
+    from worker.embeddings import make_embedder
+
+    with _environment(opts.embedder, opts.index_turns, opts.database_url), common.services() as svc:
+        from api.keys import create_key
+        from shared.db.engine import get_engine
+
+        tenant, queue = unique_name("t-locomo"), unique_name("bench-locomo")
+        with session_scope(get_engine(svc.database_url)) as session:
+            key, _ = create_key(session, tenant, name="bench-locomo")
+        env = common.worker_env(svc, queue, MEMORY_EMBEDDER=opts.embedder,
+                                MEMORY_INDEX_TURNS=str(opts.index_turns).lower())
+        if opts.embedder == "openai":
+            env.update({k: v for k, v in os.environ.items() if k.startswith("OPENAI_")})
+        progress(f"starting a worker (-c 2, {opts.embedder} embeddings)")
+        extra = ([] if opts.max_memory_per_child_kib is None
+                 else ["--max-memory-per-child", str(opts.max_memory_per_child_kib)])
+        worker = common.BenchWorker(env, queue, svc.tmp / f"{queue}.log", concurrency=2, extra_args=extra).start()
+        try:
+            settings = load_settings(database_url=svc.database_url, redis_url=svc.redis_url, queue=queue)
+            embedder = make_embedder(opts.embedder, dim=settings.embedding_dim,
+                                     openai_base_url=settings.openai_base_url,
+                                     openai_api_key=settings.openai_api_key,
+                                     openai_model=settings.embedding_model)
+            with api_server(settings) as api_url:
+                stack = Stack(tenant=tenant, redis_url=svc.redis_url, queue=queue,
+                              database_url=svc.database_url, api_url=api_url, api_key=key,
+                              worker_alive=worker.alive, worker_log_tail=worker.log_tail, spool_dir=svc.tmp)
+                drain_deadline = started + 0.8 * opts.budget_s if opts.budget_s else None
+                figures = evaluate(conversations, stack, embedder=embedder, include_turns=opts.index_turns,
+                                   deadline=drain_deadline)
+        finally:
+            worker.stop()
+            common.drop_queue(svc.redis_url, queue, tenant=tenant)
+        figures["services"] = "embedded PostgreSQL in a temp dir" if svc.embedded else "DATABASE_URL"
+    figures["duration_s"] = round(time.monotonic() - started, 1)
+    figures["options"] = {"embedder": opts.embedder, "index_turns": opts.index_turns,
+                          "conversations": [c.sample_id for c in conversations], "sessions": opts.sessions,
+                          "complete_data": opts.conversations is None and opts.sessions is None,
+                          "max_memory_per_child_kib": opts.max_memory_per_child_kib}
+    figures["deadline_hit"] = bool(deadline and time.monotonic() > deadline)
+    out: dict[str, Any] = {"name": "locomo", "quick": opts.quick, "figures": figures,
+                           "targets": targets(figures), "skipped": []}
+    if figures["drain"]["incomplete"]:
+        out["skipped"].append(f"drain incomplete: {figures['drain']['incomplete']}")
+    out["markdown"] = render_markdown(out)
+    return out
+
+
+def run(budget_s: float, quick: bool) -> dict[str, Any]:
+    """The `bench.run` entry point: MiniLM, turns indexed; quick: the first conversation only. The plot is
+    redrawn only by a complete run (a partial one would replace the committed plot with other figures)."""
+    opts = Options(conversations=1 if quick else None, budget_s=budget_s, quick=quick)
+    out = run_with(opts)
+    if out["figures"] and is_reference_run(out):
+        out["figures"]["plot"] = write_plot(out, PLOT_PATH)
+        out["markdown"] = render_markdown(out)
+    return out
+
+
+def is_reference_run(result: dict[str, Any]) -> bool:
+    o = result["figures"]["options"]
+    return bool(o["complete_data"] and o["embedder"] == "local" and o["index_turns"]
+                and not result["figures"]["drain"]["incomplete"])
+
+
+# --- targets, markdown, plot --------------------------------------------------------------------------------
+
+
+def _target(name: str, measured: float | None, op: str, goal: float, unit: str,
+            note: str = "") -> dict[str, Any]:
+    met = measured is not None and (measured <= goal if op == "<=" else measured >= goal)
+    return {"name": name, "measured": measured, "target": f"{op} {goal:g} {unit}".strip(), "unit": unit,
+            "met": met, "note": note}
+
+
+def targets(figures: dict[str, Any]) -> list[dict[str, Any]]:
+    overall = figures["systems"]["project"]["overall"]
+    r5, r10 = overall["recall_at"].get(5), overall["recall_at"].get(10)
+    note = "categories 1-4"
+    if not figures["options"]["complete_data"]:
+        note += ", partial data"
+    return [
+        _target("evidence recall@5", None if r5 is None else round(100 * r5, 1), ">=", 100 * TARGET_RECALL_5,
+                "%", note),
+        _target("evidence recall@10", None if r10 is None else round(100 * r10, 1), ">=",
+                100 * TARGET_RECALL_10, "%", note),
+        _target("returned tokens per query (k=25, mean)",
+                None if overall["tokens_per_query"] is None else round(overall["tokens_per_query"]),
+                "<=", TARGET_TOKENS, "tokens", note),
+        _target("replay + scoring wall time", figures["duration_s"], "<=", TARGET_WALL_S, "s",
+                f"{len(figures['options']['conversations'])} conversations"),
+    ]
+
+
+def _pct(v: float | None) -> str:
+    return "n/a" if v is None else f"{100 * v:.1f}"
+
+
+def _num(v: float | None, spec: str = ",.0f") -> str:
+    return "n/a" if v is None else format(v, spec)
+
+
+def _p(text: str) -> str:
+    return " ".join(text.split())
+
+
+def render_markdown(result: dict[str, Any]) -> str:
+    f = result["figures"]
+    if not f:
+        return "Skipped: " + "; ".join(result["skipped"]) + "\n"
+    lines = ["| target | measured | goal | met |", "| --- | --- | --- | --- |"]
+    for t in result["targets"]:
+        measured = "n/a" if t["measured"] is None else f"{t['measured']:g} {t['unit']}"
+        note = f" ({t['note']})" if t["note"] else ""
+        met = "yes" if t["met"] else "**no**"
+        lines.append(f"| {t['name']}{note} | {measured} | {t['target']} | {met} |")
+    o = f["options"]
+    n_q = sum(s["questions"] for s in f["store"])
+    lines += ["", _p(f"""Data: LoCoMo development conversations ({', '.join(o['conversations'])}{'' if
+              o['sessions'] is None else f', first {o["sessions"]} sessions each'}), {f['events_emitted']:,}
+              events replayed, {n_q:,} questions; embedder `{f['embedder']}`, no LLM (rules-only extraction),
+              turns {'indexed and searched' if f['include_turns'] else 'not indexed (`--no-turns`)'}; k =
+              {f['k']}; {f['services']}. Evidence recall@k = share of a question's evidence turns cited by the
+              `source_turn_ids` of its top k results; recall within N tokens takes results in rank order while
+              they fit N (estimated) tokens. Categories 1-4 unless named; questions without evidence are
+              counted, not scored.""")]
+    if f["drain"]["incomplete"]:
+        lines += ["", f"**The replay did not drain ({f['drain']['incomplete']}): figures are partial.**"]
+    lines += ["", "| system | R@5 | R@10 | R@25 | all@10 | hit@10 | NDCG@10 | MRR | R within 512 tok | "
+              "R within 2,048 tok | tokens/query | tokens in top 10 |", "| --- " * 12 + "|"]
+    for name in SYSTEMS:
+        s = f["systems"][name]["overall"]
+        lines.append(
+            f"| {SYSTEM_LABELS[name]} | {_pct(s['recall_at'].get(5))} | {_pct(s['recall_at'].get(10))} | "
+            f"{_pct(s['recall_at'].get(25))} | {_pct(s['recall_all_at_10'])} | {_pct(s['hit_at_10'])} | "
+            f"{_pct(s['ndcg_at_10'])} | {_pct(s['mrr'])} | {_pct(s['recall_within'].get(512))} | "
+            f"{_pct(s['recall_within'].get(2048))} | {_num(s['tokens_per_query'])} | "
+            f"{_num(s['tokens_at'].get(10))} |")
+    lines += ["", "Per category (R@5 / R@10 / R@25; questions scored):", "",
+              "| category | questions | " + " | ".join(SYSTEM_LABELS[n] for n in SYSTEMS) + " |",
+              "| --- " * (2 + len(SYSTEMS)) + "|"]
+    cats = f["systems"]["project"]["by_category"]
+    for cat, c in cats.items():
+        cells = []
+        for name in SYSTEMS:
+            s = f["systems"][name]["by_category"][cat]
+            cells.append(" / ".join(_pct(s["recall_at"].get(k)) for k in (5, 10, 25)))
+        extra = f", {c['no_evidence']} without evidence" if c["no_evidence"] else ""
+        lines.append(f"| {cat} {c['name']} | {c['scored']}{extra} | " + " | ".join(cells) + " |")
+    for label, key in (("all categories (1-5)", "overall_with_adversarial"), ("1-4", "overall")):
+        cells = [" / ".join(_pct(f["systems"][n][key]["recall_at"].get(k)) for k in (5, 10, 25))
+                 for n in SYSTEMS]
+        lines.append(f"| {label} | {f['systems']['project'][key]['scored']} | " + " | ".join(cells) + " |")
+    p = f["systems"]["project"]["overall"]
+    types = f["result_types"]
+    lines += ["", _p(f"""Project results: {types.get('memory', 0):,} memories and {types.get('turn', 0):,}
+              turns returned in all; {_num(p['source_turns_per_item'], '.2f')} source turns per returned
+              item.""")]
+    lines += ["", "Store per conversation (active memories; coverage = share of the distinct evidence turns "
+              "of categories 1-4 cited by at least one active memory; indexed = evidence turns in the turn "
+              "index):",
+              "", "| conversation | sessions | turns | questions | memories | memory tokens | extraction "
+              "coverage | questions fully covered by memories | evidence indexed | drained after s |",
+              "| --- " * 10 + "|"]
+    drained = f["drain"]["user_drained_s"]
+    for s in f["store"]:
+        lines.append(
+            f"| {s['sample_id']} | {s['sessions']} | {s['turns']} | {s['questions']} | {s['memories']} | "
+            f"{s['memory_tokens']:,} | {_pct(s['extraction_coverage'])} % | "
+            f"{_pct(s['questions_fully_covered_by_memories'])} % | {_pct(s['evidence_indexed'])} % | "
+            f"{_num(drained.get(s['sample_id']), '.1f')} |")
+    t, lat = f["timings_s"], f["search_latency_ms"]
+    mem = o.get("max_memory_per_child_kib")
+    worker_cmd = "celery worker -c 2" + (f" --max-memory-per-child {mem}" if mem else "")
+    lines += ["", _p(f"""Timing: ingest (first emit -> drained, one `{worker_cmd}`) {t['ingest']} s
+              (emit {t['emit']} s); {lat['n']:,} searches in {t['search']} s, latency from the client p50
+              {lat['p50']} ms, p95 {lat['p95']} ms; baselines {t['baselines']} s; whole run {f['duration_s']}
+              s.""")]
+    if f.get("plot"):
+        lines += ["", f"![evidence recall@k against mean returned tokens]({f['plot']})"]
+    if result["skipped"]:
+        lines += ["", "Skipped: " + "; ".join(result["skipped"])]
+    return "\n".join(lines) + "\n"
+
+
+def write_plot(result: dict[str, Any], path: Path) -> str:
+    """Recall@k (categories 1-4) against mean returned tokens in the top k, k in `scorer.RECALL_KS`."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    f = result["figures"]
+    fig, ax = plt.subplots(figsize=(7.5, 4.8), dpi=120)
+    for name, style in zip(SYSTEMS, ("o-", "s--", "^-."), strict=True):
+        s = f["systems"][name]["overall"]
+        ks = [k for k in scorer.RECALL_KS if s["recall_at"].get(k) is not None]
+        xs = [s["tokens_at"][k] for k in ks]
+        ys = [100 * s["recall_at"][k] for k in ks]
+        ax.plot(xs, ys, style, label=SYSTEM_LABELS[name])
+        for k, x, y in zip(ks, xs, ys, strict=True):
+            ax.annotate(str(k), (x, y), textcoords="offset points", xytext=(3, -10), fontsize=7)
+    ax.set_xscale("log")
+    ax.set_xlabel("mean returned tokens per query (top k, estimated)")
+    ax.set_ylabel("evidence recall@k, % (categories 1-4)")
+    convs = f["options"]["conversations"]
+    ks_label = ", ".join(map(str, scorer.RECALL_KS))
+    ax.set_title(f"LoCoMo dev ({len(convs)} conversations), {f['embedder']}, k = {ks_label}", fontsize=9)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    try:
+        return str(path.relative_to(REPO))
+    except ValueError:
+        return str(path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.locomo", description=__doc__.split("\n", 1)[0])
+    ap.add_argument("--embedder", choices=("hashing", "local", "openai"), default="local")
+    ap.add_argument("--no-turns", action="store_true", help="MEMORY_INDEX_TURNS=false; search memories only")
+    ap.add_argument("--database-url", help="use this (pgvector) store instead of a fresh embedded one")
+    ap.add_argument("--conversations", type=int, help="only the first N conversations")
+    ap.add_argument("--sessions", type=int, help="only the first N sessions of each conversation")
+    ap.add_argument("--out", type=Path, default=RESULTS_DIR, help="where the JSON and markdown go")
+    ap.add_argument("--max-memory-per-child", type=int, metavar="KIB",
+                    help="pass celery's --max-memory-per-child to the worker (default: the project's setting)")
+    args = ap.parse_args(argv)
+    opts = Options(embedder=args.embedder, index_turns=not args.no_turns, database_url=args.database_url,
+                   conversations=args.conversations, sessions=args.sessions,
+                   max_memory_per_child_kib=args.max_memory_per_child)
+    out = run_with(opts)
+    if not out["figures"]:
+        print(out["markdown"], file=sys.stderr, end="")
+        return 0
+    args.out.mkdir(parents=True, exist_ok=True)
+    plot_path = PLOT_PATH if is_reference_run(out) else args.out / PLOT_PATH.name
+    out["figures"]["plot"] = write_plot(out, plot_path)
+    out["markdown"] = render_markdown(out)
+    (args.out / "locomo.json").write_text(json.dumps(out, indent=1, default=str))
+    (args.out / "locomo.md").write_text(out["markdown"])
+    print(out["markdown"])
+    print(f"written: {args.out / 'locomo.json'}, {args.out / 'locomo.md'}, {out['figures']['plot']}",
+          file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
