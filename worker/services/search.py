@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -98,7 +100,7 @@ def search(
 ) -> list[SearchHit]:
     f = filters or SearchFilters()
     vec = vector_literal(embedder.embed_query(query))
-    tsq = keywords.query(query)
+    toks = keywords.tokens(query)[:64]
     n = max(CANDIDATES_PER_LIST, k * 3)
     set_search_params(db, ef_search=max(ef_search, n))
     items: dict[str, Ranked] = {}
@@ -137,16 +139,10 @@ def search(
         ).all()
         for i, r in enumerate(vector_rows, 1):
             add(f"m:{r.id}", r, importance=r.importance, half_life=r.half_life_days, touch=r.touch, vr=i)
-        if tsq:
-            params["q"] = tsq
-            kw_rows = db.execute(
-                text(
-                    f"SELECT {_MEMORY_COLS} FROM memories WHERE {where} AND "
-                    "search_tokens @@ to_tsquery('simple', :q) "
-                    "ORDER BY ts_rank_cd(search_tokens, to_tsquery('simple', :q)) DESC LIMIT :n"
-                ),
-                params,
-            ).all()
+        if toks:
+            kw_rows = bm25_ranked(
+                db, table="memories", where=where, params=params, cols=_MEMORY_COLS, tokens=toks, n=n
+            )
             for i, r in enumerate(kw_rows, 1):
                 add(f"m:{r.id}", r, importance=r.importance, half_life=r.half_life_days, touch=r.touch, kr=i)
     if include_turns:
@@ -167,16 +163,8 @@ def search(
             1,
         ):
             add(f"t:{r.event_id}", r, importance=TURN_IMPORTANCE, half_life=None, touch=r.event_time, vr=i)
-        if tsq:
-            tparams["q"] = tsq
-            kw = db.execute(
-                text(
-                    f"SELECT {cols} FROM events WHERE {twhere} AND search_tokens @@ "
-                    "to_tsquery('simple', :q) ORDER BY ts_rank_cd(search_tokens, "
-                    "to_tsquery('simple', :q)) DESC LIMIT :n"
-                ),
-                tparams,
-            ).all()
+        if toks:
+            kw = bm25_ranked(db, table="events", where=twhere, params=tparams, cols=cols, tokens=toks, n=n)
             for i, r in enumerate(kw, 1):
                 add(
                     f"t:{r.event_id}", r, importance=TURN_IMPORTANCE, half_life=None, touch=r.event_time, kr=i
@@ -216,6 +204,71 @@ def search(
                 )
             )
     return hits
+
+
+BM25_K1, BM25_B = 1.2, 0.75
+KEYWORD_POOL = 300  # rows pre-selected by any shared token before BM25 scoring
+_LEXEME = re.compile(r"'((?:[^']|'')*)'")
+
+
+def bm25_scores(
+    doc_tokens: Sequence[set[str]],
+    query_tokens: Sequence[str],
+    *,
+    df: dict[str, int],
+    n_docs: int,
+    avgdl: float,
+) -> list[float]:
+    """BM25 (Robertson-Sparck Jones idf, k1 = 1.2, b = 0.75) over token sets (pure).
+
+    Documents store distinct tokens, so term frequency is 1 and a document's length is its token count."""
+    idf = {t: math.log(1 + (n_docs - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)) for t in set(query_tokens)}
+    scores = []
+    for tokens in doc_tokens:
+        norm = (BM25_K1 + 1) / (1 + BM25_K1 * (1 - BM25_B + BM25_B * len(tokens) / max(avgdl, 1.0)))
+        scores.append(sum(idf[t] for t in idf if t in tokens) * norm)
+    return scores
+
+
+def bm25_ranked(
+    db: Session, *, table: str, where: str, params: dict[str, Any], cols: str, tokens: Sequence[str], n: int
+) -> list[Any]:
+    """Keyword results ranked by BM25 with the user's own document frequencies.
+
+    PostgreSQL's ts_rank has no inverse document frequency: a token every turn shares (a speaker's name, "user")
+    counts as much as a rare one. Candidates come from the GIN index (any shared token); statistics and scores
+    are computed here."""
+    tsq = " | ".join(f"'{t}'" for t in tokens)
+    stats = db.execute(
+        text(
+            f"SELECT count(*), coalesce(avg(length(search_tokens)), 1) FROM {table} "
+            f"WHERE {where} AND search_tokens IS NOT NULL"
+        ),
+        params,
+    ).one()
+    df = {
+        str(tok): int(count)
+        for tok, count in db.execute(
+            text(
+                f"SELECT q.tok, (SELECT count(*) FROM {table} WHERE {where} AND "
+                "search_tokens @@ to_tsquery('simple', quote_literal(q.tok))) "
+                "FROM unnest(CAST(:toks AS text[])) AS q(tok)"
+            ),
+            {**params, "toks": list(tokens)},
+        ).all()
+    }
+    rows = db.execute(
+        text(
+            f"SELECT {cols}, search_tokens::text AS lexemes FROM {table} WHERE {where} AND "
+            "search_tokens @@ to_tsquery('simple', :q) "
+            "ORDER BY ts_rank_cd(search_tokens, to_tsquery('simple', :q)) DESC LIMIT :pool"
+        ),
+        {**params, "q": tsq, "pool": KEYWORD_POOL},
+    ).all()
+    doc_tokens = [{m.replace("''", "'") for m in _LEXEME.findall(r.lexemes or "")} for r in rows]
+    scores = bm25_scores(doc_tokens, tokens, df=df, n_docs=int(stats[0]), avgdl=float(stats[1]))
+    order = sorted(range(len(rows)), key=lambda i: -scores[i])
+    return [rows[i] for i in order[:n] if scores[i] > 0]
 
 
 def record_access(db: Session, counts: dict[str, int], *, now: datetime) -> int:
