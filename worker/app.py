@@ -46,7 +46,9 @@ app.conf.update(
     worker_redirect_stdouts=False,
     worker_send_task_events=True,
     task_send_sent_event=False,
-    worker_max_memory_per_child=400_000,  # KiB: recycle a child that leaks past ~400 MB
+    # KiB. A pool child with MiniLM loaded holds ~475 MB: a lower cap recycled it after every task and
+    # reloaded torch each time (10 s per extraction on the LoCoMo replay)
+    worker_max_memory_per_child=_settings.worker_max_memory_mb * 1024,
     enable_utc=True,
     timezone="UTC",
 )

@@ -40,8 +40,13 @@ def fused_score(
     return rrf * (0.5 + 0.5 * item.importance) * decay(half_life_days=item.half_life_days, age_days=age_days)
 
 
-def rank(items: Sequence[Ranked], *, now: datetime, k: int) -> list[tuple[Ranked, float]]:
+def rank(
+    items: Sequence[Ranked], *, now: datetime, k: int, vector_weight: float = 1.0, keyword_weight: float = 1.0
+) -> list[tuple[Ranked, float]]:
     """Items by fused score, best first; ties broken by the most recent touch."""
-    scored = [(item, fused_score(item, now=now)) for item in items]
+    scored = [
+        (item, fused_score(item, now=now, vector_weight=vector_weight, keyword_weight=keyword_weight))
+        for item in items
+    ]
     scored.sort(key=lambda pair: (-round(pair[1], 12), -pair[0].last_touch.timestamp()))
     return scored[:k]

@@ -270,10 +270,45 @@ def refresh_session_counters(db: Session, tenant_id: str, user_id: str, session_
     )
 
 
+def previous_turn_text(
+    db: Session, tenant_id: str, user_id: str, session_id: str, first: PendingEvent
+) -> str:
+    """The turn just before `first` in its session (whatever its status), or ""."""
+    value = db.execute(
+        text(
+            "SELECT content FROM events WHERE tenant_id = :t AND user_id = :u AND session_id = :s AND type = 'turn' "
+            "AND (event_time, event_id) < (:ts, :id) ORDER BY event_time DESC, event_id DESC LIMIT 1"
+        ),
+        {"t": tenant_id, "u": user_id, "s": session_id, "ts": first.event_time, "id": first.event_id},
+    ).scalar()
+    return str(value or "")
+
+
+def keyword_contexts(events: Sequence[PendingEvent], *, before: str) -> dict[str, str]:
+    """Each turn's keyword document: the previous turn of the session and the turn itself (pure).
+
+    An answer rarely repeats its question's words ("What did you do?" / "Went hiking"): indexing the pair
+    lets the turn that holds the fact be found by the words of the turn that asked for it."""
+    out: dict[str, str] = {}
+    previous = before
+    for e in events:
+        if e.type != "turn":
+            continue
+        out[e.event_id] = f"{previous}\n{e.content}" if previous else e.content
+        previous = e.content
+    return out
+
+
 def index_turns(
-    db: Session, tenant_id: str, turns: Sequence[Turn], vectors: Sequence[Sequence[float]]
+    db: Session,
+    tenant_id: str,
+    turns: Sequence[Turn],
+    vectors: Sequence[Sequence[float]],
+    *,
+    contexts: dict[str, str] | None = None,
 ) -> int:
-    """Store the embedding and keyword tokens of each kept turn (the turn index for recall)."""
+    """Store the embedding (of the turn) and keyword tokens (of the turn with its predecessor, when given)
+    of each kept turn: the turn index for recall."""
     from worker.memory import keywords
     from worker.services.memories import vector_literal
 
@@ -289,7 +324,7 @@ def index_turns(
             "t": tenant_id,
             "ids": [t.event_id for t in turns],
             "vecs": [vector_literal(v) for v in vectors],
-            "docs": [keywords.document(t.content) for t in turns],
+            "docs": [keywords.document((contexts or {}).get(t.event_id, t.content)) for t in turns],
         },
     )
     return len(turns)

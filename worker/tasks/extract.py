@@ -140,7 +140,9 @@ def _run_window(tenant_id: str, user_id: str, session_id: str, *, now: datetime)
     vectors = runtime.embedder().embed([t.content for t in kept]) if settings.index_turns and kept else []
     with session_scope(runtime.engine(), tenant=tenant_id) as db:
         if vectors:
-            svc.index_turns(db, tenant_id, kept, vectors)
+            before = svc.previous_turn_text(db, tenant_id, user_id, session_id, events[0])
+            contexts = svc.keyword_contexts(events, before=before)
+            svc.index_turns(db, tenant_id, kept, vectors, contexts=contexts)
         counts: dict[str, Any] = svc.apply_outcome(
             db,
             tenant_id=tenant_id,
