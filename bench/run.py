@@ -45,6 +45,11 @@ from bench import common
 # One line per benchmark module; the section name is the module's last component.
 BENCHMARKS: list[str] = [
     "bench.ingest",
+    "bench.store",
+    "bench.sleep",
+    "bench.api_load",
+    "bench.extraction",
+    "bench.locomo",
 ]
 
 BENCHMARKS_MD = common.REPO / "BENCHMARKS.md"

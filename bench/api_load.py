@@ -1,0 +1,743 @@
+"""The read API under load: `POST /v1/search` from 32 concurrent clients on loopback, 100,000 memories.
+
+Contract: `run(budget_s, quick) -> dict` measures, never asserts, and returns
+`{"name", "quick", "figures", "targets", "skipped", "markdown"}` like the other bench modules.
+
+- store: 100,000 memories of 10,000 users of one tenant, loaded and indexed by `bench.store.load_store` /
+  `rebuild_indexes` (hashing-embedded template sentences, HNSW and every other index built); an API key of
+  that tenant from `api.keys.create_key`.
+- server: the real API, `uvicorn api.app:create_app --factory --workers N --loop asyncio --http h11` as a
+  subprocess on 127.0.0.1 (uvicorn's pure-Python defaults, as shipped; one what-if run with uvloop and
+  httptools when they happen to be importable; the settings' defaults: JSON logs at INFO to a file, the
+  API's database role, row-level security), for N in WORKER_COUNTS; the best N (highest requests/s) is the
+  headline.
+- load: a separate process (`python -m bench.api_load --client CONFIG`) runs 32 asyncio tasks over one
+  `httpx.AsyncClient` (32 keep-alive connections); each sends `POST /v1/search` (k=10, one random user and
+  synthetic query per request) and waits for the answer before the next: a closed loop. WARMUP_S of warm-up,
+  then a measured window of at most WINDOW_S seconds or MAX_REQUESTS requests. Latency is the client's
+  (send to body read); requests/s = measured requests / window.
+- where the time goes: CPU seconds per request of uvicorn's processes, PostgreSQL's and the client's (psutil),
+  the handler's own `took_ms`, and one client alone (concurrency 1: the service time of one request).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import common, store
+from bench.common import progress, unique_name
+
+MEMORIES = 100_000
+USERS = 10_000
+CONCURRENCY = 32
+WORKER_COUNTS = {True: (2,), False: (1, 2, 3)}
+WARMUP_S = 3.0
+WINDOW_S = {True: 12.0, False: 20.0}
+MAX_REQUESTS = 20_000
+SINGLE_CLIENT_REQUESTS = 300
+OWN_LIMIT_S = {True: 300.0, False: 600.0}
+
+FAST_HTTP_ARGS = ("--loop", "uvloop", "--http", "httptools")
+# uvicorn's `auto` picks uvloop / httptools whenever they are importable: name the shipped defaults instead
+DEFAULT_HTTP_ARGS = ("--loop", "asyncio", "--http", "h11")
+TARGET_RPS = 300.0
+TARGET_P95_MS = 50.0
+
+
+def fast_http_available() -> bool:
+    """uvloop and httptools importable (uvicorn's `standard` extras; the project does not depend on them)."""
+    import importlib.util
+
+    return all(importlib.util.find_spec(m) is not None for m in ("uvloop", "httptools"))
+
+
+# --- the client (its own process) --------------------------------------------------------------------------
+
+
+async def _drive(cfg: dict[str, Any]) -> dict[str, Any]:
+    import httpx
+
+    rng = random.Random(cfg["seed"])
+    bodies = [
+        json.dumps({"user_id": u, "query": q, "k": 10}).encode()
+        for u, q in store.queries(cfg["seed"], 5_000, cfg["users"])
+    ]
+    headers = {"Authorization": f"Bearer {cfg['key']}", "Content-Type": "application/json"}
+    limits = httpx.Limits(max_connections=cfg["concurrency"], max_keepalive_connections=cfg["concurrency"])
+    lat_ns: list[int] = []
+    took: list[float] = []
+    statuses: dict[str, int] = {}
+    measuring = False
+    stop = False
+    count = 0
+    async with httpx.AsyncClient(base_url=cfg["url"], headers=headers, limits=limits, timeout=30.0) as http:
+
+        async def worker() -> None:
+            nonlocal count
+            while not stop:
+                body = bodies[rng.randrange(len(bodies))]
+                t0 = time.perf_counter_ns()
+                try:
+                    resp = await http.post("/v1/search", content=body)
+                    data = resp.content
+                    code = str(resp.status_code)
+                except httpx.HTTPError as exc:
+                    data, code = b"", type(exc).__name__
+                t1 = time.perf_counter_ns()
+                if measuring and not stop:
+                    lat_ns.append(t1 - t0)
+                    statuses[code] = statuses.get(code, 0) + 1
+                    count += 1
+                    if code == "200":
+                        took.append(float(json.loads(data)["took_ms"]))
+
+        tasks = [asyncio.create_task(worker()) for _ in range(cfg["concurrency"])]
+        await asyncio.sleep(cfg["warmup_s"])
+        import psutil
+
+        me = psutil.Process()
+        cpu0 = sum(me.cpu_times()[:2])
+        measuring = True
+        t_start = time.perf_counter()
+        while time.perf_counter() - t_start < cfg["window_s"] and count < cfg["max_requests"]:
+            await asyncio.sleep(0.05)
+        stop = True
+        window = time.perf_counter() - t_start
+        cpu1 = sum(me.cpu_times()[:2])
+        await asyncio.gather(*tasks, return_exceptions=True)
+    return {
+        "requests": len(lat_ns),
+        "window_s": round(window, 3),
+        "statuses": statuses,
+        "latency": store.summary_ms(lat_ns),
+        "took_ms": store.summary_ms([t * 1e6 for t in took]),
+        "client_cpu_s": round(cpu1 - cpu0, 3),
+    }
+
+
+def client_main(config_path: Path) -> None:
+    cfg = json.loads(config_path.read_text())
+    result = asyncio.run(_drive(cfg))
+    Path(cfg["out"]).write_text(json.dumps(result))
+
+
+# --- the server -------------------------------------------------------------------------------------------
+
+
+class ApiServer:
+    """`uvicorn api.app:create_app --factory --workers N` on a free loopback port, own process group."""
+
+    def __init__(
+        self,
+        env: dict[str, str],
+        workers: int,
+        log_path: Path,
+        extra_args: tuple[str, ...] = DEFAULT_HTTP_ARGS,
+    ) -> None:
+        from tests.services import free_port
+
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.workers = workers
+        self.env = env
+        self.log_path = log_path
+        self.extra_args = extra_args
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> ApiServer:
+        import httpx
+
+        from tests.services import wait_for
+
+        args = [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "api.app:create_app",
+            "--factory",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--workers",
+            str(self.workers),
+            "--no-access-log",
+            "--log-level",
+            "warning",
+            *self.extra_args,
+        ]
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                args,
+                env=self.env,
+                cwd=common.REPO,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+
+        def up() -> bool:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise RuntimeError(f"uvicorn exited: {self.log_path.read_text()[-2000:]}")
+            try:
+                return httpx.get(self.url + "/healthz", timeout=2).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        wait_for(up, timeout_s=90, interval_s=0.3, what="the API server")
+        # with several workers, each one answers /healthz only once its lifespan ran: ask a few times
+        for _ in range(4 * self.workers):
+            up()
+        return self
+
+    def stop(self) -> None:
+        import signal
+
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+
+
+def pg_cpu_s(postmaster_pid: int | None) -> float | None:
+    """CPU seconds of the embedded server: the postmaster, its live backends, and the backends that already
+    exited (reaped, so counted in the postmaster's children times): pool churn must not hide CPU."""
+    import psutil
+
+    if postmaster_pid is None:
+        return None
+    try:
+        root = psutil.Process(postmaster_pid)
+        t = root.cpu_times()
+        total = t.user + t.system + t.children_user + t.children_system
+        for child in root.children(recursive=True):
+            try:
+                c = child.cpu_times()
+                total += c.user + c.system
+            except psutil.Error:
+                continue
+        return float(total)
+    except psutil.Error:
+        return None
+
+
+def api_backends_cpu(url: str) -> dict[int, float]:
+    """CPU seconds so far of each live backend serving the API (application_name 'memory-api')."""
+    import psutil
+
+    with store.raw_connection(url) as conn:
+        pids = [
+            int(r[0])
+            for r in conn.execute(
+                "SELECT pid FROM pg_stat_activity WHERE application_name = 'memory-api'"
+            ).fetchall()
+        ]
+    out = {}
+    for pid in pids:
+        try:
+            t = psutil.Process(pid).cpu_times()
+            out[pid] = float(t.user + t.system)
+        except psutil.Error:
+            continue
+    return out
+
+
+def pg_sessions(url: str) -> int:
+    """Sessions the database has seen so far (pg_stat_database; backends report within about a second)."""
+    with store.raw_connection(url) as conn:
+        return int(
+            conn.execute(
+                "SELECT sessions FROM pg_stat_database WHERE datname = current_database()"
+            ).fetchone()[0]
+        )
+
+
+def load_run(
+    svc: common.Services,
+    server: ApiServer,
+    *,
+    key: str,
+    concurrency: int,
+    window_s: float,
+    max_requests: int,
+    seed: int,
+    label: str,
+) -> dict[str, Any]:
+    """One client process against a running server; CPU of server, postgres and client per request."""
+    cfg_path = svc.tmp / f"client-{label}.json"
+    out_path = svc.tmp / f"client-{label}.out.json"
+    cfg_path.write_text(
+        json.dumps(
+            {
+                "url": server.url,
+                "key": key,
+                "users": USERS,
+                "concurrency": concurrency,
+                "warmup_s": WARMUP_S,
+                "window_s": window_s,
+                "max_requests": max_requests,
+                "seed": seed,
+                "out": str(out_path),
+            }
+        )
+    )
+    assert server.proc is not None
+    sampler = common.ProcessSampler(server.proc.pid, main_role="uvicorn", child_role="uvicorn worker").start()
+    progress(f"{label}: {concurrency} clients for up to {window_s:.0f} s")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bench.api_load", "--client", str(cfg_path)],
+        cwd=common.REPO,
+        env={**os.environ, "PYTHONPATH": str(common.REPO)},
+    )
+    # the server's and postgres' CPU over the measured window only (the client warms up first)
+    time.sleep(WARMUP_S)
+    sampler.sample()
+    server0 = sampler.cpu_total()
+    pg0 = pg_cpu_s(svc.postmaster_pid)
+    api0 = api_backends_cpu(svc.database_url)
+    sessions0 = pg_sessions(svc.database_url)
+    load0 = os.getloadavg()[0]
+    rc = proc.wait(timeout=window_s + WARMUP_S + 120)
+    sampler.sample()
+    server1 = sampler.cpu_total()
+    pg1 = pg_cpu_s(svc.postmaster_pid)
+    api1 = api_backends_cpu(svc.database_url)
+    sampler.stop()
+    time.sleep(1.2)  # backends report their statistics at most once a second
+    sessions1 = pg_sessions(svc.database_url) - 1  # less this reading's own session
+    if rc != 0 or not out_path.exists():
+        raise RuntimeError(f"the load client failed with exit status {rc}")
+    r = json.loads(out_path.read_text())
+    n = r["requests"] or 1
+    r.update(
+        label=label,
+        concurrency=concurrency,
+        workers=server.workers,
+        requests_per_s=round(r["requests"] / r["window_s"], 1),
+        errors=sum(v for k, v in r["statuses"].items() if k != "200"),
+        load_1m=round(load0, 2),
+        new_db_sessions=sessions1 - sessions0 - 1,  # less the first reading's own session
+        cpu_ms_per_request={
+            "uvicorn": round((server1 - server0) * 1000 / n, 3),
+            # the API's backends alive at the end (those that exited during the window are left out)
+            "postgres": round(sum(v - api0.get(pid, 0.0) for pid, v in api1.items()) * 1000 / n, 3),
+            "postgres_all": round((pg1 - pg0) * 1000 / n, 3) if pg0 is not None and pg1 is not None else None,
+            "client": round(r["client_cpu_s"] * 1000 / n, 3),
+        },
+    )
+    return r
+
+
+# --- where the server's CPU goes (py-spy, when installed) ------------------------------------------------
+
+PROFILE_MARKERS: dict[str, tuple[str | None, str]] = {  # layer -> (function name or None, path fragment)
+    "route: post_search (whole handler)": ("post_search", "routes/search.py"),
+    "search() (SQL + ranking)": ("search", "services/search.py"),
+    "user_exists": ("user_exists", "services/users.py"),
+    "authenticate (key hash + SQL)": ("authenticate", "api/keys.py"),
+    "get_session (commit, close)": ("get_session", "api/deps.py"),
+    "timing_middleware (BaseHTTPMiddleware)": ("timing_middleware", "api/metrics.py"),
+    "psycopg (all calls)": (None, "psycopg/"),
+    "SQLAlchemy (all calls)": (None, "sqlalchemy/"),
+    "pydantic (validation, serialization)": (None, "pydantic"),
+    "FastAPI routing / dependencies": (None, "fastapi/"),
+    "Starlette (middleware, responses)": (None, "starlette/"),
+    "anyio thread hand-off": (None, "anyio/"),
+    "uvicorn / h11 (HTTP)": (None, "uvicorn/"),
+    "structlog / logging": (None, "structlog/"),
+    "asyncio event loop": (None, "asyncio/"),
+}
+
+
+# leaf frames of a thread that waits (for a socket, the database, a lock, the thread pool's queue)
+WAIT_LEAVES = (
+    "Selector.select (",
+    "Connection.wait (psycopg",
+    "Condition.wait (",
+    "Event.wait (",
+    "Lock.acquire",
+    "_wait_for_tstate_lock",
+    "Queue.get (",
+    "SimpleQueue.get",
+    "poll (",
+)
+
+
+def _has(frames: list[str], func: str | None, path: str) -> bool:
+    return any(path in f and (func is None or f.startswith(func + " (")) for f in frames)
+
+
+def py_spy() -> str | None:
+    """The py-spy executable: `PY_SPY` in the environment, else on PATH; None when absent."""
+    import shutil
+
+    path = os.environ.get("PY_SPY") or shutil.which("py-spy")
+    return path if path and Path(path).exists() else None
+
+
+def profile_server(svc: common.Services, server: ApiServer, *, key: str, seed: int) -> dict[str, Any]:
+    """py-spy (100 Hz, non-blocking, active threads only) on a one-process server under the same load:
+    inclusive share of samples per layer and the functions with the most own samples."""
+    exe = py_spy()
+    if exe is None or server.proc is None:
+        return {"skipped": "py-spy is not installed (set PY_SPY or put py-spy on PATH)"}
+    raw = svc.tmp / "py-spy.txt"
+    duration = int(WARMUP_S + 10)
+    spy = subprocess.Popen(
+        [
+            exe,
+            "record",
+            "--pid",
+            str(server.proc.pid),
+            "--duration",
+            str(duration),
+            "--rate",
+            "100",
+            "--gil",  # only the thread holding the GIL: Python's own CPU, not threads waiting for it
+            "--nonblocking",
+            "--format",
+            "raw",
+            "--output",
+            str(raw),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    run = load_run(
+        svc,
+        server,
+        key=key,
+        concurrency=CONCURRENCY,
+        window_s=10.0,
+        max_requests=MAX_REQUESTS,
+        seed=seed,
+        label="w1-c32-py-spy",
+    )
+    spy.wait(timeout=duration + 60)
+    if not raw.exists():
+        return {"skipped": f"py-spy wrote nothing (exit status {spy.returncode})"}
+    total = waiting = 0
+    inclusive: dict[str, int] = dict.fromkeys(PROFILE_MARKERS, 0)
+    own: dict[str, int] = {}
+    for line in raw.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack or not count.isdigit():
+            continue
+        n = int(count)
+        frames = stack.split(";")
+        if any(w in frames[-1] for w in WAIT_LEAVES):  # blocked, not computing: left out of the shares
+            waiting += n
+            continue
+        total += n
+        for name, (func, path) in PROFILE_MARKERS.items():
+            if _has(frames, func, path):
+                inclusive[name] += n
+        leaf = frames[-1]
+        own[leaf] = own.get(leaf, 0) + n
+    top = sorted(own.items(), key=lambda kv: -kv[1])[:10]
+    return {
+        "samples": total,
+        "waiting_samples": waiting,
+        "requests_per_s": run["requests_per_s"],
+        "inclusive_share": {
+            k: round(v / total, 3) for k, v in sorted(inclusive.items(), key=lambda kv: -kv[1])
+        }
+        if total
+        else {},
+        "own_share_top": [{"function": k, "share": round(v / total, 3)} for k, v in top] if total else [],
+    }
+
+
+# --- the benchmark ----------------------------------------------------------------------------------------
+
+
+def run(budget_s: float, quick: bool) -> dict[str, Any]:
+    from shared.db.engine import get_engine, session_scope
+
+    budget_s = min(budget_s, OWN_LIMIT_S[quick])
+    started = time.monotonic()
+    deadline = started + budget_s
+    seed = 20261103
+    figures: dict[str, Any] = {"runs": [], "budget_s": budget_s, "memories": MEMORIES, "users": USERS}
+    skipped: list[str] = []
+    with common.services() as svc:
+        figures["services"] = "embedded PostgreSQL in a temp dir" if svc.embedded else "DATABASE_URL"
+        tenant = unique_name("t-api")
+        defs = store.drop_secondary_indexes(svc.database_url)
+        figures["load"] = store.load_store(
+            svc.database_url, tenant=tenant, users=USERS, start=0, stop=MEMORIES, seed=seed, label="API store"
+        )
+        figures["indexes"] = store.rebuild_indexes(svc.database_url, defs, label="API store indexes")
+        with store.raw_connection(svc.database_url) as conn:  # no autovacuum or checkpoint of the load
+            conn.execute("VACUUM (ANALYZE) memories")  # mid-window
+            conn.execute("CHECKPOINT")
+        with session_scope(get_engine(svc.database_url)) as session:
+            from api.keys import create_key
+
+            key, _ = create_key(session, tenant, name="bench-api-load")
+        queue = unique_name("bench-api")
+        env = common.worker_env(svc, queue)
+        window = WINDOW_S[quick]
+        try:
+            for workers in WORKER_COUNTS[quick]:
+                if deadline - time.monotonic() < window + 60:
+                    skipped.append(f"--workers {workers}: budget")
+                    continue
+                progress(f"starting uvicorn --workers {workers}")
+                server = ApiServer(env, workers, svc.tmp / f"uvicorn-{workers}.log").start()
+                try:
+                    figures["runs"].append(
+                        load_run(
+                            svc,
+                            server,
+                            key=key,
+                            concurrency=CONCURRENCY,
+                            window_s=window,
+                            max_requests=MAX_REQUESTS,
+                            seed=seed + workers,
+                            label=f"w{workers}-c{CONCURRENCY}",
+                        )
+                    )
+                    if workers == 1:
+                        figures["single"] = load_run(
+                            svc,
+                            server,
+                            key=key,
+                            concurrency=1,
+                            window_s=8.0,
+                            max_requests=SINGLE_CLIENT_REQUESTS,
+                            seed=seed,
+                            label="w1-c1",
+                        )
+                finally:
+                    server.stop()
+            if fast_http_available() and deadline - time.monotonic() > window + 60:
+                # what-if: uvicorn's optional C event loop and HTTP parser (not a project dependency)
+                server = ApiServer(env, 1, svc.tmp / "uvicorn-fast.log", FAST_HTTP_ARGS).start()
+                try:
+                    figures["fast_http"] = load_run(
+                        svc,
+                        server,
+                        key=key,
+                        concurrency=CONCURRENCY,
+                        window_s=window,
+                        max_requests=MAX_REQUESTS,
+                        seed=seed + 1,
+                        label="w1-c32-uvloop-httptools",
+                    )
+                finally:
+                    server.stop()
+            else:
+                figures["fast_http"] = None
+            if deadline - time.monotonic() > 60:
+                server = ApiServer(env, 1, svc.tmp / "uvicorn-profile.log").start()
+                try:
+                    figures["profile"] = profile_server(svc, server, key=key, seed=seed + 99)
+                finally:
+                    server.stop()
+            if quick and "single" not in figures and deadline - time.monotonic() > 60:
+                server = ApiServer(env, 1, svc.tmp / "uvicorn-single.log").start()
+                try:
+                    figures["single"] = load_run(
+                        svc,
+                        server,
+                        key=key,
+                        concurrency=1,
+                        window_s=6.0,
+                        max_requests=SINGLE_CLIENT_REQUESTS,
+                        seed=seed,
+                        label="w1-c1",
+                    )
+                finally:
+                    server.stop()
+        finally:
+            common.drop_queue(svc.redis_url, queue, tenant=tenant)
+    figures["duration_s"] = round(time.monotonic() - started, 1)
+    figures["load_avg_1m_at_end"] = round(os.getloadavg()[0], 2)
+    out: dict[str, Any] = {
+        "name": "api_load",
+        "quick": quick,
+        "figures": figures,
+        "targets": targets(figures),
+        "skipped": skipped,
+    }
+    out["markdown"] = render_markdown(out)
+    return out
+
+
+def best_run(f: dict[str, Any]) -> dict[str, Any] | None:
+    runs = [r for r in f["runs"] if r["requests"]]
+    return max(runs, key=lambda r: r["requests_per_s"]) if runs else None
+
+
+def targets(f: dict[str, Any]) -> list[dict[str, Any]]:
+    b = best_run(f)
+    note = (
+        f"best of --workers {', '.join(str(r['workers']) for r in f['runs'])}: {b['workers']}"
+        if b
+        else "not measured"
+    )
+    return [
+        store._target(
+            f"requests/s, {CONCURRENCY} clients",
+            b["requests_per_s"] if b else None,
+            ">=",
+            TARGET_RPS,
+            "req/s",
+            note,
+        ),
+        store._target(
+            f"p95 latency, {CONCURRENCY} clients",
+            b["latency"]["p95_ms"] if b else None,
+            "<=",
+            TARGET_P95_MS,
+            "ms",
+            note,
+        ),
+    ]
+
+
+# --- markdown ---------------------------------------------------------------------------------------------
+
+
+def render_markdown(result: dict[str, Any]) -> str:
+    f = result["figures"]
+    lines = ["| target | measured | goal | met |", "| --- | --- | --- | --- |"]
+    for t in result["targets"]:
+        measured = "n/a" if t["measured"] is None else f"{t['measured']:g} {t['unit']}"
+        note = f" ({t['note']})" if t["note"] else ""
+        lines.append(
+            f"| {t['name']}{note} | {measured} | {t['target']} | {'yes' if t['met'] else '**no**'} |"
+        )
+    lines += [
+        "",
+        store._p(f"""Store: {f["memories"]:,} memories of {f["users"]:,} users (hashing-embedded
+              template sentences, every index built; load {
+            f["load"]["generate_copy_s"] + f["load"]["insert_select_s"]:.0f} s, indexes {
+            f["indexes"]["total_s"]
+        } s), {f["services"]}.
+              Server: `uvicorn api.app:create_app --factory --workers N --loop asyncio --http h11` (what
+              the project ships: uvloop / httptools are not dependencies) on 127.0.0.1 with the default
+              settings (API database role, row-level security, JSON logs at INFO to a file, no access log);
+              the store VACUUM ANALYZEd first, so no autovacuum runs during a window.
+              Load: one separate client process, {CONCURRENCY} asyncio tasks on one `httpx.AsyncClient`
+              (keep-alive), closed loop, `POST /v1/search` with k=10 for a random user and synthetic query;
+              {WARMUP_S:g} s warm-up, then a window of up to {WINDOW_S[result["quick"]]:g} s. Client, server
+              and PostgreSQL share the machine's 2 cores."""),
+    ]
+    lines += [
+        "",
+        "| run | --workers | clients | requests | req/s | p50 ms | p95 ms | p99 ms | max ms | errors | "
+        "handler took_ms p50 | CPU ms/request: uvicorn / API backends / client | all postgres | "
+        "new DB sessions | load 1 min |",
+        "| --- " * 15 + "|",
+    ]
+    runs = list(f["runs"]) + [r for r in (f.get("fast_http"), f.get("single")) if r]
+    for r in runs:
+        la, cpu = r["latency"], r["cpu_ms_per_request"]
+        lines.append(
+            f"| {r['label']} | {r['workers']} | {r['concurrency']} | {r['requests']:,} | "
+            f"{r['requests_per_s']:,} | {la['p50_ms']:.1f} | {la['p95_ms']:.1f} | {la['p99_ms']:.1f} | "
+            f"{la['max_ms']:.1f} | {r['errors']} | {r['took_ms'].get('p50_ms', 0):.2f} | "
+            f"{cpu['uvicorn']} / {store._f(cpu['postgres'])} / {cpu['client']} | "
+            f"{store._f(cpu.get('postgres_all'))} | {r.get('new_db_sessions', 'n/a')} | {r['load_1m']} |"
+        )
+    lines += [
+        "",
+        store._p("""CPU per request: psutil, over the measured window; API backends = the PostgreSQL
+              backends with application_name `memory-api` alive at the end of the window (a backend that
+              exited during it is missed); all postgres = every server process, exited backends included
+              (background writer, WAL writer, the benchmark's own readings: an upper bound)."""),
+        "",
+        store._p("""New DB sessions: connections the database saw opened during the window
+              (pg_stat_database): the engine's pool (10 + 10 overflow per worker) closes an overflow
+              connection when it is returned while the pool is full, so under more concurrent requests than
+              pooled connections a request may open a new backend (fork, authentication, `SET ROLE`)."""),
+    ]
+    fast = f.get("fast_http")
+    if fast:
+        lines += [
+            "",
+            store._p(f"""What-if `{fast["label"]}`: the same one-worker server started with
+                  `{" ".join(FAST_HTTP_ARGS)}` (uvicorn's optional C event loop and HTTP parser, found
+                  importable here; not a project dependency, so not counted for the target):
+                  {fast["requests_per_s"]:,} req/s, p95 {fast["latency"]["p95_ms"]:.1f} ms, uvicorn CPU
+                  {fast["cpu_ms_per_request"]["uvicorn"]} ms per request."""),
+        ]
+    elif "fast_http" in f:
+        lines += ["", "What-if with uvloop + httptools: not run (not installed)."]
+    lines += _where_md(f)
+    if result["skipped"]:
+        lines += ["", "Skipped (budget): " + "; ".join(result["skipped"])]
+    return "\n".join(lines) + "\n"
+
+
+def _where_md(f: dict[str, Any]) -> list[str]:
+    b = best_run(f)
+    if not b:
+        return []
+    cpu = b["cpu_ms_per_request"]
+    total = cpu["uvicorn"] + (cpu["postgres"] or 0) + cpu["client"]
+    server_side = cpu["uvicorn"] + (cpu["postgres"] or 0)
+    cores = os.cpu_count() or 2
+    out = [
+        "",
+        "### Where the time goes",
+        "",
+        store._p(f"""Best run: --workers {b["workers"]},
+           {b["requests_per_s"]:,} req/s. Each request costs {total:.2f} ms of CPU in all: uvicorn/FastAPI
+           {cpu["uvicorn"]} ms, PostgreSQL {store._f(cpu["postgres"])} ms, the load client {cpu["client"]} ms.
+           {cores} cores at that cost cap the machine near {cores * 1000 / total:,.0f} req/s whatever the
+           worker count; without the client (another machine) the server side alone ({server_side:.2f} ms)
+           would cap near {cores * 1000 / server_side:,.0f} req/s. The handler's own time (`took_ms`: user
+           check + search + response objects, after authentication) is {b["took_ms"].get("p50_ms", 0):.2f} ms
+           at p50 of the {b["latency"]["p50_ms"]:.1f} ms the client waits: the rest is queueing for a core,
+           authentication, FastAPI/Starlette middleware and serialization, and the HTTP stack."""),
+    ]
+    p = f.get("profile")
+    if p and p.get("samples"):
+        layers = ", ".join(f"{k} {100 * v:.0f} %" for k, v in p["inclusive_share"].items())
+        tops = ", ".join(f"`{x['function']}` {100 * x['share']:.1f} %" for x in p["own_share_top"][:8])
+        out += [
+            "",
+            store._p(f"""py-spy on a one-process server under the same load (100 Hz, `--gil`: only the thread
+                holding the GIL; {p["requests_per_s"]:,} req/s while sampled; {p["samples"]:,} samples,
+                {p.get("waiting_samples", 0):,} more in a waiting frame left out). Share of
+                samples whose stack includes each layer (layers nest, so shares overlap): {layers}. Most own
+                samples: {tops}."""),
+        ]
+    elif p:
+        out += ["", f"Server profile: {p.get('skipped')}."]
+    s = f.get("single")
+    if s:
+        out += [
+            "",
+            store._p(f"""One client alone (--workers {s["workers"]}): p50 {s["latency"]["p50_ms"]:.2f} ms,
+                p95 {s["latency"]["p95_ms"]:.2f} ms, {s["requests_per_s"]:,} req/s; CPU per request uvicorn
+                {s["cpu_ms_per_request"]["uvicorn"]} ms, PostgreSQL
+                {store._f(s["cpu_ms_per_request"]["postgres"])}
+                ms."""),
+        ]
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description="internal: the load client of `bench.api_load`")
+    ap.add_argument("--client", type=Path, required=True, help="a JSON config written by the benchmark")
+    client_main(ap.parse_args().client)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,603 @@
+"""The extraction benchmark: LoCoMo development conversations through the real worker, the LLM counted.
+
+Contract: `run(budget_s, quick) -> dict` measures, never asserts, and returns
+`{"name", "quick", "figures", "targets", "skipped", "markdown"}` like the other bench modules.
+
+- data: `<repo>/../shared/bench-data/locomo-dev.json`, read in place (never copied); absent -> skipped with
+  a message. Quick mode: the first conversation only.
+- replay: each turn is one event through `MemoryClient.emit` -> Redis -> a real `celery worker -c 2` ->
+  PostgreSQL: user_id = sample_id, session_id = "<sample_id>-s<N>", content = "<speaker>: <text>", role
+  "user", source_turn_id = dia_id, event time = the session's date plus the turn's index in seconds; a
+  `session_end` event after each session. The worker's default debounce (12 turns / 1,500 tokens / 20 s
+  idle) decides the windows.
+- LLM: `OPENAI_API_KEY` / `OPENAI_BASE_URL` of the worker point at the tests' fake OpenAI-compatible
+  server (`tests.fakes.openai_server`), which counts every call and its tokens (one token per four
+  characters). Extraction calls are answered `{"memories": []}`; rolling-summary calls get a short
+  sectioned summary (as a model would write), so later prompts carry a summary of realistic size.
+- drained: every event stored, none pending, no candidate new, and no new LLM call for QUIET_S seconds.
+- figures: LLM calls per 1,000 turns, prompt tokens per turn (by stage and by prompt section), the share
+  of turns the gate skips (from the events' final status), and the rule extractor's throughput in-process
+  on one core (`extract_rules` and `gate_window` over every session's turns, median of ROUNDS).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import time
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from bench import common, store
+from bench.common import progress, unique_name
+
+DATA_FILE = common.REPO.parent / "shared" / "bench-data" / "locomo-dev.json"
+ROUNDS = 5
+PACED_CHUNK = 12  # the default debounce: a window is due at 12 pending turns
+QUIET_S = 5.0
+STALL_S = 120.0
+OWN_LIMIT_S = {True: 300.0, False: 900.0}
+
+TARGET_CALLS_PER_1000 = 100.0
+TARGET_PROMPT_TOKENS_PER_TURN = 150.0
+ANCHORS = (
+    "mem0's paper design: 2 LLM calls per add (2,000 per 1,000 turns); Memobase: about 200 calls per "
+    "1,000 turns and about 244 prompt tokens per turn"
+)
+
+
+@dataclass(frozen=True)
+class Session:
+    sample_id: str
+    number: int
+    started: datetime
+    turns: tuple[tuple[str, str], ...]  # (dia_id, content)
+
+    @property
+    def session_id(self) -> str:
+        return f"{self.sample_id}-s{self.number}"
+
+
+def load_sessions(path: Path, *, conversations: int | None) -> list[Session]:
+    from bench.locomo import parse_session_time
+
+    samples = json.loads(path.read_text(encoding="utf-8"))
+    out = []
+    for sample in samples[:conversations]:
+        conv = sample["conversation"]
+        numbers = sorted(
+            int(k.split("_")[1])
+            for k in conv
+            if k.startswith("session_") and not k.endswith("date_time") and conv[k]
+        )
+        for n in numbers:
+            turns = tuple((t["dia_id"], f"{t['speaker']}: {t['text']}") for t in conv[f"session_{n}"])
+            out.append(
+                Session(sample["sample_id"], n, parse_session_time(conv[f"session_{n}_date_time"]), turns)
+            )
+    return out
+
+
+# --- the fake LLM's answers ---------------------------------------------------------------------------------
+
+
+def responder(body: dict[str, Any]) -> str:
+    """`{"memories": []}` for extraction; for a rolling-summary request, a short summary in the requested
+    sections built from the new turns (about what a model writes: well under the prompt's 250 words)."""
+    system = next((m.get("content", "") for m in body.get("messages", []) if m.get("role") == "system"), "")
+    if not system.startswith("You maintain the rolling summary"):
+        return '{"memories": []}'
+    user = next((m.get("content", "") for m in body.get("messages", []) if m.get("role") == "user"), "")
+    new = user.split("## New turns", 1)[-1].strip().splitlines()
+    points = [" ".join(line.split(": ", 1)[-1].split()[:14]) for line in new[-6:] if line.strip()]
+    bullets = "\n".join(f"- {p}" for p in points) or "- none"
+    return (
+        f"## Decisions\n- none\n## Key files\n- none\n## Problems\n- none\n## Preferences\n- none\n"
+        f"## Open tasks\n{bullets}"
+    )
+
+
+_CALL_KINDS = (
+    ("You extract long-term memories", "extract"),
+    ("You maintain the rolling summary", "summarize"),
+    ("You maintain an assistant's long-term memory", "reconcile (judge)"),
+)
+
+
+def call_kind(body: dict[str, Any]) -> str:
+    """The worker stage that sent a chat request, from its system prompt."""
+    system = next((m.get("content") or "" for m in body.get("messages", []) if m.get("role") == "system"), "")
+    return next((kind for prefix, kind in _CALL_KINDS if system.startswith(prefix)), "other")
+
+
+def prompt_sections(body: dict[str, Any]) -> dict[str, int]:
+    """Approximate tokens (the fake's count: chars / 4) of each part of one request's prompt."""
+    from tests.fakes.openai_server import approx_tokens
+
+    out: Counter[str] = Counter()
+    for m in body.get("messages", []):
+        content = m.get("content") or ""
+        if m.get("role") == "system":
+            out["system prompt"] += approx_tokens(content)
+            continue
+        for part in content.split("\n\n"):
+            head = part.split("\n", 1)[0]
+            name = {
+                "## Session summary so far": "session summary",
+                "## Existing memories": "existing memories",
+                "## Rule candidates": "rule candidates",
+                "## Conversation window": "conversation window",
+                "## Previous summary": "previous summary",
+                "## New turns": "new turns",
+            }.get(head, "other")
+            out[name] += approx_tokens(part)
+    return dict(out)
+
+
+# --- replay through the worker ------------------------------------------------------------------------------
+
+
+def _events(s: Session) -> list[dict[str, Any]]:
+    """The session's turns as `emit` keywords, then its `session_end`."""
+    out: list[dict[str, Any]] = [
+        {
+            "user_id": s.sample_id,
+            "session_id": s.session_id,
+            "content": content,
+            "role": "user",
+            "event_time": s.started + timedelta(seconds=i),
+            "source_turn_id": dia_id,
+            "event_id": f"{s.sample_id}-{dia_id}",
+        }
+        for i, (dia_id, content) in enumerate(s.turns)
+    ]
+    out.append(
+        {
+            "user_id": s.sample_id,
+            "session_id": s.session_id,
+            "type": "session_end",
+            "role": "user",
+            "event_time": s.started + timedelta(seconds=len(s.turns)),
+            "event_id": f"{s.session_id}-end",
+        }
+    )
+    return out
+
+
+def paced_rounds(sessions: list[Session], chunk: int) -> list[list[list[dict[str, Any]]]]:
+    """Rounds of chunks: each conversation sends its next `chunk` turns per round (a session's last chunk
+    carries its `session_end`), as agents sending turns one by one would fill the debounce window."""
+    per_conv: dict[str, list[list[dict[str, Any]]]] = {}
+    for s in sessions:
+        events = _events(s)
+        turns, end = events[:-1], events[-1]
+        chunks = [turns[i : i + chunk] for i in range(0, len(turns), chunk)] or [[]]
+        chunks[-1] = [*chunks[-1], end]
+        per_conv.setdefault(s.sample_id, []).extend(chunks)
+    longest = max(len(c) for c in per_conv.values())
+    return [[c[r] for c in per_conv.values() if r < len(c)] for r in range(longest)]
+
+
+def replay(
+    svc: common.Services, sessions: list[Session], *, tenant: str, queue: str, paced: bool = False
+) -> int:
+    """Emit every event; `paced`: in rounds of PACED_CHUNK turns per conversation, each round sent once
+    the worker has processed the previous one (no event left pending)."""
+    from shared.client import MemoryClient
+
+    client = MemoryClient(
+        tenant,
+        broker_url=svc.redis_url,
+        queue=queue,
+        publish_timeout_s=5.0,
+        flush_at_exit=False,
+        spool_path=svc.tmp / f"{queue}.spool.jsonl",
+    )
+    sent = 0
+    try:
+        if not paced:
+            for s in sessions:
+                for e in _events(s):
+                    client.emit(**e)
+                    sent += 1
+        else:
+            rounds = paced_rounds(sessions, PACED_CHUNK)
+            with store.raw_connection(svc.database_url) as conn:
+                for i, chunks in enumerate(rounds):
+                    for c in chunks:
+                        for e in c:
+                            client.emit(**e)
+                            sent += 1
+                    client.flush()
+                    progress(f"extraction (paced): round {i + 1}/{len(rounds)}", i + 1, len(rounds))
+                    deadline = time.monotonic() + STALL_S
+                    while time.monotonic() < deadline:
+                        st = _state(conn, tenant)
+                        if st["stored"] >= sent and st["pending"] == 0:
+                            break
+                        time.sleep(0.1)
+        client.flush()
+    finally:
+        client.close()
+    if client.spooled:
+        raise RuntimeError(f"{client.spooled} events were spooled instead of queued")
+    return sent
+
+
+def _state(conn: Any, tenant: str) -> dict[str, int]:
+    row = conn.execute(
+        "SELECT count(*), count(*) FILTER (WHERE status = 'pending'), "
+        "(SELECT count(*) FROM candidates WHERE tenant_id = %(t)s AND status = 'new') "
+        "FROM events WHERE tenant_id = %(t)s",
+        {"t": tenant},
+    ).fetchone()
+    return {"stored": int(row[0]), "pending": int(row[1]), "new_candidates": int(row[2])}
+
+
+def measure_worker(
+    svc: common.Services, sessions: list[Session], *, deadline: float, paced: bool = False
+) -> dict[str, Any]:
+    from tests.fakes.openai_server import FakeOpenAI
+
+    tenant, queue = unique_name("t-extract"), unique_name("bench-extract")
+    turns = sum(len(s.turns) for s in sessions)
+    out: dict[str, Any] = {
+        "conversations": len({s.sample_id for s in sessions}),
+        "sessions": len(sessions),
+        "turns": turns,
+        "paced": paced,
+    }
+    with FakeOpenAI() as fake:
+        fake.default_responder = responder
+        env = common.worker_env(svc, queue, OPENAI_API_KEY="bench-fake", OPENAI_BASE_URL=fake.base_url)
+        progress("extraction: starting a worker (-c 2) with the fake LLM")
+        worker = common.BenchWorker(env, queue, svc.tmp / f"{queue}.log", 2).start()
+        try:
+            t0 = time.monotonic()
+            out["events"] = replay(svc, sessions, tenant=tenant, queue=queue, paced=paced)
+            out["emit_s"] = round(time.monotonic() - t0, 2)
+            last_sig: Any = None
+            last_change = time.monotonic()
+            with store.raw_connection(svc.database_url) as conn:
+                while True:
+                    st = _state(conn, tenant)
+                    sig = (st["stored"], st["pending"], st["new_candidates"], len(fake.calls))
+                    now = time.monotonic()
+                    if sig != last_sig:
+                        last_sig, last_change = sig, now
+                    progress(
+                        f"extraction: {st['stored']:,}/{out['events']:,} stored, {st['pending']:,} pending, "
+                        f"{len(fake.calls):,} LLM calls",
+                        st["stored"],
+                        out["events"],
+                    )
+                    drained = (
+                        st["stored"] >= out["events"] and st["pending"] == 0 and st["new_candidates"] == 0
+                    )
+                    if drained and now - last_change >= QUIET_S:
+                        out["drain_s"] = round(last_change - t0, 2)
+                        break
+                    if now > deadline or now - last_change > STALL_S or not worker.alive():
+                        out["incomplete"] = (
+                            "budget" if now > deadline else ("stalled" if worker.alive() else "died")
+                        )
+                        out["worker_log_tail"] = worker.log_tail()
+                        break
+                    time.sleep(0.5)
+                statuses = dict(
+                    conn.execute(
+                        "SELECT status, count(*) FROM events WHERE tenant_id = %s AND type = 'turn' "
+                        "GROUP BY status",
+                        (tenant,),
+                    ).fetchall()
+                )
+                usage = conn.execute(
+                    "SELECT stage, sum(calls), sum(prompt_tokens), sum(completion_tokens) FROM llm_usage "
+                    "WHERE tenant_id = %s GROUP BY stage ORDER BY stage",
+                    (tenant,),
+                ).fetchall()
+                candidates = dict(
+                    conn.execute(
+                        "SELECT origin, count(*) FROM candidates WHERE tenant_id = %s GROUP BY origin",
+                        (tenant,),
+                    ).fetchall()
+                )
+                memories = int(
+                    conn.execute("SELECT count(*) FROM memories WHERE tenant_id = %s", (tenant,)).fetchone()[
+                        0
+                    ]
+                )
+        finally:
+            worker.stop()
+            common.drop_queue(svc.redis_url, queue, tenant=tenant)
+        calls = list(fake.calls)
+        prompt_tokens, completion_tokens = fake.prompt_tokens, fake.completion_tokens
+    sections: Counter[str] = Counter()
+    by_kind: Counter[str] = Counter()
+    window_turns: list[int] = []
+    for body in calls:
+        sec = prompt_sections(body)
+        kind = call_kind(body)
+        by_kind[kind] += 1
+        sections.update({f"{kind}: {k}": v for k, v in sec.items()})
+        if kind == "extract":
+            window = next((m["content"] for m in body["messages"] if m.get("role") == "user"), "")
+            window_turns.append(window.split("## Conversation window", 1)[-1].count("\n["))
+    out.update(
+        llm_calls=len(calls),
+        calls_by_kind=dict(by_kind),
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        llm_calls_per_1000_turns=round(len(calls) * 1000 / turns, 1),
+        prompt_tokens_per_turn=round(prompt_tokens / turns, 1),
+        prompt_tokens_per_turn_by_section={k: round(v / turns, 1) for k, v in sections.most_common()},
+        turns_per_extract_call=round(statistics.mean(window_turns), 1) if window_turns else None,
+        turn_status={str(k): int(v) for k, v in statuses.items()},
+        skipped_share=round(int(statuses.get("skipped", 0)) / turns, 4),
+        usage_by_stage=[
+            {"stage": r[0], "calls": int(r[1]), "prompt_tokens": int(r[2]), "completion_tokens": int(r[3])}
+            for r in usage
+        ],
+        candidates_by_origin={str(k): int(v) for k, v in candidates.items()},
+        memories=memories,
+    )
+    return out
+
+
+# --- the rule extractor in-process -----------------------------------------------------------------------
+
+
+def measure_rules(sessions: list[Session]) -> dict[str, Any]:
+    """`gate_window` and `extract_rules` over every session's turns, in one process pinned to one core."""
+    from worker.extraction.candidates import Turn
+    from worker.extraction.gate import gate_window
+    from worker.extraction.rules import extract_rules
+
+    windows = [
+        [Turn(event_id=f"{s.sample_id}-{d}", role="user", content=c, source_turn_id=d) for d, c in s.turns]
+        for s in sessions
+    ]
+    turns = sum(len(w) for w in windows)
+    pinned = None
+    if hasattr(os, "sched_setaffinity"):
+        pinned = os.sched_getaffinity(0)
+        os.sched_setaffinity(0, {min(pinned)})
+    try:
+        decisions: Counter[str] = Counter()
+        reasons: Counter[str] = Counter()
+        for w in windows:  # warm-up, and the decisions of the pure gate
+            for r in gate_window(w):
+                decisions[str(r.decision)] += 1
+                reasons[r.reason] += 1
+            extract_rules(w)
+        times: dict[str, list[float]] = {"gate_window": [], "extract_rules": [], "both": []}
+        candidates = 0
+        for _ in range(ROUNDS):
+            t0 = time.perf_counter()
+            for w in windows:
+                gate_window(w)
+            t1 = time.perf_counter()
+            candidates = 0
+            for w in windows:
+                candidates += len(extract_rules(w))
+            t2 = time.perf_counter()
+            times["gate_window"].append(t1 - t0)
+            times["extract_rules"].append(t2 - t1)
+            times["both"].append(t2 - t0)
+    finally:
+        if pinned is not None:
+            os.sched_setaffinity(0, pinned)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    # the same windows without the "<speaker>: " prefix the replay puts on every turn
+    bare: Counter[str] = Counter()
+    for w in windows:
+        stripped = [
+            Turn(
+                event_id=t.event_id,
+                role=t.role,
+                content=t.content.split(": ", 1)[-1],
+                source_turn_id=t.source_turn_id,
+            )
+            for t in w
+        ]
+        bare.update(str(r.decision) for r in gate_window(stripped))
+    return {
+        "turns": turns,
+        "rounds": ROUNDS,
+        "candidates": candidates,
+        "turns_per_s": {k: round(turns / v) for k, v in med.items()},
+        "us_per_turn": {k: round(v * 1e6 / turns, 1) for k, v in med.items()},
+        "gate_decisions": dict(decisions),
+        "gate_reasons": dict(reasons.most_common()),
+        "gate_decisions_without_speaker_prefix": dict(bare),
+        "profile_top_tottime_us_per_turn": _profile_rules(windows, turns),
+    }
+
+
+def _profile_rules(windows: list[list[Any]], turns: int) -> list[dict[str, Any]]:
+    import cProfile
+    import pstats
+
+    from worker.extraction.gate import gate_window
+    from worker.extraction.rules import extract_rules
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for w in windows:
+        gate_window(w)
+        extract_rules(w)
+    profiler.disable()
+    st = pstats.Stats(profiler)
+    rows = sorted(st.stats.items(), key=lambda kv: kv[1][2], reverse=True)[:8]  # type: ignore[attr-defined]
+    return [
+        {"function": f"{Path(f).name}:{line}({fn})", "us": round(v[2] * 1e6 / turns, 1), "calls": v[1]}
+        for (f, line, fn), v in rows
+    ]
+
+
+# --- the benchmark ----------------------------------------------------------------------------------------
+
+
+def run(budget_s: float, quick: bool) -> dict[str, Any]:
+    budget_s = min(budget_s, OWN_LIMIT_S[quick])
+    started = time.monotonic()
+    out: dict[str, Any] = {"name": "extraction", "quick": quick, "figures": {}, "targets": [], "skipped": []}
+    if not DATA_FILE.is_file():
+        msg = f"the LoCoMo development data is not at {DATA_FILE} (see ../shared/bench-data/README.md)"
+        progress(f"extraction: skipped: {msg}")
+        out["skipped"].append(msg)
+        out["markdown"] = f"Skipped: {msg}.\n"
+        return out
+    sessions = load_sessions(DATA_FILE, conversations=1 if quick else None)
+    figures: dict[str, Any] = {"data": str(DATA_FILE.relative_to(common.REPO.parent))}
+    progress("extraction: rule extractor and gate in-process")
+    figures["rules"] = measure_rules(sessions)
+    with common.services() as svc:
+        figures["services"] = "embedded PostgreSQL in a temp dir" if svc.embedded else "DATABASE_URL"
+        # burst: everything emitted at once (windows hold whatever arrived before the task ran); paced: the
+        # next 12 turns of each conversation only once the worker is done with the previous ones (live-like)
+        figures["burst"] = measure_worker(svc, sessions, deadline=started + budget_s / 2)
+        figures["worker"] = measure_worker(svc, sessions, deadline=started + budget_s, paced=True)
+    figures["duration_s"] = round(time.monotonic() - started, 1)
+    out["figures"] = figures
+    out["targets"] = targets(figures)
+    out["markdown"] = render_markdown(out)
+    return out
+
+
+def targets(f: dict[str, Any]) -> list[dict[str, Any]]:
+    w = f["worker"]
+    note = f"{w['turns']:,} turns, {w['conversations']} conversations"
+    if w.get("incomplete"):
+        note += f"; incomplete: {w['incomplete']}"
+    return [
+        store._target(
+            "LLM calls per 1,000 turns",
+            w["llm_calls_per_1000_turns"],
+            "<=",
+            TARGET_CALLS_PER_1000,
+            "calls",
+            note,
+        ),
+        store._target(
+            "prompt tokens per turn",
+            w["prompt_tokens_per_turn"],
+            "<=",
+            TARGET_PROMPT_TOKENS_PER_TURN,
+            "tokens",
+            note,
+        ),
+    ]
+
+
+def _top(r: dict[str, Any]) -> str:
+    return ", ".join(f"`{x['function']}` {x['us']}" for x in r["profile_top_tottime_us_per_turn"][:6])
+
+
+def _pairs(d: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v:,}" for k, v in d.items())
+
+
+def render_markdown(result: dict[str, Any]) -> str:
+    f = result["figures"]
+    w, r = f["worker"], f["rules"]
+    lines = ["| target | measured | goal | met |", "| --- | --- | --- | --- |"]
+    for t in result["targets"]:
+        measured = "n/a" if t["measured"] is None else f"{t['measured']:g} {t['unit']}"
+        lines.append(
+            f"| {t['name']} ({t['note']}) | {measured} | {t['target']} | {'yes' if t['met'] else '**no**'} |"
+        )
+    lines += [
+        "",
+        store._p(f"""Anchors: {ANCHORS}. Data: `{f["data"]}` (read in place), {w["conversations"]}
+              conversations, {w["sessions"]} sessions, {w["turns"]:,} turns, replayed as {w["events"]:,}
+              events
+              (a `session_end` after each session) through `MemoryClient.emit` to a real `celery worker -c 2`
+              with the default debounce (12 turns / 1,500 tokens / 20 s idle); {f["services"]}. The worker's
+              LLM
+              is the tests' fake OpenAI-compatible server: extraction answered `{{"memories": []}}`, rolling
+              summaries with a short sectioned summary; tokens as it counts them (characters / 4). Emitted in
+              {w["emit_s"]} s, drained {store._f(w.get("drain_s"))} s after the first emit."""),
+    ]
+    if w.get("incomplete"):
+        lines += ["", f"**The replay did not drain ({w['incomplete']}): figures are partial.**"]
+    b = f.get("burst")
+    lines += [
+        "",
+        store._p(f"""Two replays, each on a fresh worker and tenant. Paced (the figures below and the
+              targets): each conversation sends its next {PACED_CHUNK} turns (a session's last chunk with its
+              `session_end`) once the worker has left no event pending, as agents sending one turn at a time
+              would fill the debounce window. Burst: every event emitted at once, so a window holds whatever
+              arrived before its task ran""")
+        + (
+            f" (burst: {b['llm_calls_per_1000_turns']} calls per 1,000 turns, {b['prompt_tokens_per_turn']}"
+            f" prompt tokens per turn, {store._f(b['turns_per_extract_call'])} turns per extraction call,"
+            f" drained in {store._f(b.get('drain_s'))} s)."
+            if b
+            else "."
+        ),
+    ]
+    share = 100 * w["skipped_share"]
+    lines += [
+        "",
+        "| figure | value |",
+        "| --- | --- |",
+        f"| LLM calls (all stages) | {w['llm_calls']:,} ({_pairs(w['calls_by_kind'])}) |",
+        f"| LLM calls per 1,000 turns | {w['llm_calls_per_1000_turns']} |",
+        f"| turns per extraction call (mean window sent) | {store._f(w['turns_per_extract_call'])} |",
+        f"| prompt tokens (all calls) | {w['prompt_tokens']:,} |",
+        f"| prompt tokens per turn | {w['prompt_tokens_per_turn']} |",
+        f"| completion tokens (all calls) | {w['completion_tokens']:,} |",
+        f"| turns the gate skipped (final status `skipped`) | {w['turn_status'].get('skipped', 0):,} "
+        f"({share:.1f} %) |",
+        f"| turn statuses | {_pairs(dict(sorted(w['turn_status'].items())))} |",
+        f"| candidates by origin / memories | {_pairs(w['candidates_by_origin']) or 'none'} / "
+        f"{w['memories']:,} |",
+        f"| rule extractor + gate, one core | {r['turns_per_s']['both']:,} turns/s "
+        f"({r['us_per_turn']['both']} µs/turn) |",
+        f"| `gate_window` alone | {r['turns_per_s']['gate_window']:,} turns/s |",
+        f"| `extract_rules` alone | {r['turns_per_s']['extract_rules']:,} turns/s "
+        f"({r['candidates']:,} candidates) |",
+    ]
+    lines += [
+        "",
+        store._p(f"""Rule throughput: in-process, pinned to one core, every session's turns as one
+              window (as the worker calls them), median of {r["rounds"]} rounds after a warm-up. Gate
+              decisions of the pure gate over the same windows: {_pairs(r["gate_decisions"])}; reasons:
+              {_pairs(r["gate_reasons"])}. The same windows without the `<speaker>: ` prefix the replay puts
+              on every turn: {_pairs(r["gate_decisions_without_speaker_prefix"])}. Top own time (cProfile,
+              one pass of both, µs per turn, profiler overhead included): {_top(r)}."""),
+    ]
+    lines += [
+        "",
+        "### Where the prompt tokens go",
+        "",
+        "Prompt tokens per turn (all prompt tokens / turns replayed), by stage and prompt section:",
+        "",
+        "| stage: section | tokens per turn |",
+        "| --- | --- |",
+    ]
+    lines += [f"| {k} | {v} |" for k, v in w["prompt_tokens_per_turn_by_section"].items()]
+    if w["usage_by_stage"]:
+        lines += [
+            "",
+            "As the worker recorded them (`llm_usage`): "
+            + "; ".join(
+                f"{u['stage']}: {u['calls']:,} calls, {u['prompt_tokens']:,} prompt / "
+                f"{u['completion_tokens']:,} "
+                f"completion tokens"
+                for u in w["usage_by_stage"]
+            ),
+        ]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    import sys
+
+    result = run(float(os.environ.get("BENCH_BUDGET_S", "600")), "--quick" in sys.argv)
+    print(result["markdown"])
