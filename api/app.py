@@ -20,7 +20,7 @@ from shared.db.schema import check_embedding_schema
 from shared.logging import configure_logging
 from shared.publisher import RedisPublisher
 from shared.settings import Settings, get_settings
-from worker.embeddings import make_embedder
+from worker.embeddings import embedder_from_settings
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -37,13 +37,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         )
         check_embedding_schema(engine, embedder=settings.embedder, dim=settings.embedding_dim)
         publisher = RedisPublisher(resolve_redis_url(settings), queue=settings.queue, timeout_s=1.0)
-        embedder = make_embedder(
-            settings.embedder,
-            dim=settings.embedding_dim,
-            openai_base_url=settings.openai_base_url,
-            openai_api_key=settings.openai_api_key,
-            openai_model=settings.embedding_model,
-        )
+        embedder = embedder_from_settings(settings)
         access = AccessRecorder(engine).start()
         registry = CollectorRegistry()
         registry.register(StoreCollector(engine, publisher.redis, settings.queue))

@@ -456,17 +456,11 @@ def search(
 ) -> None:
     """Hybrid search over the user's memories (and turns with --turns)."""
     from shared.contract import utcnow
-    from worker.embeddings import make_embedder
+    from worker.embeddings import embedder_from_settings
     from worker.services.search import search as run_search
 
     settings = _settings()
-    embedder = make_embedder(
-        settings.embedder,
-        dim=settings.embedding_dim,
-        openai_base_url=settings.openai_base_url,
-        openai_api_key=settings.openai_api_key,
-        openai_model=settings.embedding_model,
-    )
+    embedder = embedder_from_settings(settings)
     with _scoped(settings, tenant) as db:
         hits = run_search(
             db,
@@ -497,53 +491,16 @@ def context(
     as_json: JsonOpt = False,
 ) -> None:
     """The ready-to-inject context block for USER (as GET /v1/users/{user}/context returns it)."""
-    from sqlalchemy import text
-
     from shared.contract import utcnow
-    from worker.embeddings import make_embedder
-    from worker.memory.context import ContextItem, build_context
-    from worker.services.search import search as run_search
+    from worker.embeddings import embedder_from_settings
+    from worker.services.context import user_context
 
     settings = _settings()
-    embedder = make_embedder(
-        settings.embedder,
-        dim=settings.embedding_dim,
-        openai_base_url=settings.openai_base_url,
-        openai_api_key=settings.openai_api_key,
-        openai_model=settings.embedding_model,
-    )
+    embedder = embedder_from_settings(settings)
     with _scoped(settings, tenant) as db:
-        standing = [
-            ContextItem(id=str(r[0]), text=r[1], kind=r[2], category=r[3])
-            for r in db.execute(
-                text(
-                    "SELECT id, content, kind, category FROM memories WHERE tenant_id = :t AND user_id = :u "
-                    "AND status = 'active' AND (kind = 'procedural' OR category IN ('feedback', 'constraint', "
-                    "'decision', "
-                    "'profile', 'preference')) ORDER BY pinned DESC, importance DESC, last_confirmed_at DESC LIMIT 200"
-                ),
-                {"t": tenant, "u": user},
-            ).all()
-        ]
-        relevant = []
-        if query:
-            relevant = [
-                ContextItem(id=h.id, text=h.content, kind=h.kind, category=h.category)
-                for h in run_search(
-                    db, tenant_id=tenant, user_id=user, query=query, k=10, embedder=embedder, now=utcnow()
-                )
-            ]
-        wm = (
-            db.execute(
-                text(
-                    "SELECT content FROM working_memory WHERE tenant_id = :t AND user_id = :u "
-                    "AND agent_id = ''"
-                ),
-                {"t": tenant, "u": user},
-            ).scalar()
-            or ""
+        block = user_context(
+            db, tenant, user, query=query, max_tokens=max_tokens, embedder=embedder, now=utcnow()
         )
-    block = build_context(standing=standing, relevant=relevant, working_memory=wm, max_tokens=max_tokens)
     if as_json:
         _print_json({"context": block.text, "tokens": block.tokens, "included": list(block.included)})
     else:

@@ -13,7 +13,7 @@ from sqlalchemy import Engine
 from shared.db.engine import get_engine, resolve_database_url, resolve_redis_url
 from shared.publisher import RedisPublisher
 from shared.settings import Settings, get_settings
-from worker.embeddings import Embedder, make_embedder
+from worker.embeddings import Embedder, embedder_from_settings
 from worker.extraction.llm import LLMConfig, LLMExtractor
 from worker.memory.reconcile import Policy, calibrated_policy
 
@@ -67,16 +67,7 @@ def llm_extractor() -> LLMExtractor | None:
 
 @lru_cache(maxsize=1)
 def embedder() -> Embedder:
-    s = get_settings()
-    return make_embedder(
-        s.embedder,
-        dim=s.embedding_dim,
-        openai_base_url=s.openai_base_url,
-        openai_api_key=s.openai_api_key,
-        openai_model=s.embedding_model,
-        openai_timeout_s=s.openai_timeout_s,
-        openai_max_retries=s.openai_max_retries,
-    )
+    return embedder_from_settings(get_settings())
 
 
 def policy() -> Policy:

@@ -17,10 +17,9 @@ from sqlalchemy import text
 from api.deps import PrincipalDep, SessionDep, StateDep, WriterDep
 from shared.contract import ID_PATTERN, CleanText, utcnow
 from worker.memory import keywords
-from worker.memory.context import ContextItem, build_context
 from worker.memory.reconcile import content_key
+from worker.services.context import user_context as build_user_context
 from worker.services.memories import HALF_LIFE_DAYS, snapshot, vector_literal, write_history
-from worker.services.search import SearchFilters, search
 from worker.services.users import erase_user, user_exists
 
 router = APIRouter(prefix="/v1", tags=["memories"])
@@ -266,54 +265,16 @@ def user_context(
     max_tokens: Annotated[int, Query(ge=16, le=32_000)] = 1000,
 ) -> Any:
     _require_user(db, principal.tenant_id, user_id)
-    standing = [
-        ContextItem(id=str(r[0]), text=r[1], kind=r[2], category=r[3])
-        for r in db.execute(
-            text(
-                "SELECT id, content, kind, category FROM memories WHERE tenant_id = :t AND user_id = :u "
-                "AND status = 'active' AND (kind = 'procedural' OR category IN ('feedback', 'constraint', "
-                "'decision', 'profile', 'preference')) ORDER BY pinned DESC, importance DESC, "
-                "evidence_count DESC, last_confirmed_at DESC LIMIT 200"
-            ),
-            {"t": principal.tenant_id, "u": user_id},
-        ).all()
-    ]
-    relevant: list[ContextItem] = []
-    if query.strip():
-        hits = search(
-            db,
-            tenant_id=principal.tenant_id,
-            user_id=user_id,
-            query=query,
-            k=10,
-            embedder=state.embedder,
-            now=utcnow(),
-            filters=SearchFilters(),
-            ef_search=state.settings.hnsw_ef_search,
-        )
-        relevant = [ContextItem(id=h.id, text=h.content, kind=h.kind, category=h.category) for h in hits]
-        vec = vector_literal(state.embedder.embed_query(query))
-        relevant += [
-            ContextItem(id=f"episode:{r[0]}", text=r[1], kind="episodic")
-            for r in db.execute(
-                text(
-                    "SELECT id, what_happened || CASE WHEN outcome <> '' THEN ' Outcome: ' || outcome ELSE '' END "
-                    "|| CASE WHEN lesson <> '' THEN ' Lesson: ' || lesson ELSE '' END FROM episodes "
-                    "WHERE tenant_id = :t AND user_id = :u ORDER BY embedding <=> CAST(:v AS vector) LIMIT 3"
-                ),
-                {"t": principal.tenant_id, "u": user_id, "v": vec},
-            ).all()
-        ]
-    wm = (
-        db.execute(
-            text(
-                "SELECT content FROM working_memory WHERE tenant_id = :t AND user_id = :u AND agent_id = ''"
-            ),
-            {"t": principal.tenant_id, "u": user_id},
-        ).scalar()
-        or ""
+    block = build_user_context(
+        db,
+        principal.tenant_id,
+        user_id,
+        query=query,
+        max_tokens=max_tokens,
+        embedder=state.embedder,
+        now=utcnow(),
+        ef_search=state.settings.hnsw_ef_search,
     )
-    block = build_context(standing=standing, relevant=relevant, working_memory=wm, max_tokens=max_tokens)
     state.access.note(principal.tenant_id, (i for i in block.included if len(i) == 36))
     return ContextResponse(
         user_id=user_id,

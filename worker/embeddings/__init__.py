@@ -10,6 +10,8 @@ Every failure to build one raises `EmbeddingError` with what to install or confi
 
 from __future__ import annotations
 
+from typing import Any
+
 from worker.embeddings.base import Embedder, EmbeddingError, l2_normalise
 from worker.embeddings.hashing import DEFAULT_DIM, HashingEmbedder
 
@@ -21,6 +23,7 @@ __all__ = [
     "Embedder",
     "EmbeddingError",
     "HashingEmbedder",
+    "embedder_from_settings",
     "l2_normalise",
     "make_embedder",
 ]
@@ -64,3 +67,16 @@ def make_embedder(
         )
         return OpenAIEmbedder(config)
     raise EmbeddingError(f"unknown embedder {name!r}; choose one of {', '.join(EMBEDDER_NAMES)}")
+
+
+def embedder_from_settings(settings: Any) -> Embedder:
+    """The embedder the settings name (`MEMORY_EMBEDDER`, `MEMORY_EMBEDDING_DIM`, `OPENAI_*`)."""
+    return make_embedder(
+        settings.embedder,
+        dim=settings.embedding_dim,
+        openai_base_url=settings.openai_base_url,
+        openai_api_key=settings.openai_api_key,
+        openai_model=settings.embedding_model,
+        openai_timeout_s=settings.openai_timeout_s,
+        openai_max_retries=settings.openai_max_retries,
+    )

@@ -1,0 +1,77 @@
+"""The context block for one user (shell): current rules and profile, what is relevant to the query
+(memories, turns excluded, and the closest episodes), and the working memory, cut by `build_context`."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import text
+from sqlmodel import Session
+
+from worker.embeddings import Embedder
+from worker.memory.context import ContextBlock, ContextItem, build_context
+from worker.services.memories import vector_literal
+from worker.services.search import SearchFilters, search
+
+STANDING_LIMIT = 200
+RELEVANT_K = 10
+EPISODES_K = 3
+
+
+def user_context(
+    db: Session,
+    tenant_id: str,
+    user_id: str,
+    *,
+    query: str,
+    max_tokens: int,
+    embedder: Embedder,
+    now: datetime,
+    ef_search: int = 80,
+) -> ContextBlock:
+    params = {"t": tenant_id, "u": user_id}
+    standing = [
+        ContextItem(id=str(r[0]), text=r[1], kind=r[2], category=r[3])
+        for r in db.execute(
+            text(
+                "SELECT id, content, kind, category FROM memories WHERE tenant_id = :t AND user_id = :u "
+                "AND status = 'active' AND (kind = 'procedural' OR category IN ('feedback', 'constraint', "
+                "'decision', 'profile', 'preference')) ORDER BY pinned DESC, importance DESC, "
+                f"evidence_count DESC, last_confirmed_at DESC LIMIT {STANDING_LIMIT}"
+            ),
+            params,
+        ).all()
+    ]
+    relevant: list[ContextItem] = []
+    if query.strip():
+        hits = search(
+            db,
+            tenant_id=tenant_id,
+            user_id=user_id,
+            query=query,
+            k=RELEVANT_K,
+            embedder=embedder,
+            now=now,
+            filters=SearchFilters(),
+            ef_search=ef_search,
+        )
+        relevant = [ContextItem(id=h.id, text=h.content, kind=h.kind, category=h.category) for h in hits]
+        relevant += [
+            ContextItem(id=f"episode:{r[0]}", text=r[1], kind="episodic")
+            for r in db.execute(
+                text(
+                    "SELECT id, what_happened || CASE WHEN outcome <> '' THEN ' Outcome: ' || outcome ELSE '' END "
+                    "|| CASE WHEN lesson <> '' THEN ' Lesson: ' || lesson ELSE '' END FROM episodes "
+                    "WHERE tenant_id = :t AND user_id = :u ORDER BY embedding <=> CAST(:v AS vector) "
+                    f"LIMIT {EPISODES_K}"
+                ),
+                {**params, "v": vector_literal(embedder.embed_query(query))},
+            ).all()
+        ]
+    working = db.execute(
+        text("SELECT content FROM working_memory WHERE tenant_id = :t AND user_id = :u AND agent_id = ''"),
+        params,
+    ).scalar()
+    return build_context(
+        standing=standing, relevant=relevant, working_memory=working or "", max_tokens=max_tokens
+    )
