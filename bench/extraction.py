@@ -101,17 +101,15 @@ def responder(body: dict[str, Any]) -> str:
     )
 
 
-_CALL_KINDS = (
-    ("You extract long-term memories", "extract"),
-    ("You maintain the rolling summary", "summarize"),
-    ("You maintain an assistant's long-term memory", "reconcile (judge)"),
-)
-
-
 def call_kind(body: dict[str, Any]) -> str:
-    """The worker stage that sent a chat request, from its system prompt."""
+    """The worker stage that sent a chat request, from the sections of its prompt (robust to rewording)."""
+    user = "\n".join(m.get("content") or "" for m in body.get("messages", []) if m.get("role") == "user")
+    if "## Conversation window" in user:
+        return "extract"
+    if "## New turns" in user:
+        return "summarize"
     system = next((m.get("content") or "" for m in body.get("messages", []) if m.get("role") == "system"), "")
-    return next((kind for prefix, kind in _CALL_KINDS if system.startswith(prefix)), "other")
+    return "reconcile (judge)" if "NEW" in system else "other"
 
 
 def prompt_sections(body: dict[str, Any]) -> dict[str, int]:
