@@ -110,3 +110,14 @@ def test_dead_letter_payloads_are_redacted_and_bounded():
     small = storable_payload({"note": "my password is hunter2!"})
     assert "hunter2" not in json.dumps(small)
     assert storable_payload({"c": "nul\x00"})["preview"]
+
+
+@pytest.mark.parametrize("visibility_s", [1, 8, 40, 600, 3600])
+def test_lost_messages_are_swept_back_soon_after_the_visibility_timeout(visibility_s):
+    from worker.app import broker_transport_options
+
+    options = broker_transport_options(visibility_s)
+    assert options["visibility_timeout"] == visibility_s
+    # the longest a message can wait past its visibility timeout is one sweep period
+    sweep_period = options["unacked_restore_interval"] * options["unacked_restore_throttle"]
+    assert 1 <= sweep_period <= max(1, min(10, visibility_s // 4))
