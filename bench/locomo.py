@@ -17,9 +17,10 @@ What one run does:
   source_turn_id = the turn's dia_id, event time = the session's date_time plus the turn's index in
   seconds; a `session_end` event closes each session;
 - drained: every event stored, none `pending`, no candidate `new` (extraction and reconciliation ran);
-- questions: each QA question goes to `POST /v1/search` (real HTTP, k=25, include_turns unless
+- questions: each QA question goes to `POST /v1/search` (real HTTP, k=10, include_turns unless
   `--no-turns`) for the conversation's user; the results are scored by `bench.scorer` on the turn ids they
-  cite; latency is measured by the client;
+  cite; latency is measured by the client. Adjacent matching turns come back as one passage result (the
+  API's default); the same search with `passages: false` (single turns) is scored as an ablation;
 - baselines over the same raw turns (all of them, the gate's skips included): BM25 (k1 1.2, b 0.75, over
   `worker.memory.keywords.tokens`) and cosine over the same embedder's vectors. Baseline results are
   counted in tokens as the API renders a turn ("user: <content>"), so the token axis compares like with like;
@@ -58,15 +59,16 @@ from bench.common import REPO, RESULTS_DIR, percentile, progress, unique_name
 DATA_FILE = REPO.parent / "shared" / "bench-data" / "locomo-dev.json"
 PLOT_PATH = REPO / "bench" / "locomo_recall_tokens.png"
 OPTIONAL_ENV = "MEMORY_BENCH_DATA_OPTIONAL"
-K = 25
+K = 10  # results per question: what an agent would put in its prompt
 STALL_S = 180.0  # a drain without any change for this long is abandoned (and reported)
 TARGET_RECALL_5 = 0.65
 TARGET_RECALL_10 = 0.75
 TARGET_TOKENS = 1000.0
 TARGET_WALL_S = 900.0
-SYSTEMS = ("project", "bm25", "embeddings")
-SYSTEM_LABELS = {"project": "this project (POST /v1/search)", "bm25": "BM25 over raw turns",
-                 "embeddings": "embeddings over raw turns"}
+SYSTEMS = ("project", "project_turns", "bm25", "embeddings")
+SYSTEM_LABELS = {"project": "this project (POST /v1/search)",
+                 "project_turns": "this project, passages off (single turns)",
+                 "bm25": "BM25 over raw turns", "embeddings": "embeddings over raw turns"}
 
 
 class DataMissing(RuntimeError):
@@ -389,9 +391,9 @@ def store_facts(engine: Any, tenant: str, conv: Conversation) -> dict[str, Any]:
 # --- the harness ------------------------------------------------------------------------------------------
 
 
-def _search(http: Any, user_id: str, query: str, *, include_turns: bool,
-            k: int) -> tuple[list[dict[str, Any]], int]:
-    body = {"user_id": user_id, "query": query, "k": k, "include_turns": include_turns}
+def _search(http: Any, user_id: str, query: str, *, include_turns: bool, k: int,
+            passages: bool = True) -> tuple[list[dict[str, Any]], int]:
+    body = {"user_id": user_id, "query": query, "k": k, "include_turns": include_turns, "passages": passages}
     t0 = time.perf_counter_ns()
     resp = http.post("/v1/search", json=body)
     elapsed = time.perf_counter_ns() - t0
@@ -436,6 +438,12 @@ def evaluate(conversations: Sequence[Conversation], stack: Stack, *, embedder: A
                     "project": [[r["type"], r["source_turn_ids"], x.tokens, r["score"]]
                                 for r, x in zip(results, ranked, strict=True)],
                 })
+                if include_turns:
+                    singles, _ = _search(http, conv.sample_id, q.question, include_turns=True, k=k,
+                                         passages=False)
+                    scores["project_turns"].append(scorer.score_question(
+                        q.evidence, [scorer.Result.of(r["content"], r["source_turn_ids"]) for r in singles],
+                        category=q.category))
     search_s = time.monotonic() - t_search
 
     t_base = time.monotonic()
@@ -640,7 +648,7 @@ def targets(figures: dict[str, Any]) -> list[dict[str, Any]]:
                 "%", note),
         _target("evidence recall@10", None if r10 is None else round(100 * r10, 1), ">=",
                 100 * TARGET_RECALL_10, "%", note),
-        _target("returned tokens per query (k=25, mean)",
+        _target(f"returned tokens per query (k={figures['k']}, mean)",
                 None if overall["tokens_per_query"] is None else round(overall["tokens_per_query"]),
                 "<=", TARGET_TOKENS, "tokens", note),
         _target("replay + scoring wall time", figures["duration_s"], "<=", TARGET_WALL_S, "s",
@@ -682,30 +690,31 @@ def render_markdown(result: dict[str, Any]) -> str:
               counted, not scored.""")]
     if f["drain"]["incomplete"]:
         lines += ["", f"**The replay did not drain ({f['drain']['incomplete']}): figures are partial.**"]
-    lines += ["", "| system | R@5 | R@10 | R@25 | all@10 | hit@10 | NDCG@10 | MRR | R within 512 tok | "
-              "R within 2,048 tok | tokens/query | tokens in top 10 |", "| --- " * 12 + "|"]
-    for name in SYSTEMS:
+    systems = [n for n in SYSTEMS if f["systems"].get(n, {}).get("overall", {}).get("questions")]
+    lines += ["", "| system | R@5 | R@10 | all@10 | hit@10 | NDCG@10 | MRR | R within 512 tok | "
+              "R within 2,048 tok | tokens/query | source turns per item |", "| --- " * 11 + "|"]
+    for name in systems:
         s = f["systems"][name]["overall"]
         lines.append(
             f"| {SYSTEM_LABELS[name]} | {_pct(s['recall_at'].get(5))} | {_pct(s['recall_at'].get(10))} | "
-            f"{_pct(s['recall_at'].get(25))} | {_pct(s['recall_all_at_10'])} | {_pct(s['hit_at_10'])} | "
+            f"{_pct(s['recall_all_at_10'])} | {_pct(s['hit_at_10'])} | "
             f"{_pct(s['ndcg_at_10'])} | {_pct(s['mrr'])} | {_pct(s['recall_within'].get(512))} | "
             f"{_pct(s['recall_within'].get(2048))} | {_num(s['tokens_per_query'])} | "
-            f"{_num(s['tokens_at'].get(10))} |")
-    lines += ["", "Per category (R@5 / R@10 / R@25; questions scored):", "",
-              "| category | questions | " + " | ".join(SYSTEM_LABELS[n] for n in SYSTEMS) + " |",
-              "| --- " * (2 + len(SYSTEMS)) + "|"]
+            f"{_num(s['source_turns_per_item'], '.2f')} |")
+    lines += ["", "Per category (R@5 / R@10; questions scored):", "",
+              "| category | questions | " + " | ".join(SYSTEM_LABELS[n] for n in systems) + " |",
+              "| --- " * (2 + len(systems)) + "|"]
     cats = f["systems"]["project"]["by_category"]
     for cat, c in cats.items():
         cells = []
-        for name in SYSTEMS:
+        for name in systems:
             s = f["systems"][name]["by_category"][cat]
-            cells.append(" / ".join(_pct(s["recall_at"].get(k)) for k in (5, 10, 25)))
+            cells.append(" / ".join(_pct(s["recall_at"].get(k)) for k in (5, 10)))
         extra = f", {c['no_evidence']} without evidence" if c["no_evidence"] else ""
         lines.append(f"| {cat} {c['name']} | {c['scored']}{extra} | " + " | ".join(cells) + " |")
     for label, key in (("all categories (1-5)", "overall_with_adversarial"), ("1-4", "overall")):
-        cells = [" / ".join(_pct(f["systems"][n][key]["recall_at"].get(k)) for k in (5, 10, 25))
-                 for n in SYSTEMS]
+        cells = [" / ".join(_pct(f["systems"][n][key]["recall_at"].get(k)) for k in (5, 10))
+                 for n in systems]
         lines.append(f"| {label} | {f['systems']['project'][key]['scored']} | " + " | ".join(cells) + " |")
     p = f["systems"]["project"]["overall"]
     types = f["result_types"]
@@ -748,9 +757,11 @@ def write_plot(result: dict[str, Any], path: Path) -> str:
 
     f = result["figures"]
     fig, ax = plt.subplots(figsize=(7.5, 4.8), dpi=120)
-    for name, style in zip(SYSTEMS, ("o-", "s--", "^-."), strict=True):
+    for name, style in zip(SYSTEMS, ("o-", "o:", "s--", "^-."), strict=True):
         s = f["systems"][name]["overall"]
-        ks = [k for k in scorer.RECALL_KS if s["recall_at"].get(k) is not None]
+        if not s.get("questions"):
+            continue
+        ks = [k for k in scorer.RECALL_KS if k <= f["k"] and s["recall_at"].get(k) is not None]
         xs = [s["tokens_at"][k] for k in ks]
         ys = [100 * s["recall_at"][k] for k in ks]
         ax.plot(xs, ys, style, label=SYSTEM_LABELS[name])
@@ -760,7 +771,7 @@ def write_plot(result: dict[str, Any], path: Path) -> str:
     ax.set_xlabel("mean returned tokens per query (top k, estimated)")
     ax.set_ylabel("evidence recall@k, % (categories 1-4)")
     convs = f["options"]["conversations"]
-    ks_label = ", ".join(map(str, scorer.RECALL_KS))
+    ks_label = ", ".join(str(k) for k in scorer.RECALL_KS if k <= f["k"])
     ax.set_title(f"LoCoMo dev ({len(convs)} conversations), {f['embedder']}, k = {ks_label}", fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")

@@ -29,6 +29,11 @@ class SearchRequest(BaseModel):
     kinds: list[Kind] = Field(default_factory=list, max_length=3)
     categories: list[Category] = Field(default_factory=list, max_length=7)
     include_turns: bool = False
+    passages: bool = Field(
+        default=True,
+        description="with include_turns: adjacent matching turns of one session come back as one result "
+        "(up to 3 consecutive turns, citing each)",
+    )
     include_memories: bool = True
     agent_id: Annotated[str | None, Field(max_length=128, pattern=ID_PATTERN)] = None
     as_of: datetime | None = Field(default=None, description="answer with what was current at this time")
@@ -70,6 +75,7 @@ def post_search(body: SearchRequest, principal: PrincipalDep, db: SessionDep, st
         embedder=state.embedder,
         now=utcnow(),
         include_turns=body.include_turns,
+        passages=body.passages,
         include_memories=body.include_memories,
         ef_search=state.settings.hnsw_ef_search,
         filters=SearchFilters(

@@ -57,7 +57,8 @@ def test_one_session_replayed_through_the_real_stack_is_stored_searched_scored_a
         spool_dir=tmp_path,
     )
 
-    figures = locomo.evaluate(conversations, stack, embedder=HashingEmbedder(), deadline=None)
+    # k = 25: the session's 18 turns fit in one answer (checked below through the embeddings baseline)
+    figures = locomo.evaluate(conversations, stack, embedder=HashingEmbedder(), k=25, deadline=None)
 
     assert figures["drain"]["drained"], figures["drain"]
     with engine.connect() as conn:
@@ -93,8 +94,19 @@ def test_one_session_replayed_through_the_real_stack_is_stored_searched_scored_a
             assert _in_unit_interval(value), (name, overall)
     # one session fits in k=25: the embeddings baseline ranks every turn, so it returns all the evidence
     # (BM25 returns only the turns that share a token with the question)
-    assert len(conv.turns) <= locomo.K
+    assert len(conv.turns) <= 25
     assert figures["systems"]["embeddings"]["overall_with_adversarial"]["recall_at"][25] == 1.0
+    # passages: merged results cite consecutive turns, and never more results than asked for
+    project = figures["systems"]["project"]["overall_with_adversarial"]
+    singles = figures["systems"]["project_turns"]["overall_with_adversarial"]
+    assert singles["source_turns_per_item"] <= 1.0 < project["source_turns_per_item"]
+    order = [t.dia_id for t in conv.turns]
+    for q in figures["questions"]:
+        assert len(q["project"]) <= 25
+        for _type, cited, _tokens, _score in q["project"]:
+            if _type == "turn" and len(cited) > 1:
+                positions = [order.index(c) for c in cited]
+                assert positions == list(range(positions[0], positions[0] + len(cited))), cited
     store = figures["store"][0]
     assert store["turns_stored"] == len(conv.turns)
     assert _in_unit_interval(store["extraction_coverage"])

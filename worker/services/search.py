@@ -14,6 +14,7 @@ from sqlmodel import Session
 
 from worker.embeddings import Embedder
 from worker.memory import keywords
+from worker.memory.passages import POOL_FACTOR, merge_passages
 from worker.memory.scoring import TURN_IMPORTANCE, Ranked, rank
 from worker.services.memories import set_search_params, vector_literal
 
@@ -99,8 +100,12 @@ def search(
     filters: SearchFilters | None = None,
     include_memories: bool = True,
     include_turns: bool = False,
+    passages: bool = True,
     ef_search: int = 80,
 ) -> list[SearchHit]:
+    """The k best results for `query`. With `include_turns`, indexed turns compete with memories; with
+    `passages` (the default), turn hits adjacent in one session come back as one result (see
+    worker.memory.passages): its content is the turns in order, and it cites all of them."""
     f = filters or SearchFilters()
     vec = vector_literal(embedder.embed_query(query))
     toks = keywords.tokens(query)[:64]
@@ -168,41 +173,105 @@ def search(
             vector_rank=ranks[key].get("vector"),
             keyword_rank=ranks[key].get("keyword"),
         )
+    merging = include_turns and passages
+    ranked = rank(
+        list(items.values()), now=now, k=k * POOL_FACTOR if merging else k, keyword_weight=KEYWORD_WEIGHT
+    )
+    scores = {item.key: score for item, score in ranked}
+    keys = [item.key for item, _ in ranked]
+    if merging:
+        turn_keys = [key for key in keys if key.startswith("t:")]
+        previous, following = turn_neighbours(db, tenant_id, user_id, [rows[key] for key in turn_keys])
+        groups = merge_passages(
+            keys,
+            is_turn={key: key.startswith("t:") for key in keys},
+            previous={key: _turn_key(previous.get(rows[key].event_id)) for key in turn_keys},
+            following={key: _turn_key(following.get(rows[key].event_id)) for key in turn_keys},
+            k=k,
+        )
+    else:
+        groups = [[key] for key in keys]
+    order = {key: i for i, key in enumerate(keys)}
     hits = []
-    for item, score in rank(list(items.values()), now=now, k=k, keyword_weight=KEYWORD_WEIGHT):
-        r = rows[item.key]
-        if item.key.startswith("m:"):
-            hits.append(
-                SearchHit(
-                    id=str(r.id),
-                    type="memory",
-                    content=r.content,
-                    score=round(score, 6),
-                    kind=r.kind,
-                    category=r.category,
-                    status=r.status,
-                    slot=r.slot,
-                    value=r.value,
-                    valid_from=r.valid_from,
-                    valid_to=r.valid_to,
-                    source_event_ids=list(r.source_event_ids or []),
-                    source_turn_ids=list(r.source_turn_ids or []),
-                )
-            )
+    for group in groups:
+        best = min(group, key=order.__getitem__)
+        if best.startswith("m:"):
+            hits.append(_memory_hit(rows[best], scores[best]))
         else:
-            hits.append(
-                SearchHit(
-                    id=r.event_id,
-                    type="turn",
-                    content=f"{r.role}: {r.content}",
-                    score=round(score, 6),
-                    valid_from=r.event_time,
-                    session_id=r.session_id,
-                    source_event_ids=[r.event_id],
-                    source_turn_ids=[r.source_turn_id] if r.source_turn_id else [],
-                )
-            )
+            hits.append(_turn_hit([rows[key] for key in group], rows[best], scores[best]))
     return hits
+
+
+def _turn_key(event_id: str | None) -> str | None:
+    return None if event_id is None else f"t:{event_id}"
+
+
+def _memory_hit(r: Any, score: float) -> SearchHit:
+    return SearchHit(
+        id=str(r.id),
+        type="memory",
+        content=r.content,
+        score=round(score, 6),
+        kind=r.kind,
+        category=r.category,
+        status=r.status,
+        slot=r.slot,
+        value=r.value,
+        valid_from=r.valid_from,
+        valid_to=r.valid_to,
+        source_event_ids=list(r.source_event_ids or []),
+        source_turn_ids=list(r.source_turn_ids or []),
+    )
+
+
+def _turn_hit(span: Sequence[Any], best: Any, score: float) -> SearchHit:
+    """One turn, or a passage of consecutive turns (in conversation order) identified by its best turn."""
+    return SearchHit(
+        id=best.event_id,
+        type="turn",
+        content="\n".join(f"{r.role}: {r.content}" for r in span),
+        score=round(score, 6),
+        valid_from=span[0].event_time,
+        session_id=best.session_id,
+        source_event_ids=[r.event_id for r in span],
+        source_turn_ids=[r.source_turn_id for r in span if r.source_turn_id],
+    )
+
+
+_NEIGHBOURS = text(
+    # each turn's previous and next turn in its session, in the extraction window's order; the
+    # (tenant_id, user_id, event_time) index bounds both scans
+    "SELECT c.id, "
+    "(SELECT e.event_id FROM events e WHERE e.tenant_id = :t AND e.user_id = :u AND e.session_id = c.sid "
+    " AND e.type = 'turn' AND e.event_time <= c.ts AND (e.event_time < c.ts OR e.event_id < c.id) "
+    " ORDER BY e.event_time DESC, e.event_id DESC LIMIT 1), "
+    "(SELECT e.event_id FROM events e WHERE e.tenant_id = :t AND e.user_id = :u AND e.session_id = c.sid "
+    " AND e.type = 'turn' AND e.event_time >= c.ts AND (e.event_time > c.ts OR e.event_id > c.id) "
+    " ORDER BY e.event_time, e.event_id LIMIT 1) "
+    "FROM unnest(CAST(:ids AS text[]), CAST(:sids AS text[]), CAST(:ts AS timestamptz[])) AS c(id, sid, ts)"
+)
+
+
+def turn_neighbours(
+    db: Session, tenant_id: str, user_id: str, turns: Sequence[Any]
+) -> tuple[dict[str, str | None], dict[str, str | None]]:
+    """(previous, following): each given turn's neighbour event ids in its session (None at the ends)."""
+    if not turns:
+        return {}, {}
+    previous: dict[str, str | None] = {}
+    following: dict[str, str | None] = {}
+    for event_id, before, after in db.execute(
+        _NEIGHBOURS,
+        {
+            "t": tenant_id,
+            "u": user_id,
+            "ids": [r.event_id for r in turns],
+            "sids": [r.session_id for r in turns],
+            "ts": [r.event_time for r in turns],
+        },
+    ).all():
+        previous[event_id], following[event_id] = before, after
+    return previous, following
 
 
 BM25_K1, BM25_B = 1.2, 0.75
