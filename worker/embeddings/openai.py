@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import openai
 
 from worker.embeddings.base import EmbeddingError, l2_normalise
-from worker.extraction.llm import DEFAULT_BASE_URL, RETRYABLE_STATUSES, compute_backoff, retry_after_seconds
+from worker.extraction.llm import RETRYABLE_STATUSES, compute_backoff, retry_after_seconds, sdk_client
 
 log = logging.getLogger(__name__)
 
@@ -59,17 +59,9 @@ class OpenAIEmbedder:
         if config.dim is not None and config.dim < 1:
             raise EmbeddingError(f"embedding dim must be positive, not {config.dim}")
         self._config = config
-        # Retries are ours (bounded, jittered, per batch), so the SDK must not add its own on top.
-        if client is None:
-            client = openai.OpenAI(
-                api_key=config.api_key,
-                base_url=config.base_url or DEFAULT_BASE_URL,
-                timeout=config.timeout_s,
-                max_retries=0,
-            )
-        else:
-            client = client.with_options(timeout=config.timeout_s, max_retries=0)
-        self._client = client
+        self._client = sdk_client(
+            client, api_key=config.api_key, base_url=config.base_url, timeout_s=config.timeout_s
+        )
         self._sleep = sleep
         self._rng = rng or random.Random()
         self._dim = config.dim

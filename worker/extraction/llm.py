@@ -43,6 +43,21 @@ from worker.extraction.prompts import (
 log = logging.getLogger(__name__)
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+def sdk_client(
+    client: openai.OpenAI | None, *, api_key: str | None, base_url: str | None, timeout_s: float
+) -> openai.OpenAI:
+    """The SDK client for our calls (chat and embeddings): our timeout, and no SDK retries, because retries
+    are ours (bounded, jittered, counted) and the SDK must not add its own on top. A given client (tests,
+    callers with their own HTTP settings) gets the same options."""
+    if client is not None:
+        return client.with_options(timeout=timeout_s, max_retries=0)
+    return openai.OpenAI(
+        api_key=api_key, base_url=base_url or DEFAULT_BASE_URL, timeout=timeout_s, max_retries=0
+    )
+
+
 RETRYABLE_STATUSES = frozenset({408, 409, 429})
 MAX_BACKOFF_EXPONENT = 32  # 2**32 x any sane base is far past any cap; avoids float overflow
 
@@ -141,17 +156,9 @@ class LLMExtractor:
         rng: random.Random | None = None,
     ) -> None:
         self._config = config
-        # Retries are ours (bounded, jittered, counted), so the SDK must not add its own on top.
-        if client is None:
-            client = openai.OpenAI(
-                api_key=config.api_key,
-                base_url=config.base_url or DEFAULT_BASE_URL,
-                timeout=config.timeout_s,
-                max_retries=0,
-            )
-        else:
-            client = client.with_options(timeout=config.timeout_s, max_retries=0)
-        self._client = client
+        self._client = sdk_client(
+            client, api_key=config.api_key, base_url=config.base_url, timeout_s=config.timeout_s
+        )
         self._sleep = sleep
         self._rng = rng or random.Random()
         self._use_json_schema = config.structured_outputs
