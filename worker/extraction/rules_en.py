@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable
 from typing import NamedTuple
 
 from worker.extraction.candidates import Candidate, Category, Kind, Operation, Tier
@@ -1200,23 +1201,64 @@ _CORRECTION_RE = re.compile(
 )
 
 
-def sentence_hits(sentence: str) -> list[Hit]:
-    """All English rule hits for one normalised sentence (see the module docstring)."""
-    if not sentence or is_question(sentence):
+@dataclasses.dataclass(frozen=True)
+class LanguageRules:
+    """One language's rule functions, for the shared dispatcher `dispatch`."""
+
+    lang: str
+    is_question: Callable[[str], bool]
+    forget: Callable[[str], list[Hit] | None]  # None: not a forget request
+    remember: Callable[[str], list[Hit] | None]
+    negating: re.Pattern[str]
+    correction_cue: re.Pattern[str]
+    correction: re.Pattern[str]  # a correction opener; group "rest" holds the corrected statement
+    contrast: re.Pattern[str]  # a statement made against another value ("..., not X")
+    correction_facts: Callable[[str], list[Hit]]
+    reply: Callable[[str], list[Hit]]
+    facts: Callable[[str], list[Hit]]
+    rules: Callable[[str], list[Hit]]
+
+
+def dispatch(sentence: str, rules: LanguageRules) -> list[Hit]:
+    """All of one language's rule hits for one normalised sentence: forget / remember requests alone; tool
+    pairs; a correction's fact raised to MUST; a short reply; else rules and facts (a fact stated against
+    another value is a correction too)."""
+    if not sentence or rules.is_question(sentence):
         return []
-    for special in (_forget_hits, _remember_hits):
+    for special in (rules.forget, rules.remember):
         hits = special(sentence)
         if hits is not None:
             return hits
-    pairs = tool_pair_hits(sentence, lang="en", negating=_NEGATING, cue=_CORRECTION_CUE)
-    correction = _CORRECTION_RE.match(sentence)
-    if correction:  # "no, I live in Munich now": the fact, raised to MUST
-        inner = shift(_fact_hits(correction.group("rest")), correction.start("rest"))
-        return pairs + [must(hit, "en.correction", start=0) for hit in inner]
-    reply = _reply_hits(sentence)
+    pairs = tool_pair_hits(sentence, lang=rules.lang, negating=rules.negating, cue=rules.correction_cue)
+    correction = rules.correction.match(sentence)
+    if correction:
+        inner = shift(rules.correction_facts(correction.group("rest")), correction.start("rest"))
+        return pairs + [must(hit, f"{rules.lang}.correction", start=0) for hit in inner]
+    reply = rules.reply(sentence)
     if reply:
         return reply
-    facts = _when_you_hits(sentence) or _fact_hits(sentence)
-    if _CONTRAST_RE.search(sentence):
-        facts = [must(hit, "en.correction") if hit[0].slot else hit for hit in facts]
-    return pairs + _rule_hits(sentence) + facts
+    facts = rules.facts(sentence)
+    if rules.contrast.search(sentence):
+        facts = [must(hit, f"{rules.lang}.correction") if hit[0].slot else hit for hit in facts]
+    return pairs + rules.rules(sentence) + facts
+
+
+ENGLISH = LanguageRules(
+    lang="en",
+    is_question=is_question,
+    forget=_forget_hits,
+    remember=_remember_hits,
+    negating=_NEGATING,
+    correction_cue=_CORRECTION_CUE,
+    correction=_CORRECTION_RE,  # "no, I live in Munich now"
+    contrast=_CONTRAST_RE,
+    correction_facts=_fact_hits,
+    reply=_reply_hits,
+    facts=lambda sentence: _when_you_hits(sentence) or _fact_hits(sentence),
+    rules=_rule_hits,
+)
+
+
+def sentence_hits(sentence: str) -> list[Hit]:
+    """All English rule hits for one normalised sentence (see the module docstring)."""
+    return dispatch(sentence, ENGLISH)

@@ -18,6 +18,8 @@ from worker.extraction.lang import detect_lang
 from worker.extraction.rules_en import (
     LANGUAGE_CODES,
     Hit,
+    LanguageRules,
+    dispatch,
     fact,
     find_tools,
     forget_target,
@@ -29,7 +31,6 @@ from worker.extraction.rules_en import (
     statement_hits,
     statements,
     tool_hit,
-    tool_pair_hits,
 )
 
 # fmt: off
@@ -669,23 +670,22 @@ def _forget_hits(sentence: str) -> list[Hit] | None:
     return [(cand, 0, len(sentence))]
 
 
+CHINESE = LanguageRules(
+    lang="zh",
+    is_question=is_question,
+    forget=_forget_hits,
+    remember=_remember_hits,
+    negating=_NEGATING,
+    correction_cue=_CORRECTION_CUE,
+    correction=_CORRECTION_RE,  # "纠正一下，我住在杭州"
+    contrast=_CONTRAST_RE,  # "我住在杭州，不是苏州"
+    correction_facts=_fact_hits,
+    reply=_reply_hits,
+    facts=lambda sentence: _fact_hits(sentence) + _inherited_hits(sentence),
+    rules=_rule_hits,
+)
+
+
 def sentence_hits(sentence: str) -> list[Hit]:
     """All Chinese rule hits for one normalised sentence (see the module docstring)."""
-    if not sentence or is_question(sentence):
-        return []
-    for special in (_forget_hits, _remember_hits):
-        hits = special(sentence)
-        if hits is not None:
-            return hits
-    pairs = tool_pair_hits(sentence, lang="zh", negating=_NEGATING, cue=_CORRECTION_CUE)
-    correction = _CORRECTION_RE.match(sentence)
-    if correction:  # "纠正一下，我住在杭州": the fact, raised to MUST
-        inner = shift(_fact_hits(correction.group("rest")), correction.start("rest"))
-        return pairs + [must(hit, "zh.correction", start=0) for hit in inner]
-    reply = _reply_hits(sentence)
-    if reply:
-        return reply
-    facts = _fact_hits(sentence) + _inherited_hits(sentence)
-    if _CONTRAST_RE.search(sentence):  # "我住在杭州，不是苏州": stated against another value, a correction
-        facts = [must(hit, "zh.correction") if hit[0].slot else hit for hit in facts]
-    return pairs + _rule_hits(sentence) + facts
+    return dispatch(sentence, CHINESE)
