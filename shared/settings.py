@@ -61,6 +61,13 @@ class Settings(BaseSettings):
     debounce_turns: int = Field(default=12, ge=1)
     debounce_tokens: int = Field(default=1500, ge=1)
     debounce_idle_s: float = Field(default=20.0, ge=0)
+    # The LLM part of extraction is batched across windows: a window whose turns that need the LLM are fewer
+    # than `llm_batch_turns` (and under `llm_batch_tokens`) applies its rules and leaves them `llm_pending`,
+    # for the next window. Session end, the idle timer, the sweeper and `llm_max_defer_s` force the call.
+    # `llm_batch_turns=1` calls the LLM in every window that needs it.
+    llm_batch_turns: int = Field(default=24, ge=1)
+    llm_batch_tokens: int = Field(default=3000, ge=1)
+    llm_max_defer_s: float = Field(default=300.0, ge=0)
     daily_token_budget: int = Field(default=2_000_000, ge=0)
 
     # --- embeddings and the memory store ---

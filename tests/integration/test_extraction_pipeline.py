@@ -123,7 +123,15 @@ def test_a_full_window_makes_one_chat_call_not_one_per_turn(
         )
 
     fake_llm.default_responder = answer
-    start_worker(env={**llm_env, "MEMORY_DEBOUNCE_TURNS": "12", "MEMORY_DEBOUNCE_IDLE_S": "30"})
+    # batching across windows off (MEMORY_LLM_BATCH_TURNS=1): the full window makes its call at once
+    start_worker(
+        env={
+            **llm_env,
+            "MEMORY_DEBOUNCE_TURNS": "12",
+            "MEMORY_DEBOUNCE_IDLE_S": "30",
+            "MEMORY_LLM_BATCH_TURNS": "1",
+        }
+    )
     client = _client(tenant, redis_url, queue_name, tmp_path)
     turns = [f"{t} (part {i})" for i, t in enumerate((LLM_TURNS * 3)[:10])] + RULE_TURNS
     _emit_window(client, turns)

@@ -15,6 +15,9 @@ Contract of `gate_turn(turn, *, previous_texts=())` -> `GateResult(decision, rea
 - `needs_llm` ("substantive") for everything else: turns that may hold memories the rules cannot parse, and
   turns where the rules matched only part of the text.
 `gate_window(turns)` gates each turn against the earlier turns of the window (for "repeat").
+A kept result (`rules_only` / `needs_llm`) carries the rule extractor's candidates for the turn (`candidates`,
+as `analyze_turn` found them), so callers need not run the rules a second time; a skipped one carries none.
+The field is left out of comparisons: two results are equal when their decision, reason and language are.
 """
 
 from __future__ import annotations
@@ -22,10 +25,10 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
-from worker.extraction.candidates import Tier, Turn
+from worker.extraction.candidates import Candidate, Tier, Turn
 from worker.extraction.lang import comparison_key
 from worker.extraction.rules import analyze_turn, clean_text
 
@@ -43,6 +46,8 @@ class GateResult:
     decision: GateDecision
     reason: str
     lang: str = "en"
+    # the rule candidates of a kept turn (what `analyze_turn` found); () for a skipped turn
+    candidates: tuple[Candidate, ...] = field(default=(), compare=False)
 
 
 _B, _E = r"(?<![A-Za-z])(?:", r")(?![A-Za-z])"
@@ -177,14 +182,14 @@ def _gate(turn: Turn, previous_keys: set[str]) -> GateResult:
     short = len(cleaned) <= MAX_RULES_ONLY_CHARS
     if has_must:
         if short and _covered(analysis.residual):
-            return GateResult(GateDecision.RULES_ONLY, "must_candidate", lang)
-        return GateResult(GateDecision.NEEDS_LLM, "substantive", lang)
+            return GateResult(GateDecision.RULES_ONLY, "must_candidate", lang, candidates)
+        return GateResult(GateDecision.NEEDS_LLM, "substantive", lang, candidates)
     if comparison_key(cleaned) in previous_keys:
         return GateResult(GateDecision.SKIP, "repeat", lang)
     if candidates:
         if short and _covered(analysis.residual):
-            return GateResult(GateDecision.RULES_ONLY, "rule_candidate", lang)
-        return GateResult(GateDecision.NEEDS_LLM, "substantive", lang)
+            return GateResult(GateDecision.RULES_ONLY, "rule_candidate", lang, candidates)
+        return GateResult(GateDecision.NEEDS_LLM, "substantive", lang, candidates)
     if _is_emoji_only(cleaned):
         return GateResult(GateDecision.SKIP, "emoji_only", lang)
     if not any(char.isalpha() for char in cleaned):

@@ -1,11 +1,14 @@
 """Extraction of one session window: pending turns -> gate -> rules -> (one LLM call) -> candidates.
 
 `plan_window` is pure (gate + rules + which turns need the LLM); `load_window` and `apply_outcome` do the
-I/O in two short transactions, so no transaction stays open during the LLM call.
+I/O in two short transactions, so no transaction stays open during the LLM call. `defer_llm` turns a plan
+into one that applies its rules now and leaves the LLM-needing turns `llm_pending` for a later window (see
+`triggers.llm_due` for when).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -19,7 +22,7 @@ from shared.db.models import CandidateRow, LlmUsage
 from worker.extraction.candidates import Candidate, Turn
 from worker.extraction.gate import GateDecision, gate_window
 from worker.extraction.merge import merge_candidates
-from worker.extraction.rules import extract_rules
+from worker.extraction.rules import dedupe
 
 WINDOW_LIMIT = 200  # turns per extraction run; a longer backlog is processed in several runs, in order
 EXISTING_MEMORY_TOKENS = 300  # budget for "what we already know" in the extraction prompt
@@ -35,6 +38,7 @@ class PendingEvent:
     event_time: datetime
     status: str  # pending | llm_pending
     agent_id: str | None
+    received_at: datetime | None = None
 
     def turn(self) -> Turn:
         return Turn(
@@ -46,20 +50,32 @@ class PendingEvent:
 class WindowPlan:
     """What to do with one window, decided without I/O."""
 
-    rule_candidates: list[Candidate]
+    rule_candidates: list[Candidate]  # of the window's new turns: stored by this run
     llm_turns: list[Turn]  # kept turns to send to the LLM (empty: no call)
     needs_llm_ids: set[str]  # events whose extraction is complete only after the LLM saw them
     skipped_ids: set[str]
     done_ids: set[str]  # fully handled by rules
     gate_reasons: dict[str, str] = field(default_factory=dict)
+    # rule candidates of the `llm_pending` turns, stored by an earlier run: shown to the LLM, never stored again
+    earlier_candidates: list[Candidate] = field(default_factory=list)
+    owed_tokens: int = 0  # estimated tokens of the turns in needs_llm_ids
+    deferred: bool = False  # the LLM call was left to a later window (see defer_llm)
+
+    @property
+    def prompt_candidates(self) -> list[Candidate]:
+        """The rule candidates the LLM is shown: those of every kept turn of the window."""
+        return [*self.earlier_candidates, *self.rule_candidates]
 
 
 def plan_window(events: Sequence[PendingEvent], *, llm_available: bool) -> WindowPlan:
-    """Gate every turn, run the rules on the new ones, and pick the turns the LLM must see.
+    """Gate every turn, take the rule candidates of the new ones, and pick the turns the LLM must see.
 
-    Events already `llm_pending` had their rule pass before: they go to the LLM only (no duplicate rule
-    candidates). Skipped turns never reach the LLM.
+    The gate runs the rule extractor on each turn it does not skip and hands over its candidates, so the
+    rules run once per turn. Events already `llm_pending` had their rule pass before: they go to the LLM only
+    (their candidates are shown to it, not stored twice). Skipped turns never reach the LLM.
     """
+    from shared.tokens import estimate_tokens
+
     turns = [e.turn() for e in events if e.type == "turn"]
     results = gate_window(turns)
     by_id = {e.event_id: e for e in events}
@@ -68,20 +84,50 @@ def plan_window(events: Sequence[PendingEvent], *, llm_available: bool) -> Windo
     needs_llm: set[str] = set()
     done: set[str] = set()
     reasons: dict[str, str] = {}
+    fresh: list[Candidate] = []
+    earlier: list[Candidate] = []
+    owed_tokens = 0
     for turn, result in zip(turns, results, strict=True):
         reasons[turn.event_id] = result.reason
         if result.decision == GateDecision.SKIP:
             skipped.add(turn.event_id)
             continue
         kept.append(turn)
-        if result.decision == GateDecision.NEEDS_LLM or by_id[turn.event_id].status == "llm_pending":
+        was_pending = by_id[turn.event_id].status == "llm_pending"
+        (earlier if was_pending else fresh).extend(result.candidates)
+        if result.decision == GateDecision.NEEDS_LLM or was_pending:
             needs_llm.add(turn.event_id)
+            owed_tokens += estimate_tokens(turn.content)
         else:
             done.add(turn.event_id)
-    fresh = [t for t in kept if by_id[t.event_id].status == "pending"]
-    rule_candidates = extract_rules(fresh)
     llm_turns = kept if (llm_available and needs_llm) else []
-    return WindowPlan(rule_candidates, llm_turns, needs_llm, skipped, done, reasons)
+    return WindowPlan(
+        dedupe(fresh),
+        llm_turns,
+        needs_llm,
+        skipped,
+        done,
+        reasons,
+        earlier_candidates=dedupe(earlier),
+        owed_tokens=owed_tokens,
+    )
+
+
+def oldest_owed_at(events: Sequence[PendingEvent], plan: WindowPlan) -> datetime | None:
+    """When the longest-waiting turn the LLM owes was received (None when unknown or none is owed)."""
+    times = [e.received_at for e in events if e.event_id in plan.needs_llm_ids and e.received_at is not None]
+    return min(times, default=None)
+
+
+def last_received_at(events: Sequence[PendingEvent]) -> datetime | None:
+    """When the newest event of the window was received (the window holds the session's newest events)."""
+    return max((e.received_at for e in events if e.received_at is not None), default=None)
+
+
+def defer_llm(plan: WindowPlan) -> WindowPlan:
+    """The same window with its LLM call left to a later one: rules apply now, LLM-needing turns stay
+    `llm_pending` (apply_outcome with llm_ok=False), and the next window sends them with its own."""
+    return dataclasses.replace(plan, llm_turns=[], deferred=True)
 
 
 def load_window(
@@ -97,7 +143,8 @@ def load_window(
     statuses = ("pending", "llm_pending") if include_llm_pending else ("pending",)
     rows = db.execute(
         text(
-            "SELECT event_id, type, role, content, source_turn_id, event_time, status, agent_id FROM events "
+            "SELECT event_id, type, role, content, source_turn_id, event_time, status, agent_id, received_at "
+            "FROM events "
             "WHERE tenant_id = :t AND user_id = :u AND session_id = :s AND status = ANY(:st) "
             "ORDER BY event_time, received_at, event_id LIMIT :lim"
         ),
@@ -184,10 +231,13 @@ def record_usage(
 
 
 def final_candidates(plan: WindowPlan, llm_candidates: list[Candidate] | None) -> list[Candidate]:
-    """Rule candidates, merged with the LLM's when it answered (a MUST rule candidate is never dropped)."""
+    """The candidates this run stores: the new turns' rule candidates, merged with the LLM's when it answered
+    (a MUST rule candidate is never dropped). An LLM candidate repeating a rule candidate an earlier run
+    stored (of an `llm_pending` turn) folds into it and is not stored again."""
     if llm_candidates is None:
         return list(plan.rule_candidates)
-    return merge_candidates(plan.rule_candidates, llm_candidates)
+    earlier = plan.earlier_candidates
+    return merge_candidates([*earlier, *plan.rule_candidates], llm_candidates)[len(earlier) :]
 
 
 def apply_outcome(

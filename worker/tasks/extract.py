@@ -23,7 +23,14 @@ from worker.extraction.candidates import Turn
 from worker.extraction.summary import extractive_summary
 from worker.retry import retry_countdown
 from worker.services import extraction as svc
-from worker.services.triggers import DebouncePolicy, enqueue_extraction, idle_remaining_s, timer_key
+from worker.services.triggers import (
+    DebouncePolicy,
+    arm_idle_timer,
+    enqueue_extraction,
+    idle_remaining_s,
+    llm_due,
+    timer_key,
+)
 
 log = structlog.get_logger("worker.extract")
 
@@ -53,7 +60,7 @@ def extract_session(
             # The holder re-checks for pending events when it finishes, so nothing is dropped here.
             return {"outcome": "locked"}
         try:
-            counts = _run_window(tenant_id, user_id, session_id, now=now)
+            counts = _run_window(tenant_id, user_id, session_id, now=now, reason=reason)
         finally:
             try:
                 lock.release()
@@ -88,8 +95,11 @@ def _defer_if_not_idle(tenant_id: str, user_id: str, session_id: str, *, now: da
     return remaining
 
 
-def _run_window(tenant_id: str, user_id: str, session_id: str, *, now: datetime) -> dict[str, Any]:
+def _run_window(
+    tenant_id: str, user_id: str, session_id: str, *, now: datetime, reason: str = "threshold"
+) -> dict[str, Any]:
     settings = runtime.settings()
+    policy = DebouncePolicy.from_settings(settings)
     runtime.check_schema()
     llm = runtime.llm_extractor()
     day = now.date().isoformat()
@@ -103,19 +113,29 @@ def _run_window(tenant_id: str, user_id: str, session_id: str, *, now: datetime)
                 log.warning("llm.budget_exhausted", budget=budget, detail="rules-only until tomorrow (UTC)")
         use_llm = llm is not None and budget_ok
         events = svc.load_window(db, tenant_id, user_id, session_id, include_llm_pending=use_llm)
-        summary = (
-            db.execute(
-                text(
-                    "SELECT summary FROM sessions WHERE tenant_id = :t AND user_id = :u AND session_id = :s"
-                ),
-                {"t": tenant_id, "u": user_id, "s": session_id},
-            ).scalar()
-            or ""
-        )
+        session = db.execute(
+            text(
+                "SELECT summary, status FROM sessions "
+                "WHERE tenant_id = :t AND user_id = :u AND session_id = :s"
+            ),
+            {"t": tenant_id, "u": user_id, "s": session_id},
+        ).first()
+        summary = (session[0] if session else None) or ""
         existing = svc.existing_memories(db, tenant_id, user_id) if use_llm else []
     if not events:
         return {"outcome": "empty"}
     plan = svc.plan_window(events, llm_available=use_llm)
+    if plan.llm_turns and not llm_due(
+        reason=reason,
+        session_ended=session is None or session[1] != "open" or any(e.type == "session_end" for e in events),
+        owed_turns=len(plan.needs_llm_ids),
+        owed_tokens=plan.owed_tokens,
+        oldest_owed_at=svc.oldest_owed_at(events, plan),
+        last_received_at=svc.last_received_at(events),
+        now=now,
+        policy=policy,
+    ):
+        plan = svc.defer_llm(plan)
     llm_candidates = None
     usage = None
     llm_error = None
@@ -124,7 +144,7 @@ def _run_window(tenant_id: str, user_id: str, session_id: str, *, now: datetime)
             turns=plan.llm_turns,
             summary=summary,
             existing_memories=existing,
-            rule_candidates=plan.rule_candidates,
+            rule_candidates=plan.prompt_candidates,
         )
         usage = result.usage
         metrics.LLM_CALLS.labels(tenant_id, "extract", "ok" if result.ok else "error").inc(result.usage.calls)
@@ -177,6 +197,10 @@ def _run_window(tenant_id: str, user_id: str, session_id: str, *, now: datetime)
         metrics.CANDIDATES.labels(c.origin).inc()
     if candidates:
         runtime.publisher().publish(tasknames.RECONCILE_USER, [tenant_id, user_id])
+    if plan.deferred:
+        _keep_idle_timer(
+            tenant_id, user_id, session_id, last_received_at=svc.last_received_at(events), now=now
+        )
     fold_tokens = _fold_summary(tenant_id, user_id, session_id, use_llm=use_llm, day=day)
     counts.update(
         outcome="ok" if llm_error is None else "rules_only",
@@ -186,9 +210,24 @@ def _run_window(tenant_id: str, user_id: str, session_id: str, *, now: datetime)
         summary_tokens=fold_tokens,
         more=int(more or 0),
     )
+    if plan.deferred:
+        counts["llm_deferred"] = len(plan.needs_llm_ids)
     if llm_error:
         counts["llm_error"] = llm_error
     return counts
+
+
+def _keep_idle_timer(
+    tenant_id: str, user_id: str, session_id: str, *, last_received_at: datetime | None, now: datetime
+) -> None:
+    """A window left turns `llm_pending`: make sure the session's idle timer is armed, so they are sent once
+    the session goes quiet even when no later window comes (the sweeper's `llm_retry` is the backstop)."""
+    policy = DebouncePolicy.from_settings(runtime.settings())
+    delay = max(idle_remaining_s(last_received_at, now=now, policy=policy), 0.5)
+    try:
+        arm_idle_timer(runtime.publisher(), tenant_id, user_id, session_id, delay_s=delay)
+    except redis.RedisError as exc:
+        log.warning("extract.idle_timer_failed", error=type(exc).__name__, detail="the sweeper will retry")
 
 
 def _fold_summary(tenant_id: str, user_id: str, session_id: str, *, use_llm: bool, day: str) -> int:
