@@ -294,3 +294,44 @@ def test_similar_but_unclear_candidates_are_judged_by_the_llm_in_one_call(
         ("The user prefers detailed answers with examples.", "active"),
     ]
     assert usage == 1
+
+
+def test_the_judge_does_not_call_the_llm_once_the_tenant_budget_is_spent(
+    start_worker, engine, tenant, redis_url, queue_name
+):
+    import json as _json
+
+    from tests.fakes.openai_server import FakeOpenAI
+
+    with engine.begin() as conn:
+        conn.execute(
+            text("INSERT INTO tenants (id, settings) VALUES (:t, '{\"daily_token_budget\": 0}')"),
+            {"t": tenant},
+        )
+        for n, content in enumerate(
+            ["The user prefers concise answers.", "The user prefers detailed answers with examples."]
+        ):
+            conn.execute(
+                text(
+                    "INSERT INTO candidates (tenant_id, user_id, session_id, op, content, kind, category, tier, "
+                    "confidence, lang, origin, source_event_ids, event_time) VALUES (:t, 'u', 's', 'remember', "
+                    ":c, 'semantic', 'preference', 'worth', 0.8, 'en', 'rules', :e, :ts)"
+                ),
+                {"t": tenant, "c": content, "e": [f"ev-{n}"], "ts": T0 + timedelta(days=n)},
+            )
+    with FakeOpenAI() as fake:
+        fake.default_responder = lambda request: _json.dumps({"verdicts": [{"id": 0, "verdict": "update"}]})
+        worker = start_worker(env={"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": fake.base_url})
+        RedisPublisher(redis_url, queue=queue_name).publish(tasknames.RECONCILE_USER, [tenant, "u"])
+        wait_for(lambda: _settled(engine, tenant), timeout_s=30, what="both candidates reconciled")
+        assert fake.calls == []
+    assert "llm.budget_exhausted" in worker.log_text()
+    with engine.connect() as conn:
+        active = conn.execute(
+            text("SELECT count(*) FROM memories WHERE tenant_id = :t AND status = 'active'"), {"t": tenant}
+        ).scalar()
+        usage = conn.execute(
+            text("SELECT count(*) FROM llm_usage WHERE tenant_id = :t AND stage = 'reconcile'"), {"t": tenant}
+        ).scalar()
+    assert active and active >= 1
+    assert usage == 0

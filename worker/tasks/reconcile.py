@@ -14,8 +14,10 @@ from shared.db.engine import session_scope
 from worker import runtime
 from worker.app import app
 from worker.retry import retry_countdown
-from worker.services.extraction import record_usage
+from worker.services.extraction import record_usage, tenant_budget, tokens_used_today
 from worker.services.memories import reconcile_user as reconcile
+
+log = structlog.get_logger("worker.reconcile")
 
 BATCH = 200
 
@@ -37,7 +39,7 @@ def reconcile_user(self: Any, tenant_id: str, user_id: str) -> dict[str, Any]:
                     actor=f"task:{self.request.id}",
                     now=utcnow(),
                     limit=BATCH,
-                    llm=runtime.llm_extractor(),
+                    llm=_judge_llm(db, tenant_id),
                 )
                 if counts.get("llm_calls"):
                     record_usage(
@@ -59,6 +61,19 @@ def reconcile_user(self: Any, tenant_id: str, user_id: str) -> dict[str, Any]:
         _distill_if_crowded(tenant_id, user_id)
     decisions = sum(v for k, v in totals.items() if not k.startswith("llm_"))
     return {"outcome": "ok", "candidates": decisions, **totals}
+
+
+def _judge_llm(db: Any, tenant_id: str) -> Any:
+    """The LLM for the judge, or None once the tenant's daily token budget is spent (the judge then decides
+    without it, as with no LLM configured): the budget covers every stage, not only extraction."""
+    llm = runtime.llm_extractor()
+    if llm is None:
+        return None
+    budget = tenant_budget(db, tenant_id, default=runtime.settings().daily_token_budget)
+    if tokens_used_today(db, tenant_id, day=utcnow().date().isoformat()) < budget:
+        return llm
+    log.warning("llm.budget_exhausted", stage="reconcile", budget=budget, detail="judging without the LLM")
+    return None
 
 
 def _distill_if_crowded(tenant_id: str, user_id: str) -> None:
