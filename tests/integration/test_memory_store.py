@@ -64,6 +64,19 @@ def _settled(engine, tenant):
     return pending == 0 and new == 0
 
 
+def _insert_candidate(engine, tenant: str, content: str, n: int) -> None:  # type: ignore[no-untyped-def]
+    """A rules candidate for user 'u', as extraction would have stored it, dated T0 + n days."""
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO candidates (tenant_id, user_id, session_id, op, content, kind, category, tier, "
+                "confidence, lang, origin, source_event_ids, event_time) VALUES (:t, 'u', 's', 'remember', :c, "
+                "'semantic', 'preference', 'worth', 0.8, 'en', 'rules', :e, :ts)"
+            ),
+            {"t": tenant, "c": content, "e": [f"ev-{n}"], "ts": T0 + timedelta(days=n)},
+        )
+
+
 def _search(api_server, api_key, **body):
     r = httpx.post(f"{api_server}/v1/search", json=body, headers={"Authorization": f"Bearer {api_key}"})
     assert r.status_code == 200, r.text
@@ -259,25 +272,14 @@ def test_similar_but_unclear_candidates_are_judged_by_the_llm_in_one_call(
 
     from tests.fakes.openai_server import FakeOpenAI
 
-    def insert(content: str, n: int) -> None:
-        with engine.begin() as conn:
-            conn.execute(
-                text(
-                    "INSERT INTO candidates (tenant_id, user_id, session_id, op, content, kind, category, tier, "
-                    "confidence, lang, origin, source_event_ids, event_time) VALUES (:t, 'u', 's', 'remember', :c, "
-                    "'semantic', 'preference', 'worth', 0.8, 'en', 'rules', :e, :ts)"
-                ),
-                {"t": tenant, "c": content, "e": [f"ev-{n}"], "ts": T0 + timedelta(days=n)},
-            )
-
     with FakeOpenAI() as fake:
         fake.default_responder = lambda request: _json.dumps({"verdicts": [{"id": 0, "verdict": "update"}]})
         start_worker(env={"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": fake.base_url})
         pub = RedisPublisher(redis_url, queue=queue_name)
-        insert("The user prefers concise answers.", 0)
+        _insert_candidate(engine, tenant, "The user prefers concise answers.", 0)
         pub.publish(tasknames.RECONCILE_USER, [tenant, "u"])
         wait_for(lambda: _settled(engine, tenant), timeout_s=30, what="the first memory")
-        insert("The user prefers detailed answers with examples.", 1)
+        _insert_candidate(engine, tenant, "The user prefers detailed answers with examples.", 1)
         pub.publish(tasknames.RECONCILE_USER, [tenant, "u"])
         wait_for(lambda: _settled(engine, tenant), timeout_s=30, what="the judged candidate")
         assert len(fake.calls) == 1
@@ -308,17 +310,10 @@ def test_the_judge_does_not_call_the_llm_once_the_tenant_budget_is_spent(
             text("INSERT INTO tenants (id, settings) VALUES (:t, '{\"daily_token_budget\": 0}')"),
             {"t": tenant},
         )
-        for n, content in enumerate(
-            ["The user prefers concise answers.", "The user prefers detailed answers with examples."]
-        ):
-            conn.execute(
-                text(
-                    "INSERT INTO candidates (tenant_id, user_id, session_id, op, content, kind, category, tier, "
-                    "confidence, lang, origin, source_event_ids, event_time) VALUES (:t, 'u', 's', 'remember', "
-                    ":c, 'semantic', 'preference', 'worth', 0.8, 'en', 'rules', :e, :ts)"
-                ),
-                {"t": tenant, "c": content, "e": [f"ev-{n}"], "ts": T0 + timedelta(days=n)},
-            )
+    for n, content in enumerate(
+        ["The user prefers concise answers.", "The user prefers detailed answers with examples."]
+    ):
+        _insert_candidate(engine, tenant, content, n)
     with FakeOpenAI() as fake:
         fake.default_responder = lambda request: _json.dumps({"verdicts": [{"id": 0, "verdict": "update"}]})
         worker = start_worker(env={"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": fake.base_url})
