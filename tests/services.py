@@ -180,3 +180,16 @@ class RedisServer:
         if self.proc and self.proc.poll() is None:
             self.proc.terminate()
             self.proc.wait(timeout=10)
+
+
+def memory_client(tenant: str, redis_url: str, queue_name: str, tmp_path: Path) -> Any:
+    """A MemoryClient on this test's queue, spooling under tmp_path, without the at-exit flush."""
+    from shared.client import MemoryClient
+
+    return MemoryClient(
+        tenant,
+        broker_url=redis_url,
+        queue=queue_name,
+        spool_path=tmp_path / "spool.jsonl",
+        flush_at_exit=False,
+    )

@@ -11,10 +11,9 @@ import pytest
 from sqlalchemy import text
 
 from shared import tasknames
-from shared.client import MemoryClient
 from shared.publisher import RedisPublisher
 from tests.fakes.openai_server import FakeOpenAI
-from tests.services import wait_for
+from tests.services import memory_client, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -49,16 +48,6 @@ def _env(fake_llm: FakeOpenAI, **extra: str) -> dict[str, str]:
         "MEMORY_LLM_BATCH_TURNS": "6",
         **extra,
     }
-
-
-def _client(tenant, redis_url, queue_name, tmp_path):
-    return MemoryClient(
-        tenant,
-        broker_url=redis_url,
-        queue=queue_name,
-        spool_path=tmp_path / "spool.jsonl",
-        flush_at_exit=False,
-    )
 
 
 def _emit(client, tenant, contents, *, start: int, session: str = "s1", end: bool = False) -> None:
@@ -116,7 +105,7 @@ def test_small_windows_share_one_llm_call_and_the_rules_apply_at_once(
     start_worker, fake_llm, engine, tenant, redis_url, queue_name, tmp_path
 ):
     start_worker(env=_env(fake_llm))
-    client = _client(tenant, redis_url, queue_name, tmp_path)
+    client = memory_client(tenant, redis_url, queue_name, tmp_path)
 
     # window 1 (4 turns, 3 owed to the LLM): rules now, the LLM later
     _emit(client, tenant, [*SUBSTANTIVE[:3], MUST], start=0)
@@ -146,7 +135,7 @@ def test_turns_left_llm_pending_are_sent_when_the_session_goes_idle(
     start_worker, fake_llm, engine, tenant, redis_url, queue_name, tmp_path
 ):
     start_worker(env=_env(fake_llm, MEMORY_DEBOUNCE_IDLE_S="4", MEMORY_LLM_BATCH_TURNS="24"))
-    client = _client(tenant, redis_url, queue_name, tmp_path)
+    client = memory_client(tenant, redis_url, queue_name, tmp_path)
     _emit(client, tenant, SUBSTANTIVE[:4], start=0)
     wait_for(
         lambda: _settled(engine, tenant, turns=4, llm_pending=4), timeout_s=30, what="the deferred window"
@@ -160,7 +149,7 @@ def test_the_sweeper_sends_turns_left_llm_pending(
     start_worker, fake_llm, engine, tenant, redis_url, queue_name, tmp_path
 ):
     start_worker(env=_env(fake_llm, MEMORY_LLM_BATCH_TURNS="24"))
-    client = _client(tenant, redis_url, queue_name, tmp_path)
+    client = memory_client(tenant, redis_url, queue_name, tmp_path)
     _emit(client, tenant, SUBSTANTIVE[:4], start=0)
     wait_for(
         lambda: _settled(engine, tenant, turns=4, llm_pending=4), timeout_s=30, what="the deferred window"
@@ -177,7 +166,7 @@ def test_deferred_turns_wait_for_tomorrow_when_the_budget_runs_out_meanwhile(
     start_worker, fake_llm, engine, tenant, redis_url, queue_name, tmp_path
 ):
     worker = start_worker(env=_env(fake_llm))
-    client = _client(tenant, redis_url, queue_name, tmp_path)
+    client = memory_client(tenant, redis_url, queue_name, tmp_path)
     _emit(client, tenant, SUBSTANTIVE[:4], start=0)
     wait_for(
         lambda: _settled(engine, tenant, turns=4, llm_pending=4), timeout_s=30, what="the deferred window"

@@ -15,10 +15,9 @@ import pytest
 from sqlalchemy import text
 
 from shared import tasknames
-from shared.client import MemoryClient
 from shared.publisher import RedisPublisher
 from tests.fakes.openai_server import FakeOpenAI, Reply
-from tests.services import queue_depth, wait_for
+from tests.services import memory_client, queue_depth, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -49,16 +48,6 @@ def llm_env(fake_llm):
         "OPENAI_TIMEOUT_S": "3",
         "MEMORY_DEBOUNCE_IDLE_S": "1",
     }
-
-
-def _client(tenant, redis_url, queue_name, tmp_path):
-    return MemoryClient(
-        tenant,
-        broker_url=redis_url,
-        queue=queue_name,
-        spool_path=tmp_path / "spool.jsonl",
-        flush_at_exit=False,
-    )
 
 
 def _statuses(engine, tenant):
@@ -132,7 +121,7 @@ def test_a_full_window_makes_one_chat_call_not_one_per_turn(
             "MEMORY_LLM_BATCH_TURNS": "1",
         }
     )
-    client = _client(tenant, redis_url, queue_name, tmp_path)
+    client = memory_client(tenant, redis_url, queue_name, tmp_path)
     turns = [f"{t} (part {i})" for i, t in enumerate((LLM_TURNS * 3)[:10])] + RULE_TURNS
     _emit_window(client, turns)
     wait_for(lambda: _drained(engine, tenant, 12), timeout_s=60, what="the window to be extracted")
@@ -152,7 +141,7 @@ def test_a_429_then_success_is_retried(
 ):
     fake_llm.script(Reply(kind="status", status=429, retry_after_s=0.1))
     start_worker(env=llm_env)
-    _emit_window(_client(tenant, redis_url, queue_name, tmp_path), LLM_TURNS)
+    _emit_window(memory_client(tenant, redis_url, queue_name, tmp_path), LLM_TURNS)
     wait_for(lambda: _drained(engine, tenant, len(LLM_TURNS)), timeout_s=60, what="extraction")
     assert len(fake_llm.calls) == 2
     assert _statuses(engine, tenant).get("llm_pending", 0) == 0
@@ -163,7 +152,7 @@ def test_malformed_json_twice_ends_in_rules_only_and_llm_pending(
 ):
     fake_llm.script(Reply(kind="malformed"), Reply(kind="malformed"))
     start_worker(env=llm_env)
-    _emit_window(_client(tenant, redis_url, queue_name, tmp_path), LLM_TURNS + RULE_TURNS)
+    _emit_window(memory_client(tenant, redis_url, queue_name, tmp_path), LLM_TURNS + RULE_TURNS)
     wait_for(lambda: _drained(engine, tenant, 6), timeout_s=60, what="extraction")
     assert len(fake_llm.calls) == 2  # the call and one repair, nothing more
     statuses = _statuses(engine, tenant)
@@ -186,7 +175,7 @@ def test_the_llm_down_for_the_whole_test_loses_no_event_and_no_rule_candidate(
             "MEMORY_DEBOUNCE_IDLE_S": "1",
         }
     )
-    client = _client(tenant, redis_url, queue_name, tmp_path)
+    client = memory_client(tenant, redis_url, queue_name, tmp_path)
     _emit_window(client, LLM_TURNS + RULE_TURNS, session="a")
     _emit_window(client, RULE_TURNS, session="b")
     wait_for(lambda: _drained(engine, tenant, 8), timeout_s=90, what="extraction with the LLM down")
@@ -213,7 +202,7 @@ def test_an_exhausted_daily_budget_switches_the_tenant_to_rules_only(
             {"t": tenant, "d": datetime.now(UTC).date().isoformat()},
         )
     worker = start_worker(env=llm_env)
-    _emit_window(_client(tenant, redis_url, queue_name, tmp_path), LLM_TURNS + RULE_TURNS)
+    _emit_window(memory_client(tenant, redis_url, queue_name, tmp_path), LLM_TURNS + RULE_TURNS)
     wait_for(lambda: _drained(engine, tenant, 6), timeout_s=60, what="extraction")
     assert fake_llm.calls == []
     assert _statuses(engine, tenant).get("llm_pending", 0) >= len(LLM_TURNS)
@@ -227,7 +216,7 @@ def test_windows_run_in_event_time_order_even_when_triggers_are_repeated_or_out_
     # events arrive newest first, and extraction is triggered several times, concurrently, by hand
     allergens = ["peanuts", "shellfish", "penicillin", "cats", "latex", "gluten", "soy", "bees"]
     statements = [f"Please remember that I am allergic to {a}." for a in allergens]
-    client = _client(tenant, redis_url, queue_name, tmp_path)
+    client = memory_client(tenant, redis_url, queue_name, tmp_path)
     start_worker(env={"MEMORY_DEBOUNCE_IDLE_S": "600", "MEMORY_DEBOUNCE_TURNS": "1000"}, concurrency=4)
     for i in reversed(range(8)):
         client.emit(
@@ -292,7 +281,7 @@ def test_idle_sessions_are_extracted_after_the_debounce_delay_and_session_end_ex
     start_worker, engine, tenant, redis_url, queue_name, tmp_path
 ):
     start_worker(env={"MEMORY_DEBOUNCE_IDLE_S": "2"})
-    client = _client(tenant, redis_url, queue_name, tmp_path)
+    client = memory_client(tenant, redis_url, queue_name, tmp_path)
     client.emit(user_id="u1", session_id="idle", content=RULE_TURNS[0], event_id="i1")
     wait_for(lambda: sum(_statuses(engine, tenant).values()) == 1, timeout_s=20, what="stored")
     assert _statuses(engine, tenant).get("pending") == 1  # not yet: the idle delay has not passed
@@ -306,7 +295,7 @@ def test_the_window_endpoint_returns_a_summary_and_the_recent_turns_after_40_tur
     start_worker, engine, tenant, redis_url, queue_name, tmp_path, api_server, api_key
 ):
     start_worker(env={"MEMORY_DEBOUNCE_IDLE_S": "1"})
-    client = _client(tenant, redis_url, queue_name, tmp_path)
+    client = memory_client(tenant, redis_url, queue_name, tmp_path)
     lines = [
         f"We decided to use service-{i}.yaml for config {i}."
         if i % 3 == 0

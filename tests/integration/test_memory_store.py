@@ -16,24 +16,13 @@ import pytest
 from sqlalchemy import text
 
 from shared import tasknames
-from shared.client import MemoryClient
 from shared.publisher import RedisPublisher
-from tests.services import queue_depth, wait_for
+from tests.services import memory_client, queue_depth, wait_for
 
 pytestmark = pytest.mark.integration
 
 T0 = datetime(2026, 6, 1, 9, 0, tzinfo=UTC)
 FAST = {"MEMORY_DEBOUNCE_IDLE_S": "1"}
-
-
-def _client(tenant, redis_url, queue_name, tmp_path):
-    return MemoryClient(
-        tenant,
-        broker_url=redis_url,
-        queue=queue_name,
-        spool_path=tmp_path / "spool.jsonl",
-        flush_at_exit=False,
-    )
 
 
 def _say(client, user, content, when, session=None):
@@ -99,7 +88,7 @@ def test_vite_webpack_vite_leaves_one_current_value_with_history_and_as_of(
     lines, start_worker, engine, tenant, redis_url, queue_name, tmp_path, api_server, api_key
 ):
     start_worker(env=FAST)
-    client = _client(tenant, redis_url, queue_name, tmp_path)
+    client = memory_client(tenant, redis_url, queue_name, tmp_path)
     for day, line in enumerate(lines):
         _say(client, "dev", line, T0 + timedelta(days=day))
         wait_for(
@@ -147,7 +136,7 @@ def test_the_same_fact_five_times_in_two_languages_is_one_memory_with_evidence_f
     start_worker, engine, tenant, redis_url, queue_name, tmp_path
 ):
     start_worker(env=FAST)
-    client = _client(tenant, redis_url, queue_name, tmp_path)
+    client = memory_client(tenant, redis_url, queue_name, tmp_path)
     sayings = [
         "We use pnpm.",
         "Our package manager is pnpm.",
@@ -174,7 +163,7 @@ def test_out_of_order_delivery_ends_with_the_newer_value_current(
     start_worker, engine, tenant, redis_url, queue_name, tmp_path
 ):
     start_worker(env=FAST)
-    client = _client(tenant, redis_url, queue_name, tmp_path)
+    client = memory_client(tenant, redis_url, queue_name, tmp_path)
     _say(client, "ana", "I moved to Paris.", T0 + timedelta(days=30))  # newer, delivered first
     wait_for(lambda: len(_slot_rows(engine, tenant, "ana", "user.location")) == 1, timeout_s=40, what="Paris")
     _say(client, "ana", "I live in Berlin.", T0)  # older, delivered late
