@@ -522,6 +522,8 @@ def probe_distill(svc: common.Services, *, seed: int) -> dict[str, Any]:
 
 def _distill_kind(sql: str) -> str:
     s = " ".join(sql.split())
+    if "INSERT INTO memories" in s and "status = 'consolidated'" in s:
+        return "new memories + fragments consolidated (one statement)"
     for key, label in (
         ("INSERT INTO memories", "insert consolidated memory"),
         ("INSERT INTO memory_history", "history rows"),

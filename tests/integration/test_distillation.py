@@ -16,7 +16,8 @@ from shared.publisher import RedisPublisher
 from tests.fakes.openai_server import FakeOpenAI
 from tests.services import free_port, wait_for
 from worker.embeddings import HashingEmbedder
-from worker.services.memories import vector_literal
+from worker.services import distillation
+from worker.services.memories import snapshot, vector_literal
 
 pytestmark = pytest.mark.integration
 
@@ -146,3 +147,59 @@ def test_with_an_llm_distillation_makes_one_call_per_user_and_keeps_uncovered_fr
     by_id = {r.id: r for r in _memories(engine, tenant)}
     assert all(by_id[i].status == "consolidated" for i in english)
     assert all(by_id[ids[f"dep-{i}"]].status == "active" for i in range(10, 20))
+
+
+def test_history_rows_are_those_of_writing_each_rewrite_in_turn(engine, db, tenant):
+    """The batched writes leave what one memory at a time did: per new memory a `consolidate` row with its
+    snapshot and events, then per fragment, in `consolidated_from` order, a `consolidated` row from its
+    snapshot before to its snapshot after; a second run writes nothing."""
+    ids = _seed(engine, tenant, "dev")
+    before = {fid: snapshot(db, fid) for fid in ids.values()}
+
+    def run() -> distillation.DistillResult:
+        return distillation.distill_user(
+            db,
+            tenant,
+            "dev",
+            embedder=HashingEmbedder(384),
+            llm=None,
+            now=T0 + timedelta(days=1),
+            actor="test",
+            new_since=None,
+            token_cap=0,
+        )
+
+    result = run()
+    assert result.created >= 1 and result.consolidated == 20
+    new = db.execute(
+        text(
+            "SELECT id::text, consolidated_from::text[] AS cf, source_event_ids FROM memories "
+            "WHERE tenant_id = :t AND cardinality(consolidated_from) > 0"
+        ),
+        {"t": tenant},
+    ).all()
+    hist = db.execute(
+        text(
+            "SELECT memory_id::text AS m, op, before, after, reason, actor, event_ids FROM memory_history "
+            "WHERE tenant_id = :t ORDER BY id"
+        ),
+        {"t": tenant},
+    ).all()
+    expected = []
+    for n in sorted(new, key=lambda r: [h.m for h in hist].index(r.id)):
+        reason = f"deterministic distillation of {len(n.cf)} fragments"
+        expected.append(
+            (n.id, "consolidate", None, snapshot(db, n.id), reason, "test", list(n.source_event_ids))
+        )
+        for fid in n.cf:
+            assert snapshot(db, fid)["superseded_by"] == n.id
+            expected.append(
+                (fid, "consolidated", before[fid], snapshot(db, fid), f"merged into {n.id}", "test", [])
+            )
+    assert [tuple(h) for h in hist] == expected
+    assert {h.m for h in hist if h.op == "consolidated"} == {ids[f"dep-{i}"] for i in range(20)}
+
+    assert run().created == 0  # nothing active is left to merge: the second run is a no-op
+    assert db.execute(
+        text("SELECT count(*) FROM memory_history WHERE tenant_id = :t"), {"t": tenant}
+    ).scalar() == len(hist)

@@ -162,3 +162,80 @@ def test_a_tenant_can_override_a_kinds_half_life(db, tenant):
         db.execute(text("SELECT content, status FROM memories WHERE tenant_id = :t"), {"t": tenant}).all()
     )
     assert statuses == {"age 14": "active", "age 16": "archived"}
+
+
+def test_without_a_tenant_row_or_a_numeric_override_the_policy_half_life_applies(db, tenant):
+    """The overrides are read once for all tenants: a memory whose tenant has no row, a non-numeric
+    override, or `half_life_days` that is not an object, decays with the policy's half-life."""
+    other = f"{tenant}-norow"  # memories of a tenant without a tenants row
+    db.execute(
+        text(
+            "INSERT INTO tenants (id, settings) VALUES (:t, "
+            '\'{"half_life_days": {"episodic": "5", "procedural": 5, "semantic": null}}\'), '
+            "(:t2, '{\"half_life_days\": [5]}')"
+        ),
+        {"t": tenant, "t2": f"{tenant}-array"},
+    )
+    rows = []
+    for t in (tenant, other, f"{tenant}-array"):
+        for kind, age in (("episodic", 80), ("episodic", 100), ("procedural", 14), ("procedural", 16)):
+            rows.append((t, kind, age))
+            db.execute(
+                text(
+                    "INSERT INTO memories (tenant_id, user_id, kind, category, content, content_key, valid_from, "
+                    "last_confirmed_at) VALUES (:t, 'u', :k, 'fact', :c, :c, :lc, :lc)"
+                ),
+                {"t": t, "k": kind, "c": f"{kind} {age}", "lc": NOW - timedelta(days=age)},
+            )
+    for t in (tenant, other, f"{tenant}-array"):
+        prune(db, now=NOW, policy=POLICY, actor="test", tenant_id=t)
+    got = {
+        (r.tenant_id, r.content): r.status
+        for r in db.execute(
+            text("SELECT tenant_id, content, status FROM memories WHERE tenant_id LIKE :p"),
+            {"p": f"{tenant}%"},
+        )
+    }
+    # episodic: policy 30 days (x3 = 90); procedural: 90 days, except the numeric override of 5 (x3 = 15)
+    for t in (tenant, other, f"{tenant}-array"):
+        assert got[(t, "episodic 80")] == "active" and got[(t, "episodic 100")] == "archived"
+    assert got[(tenant, "procedural 14")] == "active" and got[(tenant, "procedural 16")] == "archived"
+    for t in (other, f"{tenant}-array"):
+        assert got[(t, "procedural 14")] == got[(t, "procedural 16")] == "active"
+
+
+def test_purge_scrubs_the_content_of_purged_memories_history_only(db, tenant):
+    cases = [
+        {"kind": "episodic", "age": 500, "acc": 0, "pinned": False, "status": "archived", "archived": a}
+        for a in (NOW - timedelta(days=31), NOW - timedelta(days=29))
+    ]
+    gone, kept = _insert(db, tenant, cases)
+    for mid in (gone, kept):
+        db.execute(
+            text(
+                "INSERT INTO memory_history (memory_id, tenant_id, user_id, op, before, after, reason, actor) "
+                "VALUES (:m, :t, 'u', 'add', NULL, '{\"content\": \"x\"}', 'r', 'a'), "
+                "(:m, :t, 'u', 'archive', NULL, NULL, 'r', 'a'), "
+                "(:m, :t, 'u', 'update', '{\"content\": \"x\"}', '{\"content\": \"y\"}', 'r', 'a')"
+            ),
+            {"m": mid, "t": tenant},
+        )
+    assert purge(db, now=NOW, policy=POLICY, actor="test", tenant_id=tenant) == {"purged": 1}
+    hist = db.execute(
+        text(
+            "SELECT memory_id::text AS m, op, before IS NULL AND after IS NULL AS empty FROM memory_history "
+            "WHERE tenant_id = :t ORDER BY id"
+        ),
+        {"t": tenant},
+    ).all()
+    assert [(r.op, r.empty) for r in hist if r.m == gone] == [
+        ("add", True),
+        ("archive", True),
+        ("update", True),
+        ("purge", True),
+    ]
+    assert [(r.op, r.empty) for r in hist if r.m == kept] == [
+        ("add", False),
+        ("archive", True),
+        ("update", False),
+    ]

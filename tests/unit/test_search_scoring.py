@@ -11,7 +11,11 @@ NOW = datetime(2026, 11, 29, tzinfo=UTC)
 
 
 def test_a_rare_shared_token_outranks_a_token_every_document_has():
-    docs = [{"caroline", "adoption", "agency"}, {"caroline", "painting", "lake"}, {"caroline", "melanie", "camping"}]
+    docs = [
+        {"caroline", "adoption", "agency"},
+        {"caroline", "painting", "lake"},
+        {"caroline", "melanie", "camping"},
+    ]
     scores = bm25_scores(docs, ["caroline", "adoption"], df={"caroline": 3, "adoption": 1}, n_docs=3, avgdl=3)
     assert scores[0] > scores[1] == scores[2]
 

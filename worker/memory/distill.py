@@ -3,7 +3,11 @@
 Clustering: within one kind, fragments whose topical similarity (the larger of embedding cosine and a
 keyword overlap that ignores the generic subject words) reaches the kind's threshold are linked; linked
 components of two or more form a cluster. Only clusters holding a fragment newer than the last run are
-rewritten, which makes a second run with nothing new a no-op.
+rewritten, which makes a second run with nothing new a no-op. `similarity` is the definition; `cluster`
+computes it for all pairs at once (numpy: one matrix product of the normalized embeddings, keyword
+intersections as a product of token incidence matrices, each fragment tokenized once), and decides the
+pairs whose cosine lies within rounding distance of the threshold with `cosine` itself, so its links are
+exactly those of `similarity`.
 
 Deterministic rewrite (no LLM): the most confirmed, then most recent, statement becomes canonical; the
 other distinct statements follow as bullet details (bounded), so nothing said is lost; sources, evidence
@@ -17,6 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+import numpy as np
+
 from worker.memory import keywords
 
 # Calibrated on tests/data/distill_cases.json (see CALIBRATION.md): episodic notes about one piece of
@@ -25,6 +31,10 @@ THRESHOLDS = {"episodic": 0.30, "semantic": 0.60, "procedural": 0.60}
 _GENERIC = frozenset({"user", "用户", "project", "项目", "team", "团队", "we", "our"})
 MAX_DETAILS = 8
 MAX_DETAIL_CHARS = 160
+_BLOCK = 512  # rows of the pairwise matrices computed at once (memory stays O(_BLOCK x fragments))
+# a cosine computed by numpy differs from `cosine`'s by rounding only (~1e-14); pairs whose numpy cosine is
+# this close to the threshold are decided by `cosine` itself
+_EXACT_BAND = 1e-9
 
 
 @dataclass(frozen=True)
@@ -80,6 +90,60 @@ def similarity(a: Fragment, b: Fragment) -> float:
     return max(cosine(a.embedding, b.embedding), words * 0.6)
 
 
+def _unit_rows(embeddings: Sequence[Sequence[float]]) -> tuple[np.ndarray, np.ndarray]:
+    """Rows scaled to unit length (zero rows stay zero) and which rows had a norm. Shorter vectors are
+    padded with zeros, which leaves every dot product and norm as `cosine` computes it (zip stops at the
+    shorter vector; the norms are over whole vectors)."""
+    dim = max((len(e) for e in embeddings), default=0)
+    if all(len(e) == dim for e in embeddings):
+        emb = np.array(embeddings, dtype=np.float64).reshape(len(embeddings), dim)
+    else:
+        emb = np.zeros((len(embeddings), dim))
+        for i, e in enumerate(embeddings):
+            emb[i, : len(e)] = e
+    norms = np.sqrt(np.einsum("ij,ij->i", emb, emb))
+    has_norm = norms != 0
+    return emb / np.where(has_norm, norms, 1.0)[:, None], has_norm
+
+
+def _links(
+    group: Sequence[Fragment], tokens: Sequence[frozenset[str]], limit: float
+) -> list[tuple[int, int]]:
+    """Pairs (i, j), i < j, of `group` (one kind) whose `similarity` reaches `limit`."""
+    n = len(group)
+    unit, has_norm = _unit_rows([f.embedding for f in group])
+    # keyword overlap |a & b| / min(|a|, |b|): only tokens held by two or more fragments can be shared
+    counts: dict[str, int] = {}
+    for toks in tokens:
+        for t in toks:
+            counts[t] = counts.get(t, 0) + 1
+    shared = {t: k for k, t in enumerate(t for t, c in counts.items() if c > 1)}
+    incidence = np.zeros((n, len(shared)), dtype=np.float32)  # 0/1: counts stay exact integers
+    for i, toks in enumerate(tokens):
+        cols = [shared[t] for t in toks if t in shared]
+        incidence[i, cols] = 1.0
+    sizes = np.array([len(t) for t in tokens], dtype=np.float64)
+    edges: list[tuple[int, int]] = []
+    for start in range(0, n, _BLOCK):
+        rows = slice(start, min(n, start + _BLOCK))
+        cos = unit[rows] @ unit.T
+        cos[~has_norm[rows], :] = 0.0
+        cos[:, ~has_norm] = 0.0
+        smaller = np.minimum.outer(sizes[rows], sizes)
+        inter = (incidence[rows] @ incidence.T).astype(np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            words = np.where(smaller > 0, inter / smaller, 0.0) * 0.6
+        upper = np.arange(n)[None, :] > np.arange(rows.start, rows.stop)[:, None]  # each pair once
+        by_words = (words >= limit) & ~np.isnan(cos)  # max(nan, w) is nan in `similarity`: never linked
+        linked = upper & ((cos >= limit) | by_words)
+        near = upper & ~by_words & (np.abs(cos - limit) <= _EXACT_BAND)
+        for i, j in zip(*np.nonzero(near), strict=True):
+            a, b = group[start + int(i)], group[int(j)]
+            linked[i, j] = max(cosine(a.embedding, b.embedding), float(words[i, j])) >= limit
+        edges += [(start + int(i), int(j)) for i, j in zip(*np.nonzero(linked), strict=True)]
+    return edges
+
+
 def cluster(
     fragments: Sequence[Fragment],
     *,
@@ -87,7 +151,10 @@ def cluster(
     thresholds: dict[str, float] | None = None,
 ) -> list[list[Fragment]]:
     """Clusters of two or more fragments of one kind; slotted fragments are left alone (one value per slot
-    is reconciliation's job). With `new_since`, only clusters holding a fragment recorded after it."""
+    is reconciliation's job). With `new_since`, only clusters holding a fragment recorded after it.
+
+    Two fragments of one kind are linked when `similarity(a, b) >= thresholds[kind]` (0.6 for a kind
+    without a threshold); clusters are the linked components."""
     limits = thresholds or THRESHOLDS
     eligible = [f for f in fragments if f.slot is None]
     parent = list(range(len(eligible)))
@@ -98,11 +165,16 @@ def cluster(
             i = parent[i]
         return i
 
-    for i, a in enumerate(eligible):
-        for j in range(i + 1, len(eligible)):
-            b = eligible[j]
-            if a.kind == b.kind and similarity(a, b) >= limits.get(a.kind, 0.6):
-                parent[find(i)] = find(j)
+    by_kind: dict[str, list[int]] = {}
+    for i, f in enumerate(eligible):
+        by_kind.setdefault(f.kind, []).append(i)
+    for kind, idx in by_kind.items():
+        if len(idx) < 2:
+            continue
+        group = [eligible[i] for i in idx]
+        tokens = [topic_tokens(f.content) for f in group]
+        for i, j in _links(group, tokens, limits.get(kind, 0.6)):
+            parent[find(idx[i])] = find(idx[j])
     groups: dict[int, list[Fragment]] = {}
     for i, f in enumerate(eligible):
         groups.setdefault(find(i), []).append(f)

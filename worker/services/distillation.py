@@ -7,6 +7,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy import text
@@ -18,7 +19,7 @@ from worker.extraction.llm import LLMExtractor
 from worker.memory import keywords
 from worker.memory.distill import Consolidated, Fragment, cluster, consolidate
 from worker.memory.reconcile import content_key
-from worker.services.memories import HALF_LIFE_DAYS, snapshot, vector_literal, write_history
+from worker.services.memories import _SNAPSHOT, HALF_LIFE_DAYS, vector_literal
 
 DISTILL_PROMPT_VERSION = "distill-v1"
 _SYSTEM = (
@@ -131,82 +132,133 @@ def _llm_rewrite(
     return out, tokens, None
 
 
+_SNAPSHOT_COLUMNS = ", ".join(_SNAPSHOT)
+
+
+def _snapshot_of(row: Any) -> dict[str, Any]:
+    """A row's `_SNAPSHOT` columns exactly as `memories.snapshot` puts them into history."""
+    return cast(dict[str, Any], json.loads(json.dumps({k: row._mapping[k] for k in _SNAPSHOT}, default=str)))
+
+
+def _text_array(key: str, cast_to: str = "text") -> str:
+    """SQL for the JSON array at `e.j -> key` as a PostgreSQL array, in order."""
+    return (
+        f"ARRAY(SELECT CAST(x AS {cast_to}) FROM jsonb_array_elements_text(e.j -> '{key}') "
+        "WITH ORDINALITY AS a(x, n) ORDER BY n)"
+    )
+
+
+# One statement for every rewrite of a user: insert the new memories (RETURNING their snapshot), mark the
+# fragments consolidated, superseded by the memory that covers them (RETURNING the row after), and the
+# fragments' rows before (every CTE sees the table as it was before the statement). Rows arrive as one
+# JSON array (one parameter: no per-element array quoting on the client).
+_WRITE_CONSOLIDATED = text(
+    "WITH e AS (SELECT j, n FROM jsonb_array_elements(CAST(:rows AS jsonb)) WITH ORDINALITY AS x(j, n)), "
+    "ins AS (INSERT INTO memories (tenant_id, user_id, scope, kind, category, content, content_key, "
+    "  importance, confidence, evidence_count, status, valid_from, recorded_at, last_confirmed_at, "
+    "  half_life_days, source_event_ids, source_turn_ids, consolidated_from, embedding, search_tokens) "
+    "  SELECT :t, :u, 'user', e.j ->> 'kind', e.j ->> 'category', e.j ->> 'content', e.j ->> 'key', "
+    "  CAST(CAST(e.j ->> 'importance' AS float8) AS real), 0.8, CAST(e.j ->> 'evidence' AS integer), "
+    "  'active', CAST(e.j ->> 'valid_from' AS timestamptz), :now, :now, "
+    "  CAST(CAST(e.j ->> 'half_life' AS float8) AS real), "
+    f"  {_text_array('events')}, {_text_array('turns')}, {_text_array('from', 'uuid')}, "
+    "  CAST(e.j ->> 'vector' AS vector), to_tsvector('simple', e.j ->> 'doc') FROM e ORDER BY e.n "
+    f"  RETURNING id, consolidated_from, {_SNAPSHOT_COLUMNS}), "
+    "src AS (SELECT f.fid, ins.id AS nid FROM ins, unnest(ins.consolidated_from) AS f(fid)), "
+    f"was AS (SELECT id, {_SNAPSHOT_COLUMNS} FROM memories WHERE id IN (SELECT fid FROM src)), "
+    "upd AS (UPDATE memories m SET status = 'consolidated', superseded_by = src.nid, updated_at = :now "
+    "  FROM src WHERE m.id = src.fid AND m.status = 'active' "
+    f"  RETURNING m.id, {', '.join(f'm.{c}' for c in _SNAPSHOT)}) "
+    f"SELECT 'new' AS side, CAST(consolidated_from[1] AS text) AS first, id, {_SNAPSHOT_COLUMNS} FROM ins "
+    f"UNION ALL SELECT 'before', NULL, id, {_SNAPSHOT_COLUMNS} FROM was "
+    f"UNION ALL SELECT 'after', NULL, id, {_SNAPSHOT_COLUMNS} FROM upd"
+)
+_WRITE_HISTORY = text(
+    "INSERT INTO memory_history (memory_id, tenant_id, user_id, op, before, after, reason, actor, event_ids, "
+    "created_at) "
+    "SELECT CAST(e.j ->> 'memory' AS uuid), :t, :u, e.j ->> 'op', e.j -> 'before', e.j -> 'after', "
+    f"e.j ->> 'reason', :actor, {_text_array('events')}, :now "
+    "FROM jsonb_array_elements(CAST(:rows AS jsonb)) WITH ORDINALITY AS e(j, n) ORDER BY e.n"
+)
+
+
+def _history_row(
+    memory_id: str, op: str, before: Any, after: Any, reason: str, events: Sequence[str]
+) -> dict[str, Any]:
+    row: dict[str, Any] = {"memory": memory_id, "op": op, "reason": reason, "events": list(events)}
+    if before:  # as `write_history`: an empty snapshot is stored as NULL (a missing key reads as NULL)
+        row["before"] = before
+    if after:
+        row["after"] = after
+    return row
+
+
 def apply_consolidated(
     db: Session,
     tenant_id: str,
     user_id: str,
-    c: Consolidated,
+    rewrites: Sequence[Consolidated],
     *,
-    vec: str,
+    vecs: Sequence[str],
     actor: str,
     now: datetime,
     mode: str,
-) -> str:
-    new_id = str(
-        db.execute(
-            text(
-                "INSERT INTO memories (tenant_id, user_id, scope, kind, category, content, content_key, importance, "
-                "confidence, evidence_count, status, valid_from, recorded_at, last_confirmed_at, half_life_days, "
-                "source_event_ids, source_turn_ids, consolidated_from, embedding, search_tokens) VALUES (:t, :u, "
-                "'user', :kind, :cat, :content, :key, :imp, 0.8, :ev, 'active', :vf, :now, :now, :hl, :se, :st, "
-                "CAST(:cf AS uuid[]), CAST(:v AS vector), to_tsvector('simple', :doc)) RETURNING id"
-            ),
-            {
-                "t": tenant_id,
-                "u": user_id,
-                "kind": c.kind,
-                "cat": c.category,
-                "content": c.content,
-                "key": content_key(c.content),
-                "imp": c.importance,
-                "ev": c.evidence_count,
-                "vf": c.valid_from,
-                "now": now,
-                "hl": HALF_LIFE_DAYS.get(c.kind),
-                "se": list(c.source_event_ids),
-                "st": list(c.source_turn_ids),
-                "cf": list(c.consolidated_from),
-                "v": vec,
-                "doc": keywords.document(c.content),
-            },
-        ).scalar_one()
+) -> list[str]:
+    """Write the rewrites of one user (disjoint sets of fragments) in two statements: the new memories and
+    the fragments marked `consolidated`, then every history row. Rows and history are those of writing
+    each rewrite in turn: per rewrite a `consolidate` row for the new memory, then a `consolidated` row per
+    fragment in `consolidated_from` order. Returns the new memories' ids, in the order of `rewrites`."""
+    if not rewrites:
+        return []
+    rows = [
+        {
+            "kind": c.kind,
+            "category": c.category,
+            "content": c.content,
+            "key": content_key(c.content),
+            "importance": c.importance,
+            "evidence": c.evidence_count,
+            "valid_from": c.valid_from.isoformat(),
+            "half_life": HALF_LIFE_DAYS.get(c.kind),
+            "events": list(c.source_event_ids),
+            "turns": list(c.source_turn_ids),
+            "from": list(c.consolidated_from),
+            "vector": v,
+            "doc": keywords.document(c.content),
+        }
+        for c, v in zip(rewrites, vecs, strict=True)
+    ]
+    out = db.execute(
+        _WRITE_CONSOLIDATED, {"rows": json.dumps(rows), "t": tenant_id, "u": user_id, "now": now}
     )
-    write_history(
-        db,
-        memory_id=new_id,
-        tenant_id=tenant_id,
-        user_id=user_id,
-        op="consolidate",
-        before=None,
-        after=snapshot(db, new_id),
-        reason=f"{mode} distillation of {len(c.consolidated_from)} fragments",
-        actor=actor,
-        event_ids=c.source_event_ids,
-        now=now,
+    by_side: dict[str, dict[str, Any]] = {"new": {}, "before": {}, "after": {}}
+    for r in out:
+        by_side[r.side][r.first if r.side == "new" else str(r.id)] = r
+    # the rewrites cover disjoint fragments: its first fragment names a rewrite's new memory
+    new_rows = [by_side["new"][c.consolidated_from[0]] for c in rewrites]
+    new_ids = [str(r.id) for r in new_rows]
+    history = []
+    for c, row, nid in zip(rewrites, new_rows, new_ids, strict=True):
+        reason = f"{mode} distillation of {len(c.consolidated_from)} fragments"
+        history.append(_history_row(nid, "consolidate", None, _snapshot_of(row), reason, c.source_event_ids))
+        for fid in c.consolidated_from:
+            was = by_side["before"].get(fid)
+            now_row = by_side["after"].get(fid, was)  # a fragment no longer active is left as it was
+            history.append(
+                _history_row(
+                    fid,
+                    "consolidated",
+                    _snapshot_of(was) if was is not None else None,
+                    _snapshot_of(now_row) if now_row is not None else None,
+                    f"merged into {nid}",
+                    (),
+                )
+            )
+    db.execute(
+        _WRITE_HISTORY,
+        {"rows": json.dumps(history), "t": tenant_id, "u": user_id, "actor": actor, "now": now},
     )
-    for fid in c.consolidated_from:
-        before = snapshot(db, fid)
-        db.execute(
-            text(
-                "UPDATE memories SET status = 'consolidated', superseded_by = :n, updated_at = :now "
-                "WHERE id = :id AND status = 'active'"
-            ),
-            {"n": new_id, "now": now, "id": fid},
-        )
-        write_history(
-            db,
-            memory_id=fid,
-            tenant_id=tenant_id,
-            user_id=user_id,
-            op="consolidated",
-            before=before,
-            after=snapshot(db, fid),
-            reason=f"merged into {new_id}",
-            actor=actor,
-            event_ids=(),
-            now=now,
-        )
-    return new_id
+    return new_ids
 
 
 def distill_user(
@@ -240,8 +292,16 @@ def distill_user(
         rewrites = [consolidate(members) for members in clusters]
     # with the LLM, fragments it left out stay active, as promised: no deterministic merge behind its back
     vectors = embedder.embed([r.content for r in rewrites])
-    for r, v in zip(rewrites, vectors, strict=True):
-        apply_consolidated(db, tenant_id, user_id, r, vec=vector_literal(v), actor=actor, now=now, mode=mode)
+    apply_consolidated(
+        db,
+        tenant_id,
+        user_id,
+        rewrites,
+        vecs=[vector_literal(v) for v in vectors],
+        actor=actor,
+        now=now,
+        mode=mode,
+    )
     return DistillResult(
         clusters=len(clusters),
         consolidated=sum(len(r.consolidated_from) for r in rewrites),

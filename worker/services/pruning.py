@@ -15,10 +15,17 @@ from sqlmodel import Session
 
 from worker.memory.forgetting import DEFAULT_HALF_LIVES, ForgettingPolicy
 
-# Per-tenant half-life: tenants.settings->'half_life_days'->>kind overrides the policy default.
+# Per-tenant half-life: tenants.settings->'half_life_days'->>kind overrides the policy default. The overrides
+# of every tenant are read once into one JSON object {tenant id: half_life_days} (`hl.o`, a one-row CTE the
+# UPDATE joins), so each memory costs two lookups in it instead of a correlated subquery on tenants; a
+# tenant without a row or without a numeric override for the kind gets the policy default, as before.
+_OVERRIDES = (
+    "hl AS (SELECT jsonb_object_agg(t.id, t.settings->'half_life_days') AS o FROM tenants t "
+    "WHERE jsonb_typeof(t.settings->'half_life_days') = 'object')"
+)
 _HALF_LIFE = (
-    "COALESCE((SELECT (t.settings->'half_life_days'->>m.kind)::real FROM tenants t WHERE t.id = m.tenant_id "
-    "AND jsonb_typeof(t.settings->'half_life_days'->m.kind) = 'number'), "
+    "COALESCE(CASE WHEN jsonb_typeof(hl.o->m.tenant_id->m.kind) = 'number' "
+    "THEN (hl.o->m.tenant_id->>m.kind)::real END, "
     "CASE m.kind WHEN 'episodic' THEN CAST(:hl_episodic AS real) WHEN 'procedural' THEN CAST(:hl_procedural AS real) "
     "WHEN 'semantic' THEN CAST(:hl_semantic AS real) END)"
 )
@@ -62,9 +69,10 @@ def prune(
     n_ttl = _rowcount(ttl)
     decay = db.execute(
         text(
-            "WITH hit AS (UPDATE memories m SET status = 'archived', archived_at = :now, updated_at = :now "
-            f"  WHERE m.status = 'active' AND NOT m.pinned AND {_ONE_TENANT} "
-            f"  AND m.access_count < :min_acc AND {_HALF_LIFE} IS NOT NULL "
+            # a kind without a half-life never decays: make_interval(secs => NULL) makes the comparison NULL
+            f"WITH {_OVERRIDES}, "
+            "hit AS (UPDATE memories m SET status = 'archived', archived_at = :now, updated_at = :now FROM hl "
+            f"  WHERE m.status = 'active' AND NOT m.pinned AND {_ONE_TENANT} AND m.access_count < :min_acc "
             "  AND greatest(m.last_confirmed_at, coalesce(m.last_accessed_at, m.last_confirmed_at)) "
             f"      < CAST(:now AS timestamptz) - make_interval(secs => {_HALF_LIFE} * :times * 86400) "
             "  RETURNING m.id, m.tenant_id, m.user_id) "
@@ -92,8 +100,9 @@ def purge(
             "WITH gone AS (DELETE FROM memories WHERE status IN ('archived', 'deleted') AND NOT pinned "
             f"  AND {_ONE_TENANT} "
             "  AND archived_at IS NOT NULL AND archived_at <= :cutoff RETURNING id, tenant_id, user_id), "
+            # only rows that still hold content: setting NULL over NULL would rewrite a row for nothing
             "scrub AS (UPDATE memory_history h SET before = NULL, after = NULL FROM gone "
-            "  WHERE h.memory_id = gone.id RETURNING h.id) "
+            "  WHERE h.memory_id = gone.id AND (h.before IS NOT NULL OR h.after IS NOT NULL)) "
             "INSERT INTO memory_history (memory_id, tenant_id, user_id, op, reason, actor, created_at) "
             "SELECT id, tenant_id, user_id, 'purge', 'retention period passed', :actor, :now FROM gone"
         ),
