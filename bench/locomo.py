@@ -20,7 +20,8 @@ What one run does:
 - questions: each QA question goes to `POST /v1/search` (real HTTP, k=10, include_turns unless
   `--no-turns`) for the conversation's user; the results are scored by `bench.scorer` on the turn ids they
   cite; latency is measured by the client. Adjacent matching turns come back as one passage result (the
-  API's default); the same search with `passages: false` (single turns) is scored as an ablation;
+  API's default); the same search with `passages: false` (single turns) is scored as an ablation, and a
+  second search with k=25 gives recall@25 (the baselines rank 25 turns; their first 10 are scored as k=10);
 - baselines over the same raw turns (all of them, the gate's skips included): BM25 (k1 1.2, b 0.75, over
   `worker.memory.keywords.tokens`) and cosine over the same embedder's vectors. Baseline results are
   counted in tokens as the API renders a turn ("user: <content>"), so the token axis compares like with like;
@@ -59,13 +60,16 @@ from bench.common import REPO, RESULTS_DIR, percentile, progress, unique_name
 DATA_FILE = REPO.parent / "shared" / "bench-data" / "locomo-dev.json"
 PLOT_PATH = REPO / "bench" / "locomo_recall_tokens.png"
 OPTIONAL_ENV = "MEMORY_BENCH_DATA_OPTIONAL"
-K = 10  # results per question: what an agent would put in its prompt
+K = 10  # results per question: what an agent would put in its prompt (the targets are at this k)
+DEEP_K = 25  # a second, deeper search per question for recall@25; the baselines rank this deep
 STALL_S = 180.0  # a drain without any change for this long is abandoned (and reported)
 TARGET_RECALL_5 = 0.65
 TARGET_RECALL_10 = 0.75
 TARGET_TOKENS = 1000.0
 TARGET_WALL_S = 900.0
 SYSTEMS = ("project", "project_turns", "bm25", "embeddings")
+# <system>_deep: the same system asked for DEEP_K results (recall@25, tokens at 25); the rest is at k
+SCORED = (*SYSTEMS, "project_deep", "bm25_deep", "embeddings_deep")
 SYSTEM_LABELS = {"project": "this project (POST /v1/search)",
                  "project_turns": "this project, passages off (single turns)",
                  "bm25": "BM25 over raw turns", "embeddings": "embeddings over raw turns"}
@@ -417,7 +421,8 @@ def evaluate(conversations: Sequence[Conversation], stack: Stack, *, embedder: A
     drain = wait_drained(stack, engine, expected, started=t0, deadline=deadline)
     ingest_s = time.monotonic() - t0
 
-    scores: dict[str, list[scorer.QuestionScore]] = {s: [] for s in SYSTEMS}
+    scores: dict[str, list[scorer.QuestionScore]] = {s: [] for s in SCORED}
+    deep_k = max(k, DEEP_K)
     details: list[dict[str, Any]] = []
     latencies: list[int] = []
     result_types: Counter[str] = Counter()
@@ -438,11 +443,12 @@ def evaluate(conversations: Sequence[Conversation], stack: Stack, *, embedder: A
                     "project": [[r["type"], r["source_turn_ids"], x.tokens, r["score"]]
                                 for r, x in zip(results, ranked, strict=True)],
                 })
-                if include_turns:
-                    singles, _ = _search(http, conv.sample_id, q.question, include_turns=True, k=k,
-                                         passages=False)
-                    scores["project_turns"].append(scorer.score_question(
-                        q.evidence, [scorer.Result.of(r["content"], r["source_turn_ids"]) for r in singles],
+                extra = [("project_deep", deep_k, True)] + ([("project_turns", k, False)] if include_turns else [])
+                for name, depth, passages in extra:
+                    more, _ = _search(http, conv.sample_id, q.question, include_turns=include_turns, k=depth,
+                                      passages=passages)
+                    scores[name].append(scorer.score_question(
+                        q.evidence, [scorer.Result.of(r["content"], r["source_turn_ids"]) for r in more],
                         category=q.category))
     search_s = time.monotonic() - t_search
 
@@ -455,10 +461,11 @@ def evaluate(conversations: Sequence[Conversation], stack: Stack, *, embedder: A
         vectors = VectorIndex(embedder.embed([t.content for t in turns]))
         as_results = [scorer.Result.of(rendered_turn(t.content), [t.dia_id]) for t in turns]
         for q in conv.questions:
-            for name, order in (("bm25", bm25.top(q.question, k)),
-                                ("embeddings", vectors.top(embedder.embed_query(q.question), k))):
+            for name, order in (("bm25", bm25.top(q.question, deep_k)),
+                                ("embeddings", vectors.top(embedder.embed_query(q.question), deep_k))):
                 ranked = [as_results[j] for j in order]
-                scores[name].append(scorer.score_question(q.evidence, ranked, category=q.category))
+                scores[name].append(scorer.score_question(q.evidence, ranked[:k], category=q.category))
+                scores[f"{name}_deep"].append(scorer.score_question(q.evidence, ranked, category=q.category))
                 details[i][name] = [turns[j].dia_id for j in order]
             i += 1
     baselines_s = time.monotonic() - t_base
@@ -467,6 +474,7 @@ def evaluate(conversations: Sequence[Conversation], stack: Stack, *, embedder: A
     return {
         "tenant": stack.tenant,
         "k": k,
+        "deep_k": deep_k,
         "include_turns": include_turns,
         "embedder": getattr(embedder, "name", type(embedder).__name__),
         "events_emitted": emitted,
@@ -555,10 +563,10 @@ def run_with(opts: Options) -> dict[str, Any]:
     try:
         conversations = load_conversations(conversations=opts.conversations, sessions=opts.sessions)
     except DataMissing as exc:
-        out = {"name": "locomo", "quick": opts.quick, "figures": {}, "targets": [],
-               "skipped": [f"everything: {exc}"]}
-        out["markdown"] = f"Skipped: {exc}\n"
-        return out
+        skipped: dict[str, Any] = {"name": "locomo", "quick": opts.quick, "figures": {}, "targets": [],
+                                   "skipped": [f"everything: {exc}"]}
+        skipped["markdown"] = f"Skipped: {exc}\n"
+        return skipped
     from bench import common
     from shared.db.engine import session_scope
     from shared.settings import load_settings
@@ -668,6 +676,19 @@ def _p(text: str) -> str:
     return " ".join(text.split())
 
 
+def _deep(f: dict[str, Any], name: str) -> dict[str, Any] | None:
+    """The aggregate of a system's deeper answer (None for the ablation, asked at k only)."""
+    return f["systems"].get(f"{name}_deep")  # type: ignore[no-any-return]
+
+
+def _recall_cells(f: dict[str, Any], name: str, summary: Any, deep: Any) -> str:
+    """ "R@5 / R@10 / R@deep" of one system for one group of questions."""
+    deep_k = f.get("deep_k", f["k"])
+    cells = [_pct(summary["recall_at"].get(5)), _pct(summary["recall_at"].get(10)),
+             _pct(deep["recall_at"].get(deep_k) if deep else None)]
+    return " / ".join(cells)
+
+
 def render_markdown(result: dict[str, Any]) -> str:
     f = result["figures"]
     if not f:
@@ -691,30 +712,36 @@ def render_markdown(result: dict[str, Any]) -> str:
     if f["drain"]["incomplete"]:
         lines += ["", f"**The replay did not drain ({f['drain']['incomplete']}): figures are partial.**"]
     systems = [n for n in SYSTEMS if f["systems"].get(n, {}).get("overall", {}).get("questions")]
-    lines += ["", "| system | R@5 | R@10 | all@10 | hit@10 | NDCG@10 | MRR | R within 512 tok | "
-              "R within 2,048 tok | tokens/query | source turns per item |", "| --- " * 11 + "|"]
+    k, deep_k = f["k"], f.get("deep_k", f["k"])
+    lines += ["", f"| system | R@5 | R@10 | R@{deep_k} | all@10 | hit@10 | NDCG@10 | MRR | R within 512 tok | "
+              f"R within 2,048 tok | tokens/query (k={k}) | tokens/query (k={deep_k}) | source turns per item |",
+              "| --- " * 13 + "|"]
     for name in systems:
         s = f["systems"][name]["overall"]
+        deep = (_deep(f, name) or {}).get("overall")
         lines.append(
             f"| {SYSTEM_LABELS[name]} | {_pct(s['recall_at'].get(5))} | {_pct(s['recall_at'].get(10))} | "
-            f"{_pct(s['recall_all_at_10'])} | {_pct(s['hit_at_10'])} | "
-            f"{_pct(s['ndcg_at_10'])} | {_pct(s['mrr'])} | {_pct(s['recall_within'].get(512))} | "
-            f"{_pct(s['recall_within'].get(2048))} | {_num(s['tokens_per_query'])} | "
+            f"{_pct(deep['recall_at'].get(deep_k) if deep else None)} | {_pct(s['recall_all_at_10'])} | "
+            f"{_pct(s['hit_at_10'])} | {_pct(s['ndcg_at_10'])} | {_pct(s['mrr'])} | "
+            f"{_pct(s['recall_within'].get(512))} | {_pct(s['recall_within'].get(2048))} | "
+            f"{_num(s['tokens_at'].get(k))} | {_num(deep['tokens_at'].get(deep_k) if deep else None)} | "
             f"{_num(s['source_turns_per_item'], '.2f')} |")
-    lines += ["", "Per category (R@5 / R@10; questions scored):", "",
+    lines += ["", _p(f"""The project answers each question twice: with k = {k} (every column but the deep ones)
+              and with k = {deep_k} (R@{deep_k}, tokens at k = {deep_k}); a passage pool grows with k, so the
+              deeper answer's top {k} is not exactly the first. The baselines rank {deep_k} turns; every column
+              but the deep ones scores their first {k}. The passages-off ablation is asked at k = {k} only."""),
+              ""]
+    lines += [f"Per category (R@5 / R@10 / R@{deep_k}; questions scored):", "",
               "| category | questions | " + " | ".join(SYSTEM_LABELS[n] for n in systems) + " |",
               "| --- " * (2 + len(systems)) + "|"]
     cats = f["systems"]["project"]["by_category"]
     for cat, c in cats.items():
-        cells = []
-        for name in systems:
-            s = f["systems"][name]["by_category"][cat]
-            cells.append(" / ".join(_pct(s["recall_at"].get(k)) for k in (5, 10)))
+        cells = [_recall_cells(f, name, f["systems"][name]["by_category"][cat],
+                               ((_deep(f, name) or {}).get("by_category") or {}).get(cat)) for name in systems]
         extra = f", {c['no_evidence']} without evidence" if c["no_evidence"] else ""
         lines.append(f"| {cat} {c['name']} | {c['scored']}{extra} | " + " | ".join(cells) + " |")
     for label, key in (("all categories (1-5)", "overall_with_adversarial"), ("1-4", "overall")):
-        cells = [" / ".join(_pct(f["systems"][n][key]["recall_at"].get(k)) for k in (5, 10))
-                 for n in systems]
+        cells = [_recall_cells(f, n, f["systems"][n][key], (_deep(f, n) or {}).get(key)) for n in systems]
         lines.append(f"| {label} | {f['systems']['project'][key]['scored']} | " + " | ".join(cells) + " |")
     p = f["systems"]["project"]["overall"]
     types = f["result_types"]
@@ -761,9 +788,15 @@ def write_plot(result: dict[str, Any], path: Path) -> str:
         s = f["systems"][name]["overall"]
         if not s.get("questions"):
             continue
-        ks = [k for k in scorer.RECALL_KS if k <= f["k"] and s["recall_at"].get(k) is not None]
-        xs = [s["tokens_at"][k] for k in ks]
-        ys = [100 * s["recall_at"][k] for k in ks]
+        # points past k come from the system's deeper answer
+        deep = (_deep(f, name) or {}).get("overall")
+        points = [(k, s) for k in scorer.RECALL_KS if k <= f["k"] and s["recall_at"].get(k) is not None]
+        if deep:
+            points += [(k, deep) for k in scorer.RECALL_KS
+                       if f["k"] < k <= f.get("deep_k", f["k"]) and deep["recall_at"].get(k) is not None]
+        ks = [k for k, _ in points]
+        xs = [src["tokens_at"][k] for k, src in points]
+        ys = [100 * src["recall_at"][k] for k, src in points]
         ax.plot(xs, ys, style, label=SYSTEM_LABELS[name])
         for k, x, y in zip(ks, xs, ys, strict=True):
             ax.annotate(str(k), (x, y), textcoords="offset points", xytext=(3, -10), fontsize=7)
@@ -771,7 +804,7 @@ def write_plot(result: dict[str, Any], path: Path) -> str:
     ax.set_xlabel("mean returned tokens per query (top k, estimated)")
     ax.set_ylabel("evidence recall@k, % (categories 1-4)")
     convs = f["options"]["conversations"]
-    ks_label = ", ".join(str(k) for k in scorer.RECALL_KS if k <= f["k"])
+    ks_label = ", ".join(str(k) for k in scorer.RECALL_KS if k <= f.get("deep_k", f["k"]))
     ax.set_title(f"LoCoMo dev ({len(convs)} conversations), {f['embedder']}, k = {ks_label}", fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
