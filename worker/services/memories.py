@@ -112,8 +112,14 @@ def _existing(row: Any, similarity: float = 0.0) -> Existing:
 
 def set_search_params(db: Session, *, ef_search: int) -> None:
     # pgvector 0.8 iterative scans: keep scanning the HNSW graph until enough rows pass the per-user filter
-    db.execute(text("SET LOCAL hnsw.iterative_scan = relaxed_order"))
-    db.execute(text(f"SET LOCAL hnsw.ef_search = {int(ef_search)}"))
+    # both transaction-local (SET LOCAL), in one round trip
+    db.execute(
+        text(
+            "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+            "set_config('hnsw.ef_search', :ef, true)"
+        ),
+        {"ef": str(int(ef_search))},
+    )
 
 
 def nearest(db: Session, tenant_id: str, user_id: str, vec: str, *, k: int = NEIGHBOURS) -> list[Existing]:

@@ -307,24 +307,20 @@ def bm25_ranked(
     counts as much as a rare one. Candidates come from the GIN index (any shared token); statistics and scores
     are computed here."""
     tsq = " | ".join(f"'{t}'" for t in tokens)
+    # the user's document count and mean length, and each query token's document frequency: one round trip
     stats = db.execute(
         text(
-            f"SELECT count(*), coalesce(avg(length(search_tokens)), 1) FROM {table} "
-            f"WHERE {where} AND search_tokens IS NOT NULL"
+            "SELECT s.n, s.avgdl, q.tok, (SELECT count(*) FROM "
+            f"{table} WHERE {where} AND search_tokens @@ to_tsquery('simple', quote_literal(q.tok))) "
+            f"FROM (SELECT count(*) AS n, coalesce(avg(length(search_tokens)), 1) AS avgdl FROM {table} "
+            f"WHERE {where} AND search_tokens IS NOT NULL) AS s CROSS JOIN unnest(CAST(:toks AS text[])) AS q(tok)"
         ),
-        params,
-    ).one()
-    df = {
-        str(tok): int(count)
-        for tok, count in db.execute(
-            text(
-                f"SELECT q.tok, (SELECT count(*) FROM {table} WHERE {where} AND "
-                "search_tokens @@ to_tsquery('simple', quote_literal(q.tok))) "
-                "FROM unnest(CAST(:toks AS text[])) AS q(tok)"
-            ),
-            {**params, "toks": list(tokens)},
-        ).all()
-    }
+        {**params, "toks": list(tokens)},
+    ).all()
+    if not stats:
+        return []
+    df = {str(row.tok): int(row[3]) for row in stats}
+    n_docs, avgdl = int(stats[0].n), float(stats[0].avgdl)
     rows = db.execute(
         text(
             f"SELECT {cols}, search_tokens::text AS lexemes FROM {table} WHERE {where} AND "
@@ -334,7 +330,7 @@ def bm25_ranked(
         {**params, "q": tsq, "pool": KEYWORD_POOL},
     ).all()
     doc_tokens = [{m.replace("''", "'") for m in _LEXEME.findall(r.lexemes or "")} for r in rows]
-    scores = bm25_scores(doc_tokens, tokens, df=df, n_docs=int(stats[0]), avgdl=float(stats[1]))
+    scores = bm25_scores(doc_tokens, tokens, df=df, n_docs=n_docs, avgdl=avgdl)
     order = sorted(range(len(rows)), key=lambda i: -scores[i])
     return [(rows[i], scores[i]) for i in order[:n] if scores[i] > 0]
 
