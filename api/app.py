@@ -31,7 +31,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         engine = get_engine(
             resolve_database_url(settings),
-            pool_size=10,
+            # connections are opened on demand and kept: no overflow connection closed on return and
+            # reopened by the next request (fork, authentication, SET ROLE); past the pool, requests wait
+            pool_size=settings.api_db_pool_size,
+            max_overflow=0,
             application_name="memory-api",
             role=settings.db_role_api or None,
         )

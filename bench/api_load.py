@@ -705,6 +705,15 @@ def _where_md(f: dict[str, Any]) -> list[str]:
            check + search + response objects, after authentication) is {b["took_ms"].get("p50_ms", 0):.2f} ms
            at p50 of the {b["latency"]["p50_ms"]:.1f} ms the client waits: the rest is queueing for a core,
            authentication, FastAPI/Starlette middleware and serialization, and the HTTP stack."""),
+        "",
+        store._p(f"""The latency target is bounded by the load's shape as much as by the server: the
+           {CONCURRENCY} clients run a closed loop (each sends its next request when the last one is
+           answered), so by Little's law the mean latency is {CONCURRENCY} / throughput
+           ({CONCURRENCY} / {b["requests_per_s"]:,} = {1000 * CONCURRENCY / b["requests_per_s"]:.0f} ms here).
+           A p95 of {TARGET_P95_MS:g} ms needs a mean below it, so at least
+           {1000 * CONCURRENCY / TARGET_P95_MS:,.0f} req/s: {cores * 1000 / (1000 * CONCURRENCY / TARGET_P95_MS):.1f}
+           ms of CPU per request for client, server and database together on {cores} cores, against
+           {total:.2f} ms measured."""),
     ]
     p = f.get("profile")
     if p and p.get("samples"):

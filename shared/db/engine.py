@@ -26,7 +26,12 @@ ALL_TENANTS = "*"  # the worker role's cross-tenant scope (maintenance); the API
 
 
 def get_engine(
-    url: str, *, pool_size: int = 5, application_name: str = "memory", role: str | None = None
+    url: str,
+    *,
+    pool_size: int = 5,
+    max_overflow: int | None = None,
+    application_name: str = "memory",
+    role: str | None = None,
 ) -> Engine:
     """The engine of this process for `url` (engines are never shared across a fork).
 
@@ -40,7 +45,7 @@ def get_engine(
             sqlalchemy_url(url),
             pool_pre_ping=True,
             pool_size=pool_size,
-            max_overflow=pool_size,
+            max_overflow=pool_size if max_overflow is None else max_overflow,
             pool_recycle=1800,
             connect_args={"connect_timeout": 5, "application_name": application_name},
         )
