@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import common, store
-from bench.common import progress, unique_name
+from bench.common import fmt, paragraph, progress, unique_name
 
 MEMORIES = 100_000
 USERS = 10_000
@@ -564,17 +564,9 @@ def run(budget_s: float, quick: bool) -> dict[str, Any]:
                     server.stop()
         finally:
             common.drop_queue(svc.redis_url, queue, tenant=tenant)
-    figures["duration_s"] = round(time.monotonic() - started, 1)
-    figures["load_avg_1m_at_end"] = round(os.getloadavg()[0], 2)
-    out: dict[str, Any] = {
-        "name": "api_load",
-        "quick": quick,
-        "figures": figures,
-        "targets": targets(figures),
-        "skipped": skipped,
-    }
-    out["markdown"] = render_markdown(out)
-    return out
+    return common.report(
+        "api_load", quick, figures, skipped, started=started, targets=targets, render=render_markdown
+    )
 
 
 def best_run(f: dict[str, Any]) -> dict[str, Any] | None:
@@ -590,7 +582,7 @@ def targets(f: dict[str, Any]) -> list[dict[str, Any]]:
         else "not measured"
     )
     return [
-        store._target(
+        common.target(
             f"requests/s, {CONCURRENCY} clients",
             b["requests_per_s"] if b else None,
             ">=",
@@ -598,7 +590,7 @@ def targets(f: dict[str, Any]) -> list[dict[str, Any]]:
             "req/s",
             note,
         ),
-        store._target(
+        common.target(
             f"p95 latency, {CONCURRENCY} clients",
             b["latency"]["p95_ms"] if b else None,
             "<=",
@@ -614,16 +606,10 @@ def targets(f: dict[str, Any]) -> list[dict[str, Any]]:
 
 def render_markdown(result: dict[str, Any]) -> str:
     f = result["figures"]
-    lines = ["| target | measured | goal | met |", "| --- | --- | --- | --- |"]
-    for t in result["targets"]:
-        measured = "n/a" if t["measured"] is None else f"{t['measured']:g} {t['unit']}"
-        note = f" ({t['note']})" if t["note"] else ""
-        lines.append(
-            f"| {t['name']}{note} | {measured} | {t['target']} | {'yes' if t['met'] else '**no**'} |"
-        )
+    lines = common.targets_table(result["targets"])
     lines += [
         "",
-        store._p(f"""Store: {f["memories"]:,} memories of {f["users"]:,} users (hashing-embedded
+        paragraph(f"""Store: {f["memories"]:,} memories of {f["users"]:,} users (hashing-embedded
               template sentences, every index built; load {
             f["load"]["generate_copy_s"] + f["load"]["insert_select_s"]:.0f} s, indexes {
             f["indexes"]["total_s"]
@@ -651,17 +637,17 @@ def render_markdown(result: dict[str, Any]) -> str:
             f"| {r['label']} | {r['workers']} | {r['concurrency']} | {r['requests']:,} | "
             f"{r['requests_per_s']:,} | {la['p50_ms']:.1f} | {la['p95_ms']:.1f} | {la['p99_ms']:.1f} | "
             f"{la['max_ms']:.1f} | {r['errors']} | {r['took_ms'].get('p50_ms', 0):.2f} | "
-            f"{cpu['uvicorn']} / {store._f(cpu['postgres'])} / {cpu['client']} | "
-            f"{store._f(cpu.get('postgres_all'))} | {r.get('new_db_sessions', 'n/a')} | {r['load_1m']} |"
+            f"{cpu['uvicorn']} / {fmt(cpu['postgres'])} / {cpu['client']} | "
+            f"{fmt(cpu.get('postgres_all'))} | {r.get('new_db_sessions', 'n/a')} | {r['load_1m']} |"
         )
     lines += [
         "",
-        store._p("""CPU per request: psutil, over the measured window; API backends = the PostgreSQL
+        paragraph("""CPU per request: psutil, over the measured window; API backends = the PostgreSQL
               backends with application_name `memory-api` alive at the end of the window (a backend that
               exited during it is missed); all postgres = every server process, exited backends included
               (background writer, WAL writer, the benchmark's own readings: an upper bound)."""),
         "",
-        store._p("""New DB sessions: connections the database saw opened during the window
+        paragraph("""New DB sessions: connections the database saw opened during the window
               (pg_stat_database). Each API process keeps up to `MEMORY_API_DB_POOL_SIZE` (32) connections,
               opened on demand and kept, so a new backend (fork, authentication, `SET ROLE`) appears only
               while a process's pool is still filling; before, a 10 + 10 overflow pool closed and reopened
@@ -671,7 +657,7 @@ def render_markdown(result: dict[str, Any]) -> str:
     if fast:
         lines += [
             "",
-            store._p(f"""What-if `{fast["label"]}`: the same one-worker server started with
+            paragraph(f"""What-if `{fast["label"]}`: the same one-worker server started with
                   `{" ".join(FAST_HTTP_ARGS)}` (uvicorn's optional C event loop and HTTP parser, found
                   importable here; not a project dependency, so not counted for the target):
                   {fast["requests_per_s"]:,} req/s, p95 {fast["latency"]["p95_ms"]:.1f} ms, uvicorn CPU
@@ -697,9 +683,9 @@ def _where_md(f: dict[str, Any]) -> list[str]:
         "",
         "### Where the time goes",
         "",
-        store._p(f"""Best run: --workers {b["workers"]},
+        paragraph(f"""Best run: --workers {b["workers"]},
            {b["requests_per_s"]:,} req/s. Each request costs {total:.2f} ms of CPU in all: uvicorn/FastAPI
-           {cpu["uvicorn"]} ms, PostgreSQL {store._f(cpu["postgres"])} ms, the load client {cpu["client"]} ms.
+           {cpu["uvicorn"]} ms, PostgreSQL {fmt(cpu["postgres"])} ms, the load client {cpu["client"]} ms.
            {cores} cores at that cost cap the machine near {cores * 1000 / total:,.0f} req/s whatever the
            worker count; without the client (another machine) the server side alone ({server_side:.2f} ms)
            would cap near {cores * 1000 / server_side:,.0f} req/s. The handler's own time (`took_ms`: user
@@ -707,7 +693,7 @@ def _where_md(f: dict[str, Any]) -> list[str]:
            at p50 of the {b["latency"]["p50_ms"]:.1f} ms the client waits: the rest is queueing for a core,
            authentication, FastAPI/Starlette middleware and serialization, and the HTTP stack."""),
         "",
-        store._p(f"""The latency target is bounded by the load's shape as much as by the server: the
+        paragraph(f"""The latency target is bounded by the load's shape as much as by the server: the
            {CONCURRENCY} clients run a closed loop (each sends its next request when the last one is
            answered), so by Little's law the mean latency is {CONCURRENCY} / throughput
            ({CONCURRENCY} / {b["requests_per_s"]:,} = {1000 * CONCURRENCY / b["requests_per_s"]:.0f} ms here).
@@ -722,7 +708,7 @@ def _where_md(f: dict[str, Any]) -> list[str]:
         tops = ", ".join(f"`{x['function']}` {100 * x['share']:.1f} %" for x in p["own_share_top"][:8])
         out += [
             "",
-            store._p(f"""py-spy on a one-process server under the same load (100 Hz, `--gil`: only the thread
+            paragraph(f"""py-spy on a one-process server under the same load (100 Hz, `--gil`: only the thread
                 holding the GIL; {p["requests_per_s"]:,} req/s while sampled; {p["samples"]:,} samples,
                 {p.get("waiting_samples", 0):,} more in a waiting frame left out). Share of
                 samples whose stack includes each layer (layers nest, so shares overlap): {layers}. Most own
@@ -734,10 +720,10 @@ def _where_md(f: dict[str, Any]) -> list[str]:
     if s:
         out += [
             "",
-            store._p(f"""One client alone (--workers {s["workers"]}): p50 {s["latency"]["p50_ms"]:.2f} ms,
+            paragraph(f"""One client alone (--workers {s["workers"]}): p50 {s["latency"]["p50_ms"]:.2f} ms,
                 p95 {s["latency"]["p95_ms"]:.2f} ms, {s["requests_per_s"]:,} req/s; CPU per request uvicorn
                 {s["cpu_ms_per_request"]["uvicorn"]} ms, PostgreSQL
-                {store._f(s["cpu_ms_per_request"]["postgres"])}
+                {fmt(s["cpu_ms_per_request"]["postgres"])}
                 ms."""),
         ]
     return out

@@ -361,3 +361,59 @@ def git_commit() -> str:
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return commit + ("+dirty" if dirty else "")
+
+
+# --- the report every benchmark module returns ---------------------------------------------------------
+
+
+def target(name: str, measured: float | None, op: str, goal: float, unit: str, note: str = "") -> dict[str, Any]:
+    """One target row: `op` is "<=" or ">="; not met when nothing was measured."""
+    met = measured is not None and (measured <= goal if op == "<=" else measured >= goal)
+    return {"name": name, "measured": measured, "target": f"{op} {goal:g} {unit}".strip(), "unit": unit,
+            "met": met, "note": note}
+
+
+def targets_table(targets: Sequence[dict[str, Any]]) -> list[str]:
+    """The markdown table of target rows; a row noted "reference" has no goal of its own (met: -)."""
+    lines = ["| target | measured | goal | met |", "| --- | --- | --- | --- |"]
+    for t in targets:
+        measured = "n/a" if t["measured"] is None else f"{t['measured']:g} {t['unit']}"
+        note = f" ({t['note']})" if t["note"] else ""
+        met = "yes" if t["met"] else "**no**"
+        if t["note"] == "reference":
+            met, note = "-", ""
+        lines.append(f"| {t['name']}{note} | {measured} | {t['target']} | {met} |")
+    return lines
+
+
+def paragraph(text: str) -> str:
+    """A paragraph written across source lines, as one markdown line."""
+    return " ".join(text.split())
+
+
+def fmt(v: Any, spec: str = "") -> str:
+    return "n/a" if v is None else format(v, spec)
+
+
+def report(
+    name: str,
+    quick: bool,
+    figures: dict[str, Any],
+    skipped: list[str],
+    *,
+    started: float,
+    targets: Callable[[dict[str, Any]], list[dict[str, Any]]],
+    render: Callable[[dict[str, Any]], str],
+) -> dict[str, Any]:
+    """The `{"name", "quick", "figures", "targets", "skipped", "markdown"}` dict of a finished run."""
+    figures["duration_s"] = round(time.monotonic() - started, 1)
+    figures["load_avg_1m_at_end"] = round(os.getloadavg()[0], 2)
+    out: dict[str, Any] = {
+        "name": name,
+        "quick": quick,
+        "figures": figures,
+        "targets": targets(figures),
+        "skipped": skipped,
+    }
+    out["markdown"] = render(out)
+    return out

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import common, store
-from bench.common import progress, unique_name
+from bench.common import fmt, paragraph, progress, unique_name
 
 DATA_FILE = common.REPO.parent / "shared" / "bench-data" / "locomo-dev.json"
 ROUNDS = 5
@@ -490,7 +490,7 @@ def targets(f: dict[str, Any]) -> list[dict[str, Any]]:
     if w.get("incomplete"):
         note += f"; incomplete: {w['incomplete']}"
     return [
-        store._target(
+        common.target(
             "LLM calls per 1,000 turns",
             w["llm_calls_per_1000_turns"],
             "<=",
@@ -498,7 +498,7 @@ def targets(f: dict[str, Any]) -> list[dict[str, Any]]:
             "calls",
             note,
         ),
-        store._target(
+        common.target(
             "prompt tokens per turn",
             w["prompt_tokens_per_turn"],
             "<=",
@@ -526,15 +526,10 @@ def _pairs(d: dict[str, int]) -> str:
 def render_markdown(result: dict[str, Any]) -> str:
     f = result["figures"]
     w, r = f["worker"], f["rules"]
-    lines = ["| target | measured | goal | met |", "| --- | --- | --- | --- |"]
-    for t in result["targets"]:
-        measured = "n/a" if t["measured"] is None else f"{t['measured']:g} {t['unit']}"
-        lines.append(
-            f"| {t['name']} ({t['note']}) | {measured} | {t['target']} | {'yes' if t['met'] else '**no**'} |"
-        )
+    lines = common.targets_table(result["targets"])
     lines += [
         "",
-        store._p(f"""Anchors: {ANCHORS}. Data: `{f["data"]}` (read in place), {w["conversations"]}
+        paragraph(f"""Anchors: {ANCHORS}. Data: `{f["data"]}` (read in place), {w["conversations"]}
               conversations, {w["sessions"]} sessions, {w["turns"]:,} turns, replayed as {w["events"]:,}
               events
               (a `session_end` after each session) through `MemoryClient.emit` to a real `celery worker -c 2`
@@ -544,22 +539,22 @@ def render_markdown(result: dict[str, Any]) -> str:
               their turns `llm_pending` for the next one); {f["services"]}. The worker's LLM
               is the tests' fake OpenAI-compatible server: extraction answered `{{"memories": []}}`, rolling
               summaries with a short sectioned summary; tokens as it counts them (characters / 4). Emitted in
-              {w["emit_s"]} s, drained {store._f(w.get("drain_s"))} s after the first emit."""),
+              {w["emit_s"]} s, drained {fmt(w.get("drain_s"))} s after the first emit."""),
     ]
     if w.get("incomplete"):
         lines += ["", f"**The replay did not drain ({w['incomplete']}): figures are partial.**"]
     b = f.get("burst")
     lines += [
         "",
-        store._p(f"""Two replays, each on a fresh worker and tenant. Paced (the figures below and the
+        paragraph(f"""Two replays, each on a fresh worker and tenant. Paced (the figures below and the
               targets): each conversation sends its next {PACED_CHUNK} turns (a session's last chunk with its
               `session_end`) once the worker has left no event pending, as agents sending one turn at a time
               would fill the debounce window. Burst: every event emitted at once, so a window holds whatever
               arrived before its task ran""")
         + (
             f" (burst: {b['llm_calls_per_1000_turns']} calls per 1,000 turns, {b['prompt_tokens_per_turn']}"
-            f" prompt tokens per turn, {store._f(b['turns_per_extract_call'])} turns per extraction call,"
-            f" drained in {store._f(b.get('drain_s'))} s)."
+            f" prompt tokens per turn, {fmt(b['turns_per_extract_call'])} turns per extraction call,"
+            f" drained in {fmt(b.get('drain_s'))} s)."
             if b
             else "."
         ),
@@ -571,7 +566,7 @@ def render_markdown(result: dict[str, Any]) -> str:
         "| --- | --- |",
         f"| LLM calls (all stages) | {w['llm_calls']:,} ({_pairs(w['calls_by_kind'])}) |",
         f"| LLM calls per 1,000 turns | {w['llm_calls_per_1000_turns']} |",
-        f"| turns per extraction call (mean window sent) | {store._f(w['turns_per_extract_call'])} |",
+        f"| turns per extraction call (mean window sent) | {fmt(w['turns_per_extract_call'])} |",
         f"| prompt tokens (all calls) | {w['prompt_tokens']:,} |",
         f"| prompt tokens per turn | {w['prompt_tokens_per_turn']} |",
         f"| completion tokens (all calls) | {w['completion_tokens']:,} |",
@@ -589,7 +584,7 @@ def render_markdown(result: dict[str, Any]) -> str:
     ]
     lines += [
         "",
-        store._p(f"""Rule throughput: in-process, pinned to one core, every session's turns as one
+        paragraph(f"""Rule throughput: in-process, pinned to one core, every session's turns as one
               window (as the worker calls them), median of {r["rounds"]} rounds after a warm-up. Gate
               decisions of the pure gate over the same windows: {_pairs(r["gate_decisions"])}; reasons:
               {_pairs(r["gate_reasons"])}. The same windows without the `<speaker>: ` prefix the replay puts

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import common
-from bench.common import Services, latency_summary_ms, progress, unique_name
+from bench.common import Services, fmt, latency_summary_ms, paragraph, progress, unique_name
 
 EMIT_CALLS = 20_000
 EMIT_WARMUP = 2_000
@@ -504,17 +504,9 @@ def run(budget_s: float, quick: bool) -> dict[str, Any]:
             if result["rows"]:
                 rates[d.label] = result["events_per_s"]
     figures["rss"] = _rss_figure(figures["sustained"], RSS_EVENTS[quick])
-    figures["duration_s"] = round(time.monotonic() - started, 1)
-    figures["load_avg_1m_at_end"] = round(os.getloadavg()[0], 2)
-    out = {
-        "name": "ingest",
-        "quick": quick,
-        "figures": figures,
-        "targets": _targets(figures),
-        "skipped": skipped,
-    }
-    out["markdown"] = render_markdown(out)
-    return out
+    return common.report(
+        "ingest", quick, figures, skipped, started=started, targets=_targets, render=render_markdown
+    )
 
 
 def _safe_url(url: str) -> str:
@@ -560,18 +552,6 @@ def _rss_figure(runs: list[dict[str, Any]], wanted_events: int) -> dict[str, Any
     }
 
 
-def _target(
-    name: str, measured: float | None, op: str, target: float, unit: str, note: str = ""
-) -> dict[str, Any]:
-    met = measured is not None and (measured <= target if op == "<=" else measured >= target)
-    return {
-        "name": name,
-        "measured": measured,
-        "target": f"{op} {target:g} {unit}",
-        "unit": unit,
-        "met": met,
-        "note": note,
-    }
 
 
 def _targets(figures: dict[str, Any]) -> list[dict[str, Any]]:
@@ -594,9 +574,9 @@ def _targets(figures: dict[str, Any]) -> list[dict[str, Any]]:
     if c2 is not None and c2.get("incomplete"):
         c2_note += f" ({c2['incomplete']})"
     return [
-        _target("emit() p50", emit["p50_ms"], "<=", TARGET_EMIT_P50_MS, "ms"),
-        _target("emit() p99", emit["p99_ms"], "<=", TARGET_EMIT_P99_MS, "ms"),
-        _target(
+        common.target("emit() p50", emit["p50_ms"], "<=", TARGET_EMIT_P50_MS, "ms"),
+        common.target("emit() p99", emit["p99_ms"], "<=", TARGET_EMIT_P99_MS, "ms"),
+        common.target(
             "sustained ingest, -c 2",
             c2["events_per_s"] if c2 else None,
             ">=",
@@ -604,30 +584,20 @@ def _targets(figures: dict[str, Any]) -> list[dict[str, Any]]:
             "events/s",
             c2_note,
         ),
-        _target("worker peak RSS", worst_rss, "<=", TARGET_PEAK_RSS_MB, "MB", note),
+        common.target("worker peak RSS", worst_rss, "<=", TARGET_PEAK_RSS_MB, "MB", note),
     ]
 
 
 # --- markdown -------------------------------------------------------------------------------------------
 
 
-def _p(text: str) -> str:
-    """A paragraph written across source lines, as one markdown line."""
-    return " ".join(text.split())
 
 
-def _fmt(v: Any, spec: str = "") -> str:
-    return "n/a" if v is None else format(v, spec)
 
 
 def render_markdown(result: dict[str, Any]) -> str:
     f = result["figures"]
-    lines = ["| target | measured | goal | met |", "| --- | --- | --- | --- |"]
-    for t in result["targets"]:
-        measured = "n/a" if t["measured"] is None else f"{t['measured']:g} {t['unit']}"
-        note = f" ({t['note']})" if t["note"] else ""
-        met = "yes" if t["met"] else "**no**"
-        lines.append(f"| {t['name']}{note} | {measured} | {t['target']} | {met} |")
+    lines = common.targets_table(result["targets"])
     services = f["services"]
     lines += [
         "",
@@ -675,7 +645,7 @@ def _sustained_md(runs: list[dict[str, Any]]) -> list[str]:
         "",
         "### Sustained ingest (accepted -> row in Postgres)",
         "",
-        _p(f"""
+        paragraph(f"""
            Each run: events pre-loaded into a fresh queue for a fresh tenant (`emit`, one event per message,
            or `emit_many` batches), then one worker started (`celery -A worker.app worker -c N`, prefetch 4,
            log level INFO, JSON logs to a file). events/s = rows / (last row seen - worker ready); steady =
@@ -698,9 +668,9 @@ def _sustained_md(runs: list[dict[str, Any]]) -> list[str]:
         flag = f" ({r['incomplete']})" if r.get("incomplete") else ""
         out.append(
             f"| {r['label']}{flag} | {r['rows']:,} | {r['messages']:,} | {r['concurrency']} | "
-            f"{r['events_per_s']:,.0f} | {_fmt(r['steady_events_per_s'], ',.0f')} | {r['wall_s']} | "
-            f"{' / '.join(_fmt(cpu.get(k)) for k in CPU_ROLES)} | {_fmt(rss_main)} / {_fmt(rss_child)} | "
-            f"{_fmt(r.get('load_1m'))} |"
+            f"{r['events_per_s']:,.0f} | {fmt(r['steady_events_per_s'], ',.0f')} | {r['wall_s']} | "
+            f"{' / '.join(fmt(cpu.get(k)) for k in CPU_ROLES)} | {fmt(rss_main)} / {fmt(rss_child)} | "
+            f"{fmt(r.get('load_1m'))} |"
         )
     return out
 
@@ -712,17 +682,17 @@ def _rss_md(rss: dict[str, Any] | None) -> list[str]:
         "",
         "### Worker peak RSS",
         "",
-        _p(f"""Run `{rss["run"]}`: a worker with `-c 1` (one main process + one prefork pool child)
+        paragraph(f"""Run `{rss["run"]}`: a worker with `-c 1` (one main process + one prefork pool child)
             draining {rss["events_drained"]:,} events in {rss["messages"]:,} messages (batches keep 100,000
             events within the time budget; the single-event runs above sample RSS too). psutil RSS sampled
             every 0.25 s, and the kernel's VmHWM read just before the worker was stopped."""),
         "",
         "| process | peak RSS (sampled) MB | VmHWM MB |",
         "| --- | --- | --- |",
-        f"| main (consumer) | {_fmt(rss['main_peak_rss_mb'])} | {_fmt(rss['main_vm_hwm_mb'])} |",
-        f"| pool child | {_fmt(rss['child_peak_rss_mb'])} | {_fmt(rss['child_vm_hwm_mb'])} |",
+        f"| main (consumer) | {fmt(rss['main_peak_rss_mb'])} | {fmt(rss['main_vm_hwm_mb'])} |",
+        f"| pool child | {fmt(rss['child_peak_rss_mb'])} | {fmt(rss['child_vm_hwm_mb'])} |",
         "",
-        _p(f"""Worst single process over every run of this benchmark: {_fmt(rss["worst_any_run_mb"])}
+        paragraph(f"""Worst single process over every run of this benchmark: {fmt(rss["worst_any_run_mb"])}
             MB. Pool children seen in `{rss["run"]}`: {rss["pool_children_seen"]} (more than 1 means a child
             was recycled by `worker_max_memory_per_child`)."""),
     ]
@@ -767,12 +737,12 @@ def _where_md(f: dict[str, Any]) -> list[str]:
         out += [
             "",
             "- "
-            + _p(f"""With `-c 1` an event takes {per_event:.2f} ms of wall time. The pool child
+            + paragraph(f"""With `-c 1` an event takes {per_event:.2f} ms of wall time. The pool child
                 spends {cpu["pool_children"]} ms of CPU per event; in-process the task through Celery's tracer
                 takes {task:.2f} ms of wall time (the probe's p50), {store:.2f} ms of it the database
                 transaction. The main process, Celery's consumer (fetch from Redis, decode, dispatch to the
                 child, late ack, task events), spends another {cpu["worker_main"]} ms of CPU per event,
-                Postgres {_fmt(cpu.get("postgres"))} ms. Even with Celery's cost at zero, one transaction per
+                Postgres {fmt(cpu.get("postgres"))} ms. Even with Celery's cost at zero, one transaction per
                 event at {store:.2f} ms caps one process at ~{1000 / store:,.0f} events/s."""),
         ]
     total = _cpu_total(c2)
@@ -781,9 +751,9 @@ def _where_md(f: dict[str, Any]) -> list[str]:
         cpu = c2["cpu_ms_per_event"]
         out += [
             "- "
-            + _p(f"""At `-c 2` each event costs {total:.2f} ms of CPU in all (worker main
+            + paragraph(f"""At `-c 2` each event costs {total:.2f} ms of CPU in all (worker main
                 {cpu["worker_main"]}, pool {cpu["pool_children"]}, postgres {cpu["postgres"]}, redis
-                {_fmt(cpu["redis_server"])}); {cores} cores can do at most ~{cores * 1000 / total:,.0f}
+                {fmt(cpu["redis_server"])}); {cores} cores can do at most ~{cores * 1000 / total:,.0f}
                 events/s at that cost, whatever `-c` is: past {cores} processes, more only contend.""")
         ]
     b10 = runs.get("batch10-c2")
@@ -799,7 +769,7 @@ def _where_md(f: dict[str, Any]) -> list[str]:
         )
         out += [
             "- "
-            + _p(f"""Comparing 1 and 10 events per message at `-c 2`: about {per_message:.2f} ms of
+            + paragraph(f"""Comparing 1 and 10 events per message at `-c 2`: about {per_message:.2f} ms of
                 CPU is paid per message (Celery's consumer and tracer, one transaction and commit, the log
                 lines) and about {per_event_cost:.2f} ms per event. The per-message cost dominates
                 single-event ingest; batching (`emit_many`, or a consumer that stores several messages in one

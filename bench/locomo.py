@@ -54,8 +54,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bench import scorer
-from bench.common import REPO, RESULTS_DIR, percentile, progress, unique_name
+from bench import common, scorer
+from bench.common import REPO, RESULTS_DIR, paragraph, percentile, progress, unique_name
 
 DATA_FILE = REPO.parent / "shared" / "bench-data" / "locomo-dev.json"
 PLOT_PATH = REPO / "bench" / "locomo_recall_tokens.png"
@@ -638,11 +638,6 @@ def is_reference_run(result: dict[str, Any]) -> bool:
 # --- targets, markdown, plot --------------------------------------------------------------------------------
 
 
-def _target(name: str, measured: float | None, op: str, goal: float, unit: str,
-            note: str = "") -> dict[str, Any]:
-    met = measured is not None and (measured <= goal if op == "<=" else measured >= goal)
-    return {"name": name, "measured": measured, "target": f"{op} {goal:g} {unit}".strip(), "unit": unit,
-            "met": met, "note": note}
 
 
 def targets(figures: dict[str, Any]) -> list[dict[str, Any]]:
@@ -652,14 +647,14 @@ def targets(figures: dict[str, Any]) -> list[dict[str, Any]]:
     if not figures["options"]["complete_data"]:
         note += ", partial data"
     return [
-        _target("evidence recall@5", None if r5 is None else round(100 * r5, 1), ">=", 100 * TARGET_RECALL_5,
+        common.target("evidence recall@5", None if r5 is None else round(100 * r5, 1), ">=", 100 * TARGET_RECALL_5,
                 "%", note),
-        _target("evidence recall@10", None if r10 is None else round(100 * r10, 1), ">=",
+        common.target("evidence recall@10", None if r10 is None else round(100 * r10, 1), ">=",
                 100 * TARGET_RECALL_10, "%", note),
-        _target(f"returned tokens per query (k={figures['k']}, mean)",
+        common.target(f"returned tokens per query (k={figures['k']}, mean)",
                 None if overall["tokens_per_query"] is None else round(overall["tokens_per_query"]),
                 "<=", TARGET_TOKENS, "tokens", note),
-        _target("replay + scoring wall time", figures["duration_s"], "<=", TARGET_WALL_S, "s",
+        common.target("replay + scoring wall time", figures["duration_s"], "<=", TARGET_WALL_S, "s",
                 f"{len(figures['options']['conversations'])} conversations"),
     ]
 
@@ -672,8 +667,6 @@ def _num(v: float | None, spec: str = ",.0f") -> str:
     return "n/a" if v is None else format(v, spec)
 
 
-def _p(text: str) -> str:
-    return " ".join(text.split())
 
 
 def _deep(f: dict[str, Any], name: str) -> dict[str, Any] | None:
@@ -693,15 +686,10 @@ def render_markdown(result: dict[str, Any]) -> str:
     f = result["figures"]
     if not f:
         return "Skipped: " + "; ".join(result["skipped"]) + "\n"
-    lines = ["| target | measured | goal | met |", "| --- | --- | --- | --- |"]
-    for t in result["targets"]:
-        measured = "n/a" if t["measured"] is None else f"{t['measured']:g} {t['unit']}"
-        note = f" ({t['note']})" if t["note"] else ""
-        met = "yes" if t["met"] else "**no**"
-        lines.append(f"| {t['name']}{note} | {measured} | {t['target']} | {met} |")
+    lines = common.targets_table(result["targets"])
     o = f["options"]
     n_q = sum(s["questions"] for s in f["store"])
-    lines += ["", _p(f"""Data: LoCoMo development conversations ({', '.join(o['conversations'])}{'' if
+    lines += ["", paragraph(f"""Data: LoCoMo development conversations ({', '.join(o['conversations'])}{'' if
               o['sessions'] is None else f', first {o["sessions"]} sessions each'}), {f['events_emitted']:,}
               events replayed, {n_q:,} questions; embedder `{f['embedder']}`, no LLM (rules-only extraction),
               turns {'indexed and searched' if f['include_turns'] else 'not indexed (`--no-turns`)'}; k =
@@ -726,7 +714,7 @@ def render_markdown(result: dict[str, Any]) -> str:
             f"{_pct(s['recall_within'].get(512))} | {_pct(s['recall_within'].get(2048))} | "
             f"{_num(s['tokens_at'].get(k))} | {_num(deep['tokens_at'].get(deep_k) if deep else None)} | "
             f"{_num(s['source_turns_per_item'], '.2f')} |")
-    lines += ["", _p(f"""The project answers each question twice: with k = {k} (every column but the deep ones)
+    lines += ["", paragraph(f"""The project answers each question twice: with k = {k} (every column but the deep ones)
               and with k = {deep_k} (R@{deep_k}, tokens at k = {deep_k}); a passage pool grows with k, so the
               deeper answer's top {k} is not exactly the first. The baselines rank {deep_k} turns; every column
               but the deep ones scores their first {k}. The passages-off ablation is asked at k = {k} only."""),
@@ -745,7 +733,7 @@ def render_markdown(result: dict[str, Any]) -> str:
         lines.append(f"| {label} | {f['systems']['project'][key]['scored']} | " + " | ".join(cells) + " |")
     p = f["systems"]["project"]["overall"]
     types = f["result_types"]
-    lines += ["", _p(f"""Project results: {types.get('memory', 0):,} memories and {types.get('turn', 0):,}
+    lines += ["", paragraph(f"""Project results: {types.get('memory', 0):,} memories and {types.get('turn', 0):,}
               turns returned in all; {_num(p['source_turns_per_item'], '.2f')} source turns per returned
               item.""")]
     lines += ["", "Store per conversation (active memories; coverage = share of the distinct evidence turns "
@@ -764,7 +752,7 @@ def render_markdown(result: dict[str, Any]) -> str:
     t, lat = f["timings_s"], f["search_latency_ms"]
     mem = o.get("max_memory_per_child_kib")
     worker_cmd = "celery worker -c 2" + (f" --max-memory-per-child {mem}" if mem else "")
-    lines += ["", _p(f"""Timing: ingest (first emit -> drained, one `{worker_cmd}`) {t['ingest']} s
+    lines += ["", paragraph(f"""Timing: ingest (first emit -> drained, one `{worker_cmd}`) {t['ingest']} s
               (emit {t['emit']} s); {lat['n']:,} searches in {t['search']} s, latency from the client p50
               {lat['p50']} ms, p95 {lat['p95']} ms; baselines {t['baselines']} s; whole run {f['duration_s']}
               s.""")]

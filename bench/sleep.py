@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import cProfile
 import json
-import os
 import pstats
 import re
 import time
@@ -38,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import common, store
-from bench.common import progress, unique_name
+from bench.common import fmt, paragraph, progress, unique_name
 from bench.store import summary_ms
 
 PRUNE_MEMORIES = {True: 200_000, False: 1_000_000}
@@ -667,17 +666,9 @@ def run(budget_s: float, quick: bool) -> dict[str, Any]:
             figures["llm"] = measure_llm(svc, users=LLM_USERS[quick], seed=seed)
         else:
             skipped.append("LLM distillation: budget")
-    figures["duration_s"] = round(time.monotonic() - started, 1)
-    figures["load_avg_1m_at_end"] = round(os.getloadavg()[0], 2)
-    out: dict[str, Any] = {
-        "name": "sleep",
-        "quick": quick,
-        "figures": figures,
-        "targets": targets(figures),
-        "skipped": skipped,
-    }
-    out["markdown"] = render_markdown(out)
-    return out
+    return common.report(
+        "sleep", quick, figures, skipped, started=started, targets=targets, render=render_markdown
+    )
 
 
 def targets(f: dict[str, Any]) -> list[dict[str, Any]]:
@@ -688,7 +679,7 @@ def targets(f: dict[str, Any]) -> list[dict[str, Any]]:
         note += "; target is at 1,000,000"
     if p and p["purge"].get("error"):
         note += f"; purge cancelled at {PURGE_TIMEOUT_S:g} s, so a lower bound"
-    return [store._target("prune + purge", p["total_s"] if p else None, "<=", TARGET_PRUNE_S, "s", note)]
+    return [common.target("prune + purge", p["total_s"] if p else None, "<=", TARGET_PRUNE_S, "s", note)]
 
 
 # --- markdown ---------------------------------------------------------------------------------------------
@@ -696,13 +687,7 @@ def targets(f: dict[str, Any]) -> list[dict[str, Any]]:
 
 def render_markdown(result: dict[str, Any]) -> str:
     f = result["figures"]
-    lines = ["| target | measured | goal | met |", "| --- | --- | --- | --- |"]
-    for t in result["targets"]:
-        measured = "n/a" if t["measured"] is None else f"{t['measured']:g} {t['unit']}"
-        note = f" ({t['note']})" if t["note"] else ""
-        lines.append(
-            f"| {t['name']}{note} | {measured} | {t['target']} | {'yes' if t['met'] else '**no**'} |"
-        )
+    lines = common.targets_table(result["targets"])
     lines += ["", f"Services: {f['services']}, on the same 2-core machine as the benchmark process."]
     lines += _prune_md(f.get("prune_store"), f.get("prune"))
     lines += _distill_md(f.get("distill_store"), f.get("distill"), f.get("distill_probe"))
@@ -720,7 +705,7 @@ def _prune_md(s: dict[str, Any] | None, p: dict[str, Any] | None) -> list[str]:
         "",
         "### Prune and purge",
         "",
-        store._p(f"""Store: {r["memories"]:,} memories over {s["tenants"]}
+        paragraph(f"""Store: {r["memories"]:,} memories over {s["tenants"]}
            tenants x 10,000 users ({r["active"]:,} active, {r["archived"]:,} archived by earlier runs,
            {r["pinned"]:,} pinned, {r["with_ttl"]:,} with a TTL), {r["history"]:,} history rows; last
            confirmation ages exponential (mean 60 days), kinds from the template grammar (semantic never
@@ -748,14 +733,14 @@ def _prune_md(s: dict[str, Any] | None, p: dict[str, Any] | None) -> list[str]:
                                                           p["purge"].get("error") else ".")]
     few, idx = p.get("purge_probe") or {}, p.get("purge_with_index") or {}
     if few.get("plan"):
-        out += ["", store._p(f"""Where purge's time goes: {few['eligible']:,} rows were due for purging. Its
+        out += ["", paragraph(f"""Where purge's time goes: {few['eligible']:,} rows were due for purging. Its
                 statement under EXPLAIN ANALYZE on the {few['probe_rows']} oldest of them (cutoff moved back,
                 rolled back), before the real run:"""), "", "```", *few["plan"], "```"]
     if idx.get("plan"):
         counts = ", ".join(f"{k} {v:,}" for k, v in idx.get("counts", {}).items())
         done = f"the whole purge then took {idx['purge_s']} s ({counts})" if "purge_s" in idx else \
             "the whole purge did not finish"
-        out += ["", store._p(f"""The same with an index on `memories (superseded_by)` created inside a
+        out += ["", paragraph(f"""The same with an index on `memories (superseded_by)` created inside a
                 rolled-back transaction (build {idx['index_build_s']} s): {done}, with {idx['eligible']:,}
                 rows due. Plan on the same oldest rows:"""), "", "```", *idx["plan"], "```"]
     if p.get("plans_noop"):
@@ -775,7 +760,7 @@ def _distill_md(
         "",
         "### Nightly distillation, deterministic path",
         "",
-        store._p(f"""{d["users"]:,} users x
+        paragraph(f"""{d["users"]:,} users x
            {d["fragments_per_user"]} fragments (active, unslotted, hashing-embedded template sentences; loaded
            in {load["generate_copy_s"] + load["insert_select_s"] if load else "n/a"} s); one `memory.distill`
            task per user published by name to a real `celery worker -c {d["concurrency"]}`, no LLM
@@ -786,16 +771,16 @@ def _distill_md(
         "memories created | errors | CPU ms/user: worker main / pool / postgres |",
         "| --- " * 10 + "|",
         f"| {d['users_done']:,} of {d['users']:,} | {d['fragments']:,} | {d['wall_s']} | "
-        f"{store._f(d['fragments_per_s'])} | {store._f(d['users_per_s'])} | {d['clusters']:,} | "
-        f"{d['consolidated']:,} | {d['created']:,} | {d['errors']} | {store._f(cpu['worker_main'])} / "
-        f"{store._f(cpu['pool_children'])} / {store._f(cpu['postgres'])} |",
+        f"{fmt(d['fragments_per_s'])} | {fmt(d['users_per_s'])} | {d['clusters']:,} | "
+        f"{d['consolidated']:,} | {d['created']:,} | {d['errors']} | {fmt(cpu['worker_main'])} / "
+        f"{fmt(cpu['pool_children'])} / {fmt(cpu['postgres'])} |",
     ]
     if d.get("cut") or d.get("incomplete"):
         out += [
             "",
             f"**Partial: {d.get('cut') or d.get('incomplete')}.** At the measured rate the full "
             f"{DISTILL_USERS[False]:,} users x {FRAGMENTS_PER_USER} would take about "
-            f"{store._f(d.get('projected_full_s'))} s.",
+            f"{fmt(d.get('projected_full_s'))} s.",
         ]
     elif d.get("projected_full_s"):
         out += [
@@ -807,7 +792,7 @@ def _distill_md(
         pieces = probe["pieces_ms"]
         out += [
             "",
-            store._p(f"""Where the time goes, in-process on {probe["users"]} more users (worker role, one
+            paragraph(f"""Where the time goes, in-process on {probe["users"]} more users (worker role, one
                 user per transaction): per user p50 `load_fragments` {pieces["load_fragments"]["p50_ms"]:.1f}
                 ms, `cluster` {pieces["cluster"]["p50_ms"]:.1f} ms, the pure rewrites
                 {pieces["consolidate (pure)"]["p50_ms"]:.2f} ms; the whole `distill_user` (with its writes)
@@ -830,7 +815,7 @@ def _llm_md(r: dict[str, Any] | None) -> list[str]:
         "",
         "### Distillation with the LLM (fake server counting)",
         "",
-        store._p(f"""{r["users"]} users x
+        paragraph(f"""{r["users"]} users x
             {FRAGMENTS_PER_USER} fragments, `distill_user` in-process with the LLM configured (one batched
             call per user: every cluster of the user in one prompt). The fake OpenAI-compatible server answers
             each cluster with one memory covering all its fragments; tokens as the server counts them (one
@@ -842,8 +827,8 @@ def _llm_md(r: dict[str, Any] | None) -> list[str]:
         "| --- " * 11 + "|",
         f"| {r['calls']:,} | {r['clusters']:,} | {r['consolidated']:,} | {r['created']:,} | "
         f"{r['prompt_tokens']:,} | {r['completion_tokens']:,} | "
-        f"{store._f(r['tokens_per_consolidated_memory'])} | "
-        f"{store._f(r['prompt_tokens_per_consolidated_memory'])} | "
-        f"{store._f(r['tokens_per_fragment_merged'])} "
+        f"{fmt(r['tokens_per_consolidated_memory'])} | "
+        f"{fmt(r['prompt_tokens_per_consolidated_memory'])} | "
+        f"{fmt(r['tokens_per_fragment_merged'])} "
         f"| {r['errors']} | {r['per_user_ms']['p50_ms']:.1f} |",
     ]

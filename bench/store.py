@@ -43,7 +43,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bench import common
-from bench.common import percentile, progress, unique_name
+from bench.common import fmt, paragraph, percentile, progress, unique_name
 
 USERS = 10_000
 DIM = 384
@@ -1221,31 +1221,11 @@ def run(budget_s: float, quick: bool) -> dict[str, Any]:
                 )
             else:
                 skipped.append("reconciliation: budget")
-    figures["duration_s"] = round(time.monotonic() - started, 1)
-    figures["load_avg_1m_at_end"] = round(os.getloadavg()[0], 2)
-    out: dict[str, Any] = {
-        "name": "store",
-        "quick": quick,
-        "figures": figures,
-        "targets": targets(figures),
-        "skipped": skipped,
-    }
-    out["markdown"] = render_markdown(out)
-    return out
+    return common.report(
+        "store", quick, figures, skipped, started=started, targets=targets, render=render_markdown
+    )
 
 
-def _target(
-    name: str, measured: float | None, op: str, goal: float, unit: str, note: str = ""
-) -> dict[str, Any]:
-    met = measured is not None and (measured <= goal if op == "<=" else measured >= goal)
-    return {
-        "name": name,
-        "measured": measured,
-        "target": f"{op} {goal:g} {unit}",
-        "unit": unit,
-        "met": met,
-        "note": note,
-    }
 
 
 def targets(figures: dict[str, Any]) -> list[dict[str, Any]]:
@@ -1256,7 +1236,7 @@ def targets(figures: dict[str, Any]) -> list[dict[str, Any]]:
         if size != 1_000_000:
             lat = entry["latency"]["search"]
             out.append(
-                _target(
+                common.target(
                     f"search p95, k=10, {size:,} memories (no target at this size)",
                     lat["p95_ms"],
                     "<=",
@@ -1266,7 +1246,7 @@ def targets(figures: dict[str, Any]) -> list[dict[str, Any]]:
                 )
             )
     out.append(
-        _target(
+        common.target(
             "search p95, k=10, per-user filter, 1,000,000 memories / 10,000 users",
             big["latency"]["search"]["p95_ms"] if big else None,
             "<=",
@@ -1281,28 +1261,17 @@ def targets(figures: dict[str, Any]) -> list[dict[str, Any]]:
 # --- markdown ---------------------------------------------------------------------------------------------
 
 
-def _p(text: str) -> str:
-    return " ".join(text.split())
 
 
-def _f(v: Any, spec: str = "") -> str:
-    return "n/a" if v is None else format(v, spec)
 
 
 def render_markdown(result: dict[str, Any]) -> str:
     f = result["figures"]
-    lines = ["| target | measured | goal | met |", "| --- | --- | --- | --- |"]
-    for t in result["targets"]:
-        measured = "n/a" if t["measured"] is None else f"{t['measured']:g} {t['unit']}"
-        note = f" ({t['note']})" if t["note"] else ""
-        met = "yes" if t["met"] else "**no**"
-        if t["note"] == "reference":
-            met, note = "-", ""
-        lines.append(f"| {t['name']}{note} | {measured} | {t['target']} | {met} |")
+    lines = common.targets_table(result["targets"])
     srv = f.get("server", {})
     lines += [
         "",
-        _p(f"""Anchors: {ANCHORS}. Services: {f["services"]}, PostgreSQL {srv.get("server_version")},
+        paragraph(f"""Anchors: {ANCHORS}. Services: {f["services"]}, PostgreSQL {srv.get("server_version")},
               pgvector {srv.get("pgvector")}, shared_buffers {srv.get("shared_buffers")}; everything on the
               same 2-core machine as the benchmark process. Data: {USERS:,} users of one tenant; memory i
               belongs to user i mod {USERS:,}; synthetic sentences from a template grammar (12 templates,
@@ -1330,9 +1299,9 @@ def render_markdown(result: dict[str, Any]) -> str:
         mb = e["sizes_mb"]
         lines.append(
             f"| {e['memories']:,} | {e['load']['rows_added']:,} | {e['load']['generate_copy_s']} | "
-            f"{e['load']['insert_select_s']} | {e['load']['rows_per_s']:,} | {_f(hnsw)} | {other} | "
-            f"{secs.get('ANALYZE memories')} | {_f(mb.get('memories (heap + toast)'))} | "
-            f"{_f(mb.get('ix_memories_embedding'))} |"
+            f"{e['load']['insert_select_s']} | {e['load']['rows_per_s']:,} | {fmt(hnsw)} | {other} | "
+            f"{secs.get('ANALYZE memories')} | {fmt(mb.get('memories (heap + toast)'))} | "
+            f"{fmt(mb.get('ix_memories_embedding'))} |"
         )
     notices = [n for e in f["sizes"] for n in e["indexes"]["notices"]]
     if notices:
@@ -1341,7 +1310,7 @@ def render_markdown(result: dict[str, Any]) -> str:
         "",
         "### Search latency (k=10, one user's memories)",
         "",
-        _p(f"""In-process calls of
+        paragraph(f"""In-process calls of
               `worker.services.search.search` (what `POST /v1/search` runs after authentication) as the API's
               database role, row-level security on: query embedding (hashing), `SET LOCAL` of the HNSW
               settings, the vector query (40 candidates), the keyword query, ranking. `search()` = that
@@ -1362,8 +1331,8 @@ def render_markdown(result: dict[str, Any]) -> str:
         lines.append(
             f"| {e['memories']:,} | {la['queries']:,} | {s['p50_ms']:.2f} / {s['p95_ms']:.2f} / "
             f"{s['p99_ms']:.2f} | {t['p50_ms']:.2f} / {t['p95_ms']:.2f} / {t['p99_ms']:.2f} | "
-            f"{la['embed_query']['p50_ms']:.3f} | {_f(vq.get('p50_ms'), '.2f')} / "
-            f"{_f(vq.get('p95_ms'), '.2f')} | {_f(kq.get('p50_ms'), '.2f')} / {_f(kq.get('p95_ms'), '.2f')} "
+            f"{la['embed_query']['p50_ms']:.3f} | {fmt(vq.get('p50_ms'), '.2f')} / "
+            f"{fmt(vq.get('p95_ms'), '.2f')} | {fmt(kq.get('p50_ms'), '.2f')} / {fmt(kq.get('p95_ms'), '.2f')} "
             f"| {la['mean_hits']} | {used} |"
         )
     if f["sizes"]:
@@ -1394,7 +1363,7 @@ def _recall_md(rec: dict[str, Any], size: int) -> list[str]:
         "",
         f"### Recall of the vector query at {size:,} memories",
         "",
-        _p(f"""Top-10 of the vector query
+        paragraph(f"""Top-10 of the vector query
            (per-user filter, status active) against an exact scan of the same user's rows (b-tree bitmap
            scan, exact sort), {rec["queries"]} queries; and, without the user filter, the index against a full
            scan, {rec["global_queries"]} queries."""),
@@ -1428,7 +1397,7 @@ def _reconcile_md(r: dict[str, Any] | None, probe: dict[str, Any] | None) -> lis
         "",
         "### Reconciliation throughput",
         "",
-        _p(f"""{r["candidates"]:,} candidates (status 'new') for
+        paragraph(f"""{r["candidates"]:,} candidates (status 'new') for
            {r["users"]:,} users of the {r["store_memories"]:,}-memory store, inserted in one statement; mix:
            {", ".join(f"{v:,} {k}" for k, v in r["mix"].items())}. `memory.reconcile_user` published once per
            user by name (`RedisPublisher`) to a real `celery worker -c {r["concurrency"]}` started beforehand;
@@ -1439,15 +1408,15 @@ def _reconcile_md(r: dict[str, Any] | None, probe: dict[str, Any] | None) -> lis
         "| --- " * 6 + "|",
         f"| {r['candidates']:,} | {r['reconciled']:,}"
         f"{' (' + r['incomplete'] + ')' if r.get('incomplete') else ''}"
-        f" | {r['wall_s']} | {_f(r['candidates_per_s'])} | "
+        f" | {r['wall_s']} | {fmt(r['candidates_per_s'])} | "
         f"{', '.join(f'{k} {v:,}' for k, v in sorted(r['decisions'].items()))} | "
-        f"{_f(cpu['worker_main'])} / {_f(cpu['pool_children'])} / {_f(cpu['postgres'])} |",
+        f"{fmt(cpu['worker_main'])} / {fmt(cpu['pool_children'])} / {fmt(cpu['postgres'])} |",
     ]
     if probe and probe.get("candidates"):
         parts = ", ".join(f"{k} {v}" for k, v in probe["sql_ms_per_candidate"].items())
         out += [
             "",
-            _p(f"""In-process probe ({probe["candidates"]} candidates, one `reconcile_user` per user,
+            paragraph(f"""In-process probe ({probe["candidates"]} candidates, one `reconcile_user` per user,
                 worker role): {probe["ms_per_candidate"]} ms per candidate, of which SQL (client wall time per
                 statement kind, ms per candidate): {parts}; Python (embedding, decisions, snapshots' JSON)
                 {probe["python_ms_per_candidate"]} ms."""),
@@ -1477,7 +1446,7 @@ def _where_md(f: dict[str, Any]) -> list[str]:
         "",
         "### Where the time goes",
         "",
-        _p(f"""At {e["memories"]:,} memories a `search()` call takes
+        paragraph(f"""At {e["memories"]:,} memories a `search()` call takes
             {s["p50_ms"]:.2f} ms at p50: the vector query {vq:.2f} ms, the keyword query {kq:.2f} ms, the two
             `SET LOCAL` round trips {2 * (sets or 0):.2f} ms, embedding the query {emb:.3f} ms, and the rest
             (ranking, row objects, SQLAlchemy, psycopg) {rest:.2f} ms. The per-user filter reaches
