@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry
 from api import problems
 from api.access import AccessRecorder
 from api.deps import AppState
-from api.metrics import StoreCollector, timing_middleware
+from api.metrics import StoreCollector, TimingMiddleware
 from api.routes import events, health, memories, ops, search, sessions
 from shared.db.engine import get_engine, resolve_database_url, resolve_redis_url
 from shared.db.schema import check_embedding_schema
@@ -37,6 +37,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             max_overflow=0,
             application_name="memory-api",
             role=settings.db_role_api or None,
+            pre_ping=False,
         )
         check_embedding_schema(engine, embedder=settings.embedder, dim=settings.embedding_dim)
         publisher = RedisPublisher(resolve_redis_url(settings), queue=settings.queue, timeout_s=1.0)
@@ -66,7 +67,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(search.router)
     app.include_router(memories.router)
     app.include_router(ops.router)
-    app.middleware("http")(timing_middleware)
+    app.add_middleware(TimingMiddleware)
 
     def custom_openapi() -> dict[str, Any]:
         if app.openapi_schema is None:

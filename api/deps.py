@@ -26,7 +26,7 @@ class AppState:
     access: AccessRecorder
 
 
-def get_state(request: Request) -> AppState:
+async def get_state(request: Request) -> AppState:
     return request.app.state.memory  # type: ignore[no-any-return]
 
 

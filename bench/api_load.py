@@ -63,34 +63,94 @@ def fast_http_available() -> bool:
 # --- the client (its own process) --------------------------------------------------------------------------
 
 
+class _Conn:
+    """One keep-alive HTTP/1.1 connection speaking just enough of the protocol for this load (a request with a
+    Content-Length body; a response with a Content-Length body): httpx cost ~2 ms of CPU per request here,
+    as much as the server's own handler, on the same 2 cores."""
+
+    def __init__(self, host: str, port: int, path: str, headers: bytes):
+        self.host, self.port, self.path, self.headers = host, port, path, headers
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def post(self, body: bytes) -> tuple[int, bytes]:
+        if self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        assert self.reader is not None
+        self.writer.write(
+            b"POST %s HTTP/1.1\r\n%sContent-Length: %d\r\n\r\n%s" % (self.path, self.headers, len(body), body)
+        )
+        head = await self.reader.readuntil(b"\r\n\r\n")
+        status = int(head[9:12])
+        length = 0
+        close = False
+        for line in head.split(b"\r\n")[1:]:
+            name, _, value = line.partition(b":")
+            name = name.strip().lower()
+            if name == b"content-length":
+                length = int(value)
+            elif name == b"connection" and value.strip().lower() == b"close":
+                close = True
+        data = await self.reader.readexactly(length)
+        if close:
+            self.close()
+        return status, data
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+        self.reader = self.writer = None
+
+
 async def _drive(cfg: dict[str, Any]) -> dict[str, Any]:
-    import httpx
+    """`concurrency` connections, each sending its next request when the last is answered (closed loop), or,
+    with `rate`, each on its own fixed schedule of rate / concurrency requests a second with a random phase
+    (open loop, as wrk2 does): a request's latency then counts from the moment it was due, so a server that
+    falls behind is charged for the wait instead of being sent fewer requests (no coordinated omission)."""
+    from urllib.parse import urlsplit
+
+    import psutil
 
     rng = random.Random(cfg["seed"])
     bodies = [
         json.dumps({"user_id": u, "query": q, "k": 10}).encode()
         for u, q in store.queries(cfg["seed"], 5_000, cfg["users"])
     ]
-    headers = {"Authorization": f"Bearer {cfg['key']}", "Content-Type": "application/json"}
-    limits = httpx.Limits(max_connections=cfg["concurrency"], max_keepalive_connections=cfg["concurrency"])
+    url = urlsplit(cfg["url"])
+    host, port = url.hostname or "127.0.0.1", url.port or 80
+    headers = (
+        f"Host: {host}:{port}\r\nAuthorization: Bearer {cfg['key']}\r\n"
+        "Content-Type: application/json\r\n"
+    ).encode()
+    rate = cfg.get("rate")
+    interval = cfg["concurrency"] / rate if rate else 0.0
     lat_ns: list[int] = []
     took: list[float] = []
     statuses: dict[str, int] = {}
     measuring = False
     stop = False
     count = 0
-    async with httpx.AsyncClient(base_url=cfg["url"], headers=headers, limits=limits, timeout=30.0) as http:
 
-        async def worker() -> None:
-            nonlocal count
+    async def worker() -> None:
+        nonlocal count
+        conn = _Conn(host, port, b"/v1/search", headers)
+        due = time.perf_counter_ns() + int(rng.random() * interval * 1e9)
+        try:
             while not stop:
+                if rate:
+                    wait = (due - time.perf_counter_ns()) / 1e9
+                    if wait > 0:
+                        await asyncio.sleep(wait)
+                    t0 = due
+                    due += int(interval * 1e9)
+                else:
+                    t0 = time.perf_counter_ns()
                 body = bodies[rng.randrange(len(bodies))]
-                t0 = time.perf_counter_ns()
                 try:
-                    resp = await http.post("/v1/search", content=body)
-                    data = resp.content
-                    code = str(resp.status_code)
-                except httpx.HTTPError as exc:
+                    status, data = await conn.post(body)
+                    code = str(status)
+                except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError) as exc:
+                    conn.close()
                     data, code = b"", type(exc).__name__
                 t1 = time.perf_counter_ns()
                 if measuring and not stop:
@@ -99,21 +159,21 @@ async def _drive(cfg: dict[str, Any]) -> dict[str, Any]:
                     count += 1
                     if code == "200":
                         took.append(float(json.loads(data)["took_ms"]))
+        finally:
+            conn.close()
 
-        tasks = [asyncio.create_task(worker()) for _ in range(cfg["concurrency"])]
-        await asyncio.sleep(cfg["warmup_s"])
-        import psutil
-
-        me = psutil.Process()
-        cpu0 = sum(me.cpu_times()[:2])
-        measuring = True
-        t_start = time.perf_counter()
-        while time.perf_counter() - t_start < cfg["window_s"] and count < cfg["max_requests"]:
-            await asyncio.sleep(0.05)
-        stop = True
-        window = time.perf_counter() - t_start
-        cpu1 = sum(me.cpu_times()[:2])
-        await asyncio.gather(*tasks, return_exceptions=True)
+    tasks = [asyncio.create_task(worker()) for _ in range(cfg["concurrency"])]
+    await asyncio.sleep(cfg["warmup_s"])
+    me = psutil.Process()
+    cpu0 = sum(me.cpu_times()[:2])
+    measuring = True
+    t_start = time.perf_counter()
+    while time.perf_counter() - t_start < cfg["window_s"] and count < cfg["max_requests"]:
+        await asyncio.sleep(0.05)
+    stop = True
+    window = time.perf_counter() - t_start
+    cpu1 = sum(me.cpu_times()[:2])
+    await asyncio.gather(*tasks, return_exceptions=True)
     return {
         "requests": len(lat_ns),
         "window_s": round(window, 3),
@@ -121,6 +181,7 @@ async def _drive(cfg: dict[str, Any]) -> dict[str, Any]:
         "latency": store.summary_ms(lat_ns),
         "took_ms": store.summary_ms([t * 1e6 for t in took]),
         "client_cpu_s": round(cpu1 - cpu0, 3),
+        "offered_rate": rate,
     }
 
 
@@ -274,6 +335,7 @@ def load_run(
     max_requests: int,
     seed: int,
     label: str,
+    rate: float | None = None,
 ) -> dict[str, Any]:
     """One client process against a running server; CPU of server, postgres and client per request."""
     cfg_path = svc.tmp / f"client-{label}.json"
@@ -288,6 +350,7 @@ def load_run(
                 "warmup_s": WARMUP_S,
                 "window_s": window_s,
                 "max_requests": max_requests,
+                "rate": rate,
                 "seed": seed,
                 "out": str(out_path),
             }
@@ -348,7 +411,7 @@ PROFILE_MARKERS: dict[str, tuple[str | None, str]] = {  # layer -> (function nam
     "user_exists": ("user_exists", "services/users.py"),
     "authenticate (key hash + SQL)": ("authenticate", "api/keys.py"),
     "get_session (commit, close)": ("get_session", "api/deps.py"),
-    "timing_middleware (BaseHTTPMiddleware)": ("timing_middleware", "api/metrics.py"),
+    "TimingMiddleware (ASGI)": ("TimingMiddleware.__call__", "api/metrics.py"),
     "psycopg (all calls)": (None, "psycopg/"),
     "SQLAlchemy (all calls)": (None, "sqlalchemy/"),
     "pydantic (validation, serialization)": (None, "pydantic"),

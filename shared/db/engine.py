@@ -6,7 +6,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlmodel import Session
 
 from shared.settings import Settings
@@ -22,6 +22,12 @@ def sqlalchemy_url(url: str) -> str:
     return url
 
 
+# Session defaults every pooled connection starts with (set once at connect, not per transaction): pgvector
+# 0.8's iterative scans keep walking the HNSW graph until enough rows pass a per-user filter, and the
+# search breadth a k = 10 search needs. A transaction that needs more sets its own (SET LOCAL).
+SESSION_DEFAULTS = {"hnsw.iterative_scan": "relaxed_order", "hnsw.ef_search": "80"}
+SESSION_DEFAULTS_KEY = "memory.session_defaults"
+
 ALL_TENANTS = "*"  # the worker role's cross-tenant scope (maintenance); the API role cannot use it
 
 
@@ -32,6 +38,7 @@ def get_engine(
     max_overflow: int | None = None,
     application_name: str = "memory",
     role: str | None = None,
+    pre_ping: bool = True,
 ) -> Engine:
     """The engine of this process for `url` (engines are never shared across a fork).
 
@@ -43,27 +50,36 @@ def get_engine(
     if engine is None:
         engine = create_engine(
             sqlalchemy_url(url),
-            pool_pre_ping=True,
+            pool_pre_ping=pre_ping,
             pool_size=pool_size,
             max_overflow=pool_size if max_overflow is None else max_overflow,
             pool_recycle=1800,
             connect_args={"connect_timeout": 5, "application_name": application_name},
         )
-        if role:
-            _set_role_on_connect(engine, role)
+        _on_connect(engine, role)
         _engines[key] = engine
     return engine
 
 
-def _set_role_on_connect(engine: Engine, role: str) -> None:
-    if not role.replace("_", "").isalnum():
+def _on_connect(engine: Engine, role: str | None) -> None:
+    """Each new connection: `SET ROLE role` (when given) and the SESSION_DEFAULTS, in one round trip."""
+    if role is not None and not role.replace("_", "").isalnum():
         raise ValueError(f"invalid database role name {role!r}")
+    statements = [f"SET ROLE {role}"] if role else []
+    statements += [f"SET {name} = '{value}'" for name, value in SESSION_DEFAULTS.items()]
+    script = "; ".join(statements)
 
     @event.listens_for(engine, "connect")
-    def _connect(dbapi_conn, _record):  # type: ignore[no-untyped-def]
+    def _connect(dbapi_conn, record):  # type: ignore[no-untyped-def]
         with dbapi_conn.cursor() as cur:
-            cur.execute(f"SET ROLE {role}")
+            cur.execute(script)
         dbapi_conn.commit()
+        record.info[SESSION_DEFAULTS_KEY] = True
+
+
+def has_session_defaults(conn: Connection) -> bool:
+    """Whether this pooled connection was opened with SESSION_DEFAULTS (engines from `get_engine`)."""
+    return bool(conn.info.get(SESSION_DEFAULTS_KEY))
 
 
 def dispose_inherited_engines() -> None:

@@ -262,3 +262,5 @@ def test_the_context_block_stays_within_budget_and_keeps_rules(api_server, two_t
         assert "Working memory" in big["context"] and "alice uses pnpm." in big["context"]
         metrics = http.get("/metrics").text
         assert "memory_memories" in metrics and "memory_api_request_seconds" in metrics
+        # latency is labelled by the route's template (not the raw path) and the response's status
+        assert 'method="GET",route="/v1/users/{user_id}/context",status="200"' in metrics

@@ -15,9 +15,10 @@ from datetime import datetime
 from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, ValidationError
-from sqlalchemy import text
+from sqlalchemy import Connection, text
 from sqlmodel import Session
 
+from shared.db.engine import SESSION_DEFAULTS, has_session_defaults
 from worker.embeddings import Embedder
 from worker.memory import keywords
 from worker.memory.reconcile import CandidateIn, Decision, Existing, Op, Policy, content_key, decide, judged
@@ -110,9 +111,13 @@ def _existing(row: Any, similarity: float = 0.0) -> Existing:
     )
 
 
-def set_search_params(db: Session, *, ef_search: int) -> None:
-    # pgvector 0.8 iterative scans: keep scanning the HNSW graph until enough rows pass the per-user filter
-    # both transaction-local (SET LOCAL), in one round trip
+def set_search_params(db: Session | Connection, *, ef_search: int) -> None:
+    """This transaction's HNSW search breadth and iterative scans (SET LOCAL). A connection from
+    `get_engine` starts with iterative scans and the default breadth (`SESSION_DEFAULTS`): no round trip
+    when that breadth is asked for."""
+    conn = db.connection() if isinstance(db, Session) else db
+    if str(int(ef_search)) == SESSION_DEFAULTS["hnsw.ef_search"] and has_session_defaults(conn):
+        return
     db.execute(
         text(
             "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "

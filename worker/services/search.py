@@ -118,22 +118,15 @@ def search(
     if include_memories:
         params: dict[str, Any] = {"t": tenant_id, "u": user_id, "v": vec, "n": n}
         where = _memory_where(f, params)
-        vector_rows = db.execute(
-            text(
-                f"SELECT {_MEMORY_COLS}, embedding <=> CAST(:v AS vector) AS dist FROM memories WHERE {where} "
-                "ORDER BY embedding <=> CAST(:v AS vector) LIMIT :n"
-            ),
-            params,
-        ).all()
+        vector_rows, keyword_rows = candidates(
+            db, table="memories", where=where, params=params, cols=_MEMORY_COLS, tokens=toks, n=n
+        )
         for r in vector_rows:
             meta = {"importance": r.importance, "half_life": r.half_life_days, "touch": r.touch}
             vector_list.append((float(r.dist), f"m:{r.id}", r, meta))
-        if toks:
-            for r, score in bm25_ranked(
-                db, table="memories", where=where, params=params, cols=_MEMORY_COLS, tokens=toks, n=n
-            ):
-                meta = {"importance": r.importance, "half_life": r.half_life_days, "touch": r.touch}
-                keyword_list.append((-score, f"m:{r.id}", r, meta))
+        for r, score in keyword_rows:
+            meta = {"importance": r.importance, "half_life": r.half_life_days, "touch": r.touch}
+            keyword_list.append((-score, f"m:{r.id}", r, meta))
     if include_turns:
         tparams: dict[str, Any] = {"t": tenant_id, "u": user_id, "v": vec, "n": n}
         twhere = "tenant_id = :t AND user_id = :u AND embedding IS NOT NULL"
@@ -141,21 +134,15 @@ def search(
             twhere += " AND event_time <= :as_of"
             tparams["as_of"] = f.as_of
         cols = "event_id, session_id, role, content, event_time, source_turn_id"
-        for r in db.execute(
-            text(
-                f"SELECT {cols}, embedding <=> CAST(:v AS vector) AS dist FROM events WHERE {twhere} "
-                "ORDER BY embedding <=> CAST(:v AS vector) LIMIT :n"
-            ),
-            tparams,
-        ).all():
+        vector_rows, keyword_rows = candidates(
+            db, table="events", where=twhere, params=tparams, cols=cols, tokens=toks, n=n
+        )
+        for r in vector_rows:
             meta = {"importance": TURN_IMPORTANCE, "half_life": None, "touch": r.event_time}
             vector_list.append((float(r.dist), f"t:{r.event_id}", r, meta))
-        if toks:
-            for r, score in bm25_ranked(
-                db, table="events", where=twhere, params=tparams, cols=cols, tokens=toks, n=n
-            ):
-                meta = {"importance": TURN_IMPORTANCE, "half_life": None, "touch": r.event_time}
-                keyword_list.append((-score, f"t:{r.event_id}", r, meta))
+        for r, score in keyword_rows:
+            meta = {"importance": TURN_IMPORTANCE, "half_life": None, "touch": r.event_time}
+            keyword_list.append((-score, f"t:{r.event_id}", r, meta))
     items: dict[str, Ranked] = {}
     rows: dict[str, Any] = {}
     ranks: dict[str, dict[str, int]] = {}
@@ -298,41 +285,71 @@ def bm25_scores(
     return scores
 
 
-def bm25_ranked(
-    db: Session, *, table: str, where: str, params: dict[str, Any], cols: str, tokens: Sequence[str], n: int
-) -> list[tuple[Any, float]]:
-    """Keyword results (row, score) ranked by BM25 with the user's own document frequencies.
+def candidates(
+    db: Session,
+    *,
+    table: str,
+    where: str,
+    params: dict[str, Any],
+    cols: str,
+    tokens: Sequence[str],
+    n: int,
+) -> tuple[list[Any], list[tuple[Any, float]]]:
+    """One table's candidates in one statement: the `n` nearest rows by vector distance (column `dist`), and
+    the keyword rows (row, BM25 score) best first, at most `n`, ranked with the user's own statistics.
 
-    PostgreSQL's ts_rank has no inverse document frequency: a token every turn shares (a speaker's name, "user")
-    counts as much as a rare one. Candidates come from the GIN index (any shared token); statistics and scores
-    are computed here."""
-    tsq = " | ".join(f"'{t}'" for t in tokens)
-    # the user's document count and mean length, and each query token's document frequency: one round trip
-    stats = db.execute(
-        text(
-            "SELECT s.n, s.avgdl, q.tok, (SELECT count(*) FROM "
-            f"{table} WHERE {where} AND search_tokens @@ to_tsquery('simple', quote_literal(q.tok))) "
-            f"FROM (SELECT count(*) AS n, coalesce(avg(length(search_tokens)), 1) AS avgdl FROM {table} "
-            f"WHERE {where} AND search_tokens IS NOT NULL) AS s CROSS JOIN unnest(CAST(:toks AS text[])) AS q(tok)"
-        ),
-        {**params, "toks": list(tokens)},
-    ).all()
-    if not stats:
-        return []
-    df = {str(row.tok): int(row[3]) for row in stats}
-    n_docs, avgdl = int(stats[0].n), float(stats[0].avgdl)
+    PostgreSQL's ts_rank has no inverse document frequency: a token every turn shares (a speaker's name,
+    "user") counts as much as a rare one. Keyword candidates come from the GIN index (any shared token); the
+    user's document count, mean length and each query token's document frequency come with them, and the
+    scores are computed here."""
+    vector_sql = (
+        f"SELECT 'v' AS src, {cols}, embedding <=> CAST(:v AS vector) AS dist, NULL::text AS lexemes, "
+        "NULL::bigint AS n_docs, NULL::float8 AS avgdl, NULL::json AS df "
+        f"FROM {table} WHERE {where} ORDER BY embedding <=> CAST(:v AS vector) LIMIT :n"
+    )
+    if not tokens:
+        return list(db.execute(text(vector_sql), params).all()), []
+    sql = (
+        "WITH st AS MATERIALIZED (SELECT count(*) AS n_docs, coalesce(avg(length(search_tokens)), 1) AS avgdl "
+        f"  FROM {table} WHERE {where} AND search_tokens IS NOT NULL), "
+        "dfs AS MATERIALIZED (SELECT json_object_agg(q.tok, (SELECT count(*) FROM "
+        f"  {table} WHERE {where} AND search_tokens @@ to_tsquery('simple', quote_literal(q.tok)))) AS df "
+        "  FROM unnest(CAST(:toks AS text[])) AS q(tok)), "
+        f"kw AS (SELECT {cols}, search_tokens::text AS lexemes FROM {table} WHERE {where} AND "
+        "  search_tokens @@ to_tsquery('simple', :q) "
+        "  ORDER BY ts_rank_cd(search_tokens, to_tsquery('simple', :q)) DESC LIMIT :pool) "
+        f"({vector_sql}) UNION ALL "
+        f"SELECT 'k', {_plain_columns(cols)}, NULL::float8, kw.lexemes, st.n_docs, st.avgdl, dfs.df "
+        "FROM kw, st, dfs"
+    )
     rows = db.execute(
-        text(
-            f"SELECT {cols}, search_tokens::text AS lexemes FROM {table} WHERE {where} AND "
-            "search_tokens @@ to_tsquery('simple', :q) "
-            "ORDER BY ts_rank_cd(search_tokens, to_tsquery('simple', :q)) DESC LIMIT :pool"
-        ),
-        {**params, "q": tsq, "pool": KEYWORD_POOL},
+        text(sql),
+        {**params, "toks": list(tokens), "q": " | ".join(f"'{t}'" for t in tokens), "pool": KEYWORD_POOL},
     ).all()
-    doc_tokens = [{m.replace("''", "'") for m in _LEXEME.findall(r.lexemes or "")} for r in rows]
-    scores = bm25_scores(doc_tokens, tokens, df=df, n_docs=n_docs, avgdl=avgdl)
-    order = sorted(range(len(rows)), key=lambda i: -scores[i])
-    return [(rows[i], scores[i]) for i in order[:n] if scores[i] > 0]
+    vector_rows = [r for r in rows if r.src == "v"]
+    keyword = [r for r in rows if r.src == "k"]
+    if not keyword:
+        return vector_rows, []
+    first = keyword[0]
+    doc_tokens = [{m.replace("''", "'") for m in _LEXEME.findall(r.lexemes or "")} for r in keyword]
+    df = {str(t): int(c) for t, c in (first.df or {}).items()}
+    scores = bm25_scores(doc_tokens, tokens, df=df, n_docs=int(first.n_docs), avgdl=float(first.avgdl))
+    order = sorted(range(len(keyword)), key=lambda i: -scores[i])
+    return vector_rows, [(keyword[i], scores[i]) for i in order[:n] if scores[i] > 0]
+
+
+def _plain_columns(cols: str) -> str:
+    """The output names of a select list ("a, f(x) AS b" -> "kw.a, kw.b"), to select them from a CTE."""
+    names = []
+    depth, current = 0, ""
+    for ch in cols + ",":
+        if ch == "," and depth == 0:
+            names.append(current.strip().rsplit(" AS ", 1)[-1].strip())
+            current = ""
+            continue
+        depth += (ch == "(") - (ch == ")")
+        current += ch
+    return ", ".join(f"kw.{name}" for name in names)
 
 
 def record_access(db: Session, counts: dict[str, int], *, now: datetime) -> int:
