@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import structlog
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import DBAPIError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from shared.errors import ContractError
+
+log = structlog.get_logger("api")
 
 PROBLEM = "application/problem+json"
 
@@ -55,6 +59,18 @@ def install(app: FastAPI) -> None:
             for e in exc.errors()
         ]
         return problem(422, "; ".join(f"{e['field']}: {e['message']}" for e in errors), errors=errors)
+
+    @app.exception_handler(DBAPIError)
+    async def _database(_: Request, exc: DBAPIError) -> JSONResponse:
+        # The API's pool does not ping a connection before each request (a round trip per request): a
+        # connection the server dropped (restart, failover, idle kill) fails the one request that finds it,
+        # and SQLAlchemy then discards the pool's older connections. Tell the client to retry, not 500.
+        if exc.connection_invalidated or isinstance(exc, OperationalError):
+            log.warning("api.database_unavailable", error=type(exc.orig).__name__)
+            response = problem(503, "the database connection was lost; retry the request")
+            response.headers["Retry-After"] = "1"
+            return response
+        raise exc
 
     @app.exception_handler(ContractError)
     async def _contract(_: Request, exc: ContractError) -> JSONResponse:

@@ -264,3 +264,27 @@ def test_the_context_block_stays_within_budget_and_keeps_rules(api_server, two_t
         assert "memory_memories" in metrics and "memory_api_request_seconds" in metrics
         # latency is labelled by the route's template (not the raw path) and the response's status
         assert 'method="GET",route="/v1/users/{user_id}/context",status="200"' in metrics
+
+
+def test_a_dropped_database_connection_fails_one_request_with_503_and_the_next_one_reconnects(
+    api_server, engine, two_tenants
+):
+    # the API's pool does not ping before each request: the request that meets a dead connection must get
+    # a retryable 503 (not a 500), and the pool must then replace its connections
+    search = {"user_id": "alice", "query": "pnpm"}
+    with httpx.Client(base_url=api_server, headers=_h(two_tenants["key_a"])) as http:
+        assert http.post("/v1/search", json=search).status_code == 200
+        with engine.connect() as conn:  # the database owner ends every backend of the API
+            ended = conn.execute(
+                text(
+                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                    "WHERE application_name = 'memory-api' AND datname = current_database()"
+                )
+            ).scalar_one()
+        assert ended >= 1
+        lost = http.post("/v1/search", json=search)
+        assert lost.status_code == 503, lost.text
+        assert lost.headers["content-type"] == "application/problem+json"
+        assert lost.headers["retry-after"] == "1" and "retry" in lost.json()["detail"]
+        again = http.post("/v1/search", json=search)
+        assert again.status_code == 200 and again.json()["results"], again.text
