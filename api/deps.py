@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -33,7 +34,9 @@ async def get_state(request: Request) -> AppState:
 StateDep = Annotated[AppState, Depends(get_state)]
 
 
-def get_session(state: StateDep) -> Iterator[Session]:
+@contextmanager
+def transaction(state: AppState) -> Iterator[Session]:
+    """The request's transaction: committed when the route returns, rolled back when it raises."""
     with Session(state.engine, expire_on_commit=False) as session:
         try:
             yield session
@@ -43,22 +46,31 @@ def get_session(state: StateDep) -> Iterator[Session]:
             raise
 
 
+def get_session(state: StateDep) -> Iterator[Session]:
+    with transaction(state) as session:
+        yield session
+
+
 SessionDep = Annotated[Session, Depends(get_session)]
+AuthorizationHeader = Annotated[str | None, Header(include_in_schema=False)]
 
 
-def get_principal(
-    session: SessionDep, authorization: Annotated[str | None, Header(include_in_schema=False)] = None
-) -> Principal:
+def principal_of(session: Session, authorization: str | None) -> Principal:
+    """The key's principal; from then on every query of the session's transaction is confined to the key's
+    tenant by the database. 401 for a missing, malformed, unknown or revoked key."""
     if not authorization:
         raise HTTPException(401, "missing Authorization header: send 'Authorization: Bearer <api key>'")
     scheme, _, key = authorization.partition(" ")
     if scheme.lower() != "bearer" or not key.strip():
         raise HTTPException(401, "malformed Authorization header: expected 'Bearer <api key>'")
-    # every query of this request's transaction is now confined to the key's tenant by the database
     principal = authenticate(session, key.strip())
     if principal is None:
         raise HTTPException(401, "unknown or revoked API key")
     return principal
+
+
+def get_principal(session: SessionDep, authorization: AuthorizationHeader = None) -> Principal:
+    return principal_of(session, authorization)
 
 
 PrincipalDep = Annotated[Principal, Depends(get_principal)]

@@ -50,6 +50,12 @@ def create_key(
     return key, row
 
 
+_AUTHENTICATE = text(
+    "SELECT key_id, tenant_id, read_only, set_config('app.tenant_id', tenant_id, true) "
+    "FROM memory_authenticate(:h)"
+)
+
+
 def authenticate(session: Session, key: str) -> Principal | None:
     """The key's principal, with the current transaction scoped to its tenant (row-level security), in one
     round trip; None (and nothing scoped) for an unknown or revoked key."""
@@ -57,13 +63,7 @@ def authenticate(session: Session, key: str) -> Principal | None:
         return None
     # through a SECURITY DEFINER function: row-level security hides api_keys until the tenant is known;
     # set_config runs only for a row the function returned
-    row = session.execute(
-        text(
-            "SELECT key_id, tenant_id, read_only, set_config('app.tenant_id', tenant_id, true) "
-            "FROM memory_authenticate(:h)"
-        ),
-        {"h": hash_key(key)},
-    ).first()
+    row = session.execute(_AUTHENTICATE, {"h": hash_key(key)}).first()
     if row is None:
         return None
     return Principal(key_id=row[0], tenant_id=row[1], read_only=bool(row[2]))

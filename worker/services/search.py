@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Sequence
@@ -9,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import TextClause, text
 from sqlmodel import Session
 
 from worker.embeddings import Embedder
@@ -308,7 +309,8 @@ def candidates(
         f"FROM {table} WHERE {where} ORDER BY embedding <=> CAST(:v AS vector) LIMIT :n"
     )
     if not tokens:
-        return list(db.execute(text(vector_sql), params).all()), []
+        return list(db.execute(_sql(vector_sql), params).all()), []
+    names = _output_names(cols)
     sql = (
         "WITH st AS MATERIALIZED (SELECT count(*) AS n_docs, coalesce(avg(length(search_tokens)), 1) AS avgdl "
         f"  FROM {table} WHERE {where} AND search_tokens IS NOT NULL), "
@@ -318,28 +320,38 @@ def candidates(
         f"kw AS (SELECT {cols}, search_tokens::text AS lexemes FROM {table} WHERE {where} AND "
         "  search_tokens @@ to_tsquery('simple', :q) "
         "  ORDER BY ts_rank_cd(search_tokens, to_tsquery('simple', :q)) DESC LIMIT :pool) "
-        f"({vector_sql}) UNION ALL "
-        f"SELECT 'k', {_plain_columns(cols)}, NULL::float8, kw.lexemes, st.n_docs, st.avgdl, dfs.df "
-        "FROM kw, st, dfs"
+        f"({vector_sql}) "
+        f"UNION ALL SELECT 'k', {', '.join('kw.' + name for name in names)}, NULL, kw.lexemes, NULL, NULL, NULL "
+        "FROM kw "
+        # the statistics once, in a row of their own (only when some row matched a token)
+        f"UNION ALL SELECT 's', {', '.join(['NULL'] * len(names))}, NULL, NULL, st.n_docs, st.avgdl, dfs.df "
+        "FROM st, dfs WHERE EXISTS (SELECT 1 FROM kw)"
     )
     rows = db.execute(
-        text(sql),
+        _sql(sql),
         {**params, "toks": list(tokens), "q": " | ".join(f"'{t}'" for t in tokens), "pool": KEYWORD_POOL},
     ).all()
     vector_rows = [r for r in rows if r.src == "v"]
     keyword = [r for r in rows if r.src == "k"]
-    if not keyword:
+    stats = next((r for r in rows if r.src == "s"), None)
+    if not keyword or stats is None:
         return vector_rows, []
-    first = keyword[0]
     doc_tokens = [{m.replace("''", "'") for m in _LEXEME.findall(r.lexemes or "")} for r in keyword]
-    df = {str(t): int(c) for t, c in (first.df or {}).items()}
-    scores = bm25_scores(doc_tokens, tokens, df=df, n_docs=int(first.n_docs), avgdl=float(first.avgdl))
+    df = {str(t): int(c) for t, c in (stats.df or {}).items()}
+    scores = bm25_scores(doc_tokens, tokens, df=df, n_docs=int(stats.n_docs), avgdl=float(stats.avgdl))
     order = sorted(range(len(keyword)), key=lambda i: -scores[i])
     return vector_rows, [(keyword[i], scores[i]) for i in order[:n] if scores[i] > 0]
 
 
-def _plain_columns(cols: str) -> str:
-    """The output names of a select list ("a, f(x) AS b" -> "kw.a, kw.b"), to select them from a CTE."""
+@functools.lru_cache(maxsize=256)
+def _sql(statement: str) -> TextClause:
+    """A parsed text() statement, built once per distinct SQL string (parsing costs more than a round trip's
+    worth of CPU); the strings vary only with the filters a search uses."""
+    return text(statement)
+
+
+def _output_names(cols: str) -> list[str]:
+    """The output names of a select list: "a, f(x, y) AS b" -> ["a", "b"]."""
     names = []
     depth, current = 0, ""
     for ch in cols + ",":
@@ -349,7 +361,7 @@ def _plain_columns(cols: str) -> str:
             continue
         depth += (ch == "(") - (ch == ")")
         current += ch
-    return ", ".join(f"kw.{name}" for name in names)
+    return names
 
 
 def record_access(db: Session, counts: dict[str, int], *, now: datetime) -> int:
