@@ -65,12 +65,17 @@ def install(app: FastAPI) -> None:
         # The API's pool does not ping a connection before each request (a round trip per request): a
         # connection the server dropped (restart, failover, idle kill) fails the one request that finds it,
         # and SQLAlchemy then discards the pool's older connections. Tell the client to retry, not 500.
-        if exc.connection_invalidated or isinstance(exc, OperationalError):
-            log.warning("api.database_unavailable", error=type(exc.orig).__name__)
-            response = problem(503, "the database connection was lost; retry the request")
-            response.headers["Retry-After"] = "1"
-            return response
-        raise exc
+        # Other operational errors (a statement timeout, a serialization failure) are retryable too.
+        if exc.connection_invalidated:
+            detail = "the database connection was lost; retry the request"
+        elif isinstance(exc, OperationalError):
+            detail = f"the database could not complete the request ({type(exc.orig).__name__}); retry it"
+        else:
+            raise exc  # a bug, not the database's state: a 500, logged with its traceback
+        log.warning("api.database_unavailable", error=type(exc.orig).__name__)
+        response = problem(503, detail)
+        response.headers["Retry-After"] = "1"
+        return response
 
     @app.exception_handler(ContractError)
     async def _contract(_: Request, exc: ContractError) -> JSONResponse:

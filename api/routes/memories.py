@@ -13,8 +13,10 @@ from uuid import UUID
 from fastapi import APIRouter, HTTPException, Path, Query
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import text
+from sqlmodel import Session
 
-from api.deps import PrincipalDep, SessionDep, StateDep, WriterDep
+from api.deps import BearerKey, PrincipalDep, SessionDep, StateDep, WriterDep, in_tenant
+from api.keys import Principal
 from shared.contract import ID_PATTERN, CleanText, utcnow
 from worker.memory import keywords
 from worker.memory.reconcile import content_key
@@ -256,33 +258,36 @@ def forget_memory(principal: WriterDep, db: SessionDep, memory_id: UUID) -> Any:
 
 
 @router.get("/users/{user_id}/context", response_model=ContextResponse)
-def user_context(
-    principal: PrincipalDep,
-    db: SessionDep,
+async def user_context(
     state: StateDep,
+    key: BearerKey,
     user_id: UserId,
     query: Annotated[CleanText, Query(max_length=4000)] = "",
     max_tokens: Annotated[int, Query(ge=16, le=32_000)] = 1000,
 ) -> Any:
-    _require_user(db, principal.tenant_id, user_id)
-    block = build_user_context(
-        db,
-        principal.tenant_id,
-        user_id,
-        query=query,
-        max_tokens=max_tokens,
-        embedder=state.embedder,
-        now=utcnow(),
-        ef_search=state.settings.hnsw_ef_search,
-    )
-    state.access.note(principal.tenant_id, (i for i in block.included if len(i) == 36))
-    return ContextResponse(
-        user_id=user_id,
-        context=block.text,
-        tokens=block.tokens,
-        max_tokens=max_tokens,
-        included=list(block.included),
-    )
+    # called by agents on every turn: one thread hand-off for authentication, the block and the commit
+    def build(db: Session, principal: Principal) -> ContextResponse:
+        _require_user(db, principal.tenant_id, user_id)
+        block = build_user_context(
+            db,
+            principal.tenant_id,
+            user_id,
+            query=query,
+            max_tokens=max_tokens,
+            embedder=state.embedder,
+            now=utcnow(),
+            ef_search=state.settings.hnsw_ef_search,
+        )
+        state.access.note(principal.tenant_id, (i for i in block.included if len(i) == 36))
+        return ContextResponse(
+            user_id=user_id,
+            context=block.text,
+            tokens=block.tokens,
+            max_tokens=max_tokens,
+            included=list(block.included),
+        )
+
+    return await in_tenant(state, key, build)
 
 
 @router.delete("/users/{user_id}", response_model=Erased)

@@ -7,12 +7,13 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, HTTPException, Response
-from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field
+from sqlmodel import Session
 
-from api.deps import AppState, AuthorizationHeader, StateDep, principal_of, transaction
+from api.deps import AppState, BearerKey, StateDep, in_tenant
+from api.keys import Principal
 from shared.contract import ID_PATTERN, CleanText, utcnow
-from worker.services.search import SearchFilters, search
+from worker.services.search import SearchFilters, SearchHit, search
 from worker.services.users import user_exists
 
 router = APIRouter(prefix="/v1", tags=["search"])
@@ -63,40 +64,36 @@ class SearchResponse(BaseModel):
 
 
 @router.post("/search", response_model=SearchResponse)
-async def post_search(body: SearchRequest, state: StateDep, authorization: AuthorizationHeader = None) -> Any:
-    # The hot path: authentication, the search and the commit in one hand-off to the thread pool. With the
-    # session and principal as sync dependencies FastAPI would make four (each dependency, its teardown, the
-    # route), and each costs more CPU than a statement of the search.
-    return await run_in_threadpool(_search, body, state, authorization)
-
-
-def _search(body: SearchRequest, state: AppState, authorization: str | None) -> Response:
+async def post_search(body: SearchRequest, state: StateDep, key: BearerKey) -> Any:
     started = time.perf_counter()
-    with transaction(state) as db:
-        principal = principal_of(db, authorization)
-        hits = search(
-            db,
-            tenant_id=principal.tenant_id,
-            user_id=body.user_id,
-            query=body.query,
-            k=body.k,
-            embedder=state.embedder,
-            now=utcnow(),
-            include_turns=body.include_turns,
-            passages=body.passages,
-            include_memories=body.include_memories,
-            ef_search=state.settings.hnsw_ef_search,
-            filters=SearchFilters(
-                kinds=body.kinds, categories=body.categories, agent_id=body.agent_id, as_of=body.as_of
-            ),
-        )
-        # a user with results exists: only an empty answer needs the check (404 for a user never seen)
-        if not hits and not user_exists(db, principal.tenant_id, body.user_id):
-            raise HTTPException(404, f"no user {body.user_id!r}")
-    state.access.note(principal.tenant_id, (h.id for h in hits if h.type == "memory"))
+    hits = await in_tenant(state, key, lambda db, principal: _search(db, principal, body, state))
     answer = SearchResponse(
         results=[SearchResult(**h.__dict__) for h in hits],
         took_ms=round((time.perf_counter() - started) * 1000, 2),
     )
     # serialized once here, not validated again against response_model by FastAPI
     return Response(answer.model_dump_json(), media_type="application/json")
+
+
+def _search(db: Session, principal: Principal, body: SearchRequest, state: AppState) -> list[SearchHit]:
+    hits = search(
+        db,
+        tenant_id=principal.tenant_id,
+        user_id=body.user_id,
+        query=body.query,
+        k=body.k,
+        embedder=state.embedder,
+        now=utcnow(),
+        include_turns=body.include_turns,
+        passages=body.passages,
+        include_memories=body.include_memories,
+        ef_search=state.settings.hnsw_ef_search,
+        filters=SearchFilters(
+            kinds=body.kinds, categories=body.categories, agent_id=body.agent_id, as_of=body.as_of
+        ),
+    )
+    # a user with results exists: only an empty answer needs the check (404 for a user never seen)
+    if not hits and not user_exists(db, principal.tenant_id, body.user_id):
+        raise HTTPException(404, f"no user {body.user_id!r}")
+    state.access.note(principal.tenant_id, (h.id for h in hits if h.type == "memory"))
+    return hits

@@ -25,6 +25,23 @@ def test_events_without_a_valid_key_get_401_as_problem_json(api_server, headers)
     assert r.json()["detail"]
 
 
+@pytest.mark.parametrize(
+    ("headers", "body"),
+    [
+        ({}, {"user_id": "u", "query": "pnpm"}),
+        ({}, {"query": ""}),  # no key: 401 before the body is validated
+        ({"Authorization": "Basic x"}, {"query": ""}),
+        ({"Authorization": "Bearer mk_not-a-real-key"}, {"user_id": "u", "query": "pnpm"}),
+    ],
+)
+def test_search_without_a_valid_key_gets_401(api_server, headers, body):
+    # the search route authenticates inside its one thread hand-off, not through the shared dependencies
+    r = httpx.post(f"{api_server}/v1/search", json=body, headers=headers)
+    assert r.status_code == 401, r.text
+    assert r.headers["content-type"].startswith("application/problem+json")
+    assert r.headers["www-authenticate"] == "Bearer"
+
+
 def test_a_revoked_key_gets_401(api_server, engine, api_key):
     from api.keys import hash_key
 
