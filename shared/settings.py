@@ -59,6 +59,11 @@ class Settings(BaseSettings):
     broker_visibility_timeout_s: int = Field(default=600, ge=1)
     ingest_db_max_retries: int = Field(default=20, ge=0)
     ingest_retry_backoff_max_s: int = Field(default=60, ge=1)
+    # an ingest message on the in-flight ledger (shared/publisher.py) that is neither queued nor held by a
+    # worker this long after it was published was lost by a killed worker: each worker checks every
+    # ingest_redeliver_check_s and puts it back (ingest is idempotent)
+    ingest_redeliver_after_s: float = Field(default=60.0, ge=1)
+    ingest_redeliver_check_s: float = Field(default=10.0, gt=0)
     sweep_max_attempts: int = Field(default=5, ge=1)
 
     # --- extraction debounce (issue: extraction) ---

@@ -90,6 +90,8 @@ def worker_env(database_url: str, redis_url: str, queue_name: str, tmp_path: Pat
         MEMORY_DATA_DIR=str(tmp_path / "data"),
         MEMORY_LOG_FORMAT="json",
         MEMORY_BROKER_VISIBILITY_TIMEOUT_S="8",
+        MEMORY_INGEST_REDELIVER_AFTER_S="15",
+        MEMORY_INGEST_REDELIVER_CHECK_S="2",
         PYTHONUNBUFFERED="1",
     )
     return env

@@ -91,6 +91,33 @@ def _check_schema_at_start(**_: Any) -> None:
         dispose_inherited_engines()
 
 
+@signals.worker_ready.connect
+def _start_redelivery(**_: Any) -> None:
+    """In the worker's main process: put back ingest messages a killed worker lost between taking them
+    off the queue and recording them as unacknowledged (see the in-flight ledger in shared/publisher.py)."""
+    import threading
+
+    import redis
+
+    from shared.db.engine import resolve_redis_url
+    from shared.publisher import RedisPublisher
+
+    publisher = RedisPublisher(resolve_redis_url(_settings), queue=_settings.queue, timeout_s=5.0)
+
+    def loop() -> None:
+        while True:
+            time.sleep(_settings.ingest_redeliver_check_s)
+            try:
+                n = publisher.redeliver_lost(older_than_s=_settings.ingest_redeliver_after_s)
+            except redis.RedisError as exc:
+                log.warning("ingest.redelivery_failed", error=type(exc).__name__)
+                continue
+            if n:
+                log.warning("ingest.redelivered", count=n, detail="messages a killed worker lost, put back")
+
+    threading.Thread(target=loop, name="ingest-redelivery", daemon=True).start()
+
+
 @signals.worker_process_init.connect
 def _after_fork(**_: Any) -> None:
     dispose_inherited_engines()

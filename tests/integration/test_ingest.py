@@ -89,6 +89,23 @@ def test_a_worker_killed_with_sigkill_mid_stream_loses_and_duplicates_nothing(
     wait_for(lambda: queue_depth(redis_url, queue_name) == 0, timeout_s=60, what="the queue to drain")
     assert _count(engine, tenant) == 2000
     assert _turns_counted(engine, tenant) == 2000
+    # every message was settled on the in-flight ledger once its events were stored
+    ledger = RedisPublisher(redis_url, queue=queue_name, timeout_s=2)
+    wait_for(lambda: ledger.in_flight() == 0, timeout_s=30, what="the in-flight ledger to empty")
+
+
+def test_an_ingest_message_lost_between_the_queue_and_a_worker_is_put_back(
+    start_worker, engine, tenant, redis_url, queue_name
+):
+    # kombu takes a message off the list before it records it as unacknowledged: a worker killed in between
+    # loses it, and no visibility timeout brings it back. The in-flight ledger does (after 15 s here).
+    pub = RedisPublisher(redis_url, queue=queue_name, timeout_s=2)
+    event = {"event_id": "lost-1", "user_id": "u", "session_id": "s", "content": "the one that got away"}
+    pub.publish(tasknames.INGEST, [{"tenant_id": tenant, "events": [event]}])
+    assert pub.redis.rpop(queue_name) is not None  # taken by a worker that died before recording it
+    start_worker()
+    wait_for(lambda: _count(engine, tenant) == 1, timeout_s=60, what="the lost event, put back and stored")
+    wait_for(lambda: pub.in_flight() == 0, timeout_s=30, what="its ledger entry settled")
 
 
 BAD_PAYLOADS = [

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import redis
 import structlog
 from sqlalchemy.exc import DataError, IntegrityError
 
@@ -38,7 +39,22 @@ def _retry(task: Any, exc: BaseException, max_s: int) -> BaseException:
     log.warning(
         "ingest.retry", error=type(orig).__name__, detail=str(orig)[:200], retry_in_s=round(countdown, 2)
     )
+    _ledger(task, "postpone")
     return task.retry(exc=exc, countdown=countdown)  # type: ignore[no-any-return]
+
+
+def _ledger(task: Any, action: str) -> None:
+    """Settle (the events are stored or dead-lettered) or postpone (a retry follows) this message's
+    in-flight ledger entry. Advisory: if Redis is away the entry is redelivered later, and ingest is
+    idempotent, so nothing is lost or duplicated either way."""
+    task_id = getattr(task.request, "id", None)
+    if not task_id:
+        return
+    try:
+        publisher = runtime.publisher()
+        publisher.settle(task_id) if action == "settle" else publisher.postpone(task_id)
+    except redis.RedisError as exc:
+        log.warning("ingest.ledger_unavailable", action=action, error=type(exc).__name__)
 
 
 @app.task(name=tasknames.INGEST, bind=True, max_retries=None, acks_late=True, reject_on_worker_lost=True)
@@ -61,6 +77,7 @@ def ingest(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
                 )
         except Exception as exc:
             raise _retry(self, exc, settings.ingest_retry_backoff_max_s) from None
+        _ledger(self, "settle")
         return {"outcome": "dead_lettered", "dead_lettered": 1}
     split = split_envelope(envelope, now=now)
     if split.tenant_id:
@@ -108,6 +125,7 @@ def ingest(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
                 )
         except Exception as dl_exc:  # the dead letter could not be written either: keep the message
             raise _retry(self, dl_exc, settings.ingest_retry_backoff_max_s) from None
+        _ledger(self, "settle")
         return {"outcome": "dead_lettered", "received": len(split.events), "dead_lettered": 1}
     except Exception as exc:
         raise _retry(self, exc, settings.ingest_retry_backoff_max_s) from None
@@ -115,6 +133,7 @@ def ingest(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
         log.warning(
             "ingest.rejected", count=len(split.rejected), reasons=[r.reason[:200] for r in split.rejected]
         )
+    _ledger(self, "settle")
     inserted = len(result.inserted) if result else 0
     if result and result.inserted:
         after_store(runtime.publisher(), settings, split.tenant_id or "", result.sessions)
