@@ -301,8 +301,11 @@ def candidates(
 
     PostgreSQL's ts_rank has no inverse document frequency: a token every turn shares (a speaker's name,
     "user") counts as much as a rare one. Keyword candidates come from the GIN index (any shared token); the
-    user's document count, mean length and each query token's document frequency come with them, and the
-    scores are computed here."""
+    user's document count and mean length come with them, and the scores are computed here.
+
+    A query token's document frequency is the number of the user's rows holding it, and every such row
+    matches the keyword query: when the pool holds every match (at most KEYWORD_POOL), the frequencies are
+    counted in the pool's own lexemes. Only a larger match set makes the statement count them per token."""
     vector_sql = (
         f"SELECT 'v' AS src, {cols}, embedding <=> CAST(:v AS vector) AS dist, NULL::text AS lexemes, "
         "NULL::bigint AS n_docs, NULL::float8 AS avgdl, NULL::json AS df "
@@ -314,18 +317,20 @@ def candidates(
     sql = (
         "WITH st AS MATERIALIZED (SELECT count(*) AS n_docs, coalesce(avg(length(search_tokens)), 1) AS avgdl "
         f"  FROM {table} WHERE {where} AND search_tokens IS NOT NULL), "
-        "dfs AS MATERIALIZED (SELECT json_object_agg(q.tok, (SELECT count(*) FROM "
+        "dfs AS (SELECT json_object_agg(q.tok, (SELECT count(*) FROM "
         f"  {table} WHERE {where} AND search_tokens @@ to_tsquery('simple', quote_literal(q.tok)))) AS df "
         "  FROM unnest(CAST(:toks AS text[])) AS q(tok)), "
-        f"kw AS (SELECT {cols}, search_tokens::text AS lexemes FROM {table} WHERE {where} AND "
-        "  search_tokens @@ to_tsquery('simple', :q) "
+        f"kw AS (SELECT {cols}, search_tokens::text AS lexemes, count(*) OVER () AS n_match FROM {table} "
+        f"  WHERE {where} AND search_tokens @@ to_tsquery('simple', :q) "
         "  ORDER BY ts_rank_cd(search_tokens, to_tsquery('simple', :q)) DESC LIMIT :pool) "
         f"({vector_sql}) "
         f"UNION ALL SELECT 'k', {', '.join('kw.' + name for name in names)}, NULL, kw.lexemes, NULL, NULL, NULL "
         "FROM kw "
-        # the statistics once, in a row of their own (only when some row matched a token)
-        f"UNION ALL SELECT 's', {', '.join(['NULL'] * len(names))}, NULL, NULL, st.n_docs, st.avgdl, dfs.df "
-        "FROM st, dfs WHERE EXISTS (SELECT 1 FROM kw)"
+        # the statistics once, in a row of their own (only when some row matched a token); the per-token
+        # counts only when the pool was cut (a sub-select runs only when its value is needed)
+        f"UNION ALL SELECT 's', {', '.join(['NULL'] * len(names))}, NULL, NULL, st.n_docs, st.avgdl, "
+        "CASE WHEN (SELECT max(n_match) FROM kw) > :pool THEN (SELECT df FROM dfs) END "
+        "FROM st WHERE EXISTS (SELECT 1 FROM kw)"
     )
     rows = db.execute(
         _sql(sql),
@@ -337,7 +342,10 @@ def candidates(
     if not keyword or stats is None:
         return vector_rows, []
     doc_tokens = [{m.replace("''", "'") for m in _LEXEME.findall(r.lexemes or "")} for r in keyword]
-    df = {str(t): int(c) for t, c in (stats.df or {}).items()}
+    if stats.df is None:  # the pool holds every row that holds a query token
+        df = {t: sum(t in d for d in doc_tokens) for t in set(tokens)}
+    else:
+        df = {str(t): int(c) for t, c in stats.df.items()}
     scores = bm25_scores(doc_tokens, tokens, df=df, n_docs=int(stats.n_docs), avgdl=float(stats.avgdl))
     order = sorted(range(len(keyword)), key=lambda i: -scores[i])
     return vector_rows, [(keyword[i], scores[i]) for i in order[:n] if scores[i] > 0]
