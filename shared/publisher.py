@@ -164,9 +164,10 @@ class RedisPublisher:
         pipe.zrem(index, task_id)
         pipe.execute()
 
-    def postpone(self, task_id: str) -> None:
-        """The task will retry (its retry is a new message, outside the ledger): restart its grace period."""
-        self._redis.zadd(self._ledger[1], {task_id: time.time()}, xx=True)
+    def postpone(self, task_id: str, *, delay_s: float) -> None:
+        """The task will retry in `delay_s` (its retry is a new message, outside the ledger): the entry's
+        grace period starts when the retry is due, so a slow retry chain is never copied."""
+        self._redis.zadd(self._ledger[1], {task_id: time.time() + delay_s}, xx=True)
 
     def redeliver_lost(self, *, older_than_s: float, limit: int = 500) -> int:
         """Put back ledger entries older than `older_than_s` that are neither queued nor unacknowledged

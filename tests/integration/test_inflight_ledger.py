@@ -78,11 +78,13 @@ def test_messages_still_queued_or_held_by_a_live_worker_are_left_alone(pub, redi
         r.hdel(KOMBU_UNACKED_KEY, tag)
 
 
-def test_postponing_restarts_the_grace_period_and_ignores_settled_entries(pub):
+def test_a_retry_postpones_the_grace_period_past_its_due_time_and_settled_entries_stay_gone(pub):
     pub.publish(tasknames.INGEST, _envelope(1))
     task_id = json.loads(_take(pub))["headers"]["id"]
-    pub.postpone(task_id)
-    assert pub.redeliver_lost(older_than_s=30) == 0
+    pub.postpone(task_id, delay_s=60)  # the retry is due in a minute: not lost before then
+    assert pub.redeliver_lost(older_than_s=0) == 0
+    pub.postpone(task_id, delay_s=-1)  # a retry that was due a second ago and never ran
+    assert pub.redeliver_lost(older_than_s=0) == 1
     pub.settle(task_id)
-    pub.postpone(task_id)  # a late retry of a settled message adds nothing back
+    pub.postpone(task_id, delay_s=0)  # a late retry of a settled message adds nothing back
     assert pub.in_flight() == 0 and pub.redeliver_lost(older_than_s=0) == 0

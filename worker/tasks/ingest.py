@@ -39,22 +39,24 @@ def _retry(task: Any, exc: BaseException, max_s: int) -> BaseException:
     log.warning(
         "ingest.retry", error=type(orig).__name__, detail=str(orig)[:200], retry_in_s=round(countdown, 2)
     )
-    _ledger(task, "postpone")
+    _ledger(task, retry_in_s=countdown)
     return task.retry(exc=exc, countdown=countdown)  # type: ignore[no-any-return]
 
 
-def _ledger(task: Any, action: str) -> None:
-    """Settle (the events are stored or dead-lettered) or postpone (a retry follows) this message's
-    in-flight ledger entry. Advisory: if Redis is away the entry is redelivered later, and ingest is
-    idempotent, so nothing is lost or duplicated either way."""
+def _ledger(task: Any, *, retry_in_s: float | None = None) -> None:
+    """Settle this message's in-flight ledger entry (the events are stored or dead-lettered), or, with
+    `retry_in_s`, postpone it past the retry. Advisory: if Redis is away the entry is redelivered later, and
+    ingest is idempotent, so nothing is lost or duplicated either way."""
     task_id = getattr(task.request, "id", None)
     if not task_id:
         return
     try:
-        publisher = runtime.publisher()
-        publisher.settle(task_id) if action == "settle" else publisher.postpone(task_id)
+        if retry_in_s is None:
+            runtime.publisher().settle(task_id)
+        else:
+            runtime.publisher().postpone(task_id, delay_s=retry_in_s)
     except redis.RedisError as exc:
-        log.warning("ingest.ledger_unavailable", action=action, error=type(exc).__name__)
+        log.warning("ingest.ledger_unavailable", settle=retry_in_s is None, error=type(exc).__name__)
 
 
 @app.task(name=tasknames.INGEST, bind=True, max_retries=None, acks_late=True, reject_on_worker_lost=True)
@@ -77,7 +79,7 @@ def ingest(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
                 )
         except Exception as exc:
             raise _retry(self, exc, settings.ingest_retry_backoff_max_s) from None
-        _ledger(self, "settle")
+        _ledger(self)
         return {"outcome": "dead_lettered", "dead_lettered": 1}
     split = split_envelope(envelope, now=now)
     if split.tenant_id:
@@ -125,7 +127,7 @@ def ingest(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
                 )
         except Exception as dl_exc:  # the dead letter could not be written either: keep the message
             raise _retry(self, dl_exc, settings.ingest_retry_backoff_max_s) from None
-        _ledger(self, "settle")
+        _ledger(self)
         return {"outcome": "dead_lettered", "received": len(split.events), "dead_lettered": 1}
     except Exception as exc:
         raise _retry(self, exc, settings.ingest_retry_backoff_max_s) from None
@@ -133,7 +135,7 @@ def ingest(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
         log.warning(
             "ingest.rejected", count=len(split.rejected), reasons=[r.reason[:200] for r in split.rejected]
         )
-    _ledger(self, "settle")
+    _ledger(self)
     inserted = len(result.inserted) if result else 0
     if result and result.inserted:
         after_store(runtime.publisher(), settings, split.tenant_id or "", result.sessions)
