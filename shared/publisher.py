@@ -62,7 +62,8 @@ return n
 
 
 def ledger_keys(queue: str) -> tuple[str, str]:
-    """(hash: task id -> message, sorted set: task id -> when published or last looked at)."""
+    """(hash: task id -> message, sorted set: task id -> when its grace period started: published, last
+    looked at, or the due time of its retry)."""
     return f"memory:inflight:{queue}", f"memory:inflight-at:{queue}"
 
 
