@@ -9,10 +9,8 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-import redis
 
 from shared import tasknames
-from shared.embedded import redis_py_url
 from shared.publisher import KOMBU_UNACKED_KEY, RedisPublisher, ledger_keys
 
 pytestmark = pytest.mark.integration
@@ -60,22 +58,22 @@ def test_a_message_taken_off_the_queue_and_never_recorded_is_put_back_once(pub):
     assert pub.redeliver_lost(older_than_s=30) == 0
 
 
-def test_messages_still_queued_or_held_by_a_live_worker_are_left_alone(pub, redis_url):
+def test_messages_still_queued_or_held_by_a_live_worker_are_left_alone(pub):
     pub.publish(tasknames.INGEST, _envelope(1))
     pub.publish(tasknames.INGEST, _envelope(2))
     # a backlog: nothing is copied while the queue holds messages, however old the entries
     assert pub.redeliver_lost(older_than_s=0) == 0 and pub.redis.llen(pub.queue) == 2
     held = json.loads(_take(pub))
     _take(pub)  # the second one is lost
-    r = redis.Redis.from_url(redis_py_url(redis_url))
     tag = held["properties"]["delivery_tag"]
-    r.hset(KOMBU_UNACKED_KEY, tag, json.dumps([held, "", pub.queue]))  # the first is held, unacknowledged
+    # the first is held by a live worker, unacknowledged
+    pub.redis.hset(KOMBU_UNACKED_KEY, tag, json.dumps([held, "", pub.queue]))
     try:
         assert pub.redeliver_lost(older_than_s=0) == 1
         back = json.loads(pub.redis.lindex(pub.queue, 0))
         assert back["headers"]["id"] != held["headers"]["id"]
     finally:
-        r.hdel(KOMBU_UNACKED_KEY, tag)
+        pub.redis.hdel(KOMBU_UNACKED_KEY, tag)
 
 
 def test_a_retry_postpones_the_grace_period_past_its_due_time_and_settled_entries_stay_gone(pub):
