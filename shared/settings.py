@@ -95,6 +95,9 @@ class Settings(BaseSettings):
 
     # --- sleep-time ---
     session_idle_s: float = Field(default=1800.0, ge=1)  # a session idle this long is closed into an episode
+    # a session the agent ended is closed once nothing was received for it this long (server clock): events
+    # sent just before the end may still be on another worker, and the episode should hold them
+    session_end_settle_s: float = Field(default=10.0, ge=0)
     sweep_stale_s: float = Field(default=600.0, ge=1)  # pending events older than this are re-enqueued
     retention_days: float = Field(default=30.0, ge=0)  # archived rows are purged after this
     distill_at: str = Field(default="03:00", pattern=r"^([01]\d|2[0-3]):[0-5]\d$")

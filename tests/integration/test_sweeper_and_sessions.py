@@ -11,8 +11,12 @@ from sqlalchemy import text
 
 from shared import tasknames
 from shared.client import MemoryClient
+from shared.contract import EventIn
+from shared.db.engine import session_scope
 from shared.publisher import RedisPublisher
 from tests.services import wait_for
+from worker.services import sleep
+from worker.services.ingest import store_events
 
 pytestmark = pytest.mark.integration
 LONG_AGO = datetime.now(UTC) - timedelta(hours=1)
@@ -122,7 +126,9 @@ def test_the_sweeper_requeues_stuck_events_once_and_dead_letters_poison_ones(
 def test_ended_and_idle_sessions_become_searchable_episodes(
     start_worker, engine, tenant, redis_url, queue_name, tmp_path, api_server, api_key
 ):
-    start_worker(env={"MEMORY_DEBOUNCE_IDLE_S": "1", "MEMORY_SESSION_IDLE_S": "2"})
+    start_worker(
+        env={"MEMORY_DEBOUNCE_IDLE_S": "1", "MEMORY_SESSION_IDLE_S": "2", "MEMORY_SESSION_END_SETTLE_S": "3"}
+    )
     client = MemoryClient(
         tenant, broker_url=redis_url, queue=queue_name, spool_path=tmp_path / "s.jsonl", flush_at_exit=False
     )
@@ -145,9 +151,19 @@ def test_ended_and_idle_sessions_become_searchable_episodes(
 
     def episodes():
         pub.publish(tasknames.CLOSE_IDLE_SESSIONS, [None])
-        return _count(engine, "SELECT count(*) FROM episodes WHERE tenant_id = :t", t=tenant) == 2
+        return (
+            _count(
+                engine,
+                "SELECT count(*) FROM episodes WHERE tenant_id = :t AND "
+                "cardinality(source_event_ids) = CASE session_id WHEN 'ended' THEN 4 ELSE 1 END",
+                t=tenant,
+            )
+            == 2
+        )
 
-    wait_for(episodes, timeout_s=60, interval_s=2, what="two episodes")
+    # the session's events travel in separate messages on two worker processes, so the end can be stored
+    # before a turn: the episode is written once the end has settled, and rewritten if a turn comes later
+    wait_for(episodes, timeout_s=60, interval_s=2, what="two episodes holding every turn")
     with engine.connect() as conn:
         ep = conn.execute(
             text(
@@ -202,3 +218,43 @@ def test_ended_and_idle_sessions_become_searchable_episodes(
         )
         == 1
     )
+
+
+def test_an_ended_session_is_closed_only_once_it_has_settled(engine, tenant):
+    """The end of a session can be stored before a turn sent just before it (separate messages, several
+    worker processes): closing waits `settle_s` of server time after the last event received, and a turn
+    stored after the close opens the session again, so its episode is rewritten with every turn."""
+    t0 = datetime.now(UTC)
+
+    def ev(event_id, **kw):
+        return EventIn(user_id="u1", session_id="s1", event_id=event_id, event_time=t0, **kw)
+
+    def to_close(now):
+        with session_scope(engine, tenant=tenant) as db:
+            return [
+                s
+                for (t, _, s) in sleep.sessions_to_close(db, now=now, idle_s=3600, settle_s=10)
+                if t == tenant
+            ]
+
+    with session_scope(engine, tenant=tenant) as db:
+        store_events(
+            db,
+            tenant,
+            [ev("e1", content="We moved the cluster to Frankfurt."), ev("end", type="session_end")],
+            now=t0,
+        )
+        db.execute(text("UPDATE sessions SET pending_count = 0 WHERE tenant_id = :t"), {"t": tenant})
+    assert to_close(t0 + timedelta(seconds=5)) == []
+    assert to_close(t0 + timedelta(seconds=11)) == ["s1"]
+
+    with session_scope(engine, tenant=tenant) as db:
+        db.execute(text("UPDATE sessions SET status = 'closed' WHERE tenant_id = :t"), {"t": tenant})
+        # the straggler: sent before the end, stored after the close
+        store_events(
+            db, tenant, [ev("e0", content="The cluster was in Dublin.")], now=t0 + timedelta(seconds=12)
+        )
+        state = db.execute(
+            text("SELECT status, pending_count FROM sessions WHERE tenant_id = :t"), {"t": tenant}
+        ).one()
+    assert tuple(state) == ("open", 1)

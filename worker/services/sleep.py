@@ -34,15 +34,18 @@ class _EpisodeAnswer(BaseModel):
 
 
 def sessions_to_close(
-    db: Session, *, now: datetime, idle_s: float, limit: int = 500
+    db: Session, *, now: datetime, idle_s: float, settle_s: float = 0.0, limit: int = 500
 ) -> list[tuple[str, str, str]]:
-    """Sessions ended by the agent, or idle for `idle_s`, whose turns are all extracted."""
+    """Sessions whose turns are all extracted and that were ended by the agent, with nothing received for
+    them in the last `settle_s` (the events of one session travel in separate messages, so its end can be
+    stored before a turn sent just before it), or idle for `idle_s` of event time."""
     rows = db.execute(
         text(
             "SELECT tenant_id, user_id, session_id FROM sessions WHERE pending_count = 0 AND "
-            "(status = 'ended' OR (status = 'open' AND last_event_at < :cutoff)) ORDER BY last_event_at LIMIT :n"
+            "((status = 'ended' AND updated_at <= :settled) OR (status = 'open' AND last_event_at < :cutoff)) "
+            "ORDER BY last_event_at LIMIT :n"
         ),
-        {"cutoff": now - timedelta(seconds=idle_s), "n": limit},
+        {"cutoff": now - timedelta(seconds=idle_s), "settled": now - timedelta(seconds=settle_s), "n": limit},
     ).all()
     return [(r[0], r[1], r[2]) for r in rows]
 

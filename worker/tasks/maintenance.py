@@ -103,7 +103,9 @@ def close_idle_sessions(self: Any, fire_time: str | None = None, *_: Any) -> dic
 
     def body(actor: str, now: datetime) -> dict[str, int]:
         with session_scope(runtime.engine(), tenant=ALL_TENANTS) as db:
-            todo = sleep.sessions_to_close(db, now=now, idle_s=settings.session_idle_s)
+            todo = sleep.sessions_to_close(
+                db, now=now, idle_s=settings.session_idle_s, settle_s=settings.session_end_settle_s
+            )
         llm = runtime.llm_extractor()
         totals = {"sessions": 0, "episodes": 0, "tokens": 0}
         for tenant_id, user_id, session_id in todo:
