@@ -479,21 +479,24 @@ def load_store(
         progress(f"{label}: INSERT ... SELECT into memories")
         t1 = time.monotonic()
         conn.execute(
-            "INSERT INTO memories (tenant_id, user_id, scope, kind, category, content, content_key, "
+            # the ids are drawn first: the access counts (memory_access) are rows of their own
+            "WITH src AS MATERIALIZED (SELECT gen_random_uuid() AS id, * FROM bench_stage), "
+            "mem AS (INSERT INTO memories (id, tenant_id, user_id, scope, kind, category, content, content_key, "
             "importance, confidence, evidence_count, status, valid_from, recorded_at, last_confirmed_at, "
-            "last_accessed_at, "
-            "access_count, half_life_days, expires_at, pinned, archived_at, valid_to, source_event_ids, "
+            "half_life_days, expires_at, pinned, archived_at, valid_to, source_event_ids, "
             "source_turn_ids, embedding, search_tokens, updated_at) "
-            "SELECT %(t)s, 'u' || lpad(uid::text, 5, '0'), 'user', kind, category, content, ckey, "
+            "SELECT id, %(t)s, 'u' || lpad(uid::text, 5, '0'), 'user', kind, category, content, ckey, "
             "CASE WHEN kind = 'procedural' THEN 0.65 ELSE 0.6 END, 0.7, 1 + access / 3, status, "
             "%(now)s - make_interval(secs => age_s + 86400), %(now)s - make_interval(secs => age_s), "
             "%(now)s - make_interval(secs => age_s), "
-            "CASE WHEN access > 0 THEN %(now)s - make_interval(secs => age_s / 2) END, access, "
             f"{_HALF_LIFE_SQL}, %(now)s + make_interval(secs => expires_s), pinned, "
             "%(now)s - make_interval(secs => archived_s), "
             "CASE WHEN status = 'archived' THEN %(now)s - make_interval(secs => archived_s) END, "
             "ARRAY['ev-' || n], ARRAY['D' || uid || ':' || n], emb, to_tsvector('simple', doc), %(now)s "
-            "FROM bench_stage",
+            "FROM src) "
+            "INSERT INTO memory_access (memory_id, tenant_id, user_id, access_count, last_accessed_at) "
+            "SELECT id, %(t)s, 'u' || lpad(uid::text, 5, '0'), access, %(now)s - make_interval(secs => age_s / 2) "
+            "FROM src WHERE access > 0",
             {"t": tenant, "now": NOW},
         )
         conn.execute("TRUNCATE bench_stage")

@@ -33,8 +33,10 @@ Status = Literal["active", "superseded", "consolidated", "archived", "deleted"]
 _COLS = (
     "id, user_id, agent_id, scope, kind, category, content, slot, value, importance, confidence, "
     "evidence_count, status, valid_from, valid_to, recorded_at, last_confirmed_at, superseded_by, "
-    "last_accessed_at, access_count, half_life_days, expires_at, pinned, source_event_ids, source_turn_ids, "
-    "consolidated_from"
+    "half_life_days, expires_at, pinned, source_event_ids, source_turn_ids, consolidated_from, "
+    # how often and when searches returned it (memory_access: a narrow table of its own)
+    "(SELECT a.last_accessed_at FROM memory_access a WHERE a.memory_id = memories.id) AS last_accessed_at, "
+    "coalesce((SELECT a.access_count FROM memory_access a WHERE a.memory_id = memories.id), 0) AS access_count"
 )
 
 

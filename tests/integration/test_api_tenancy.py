@@ -288,3 +288,20 @@ def test_a_dropped_database_connection_fails_one_request_with_503_and_the_next_o
         assert lost.headers["retry-after"] == "1" and "retry" in lost.json()["detail"]
         again = http.post("/v1/search", json=search)
         assert again.status_code == 200 and again.json()["results"], again.text
+
+
+def test_every_table_with_a_tenant_column_has_row_level_security_for_both_roles(engine):
+    """A table added later without its policies would be readable across tenants by the application."""
+    with engine.connect() as conn:
+        rows = conn.execute(
+            text(
+                "SELECT c.relname, c.relrowsecurity, "
+                "array(SELECT p.polname::text FROM pg_policy p WHERE p.polrelid = c.oid ORDER BY 1) "
+                "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE n.nspname = 'public' AND c.relkind = 'r' AND EXISTS (SELECT 1 FROM pg_attribute a "
+                "WHERE a.attrelid = c.oid AND a.attname IN ('tenant_id') AND NOT a.attisdropped)"
+            )
+        ).all()
+    assert {r[0] for r in rows} >= {"memories", "events", "memory_access"}
+    for table, secured, policies in rows:
+        assert secured and policies == ["tenant_isolation_api", "tenant_isolation_worker"], table

@@ -24,6 +24,13 @@ def _cases() -> list[dict]:
             for accesses in (0, 1, 2, 5):
                 for pinned in (False, True):
                     cases.append({"kind": kind, "age": age_days, "acc": accesses, "pinned": pinned})
+    # a recent search keeps an old memory: age counts from the last access (memory_access)
+    for kind in ("episodic", "procedural"):
+        for accessed_days in (10, 89, 91, 269, 271):
+            for accesses in (0, 1, 2):
+                cases.append(
+                    {"kind": kind, "age": 400, "acc": accesses, "pinned": False, "accessed": accessed_days}
+                )
     # TTL and archived rows around the retention edge
     for pinned in (False, True):
         cases.append(
@@ -63,6 +70,7 @@ def _facts(case: dict) -> MemoryFacts:
         pinned=case["pinned"],
         access_count=case["acc"],
         last_confirmed_at=NOW - timedelta(days=case["age"]),
+        last_accessed_at=NOW - timedelta(days=case["accessed"]) if "accessed" in case else None,
         expires_at=case.get("expires"),
         archived_at=case.get("archived"),
     )
@@ -73,30 +81,39 @@ def _insert(db, tenant: str, cases: list[dict]) -> list[str]:
     ids = []
     for i, case in enumerate(cases):
         f = _facts(case)
-        ids.append(
-            str(
-                db.execute(
-                    text(
-                        "INSERT INTO memories (tenant_id, user_id, kind, category, content, content_key, valid_from, status, "
-                        "pinned, access_count, last_confirmed_at, expires_at, archived_at, half_life_days) VALUES (:t, 'u', "
-                        ":kind, 'fact', :c, :c, :vf, :st, :pin, :acc, :lc, :exp, :arch, :hl) RETURNING id"
-                    ),
-                    {
-                        "t": tenant,
-                        "kind": f.kind,
-                        "c": f"memory {i}",
-                        "vf": f.last_confirmed_at,
-                        "st": f.status,
-                        "pin": f.pinned,
-                        "acc": f.access_count,
-                        "lc": f.last_confirmed_at,
-                        "exp": f.expires_at,
-                        "arch": f.archived_at,
-                        "hl": POLICY.half_life_days[f.kind],
-                    },
-                ).scalar_one()
+        mid = db.execute(
+            text(
+                "INSERT INTO memories (tenant_id, user_id, kind, category, content, content_key, valid_from, status, "
+                "pinned, last_confirmed_at, expires_at, archived_at, half_life_days) VALUES (:t, 'u', "
+                ":kind, 'fact', :c, :c, :vf, :st, :pin, :lc, :exp, :arch, :hl) RETURNING id"
+            ),
+            {
+                "t": tenant,
+                "kind": f.kind,
+                "c": f"memory {i}",
+                "vf": f.last_confirmed_at,
+                "st": f.status,
+                "pin": f.pinned,
+                "lc": f.last_confirmed_at,
+                "exp": f.expires_at,
+                "arch": f.archived_at,
+                "hl": POLICY.half_life_days[f.kind],
+            },
+        ).scalar_one()
+        if f.access_count or f.last_accessed_at:  # what searches record (api.access)
+            db.execute(
+                text(
+                    "INSERT INTO memory_access (memory_id, tenant_id, user_id, access_count, last_accessed_at) "
+                    "VALUES (:m, :t, 'u', :acc, :la)"
+                ),
+                {
+                    "m": mid,
+                    "t": tenant,
+                    "acc": f.access_count,
+                    "la": f.last_accessed_at or f.last_confirmed_at,
+                },
             )
-        )
+        ids.append(str(mid))
     return ids
 
 
@@ -220,7 +237,19 @@ def test_purge_scrubs_the_content_of_purged_memories_history_only(db, tenant):
             ),
             {"m": mid, "t": tenant},
         )
+        db.execute(
+            text(
+                "INSERT INTO memory_access (memory_id, tenant_id, user_id, access_count, last_accessed_at) "
+                "VALUES (:m, :t, 'u', 1, :now)"
+            ),
+            {"m": mid, "t": tenant, "now": NOW - timedelta(days=400)},
+        )
     assert purge(db, now=NOW, policy=POLICY, actor="test", tenant_id=tenant) == {"purged": 1}
+    # the purged memory's access count goes with it
+    counted = db.execute(
+        text("SELECT memory_id::text FROM memory_access WHERE tenant_id = :t"), {"t": tenant}
+    ).scalars()
+    assert list(counted) == [kept]
     hist = db.execute(
         text(
             "SELECT memory_id::text AS m, op, before IS NULL AND after IS NULL AS empty FROM memory_history "

@@ -32,6 +32,8 @@ _HALF_LIFE = (
 
 
 _ONE_TENANT = "(CAST(:tenant AS text) IS NULL OR tenant_id = :tenant)"
+# a memory last touched (confirmed, or returned by a search) before this has decayed past the policy
+_DECAY_CUTOFF = f"CAST(:now AS timestamptz) - make_interval(secs => {_HALF_LIFE} * :times * 86400)"
 
 
 def _policy_params(policy: ForgettingPolicy) -> dict[str, object]:
@@ -72,9 +74,11 @@ def prune(
             # a kind without a half-life never decays: make_interval(secs => NULL) makes the comparison NULL
             f"WITH {_OVERRIDES}, "
             "hit AS (UPDATE memories m SET status = 'archived', archived_at = :now, updated_at = :now FROM hl "
-            f"  WHERE m.status = 'active' AND NOT m.pinned AND {_ONE_TENANT} AND m.access_count < :min_acc "
-            "  AND greatest(m.last_confirmed_at, coalesce(m.last_accessed_at, m.last_confirmed_at)) "
-            f"      < CAST(:now AS timestamptz) - make_interval(secs => {_HALF_LIFE} * :times * 86400) "
+            f"  WHERE m.status = 'active' AND NOT m.pinned AND {_ONE_TENANT} AND CAST(:min_acc AS int) > 0 "
+            f"  AND m.last_confirmed_at < {_DECAY_CUTOFF} "
+            # the access counts (memory_access) are looked up only for rows already old by confirmation
+            "  AND NOT EXISTS (SELECT 1 FROM memory_access a WHERE a.memory_id = m.id "
+            f"      AND (a.access_count >= :min_acc OR a.last_accessed_at >= {_DECAY_CUTOFF})) "
             "  RETURNING m.id, m.tenant_id, m.user_id) "
             "INSERT INTO memory_history (memory_id, tenant_id, user_id, op, reason, actor, created_at) "
             "SELECT id, tenant_id, user_id, 'archive', 'decay: older than three half-lives, rarely used', "
@@ -100,6 +104,7 @@ def purge(
             "WITH gone AS (DELETE FROM memories WHERE status IN ('archived', 'deleted') AND NOT pinned "
             f"  AND {_ONE_TENANT} "
             "  AND archived_at IS NOT NULL AND archived_at <= :cutoff RETURNING id, tenant_id, user_id), "
+            "counts AS (DELETE FROM memory_access a USING gone WHERE a.memory_id = gone.id), "
             # only rows that still hold content: setting NULL over NULL would rewrite a row for nothing
             "scrub AS (UPDATE memory_history h SET before = NULL, after = NULL FROM gone "
             "  WHERE h.memory_id = gone.id AND (h.before IS NOT NULL OR h.after IS NOT NULL)) "

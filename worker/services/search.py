@@ -55,7 +55,8 @@ class SearchHit:
 
 _MEMORY_COLS = (
     "id, kind, category, content, status, slot, value, valid_from, valid_to, importance, half_life_days, "
-    "greatest(last_confirmed_at, coalesce(last_accessed_at, last_confirmed_at)) AS touch, "
+    "greatest(last_confirmed_at, coalesce((SELECT a.last_accessed_at FROM memory_access a "
+    "WHERE a.memory_id = memories.id), last_confirmed_at)) AS touch, "
     "source_event_ids, source_turn_ids"
 )
 
@@ -373,14 +374,21 @@ def _output_names(cols: str) -> list[str]:
 
 
 def record_access(db: Session, counts: dict[str, int], *, now: datetime) -> int:
-    """Apply buffered access counts in one UPDATE (reads never write one row at a time)."""
+    """Apply buffered access counts in one statement (reads never write one row at a time). The counts live
+    in the narrow `memory_access` table, not in the wide memory rows (migration 0009 says why); a memory
+    that no longer exists gets no count. Rows are written in id order, so two API processes flushing the
+    same memories at once take their locks in the same order."""
     if not counts:
         return 0
     ids, hits = zip(*counts.items(), strict=True)
     result = db.execute(
         text(
-            "UPDATE memories m SET access_count = access_count + v.n, last_accessed_at = :now "
-            "FROM unnest(CAST(:ids AS uuid[]), CAST(:ns AS int[])) AS v(id, n) WHERE m.id = v.id"
+            "INSERT INTO memory_access (memory_id, tenant_id, user_id, access_count, last_accessed_at) "
+            "SELECT m.id, m.tenant_id, m.user_id, v.n, :now "
+            "FROM unnest(CAST(:ids AS uuid[]), CAST(:ns AS int[])) AS v(id, n) JOIN memories m ON m.id = v.id "
+            "ORDER BY m.id "
+            "ON CONFLICT (memory_id) DO UPDATE SET access_count = memory_access.access_count + excluded.access_count, "
+            "last_accessed_at = greatest(memory_access.last_accessed_at, excluded.last_accessed_at)"
         ),
         {"ids": list(ids), "ns": list(hits), "now": now},
     )

@@ -44,7 +44,14 @@ def erase_user(db: Session, tenant_id: str, user_id: str) -> dict[str, int]:
     episodes, sessions, working memory and its history, run records, dead letters naming the user."""
     p = {"t": tenant_id, "u": user_id}
     counts: dict[str, int] = {}
-    for table in ("memory_history", "candidates", "episodes", "working_memory_history", "working_memory"):
+    for table in (
+        "memory_history",
+        "memory_access",
+        "candidates",
+        "episodes",
+        "working_memory_history",
+        "working_memory",
+    ):
         counts[table] = _rowcount(
             db.execute(text(f"DELETE FROM {table} WHERE tenant_id = :t AND user_id = :u"), p)
         )
