@@ -9,12 +9,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import text, update
+from sqlalchemy import update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.engine import CursorResult
 from sqlmodel import Session, col
 
 from shared.db.models import ApiKey, Tenant
+from shared.db.raw import fetch_all
 
 KEY_PREFIX = "mk_"
 
@@ -50,7 +51,7 @@ def create_key(
     return key, row
 
 
-_AUTHENTICATE = text(
+_AUTHENTICATE = (
     "SELECT key_id, tenant_id, read_only, set_config('app.tenant_id', tenant_id, true) "
     "FROM memory_authenticate(:h)"
 )
@@ -63,9 +64,10 @@ def authenticate(session: Session, key: str) -> Principal | None:
         return None
     # through a SECURITY DEFINER function: row-level security hides api_keys until the tenant is known;
     # set_config runs only for a row the function returned
-    row = session.execute(_AUTHENTICATE, {"h": hash_key(key)}).first()
-    if row is None:
+    rows = fetch_all(session, _AUTHENTICATE, {"h": hash_key(key)})
+    if not rows:
         return None
+    row = rows[0]
     return Principal(key_id=row[0], tenant_id=row[1], read_only=bool(row[2]))
 
 

@@ -10,9 +10,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import TextClause, text
+from sqlalchemy import text
 from sqlmodel import Session
 
+from shared.db.raw import fetch_all
 from worker.embeddings import Embedder
 from worker.memory import keywords
 from worker.memory.passages import POOL_FACTOR, merge_passages
@@ -227,16 +228,16 @@ def _turn_hit(span: Sequence[Any], best: Any, score: float) -> SearchHit:
     )
 
 
-_NEIGHBOURS = text(
+_NEIGHBOURS = (
     # each turn's previous and next turn in its session, in the extraction window's order; the
     # (tenant_id, user_id, event_time) index bounds both scans
     "SELECT c.id, "
     "(SELECT e.event_id FROM events e WHERE e.tenant_id = :t AND e.user_id = :u AND e.session_id = c.sid "
     " AND e.type = 'turn' AND e.event_time <= c.ts AND (e.event_time < c.ts OR e.event_id < c.id) "
-    " ORDER BY e.event_time DESC, e.event_id DESC LIMIT 1), "
+    " ORDER BY e.event_time DESC, e.event_id DESC LIMIT 1) AS previous, "
     "(SELECT e.event_id FROM events e WHERE e.tenant_id = :t AND e.user_id = :u AND e.session_id = c.sid "
     " AND e.type = 'turn' AND e.event_time >= c.ts AND (e.event_time > c.ts OR e.event_id > c.id) "
-    " ORDER BY e.event_time, e.event_id LIMIT 1) "
+    " ORDER BY e.event_time, e.event_id LIMIT 1) AS following "
     "FROM unnest(CAST(:ids AS text[]), CAST(:sids AS text[]), CAST(:ts AS timestamptz[])) AS c(id, sid, ts)"
 )
 
@@ -249,7 +250,8 @@ def turn_neighbours(
         return {}, {}
     previous: dict[str, str | None] = {}
     following: dict[str, str | None] = {}
-    for event_id, before, after in db.execute(
+    for event_id, before, after in fetch_all(
+        db,
         _NEIGHBOURS,
         {
             "t": tenant_id,
@@ -258,7 +260,7 @@ def turn_neighbours(
             "sids": [r.session_id for r in turns],
             "ts": [r.event_time for r in turns],
         },
-    ).all():
+    ):
         previous[event_id], following[event_id] = before, after
     return previous, following
 
@@ -313,7 +315,7 @@ def candidates(
         f"FROM {table} WHERE {where} ORDER BY embedding <=> CAST(:v AS vector) LIMIT :n"
     )
     if not tokens:
-        return list(db.execute(_sql(vector_sql), params).all()), []
+        return fetch_all(db, vector_sql, params), []
     names = _output_names(cols)
     sql = (
         "WITH st AS MATERIALIZED (SELECT count(*) AS n_docs, coalesce(avg(length(search_tokens)), 1) AS avgdl "
@@ -333,10 +335,9 @@ def candidates(
         "CASE WHEN (SELECT max(n_match) FROM kw) > :pool THEN (SELECT df FROM dfs) END "
         "FROM st WHERE EXISTS (SELECT 1 FROM kw)"
     )
-    rows = db.execute(
-        _sql(sql),
-        {**params, "toks": list(tokens), "q": " | ".join(f"'{t}'" for t in tokens), "pool": KEYWORD_POOL},
-    ).all()
+    rows = fetch_all(
+        db, sql, {**params, "toks": list(tokens), "q": " | ".join(f"'{t}'" for t in tokens), "pool": KEYWORD_POOL}
+    )
     vector_rows = [r for r in rows if r.src == "v"]
     keyword = [r for r in rows if r.src == "k"]
     stats = next((r for r in rows if r.src == "s"), None)
@@ -352,13 +353,7 @@ def candidates(
     return vector_rows, [(keyword[i], scores[i]) for i in order[:n] if scores[i] > 0]
 
 
-@functools.lru_cache(maxsize=256)
-def _sql(statement: str) -> TextClause:
-    """A parsed text() statement, built once per distinct SQL string (parsing costs more than a round trip's
-    worth of CPU); the strings vary only with the filters a search uses."""
-    return text(statement)
-
-
+@functools.lru_cache(maxsize=64)
 def _output_names(cols: str) -> list[str]:
     """The output names of a select list: "a, f(x, y) AS b" -> ["a", "b"]."""
     names = []
