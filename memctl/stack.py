@@ -109,6 +109,8 @@ def run_foreground(settings: Settings, *, with_scheduler: bool = True) -> int:
             settings.api_host,
             "--port",
             str(settings.api_port),
+            "--workers",
+            str(settings.api_workers),
             "--log-level",
             settings.log_level.lower(),
             "--no-access-log",
@@ -117,7 +119,10 @@ def run_foreground(settings: Settings, *, with_scheduler: bool = True) -> int:
     if with_scheduler and _scheduler_available():
         _spawn(stack, "scheduler", [py, "-m", "schedules.run"])
     console.print(f"[bold]worker[/]    queue '{settings.queue}', {settings.worker_concurrency} processes")
-    console.print(f"[bold]api[/]       http://{settings.api_host}:{settings.api_port}  (docs at /docs)")
+    console.print(
+        f"[bold]api[/]       http://{settings.api_host}:{settings.api_port}  (docs at /docs), "
+        f"{settings.api_workers} processes"
+    )
     if "scheduler" in stack.children:
         console.print("[bold]scheduler[/] running (leader election via Redis)")
     console.print("Ctrl-C stops everything.")

@@ -33,6 +33,9 @@ class Settings(BaseSettings):
     db_role_worker: str = Field(default="memory_worker", pattern=r"^[a-z_][a-z0-9_]{0,62}$|^$")
     api_host: str = "127.0.0.1"
     api_port: int = Field(default=8000, ge=1, le=65535)
+    # uvicorn processes of `memctl up` (docker compose: WEB_CONCURRENCY); 2 served the most searches a second
+    # on a 2-core machine, ahead of 1 and 3 (BENCHMARKS.md, api_load)
+    api_workers: int = Field(default=2, ge=1, le=64)
 
     # --- LLM (unset key -> rules-only) ---
     openai_api_key: str | None = Field(default=None, validation_alias=AliasChoices("OPENAI_API_KEY"))

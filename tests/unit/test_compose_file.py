@@ -81,9 +81,14 @@ def test_app_services_share_one_image_and_the_same_environment_anchor() -> None:
     assert env["MEMORY_LOG_FORMAT"] == "json"
     for name in APP_SERVICES:
         service = SERVICES[name]
-        # the YAML loader returns the anchored mapping itself for every `<<: *app`: identity, not equality
-        assert service["environment"] is env, f"{name} does not use the x-app environment anchor"
+        # the YAML loader returns the anchored mapping itself for every `<<: *app`: identity, not equality;
+        # the API merges it into its own (`<<: *app-env`) to add its process count
+        environment = service["environment"]
+        assert environment is env or {k: environment.get(k) for k in env} == env, (
+            f"{name} does not use the x-app environment anchor"
+        )
         assert service["build"] == "." and service["image"] == anchor["image"], name
+    assert SERVICES["api"]["environment"]["WEB_CONCURRENCY"] == "${MEMORY_API_WORKERS:-2}"
 
 
 def test_migrate_is_one_shot_and_gates_the_worker_and_the_api() -> None:
