@@ -11,7 +11,9 @@ from sqlmodel import Session
 
 from shared.settings import Settings
 
-_engines: dict[tuple[int, str, str | None], Engine] = {}
+# (pid, url, role, application name, pool size, overflow, pre-ping) -> engine: a caller asking for another
+# configuration gets its own engine, never one set up for someone else (its name shows in pg_stat_activity)
+_engines: dict[tuple[int, str, str | None, str, int, int | None, bool], Engine] = {}
 
 
 def sqlalchemy_url(url: str) -> str:
@@ -45,7 +47,7 @@ def get_engine(
     With `role`, every connection runs `SET ROLE role`: the application then acts as a role that is not the
     tables' owner, so row-level security applies to it (the owner and superusers bypass it).
     """
-    key = (os.getpid(), url, role)
+    key = (os.getpid(), url, role, application_name, pool_size, max_overflow, pre_ping)
     engine = _engines.get(key)
     if engine is None:
         engine = create_engine(

@@ -121,3 +121,16 @@ def test_lost_messages_are_swept_back_soon_after_the_visibility_timeout(visibili
     # the longest a message can wait past its visibility timeout is one sweep period
     sweep_period = options["unacked_restore_interval"] * options["unacked_restore_throttle"]
     assert 1 <= sweep_period <= max(1, min(10, visibility_s // 4))
+
+
+def test_get_engine_shares_an_engine_only_with_the_same_configuration():
+    """An engine cached for one caller (say a test's own, under another application name) must never be
+    handed to a caller that asked for something else: the API's backends are found by their name."""
+    from shared.db.engine import get_engine
+
+    url = "postgresql+psycopg://nobody@127.0.0.1:1/none"  # never connected to: engines connect lazily
+    api = get_engine(url, role="memory_api", application_name="memory-api", pool_size=16, pre_ping=False)
+    assert get_engine(url, role="memory_api", application_name="memory-api", pool_size=16, pre_ping=False) is api
+    other = get_engine(url, role="memory_api", application_name="a-test")
+    assert other is not api
+    assert other.pool.size() == 5 and api.pool.size() == 16  # type: ignore[attr-defined]
