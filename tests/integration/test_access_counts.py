@@ -58,6 +58,22 @@ def _access(engine, tenant: str) -> dict[str, tuple[int, datetime, str]]:
     return {r[0]: (r[1], r[2], r[3]) for r in rows}
 
 
+def _vector_candidates(engine, tenant: str, query: str) -> list:
+    """u1's memories nearest to `query`, as search() reads them (with `touch`, the recency it ranks by)."""
+    params = {"t": tenant, "u": "u1", "v": vector_literal(EMBEDDER.embed_query(query)), "n": 5}
+    with session_scope(engine, tenant=tenant) as db:
+        rows, _ = candidates(
+            db,
+            table="memories",
+            where="tenant_id = :t AND user_id = :u",
+            params=params,
+            cols=_MEMORY_COLS,
+            tokens=[],
+            n=5,
+        )
+    return rows
+
+
 def _row_version(engine, memory_id: str) -> tuple[str, str]:
     with engine.connect() as conn:
         row = conn.execute(
@@ -95,18 +111,9 @@ def test_search_ranks_by_the_last_access_and_the_memory_view_shows_the_counts(
     """The recency a search ranks with counts from the last access when it is later than the last
     confirmation; a search through the API is counted, and GET /v1/memories/{id} shows it."""
     m = _memory(engine, tenant, "u1", "The billing service deploys with a blue-green switch.")
-    with session_scope(engine, tenant=tenant) as db:
-        params = {"t": tenant, "u": "u1", "v": vector_literal(EMBEDDER.embed_query("billing deploy")), "n": 5}
-        rows, _ = candidates(
-            db,
-            table="memories",
-            where="tenant_id = :t AND user_id = :u",
-            params=params,
-            cols=_MEMORY_COLS,
-            tokens=[],
-            n=5,
-        )
-    assert [(str(r.id), r.touch) for r in rows] == [(m, LONG_AGO)]
+    assert [(str(r.id), r.touch) for r in _vector_candidates(engine, tenant, "billing deploy")] == [
+        (m, LONG_AGO)
+    ]
     version = _row_version(engine, m)
 
     headers = {"Authorization": f"Bearer {api_key}"}
@@ -123,15 +130,5 @@ def test_search_ranks_by_the_last_access_and_the_memory_view_shows_the_counts(
         view = http.get(f"/v1/memories/{m}").json()
     accessed = datetime.fromisoformat(view["last_accessed_at"])
     assert accessed > LONG_AGO + timedelta(days=199)
-    with session_scope(engine, tenant=tenant) as db:
-        rows, _ = candidates(
-            db,
-            table="memories",
-            where="tenant_id = :t AND user_id = :u",
-            params=params,
-            cols=_MEMORY_COLS,
-            tokens=[],
-            n=5,
-        )
-    assert rows[0].touch == accessed
+    assert _vector_candidates(engine, tenant, "billing deploy")[0].touch == accessed
     assert _row_version(engine, m) == version  # the read did not write a new version of the memory row
