@@ -34,9 +34,13 @@ _COLS = (
     "id, user_id, agent_id, scope, kind, category, content, slot, value, importance, confidence, "
     "evidence_count, status, valid_from, valid_to, recorded_at, last_confirmed_at, superseded_by, "
     "half_life_days, expires_at, pinned, source_event_ids, source_turn_ids, consolidated_from, "
-    # how often and when searches returned it (memory_access: a narrow table of its own)
-    "(SELECT a.last_accessed_at FROM memory_access a WHERE a.memory_id = memories.id) AS last_accessed_at, "
-    "coalesce((SELECT a.access_count FROM memory_access a WHERE a.memory_id = memories.id), 0) AS access_count"
+    "acc.last_accessed_at, coalesce(acc.access_count, 0) AS access_count"
+)
+# memories with how often and when searches returned them (memory_access, a narrow table of its own): one
+# primary-key probe per row, and its two columns are names `memories` does not have
+_FROM = (
+    "memories LEFT JOIN LATERAL (SELECT a.last_accessed_at, a.access_count FROM memory_access a "
+    "WHERE a.memory_id = memories.id) acc ON true"
 )
 
 
@@ -114,7 +118,7 @@ class Erased(BaseModel):
 
 def _memory(db: Any, memory_id: UUID) -> Any:
     row = (
-        db.execute(text(f"SELECT {_COLS} FROM memories WHERE id = :id"), {"id": memory_id}).mappings().first()
+        db.execute(text(f"SELECT {_COLS} FROM {_FROM} WHERE id = :id"), {"id": memory_id}).mappings().first()
     )
     if row is None:
         raise HTTPException(404, f"no memory {memory_id}")
@@ -141,7 +145,7 @@ def list_memories(
     rows = (
         db.execute(
             text(
-                f"SELECT {_COLS} FROM memories WHERE tenant_id = :t AND user_id = :u AND status = ANY(:st) "
+                f"SELECT {_COLS} FROM {_FROM} WHERE tenant_id = :t AND user_id = :u AND status = ANY(:st) "
                 "AND (CAST(:kinds AS text[]) IS NULL OR kind = ANY(:kinds)) "
                 "AND (CAST(:cat AS text) IS NULL OR category = :cat) "
                 "ORDER BY importance DESC, last_confirmed_at DESC, id LIMIT :n OFFSET :o"
