@@ -27,7 +27,7 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy shared worker schedules api memctl
+	$(VENV)/bin/mypy shared core store worker schedules api memctl
 
 bench: $(STAMP)
 	$(PY) -m bench.run

@@ -34,7 +34,7 @@ class AccessRecorder:
             self._counts.update((tenant_id, m) for m in memory_ids)
 
     def flush(self) -> int:
-        from worker.services.search import record_access
+        from store.search import record_access
 
         with self._lock:
             counts, self._counts = dict(self._counts), Counter()

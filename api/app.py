@@ -20,7 +20,7 @@ from shared.db.schema import check_embedding_schema
 from shared.logging import configure_logging
 from shared.publisher import RedisPublisher
 from shared.settings import Settings, get_settings
-from worker.embeddings import embedder_from_settings
+from store.embeddings import embedder_from_settings
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

@@ -16,7 +16,7 @@ from api.access import AccessRecorder
 from api.keys import Principal, authenticate
 from shared.publisher import RedisPublisher
 from shared.settings import Settings
-from worker.embeddings import Embedder
+from store.embeddings import Embedder
 
 T = TypeVar("T")
 

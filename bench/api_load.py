@@ -409,8 +409,8 @@ def load_run(
 
 PROFILE_MARKERS: dict[str, tuple[str | None, str]] = {  # layer -> (function name or None, path fragment)
     "in_tenant: auth + search + commit, in a pool thread": ("in_tenant.<locals>.run", "api/deps.py"),
-    "search() (SQL + ranking)": ("search", "services/search.py"),
-    "user_exists": ("user_exists", "services/users.py"),
+    "search() (SQL + ranking)": ("search", "store/search.py"),
+    "user_exists": ("user_exists", "store/users.py"),
     "authenticate (key hash + SQL)": ("authenticate", "api/keys.py"),
     "transaction (begin, commit, close)": ("transaction", "api/deps.py"),
     "TimingMiddleware (ASGI)": ("TimingMiddleware.__call__", "api/metrics.py"),

@@ -368,9 +368,9 @@ def measure_worker(
 
 def measure_rules(sessions: list[Session]) -> dict[str, Any]:
     """`gate_window` and `extract_rules` over every session's turns, in one process pinned to one core."""
-    from worker.extraction.candidates import Turn
-    from worker.extraction.gate import gate_window
-    from worker.extraction.rules import extract_rules
+    from core.extraction.candidates import Turn
+    from core.extraction.gate import gate_window
+    from core.extraction.rules import extract_rules
 
     windows = [
         [Turn(event_id=f"{s.sample_id}-{d}", role="user", content=c, source_turn_id=d) for d, c in s.turns]
@@ -437,8 +437,8 @@ def _profile_rules(windows: list[list[Any]], turns: int) -> list[dict[str, Any]]
     import cProfile
     import pstats
 
-    from worker.extraction.gate import gate_window
-    from worker.extraction.rules import extract_rules
+    from core.extraction.gate import gate_window
+    from core.extraction.rules import extract_rules
 
     profiler = cProfile.Profile()
     profiler.enable()

@@ -330,8 +330,8 @@ def probe(out_path: Path, *, calls: int, tenant: str) -> None:
     from shared.contract import utcnow
     from shared.db.engine import session_scope
     from shared.logging import configure_logging
+    from store.ingest import split_envelope, store_events
     from worker import runtime
-    from worker.services.ingest import split_envelope, store_events
     from worker.tasks.ingest import ingest
 
     configure_logging(level="INFO", fmt="json")  # as in the worker: the canonical line is part of the cost

@@ -23,7 +23,7 @@ What one run does:
   API's default); the same search with `passages: false` (single turns) is scored as an ablation, and a
   second search with k=25 gives recall@25 (the baselines rank 25 turns; their first 10 are scored as k=10);
 - baselines over the same raw turns (all of them, the gate's skips included): BM25 (k1 1.2, b 0.75, over
-  `worker.memory.keywords.tokens`) and cosine over the same embedder's vectors. Baseline results are
+  `core.keywords.tokens`) and cosine over the same embedder's vectors. Baseline results are
   counted in tokens as the API renders a turn ("user: <content>"), so the token axis compares like with like;
 - also: extraction coverage (evidence turns cited by an active memory), evidence turns in the turn index,
   store size (memories and their tokens per conversation), ingest time (first emit -> drained);
@@ -170,7 +170,7 @@ def load_conversations(path: Path | None = None, *, conversations: int | None = 
 def term_counts(text: str) -> Counter[str]:
     """`keywords.tokens` with repeats: the tokens of each whitespace-separated piece (tokens never span
     whitespace, so the distinct set equals `keywords.tokens(text)`)."""
-    from worker.memory.keywords import tokens
+    from core.keywords import tokens
 
     return Counter(t for piece in text.split() for t in tokens(piece))
 
@@ -194,7 +194,7 @@ class BM25:
                 self.postings.setdefault(t, []).append(i)
 
     def scores(self, query: str) -> dict[int, float]:
-        from worker.memory.keywords import tokens
+        from core.keywords import tokens
 
         out: dict[int, float] = {}
         for t in tokens(query):
@@ -570,7 +570,7 @@ def run_with(opts: Options) -> dict[str, Any]:
     from bench import common
     from shared.db.engine import session_scope
     from shared.settings import load_settings
-    from worker.embeddings import make_embedder
+    from store.embeddings import make_embedder
 
     with _environment(opts.embedder, opts.index_turns, opts.database_url), common.services() as svc:
         from api.keys import create_key

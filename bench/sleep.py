@@ -10,7 +10,7 @@ Contract: `run(budget_s, quick) -> dict` measures, never asserts, and returns
   indexes rebuilt after the load, VACUUM ANALYZE. Rows carry real 384-dim vectors (a pool of 256 hashing
   vectors: same row width, no embedding cost); the HNSW index is not built, because a prune UPDATE to
   status 'archived' and a purge DELETE never insert into a partial index on active rows. Timed:
-  `worker.services.pruning.prune`, then `purge`, each in its own transaction as the worker role in the
+  `store.pruning.prune`, then `purge`, each in its own transaction as the worker role in the
   all-tenant scope (what the `memory.prune` / `memory.purge` tasks do), with a fixed `now`; then the same
   prune again (changes nothing: its time is the scan alone), under EXPLAIN ANALYZE.
 - distill: 10,000 users x 50 fragments (quick: 1,000 users) from the template grammar of `bench.store`,
@@ -130,10 +130,10 @@ def load_prune_store(svc: common.Services, *, n: int, seed: int) -> dict[str, An
 
 
 def measure_prune(svc: common.Services) -> dict[str, Any]:
+    from core.forgetting import ForgettingPolicy
     from shared.db.engine import ALL_TENANTS, get_engine, session_scope
     from shared.settings import Settings
-    from worker.memory.forgetting import ForgettingPolicy
-    from worker.services import pruning
+    from store import pruning
 
     settings = Settings(_env_file=None)  # type: ignore[call-arg]
     engine = get_engine(
@@ -197,7 +197,7 @@ def _purge_statement(engine: Any, *, policy: Any) -> store.Captured | None:
     from sqlmodel import Session
 
     from shared.db.engine import ALL_TENANTS, set_tenant
-    from worker.services import pruning
+    from store import pruning
 
     with store.capture_statements(engine) as seen, Session(engine) as db:
         set_tenant(db, ALL_TENANTS)
@@ -242,7 +242,7 @@ def purge_with_index(svc: common.Services, engine: Any, *, policy: Any, role: st
     from sqlmodel import Session
 
     from shared.db.engine import ALL_TENANTS, set_tenant
-    from worker.services import pruning
+    from store import pruning
 
     stmt = _purge_statement(engine, policy=policy)
     if stmt is None:
@@ -433,11 +433,11 @@ def _per(cpu_s: float, n: Any) -> float | None:
 
 def probe_distill(svc: common.Services, *, seed: int) -> dict[str, Any]:
     """In-process `distill_user` on PROBE_USERS users: the pieces timed, and cProfile's top functions."""
+    from core.distill import cluster, consolidate
     from shared.db.engine import get_engine, session_scope
     from shared.settings import Settings
-    from worker.memory.distill import cluster, consolidate
+    from store.memories import lock_user
     from worker.services import distillation
-    from worker.services.memories import lock_user
 
     tenant = unique_name("t-sleep-probe")
     # the first PROBE_USERS users are timed, the next PROBE_USERS profiled (a user distills only once)
@@ -570,10 +570,10 @@ def merge_responder(body: dict[str, Any]) -> str:
 def measure_llm(svc: common.Services, *, users: int, seed: int) -> dict[str, Any]:
     from shared.db.engine import get_engine, session_scope
     from shared.settings import Settings
+    from store.memories import lock_user
     from tests.fakes.openai_server import FakeOpenAI
-    from worker.extraction.llm import LLMConfig, LLMExtractor
+    from worker.llm.extractor import LLMConfig, LLMExtractor
     from worker.services import distillation
-    from worker.services.memories import lock_user
 
     tenant = unique_name("t-sleep-llm")
     load_fragments_store(svc, tenant=tenant, users=users, seed=seed + 9, label="LLM distillation store")

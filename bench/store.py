@@ -6,13 +6,13 @@ runs on an isolated embedded PostgreSQL (or `DATABASE_URL`) from `bench.common.s
 
 - load: 10,000 users of one tenant, memory `i` belongs to user `i % 10,000`. Each memory is a synthetic
   sentence from a template grammar (preferences, profile facts, rules, lessons, decisions; English plus a
-  few Chinese ones) embedded in Python batches by the project's hashing embedder (`worker.embeddings`,
+  few Chinese ones) embedded in Python batches by the project's hashing embedder (`store.embeddings`,
   384-dim) in two spawned processes, streamed by binary `COPY` into an unlogged staging table, then moved
   by one `INSERT ... SELECT` into `memories` (full-text vector by `to_tsvector('simple', ...)` in SQL). The
   secondary indexes of `memories` are dropped for the load and rebuilt from their own definitions after
   it (timed one by one: the HNSW build time is part of the report). Growing to 1,000,000 appends rows
   to the 100,000 and rebuilds the indexes.
-- latency: `worker.services.search.search` (hybrid: query embedding, one candidates query for the vector
+- latency: `store.search.search` (hybrid: query embedding, one candidates query for the vector
   and keyword lists, ranking) for k=10 and one random user per call, in-process, as the API's database role (row-level
   security on, the tenant set per transaction), ef_search = the setting's default; per-statement times,
   the plan (EXPLAIN ANALYZE of the statements one call runs) and which indexes the calls used
@@ -307,7 +307,7 @@ _EMBEDDER: Any = None
 def _embedder() -> Any:
     global _EMBEDDER
     if _EMBEDDER is None:
-        from worker.embeddings import HashingEmbedder
+        from store.embeddings import HashingEmbedder
 
         _EMBEDDER = HashingEmbedder(DIM)
     return _EMBEDDER
@@ -326,8 +326,8 @@ def make_batch(task: tuple[int, int, int, int, str, bool]) -> tuple[int, list[tu
     """Rows [start, stop) of a load (runs in a spawned process): deterministic from (seed, start)."""
     import numpy as np
 
-    from worker.memory import keywords
-    from worker.memory.reconcile import content_key
+    from core import keywords
+    from core.reconcile import content_key
 
     seed, start, stop, users, profile, embed = task
     rng = random.Random(f"{seed}:{start}")
@@ -631,7 +631,7 @@ def shorten(line: str) -> str:
 
 def statement_kind(sql: str) -> str:
     # search() asks for a table's candidates in one statement: the vector list and, when the query has
-    # keywords, the keyword list with its BM25 statistics (worker.services.search.candidates)
+    # keywords, the keyword list with its BM25 statistics (store.search.candidates)
     if "<=>" in sql:
         return "candidates query"
     if "to_tsquery" in sql:
@@ -665,7 +665,7 @@ def measure_search(url: str, *, tenant: str, users: int, n: int, seed: int) -> d
 
     from shared.db.engine import get_engine, set_tenant
     from shared.settings import Settings
-    from worker.services.search import search
+    from store.search import search
 
     settings = Settings(_env_file=None)  # type: ignore[call-arg]
     engine = get_engine(url, pool_size=1, application_name="bench-store", role=settings.db_role_api or None)
@@ -766,7 +766,7 @@ def _profile_search(
     from sqlmodel import Session
 
     from shared.db.engine import set_tenant
-    from worker.services.search import search
+    from store.search import search
 
     profiler = cProfile.Profile()
     for user, q in qs:
@@ -831,7 +831,7 @@ def measure_recall(
     url: str, *, tenant: str, users: int, n: int, n_global: int, seed: int, ef_search: int
 ) -> dict[str, Any]:
     """Top-10 overlap with an exact scan: the planner's choice, the HNSW index forced, no user filter."""
-    from worker.services.memories import vector_literal
+    from shared.db.vectors import vector_literal
 
     emb = _embedder()
     qs = queries(seed + 7, n, users)
@@ -1084,10 +1084,10 @@ def _per(cpu_s: float, n: int) -> float | None:
 
 def probe_reconcile(url: str, *, tenant: str, users: int, seed: int, n_users: int = 40) -> dict[str, Any]:
     """In-process: one `reconcile_user` per user (worker role), statements timed by kind."""
+    from core.reconcile import Policy
     from shared.db.engine import get_engine, session_scope
     from shared.settings import Settings
-    from worker.memory.reconcile import Policy
-    from worker.services.memories import reconcile_user
+    from worker.services.reconcile import reconcile_user
 
     settings = Settings(_env_file=None)  # type: ignore[call-arg]
     engine = get_engine(
@@ -1312,7 +1312,7 @@ def render_markdown(result: dict[str, Any]) -> str:
         "### Search latency (k=10, one user's memories)",
         "",
         paragraph(f"""In-process calls of
-              `worker.services.search.search` (what `POST /v1/search` runs after authentication) as the API's
+              `store.search.search` (what `POST /v1/search` runs after authentication) as the API's
               database role, row-level security on: query embedding (hashing), the candidates query (one
               statement: the 40 nearest by vector, the keyword matches and their BM25 statistics; the HNSW
               settings come with the pooled connection), ranking. `search()` = that call; transaction =

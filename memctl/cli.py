@@ -456,8 +456,8 @@ def search(
 ) -> None:
     """Hybrid search over the user's memories (and turns with --turns)."""
     from shared.contract import utcnow
-    from worker.embeddings import embedder_from_settings
-    from worker.services.search import search as run_search
+    from store.embeddings import embedder_from_settings
+    from store.search import search as run_search
 
     settings = _settings()
     embedder = embedder_from_settings(settings)
@@ -492,8 +492,8 @@ def context(
 ) -> None:
     """The ready-to-inject context block for USER (as GET /v1/users/{user}/context returns it)."""
     from shared.contract import utcnow
-    from worker.embeddings import embedder_from_settings
-    from worker.services.context import user_context
+    from store.context import user_context
+    from store.embeddings import embedder_from_settings
 
     settings = _settings()
     embedder = embedder_from_settings(settings)
@@ -599,7 +599,7 @@ def erase(
 ) -> None:
     """Erase everything about USER: events, memories, history, episodes, sessions, working memory."""
     from shared.db.engine import session_scope
-    from worker.services.users import erase_user
+    from store.users import erase_user
 
     settings = _settings()
     if not yes and not typer.confirm(
@@ -713,8 +713,8 @@ def reembed(
     from sqlalchemy import text
 
     from shared.db.engine import session_scope
-    from worker.embeddings import make_embedder
-    from worker.services.memories import vector_literal
+    from shared.db.vectors import vector_literal
+    from store.embeddings import make_embedder
 
     settings = _settings()
     name = embedder or settings.embedder

@@ -10,12 +10,12 @@ from functools import lru_cache
 import structlog
 from sqlalchemy import Engine
 
+from core.reconcile import Policy, calibrated_policy
 from shared.db.engine import get_engine, resolve_database_url, resolve_redis_url
 from shared.publisher import RedisPublisher
 from shared.settings import Settings, get_settings
-from worker.embeddings import Embedder, embedder_from_settings
-from worker.extraction.llm import LLMConfig, LLMExtractor
-from worker.memory.reconcile import Policy, calibrated_policy
+from store.embeddings import Embedder, embedder_from_settings
+from worker.llm.extractor import LLMConfig, LLMExtractor
 
 
 @lru_cache(maxsize=1)

@@ -11,8 +11,8 @@ from pydantic import BaseModel
 from api.deps import SessionDep, StateDep, WriterDep
 from api.problems import problem
 from shared.contract import MAX_BATCH, MAX_CONTENT_BYTES, EventIn, parse_batch, utcnow
-from worker.services.ingest import store_events
-from worker.services.triggers import after_store
+from store.ingest import store_events
+from store.triggers import after_store
 
 router = APIRouter(prefix="/v1", tags=["events"])
 

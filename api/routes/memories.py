@@ -17,12 +17,13 @@ from sqlmodel import Session
 
 from api.deps import BearerKey, PrincipalDep, SessionDep, StateDep, WriterDep, in_tenant
 from api.keys import Principal
+from core import keywords
+from core.reconcile import content_key
 from shared.contract import ID_PATTERN, CleanText, utcnow
-from worker.memory import keywords
-from worker.memory.reconcile import content_key
-from worker.services.context import user_context as build_user_context
-from worker.services.memories import HALF_LIFE_DAYS, snapshot, vector_literal, write_history
-from worker.services.users import erase_user, user_exists
+from shared.db.vectors import vector_literal
+from store.context import user_context as build_user_context
+from store.memories import HALF_LIFE_DAYS, snapshot, write_history
+from store.users import erase_user, user_exists
 
 router = APIRouter(prefix="/v1", tags=["memories"])
 

@@ -13,8 +13,8 @@ from sqlmodel import Session
 from api.deps import AppState, BearerKey, StateDep, in_tenant
 from api.keys import Principal
 from shared.contract import ID_PATTERN, CleanText, utcnow
-from worker.services.search import SearchFilters, SearchHit, search
-from worker.services.users import user_exists
+from store.search import SearchFilters, SearchHit, search
+from store.users import user_exists
 
 router = APIRouter(prefix="/v1", tags=["search"])
 

@@ -11,12 +11,12 @@ import pytest
 from sqlalchemy import text
 
 from api.access import AccessRecorder
+from core import keywords
 from shared.db.engine import get_engine, session_scope
+from shared.db.vectors import vector_literal
+from store.embeddings.hashing import HashingEmbedder
+from store.search import _MEMORY_COLS, candidates
 from tests.services import wait_for
-from worker.embeddings.hashing import HashingEmbedder
-from worker.memory import keywords
-from worker.services.memories import vector_literal
-from worker.services.search import _MEMORY_COLS, candidates
 
 pytestmark = pytest.mark.integration
 

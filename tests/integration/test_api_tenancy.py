@@ -15,8 +15,8 @@ from sqlalchemy import text
 
 from api.keys import create_key
 from shared.db.engine import session_scope
-from worker.embeddings import HashingEmbedder
-from worker.services.memories import vector_literal
+from shared.db.vectors import vector_literal
+from store.embeddings import HashingEmbedder
 
 pytestmark = pytest.mark.integration
 T0 = datetime(2026, 5, 1, 9, tzinfo=UTC)

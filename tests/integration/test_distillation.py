@@ -12,12 +12,13 @@ import pytest
 from sqlalchemy import text
 
 from shared import tasknames
+from shared.db.vectors import vector_literal
 from shared.publisher import RedisPublisher
+from store.embeddings import HashingEmbedder
+from store.memories import snapshot
 from tests.fakes.openai_server import FakeOpenAI
 from tests.services import free_port, wait_for
-from worker.embeddings import HashingEmbedder
 from worker.services import distillation
-from worker.services.memories import snapshot, vector_literal
 
 pytestmark = pytest.mark.integration
 

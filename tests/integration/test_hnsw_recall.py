@@ -4,7 +4,7 @@ production search path returns the same top-10 as an exact scan for at least 95%
 Two shapes, because the planner picks the plan by selectivity:
 - an ordinary user (0.1% of the rows): the planner uses the per-user btree and sorts ~100 rows exactly;
 - a heavy user (20% of the rows): the HNSW index with pgvector 0.8's iterative scans (relaxed order,
-  over-fetch, exact re-rank, as worker/services/search.py does). The plan is checked in both cases.
+  over-fetch, exact re-rank, as store/search.py does). The plan is checked in both cases.
 Forcing HNSW on the 0.1% case was measured too: ~60% recall at ~440 ms per query, far worse on both
 counts than the btree plan the planner chooses, which is why the schema keeps that btree.
 """
@@ -20,11 +20,11 @@ from sqlalchemy import text
 
 from shared.db.engine import get_engine
 from shared.db.migrate import migrate
+from shared.db.vectors import set_search_params, vector_literal
 from shared.embedded import create_database, drop_database
 from shared.settings import load_settings
-from worker.embeddings import HashingEmbedder
-from worker.services.memories import set_search_params, vector_literal
-from worker.services.search import CANDIDATES_PER_LIST
+from store.embeddings import HashingEmbedder
+from store.search import CANDIDATES_PER_LIST
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -92,7 +92,7 @@ SQL = (
     "SELECT id FROM memories WHERE tenant_id = 't' AND user_id = :u AND status = 'active' "
     "ORDER BY embedding <=> CAST(:v AS vector) LIMIT :n"
 )
-# the production path (worker/services/search.py): over-fetch through the index, then rank by exact distance
+# the production path (store/search.py): over-fetch through the index, then rank by exact distance
 PRODUCTION = (
     f"WITH c AS MATERIALIZED ({SQL}) SELECT m.id FROM c JOIN memories m USING (id) "
     "ORDER BY m.embedding <=> CAST(:v AS vector) LIMIT 10"

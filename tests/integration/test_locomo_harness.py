@@ -39,7 +39,7 @@ def _in_unit_interval(value: float | None) -> bool:
 def test_one_session_replayed_through_the_real_stack_is_stored_searched_scored_and_compared_to_baselines(
     start_worker, api_server, api_key, tenant, redis_url, queue_name, database_url, engine, tmp_path
 ):
-    from worker.embeddings import HashingEmbedder
+    from store.embeddings import HashingEmbedder
 
     conversations = _conversations()
     conv = conversations[0]

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import text
 
-from worker.memory.forgetting import ForgettingPolicy, MemoryFacts, prune_action
-from worker.services.pruning import prune, purge
+from core.forgetting import ForgettingPolicy, MemoryFacts, prune_action
+from store.pruning import prune, purge
 
 pytestmark = pytest.mark.integration
 

@@ -14,9 +14,9 @@ from shared.client import MemoryClient
 from shared.contract import EventIn
 from shared.db.engine import session_scope
 from shared.publisher import RedisPublisher
+from store.ingest import store_events
 from tests.services import wait_for
 from worker.services import sleep
-from worker.services.ingest import store_events
 
 pytestmark = pytest.mark.integration
 LONG_AGO = datetime.now(UTC) - timedelta(hours=1)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from core.context import ContextItem, build_context
 from shared.tokens import estimate_tokens
-from worker.memory.context import ContextItem, build_context
 
 RULES = [
     ContextItem(f"r{i}", f"Never do forbidden thing number {i} in this codebase.", "procedural", "constraint")

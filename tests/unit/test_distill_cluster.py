@@ -11,8 +11,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from worker.memory import distill
-from worker.memory.distill import THRESHOLDS, Fragment, cluster, cosine, similarity
+from core import distill
+from core.distill import THRESHOLDS, Fragment, cluster, cosine, similarity
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 WORDS = (

@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
+from store.embeddings import Embedder, EmbeddingError, HashingEmbedder, make_embedder
+from store.embeddings.openai import OpenAIEmbedder, OpenAIEmbedderConfig
 from tests.fakes.openai_server import FakeOpenAI, fake_embedding
-from worker.embeddings import Embedder, EmbeddingError, HashingEmbedder, make_embedder
-from worker.embeddings.openai import OpenAIEmbedder, OpenAIEmbedderConfig
 
 REPO = Path(__file__).resolve().parents[2]
 SIMILAR_EN = ("The user lives in Berlin", "User is based in Berlin", "I like pizza")
@@ -52,7 +52,7 @@ def test_the_hashing_embedder_satisfies_the_protocol_with_384_dims_by_default() 
 def test_hashing_vectors_are_identical_in_another_process_with_another_hash_seed() -> None:
     texts = ["The user lives in Berlin", "用户住在柏林", "naïve café 🍕", ""]
     script = (
-        "import json, sys; from worker.embeddings.hashing import HashingEmbedder; "
+        "import json, sys; from store.embeddings.hashing import HashingEmbedder; "
         "print(json.dumps(HashingEmbedder().embed(json.loads(sys.stdin.read()))))"
     )
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
@@ -331,7 +331,7 @@ def test_the_local_embedder_refuses_a_dimension_other_than_384() -> None:
 
 
 def test_without_the_extra_the_local_embedder_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
-    import worker.embeddings.local as local
+    import store.embeddings.local as local
 
     real_find_spec = importlib.util.find_spec
     monkeypatch.setattr(

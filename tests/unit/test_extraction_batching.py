@@ -10,9 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from worker.extraction.candidates import Candidate, Category, Kind, Tier, Turn
-from worker.extraction.gate import GateDecision, gate_turn, gate_window
-from worker.extraction.rules import analyze_turn, extract_rules
+from core.extraction.candidates import Candidate, Category, Kind, Tier, Turn
+from core.extraction.gate import GateDecision, gate_turn, gate_window
+from core.extraction.rules import analyze_turn, extract_rules
+from store.triggers import FORCING_REASONS, DebouncePolicy, llm_due
 from worker.services.extraction import (
     PendingEvent,
     defer_llm,
@@ -21,7 +22,6 @@ from worker.services.extraction import (
     oldest_owed_at,
     plan_window,
 )
-from worker.services.triggers import FORCING_REASONS, DebouncePolicy, llm_due
 
 NOW = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 POLICY = DebouncePolicy(turns=12, tokens=1500, idle_s=20, llm_batch_turns=24, llm_batch_tokens=3000)

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from worker.extraction.candidates import Turn
-from worker.extraction.gate import GateDecision, GateResult, gate_turn, gate_window
-from worker.extraction.lang import comparison_key, detect_lang, normalize_text
-from worker.extraction.rules import extract_rules
+from core.extraction.candidates import Turn
+from core.extraction.gate import GateDecision, GateResult, gate_turn, gate_window
+from core.extraction.lang import comparison_key, detect_lang, normalize_text
+from core.extraction.rules import extract_rules
 
 SKIP, RULES_ONLY, NEEDS_LLM = GateDecision.SKIP, GateDecision.RULES_ONLY, GateDecision.NEEDS_LLM
 CASES_PATH = Path(__file__).resolve().parents[1] / "data" / "extraction_cases.jsonl"

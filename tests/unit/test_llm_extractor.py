@@ -12,15 +12,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.fakes.openai_server import FakeOpenAI, Reply
-from worker.extraction.candidates import Candidate, Category, Kind, Operation, Tier, Turn
-from worker.extraction.llm import LLMConfig, LLMExtractor, LLMUsage, compute_backoff, retry_after_seconds
-from worker.extraction.prompts import (
+from core.extraction.candidates import Candidate, Category, Kind, Operation, Tier, Turn
+from core.extraction.prompts import (
     PROMPT_VERSION,
     SUMMARY_SECTIONS,
     build_extraction_messages,
     extraction_json_schema,
 )
+from shared.openai_sdk import compute_backoff, retry_after_seconds
+from tests.fakes.openai_server import FakeOpenAI, Reply
+from worker.llm.extractor import LLMConfig, LLMExtractor, LLMUsage
 
 WINDOW = [
     Turn(

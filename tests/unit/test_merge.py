@@ -8,8 +8,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from worker.extraction.candidates import Candidate, Category, Kind, Operation, Tier
-from worker.extraction.merge import merge_candidates, normalize_text
+from core.extraction.candidates import Candidate, Category, Kind, Operation, Tier
+from core.extraction.merge import merge_candidates, normalize_text
 
 
 def candidate(content: str, **fields: Any) -> Candidate:

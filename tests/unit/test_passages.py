@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import random
 
-from worker.memory.passages import merge_passages
+from core.passages import merge_passages
 
 # one session of turns t0..t9, another of u0..u4, and two memories
 SESSIONS = [[f"t{i}" for i in range(10)], [f"u{i}" for i in range(5)]]

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 from api.routes.search import SearchResponse, SearchResult, response_json
 from shared.db.raw import pyformat
-from worker.services.search import SearchHit
+from store.search import SearchHit
 
 
 def test_search_result_and_search_hit_have_the_same_fields():

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from worker.embeddings import HashingEmbedder
-from worker.memory.distill import cosine
-from worker.memory.reconcile import (
+from core.distill import cosine
+from core.reconcile import (
     CandidateIn,
     Decision,
     Existing,
@@ -22,6 +21,7 @@ from worker.memory.reconcile import (
     decide,
     judged,
 )
+from store.embeddings import HashingEmbedder
 
 T = datetime(2026, 3, 1, tzinfo=UTC)
 DAY = timedelta(days=1)

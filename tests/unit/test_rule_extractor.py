@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from worker.extraction.candidates import Candidate, Category, Kind, Operation, Tier, Turn
-from worker.extraction.gate import GateDecision, gate_turn
-from worker.extraction.rules import extract_rules, extract_turn
+from core.extraction.candidates import Candidate, Category, Kind, Operation, Tier, Turn
+from core.extraction.gate import GateDecision, gate_turn
+from core.extraction.rules import extract_rules, extract_turn
 
 CASES_PATH = Path(__file__).resolve().parents[1] / "data" / "extraction_cases.jsonl"
 CASES: list[dict[str, Any]] = [

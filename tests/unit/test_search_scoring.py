@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from worker.memory.scoring import Ranked, decay, rank
-from worker.services.search import bm25_scores
+from core.scoring import Ranked, decay, rank
+from store.search import bm25_scores
 
 NOW = datetime(2026, 11, 29, tzinfo=UTC)
 

@@ -13,8 +13,8 @@ from shared.publisher import build_message
 from shared.settings import load_settings
 from shared.spool import Spool
 from shared.tokens import estimate_tokens
+from store.dead_letters import storable_payload
 from worker.retry import retry_countdown
-from worker.services.dead_letters import storable_payload
 
 
 @pytest.mark.parametrize(

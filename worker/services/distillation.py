@@ -13,13 +13,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy import text
 from sqlmodel import Session
 
+from core import keywords
+from core.distill import Consolidated, Fragment, cluster, consolidate
+from core.reconcile import content_key
+from shared.db.vectors import vector_literal
 from shared.tokens import estimate_tokens
-from worker.embeddings import Embedder
-from worker.extraction.llm import LLMExtractor
-from worker.memory import keywords
-from worker.memory.distill import Consolidated, Fragment, cluster, consolidate
-from worker.memory.reconcile import content_key
-from worker.services.memories import _SNAPSHOT, HALF_LIFE_DAYS, vector_literal
+from store.embeddings import Embedder
+from store.memories import _SNAPSHOT, HALF_LIFE_DAYS
+from worker.llm.extractor import LLMExtractor
 
 DISTILL_PROMPT_VERSION = "distill-v1"
 _SYSTEM = (

@@ -18,11 +18,11 @@ from sqlalchemy import text
 from sqlalchemy.dialects.postgresql import insert
 from sqlmodel import Session
 
+from core.extraction.candidates import Candidate, Turn
+from core.extraction.gate import GateDecision, gate_window
+from core.extraction.merge import merge_candidates
+from core.extraction.rules import dedupe
 from shared.db.models import CandidateRow, LlmUsage
-from worker.extraction.candidates import Candidate, Turn
-from worker.extraction.gate import GateDecision, gate_window
-from worker.extraction.merge import merge_candidates
-from worker.extraction.rules import dedupe
 
 WINDOW_LIMIT = 200  # turns per extraction run; a longer backlog is processed in several runs, in order
 EXISTING_MEMORY_TOKENS = 300  # budget for "what we already know" in the extraction prompt
@@ -359,8 +359,8 @@ def index_turns(
 ) -> int:
     """Store the embedding (of the turn) and keyword tokens (of the turn with its predecessor, when given)
     of each kept turn: the turn index for recall."""
-    from worker.memory import keywords
-    from worker.services.memories import vector_literal
+    from core import keywords
+    from shared.db.vectors import vector_literal
 
     if not turns:
         return 0

@@ -10,13 +10,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy import text
 from sqlmodel import Session
 
-from worker.embeddings import Embedder
-from worker.extraction.candidates import Turn
-from worker.extraction.llm import LLMExtractor
-from worker.memory import keywords
-from worker.memory.episodes import EpisodeText, WMItem, deterministic_episode, working_memory_document
-from worker.services.dead_letters import record_dead_letter
-from worker.services.memories import vector_literal
+from core import keywords
+from core.episodes import EpisodeText, WMItem, deterministic_episode, working_memory_document
+from core.extraction.candidates import Turn
+from shared.db.vectors import vector_literal
+from store.dead_letters import record_dead_letter
+from store.embeddings import Embedder
+from worker.llm.extractor import LLMExtractor
 
 EPISODE_PROMPT = (
     "Summarise one finished session between a user and an assistant as an episode for long-term memory. "

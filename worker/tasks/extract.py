@@ -14,16 +14,12 @@ import structlog
 from sqlalchemy import text
 from sqlalchemy.exc import InterfaceError, OperationalError
 
+from core.extraction.candidates import Turn
+from core.extraction.summary import extractive_summary
 from shared import tasknames
 from shared.contract import utcnow
 from shared.db.engine import session_scope
-from worker import metrics, runtime
-from worker.app import app
-from worker.extraction.candidates import Turn
-from worker.extraction.summary import extractive_summary
-from worker.retry import retry_countdown
-from worker.services import extraction as svc
-from worker.services.triggers import (
+from store.triggers import (
     DebouncePolicy,
     arm_idle_timer,
     enqueue_extraction,
@@ -31,6 +27,10 @@ from worker.services.triggers import (
     llm_due,
     timer_key,
 )
+from worker import metrics, runtime
+from worker.app import app
+from worker.retry import retry_countdown
+from worker.services import extraction as svc
 
 log = structlog.get_logger("worker.extract")
 

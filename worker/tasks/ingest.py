@@ -15,12 +15,12 @@ from sqlalchemy.exc import DataError, IntegrityError
 from shared import tasknames
 from shared.contract import utcnow
 from shared.db.engine import ALL_TENANTS, session_scope
+from store.dead_letters import record_dead_letter
+from store.ingest import split_envelope, store_events
+from store.triggers import after_store
 from worker import runtime
 from worker.app import app
 from worker.retry import retry_countdown
-from worker.services.dead_letters import record_dead_letter
-from worker.services.ingest import split_envelope, store_events
-from worker.services.triggers import after_store
 
 log = structlog.get_logger("worker.ingest")
 # tenants this process has already upserted: one statement less per message (tenants are never deleted

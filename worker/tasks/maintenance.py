@@ -11,16 +11,17 @@ from typing import Any
 
 import structlog
 
+from core.forgetting import ForgettingPolicy
 from shared import tasknames
 from shared.contract import utcnow
 from shared.db.engine import ALL_TENANTS, session_scope
+from store import pruning
+from store.memories import lock_user
+from store.runs import finish_run, last_run_start, start_run
+from store.triggers import enqueue_extraction
 from worker import runtime
 from worker.app import app
-from worker.memory.forgetting import ForgettingPolicy
-from worker.services import distillation, pruning, sleep
-from worker.services.memories import lock_user
-from worker.services.runs import finish_run, last_run_start, start_run
-from worker.services.triggers import enqueue_extraction
+from worker.services import distillation, sleep
 
 log = structlog.get_logger("worker.maintenance")
 

@@ -15,7 +15,7 @@ from worker import runtime
 from worker.app import app
 from worker.retry import retry_countdown
 from worker.services.extraction import record_usage, tenant_budget, tokens_used_today
-from worker.services.memories import reconcile_user as reconcile
+from worker.services.reconcile import reconcile_user as reconcile
 
 log = structlog.get_logger("worker.reconcile")
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from worker.embeddings.base import Embedder, EmbeddingError, l2_normalise
-from worker.embeddings.hashing import DEFAULT_DIM, HashingEmbedder
+from store.embeddings.base import Embedder, EmbeddingError, l2_normalise
+from store.embeddings.hashing import DEFAULT_DIM, HashingEmbedder
 
 EMBEDDER_NAMES = ("hashing", "local", "openai")
 
@@ -46,13 +46,13 @@ def make_embedder(
     if name == "local":
         # imported here: the module is light, but keeping the optional family out of the default path is
         # what lets a worker without the extra start at all
-        from worker.embeddings.local import MINILM_DIM, LocalEmbedder
+        from store.embeddings.local import MINILM_DIM, LocalEmbedder
 
         if dim not in (None, MINILM_DIM):
             raise EmbeddingError(f"the local MiniLM embedder makes {MINILM_DIM}-dim vectors, not {dim}")
         return LocalEmbedder()
     if name == "openai":
-        from worker.embeddings.openai import DEFAULT_MODEL, OpenAIEmbedder, OpenAIEmbedderConfig
+        from store.embeddings.openai import DEFAULT_MODEL, OpenAIEmbedder, OpenAIEmbedderConfig
 
         if not openai_api_key:
             raise EmbeddingError("openai embeddings need OPENAI_API_KEY (any value for servers without auth)")

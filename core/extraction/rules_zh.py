@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import re
 
-from worker.extraction.candidates import Category, Kind, Operation, Tier
-from worker.extraction.lang import detect_lang
-from worker.extraction.rules_en import (
+from core.extraction.candidates import Category, Kind, Operation, Tier
+from core.extraction.lang import detect_lang
+from core.extraction.rules_en import (
     LANGUAGE_CODES,
     Hit,
     LanguageRules,

@@ -18,7 +18,7 @@ import structlog
 from shared import tasknames
 from shared.publisher import RedisPublisher
 from shared.settings import Settings
-from worker.services.ingest import SessionCounters
+from store.ingest import SessionCounters
 
 log = structlog.get_logger("worker.triggers")
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from worker.extraction.candidates import Turn
+from core.extraction.candidates import Turn
 
 SECTIONS = ("Decisions", "Key files", "Problems", "Preferences", "Open tasks")
 MAX_ITEMS_PER_SECTION = 6

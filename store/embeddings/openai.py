@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import openai
 
-from worker.embeddings.base import EmbeddingError, l2_normalise
-from worker.extraction.llm import RETRYABLE_STATUSES, compute_backoff, retry_after_seconds, sdk_client
+from shared.openai_sdk import RETRYABLE_STATUSES, compute_backoff, retry_after_seconds, sdk_client
+from store.embeddings.base import EmbeddingError, l2_normalise
 
 log = logging.getLogger(__name__)
 

@@ -100,7 +100,7 @@ def content_key(text: str) -> str:
 
 def _overlap(a: str, b: str) -> float:
     """Share of the shorter statement's keywords found in the other (overlap coefficient)."""
-    from worker.memory.keywords import tokens
+    from core.keywords import tokens
 
     ta, tb = set(tokens(a)), set(tokens(b))
     ta.discard("user")

@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from worker.extraction.candidates import Candidate, Category, Kind, Operation, Tier, Turn
+from core.extraction.candidates import Candidate, Category, Kind, Operation, Tier, Turn
 
 PROMPT_VERSION = "extract-v2"
 SUMMARY_PROMPT_VERSION = "summary-v1"

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from functools import lru_cache
 from hashlib import blake2b
 
-from worker.embeddings.base import EmbeddingError
+from store.embeddings.base import EmbeddingError
 
 DEFAULT_DIM = 384
 MEMO_MAX_ENTRIES = 100_000  # cleared whole when full: cheap, and bounded (tens of MB at most)

@@ -23,7 +23,7 @@ from datetime import datetime
 
 import numpy as np
 
-from worker.memory import keywords
+from core import keywords
 
 # Calibrated on tests/data/distill_cases.json (see CALIBRATION.md): episodic notes about one piece of
 # work share specific words (a service, a version, a place); facts and rules must be near-duplicates.

@@ -13,12 +13,12 @@ from typing import Any
 from sqlalchemy import text
 from sqlmodel import Session
 
+from core import keywords
+from core.passages import POOL_FACTOR, merge_passages
+from core.scoring import TURN_IMPORTANCE, Ranked, rank
 from shared.db.raw import fetch_all
-from worker.embeddings import Embedder
-from worker.memory import keywords
-from worker.memory.passages import POOL_FACTOR, merge_passages
-from worker.memory.scoring import TURN_IMPORTANCE, Ranked, rank
-from worker.services.memories import set_search_params, vector_literal
+from shared.db.vectors import set_search_params, vector_literal
+from store.embeddings import Embedder
 
 CANDIDATES_PER_LIST = 40
 # BM25 outranks single-turn MiniLM on conversational recall (LoCoMo dev: 52.5 vs 40.1 R@5 over raw turns);
@@ -108,7 +108,7 @@ def search(
 ) -> list[SearchHit]:
     """The k best results for `query`. With `include_turns`, indexed turns compete with memories; with
     `passages` (the default), turn hits adjacent in one session come back as one result (see
-    worker.memory.passages): its content is the turns in order, and it cites all of them."""
+    core.passages): its content is the turns in order, and it cites all of them."""
     f = filters or SearchFilters()
     vec = vector_literal(embedder.embed_query(query))
     toks = keywords.tokens(query)[:64]

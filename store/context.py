@@ -8,10 +8,10 @@ from datetime import datetime
 from sqlalchemy import text
 from sqlmodel import Session
 
-from worker.embeddings import Embedder
-from worker.memory.context import ContextBlock, ContextItem, build_context
-from worker.services.memories import vector_literal
-from worker.services.search import SearchFilters, search
+from core.context import ContextBlock, ContextItem, build_context
+from shared.db.vectors import vector_literal
+from store.embeddings import Embedder
+from store.search import SearchFilters, search
 
 STANDING_LIMIT = 200
 RELEVANT_K = 10

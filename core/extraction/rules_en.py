@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable
 from typing import NamedTuple
 
-from worker.extraction.candidates import Candidate, Category, Kind, Operation, Tier
+from core.extraction.candidates import Candidate, Category, Kind, Operation, Tier
 
 Hit = tuple[Candidate, int, int]
 

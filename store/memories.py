@@ -1,28 +1,25 @@
-"""The memory store's shell: per-user serialization, reconciliation applied in one transaction with history.
+"""The memory repository: the per-user lock, reads for reconciliation, inserts, decisions applied with
+their history rows.
 
-`reconcile_user` takes a Postgres advisory transaction lock for (tenant, user), so concurrent workers on
-the same user queue up while different users run in parallel; the partial unique index on active slots is
-the last line of defence for invariant 3.
+`lock_user` takes a Postgres advisory transaction lock for (tenant, user), so concurrent workers on the
+same user queue up while different users run in parallel; the partial unique index on active slots is the
+last line of defence for invariant 3.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal, TypedDict
+from typing import Any, TypedDict
 
-from pydantic import BaseModel, ConfigDict, ValidationError
-from sqlalchemy import Connection, text
+from sqlalchemy import text
 from sqlmodel import Session
 
-from shared.db.engine import SESSION_DEFAULTS, has_session_defaults
-from worker.embeddings import Embedder
-from worker.memory import keywords
-from worker.memory.reconcile import CandidateIn, Decision, Existing, Op, Policy, content_key, decide, judged
+from core import keywords
+from core.reconcile import Decision, Existing, Op, content_key
 
 HALF_LIFE_DAYS = {"semantic": None, "episodic": 30.0, "procedural": 90.0}
 NEIGHBOURS = 5
@@ -52,16 +49,6 @@ def user_lock_key(tenant_id: str, user_id: str) -> int:
 
 def lock_user(db: Session, tenant_id: str, user_id: str) -> None:
     db.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": user_lock_key(tenant_id, user_id)})
-
-
-def vector_literal(vec: Sequence[float]) -> str:
-    """pgvector's text form, six decimals (one %-format over a template: 1.5x faster than a join)."""
-    return _vector_template(len(vec)) % tuple(vec)
-
-
-@functools.lru_cache(maxsize=8)
-def _vector_template(dim: int) -> str:
-    return "[" + ",".join(["%.6f"] * dim) + "]"
 
 
 def importance_of(tier: str, kind: str, category: str) -> float:
@@ -115,22 +102,6 @@ def _existing(row: Any, similarity: float = 0.0) -> Existing:
         value=row.value,
         similarity=similarity,
         source_event_ids=tuple(row.source_event_ids or ()),
-    )
-
-
-def set_search_params(db: Session | Connection, *, ef_search: int) -> None:
-    """This transaction's HNSW search breadth and iterative scans (SET LOCAL). A connection from
-    `get_engine` starts with iterative scans and the default breadth (`SESSION_DEFAULTS`): no round trip
-    when that breadth is asked for."""
-    conn = db.connection() if isinstance(db, Session) else db
-    if str(int(ef_search)) == SESSION_DEFAULTS["hnsw.ef_search"] and has_session_defaults(conn):
-        return
-    db.execute(
-        text(
-            "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-            "set_config('hnsw.ef_search', :ef, true)"
-        ),
-        {"ef": str(int(ef_search))},
     )
 
 
@@ -376,114 +347,3 @@ def apply_decision(
     return d.target_ids[0] if d.target_ids else None
 
 
-JUDGE_PROMPT = (
-    "You maintain an assistant's long-term memory about one user. For each numbered pair, compare the NEW "
-    "statement with the EXISTING memory and answer one verdict: duplicate (same fact), update (the new one "
-    "replaces the old, e.g. a changed value), contradiction (they cannot both be true; the new one wins), or "
-    'complement (both stay true). Reply with JSON only: {"verdicts": [{"id": int, "verdict": str}]}'
-)
-
-
-class _Verdict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    id: int
-    verdict: Literal["duplicate", "update", "contradiction", "complement"]
-
-
-class _Verdicts(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    verdicts: list[_Verdict]
-
-
-def judge_pairs(llm: Any, pairs: Sequence[tuple[str, str]]) -> tuple[dict[int, str], Any]:
-    """One LLM call for every similar-but-unclear pair of a batch; {} on any failure (callers then ADD)."""
-    lines = [f"{n}. EXISTING: {old}\n   NEW: {new}" for n, (old, new) in enumerate(pairs)]
-    content, usage, error = llm.complete_json(
-        [{"role": "system", "content": JUDGE_PROMPT}, {"role": "user", "content": "\n".join(lines)}]
-    )
-    if error or not content:
-        return {}, usage
-    try:
-        answer = _Verdicts.model_validate_json(content)
-    except ValidationError:
-        return {}, usage
-    return {v.id: v.verdict for v in answer.verdicts if 0 <= v.id < len(pairs)}, usage
-
-
-def reconcile_user(
-    db: Session,
-    tenant_id: str,
-    user_id: str,
-    *,
-    embedder: Embedder,
-    policy: Policy,
-    actor: str,
-    now: datetime,
-    limit: int = 200,
-    llm: Any = None,
-) -> dict[str, int]:
-    """Reconcile the user's new candidates, oldest event first, under the per-user lock. Caller commits.
-
-    Clear cases are applied one by one; similar-but-unclear ones are judged together in one LLM call at the
-    end of the batch (or added, without an LLM)."""
-    lock_user(db, tenant_id, user_id)
-    cands = load_new_candidates(db, tenant_id, user_id, limit=limit)
-    counts: dict[str, int] = {}
-    if not cands:
-        return counts
-    deferred: list[tuple[CandidateRowIn, str, Decision, str]] = []
-    vectors = [vector_literal(v) for v in embedder.embed([c.content for c in cands])]
-    set_search_params(db, ef_search=100)
-    for c, vec in zip(cands, vectors, strict=True):
-        cand = CandidateIn(
-            content=c.content,
-            kind=c.kind,
-            op=c.op,
-            event_time=c.event_time,
-            source_event_ids=tuple(c.source_event_ids),
-            slot=c.slot,
-            value=c.value,
-        )
-        rows = slot_rows(db, tenant_id, user_id, c.slot) if c.slot else []
-        neighbours = nearest(db, tenant_id, user_id, vec)
-        decision = decide(
-            cand, neighbours=neighbours, slot_rows=rows, policy=policy, llm_available=llm is not None
-        )
-        if decision.op == Op.JUDGE:
-            target = next(n for n in neighbours if n.id == decision.target_ids[0])
-            deferred.append((c, vec, decision, target.content))
-            continue
-        _apply_and_mark(db, tenant_id, user_id, c, decision, vec, actor=actor, now=now, counts=counts)
-    if deferred:
-        verdicts, usage = judge_pairs(llm, [(old, c.content) for c, _v, _d, old in deferred])
-        counts["llm_calls"] = usage.calls
-        counts["llm_tokens"] = usage.prompt_tokens + usage.completion_tokens
-        for n, (c, vec, decision, _old) in enumerate(deferred):
-            verdict = verdicts.get(n)
-            final = (
-                judged(decision, verdict)
-                if verdict
-                else Decision(Op.ADD, decision.reason + "; no LLM verdict")
-            )
-            _apply_and_mark(db, tenant_id, user_id, c, final, vec, actor=actor, now=now, counts=counts)
-    return counts
-
-
-def _apply_and_mark(
-    db: Session,
-    tenant_id: str,
-    user_id: str,
-    c: CandidateRowIn,
-    decision: Decision,
-    vec: str,
-    *,
-    actor: str,
-    now: datetime,
-    counts: dict[str, int],
-) -> None:
-    memory_id = apply_decision(db, tenant_id, user_id, c, decision, vec, actor=actor, now=now)
-    db.execute(
-        text("UPDATE candidates SET status = 'reconciled', decision = :d, memory_id = :m WHERE id = :id"),
-        {"d": str(decision.op), "m": memory_id, "id": c.id},
-    )
-    counts[str(decision.op)] = counts.get(str(decision.op), 0) + 1

@@ -24,9 +24,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from worker.extraction import rules_en, rules_zh
-from worker.extraction.candidates import Candidate, Tier, Turn
-from worker.extraction.lang import detect_lang, has_han, normalize_lines
+from core.extraction import rules_en, rules_zh
+from core.extraction.candidates import Candidate, Tier, Turn
+from core.extraction.lang import detect_lang, has_han, normalize_lines
 
 MAX_SENTENCE_CHARS = 400
 _FENCE_RE = re.compile(r"(?ms)^[ \t]*(```|~~~).*?(?:^[ \t]*\1[ \t]*$|\Z)")

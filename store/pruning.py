@@ -13,7 +13,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import CursorResult, Result
 from sqlmodel import Session
 
-from worker.memory.forgetting import DEFAULT_HALF_LIVES, ForgettingPolicy
+from core.forgetting import DEFAULT_HALF_LIVES, ForgettingPolicy
 
 # Per-tenant half-life: tenants.settings->'half_life_days'->>kind overrides the policy default. The overrides
 # of every tenant are read once into one JSON object {tenant id: half_life_days} (`hl.o`, a one-row CTE the

@@ -5,7 +5,7 @@
   than `archive_after_half_lives` half-lives with fewer than `min_accesses` accesses is archived.
   Semantic facts have no half-life and never decay; pinned memories are never archived or purged.
 - purge: archived (or forgotten) rows older than `retention_days` are deleted, leaving a history tombstone.
-The SQL in `worker/services/pruning.py` implements exactly this; a test checks the two agree row by row.
+The SQL in `store/pruning.py` implements exactly this; a test checks the two agree row by row.
 """
 
 from __future__ import annotations

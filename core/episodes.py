@@ -12,8 +12,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from worker.extraction.candidates import Turn
-from worker.extraction.summary import parse_summary
+from core.extraction.candidates import Turn
+from core.extraction.summary import parse_summary
 
 MAX_CHARS = 400
 _LESSON = re.compile(

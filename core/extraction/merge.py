@@ -20,7 +20,7 @@ import dataclasses
 import unicodedata
 from collections.abc import Sequence
 
-from worker.extraction.candidates import Candidate, Tier
+from core.extraction.candidates import Candidate, Tier
 
 
 def normalize_text(text: str) -> str:

@@ -28,9 +28,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from worker.extraction.candidates import Candidate, Tier, Turn
-from worker.extraction.lang import comparison_key
-from worker.extraction.rules import analyze_turn, clean_text
+from core.extraction.candidates import Candidate, Tier, Turn
+from core.extraction.lang import comparison_key
+from core.extraction.rules import analyze_turn, clean_text
 
 MAX_RULES_ONLY_CHARS = 280  # longer turns go to the LLM even when rules matched: they say more than rules see
 

@@ -1,0 +1,129 @@
+"""The reconcile shell: a user's new candidates decided (pure, `core.reconcile`) and applied (store), under the
+per-user advisory lock; similar-but-unclear pairs are judged by the LLM in one call per batch."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+from sqlalchemy import text
+from sqlmodel import Session
+
+from core.reconcile import CandidateIn, Decision, Op, Policy, decide, judged
+from shared.db.vectors import set_search_params, vector_literal
+from store.embeddings import Embedder
+from store.memories import CandidateRowIn, apply_decision, load_new_candidates, lock_user, nearest, slot_rows
+
+JUDGE_PROMPT = (
+    "You maintain an assistant's long-term memory about one user. For each numbered pair, compare the NEW "
+    "statement with the EXISTING memory and answer one verdict: duplicate (same fact), update (the new one "
+    "replaces the old, e.g. a changed value), contradiction (they cannot both be true; the new one wins), or "
+    'complement (both stay true). Reply with JSON only: {"verdicts": [{"id": int, "verdict": str}]}'
+)
+
+
+class _Verdict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: int
+    verdict: Literal["duplicate", "update", "contradiction", "complement"]
+
+
+class _Verdicts(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    verdicts: list[_Verdict]
+
+
+def judge_pairs(llm: Any, pairs: Sequence[tuple[str, str]]) -> tuple[dict[int, str], Any]:
+    """One LLM call for every similar-but-unclear pair of a batch; {} on any failure (callers then ADD)."""
+    lines = [f"{n}. EXISTING: {old}\n   NEW: {new}" for n, (old, new) in enumerate(pairs)]
+    content, usage, error = llm.complete_json(
+        [{"role": "system", "content": JUDGE_PROMPT}, {"role": "user", "content": "\n".join(lines)}]
+    )
+    if error or not content:
+        return {}, usage
+    try:
+        answer = _Verdicts.model_validate_json(content)
+    except ValidationError:
+        return {}, usage
+    return {v.id: v.verdict for v in answer.verdicts if 0 <= v.id < len(pairs)}, usage
+
+
+def reconcile_user(
+    db: Session,
+    tenant_id: str,
+    user_id: str,
+    *,
+    embedder: Embedder,
+    policy: Policy,
+    actor: str,
+    now: datetime,
+    limit: int = 200,
+    llm: Any = None,
+) -> dict[str, int]:
+    """Reconcile the user's new candidates, oldest event first, under the per-user lock. Caller commits.
+
+    Clear cases are applied one by one; similar-but-unclear ones are judged together in one LLM call at the
+    end of the batch (or added, without an LLM)."""
+    lock_user(db, tenant_id, user_id)
+    cands = load_new_candidates(db, tenant_id, user_id, limit=limit)
+    counts: dict[str, int] = {}
+    if not cands:
+        return counts
+    deferred: list[tuple[CandidateRowIn, str, Decision, str]] = []
+    vectors = [vector_literal(v) for v in embedder.embed([c.content for c in cands])]
+    set_search_params(db, ef_search=100)
+    for c, vec in zip(cands, vectors, strict=True):
+        cand = CandidateIn(
+            content=c.content,
+            kind=c.kind,
+            op=c.op,
+            event_time=c.event_time,
+            source_event_ids=tuple(c.source_event_ids),
+            slot=c.slot,
+            value=c.value,
+        )
+        rows = slot_rows(db, tenant_id, user_id, c.slot) if c.slot else []
+        neighbours = nearest(db, tenant_id, user_id, vec)
+        decision = decide(
+            cand, neighbours=neighbours, slot_rows=rows, policy=policy, llm_available=llm is not None
+        )
+        if decision.op == Op.JUDGE:
+            target = next(n for n in neighbours if n.id == decision.target_ids[0])
+            deferred.append((c, vec, decision, target.content))
+            continue
+        _apply_and_mark(db, tenant_id, user_id, c, decision, vec, actor=actor, now=now, counts=counts)
+    if deferred:
+        verdicts, usage = judge_pairs(llm, [(old, c.content) for c, _v, _d, old in deferred])
+        counts["llm_calls"] = usage.calls
+        counts["llm_tokens"] = usage.prompt_tokens + usage.completion_tokens
+        for n, (c, vec, decision, _old) in enumerate(deferred):
+            verdict = verdicts.get(n)
+            final = (
+                judged(decision, verdict)
+                if verdict
+                else Decision(Op.ADD, decision.reason + "; no LLM verdict")
+            )
+            _apply_and_mark(db, tenant_id, user_id, c, final, vec, actor=actor, now=now, counts=counts)
+    return counts
+
+
+def _apply_and_mark(
+    db: Session,
+    tenant_id: str,
+    user_id: str,
+    c: CandidateRowIn,
+    decision: Decision,
+    vec: str,
+    *,
+    actor: str,
+    now: datetime,
+    counts: dict[str, int],
+) -> None:
+    memory_id = apply_decision(db, tenant_id, user_id, c, decision, vec, actor=actor, now=now)
+    db.execute(
+        text("UPDATE candidates SET status = 'reconciled', decision = :d, memory_id = :m WHERE id = :id"),
+        {"d": str(decision.op), "m": memory_id, "id": c.id},
+    )
+    counts[str(decision.op)] = counts.get(str(decision.op), 0) + 1
