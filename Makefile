@@ -28,6 +28,7 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy shared core store worker schedules api memctl
+	$(VENV)/bin/lint-imports
 
 bench: $(STAMP)
 	$(PY) -m bench.run

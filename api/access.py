@@ -12,6 +12,7 @@ from sqlalchemy import Engine
 
 from shared.contract import utcnow
 from shared.db.engine import session_scope
+from store.access import record_access
 
 log = structlog.get_logger("api.access")
 
@@ -34,8 +35,6 @@ class AccessRecorder:
             self._counts.update((tenant_id, m) for m in memory_ids)
 
     def flush(self) -> int:
-        from store.search import record_access
-
         with self._lock:
             counts, self._counts = dict(self._counts), Counter()
         if not counts:

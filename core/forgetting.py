@@ -10,6 +10,7 @@ The SQL in `store/pruning.py` implements exactly this; a test checks the two agr
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Literal
@@ -26,17 +27,20 @@ class ForgettingPolicy:
     min_accesses: int = 2
     retention_days: float = 30.0
 
-    def with_overrides(self, overrides: dict[str, object] | None) -> ForgettingPolicy:
-        """Per-tenant half-lives, e.g. {"half_life_days": {"episodic": 14}} from tenants.settings."""
-        if not overrides:
-            return self
-        half = dict(self.half_life_days)
-        raw = overrides.get("half_life_days")
-        if isinstance(raw, dict):
-            for kind, value in raw.items():
-                if kind in half and (value is None or isinstance(value, int | float)):
-                    half[kind] = float(value) if value is not None else None
-        return ForgettingPolicy(half, self.archive_after_half_lives, self.min_accesses, self.retention_days)
+
+def tenant_half_lives(
+    overrides: object, defaults: Mapping[str, float | None] = DEFAULT_HALF_LIVES
+) -> dict[str, float | None]:
+    """Each kind's half-life (days) for one tenant: `tenants.settings->'half_life_days'` (e.g.
+    {"episodic": 14}) over the defaults. Only a number overrides a kind; anything else (a string, null, a
+    list) leaves the default. Pruning (`store.pruning`) and search ranking (`store.search`) both apply this
+    rule, so an override changes what decays and how results rank alike."""
+    half = dict(defaults)
+    if isinstance(overrides, Mapping):
+        for kind, value in overrides.items():
+            if kind in half and isinstance(value, int | float) and not isinstance(value, bool):
+                half[kind] = float(value)
+    return half
 
 
 @dataclass(frozen=True)

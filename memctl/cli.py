@@ -409,24 +409,13 @@ def memories(
     as_json: JsonOpt = False,
 ) -> None:
     """The user's current memories (or, with --all, every row with its validity: the history)."""
-    from sqlalchemy import text
+    from store.memory_views import list_memories
 
+    statuses = ("active", "superseded", "consolidated", "archived", "deleted") if all_ else ("active",)
     settings = _settings()
     with _scoped(settings, tenant) as db:
-        rows = [
-            dict(r)
-            for r in db.execute(
-                text(
-                    "SELECT id::text, kind, category, status, slot, value, content, evidence_count, valid_from, "
-                    "valid_to, "
-                    "pinned FROM memories WHERE tenant_id = :t AND user_id = :u AND (:all OR status = 'active') "
-                    "ORDER BY slot NULLS LAST, valid_from, recorded_at LIMIT :n"
-                ),
-                {"t": tenant, "u": user, "all": all_, "n": limit},
-            )
-            .mappings()
-            .all()
-        ]
+        found, _more = list_memories(db, tenant, user, statuses=statuses, limit=limit, order="timeline")
+    rows = [m.model_dump() for m in found]
     if as_json:
         _print_json(rows)
         return
@@ -515,23 +504,11 @@ def runs(
     as_json: JsonOpt = False,
 ) -> None:
     """Recent run records: what each scheduled or manual run did."""
-    from sqlalchemy import text
+    from store.runs import list_runs
 
     settings = _settings()
     with _scoped(settings, None) as db:
-        rows = [
-            dict(r)
-            for r in db.execute(
-                text(
-                    "SELECT id, kind, scope, mode, actor, started_at, finished_at, outcome, counts, detail "
-                    "FROM consolidation_runs WHERE (CAST(:k AS text) IS NULL OR kind = :k) "
-                    "ORDER BY started_at DESC, id DESC LIMIT :n"
-                ),
-                {"k": kind, "n": limit},
-            )
-            .mappings()
-            .all()
-        ]
+        rows = list_runs(db, kind=kind, limit=limit)
     if as_json:
         _print_json(rows)
         return
@@ -617,49 +594,13 @@ def erase(
 @app.command()
 def stats(as_json: JsonOpt = False) -> None:
     """Events by status, queue depth, memories by kind and status, tokens today per tenant, last runs."""
-    from sqlalchemy import text
-
     from shared.db.engine import resolve_redis_url
     from shared.embedded import redis_py_url
+    from store.stats import overview
 
     settings = _settings()
     with _scoped(settings, None) as db:
-        events_by = dict(db.execute(text("SELECT status, count(*) FROM events GROUP BY status")).all())
-        mem = [
-            dict(r)
-            for r in db.execute(
-                text(
-                    "SELECT kind, status, count(*) AS n FROM memories "
-                    "GROUP BY kind, status ORDER BY kind, status"
-                )
-            )
-            .mappings()
-            .all()
-        ]
-        tokens = [
-            dict(r)
-            for r in db.execute(
-                text(
-                    "SELECT tenant_id, sum(prompt_tokens + completion_tokens) AS tokens, sum(calls) AS calls "
-                    "FROM llm_usage "
-                    "WHERE day = to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD') GROUP BY tenant_id ORDER BY 2 DESC"
-                )
-            )
-            .mappings()
-            .all()
-        ]
-        last = [
-            dict(r)
-            for r in db.execute(
-                text(
-                    "SELECT DISTINCT ON (kind) kind, started_at, outcome, counts FROM consolidation_runs "
-                    "ORDER BY kind, started_at DESC"
-                )
-            )
-            .mappings()
-            .all()
-        ]
-        dlq = db.execute(text("SELECT count(*) FROM dead_letters WHERE replayed_at IS NULL")).scalar()
+        data = overview(db)
     try:
         import redis
 
@@ -670,32 +611,25 @@ def stats(as_json: JsonOpt = False) -> None:
         )
     except Exception:
         depth = -1
-    data = {
-        "events": events_by,
-        "queue_depth": depth,
-        "dead_letters": dlq,
-        "memories": mem,
-        "tokens_today": tokens,
-        "last_runs": last,
-    }
+    data["queue_depth"] = depth
     if as_json:
         _print_json(data)
         return
-    out.print(f"queue depth: {depth}   dead letters: {dlq}")
+    out.print(f"queue depth: {depth}   dead letters: {data['dead_letters']}")
     t1 = Table("event status", "count")
-    for k, v in sorted(events_by.items()):
+    for k, v in sorted(data["events"].items()):
         t1.add_row(k, str(v))
     out.print(t1)
     t2 = Table("kind", "status", "memories")
-    for r in mem:
+    for r in data["memories"]:
         t2.add_row(r["kind"], r["status"], str(r["n"]))
     out.print(t2)
     t3 = Table("tenant", "tokens today", "calls")
-    for r in tokens:
+    for r in data["tokens_today"]:
         t3.add_row(r["tenant_id"], str(r["tokens"]), str(r["calls"]))
     out.print(t3)
     t4 = Table("run kind", "last started", "outcome")
-    for r in last:
+    for r in data["last_runs"]:
         t4.add_row(r["kind"], str(r["started_at"])[:19], r["outcome"])
     out.print(t4)
 

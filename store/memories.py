@@ -8,22 +8,24 @@ last line of defence for invariant 3.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
 from sqlalchemy import text
 from sqlmodel import Session
 
 from core import keywords
 from core.reconcile import Decision, Existing, Op, content_key
+from store.models import MEMORY_COLUMNS
 
-HALF_LIFE_DAYS = {"semantic": None, "episodic": 30.0, "procedural": 90.0}
 NEIGHBOURS = 5
-_SNAPSHOT = (
+# the columns a history row's `before` / `after` snapshot holds (what a change can alter)
+SNAPSHOT = (
     "content",
     "kind",
     "category",
@@ -39,6 +41,8 @@ _SNAPSHOT = (
     "expires_at",
     "superseded_by",
 )
+SNAPSHOT_COLUMNS = ", ".join(SNAPSHOT)
+assert set(SNAPSHOT) <= set(MEMORY_COLUMNS), "a snapshot column is not a column of memories"
 
 
 def user_lock_key(tenant_id: str, user_id: str) -> int:
@@ -132,11 +136,16 @@ def slot_rows(db: Session, tenant_id: str, user_id: str, slot: str) -> list[Exis
 
 def snapshot(db: Session, memory_id: str) -> dict[str, Any] | None:
     row = (
-        db.execute(text(f"SELECT {', '.join(_SNAPSHOT)} FROM memories WHERE id = :id"), {"id": memory_id})
+        db.execute(text(f"SELECT {SNAPSHOT_COLUMNS} FROM memories WHERE id = :id"), {"id": memory_id})
         .mappings()
         .first()
     )
-    return json.loads(json.dumps(dict(row), default=str)) if row else None
+    return snapshot_of(row) if row else None
+
+
+def snapshot_of(row: Any) -> dict[str, Any]:
+    """A row's SNAPSHOT columns as history stores them (JSON: times and ids as strings)."""
+    return cast(dict[str, Any], json.loads(json.dumps({k: row[k] for k in SNAPSHOT}, default=str)))
 
 
 def write_history(
@@ -174,6 +183,20 @@ def write_history(
     )
 
 
+# how a value reaches its column: the vector and the keyword document are converted by PostgreSQL
+_INSERT_VALUE = {"embedding": "CAST(:embedding AS vector)", "search_tokens": "to_tsvector('simple', :search_tokens)"}
+
+
+def insert_sql(columns: Sequence[str], *, returning: str = "id") -> str:
+    """An INSERT INTO memories of these columns (checked against the model), values as named parameters of
+    the same names; `embedding` takes a vector literal and `search_tokens` the keyword document."""
+    unknown = set(columns) - set(MEMORY_COLUMNS)
+    if unknown:
+        raise ValueError(f"not columns of memories: {sorted(unknown)}")
+    values = ", ".join(_INSERT_VALUE.get(c, f":{c}") for c in columns)
+    return f"INSERT INTO memories ({', '.join(columns)}) VALUES ({values}) RETURNING {returning}"
+
+
 def insert_memory(
     db: Session,
     tenant_id: str,
@@ -186,40 +209,36 @@ def insert_memory(
     valid_to: datetime | None = None,
     superseded_by: str | None = None,
 ) -> str:
-    row = db.execute(
-        text(
-            "INSERT INTO memories (tenant_id, user_id, scope, kind, category, content, content_key, lang, slot, "
-            "value, importance, confidence, status, valid_from, valid_to, recorded_at, last_confirmed_at, "
-            "superseded_by, half_life_days, source_event_ids, source_turn_ids, embedding, search_tokens) "
-            "VALUES (:t, :u, 'user', :kind, :cat, :content, :key, :lang, :slot, :value, :imp, :conf, :status, "
-            ":vf, :vt, :now, :now, :sb, :hl, :se, :st, CAST(:v AS vector), to_tsvector('simple', :doc)) "
-            "RETURNING id"
-        ),
-        {
-            "t": tenant_id,
-            "u": user_id,
-            "kind": c.kind,
-            "cat": c.category,
-            "content": c.content,
-            "key": content_key(c.content),
-            "lang": c.lang,
-            "slot": c.slot,
-            "value": c.value,
-            "imp": importance_of(c.tier, c.kind, c.category),
-            "conf": c.confidence,
-            "status": status,
-            "vf": c.event_time,
-            "vt": valid_to,
-            "now": now,
-            "sb": superseded_by,
-            "hl": HALF_LIFE_DAYS.get(c.kind),
-            "se": c.source_event_ids,
-            "st": c.source_turn_ids,
-            "v": vec,
-            "doc": keywords.document(c.content),
-        },
-    ).scalar_one()
-    return str(row)
+    row = {
+        "tenant_id": tenant_id,
+        "user_id": user_id,
+        "scope": "user",
+        "kind": c.kind,
+        "category": c.category,
+        "content": c.content,
+        "content_key": content_key(c.content),
+        "lang": c.lang,
+        "slot": c.slot,
+        "value": c.value,
+        "importance": importance_of(c.tier, c.kind, c.category),
+        "confidence": c.confidence,
+        "status": status,
+        "valid_from": c.event_time,
+        "valid_to": valid_to,
+        "recorded_at": now,
+        "last_confirmed_at": now,
+        "superseded_by": superseded_by,
+        "source_event_ids": c.source_event_ids,
+        "source_turn_ids": c.source_turn_ids,
+        "embedding": vec,
+        "search_tokens": keywords.document(c.content),
+    }
+    return str(db.execute(text(_insert_sql_for(tuple(row))), row).scalar_one())
+
+
+@functools.lru_cache(maxsize=8)
+def _insert_sql_for(columns: tuple[str, ...]) -> str:
+    return insert_sql(columns)
 
 
 class _HistoryCommon(TypedDict):
@@ -326,24 +345,85 @@ def apply_decision(
         return mid
     if d.op == Op.FORGET:
         for mid in d.target_ids:
-            before = snapshot(db, mid)
-            db.execute(
-                text(
-                    "UPDATE memories SET status = 'deleted', valid_to = COALESCE(valid_to, :now), archived_at = :now, "
-                    "updated_at = :now WHERE id = :id"
-                ),
-                {"now": now, "id": mid},
-            )
-            write_history(
-                db,
-                memory_id=mid,
-                op="forget",
-                before=before,
-                after=snapshot(db, mid),
-                reason=d.reason,
-                **hist,
-            )
+            forget(db, mid, reason=d.reason, **hist)
         return None
     return d.target_ids[0] if d.target_ids else None
 
 
+
+
+def forget(
+    db: Session,
+    memory_id: str,
+    *,
+    tenant_id: str,
+    user_id: str,
+    reason: str,
+    actor: str,
+    event_ids: Sequence[str],
+    now: datetime,
+) -> None:
+    """Forget one memory: status `deleted`, its validity closed, kept (with its history) until the purge."""
+    before = snapshot(db, memory_id)
+    db.execute(
+        text(
+            "UPDATE memories SET status = 'deleted', valid_to = COALESCE(valid_to, :now), archived_at = :now, "
+            "updated_at = :now WHERE id = :id"
+        ),
+        {"now": now, "id": memory_id},
+    )
+    write_history(
+        db,
+        memory_id=memory_id,
+        tenant_id=tenant_id,
+        user_id=user_id,
+        op="forget",
+        before=before,
+        after=snapshot(db, memory_id),
+        reason=reason,
+        actor=actor,
+        event_ids=event_ids,
+        now=now,
+    )
+
+
+def edit(
+    db: Session,
+    memory_id: str,
+    *,
+    tenant_id: str,
+    user_id: str,
+    changes: dict[str, Any],
+    reason: str,
+    actor: str,
+    now: datetime,
+) -> None:
+    """Change a memory's own columns (content, pinned, expires_at, kind) with its history row. A new
+    `content` must come with its `embedding` (a vector literal): its key and keyword document follow."""
+    sets = dict(changes)
+    unknown = set(sets) - set(MEMORY_COLUMNS)
+    if unknown:
+        raise ValueError(f"not columns of memories: {sorted(unknown)}")
+    if "content" in sets:
+        if "embedding" not in sets:
+            raise ValueError("a new content needs its embedding")
+        sets.update(content_key=content_key(sets["content"]), search_tokens=keywords.document(sets["content"]))
+    assignments = ", ".join(f"{k} = {_INSERT_VALUE.get(k, f':{k}')}" for k in sets)
+    before = snapshot(db, memory_id)
+    db.execute(
+        text(f"UPDATE memories SET {assignments}, updated_at = :now WHERE id = :id"),
+        {**sets, "now": now, "id": memory_id},
+    )
+    write_history(
+        db,
+        memory_id=memory_id,
+        tenant_id=tenant_id,
+        user_id=user_id,
+        op="edit",
+        before=before,
+        after=snapshot(db, memory_id),
+        reason=reason,
+        actor=actor,
+        event_ids=(),
+        now=now,
+    )

@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
 from shared.db.engine import ALL_TENANTS, session_scope
 
@@ -78,21 +79,27 @@ def last_run_start(engine: Engine, *, kind: str, tenant_id: str, user_id: str) -
 
 
 def list_runs(
-    engine: Engine, *, limit: int = 50, kind: str | None = None, tenant_id: str | None = None
+    db: Session, *, kind: str | None = None, limit: int = 50, tenant_id: str | None = None
 ) -> list[dict[str, Any]]:
-    with session_scope(engine, tenant=tenant_id or ALL_TENANTS) as conn:
-        rows = (
-            conn.execute(
-                text(
-                    "SELECT id, kind, scope, tenant_id, user_id, mode, actor, started_at, finished_at, outcome, "
-                    "counts, "
-                    "detail FROM consolidation_runs WHERE (CAST(:k AS text) IS NULL OR kind = :k) "
-                    "AND (CAST(:t AS text) IS NULL OR tenant_id = :t OR tenant_id IS NULL) "
-                    "ORDER BY started_at DESC, id DESC LIMIT :n"
-                ),
-                {"k": kind, "t": tenant_id, "n": limit},
-            )
-            .mappings()
-            .all()
+    """Run records, newest first: with `tenant_id` that tenant's own runs (its distillations; the runs over
+    every tenant are the operator's), else every run the session can see."""
+    rows = db.execute(
+        text(
+            "SELECT id, kind, scope, tenant_id, user_id, mode, actor, started_at, finished_at, outcome, counts, "
+            "detail FROM consolidation_runs WHERE (CAST(:k AS text) IS NULL OR kind = :k) "
+            "AND (CAST(:t AS text) IS NULL OR tenant_id = :t) ORDER BY started_at DESC, id DESC LIMIT :n"
+        ),
+        {"k": kind, "t": tenant_id, "n": limit},
+    )
+    return [dict(r) for r in rows.mappings().all()]
+
+
+def last_runs_by_kind(db: Session) -> list[dict[str, Any]]:
+    """The latest run of each kind (for `memctl stats`)."""
+    rows = db.execute(
+        text(
+            "SELECT DISTINCT ON (kind) kind, started_at, outcome, counts FROM consolidation_runs "
+            "ORDER BY kind, started_at DESC"
         )
-    return [dict(r) for r in rows]
+    )
+    return [dict(r) for r in rows.mappings().all()]

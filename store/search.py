@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import text
 from sqlmodel import Session
 
 from core import keywords
+from core.forgetting import tenant_half_lives
 from core.passages import POOL_FACTOR, merge_passages
 from core.scoring import TURN_IMPORTANCE, Ranked, rank
 from shared.db.raw import fetch_all
@@ -55,10 +55,12 @@ class SearchHit:
 
 
 _MEMORY_COLS = (
-    "id, kind, category, content, status, slot, value, valid_from, valid_to, importance, half_life_days, "
+    "id, kind, category, content, status, slot, value, valid_from, valid_to, importance, "
     "greatest(last_confirmed_at, coalesce((SELECT a.last_accessed_at FROM memory_access a "
     "WHERE a.memory_id = memories.id), last_confirmed_at)) AS touch, "
-    "source_event_ids, source_turn_ids"
+    "source_event_ids, source_turn_ids, "
+    # the tenant's half-life overrides: an uncorrelated sub-select, evaluated once per statement
+    "(SELECT t.settings->'half_life_days' FROM tenants t WHERE t.id = :t) AS half_life_overrides"
 )
 
 
@@ -124,11 +126,13 @@ def search(
         vector_rows, keyword_rows = candidates(
             db, table="memories", where=where, params=params, cols=_MEMORY_COLS, tokens=toks, n=n
         )
+        first = vector_rows[0] if vector_rows else keyword_rows[0][0] if keyword_rows else None
+        half_lives = tenant_half_lives(first.half_life_overrides if first is not None else None)
         for r in vector_rows:
-            meta = {"importance": r.importance, "half_life": r.half_life_days, "touch": r.touch}
+            meta = {"importance": r.importance, "half_life": half_lives.get(r.kind), "touch": r.touch}
             vector_list.append((float(r.dist), f"m:{r.id}", r, meta))
         for r, score in keyword_rows:
-            meta = {"importance": r.importance, "half_life": r.half_life_days, "touch": r.touch}
+            meta = {"importance": r.importance, "half_life": half_lives.get(r.kind), "touch": r.touch}
             keyword_list.append((-score, f"m:{r.id}", r, meta))
     if include_turns:
         tparams: dict[str, Any] = {"t": tenant_id, "u": user_id, "v": vec, "n": n}
@@ -366,25 +370,3 @@ def _output_names(cols: str) -> list[str]:
         depth += (ch == "(") - (ch == ")")
         current += ch
     return names
-
-
-def record_access(db: Session, counts: dict[str, int], *, now: datetime) -> int:
-    """Apply buffered access counts in one statement (reads never write one row at a time). The counts live
-    in the narrow `memory_access` table, not in the wide memory rows (migration 0009 says why); a memory
-    that no longer exists gets no count. Rows are written in id order, so two API processes flushing the
-    same memories at once take their locks in the same order."""
-    if not counts:
-        return 0
-    ids, hits = zip(*counts.items(), strict=True)
-    result = db.execute(
-        text(
-            "INSERT INTO memory_access (memory_id, tenant_id, user_id, access_count, last_accessed_at) "
-            "SELECT m.id, m.tenant_id, m.user_id, v.n, :now "
-            "FROM unnest(CAST(:ids AS uuid[]), CAST(:ns AS int[])) AS v(id, n) JOIN memories m ON m.id = v.id "
-            "ORDER BY m.id "
-            "ON CONFLICT (memory_id) DO UPDATE SET access_count = memory_access.access_count + excluded.access_count, "
-            "last_accessed_at = greatest(memory_access.last_accessed_at, excluded.last_accessed_at)"
-        ),
-        {"ids": list(ids), "ns": list(hits), "now": now},
-    )
-    return int(result.rowcount or 0)  # type: ignore[attr-defined]

@@ -8,9 +8,11 @@ from sqlalchemy import text
 from sqlalchemy.engine import CursorResult, Result
 from sqlmodel import Session
 
-# Every table that can mention a user, in an order that respects references.
-ERASE_TABLES = (
+# Every table with a user's rows (its `tenant_id` and `user_id` columns), in an order that respects
+# references; dead letters name the user inside their (redacted) payload and are matched there.
+USER_TABLES = (
     "memory_history",
+    "memory_access",
     "candidates",
     "episodes",
     "working_memory_history",
@@ -19,7 +21,6 @@ ERASE_TABLES = (
     "events",
     "sessions",
     "consolidation_runs",
-    "dead_letters",
 )
 
 
@@ -34,6 +35,17 @@ def user_exists(db: Session, tenant_id: str, user_id: str) -> bool:
     return bool(row)
 
 
+def user_known(db: Session, tenant_id: str, user_id: str) -> bool:
+    """Whether anything about the user is stored: a session, a memory, or an event not yet in a session."""
+    if user_exists(db, tenant_id, user_id):
+        return True
+    found = db.execute(
+        text("SELECT EXISTS (SELECT 1 FROM events WHERE tenant_id = :t AND user_id = :u)"),
+        {"t": tenant_id, "u": user_id},
+    ).scalar()
+    return bool(found)
+
+
 def _rowcount(result: Result[Any]) -> int:
     """Rows a DELETE/UPDATE touched (text() statements return a CursorResult; the stubs say Result)."""
     return int(cast(CursorResult[Any], result).rowcount or 0)
@@ -44,31 +56,13 @@ def erase_user(db: Session, tenant_id: str, user_id: str) -> dict[str, int]:
     episodes, sessions, working memory and its history, run records, dead letters naming the user."""
     p = {"t": tenant_id, "u": user_id}
     counts: dict[str, int] = {}
-    for table in (
-        "memory_history",
-        "memory_access",
-        "candidates",
-        "episodes",
-        "working_memory_history",
-        "working_memory",
-    ):
+    for table in USER_TABLES:
+        if table == "memories":
+            # memories reference each other (superseded_by): clear the links first, then delete
+            db.execute(text("UPDATE memories SET superseded_by = NULL WHERE tenant_id = :t AND user_id = :u"), p)
         counts[table] = _rowcount(
             db.execute(text(f"DELETE FROM {table} WHERE tenant_id = :t AND user_id = :u"), p)
         )
-    # memories reference each other (superseded_by): clear the links first, then delete
-    db.execute(text("UPDATE memories SET superseded_by = NULL WHERE tenant_id = :t AND user_id = :u"), p)
-    counts["memories"] = _rowcount(
-        db.execute(text("DELETE FROM memories WHERE tenant_id = :t AND user_id = :u"), p)
-    )
-    counts["events"] = _rowcount(
-        db.execute(text("DELETE FROM events WHERE tenant_id = :t AND user_id = :u"), p)
-    )
-    counts["sessions"] = _rowcount(
-        db.execute(text("DELETE FROM sessions WHERE tenant_id = :t AND user_id = :u"), p)
-    )
-    counts["consolidation_runs"] = _rowcount(
-        db.execute(text("DELETE FROM consolidation_runs WHERE tenant_id = :t AND user_id = :u"), p)
-    )
     # dead letters keep (redacted) payloads: drop every one whose payload names the user
     counts["dead_letters"] = _rowcount(
         db.execute(

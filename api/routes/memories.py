@@ -12,18 +12,19 @@ from uuid import UUID
 
 from fastapi import APIRouter, HTTPException, Path, Query
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy import text
 from sqlmodel import Session
 
 from api.deps import BearerKey, PrincipalDep, SessionDep, StateDep, WriterDep, in_tenant
 from api.keys import Principal
-from core import keywords
-from core.reconcile import content_key
 from shared.contract import ID_PATTERN, CleanText, utcnow
 from shared.db.vectors import vector_literal
+from store import memories as repo
 from store.context import user_context as build_user_context
-from store.memories import HALF_LIFE_DAYS, snapshot, write_history
-from store.users import erase_user, user_exists
+from store.memory_views import get_memory as read_memory
+from store.memory_views import list_memories as read_memories
+from store.memory_views import memory_history
+from store.models import MemoryPublic
+from store.users import erase_user, user_exists, user_known
 
 router = APIRouter(prefix="/v1", tags=["memories"])
 
@@ -31,47 +32,10 @@ UserId = Annotated[str, Path(min_length=1, max_length=128, pattern=ID_PATTERN)]
 Kind = Literal["semantic", "episodic", "procedural"]
 Category = Literal["profile", "preference", "constraint", "decision", "lesson", "feedback", "fact"]
 Status = Literal["active", "superseded", "consolidated", "archived", "deleted"]
-_COLS = (
-    "id, user_id, agent_id, scope, kind, category, content, slot, value, importance, confidence, "
-    "evidence_count, status, valid_from, valid_to, recorded_at, last_confirmed_at, superseded_by, "
-    "half_life_days, expires_at, pinned, source_event_ids, source_turn_ids, consolidated_from, "
-    "acc.last_accessed_at, coalesce(acc.access_count, 0) AS access_count"
-)
-# memories with how often and when searches returned them (memory_access, a narrow table of its own): one
-# primary-key probe per row, and its two columns are names `memories` does not have
-_FROM = (
-    "memories LEFT JOIN LATERAL (SELECT a.last_accessed_at, a.access_count FROM memory_access a "
-    "WHERE a.memory_id = memories.id) acc ON true"
-)
 
 
-class Memory(BaseModel):
-    id: UUID
-    user_id: str
-    agent_id: str | None
-    scope: str
-    kind: str
-    category: str
-    content: str
-    slot: str | None
-    value: str | None
-    importance: float
-    confidence: float
-    evidence_count: int
-    status: str
-    valid_from: datetime
-    valid_to: datetime | None
-    recorded_at: datetime
-    last_confirmed_at: datetime
-    superseded_by: UUID | None
-    last_accessed_at: datetime | None
-    access_count: int
-    half_life_days: float | None
-    expires_at: datetime | None
-    pinned: bool
-    source_event_ids: list[str]
-    source_turn_ids: list[str]
-    consolidated_from: list[UUID]
+class Memory(MemoryPublic):
+    """A memory (`store.models.MemoryPublic`; named `Memory` in the API's schema)."""
 
 
 class HistoryEntry(BaseModel):
@@ -117,16 +81,14 @@ class Erased(BaseModel):
     deleted: dict[str, int]
 
 
-def _memory(db: Any, memory_id: UUID) -> Any:
-    row = (
-        db.execute(text(f"SELECT {_COLS} FROM {_FROM} WHERE id = :id"), {"id": memory_id}).mappings().first()
-    )
-    if row is None:
+def _memory(db: Session, memory_id: UUID) -> MemoryPublic:
+    found = read_memory(db, memory_id)
+    if found is None:
         raise HTTPException(404, f"no memory {memory_id}")
-    return row
+    return found
 
 
-def _require_user(db: Any, tenant_id: str, user_id: str) -> None:
+def _require_user(db: Session, tenant_id: str, user_id: str) -> None:
     if not user_exists(db, tenant_id, user_id):
         raise HTTPException(404, f"no user {user_id!r}")
 
@@ -143,125 +105,76 @@ def list_memories(
     offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
 ) -> Any:
     _require_user(db, principal.tenant_id, user_id)
-    rows = (
-        db.execute(
-            text(
-                f"SELECT {_COLS} FROM {_FROM} WHERE tenant_id = :t AND user_id = :u AND status = ANY(:st) "
-                "AND (CAST(:kinds AS text[]) IS NULL OR kind = ANY(:kinds)) "
-                "AND (CAST(:cat AS text) IS NULL OR category = :cat) "
-                "ORDER BY importance DESC, last_confirmed_at DESC, id LIMIT :n OFFSET :o"
-            ),
-            {
-                "t": principal.tenant_id,
-                "u": user_id,
-                "st": list(status or ["active"]),
-                "kinds": list(kind) if kind else None,
-                "cat": category,
-                "n": limit + 1,
-                "o": offset,
-            },
-        )
-        .mappings()
-        .all()
+    items, more = read_memories(
+        db,
+        principal.tenant_id,
+        user_id,
+        statuses=status or ["active"],
+        kinds=kind or [],
+        category=category,
+        limit=limit,
+        offset=offset,
     )
     return MemoryPage(
-        items=[Memory(**r) for r in rows[:limit]], next_offset=offset + limit if len(rows) > limit else None
+        items=[Memory(**m.model_dump()) for m in items], next_offset=offset + limit if more else None
     )
 
 
 @router.get("/memories/{memory_id}", response_model=MemoryWithHistory)
 def get_memory(principal: PrincipalDep, db: SessionDep, memory_id: UUID) -> Any:
-    row = _memory(db, memory_id)
-    history = (
-        db.execute(
-            text(
-                "SELECT op, reason, actor, event_ids, created_at, before, after FROM memory_history "
-                "WHERE memory_id = :id ORDER BY id"
-            ),
-            {"id": memory_id},
-        )
-        .mappings()
-        .all()
-    )
-    return MemoryWithHistory(**row, history=[HistoryEntry(**h) for h in history])
+    found = _memory(db, memory_id)
+    history = [HistoryEntry(**h) for h in memory_history(db, memory_id)]
+    return MemoryWithHistory(**found.model_dump(), history=history)
 
 
 @router.patch("/memories/{memory_id}", response_model=Memory)
 def patch_memory(
     principal: WriterDep, db: SessionDep, state: StateDep, memory_id: UUID, body: MemoryPatch
 ) -> Any:
-    row = _memory(db, memory_id)
-    if row["status"] == "deleted":
+    found = _memory(db, memory_id)
+    if found.status == "deleted":
         raise HTTPException(409, "this memory was forgotten; it cannot be edited")
     now = utcnow()
-    before = snapshot(db, str(memory_id))
-    sets: dict[str, Any] = {}
+    changes: dict[str, Any] = {}
     if body.content is not None:
-        sets.update(
-            content=body.content,
-            content_key=content_key(body.content),
-            embedding=vector_literal(state.embedder.embed([body.content])[0]),
-        )
+        changes.update(content=body.content, embedding=vector_literal(state.embedder.embed([body.content])[0]))
     if body.pinned is not None:
-        sets["pinned"] = body.pinned
+        changes["pinned"] = body.pinned
     if body.clear_ttl:
-        sets["expires_at"] = None
+        changes["expires_at"] = None
     elif body.ttl_days is not None:
-        sets["expires_at"] = now + timedelta(days=body.ttl_days)
+        changes["expires_at"] = now + timedelta(days=body.ttl_days)
     if body.kind is not None:
-        sets.update(kind=body.kind, half_life_days=HALF_LIFE_DAYS.get(body.kind))
-    if not sets:
+        changes["kind"] = body.kind
+    if not changes:
         raise HTTPException(422, "nothing to change: give content, pinned, ttl_days, clear_ttl or kind")
-    assignments = ", ".join(
-        "embedding = CAST(:embedding AS vector)" if k == "embedding" else f"{k} = :{k}" for k in sets
-    )
-    extra = ", search_tokens = to_tsvector('simple', :doc)" if body.content is not None else ""
-    db.execute(
-        text(f"UPDATE memories SET {assignments}{extra}, updated_at = :now WHERE id = :id"),
-        {**sets, "doc": keywords.document(body.content or ""), "now": now, "id": memory_id},
-    )
-    write_history(
+    repo.edit(
         db,
-        memory_id=str(memory_id),
+        str(memory_id),
         tenant_id=principal.tenant_id,
-        user_id=row["user_id"],
-        op="edit",
-        before=before,
-        after=snapshot(db, str(memory_id)),
+        user_id=found.user_id,
+        changes=changes,
         reason="edited via API: " + ", ".join(sorted(k for k in body.model_fields_set)),
         actor=f"api_key:{principal.key_id}",
-        event_ids=(),
         now=now,
     )
-    return Memory(**_memory(db, memory_id))
+    return Memory(**_memory(db, memory_id).model_dump())
 
 
 @router.delete("/memories/{memory_id}", response_model=Memory)
 def forget_memory(principal: WriterDep, db: SessionDep, memory_id: UUID) -> Any:
-    row = _memory(db, memory_id)
-    now = utcnow()
-    before = snapshot(db, str(memory_id))
-    db.execute(
-        text(
-            "UPDATE memories SET status = 'deleted', valid_to = COALESCE(valid_to, :now), archived_at = :now, "
-            "updated_at = :now WHERE id = :id"
-        ),
-        {"now": now, "id": memory_id},
-    )
-    write_history(
+    found = _memory(db, memory_id)
+    repo.forget(
         db,
-        memory_id=str(memory_id),
+        str(memory_id),
         tenant_id=principal.tenant_id,
-        user_id=row["user_id"],
-        op="forget",
-        before=before,
-        after=snapshot(db, str(memory_id)),
+        user_id=found.user_id,
         reason="forgotten via API",
         actor=f"api_key:{principal.key_id}",
         event_ids=(),
-        now=now,
+        now=utcnow(),
     )
-    return Memory(**_memory(db, memory_id))
+    return Memory(**_memory(db, memory_id).model_dump())
 
 
 @router.get("/users/{user_id}/context", response_model=ContextResponse)
@@ -299,12 +212,6 @@ async def user_context(
 
 @router.delete("/users/{user_id}", response_model=Erased)
 def erase(principal: WriterDep, db: SessionDep, user_id: UserId) -> Any:
-    if (
-        not user_exists(db, principal.tenant_id, user_id)
-        and not db.execute(
-            text("SELECT EXISTS (SELECT 1 FROM events WHERE tenant_id = :t AND user_id = :u)"),
-            {"t": principal.tenant_id, "u": user_id},
-        ).scalar()
-    ):
+    if not user_known(db, principal.tenant_id, user_id):
         raise HTTPException(404, f"no user {user_id!r}")
     return Erased(user_id=user_id, deleted=erase_user(db, principal.tenant_id, user_id))

@@ -7,10 +7,10 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
 from pydantic import BaseModel
-from sqlalchemy import text
 
 from api.deps import PrincipalDep, SessionDep
 from api.metrics import metrics_response
+from store.runs import list_runs
 
 router = APIRouter(tags=["operations"])
 
@@ -36,19 +36,7 @@ def runs(
     kind: Annotated[str | None, Query(max_length=32, pattern=r"^[a-z_]+$")] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> Any:
-    rows = (
-        db.execute(
-            text(
-                "SELECT id, kind, scope, user_id, mode, actor, started_at, finished_at, outcome, counts, detail "
-                "FROM consolidation_runs WHERE tenant_id = :t AND (CAST(:k AS text) IS NULL OR kind = :k) "
-                "ORDER BY started_at DESC, id DESC LIMIT :n"
-            ),
-            {"t": principal.tenant_id, "k": kind, "n": limit},
-        )
-        .mappings()
-        .all()
-    )
-    return [Run(**r) for r in rows]
+    return [Run(**r) for r in list_runs(db, kind=kind, limit=limit, tenant_id=principal.tenant_id)]
 
 
 @router.get("/metrics", include_in_schema=False)

@@ -9,6 +9,7 @@ import pytest
 from sqlalchemy import text
 
 from core.forgetting import ForgettingPolicy, MemoryFacts, prune_action
+from store.memories import insert_sql
 from store.pruning import prune, purge
 
 pytestmark = pytest.mark.integration
@@ -81,24 +82,22 @@ def _insert(db, tenant: str, cases: list[dict]) -> list[str]:
     ids = []
     for i, case in enumerate(cases):
         f = _facts(case)
+        row = {
+            "tenant_id": tenant,
+            "user_id": "u",
+            "kind": f.kind,
+            "category": "fact",
+            "content": f"memory {i}",
+            "content_key": f"memory {i}",
+            "valid_from": f.last_confirmed_at,
+            "status": f.status,
+            "pinned": f.pinned,
+            "last_confirmed_at": f.last_confirmed_at,
+            "expires_at": f.expires_at,
+            "archived_at": f.archived_at,
+        }
         mid = db.execute(
-            text(
-                "INSERT INTO memories (tenant_id, user_id, kind, category, content, content_key, valid_from, status, "
-                "pinned, last_confirmed_at, expires_at, archived_at, half_life_days) VALUES (:t, 'u', "
-                ":kind, 'fact', :c, :c, :vf, :st, :pin, :lc, :exp, :arch, :hl) RETURNING id"
-            ),
-            {
-                "t": tenant,
-                "kind": f.kind,
-                "c": f"memory {i}",
-                "vf": f.last_confirmed_at,
-                "st": f.status,
-                "pin": f.pinned,
-                "lc": f.last_confirmed_at,
-                "exp": f.expires_at,
-                "arch": f.archived_at,
-                "hl": POLICY.half_life_days[f.kind],
-            },
+            text(insert_sql(tuple(row))), row
         ).scalar_one()
         if f.access_count or f.last_accessed_at:  # what searches record (api.access)
             db.execute(

@@ -19,7 +19,7 @@ from core.reconcile import content_key
 from shared.db.vectors import vector_literal
 from shared.tokens import estimate_tokens
 from store.embeddings import Embedder
-from store.memories import _SNAPSHOT, HALF_LIFE_DAYS
+from store.memories import SNAPSHOT as _SNAPSHOT
 from worker.llm.extractor import LLMExtractor
 
 DISTILL_PROMPT_VERSION = "distill-v1"
@@ -157,11 +157,10 @@ _WRITE_CONSOLIDATED = text(
     "WITH e AS (SELECT j, n FROM jsonb_array_elements(CAST(:rows AS jsonb)) WITH ORDINALITY AS x(j, n)), "
     "ins AS (INSERT INTO memories (tenant_id, user_id, scope, kind, category, content, content_key, "
     "  importance, confidence, evidence_count, status, valid_from, recorded_at, last_confirmed_at, "
-    "  half_life_days, source_event_ids, source_turn_ids, consolidated_from, embedding, search_tokens) "
+    "  source_event_ids, source_turn_ids, consolidated_from, embedding, search_tokens) "
     "  SELECT :t, :u, 'user', e.j ->> 'kind', e.j ->> 'category', e.j ->> 'content', e.j ->> 'key', "
     "  CAST(CAST(e.j ->> 'importance' AS float8) AS real), 0.8, CAST(e.j ->> 'evidence' AS integer), "
     "  'active', CAST(e.j ->> 'valid_from' AS timestamptz), :now, :now, "
-    "  CAST(CAST(e.j ->> 'half_life' AS float8) AS real), "
     f"  {_text_array('events')}, {_text_array('turns')}, {_text_array('from', 'uuid')}, "
     "  CAST(e.j ->> 'vector' AS vector), to_tsvector('simple', e.j ->> 'doc') FROM e ORDER BY e.n "
     f"  RETURNING id, consolidated_from, {_SNAPSHOT_COLUMNS}), "
@@ -220,7 +219,6 @@ def apply_consolidated(
             "importance": c.importance,
             "evidence": c.evidence_count,
             "valid_from": c.valid_from.isoformat(),
-            "half_life": HALF_LIFE_DAYS.get(c.kind),
             "events": list(c.source_event_ids),
             "turns": list(c.source_turn_ids),
             "from": list(c.consolidated_from),

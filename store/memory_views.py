@@ -1,0 +1,122 @@
+"""What readers see of memories (the API, memctl, the console): one memory with its history, a user's
+memories page by page, and the half-life in force for each.
+
+The select list is derived from `store.models.MemoryPublic`: the `memories` columns it names, the two
+access figures from `memory_access`, and `half_life_days`, which is not stored but follows the tenant's
+policy (`core.forgetting.tenant_half_lives`), as pruning and ranking do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from sqlalchemy import text
+from sqlmodel import Session
+
+from core.forgetting import tenant_half_lives
+from store.models import MEMORY_COLUMNS, MemoryHistory, MemoryPublic
+
+_ACCESS = {
+    "last_accessed_at": "acc.last_accessed_at",
+    "access_count": "coalesce(acc.access_count, 0) AS access_count",
+}
+_DERIVED = {"half_life_days"}  # computed here from the tenant's policy, not read
+
+
+def _select_list() -> str:
+    out = []
+    for name in MemoryPublic.model_fields:
+        if name in _ACCESS:
+            out.append(_ACCESS[name])
+        elif name in MEMORY_COLUMNS:
+            out.append(f"memories.{name}")
+        elif name not in _DERIVED:
+            raise AssertionError(f"MemoryPublic.{name} is neither a column nor derived")
+    return ", ".join(out)
+
+
+_COLS = _select_list()
+# memories with how often and when searches returned them: one primary-key probe per row
+_FROM = (
+    "memories LEFT JOIN LATERAL (SELECT a.last_accessed_at, a.access_count FROM memory_access a "
+    "WHERE a.memory_id = memories.id) acc ON true"
+)
+_ORDER = {
+    "importance": "importance DESC, last_confirmed_at DESC, id",
+    "timeline": "slot NULLS LAST, valid_from, recorded_at, id",
+}
+_HISTORY_COLS = ", ".join(
+    c for c in MemoryHistory.model_fields if c not in ("id", "memory_id", "tenant_id", "user_id")
+)
+
+
+def half_lives(db: Session, tenant_id: str) -> dict[str, float | None]:
+    """Each kind's half-life for this tenant (its overrides over the defaults)."""
+    overrides = db.execute(
+        text("SELECT settings->'half_life_days' FROM tenants WHERE id = :t"), {"t": tenant_id}
+    ).scalar()
+    return tenant_half_lives(overrides)
+
+
+def _public(rows: Sequence[Any], halves: dict[str, float | None]) -> list[MemoryPublic]:
+    return [MemoryPublic(**r, half_life_days=halves.get(r["kind"])) for r in rows]
+
+
+def get_memory(db: Session, memory_id: Any) -> MemoryPublic | None:
+    """One memory as readers see it, or None (another tenant's memory is invisible: row-level security)."""
+    row = db.execute(
+        text(f"SELECT {_COLS}, memories.tenant_id FROM {_FROM} WHERE id = :id"), {"id": memory_id}
+    )
+    found = row.mappings().first()
+    if found is None:
+        return None
+    data = dict(found)
+    return _public([data], half_lives(db, data.pop("tenant_id")))[0]
+
+
+def memory_history(db: Session, memory_id: Any) -> list[dict[str, Any]]:
+    """Every change to the memory, oldest first."""
+    rows = db.execute(
+        text(f"SELECT {_HISTORY_COLS} FROM memory_history WHERE memory_id = :id ORDER BY id"),
+        {"id": memory_id},
+    )
+    return [dict(r) for r in rows.mappings().all()]
+
+
+def list_memories(
+    db: Session,
+    tenant_id: str,
+    user_id: str,
+    *,
+    statuses: Sequence[str] = ("active",),
+    kinds: Sequence[str] = (),
+    category: str | None = None,
+    limit: int = 50,
+    offset: int = 0,
+    order: Literal["importance", "timeline"] = "importance",
+) -> tuple[list[MemoryPublic], bool]:
+    """A page of the user's memories and whether another page follows: most important first, or as a
+    `timeline` (each slot's values in the order they held, then the unslotted memories)."""
+    rows = (
+        db.execute(
+            text(
+                f"SELECT {_COLS} FROM {_FROM} WHERE tenant_id = :t AND user_id = :u AND status = ANY(:st) "
+                "AND (CAST(:kinds AS text[]) IS NULL OR kind = ANY(:kinds)) "
+                "AND (CAST(:cat AS text) IS NULL OR category = :cat) "
+                f"ORDER BY {_ORDER[order]} LIMIT :n OFFSET :o"
+            ),
+            {
+                "t": tenant_id,
+                "u": user_id,
+                "st": list(statuses),
+                "kinds": list(kinds) if kinds else None,
+                "cat": category,
+                "n": limit + 1,
+                "o": offset,
+            },
+        )
+        .mappings()
+        .all()
+    )
+    return _public(rows[:limit], half_lives(db, tenant_id)), len(rows) > limit

@@ -1,0 +1,34 @@
+"""The operator's overview (`memctl stats`): events by status, memories by kind and status, LLM tokens today
+per tenant, dead letters waiting, and the latest run of each kind. Read in the owner's (all-tenant) scope."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import text
+from sqlmodel import Session
+
+from store.runs import last_runs_by_kind
+
+
+def overview(db: Session) -> dict[str, Any]:
+    events = dict(db.execute(text("SELECT status, count(*) FROM events GROUP BY status")).tuples().all())
+    memories = db.execute(
+        text("SELECT kind, status, count(*) AS n FROM memories GROUP BY kind, status ORDER BY kind, status")
+    )
+    tokens = db.execute(
+        text(
+            "SELECT tenant_id, sum(prompt_tokens + completion_tokens) AS tokens, sum(calls) AS calls "
+            "FROM llm_usage WHERE day = to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD') "
+            "GROUP BY tenant_id ORDER BY 2 DESC"
+        )
+    )
+    return {
+        "events": events,
+        "dead_letters": db.execute(
+            text("SELECT count(*) FROM dead_letters WHERE replayed_at IS NULL")
+        ).scalar(),
+        "memories": [dict(r) for r in memories.mappings().all()],
+        "tokens_today": [dict(r) for r in tokens.mappings().all()],
+        "last_runs": last_runs_by_kind(db),
+    }
