@@ -11,11 +11,11 @@ import pytest
 from sqlalchemy import text
 
 from api.access import AccessRecorder
-from core import keywords
 from shared.db.engine import get_engine, session_scope
 from shared.db.vectors import vector_literal
 from store.embeddings.hashing import HashingEmbedder
 from store.search import _MEMORY_COLS, candidates
+from tests.memory_rows import insert_memory
 from tests.services import wait_for
 
 pytestmark = pytest.mark.integration
@@ -27,22 +27,15 @@ LONG_AGO = datetime.now(UTC) - timedelta(days=200)
 def _memory(engine, tenant: str, user: str, content: str) -> str:
     with engine.begin() as conn:
         conn.execute(text("INSERT INTO tenants (id) VALUES (:t) ON CONFLICT DO NOTHING"), {"t": tenant})
-        return str(
-            conn.execute(
-                text(
-                    "INSERT INTO memories (tenant_id, user_id, kind, category, content, content_key, valid_from, "
-                    "last_confirmed_at, embedding, search_tokens) VALUES (:t, :u, 'episodic', 'fact', :c, :c, "
-                    ":lc, :lc, CAST(:v AS vector), to_tsvector('simple', :doc)) RETURNING id"
-                ),
-                {
-                    "t": tenant,
-                    "u": user,
-                    "c": content,
-                    "lc": LONG_AGO,
-                    "v": vector_literal(EMBEDDER.embed([content])[0]),
-                    "doc": keywords.document(content),
-                },
-            ).scalar_one()
+        return insert_memory(
+            conn,
+            tenant_id=tenant,
+            user_id=user,
+            content=content,
+            kind="episodic",
+            valid_from=LONG_AGO,
+            last_confirmed_at=LONG_AGO,
+            embedding=vector_literal(EMBEDDER.embed([content])[0]),
         )
 
 

@@ -17,6 +17,7 @@ from api.keys import create_key
 from shared.db.engine import session_scope
 from shared.db.vectors import vector_literal
 from store.embeddings import HashingEmbedder
+from tests.memory_rows import insert_memory
 
 pytestmark = pytest.mark.integration
 T0 = datetime(2026, 5, 1, 9, tzinfo=UTC)
@@ -42,24 +43,17 @@ def _seed_user(conn, tenant: str, user: str, session: str) -> dict[str, str]:
         ("fact", "semantic", "profile", f"{user} uses pnpm."),
         ("rule", "procedural", "constraint", "Never suggest an ORM."),
     ]:
-        ids[name] = str(
-            conn.execute(
-                text(
-                    "INSERT INTO memories (tenant_id, user_id, kind, category, content, content_key, valid_from, "
-                    "source_event_ids, embedding, search_tokens) VALUES (:t, :u, :k, :c, :content, :content, :ts, :se, "
-                    "CAST(:v AS vector), to_tsvector('simple', :content)) RETURNING id"
-                ),
-                {
-                    "t": tenant,
-                    "u": user,
-                    "k": kind,
-                    "c": cat,
-                    "content": content,
-                    "ts": T0,
-                    "se": [f"{user}-e0"],
-                    "v": vector_literal(EMB.embed([content])[0]),
-                },
-            ).scalar_one()
+        ids[name] = insert_memory(
+            conn,
+            tenant_id=tenant,
+            user_id=user,
+            content=content,
+            kind=kind,
+            category=cat,
+            valid_from=T0,
+            source_event_ids=[f"{user}-e0"],
+            embedding=vector_literal(EMB.embed([content])[0]),
+            search_tokens=content,
         )
         conn.execute(
             text(

@@ -11,6 +11,7 @@ from sqlalchemy import text
 from core.forgetting import ForgettingPolicy, MemoryFacts, prune_action
 from store.memories import insert_sql
 from store.pruning import prune, purge
+from tests.memory_rows import insert_memory
 
 pytestmark = pytest.mark.integration
 
@@ -166,12 +167,14 @@ def test_a_tenant_can_override_a_kinds_half_life(db, tenant):
         {"t": tenant},
     )
     for age in (14, 16):
-        db.execute(
-            text(
-                "INSERT INTO memories (tenant_id, user_id, kind, category, content, content_key, valid_from, "
-                "last_confirmed_at) VALUES (:t, 'u', 'episodic', 'fact', :c, :c, :lc, :lc)"
-            ),
-            {"t": tenant, "c": f"age {age}", "lc": NOW - timedelta(days=age)},
+        insert_memory(
+            db,
+            tenant_id=tenant,
+            user_id="u",
+            content=f"age {age}",
+            kind="episodic",
+            valid_from=NOW - timedelta(days=age),
+            last_confirmed_at=NOW - timedelta(days=age),
         )
     prune(db, now=NOW, policy=POLICY, actor="test", tenant_id=tenant)
     statuses = dict(
@@ -196,12 +199,14 @@ def test_without_a_tenant_row_or_a_numeric_override_the_policy_half_life_applies
     for t in (tenant, other, f"{tenant}-array"):
         for kind, age in (("episodic", 80), ("episodic", 100), ("procedural", 14), ("procedural", 16)):
             rows.append((t, kind, age))
-            db.execute(
-                text(
-                    "INSERT INTO memories (tenant_id, user_id, kind, category, content, content_key, valid_from, "
-                    "last_confirmed_at) VALUES (:t, 'u', :k, 'fact', :c, :c, :lc, :lc)"
-                ),
-                {"t": t, "k": kind, "c": f"{kind} {age}", "lc": NOW - timedelta(days=age)},
+            insert_memory(
+                db,
+                tenant_id=t,
+                user_id="u",
+                content=f"{kind} {age}",
+                kind=kind,
+                valid_from=NOW - timedelta(days=age),
+                last_confirmed_at=NOW - timedelta(days=age),
             )
     for t in (tenant, other, f"{tenant}-array"):
         prune(db, now=NOW, policy=POLICY, actor="test", tenant_id=t)
