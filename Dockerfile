@@ -10,6 +10,8 @@ WORKDIR /src
 # Only what the package needs: the build context also holds .venv/ and .memdata/, never copied in.
 COPY pyproject.toml README.md ./
 COPY shared/ shared/
+COPY core/ core/
+COPY store/ store/
 COPY worker/ worker/
 COPY schedules/ schedules/
 COPY api/ api/

@@ -199,3 +199,12 @@ def test_the_scheduler_runs_two_replicas_that_elect_a_leader():
     assert scheduler["deploy"]["replicas"] == 2
     assert (REPO / "schedules" / "run.py").exists()
     assert scheduler["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
+
+
+def test_the_image_copies_every_package_the_distribution_includes() -> None:
+    """A package left out of the image installs nothing and fails at import in production only."""
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    packages = {p.rstrip("*") for p in pyproject["tool"]["setuptools"]["packages"]["find"]["include"]}
+    lines = [line.split() for line in (REPO / "Dockerfile").read_text(encoding="utf-8").splitlines()]
+    copied = {words[1].rstrip("/") for words in lines if words[:1] == ["COPY"] and len(words) == 3}
+    assert packages <= copied, f"not copied into the image: {sorted(packages - copied)}"
