@@ -1,20 +1,7 @@
-"""The rule extractor: bilingual (English + Chinese), deterministic, pure (no I/O, no clock, no environment).
+"""Turns in, rule candidates out: the rule extractor's entry points (the contract is the package's docstring).
 
-Contract:
-- `extract_rules(turns, *, roles=("user",))` -> candidates for a window of turns, in turn order. Only user
-  turns produce candidates by default (the assistant does not state the user's facts). Within the window a
-  candidate is deduplicated by (op, slot, value) when it has a slot, else by (op, kind, category, content):
-  duplicates fold into one candidate with the union of sources, the higher tier and confidence, placed where
-  it last appeared (so "npm ... pnpm ... npm" still ends on npm for reconciliation).
-- `analyze_turn(turn)` -> `TurnAnalysis`: that turn's candidates plus the text the rules did not account for
-  (`residual`); the gate uses it to decide whether a turn still needs the LLM.
-- Each candidate carries `source_event_ids=(turn.event_id,)`, `source_turn_ids=(turn.source_turn_id,)` when
-  present, `origin="rules"`, `rule` = the rule id, `lang` = the language of the sentence it came from.
-- Turns are cleaned first: fenced code blocks, indented code and "> quoted" lines are dropped (pasted code and
-  quoted text are not the user's statements); inline `code` keeps its text. Every sentence is matched in its
-  own language ("zh" when Han characters outweigh Latin words), then in the other when it mixes scripts.
-- Never raises on any text; time is linear in the text length (over-long sentences are skipped: they are
-  pasted content, not statements about the user).
+Each sentence is matched in its own language ("zh" when Han characters outweigh Latin words), then in the
+other too when it mixes scripts; `dedupe` folds a window's duplicate candidates into the latest one.
 """
 
 from __future__ import annotations
@@ -24,24 +11,13 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from core.extraction import rules_en, rules_zh
 from core.extraction.candidates import Candidate, Tier, Turn
-from core.extraction.lang import detect_lang, has_han, normalize_lines
+from core.extraction.lang import detect_lang, has_han
+from core.extraction.rules import en, zh
+from core.extraction.rules.hits import Hit
+from core.extraction.rules.sentences import clean_text, split_sentences
 
 MAX_SENTENCE_CHARS = 400
-_FENCE_RE = re.compile(r"(?ms)^[ \t]*(```|~~~).*?(?:^[ \t]*\1[ \t]*$|\Z)")
-_INDENTED_CODE_RE = re.compile(r"(?m)^(?: {4,}|\t).*$")
-_QUOTED_RE = re.compile(r"(?m)^[ \t]*>.*$")
-_INLINE_CODE_RE = re.compile(r"`([^`\n]{1,80})`")
-# "Next.js", "v1.2", "Dr. Patel" and "e.g. this" keep their dot; "小王.我" (a mapped "。") ends a sentence.
-_INNER_DOT_RE = re.compile(
-    r"(?<=[A-Za-z0-9])\.(?=[A-Za-z0-9])|(?:(?<=\bDr)|(?<=\bMr)|(?<=\bMrs)|(?<=\bMs)|(?<=\bProf)|(?<=\bSt)|"
-    r"(?<=\bJr)|(?<=\bvs)|(?<=\betc)|(?<=\be\.g)|(?<=\bi\.e))\.(?=\s)"
-)
-_DOT_MARK = "\u2024"
-_LEADING_NOISE_RE = re.compile(r"^(?:[^\w\s\"'(\[]|\s|\d+[.)]\s)+")
-_EMPHASIS_RE = re.compile(r"\*{1,3}")
-_SENTENCE_RE = re.compile(r"[^.!?;\n]+[.!?;]*|[.!?;]+")
 _LATIN_WORD_RE = re.compile(r"[A-Za-z]{2,}")
 
 
@@ -53,30 +29,8 @@ class TurnAnalysis:
     residual: str  # the part of `text` the rules did not account for, pieces joined by " | "
 
 
-def clean_text(text: str) -> str:
-    """The turn's text without code blocks and quoted lines, normalised line by line."""
-    if "```" in text or "~~~" in text:
-        text = _FENCE_RE.sub("\n", text)
-    text = _QUOTED_RE.sub("", _INDENTED_CODE_RE.sub("", text))
-    if "`" in text:
-        text = _INLINE_CODE_RE.sub(r"\1", text)
-    if "*" in text:  # Markdown emphasis: "**Remember**: ..."
-        text = _EMPHASIS_RE.sub("", text)
-    return normalize_lines(text)
-
-
-def split_sentences(text: str) -> list[str]:
-    """Sentences of a cleaned text; leading bullets, emoji and symbols dropped ("👍 remember ...")."""
-    protected = _INNER_DOT_RE.sub(_DOT_MARK, text)
-    sentences = (
-        _LEADING_NOISE_RE.sub("", match.group()).strip().replace(_DOT_MARK, ".")
-        for match in _SENTENCE_RE.finditer(protected)
-    )
-    return [sentence for sentence in sentences if sentence.strip(".!?; ")]
-
-
-def _sentence_hits(sentence: str) -> list[rules_en.Hit]:
-    english, chinese = rules_en.sentence_hits, rules_zh.sentence_hits
+def _sentence_hits(sentence: str) -> list[Hit]:
+    english, chinese = en.sentence_hits, zh.sentence_hits
     first, second = (chinese, english) if detect_lang(sentence) == "zh" else (english, chinese)
     hits = first(sentence)
     if has_han(sentence) and len(_LATIN_WORD_RE.findall(sentence)) >= 2:
@@ -120,7 +74,7 @@ def extract_turn(turn: Turn, *, roles: Sequence[str] = ("user",)) -> list[Candid
 
 
 def extract_rules(turns: Sequence[Turn], *, roles: Sequence[str] = ("user",)) -> list[Candidate]:
-    """Rule candidates for a window of turns, deduplicated within the window (see the module docstring)."""
+    """Rule candidates for a window of turns, deduplicated within the window (see the package docstring)."""
     found: list[Candidate] = []
     for turn in turns:
         found.extend(analyze_turn(turn, roles=roles).candidates)

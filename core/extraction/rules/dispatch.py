@@ -1,0 +1,114 @@
+"""One language's rule pipeline, the same for both rule sets. Pure: no I/O.
+
+- `LanguageRules` holds one language's rule functions and patterns; `en.ENGLISH` and `zh.CHINESE` are the two.
+- `dispatch(sentence, rules)` -> every hit of that language for one normalised sentence, in a fixed order:
+  nothing for a question; a forget or remember request alone; else tool pairs ("pnpm, not npm"), then a
+  correction's facts raised to MUST, or a reply preference alone, or standing rules and facts.
+- `tool_pair_hits` is the script-neutral part: the one positive tool of a slot where another is negated.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable
+
+from core.extraction.candidates import Category, Tier
+from core.extraction.rules.hits import Hit, must, shift, tool_hit
+from core.extraction.rules.vocab import Tool, find_tools
+
+
+@dataclasses.dataclass(frozen=True)
+class LanguageRules:
+    """One language's rule functions, for the shared dispatcher `dispatch`."""
+
+    lang: str
+    is_question: Callable[[str], bool]
+    forget: Callable[[str], list[Hit] | None]  # None: not a forget request
+    remember: Callable[[str], list[Hit] | None]
+    negating: re.Pattern[str]
+    correction_cue: re.Pattern[str]
+    correction: re.Pattern[str]  # a correction opener; group "rest" holds the corrected statement
+    contrast: re.Pattern[str]  # a statement made against another value ("..., not X")
+    correction_facts: Callable[[str], list[Hit]]
+    reply: Callable[[str], list[Hit]]
+    facts: Callable[[str], list[Hit]]
+    rules: Callable[[str], list[Hit]]
+
+
+def dispatch(sentence: str, rules: LanguageRules) -> list[Hit]:
+    """All of one language's rule hits for one normalised sentence: forget / remember requests alone; tool
+    pairs; a correction's fact raised to MUST; a short reply; else rules and facts (a fact stated against
+    another value is a correction too)."""
+    if not sentence or rules.is_question(sentence):
+        return []
+    for special in (rules.forget, rules.remember):
+        hits = special(sentence)
+        if hits is not None:
+            return hits
+    pairs = tool_pair_hits(sentence, lang=rules.lang, negating=rules.negating, cue=rules.correction_cue)
+    correction = rules.correction.match(sentence)
+    if correction:
+        inner = shift(rules.correction_facts(correction.group("rest")), correction.start("rest"))
+        return pairs + [must(hit, f"{rules.lang}.correction", start=0) for hit in inner]
+    reply = rules.reply(sentence)
+    if reply:
+        return reply
+    facts = rules.facts(sentence)
+    if rules.contrast.search(sentence):
+        facts = [must(hit, f"{rules.lang}.correction") if hit[0].slot else hit for hit in facts]
+    return pairs + rules.rules(sentence) + facts
+
+
+_SOFT_NEGATIONS = ("from", "over", "instead", "rather", "从", "替换", "代替")
+_TOOL_AS_MODIFIER = re.compile(
+    r"\s*(?:script|scripts|command|commands|package|packages|version|registry|lock\s*file|lockfile|cache|one|"
+    r"config|file|files|module|modules|docs|api|client|driver|server|image|container|plugin|error|issue|bug)\b",
+    re.I,
+)
+
+
+def tool_pair_hits(sentence: str, *, lang: str, negating: re.Pattern[str], cue: re.Pattern[str]) -> list[Hit]:
+    """ "pnpm, not npm" / "switched from npm to pnpm": the one positive tool of a slot where one is negated.
+
+    A correction (MUST) when the negation is "not ..." or the sentence has a correction cue; "from X to Y",
+    "X over Y", "X instead of Y" alone are a decision or a preference (WORTH).
+    """
+    # A tool naming a thing ("the npm script") is not a choice of tool.
+    tools = [t for t in find_tools(sentence) if t[0].slot and not _TOOL_AS_MODIFIER.match(sentence, t[2])]
+    if len(tools) < 2:
+        return []
+    negations = [negating.search(sentence[max(0, start - 30) : start]) for _, start, _ in tools]
+    positive: dict[str, set[str]] = {}
+    negated: dict[str, set[str]] = {}
+    first: dict[str, Tool] = {}
+    soft = True
+    for (tool, start, end), negation in zip(tools, negations, strict=True):
+        slot = tool.slot or ""
+        if negation:
+            negated.setdefault(slot, set()).add(tool.canonical)
+            soft = soft and negation.group().strip().lower().startswith(_SOFT_NEGATIONS)
+            continue
+        # Only right next to the negated one: "pnpm, not npm", not "pnpm is what fails, not npm".
+        near = any(
+            other.slot == slot and neg and (0 <= o_start - end <= 14 or 0 <= start - o_end <= 14)
+            for (other, o_start, o_end), neg in zip(tools, negations, strict=True)
+        )
+        if near:
+            positive.setdefault(slot, set()).add(tool.canonical)
+            first.setdefault(slot, tool)
+    hits: list[Hit] = []
+    for slot, canonical in positive.items():
+        if len(canonical) != 1 or canonical & negated[slot]:
+            continue
+        if soft and not cue.search(sentence):
+            preference = re.search(r"\b(?:prefer|over)\b|偏好|更喜欢", sentence)
+            category = Category.PREFERENCE if preference else Category.DECISION
+            hits.append(tool_hit(first[slot], 0, len(sentence), rule=f"{lang}.tool.switch", lang=lang,
+                                 category=category))  # fmt: skip
+        else:
+            rule = f"{lang}.correction.tool_pair"
+            hits.append(
+                tool_hit(first[slot], 0, len(sentence), rule=rule, lang=lang, tier=Tier.MUST, confidence=0.9)
+            )
+    return hits

@@ -1,0 +1,202 @@
+"""English rules for how the agent should reply and behave. Pure: no I/O.
+
+- `reply_hits`: reply language and style ("always answer in English", "I prefer concise answers", "your
+  answers are too long"), as a preference, a rule or feedback by how it was said.
+- `rule_hits`: standing rules ("don't use ORMs", "never suggest jQuery", "from now on, use pnpm"), MUST;
+  a rule about the task at hand ("don't change this file yet") is none.
+- `when_you_hits`: "I hate it when you add emojis" -> the rule "Do not add emojis.".
+"""
+
+from __future__ import annotations
+
+import re
+
+from core.extraction.candidates import Category, Kind, Tier
+from core.extraction.rules.en.grammar import ADV, I_WORD, LEAD, blocked, sentence_case, third_person
+from core.extraction.rules.hits import Hit, make, reply_hit, tool_hit
+from core.extraction.rules.vocab import LANGUAGE_CODES, find_tools
+
+# fmt: off
+_PERSIST = (
+    r"\b(?:always|never|from\s+now\s+on|going\s+forward|moving\s+forward|in\s+(?:the\s+)?future|by\s+default|"
+    r"every\s+time|from\s+here\s+on|all\s+the\s+time|in\s+general|any\s+more|anymore)\b"
+)
+_PERSIST_RE = re.compile(_PERSIST, re.I)
+_REPLY_NOUN_RE = re.compile(
+    r"\b(?:answers|responses|replies|explanations|outputs|messages|summaries|you\s+(?:answer|reply|respond|"
+    r"explain|write)|your\s+(?:answers?|responses?|replies|reply|explanations?|output|messages?|writing))\b"
+    r"|\b(?:answer|response|reply|explanation)\b(?=.*" + _PERSIST + ")", re.I)
+_STYLE_RE = re.compile(
+    r"\b(?:(?P<concise>concise|brief|short|shorter|succinct|terse|to\s+the\s+point|compact|tl;?dr|less\s+verbose|"
+    r"fewer\s+words)|(?P<long>verbose|long|longer|lengthy|wordy|rambling|long-winded|walls?\s+of\s+text)|"
+    r"(?P<detailed>detailed|thorough|in-depth|in\s+depth|comprehensive|more\s+details?|elaborate)|"
+    r"(?P<bullet_points>bullet\s+points?|bulleted|bullets|bullet\s+lists?))\b", re.I)
+_STYLE_NEG_RE = re.compile(
+    r"\b(?:not|don't|dont|do\s+not|no|never|less|hate|dislike|stop|without|too|avoid|fewer|overly|so)\s+"
+    r"(?:\w+\s+){0,2}$", re.I)
+_STYLE_VALUE = {("concise", False): "concise", ("concise", True): "detailed", ("long", False): "detailed",
+                ("long", True): "concise", ("detailed", False): "detailed", ("detailed", True): "concise",
+                ("bullet_points", False): "bullet_points"}
+_PREF_CUE_RE = re.compile(
+    I_WORD + r"\s*" + ADV + r"(?:prefer|like|love|want|need|appreciate|enjoy|hate|dislike|don't\s+like|"
+    r"do\s+not\s+like|can't\s+stand|'d\s+prefer|would\s+prefer|'d\s+like|would\s+like|'d\s+rather|"
+    r"would\s+rather)\b", re.I)
+_FEEDBACK_CUE_RE = re.compile(
+    r"\byour\s+(?:answers|responses|replies|explanations|messages)\s+(?:are|were|have\s+been|get|seem|keep)\b"
+    r"|\byou(?:'re|\s+are)\s+(?:being\s+)?(?:way\s+|far\s+|a\s+bit\s+|too\s+|so\s+|really\s+)*(?:verbose|wordy)",
+    re.I)
+_IMPERATIVE_CUE_RE = re.compile(
+    LEAD + r"(?:please\s+|pls\s+)?(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?)?(?:be|keep|make|give|"
+    r"write|use|answer|reply|respond|stop|don't|do\s+not|never|always|avoid|no\s+more|limit|from\s+now\s+on|"
+    r"going\s+forward|in\s+(?:the\s+)?future|format|explain)\b", re.I)
+_BARE_BE_RE = re.compile(LEAD + r"(?:please\s+)?(?:be|keep\s+it|keep\s+things|stay)\s+(?:\w+\s+){0,2}$",
+                         re.I)
+_LANG_WORDS = r"english|chinese|mandarin|japanese|french|german|spanish|korean|portuguese|italian|russian"
+_REPLY_LANG_RE = re.compile(
+    r"\b(?:(?:reply|replied|respond|responded|answer|answered|write|wrote|talk|speak|communicate|chat|"
+    r"explain(?:\s+things)?)\s+(?:to\s+me\s+|back\s+)?(?:only\s+|always\s+)?|(?:answers|responses|replies|"
+    r"explanations)\s+(?:to\s+be\s+)?)in\s+(?P<lang>" + _LANG_WORDS + r")\b", re.I)
+# fmt: on
+
+
+def _reply_mode(sentence: str) -> str | None:
+    persistent = _PERSIST_RE.search(sentence) is not None
+    if _FEEDBACK_CUE_RE.search(sentence):
+        return "feedback"
+    if _PREF_CUE_RE.search(sentence):
+        return "rule" if persistent else "pref"
+    if _IMPERATIVE_CUE_RE.match(sentence):
+        return "rule" if persistent else "soft_rule"
+    return None
+
+
+def reply_hits(sentence: str) -> list[Hit]:
+    """Reply language ("always answer in English") and style ("I prefer concise answers")."""
+    match = _REPLY_LANG_RE.search(sentence)
+    if match and not blocked(sentence, match.start(), hypothetical=False):
+        mode = _reply_mode(sentence)
+        if mode is not None:
+            code = LANGUAGE_CODES[match.group("lang").lower()]
+            return [reply_hit("user.reply_language", code, mode=mode, lang="en", rule="en.reply.language",
+                              end=len(sentence))]  # fmt: skip
+    style = _STYLE_RE.search(sentence)
+    if style is None:
+        return []
+    # "long walks" is not about answers: a reply noun, "be brief" or bullet points must be there.
+    about_replies = _REPLY_NOUN_RE.search(sentence) or _BARE_BE_RE.match(sentence[: style.start()])
+    if not (about_replies or style.lastgroup == "bullet_points"):
+        return []
+    mode = _reply_mode(sentence)
+    if mode is None or blocked(sentence, style.start(), hypothetical=False):
+        return []
+    negated = _STYLE_NEG_RE.search(sentence[: style.start()]) is not None
+    value = _STYLE_VALUE.get((style.lastgroup or "", negated))
+    if value is None:
+        return []
+    return [
+        reply_hit("user.reply_style", value, mode=mode, lang="en", rule="en.reply.style", end=len(sentence))
+    ]
+
+
+# fmt: off
+_RULE_RE = re.compile(
+    LEAD + r"(?P<lead>(?:from\s+now\s+on|going\s+forward|moving\s+forward|in\s+(?:the\s+)?future|from\s+"
+    r"here\s+on(?:\s+out)?|as\s+a\s+(?:general\s+)?rule|by\s+default|in\s+general|every\s+time|each\s+time)"
+    r"\s*[,:-]?\s*)?(?P<cond>(?:when|whenever|if\s+you|for|in|while)\s[^,]{1,60},\s*)?"
+    r"(?:please\s+|pls\s+)?(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?)?(?:you\s+)?"
+    r"(?P<mod>don't\s+ever|do\s+not\s+ever|don't|do\s+not|dont|never\s+ever|never|always|avoid|stop|quit|"
+    r"should\s+never|should\s+always|must\s+always|must\s+never|shouldn't|should\s+not|must\s+not|mustn't|"
+    r"make\s+sure\s+to|make\s+sure\s+you|be\s+sure\s+to|remember\s+to|no\s+more|please)?\s*"
+    r"(?P<rest>[a-z][^\n]{1,200})$", re.I)
+_TAIL_PERSIST_RE = re.compile(
+    r"[\s,]*(?:from\s+now\s+on|going\s+forward|moving\s+forward|in\s+(?:the\s+)?future|from\s+here\s+on(?:\s+out)?"
+    r"|every\s+time|always|by\s+default)[\s.!]*$", re.I)
+_MOD_CANON = {
+    "don't ever": "do not ever", "do not ever": "do not ever", "don't": "do not", "do not": "do not",
+    "dont": "do not", "shouldn't": "do not", "should not": "do not", "must not": "do not",
+    "mustn't": "do not", "never ever": "never", "never": "never", "should never": "never",
+    "must never": "never", "always": "always", "should always": "always", "must always": "always",
+    "make sure to": "always", "make sure you": "always", "be sure to": "always", "remember to": "remember to",
+    "avoid": "avoid", "stop": "stop", "quit": "stop", "please": "always", "no more": "no more", "": "always",
+}
+# After "don't" / "never": "don't worry", "never mind" are not rules for the agent.
+_NOT_IMPERATIVE = frozenset(
+    "worry bother mind hesitate panic stress feel know get care be forget remember understand think "
+    "see have want need like love hate agree recall sure mean wait rush apologise thank it that "
+    "this i we my the a an there you your here".split()
+)
+# After "always" / "from now on": the verbs a standing rule starts with.
+_IMPERATIVE_VERBS = frozenset(
+    "use write reply respond answer add put give call keep make include format explain stick run "
+    "test check ask show return follow mention suggest recommend start end wrap comment document "
+    "type name import install commit push deploy assume default output print log send speak talk "
+    "try limit cite link quote translate summarize summarise list number sort prefix indent "
+    "capitalize abbreviate generate create modify change edit rename delete remove mock hardcode "
+    "inline split merge lint prioritize prioritise optimize refactor rewrite repeat ramble guess "
+    "speculate hallucinate lie pad sugarcoat flatter overexplain apologize apologise prefer double- "
+    "check verify review read go let set leave respect stay avoid skip emit raise throw catch "
+    "handle validate sign annotate declare store cache touch open close copy paste bump pin upgrade "
+    "downgrade switch target support mark tag greet address refer".split()
+)
+_ONE_OFF = re.compile(
+    r"\b(?:yet|this\s+time|for\s+now|right\s+now|today|tonight|tomorrow|at\s+the\s+moment|this\s+(?:file|"
+    r"function|one|line|test|pr|step|method|class|branch|commit|case)|that\s+(?:file|function|one|line)|"
+    r"in\s+this\s+case|until|here|above|below)\b|^[\w'-]+\s+(?:this|that|these|those|it)\b", re.I)
+_PRONOUN_ONLY = re.compile(
+    r"^[a-z'-]+(?:\s+(?:it|that|this|them|those|these|so|there|anything|again|up|on))+$", re.I)
+_FEEDBACK_WORDS = re.compile(r"\b(?:again|anymore|any\s+more|like\s+you\s+did|as\s+you\s+did|keep)\b", re.I)
+_WHEN_YOU_RE = re.compile(
+    I_WORD + r"\s*" + ADV + r"(?:don't\s+like|do\s+not\s+like|hate|dislike|can't\s+stand|cannot\s+stand)\s+"
+    r"(?:it\s+)?when\s+you(?P<be>'re|\s+are)?\s+(?P<x>[^.;!?]{2,80})", re.I)
+# fmt: on
+
+
+def rule_hits(sentence: str) -> list[Hit]:
+    """Standing rules for the agent: "don't use ORMs", "never suggest jQuery", "from now on, use pnpm"."""
+    body = sentence.rstrip(" .!")
+    tail = _TAIL_PERSIST_RE.search(body)
+    if tail and tail.start() > 0:
+        body = body[: tail.start()]
+    match = _RULE_RE.match(body)
+    if match is None:
+        return []
+    mod = " ".join((match.group("mod") or "").lower().split())
+    persistent = bool(match.group("lead") or tail)
+    if not mod and not persistent:
+        return []
+    rest = match.group("rest").strip(" ,")
+    first, canon = rest.split()[0].lower(), _MOD_CANON[mod]
+    if canon == "no more":  # "No more emojis please": a noun, not a verb
+        rest = re.sub(r"[\s,]*please$", "", rest, flags=re.I)
+    elif canon in ("always", "remember to"):
+        if first not in _IMPERATIVE_VERBS:
+            return []
+    elif first in _NOT_IMPERATIVE or not first.replace("-", "").isalpha():
+        return []
+    if (_ONE_OFF.search(rest) and not persistent) or _PRONOUN_ONLY.match(rest):
+        return []  # "don't change this file yet", "don't do that": about the task at hand
+    if len(rest.split()) == 1 and first not in _IMPERATIVE_VERBS and canon != "no more":
+        return []
+    tools = find_tools(rest)
+    uses = canon in ("always", "remember to") and first in ("use", "stick", "switch", "prefer")
+    if uses and tools and tools[0][0].slot is not None and len(rest[: tools[0][1]].split()) <= 2:
+        # "always use pnpm": the choice goes in the tool's slot
+        return [tool_hit(tools[0][0], 0, len(sentence), rule="en.rule.use_tool", lang="en", tier=Tier.MUST,
+                         confidence=0.9)]  # fmt: skip
+    content = sentence_case(f"{match.group('cond') or ''}{canon} {third_person(rest)}")
+    category = Category.FEEDBACK if canon == "stop" or _FEEDBACK_WORDS.search(rest) else Category.CONSTRAINT
+    rule = f"en.rule.{canon.replace(' ', '_')}"
+    cand = make(content, Kind.PROCEDURAL, category, Tier.MUST, rule=rule, confidence=0.9, lang="en")
+    return [(cand, 0, len(sentence))]
+
+
+def when_you_hits(sentence: str) -> list[Hit]:
+    """ "I hate it when you add emojis": feedback on the agent, the rule "Do not add emojis."."""
+    match = _WHEN_YOU_RE.search(sentence)
+    if match is None or blocked(sentence, match.start(), hypothetical=False):
+        return []
+    action = third_person(match.group("x").strip(" ,"))
+    content = sentence_case(f"do not {'be ' if match.group('be') else ''}{action}")
+    rule = "en.rule.when_you"
+    cand = make(content, Kind.PROCEDURAL, Category.FEEDBACK, Tier.MUST, rule=rule, confidence=0.85, lang="en")
+    return [(cand, match.start(), match.end())]

@@ -1,0 +1,225 @@
+"""English facts about what the user works with, likes and is: tools (in their slots, or "we don't use
+X"), likes and dislikes, diet, allergies, timezone and birthday. Pure: no I/O.
+
+- `fact_hits(sentence)` -> every English fact rule's hits, identity (`en.identity`) included.
+- `NEGATING` / `CORRECTION_CUE`: what negates a tool and what makes a tool pair a correction (for
+  `dispatch.tool_pair_hits`); `OBJ_PRONOUN`: objects that name nothing ("it", "that").
+"""
+
+from __future__ import annotations
+
+import re
+
+from core.extraction.candidates import Category, Kind, Tier
+from core.extraction.rules.en.grammar import ADV, I_AM, I_WORD, SPAN, blocked, third_person
+from core.extraction.rules.en.identity import job_hits, name_hits, place_hits
+from core.extraction.rules.hits import Hit, fact, make, statements, tool_hit
+from core.extraction.rules.vocab import find_tools
+
+# fmt: off
+_TOOL_STMT_RE = re.compile(
+    r"(?<![\w'])(?P<subj>i|we|my\s+team|our\s+team|our\s+company|my\s+company|(?:our|my|the|this)\s+(?:project|"
+    r"app|backend|frontend|codebase|code\s+base|repo|stack|service|services|api|monorepo|product|startup|infra|"
+    r"platform|site|website|server|side\s+project|setup|ci|pipeline|database|db|cluster|deployment))"
+    r"(?P<be>'re|'m|'s|\s+are|\s+am|\s+is|\s+have|\s+has|'ve)?\s+" + ADV + r"(?:been\s+)?"
+    r"(?P<verb>use|uses|using|rely\s+on|relies\s+on|run\s+on|runs\s+on|work\s+with|works\s+with|(?:code|write|"
+    r"program|develop)\s+(?:mostly\s+|mainly\s+|only\s+)?in|built\s+(?:with|on|in)|written\s+in|based\s+on|"
+    r"standardi[sz]ed\s+on|switched\s+to|moved\s+to|migrated\s+to|settled\s+on|went\s+with|go\s+with|"
+    r"stick\s+with|write|writes|deploys?\s+(?:on|to)|host\s+on|hosted\s+on|on)\b(?P<span>" + SPAN
+    + r"{1,120})",
+    re.I)
+_TOOL_NOUN_RE = re.compile(
+    r"\b(?:my|our)\s+(?:main\s+|primary\s+|preferred\s+|default\s+|go-to\s+)?(?P<noun>package\s+manager|"
+    r"database|db|tech\s+stack|stack|programming\s+language|language|framework|editor|ide|os|operating\s+system|"
+    r"orm|test\s+runner|testing\s+framework|cloud|backend|frontend)\s+(?:is|are|=)\s+(?P<span>" + SPAN
+    + r"{1,80})", re.I)
+_NOUN_SLOT = {
+    "package manager": "project.package_manager", "database": "project.database", "db": "project.database",
+    "programming language": "project.language", "language": "project.language",
+    "framework": "project.framework", "editor": "user.editor", "ide": "user.editor", "os": "user.os",
+    "operating system": "user.os", "orm": "project.orm", "test runner": "project.test_framework",
+    "testing framework": "project.test_framework", "cloud": "project.cloud",
+}
+_SPAN_CUT = re.compile(
+    r"\b(?:because|since|but|although|though|instead|rather|not|except|which|when|whenever|where|if|unless|so|"
+    r"to|until|while|whereas|than|over|at\s+work|anymore|any\s+more|now\s+that)\b|\s-\s", re.I)
+_NO_USE_RE = re.compile(
+    r"(?<![\w'])(?P<subj>i|we)\s+(?:don't|do\s+not|dont|never|no\s+longer|won't|don't\s+ever)\s+use\s+"
+    r"(?P<obj>[^.;!?,]{1,60})", re.I)
+_CHANGE_OF_STATE = re.compile(r"\b(?:anymore|any\s+more|no\s+longer)\b", re.I)
+NEGATING = re.compile(
+    r"(?:\bnot|\binstead\s+of|\brather\s+than|\bno\s+longer|\bdon't\s+use|\bdo\s+not\s+use|\bnever\s+use|"
+    r"\bstop\s+using|\bnot\s+using|\bfrom|\bover|\breplace|\breplacing|\bditch(?:ed)?|\bdrop(?:ped)?)"
+    r"\s+(?:the\s+|using\s+)?$", re.I)
+CORRECTION_CUE = re.compile(
+    r"^(?:no|nope|nah|wrong|actually|correction|i\s+said|i\s+meant|it's|it\s+is|its|we\s+use|i\s+use|use)\b",
+    re.I)
+# fmt: on
+_DECISION_VERBS = ("switched", "moved", "migrated", "settled", "went")
+OBJ_PRONOUN = frozenset("it that this them those these him her anything something one".split())
+
+
+def _cut(span: str) -> str:
+    match = _SPAN_CUT.search(span)
+    return span[: match.start()] if match else span
+
+
+def _tool_hits(sentence: str) -> list[Hit]:
+    hits: list[Hit] = []
+    for match in statements(_TOOL_STMT_RE, sentence):
+        verb = match.group("verb").lower()
+        if (verb == "on" and not match.group("be")) or blocked(sentence, match.start()):
+            continue
+        subject_is_user = match.group("subj").lower() == "i"
+        category = Category.DECISION if verb.startswith(_DECISION_VERBS) else None
+        offset = match.start("span")
+        for tool, _, end in find_tools(_cut(match.group("span"))):
+            if tool.slot and tool.slot.startswith("user.") and not subject_is_user:
+                continue  # "we use Linux servers" says nothing about the user's own OS
+            hits.append(
+                tool_hit(tool, match.start(), offset + end, rule="en.tool.use", lang="en", category=category)
+            )
+    noun = _TOOL_NOUN_RE.search(sentence)
+    if noun and not blocked(sentence, noun.start()):
+        wanted = _NOUN_SLOT.get(" ".join(noun.group("noun").lower().split()))
+        for tool, _, end in find_tools(_cut(noun.group("span"))):
+            if wanted is None or tool.slot == wanted:
+                hits.append(
+                    tool_hit(tool, noun.start(), noun.start("span") + end, rule="en.tool.my_noun", lang="en")
+                )
+    no_use = _NO_USE_RE.search(sentence)
+    # "I don't use X anymore" is a change of state: left to the LLM, which sees what replaced X.
+    if no_use and not blocked(sentence, no_use.start()) and not _CHANGE_OF_STATE.search(sentence):
+        obj = _cut(no_use.group("obj")).strip()
+        if obj and obj.split()[0].lower() not in OBJ_PRONOUN and len(obj.split()) <= 6:
+            if no_use.group("subj").lower() == "i":  # a fact about the user
+                kind, category, content = (
+                    Kind.SEMANTIC,
+                    Category.FACT,
+                    f"The user does not use {third_person(obj)}.",
+                )
+            else:  # "we don't use ORMs": a constraint on what the agent suggests
+                kind, category, content = (
+                    Kind.PROCEDURAL,
+                    Category.CONSTRAINT,
+                    f"Do not use {third_person(obj)}.",
+                )
+            cand = make(
+                content, kind, category, Tier.WORTH, rule="en.tool.no_use", confidence=0.75, lang="en"
+            )
+            hits.append((cand, no_use.start(), no_use.start("obj") + len(obj)))
+    return hits
+
+
+# fmt: off
+_LIKE_RE = re.compile(
+    I_WORD + r"\s*" + ADV + r"(?P<verb>prefer|like|love|enjoy|adore|dislike|hate|detest|loathe|can't\s+stand|"
+    r"cannot\s+stand|don't\s+(?:really\s+)?like|do\s+not\s+like|don't\s+enjoy|don't\s+love|really\s+don't\s+like|"
+    r"(?:'m|\s+am)\s+not\s+(?:a\s+(?:big\s+|huge\s+)?fan\s+of|into)|(?:'m|\s+am)\s+(?:a\s+(?:big\s+|huge\s+)?"
+    r"fan\s+of|into))\s+(?P<obj>" + SPAN + r"{1,100})", re.I)
+_OBJ_CUT = re.compile(
+    r"\b(?:because|since|but|although|though|when|whenever|if|unless|so\s+that|as\s+long\s+as|except|while|"
+    r"whereas|and\s+i|and\s+we|which|cause|cuz)\b|,\s*(?:so|and\s+i|which)\b", re.I)
+_OBJ_REJECT = re.compile(  # liking the agent's answer or an option is feedback on this task, not a preference
+    r"^(?:it|that|this|these|those|them|him|her|you|your|yours|what|how|the\s+way|where|which|who|some|any|one|not|"
+    r"option|version|the\s+(?:idea|suggestion|answer|first|second|third|last|previous|new|other|latter|former)|"
+    r"to\s+know|to\s+see|to\s+ask|to\s+try)\b|\b(?:your|this|that)\s+(?:answer|response|suggestion|idea|"
+    r"solution|approach|code|one|version|option|plan)\b", re.I)
+# fmt: on
+_VERB_3RD = {"prefer": "prefers", "like": "likes", "love": "loves", "enjoy": "enjoys", "adore": "loves"}
+_POSITIVE_PREF = ("prefer", "like", "love", "enjoy", "adore", "'m a", "am a", "'m into", "am into")
+
+
+def _pref_hits(sentence: str) -> list[Hit]:
+    match = _LIKE_RE.search(sentence)
+    if match is None or blocked(sentence, match.start()):
+        return []
+    cut = _OBJ_CUT.search(match.group("obj"))
+    obj = (match.group("obj")[: cut.start()] if cut else match.group("obj")).strip(" ,:-\"'")
+    if not obj or _OBJ_REJECT.search(obj) or len(obj.split()) > 10:
+        return []
+    verb = " ".join(match.group("verb").lower().split())
+    positive = verb.startswith(_POSITIVE_PREF) and "not" not in verb
+    end = match.start("obj") + match.group("obj").find(obj) + len(obj)
+    tools = find_tools(obj)
+    if (
+        verb == "prefer"
+        and tools
+        and tools[0][0].slot
+        and re.match(r"^(?:using\s+|to\s+use\s+)?$", obj[: tools[0][1]])
+    ):
+        tool = tools[0][0]  # "I prefer pnpm": a choice in the tool's slot
+        cand = make(f"The user prefers {tool.display}.", Kind.SEMANTIC, Category.PREFERENCE, Tier.WORTH,
+                    rule="en.pref.tool", confidence=0.75, lang="en", slot=tool.slot,
+                    value=tool.canonical)  # fmt: skip
+        return [(cand, match.start(), end)]
+    verb3 = _VERB_3RD.get(verb, "likes") if positive else "dislikes"
+    rule = "en.pref.like" if positive else "en.pref.dislike"
+    content = f"The user {verb3} {third_person(obj)}."
+    cand = make(
+        content, Kind.SEMANTIC, Category.PREFERENCE, Tier.WORTH, rule=rule, confidence=0.75, lang="en"
+    )
+    return [(cand, match.start(), end)]
+
+
+# fmt: off
+_DIET_RE = re.compile(
+    I_AM + r"\s+" + ADV + r"(?:a\s+)?(?:strict\s+)?(?P<diet>vegetarian|vegan|pescatarian|pescetarian|keto|"
+    r"halal|kosher|lactose[- ]intolerant|gluten[- ]free|celiac|coeliac|diabetic)\b", re.I)
+_DIET_SLOTTED = {"vegetarian": "vegetarian", "vegan": "vegan", "pescatarian": "pescatarian",
+                 "pescetarian": "pescatarian", "keto": "keto", "halal": "halal", "kosher": "kosher"}
+_PROFILE_RES = (
+    (re.compile(I_AM + r"\s+" + ADV + r"(?:(?:very|severely|mildly|a\s+bit)\s+)?allergic\s+to\s+"
+                r"(?P<obj>[^.;!?,]{1,40})|" + I_WORD + r"\s+have\s+(?:an?\s+|a\s+severe\s+)?"
+                r"(?P<obj2>[\w -]{1,30}?)\s+allergy\b", re.I),
+     "The user is allergic to {}.", "en.profile.allergy"),
+    (re.compile(I_WORD + r"\s+" + ADV + r"(?:don't|do\s+not|never|can't|cannot)\s+(?:eat|drink)\s+"
+                r"(?P<obj>[^.;!?,]{1,40})", re.I), "The user does not eat {}.", "en.profile.no_eat"),
+)
+_SLOTTED_PROFILE_RES = (
+    (re.compile(r"\bmy\s+time\s?zone\s+is\s+(?P<tz>[\w+:/-]+(?:\s*[+-]\s*\d{1,2})?)|" + I_AM + r"\s+"
+                r"(?:in|on)\s+(?P<tz2>(?:UTC|GMT)\s?[+-]\s?\d{1,2}(?::?\d{2})?|PST|PDT|EST|EDT|CST|CET|CEST|JST|"
+                r"IST|BST|AEST|MST|Pacific|Eastern|Central)(?:\s+time(?:\s*zone)?)?\b", re.I),
+     "user.timezone", "The user's timezone is {}.", "en.profile.timezone"),
+    (re.compile(r"\bmy\s+birthday\s+is\s+(?:on\s+)?(?P<day>[^.;!?,]{3,25})", re.I),
+     "user.birthday", "The user's birthday is {}.", "en.profile.birthday"),
+)
+# fmt: on
+
+
+def _profile_hits(sentence: str) -> list[Hit]:
+    hits: list[Hit] = []
+    match = _DIET_RE.search(sentence)
+    if match and not blocked(sentence, match.start()):
+        diet = match.group("diet").lower().replace(" ", "-")
+        slot = "user.diet" if diet in _DIET_SLOTTED else None
+        cand = make(f"The user is {diet}.", Kind.SEMANTIC, Category.PROFILE, Tier.WORTH,
+                    rule="en.profile.diet", confidence=0.85, lang="en", slot=slot,
+                    value=_DIET_SLOTTED.get(diet))  # fmt: skip
+        hits.append((cand, match.start(), match.end()))
+    for pattern, template, rule in _PROFILE_RES:
+        match = pattern.search(sentence)
+        if match is None or blocked(sentence, match.start()):
+            continue
+        obj = _cut(next(group for group in match.groups() if group)).strip()
+        if obj and obj.split()[0].lower() not in OBJ_PRONOUN:
+            content = template.format(third_person(obj))
+            cand = make(
+                content, Kind.SEMANTIC, Category.PROFILE, Tier.WORTH, rule=rule, confidence=0.8, lang="en"
+            )
+            hits.append((cand, match.start(), match.end()))
+    for pattern, slot, template, rule in _SLOTTED_PROFILE_RES:
+        match = pattern.search(sentence)
+        if match and not blocked(sentence, match.start()):
+            value = next(group for group in match.groups() if group).strip()
+            hits.append(
+                (fact(template.format(value), slot, value, rule=rule, lang="en", conf=0.8), *match.span())
+            )
+    return hits
+
+
+def fact_hits(sentence: str) -> list[Hit]:
+    return (
+        name_hits(sentence) + place_hits(sentence) + job_hits(sentence) + _tool_hits(sentence)
+        + _pref_hits(sentence) + _profile_hits(sentence)
+    )  # fmt: skip

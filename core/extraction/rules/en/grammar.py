@@ -1,0 +1,130 @@
+"""English grammar the rules share. Pure: no I/O.
+
+- Pattern pieces: `I_WORD` ("I" as a word), `I_AM` ("I'm" / "I am" / "im"), `ADV` (adverbs between subject
+  and verb), `SPAN` (a clause, inner dots included), `LEAD` (fillers before a request: "ok so btw ...").
+- `blocked(sentence, start)`: the text before `start` makes the statement not the user's own current fact
+  (a quotation, a hypothetical, an unsure clause, reported speech).
+- `is_question`, `third_person` ("I always deploy" -> "the user always deploys"), `sentence_case`.
+"""
+
+from __future__ import annotations
+
+import re
+
+# fmt: off
+ADV = (
+    r"(?:(?:currently|now|still|also|actually|really|just|recently|mostly|mainly|primarily|usually|generally|"
+    r"normally|basically|definitely|always|honestly|personally|typically|only|all|both|already|finally|"
+    r"officially|permanently|much|strongly|totally|very\s+much|kind\s+of|kinda|pretty\s+much)\s+)*"
+)
+I_WORD = r"(?<![\w'])i"
+I_AM = r"(?<![\w'])(?:i'm|i\s+am|im)"
+SPAN = r"(?:[^.;!?]|\.(?=\w))"  # a clause: up to the sentence's end, inner dots ("Next.js") included
+_HYPOTHETICAL = re.compile(  # anywhere before the statement: "if ...", "for example, ..."
+    r"\b(?:if|suppose|supposing|imagine|assuming|assume|what\s+if|in\s+case|hypothetically|let's\s+say|"
+    r"lets\s+say|pretend|unless|whether|wish|for\s+example|for\s+instance|e\.g|such\s+as)\b", re.I)
+_UNSURE = re.compile(  # in the statement's own clause: "maybe I'll ...", "before I moved to ..."
+    r"\b(?:would|might|maybe|perhaps|probably|when|whenever|once|before|after|until|thinking\s+(?:about|of)|"
+    r"considering|planning|plan\s+to|want\s+to|wanted\s+to|going\s+to|gonna|hope|hoping|not\s+sure|"
+    r"wondering)\b", re.I)
+_CLAUSE_START = re.compile(r".*(?:[,;:]|\s-\s|\b(?:and|but|so)\b)", re.I | re.S)
+_REPORTED = re.compile(
+    r"\b(?:said|says|saying|told|tells|telling|thinks|thought|believes|believed|claims?|claimed|mentioned|"
+    r"heard|according\s+to|asked|asks|wrote|writes|complained|insists?|reckons?|suggested)\b", re.I)
+_SELF_BEFORE = re.compile(r"(?:^|\W)(?:i|i've|i\s+have|i've\s+already|i\s+already|i\s+just)\s+$", re.I)
+# fmt: on
+
+
+def blocked(sentence: str, start: int, *, hypothetical: bool = True) -> bool:
+    """True when the text before `start` makes the statement not the user's own current fact."""
+    prefix = sentence[:start]
+    if not prefix:
+        return False
+    if prefix.count('"') % 2 == 1:  # inside a quotation
+        return True
+    if hypothetical:
+        clause = _CLAUSE_START.match(prefix)
+        if _HYPOTHETICAL.search(prefix) or _UNSURE.search(prefix[clause.end() if clause else 0 :]):
+            return True
+    # "my boss said we use ..." is reported; "as I said, we use ..." is the user's own word.
+    return any(not _SELF_BEFORE.search(prefix[: m.start()]) for m in _REPORTED.finditer(prefix))
+
+
+_UNCHANGED_VERBS = frozenset(  # modals and past forms keep their shape after "the user"
+    "can could will would should must might may shall did didn't can't won't wouldn't couldn't "
+    "shouldn't was had used told said went made got knew thought took came saw gave found left felt "
+    "kept began wrote ran bought brought built sent spent taught meant met paid put read set sold "
+    "stood understood won lost chose forgot grew heard held led let quit shut split spread".split()
+)
+_VERB_MAP = {"am": "is", "have": "has", "do": "does", "don't": "doesn't", "were": "was", "'m": "is"}
+_ADVERBS = (
+    r"(?:(?:always|never|usually|often|really|just|still|only|mostly|actually|now|currently|already|sometimes|"
+    r"rarely|generally|also|typically|normally|mainly)\s+)*"
+)
+_SUBJECT_VERB_RE = re.compile(rf"\b(i|we)\s+({_ADVERBS})([a-z']+)\b", re.I)
+_CONTRACTION_RE = re.compile(r"\b(?:i'm|i\s+am|i've|i'd|i'll|we're|we\s+are|we've|we'd|we'll)\b", re.I)
+_PRONOUN_RE = re.compile(r"\b(?:myself|ourselves|mine|ours|my|our|me|us|i|we)\b", re.I)
+# fmt: off
+_PRONOUN_MAP = {
+    "i'm": "the user is", "i am": "the user is", "i've": "the user has", "i'd": "the user would",
+    "i'll": "the user will", "we're": "the user's team is", "we are": "the user's team is",
+    "we've": "the user's team has", "we'd": "the user's team would", "we'll": "the user's team will",
+    "myself": "themselves", "ourselves": "themselves", "mine": "the user's", "ours": "the user's team's",
+    "my": "the user's", "our": "the user's", "me": "the user", "us": "the user's team", "i": "the user",
+    "we": "the user's team",
+}
+# fmt: on
+
+
+def _conjugate(verb: str) -> str:
+    low = verb.lower()
+    if low in _VERB_MAP:
+        return _VERB_MAP[low]
+    if low in _UNCHANGED_VERBS or low.endswith(("ed", "n't")) or "'" in low:
+        return verb
+    if low.endswith("y") and len(low) > 2 and low[-2] not in "aeiou":
+        return verb[:-1] + "ies"
+    return verb + ("es" if low.endswith(("s", "sh", "ch", "x", "z", "o")) else "s")
+
+
+def third_person(text: str) -> str:
+    """'I always deploy on Fridays' -> 'the user always deploys on Fridays' (pronouns, simple agreement)."""
+
+    def subject_verb(match: re.Match[str]) -> str:
+        verb = match.group(3)
+        if verb.lower() in ("'m", "am", "are", "'re") or verb.lower() in _PRONOUN_MAP:
+            return match.group()
+        subject = "the user" if match.group(1).lower() == "i" else "the user's team"
+        return f"{subject} {match.group(2)}{_conjugate(verb)}"
+
+    text = _CONTRACTION_RE.sub(lambda m: _PRONOUN_MAP[" ".join(m.group().lower().split())], text)
+    text = _SUBJECT_VERB_RE.sub(subject_verb, text)
+    return _PRONOUN_RE.sub(lambda m: _PRONOUN_MAP[m.group().lower()], text)
+
+
+def sentence_case(text: str) -> str:
+    text = text.strip().rstrip(".!?;,: ")
+    return text[0].upper() + text[1:] + "." if text else text
+
+
+# fmt: off
+LEAD = (  # fillers before a request; a short non-Latin chunk too ("好的，remember ...")
+    r"^(?:[^\x00-\x7f]{1,12}(?:\s*[,:;!.]\s*|\s+))?(?:(?:and|also|oh|ok|okay|so|btw|by\s+the\s+way|plus|but|"
+    r"hey|hi|hello|well|alright|anyway|one\s+more\s+thing|one\s+last\s+thing|last\s+thing|great|cool|thanks|"
+    r"thank\s+you|fyi|ps|just\s+so\s+you\s+know|for\s+the\s+record|important|note)\b[\s,:;!.-]*)*"
+)
+_QUESTION_START = re.compile(
+    r"^(?:(?:and|so|but|also|oh|hey|ok|okay|btw|well)\b[\s,]*)*(?:do(?!\s+not\b)|does|did|can|could|would|will|"
+    r"is|are|was|were|should|shall|have|has|am|what|what's|whats|where|where's|who|who's|whom|whose|why|how|"
+    r"which)\b", re.I)
+_POLITE_RE = re.compile(  # "could you remember ...?" asks for something: not a question about a fact
+    LEAD + r"(?:please\s+)?(?:can|could|would|will)\s+you\s+(?:please\s+|also\s+|just\s+)*(?:remember|note|"
+    r"keep\s+in\s+mind|make\s+a\s+note|forget|stop\s+remembering|delete|erase|remove|call\s+me|address\s+me|"
+    r"always|never|not|stop|keep|use|reply|respond|answer|write|be|avoid|save|store)\b", re.I)
+# fmt: on
+
+
+def is_question(sentence: str) -> bool:
+    if _POLITE_RE.match(sentence):
+        return False
+    return sentence.rstrip().endswith("?") or _QUESTION_START.match(sentence) is not None

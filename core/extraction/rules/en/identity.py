@@ -1,0 +1,244 @@
+"""English facts about who the user is: name and form of address, where they live and come from, job and
+employer. Pure: no I/O.
+
+`name_hits` / `place_hits` / `job_hits` take one normalised sentence and return slotted WORTH `Hit`s:
+`user.name`, `user.address_as`; `user.location`, `user.hometown`; `user.job`, `user.employer`.
+"""
+
+from __future__ import annotations
+
+import re
+
+from core.extraction.rules.en.grammar import ADV, I_AM, I_WORD, blocked
+from core.extraction.rules.hits import Hit, fact
+from core.extraction.rules.vocab import is_tool
+
+_NAME_STOP = frozenset(
+    "i a an the not just here back sorry fine good ok okay sure done ready new also so very really "
+    "still now currently actually trying using working going looking confused tired happy glad "
+    "stuck aware afraid interested curious wondering thinking building learning writing planning "
+    "from in at on your my his her their our what who how why when where called named sick busy "
+    "excited late free available home out off away there that this it is and but or with for to of "
+    "me you he she they we us them no yes yeah hi hello hey thanks thank please well bot assistant "
+    "ai user human developer engineer admin american canadian chinese japanese german french "
+    "british english indian italian spanish korean russian brazilian mexican australian dutch "
+    "swedish polish irish scottish vietnamese thai turkish greek portuguese swiss austrian "
+    "norwegian danish finnish israeli egyptian nigerian kenyan pakistani asian european african "
+    "christian muslim jewish catholic buddhist hindu atheist vegan vegetarian lost bored hungry "
+    "early great well cold hot sad mad angry fine okay alone single married retired remote online "
+    "offline".split()
+)
+_NAME_FOLLOW = frozenset("and but so btw by from here though too please thanks a an - nice i i'm".split())
+_NAME_RAW = r"(?P<name>(?:(?:dr|mr|mrs|ms|prof)\.?\s+)?[^\W\d_][\w'-]*(?:\s+[^\W\d_][\w'-]*){0,3})"
+
+
+def _is_han(token: str) -> bool:
+    return all("\u3400" <= ch <= "\u9fff" for ch in token)
+
+
+def take_name(raw: str, *, allow_lower: bool, strong: bool = True) -> str | None:
+    """The leading capitalised tokens of `raw` as a name, or None when it does not read as one.
+
+    `allow_lower`: a single lower-case token is a name too ("my name's jordan btw"). `strong`: the cue leaves
+    no doubt ("call me"), so any word may follow; after a weak cue ("I'm X") only a boundary word.
+    """
+    tokens = raw.split()
+    name: list[str] = []
+    for token in tokens[:4]:
+        if token.lower() in _NAME_STOP or not (token[0].isupper() or _is_han(token)):
+            break
+        name.append(token)
+    follower = tokens[len(name)].lower() if len(name) < len(tokens) else None
+    if not name:
+        first = tokens[0] if tokens else ""
+        follower = tokens[1].lower() if len(tokens) > 1 else None
+        if (
+            allow_lower
+            and first.isalpha()
+            and first.lower() not in _NAME_STOP
+            and follower in (None, *_NAME_FOLLOW)
+        ):
+            return first.capitalize()
+        return None
+    if follower is not None and not strong and follower not in _NAME_FOLLOW:
+        return None
+    return " ".join(name)
+
+
+# fmt: off
+_NAME_RES = tuple((re.compile(pattern + _NAME_RAW, re.I), slot, rule, allow_lower, conf)
+                  for pattern, slot, rule, allow_lower, conf in (
+    (r"\bmy\s+(?:full\s+|first\s+|real\s+|actual\s+)?name(?:'s|\s+is)\s+", "user.name", "en.name.my_name",
+     True, 0.9),
+    (r"\bthe\s+name's\s+", "user.name", "en.name.the_name", False, 0.8),
+    (I_AM + r"\s+called\s+", "user.name", "en.name.called", False, 0.85),
+    (r"\bcall\s+me\s+", "user.address_as", "en.address.call_me", False, 0.9),
+    (r"\b(?:address|refer\s+to)\s+me\s+as\s+", "user.address_as", "en.address.as", False, 0.9),
+    (I_WORD + r"\s+(?:usually\s+|mostly\s+)?go\s+by\s+", "user.address_as", "en.address.go_by", False, 0.85),
+    (r"\bmy\s+nick\s?name\s+is\s+", "user.address_as", "en.address.nickname", False, 0.8),
+    (r"^(?:(?:hi|hello|hey|hiya|greetings|good\s+(?:morning|afternoon|evening))(?:\s+(?:there|all|everyone|folks|"
+     r"guys))?[\s,!.-]*)?(?:i'm|i\s+am|this\s+is)\s+", "user.name", "en.name.intro", False, 0.75),
+))
+# fmt: on
+_NAME_NEGATED = re.compile(r"\b(?:don't|do\s+not|never|not|stop|no\s+longer)\s+(?:\w+\s+)?$", re.I)
+_NAME_CONTENT = {"user.name": "The user's name is {}.", "user.address_as": "The user wants to be called {}."}
+
+
+def name_hits(sentence: str) -> list[Hit]:
+    hits: list[Hit] = []
+    for pattern, slot, rule, allow_lower, conf in _NAME_RES:
+        match = pattern.search(sentence)
+        if (
+            match is None
+            or blocked(sentence, match.start())
+            or _NAME_NEGATED.search(sentence[: match.start()])
+        ):
+            continue
+        intro = rule == "en.name.intro"
+        if intro and match.group("name").split()[0].lower().endswith(("ing", "ed", "ly")):  # "I'm Feeling..."
+            continue
+        name = take_name(match.group("name"), allow_lower=allow_lower, strong=not intro)
+        if name is None or is_tool(name):
+            continue
+        cand = fact(_NAME_CONTENT[slot].format(name), slot, name, rule=rule, lang="en", conf=conf)
+        hits.append((cand, match.start(), match.start("name") + len(name)))
+    return hits
+
+
+_PLACE_RAW = r"(?P<loc>(?:the\s+)?[^\W\d_][\w.'-]*(?:\s+[^\W\d_][\w.'-]*){0,3}(?:\s*,\s*[^\W\d_][\w.'-]*)?)"
+_PLACE_CONNECT = frozenset("de da del la le am on upon sur of".split())
+# Lower-case place names accepted without a capital ("i live in berlin"); capitalised ones need no list.
+_KNOWN_PLACES = frozenset(
+    "berlin paris london munich hamburg vienna zurich amsterdam madrid barcelona rome milan lisbon "
+    "dublin tokyo osaka seoul beijing shanghai shenzhen hangzhou guangzhou singapore sydney "
+    "melbourne toronto vancouver montreal boston chicago seattle austin denver portland dallas "
+    "houston atlanta miami germany france spain italy japan china canada australia india brazil "
+    "mexico uk usa england stockholm oslo copenhagen helsinki prague warsaw budapest taipei "
+    "bangalore mumbai delhi".split()
+)
+_PLACE_STOP = frozenset("i it here there home town the a an my our this that".split())
+
+
+def take_place(raw: str) -> str | None:
+    """The place named at the start of `raw` ("Berlin" from "Berlin, Germany now"), or None."""
+    tokens = raw.replace(",", " , ").split()
+    if tokens and tokens[0].lower() == "the" and len(tokens) > 1 and tokens[1][:1].isupper():
+        tokens = tokens[1:]
+    place: list[str] = []
+    for index, token in enumerate(tokens[:4]):
+        word = token.rstrip("'").removesuffix(".") if index == len(tokens) - 1 else token.rstrip("'")
+        connects = (
+            place and word in _PLACE_CONNECT and index + 1 < len(tokens) and tokens[index + 1][:1].isupper()
+        )
+        if word[:1].isupper() or _is_han(word) or connects:  # "Frankfurt am Main", "上海"
+            place.append(word)
+        else:
+            break
+    if not place and tokens and tokens[0].rstrip(".").lower() in _KNOWN_PLACES:
+        place = [tokens[0].rstrip(".").capitalize()]
+    value = " ".join(place)
+    return value if value and value.lower() not in _PLACE_STOP and not is_tool(value) else None
+
+
+# fmt: off
+_LOCATION_RES = tuple((re.compile(pattern + _PLACE_RAW, re.I), slot, rule) for pattern, slot, rule in (
+    (r"(?<![\w'])(?:i|we)\s*" + ADV + r"(?:live|reside|am\s+living|'m\s+living|have\s+lived|'ve\s+lived|"
+     r"have\s+been\s+living|'ve\s+been\s+living|are\s+living|'re\s+living)\s+in\s+", "user.location",
+     "en.location.live"),
+    (I_AM + r"\s+" + ADV + r"(?:based|located|living|settled|residing)\s+(?:in|out\s+of)\s+", "user.location",
+     "en.location.based"),
+    (r"(?<![\w'])(?:i|we)(?:\s+have|'ve)?\s+" + ADV + r"(?:moved|relocated)\s+(?:back\s+)?(?:to|into)\s+",
+     "user.location", "en.location.moved"),
+    (r"\bmy\s+(?:current\s+)?(?:city|location|home\s+base)\s+is\s+(?:in\s+)?", "user.location",
+     "en.location.my_city"),
+    (I_AM + r"\s+(?:originally\s+)?from\s+", "user.hometown", "en.hometown.from"),
+    (I_WORD + r"\s+(?:was\s+born|grew\s+up)\s+in\s+", "user.hometown", "en.hometown.born"),
+    (r"\bmy\s+home\s*town\s+is\s+", "user.hometown", "en.hometown.my"),
+))
+# fmt: on
+_PLACE_CONTENT = {"user.location": "The user lives in {}.", "user.hometown": "The user is from {}."}
+_FROM_NOT_PLACE = re.compile(r"^\s*(?:team|company|group|department|side|support|office|org)\b", re.I)
+
+
+def place_hits(sentence: str) -> list[Hit]:
+    hits: list[Hit] = []
+    for pattern, slot, rule in _LOCATION_RES:
+        match = pattern.search(sentence)
+        if match is None or blocked(sentence, match.start()):
+            continue
+        place = take_place(match.group("loc"))
+        if place is None:
+            continue
+        end = sentence.find(place.split()[-1], match.start("loc")) + len(place.split()[-1])
+        if slot == "user.hometown" and _FROM_NOT_PLACE.match(sentence[end:]):  # "I'm from the data team"
+            continue
+        cand = fact(_PLACE_CONTENT[slot].format(place), slot, place, rule=rule, lang="en")
+        hits.append((cand, match.start(), max(end, match.start("loc"))))
+    return hits
+
+
+# fmt: off
+_ROLE = (
+    r"(?:engineer|developer|dev|programmer|coder|designer|manager|scientist|analyst|student|teacher|professor|"
+    r"researcher|consultant|architect|writer|doctor|nurse|lawyer|accountant|founder|co-founder|cofounder|cto|ceo|"
+    r"cfo|coo|vp|pm|intern|freelancer|contractor|tester|administrator|sysadmin|sre|editor|journalist|marketer|"
+    r"recruiter|lead|product\s+owner|translator|photographer|artist|musician|chef|entrepreneur|postdoc|lecturer|"
+    r"technician|specialist|director|maintainer|instructor|tutor|mathematician|physicist|economist|"
+    r"statistician|pharmacist|dentist|therapist|veterinarian|pilot|officer|strategist|owner)s?"
+)
+_ORG_WORD = r"(?-i:[A-Z\u4e00-\u9fff])[\w&.'-]*"  # organisations are capitalised words, also under re.I
+_ORG_RAW = r"(?:\s+(?:at|for|with)\s+(?P<org>" + _ORG_WORD + r"(?:\s+" + _ORG_WORD + r"){0,2}))?"
+_JOB = r"(?P<job>(?:[\w+#./-]+\s+){0,3}?" + _ROLE + r")\b"
+_JOB_RES = tuple((re.compile(pattern, re.I), rule) for pattern, rule in (
+    (I_AM + r"\s+(?:[A-Z][\w'-]*\s*,\s*)?" + ADV + r"(?:a|an)\s+" + _JOB + _ORG_RAW, "en.job.i_am"),
+    (I_WORD + r"\s+" + ADV + r"(?:work|am\s+working|'m\s+working)\s+as\s+(?:a|an|the)\s+(?P<job>(?:[\w+#./-]+"
+     r"\s+){0,3}?[\w+#./-]+?)(?=\s+(?:at|for|with|in|and|but|since|because|on)\b|\s*[,.;!?]|$)" + _ORG_RAW,
+     "en.job.work_as"),
+    (r"\bmy\s+(?:job|role|title|job\s+title|position|profession|occupation)\s+is\s+(?:(?:a|an|the)\s+)?"
+     + _JOB + _ORG_RAW, "en.job.my_job"),
+    (I_WORD + r"(?:\s+have|'ve)?\s+" + ADV + r"(?:work|am\s+working|'m\s+working|been\s+working|intern|joined|"
+     r"started\s+at)(?:\s+(?:at|for))?\s+(?P<org>" + _ORG_WORD + r"(?:\s+" + _ORG_WORD + r"){0,2})(?:(?:\s+"
+     r"(?:for|since)(?:\s+[\w-]+){1,3}?)?\s+as\s+(?:(?:a|an|the)\s+)?(?P<job>(?:[\w+#./-]+\s+){0,2}?" + _ROLE
+     + r")\b)?", "en.employer.work_at"),
+))
+# fmt: on
+_JOB_STOP = frozenset("not no big huge bit little fan total complete real".split())
+
+
+def _article(word: str) -> str:
+    if word.isupper() and len(word) <= 5:  # acronyms are spelled out: "an ML engineer", "a QA lead"
+        return "an" if word[0] in "AEFHILMNORSX" else "a"
+    return "an" if word[:1].lower() in "aeiou" else "a"
+
+
+def _org(raw: str | None) -> str | None:
+    tokens: list[str] = []
+    for token in (raw or "").split():
+        if not (token[0].isupper() or _is_han(token)) or token.lower() in _NAME_STOP:
+            break
+        tokens.append(token.rstrip("."))
+    value = " ".join(tokens)
+    return value if value and not is_tool(value) else None
+
+
+def job_hits(sentence: str) -> list[Hit]:
+    hits: list[Hit] = []
+    for pattern, rule in _JOB_RES:
+        match = pattern.search(sentence)
+        if match is None or blocked(sentence, match.start()):
+            continue
+        said = (match.group("job") or "").strip()
+        job = said.lower()
+        if job and not (set(job.split()) & _JOB_STOP) and len(job.split()) <= 4:
+            content = f"The user works as {_article(said.split()[0])} {said}."
+            hits.append(
+                (fact(content, "user.job", job, rule=rule, lang="en"), match.start(), match.end("job"))
+            )
+        org = _org(match.group("org"))
+        if org:
+            employer_rule = rule.replace("job", "employer")
+            cand = fact(
+                f"The user works at {org}.", "user.employer", org, rule=employer_rule, lang="en", conf=0.8
+            )
+            hits.append((cand, match.start(), match.start("org") + len(org)))
+    return hits

@@ -1,0 +1,49 @@
+"""A turn's text as the rules read it: cleaned of code and quotes, split into sentences. Pure: no I/O.
+
+- `clean_text(text)`: fenced code blocks, indented code and "> quoted" lines dropped (pasted code and quoted
+  text are not the user's statements); inline `code` and Markdown emphasis keep their text; lines normalised.
+- `split_sentences(text)`: the sentences of a cleaned text, leading bullets, emoji and symbols dropped; inner
+  dots ("Next.js", "v1.2", "Dr. Patel", "e.g. this") do not end a sentence.
+"""
+
+from __future__ import annotations
+
+import re
+
+from core.extraction.lang import normalize_lines
+
+_FENCE_RE = re.compile(r"(?ms)^[ \t]*(```|~~~).*?(?:^[ \t]*\1[ \t]*$|\Z)")
+_INDENTED_CODE_RE = re.compile(r"(?m)^(?: {4,}|\t).*$")
+_QUOTED_RE = re.compile(r"(?m)^[ \t]*>.*$")
+_INLINE_CODE_RE = re.compile(r"`([^`\n]{1,80})`")
+# "Next.js", "v1.2", "Dr. Patel" and "e.g. this" keep their dot; "小王.我" (a mapped "。") ends a sentence.
+_INNER_DOT_RE = re.compile(
+    r"(?<=[A-Za-z0-9])\.(?=[A-Za-z0-9])|(?:(?<=\bDr)|(?<=\bMr)|(?<=\bMrs)|(?<=\bMs)|(?<=\bProf)|(?<=\bSt)|"
+    r"(?<=\bJr)|(?<=\bvs)|(?<=\betc)|(?<=\be\.g)|(?<=\bi\.e))\.(?=\s)"
+)
+_DOT_MARK = "\u2024"
+_LEADING_NOISE_RE = re.compile(r"^(?:[^\w\s\"'(\[]|\s|\d+[.)]\s)+")
+_EMPHASIS_RE = re.compile(r"\*{1,3}")
+_SENTENCE_RE = re.compile(r"[^.!?;\n]+[.!?;]*|[.!?;]+")
+
+
+def clean_text(text: str) -> str:
+    """The turn's text without code blocks and quoted lines, normalised line by line."""
+    if "```" in text or "~~~" in text:
+        text = _FENCE_RE.sub("\n", text)
+    text = _QUOTED_RE.sub("", _INDENTED_CODE_RE.sub("", text))
+    if "`" in text:
+        text = _INLINE_CODE_RE.sub(r"\1", text)
+    if "*" in text:  # Markdown emphasis: "**Remember**: ..."
+        text = _EMPHASIS_RE.sub("", text)
+    return normalize_lines(text)
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of a cleaned text; leading bullets, emoji and symbols dropped ("👍 remember ...")."""
+    protected = _INNER_DOT_RE.sub(_DOT_MARK, text)
+    sentences = (
+        _LEADING_NOISE_RE.sub("", match.group()).strip().replace(_DOT_MARK, ".")
+        for match in _SENTENCE_RE.finditer(protected)
+    )
+    return [sentence for sentence in sentences if sentence.strip(".!?; ")]

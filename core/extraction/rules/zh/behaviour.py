@@ -1,0 +1,144 @@
+"""Chinese rules for how the agent should reply and behave. Pure: no I/O.
+
+- `reply_hits`: reply language and style ("以后回答都用中文", "我喜欢简洁的回复", "你的回答太啰嗦了"), as a
+  preference, a rule or feedback by how it was said.
+- `rule_hits`: standing rules ("别用 ORM", "永远不要…", "以后都用 pnpm"), MUST; comfort ("别担心") and the
+  task at hand ("先别改这个文件") are none.
+"""
+
+from __future__ import annotations
+
+import re
+
+from core.extraction.candidates import Category, Kind, Tier
+from core.extraction.rules.hits import Hit, make, reply_hit, tool_hit
+from core.extraction.rules.vocab import LANGUAGE_CODES, find_tools
+from core.extraction.rules.zh.grammar import ADV, LEAD, ME, blocked, strip_tail, zh_content
+
+# fmt: off
+_REPLY_NOUN = re.compile(r"回答|回复|答复|答案|解释|说明|输出|回应|讲解|说话")
+_STYLE_RE = re.compile(
+    r"(?P<concise>简洁|简短|简单点|简单一点|短一点|短点|精简|简明|言简意赅|直接一点|直接点|直奔主题|简练|"
+    r"少说废话|别废话|不要废话|少废话)|(?P<long>啰嗦|啰唆|冗长|太长|很长|长篇大论|废话)|(?P<detailed>详细|"
+    r"具体一点|具体点|详尽|展开讲|展开说|多解释)|(?P<bullet_points>分点|列表|要点|分条)")
+# Words about replies even when no reply noun is there.
+_STYLE_IMPLICIT = re.compile(r"啰嗦|啰唆|废话|言简意赅|长篇大论|直奔主题|分点")
+_STYLE_NEG = re.compile(r"(?:不要|别|不|不用|没必要|不需要|少)(?:那么|太|这么|过于|很)?$")
+_STYLE_VALUE = {("concise", False): "concise", ("concise", True): "detailed", ("detailed", False): "detailed",
+                ("detailed", True): "concise", ("bullet_points", False): "bullet_points"}
+_PERSIST = re.compile(r"以后|之后|今后|往后|从现在开始|从现在起|从今以后|一直|始终|总是|永远|每次|一律|所有")
+_FEEDBACK = re.compile(
+    r"你(?:的)?(?:回答|回复|答复|说的话)?(?:都|总是|老是|有点|有些|也|实在|真的)*(?:太|过于|很|好)?"
+    r"(?:长|啰嗦|啰唆|冗长)")
+_PREF_CUE = re.compile(ME + ADV + r"(?:喜欢|偏好|倾向|希望|想要|更喜欢|习惯|讨厌|不喜欢|受不了|需要)")
+_IMPERATIVE = re.compile(
+    LEAD + r"(?:请你?|麻烦你?)?(?:你)?(?:能不能|可不可以|能否)?(?:以后|之后|今后|往后|从现在开始|以后都|"
+    r"每次)?(?:的)?(?:回答|回复|说话|写|简洁|简短|不要|别|少|多|尽量|直接|用|使用|说|给我|一律|都)")
+_REPLY_LANG = re.compile(
+    r"(?:(?:用|使用|说)(?P<lang>中文|汉语|普通话|英文|英语|日语|日文|韩语|法语|德语|西班牙语)(?:来)?(?:回答|回复|"
+    r"答复|交流|跟我说话?|和我说话?|和我交流|跟我交流|沟通|聊天|回我|写回复|跟我聊)|(?:回答|回复)(?:请|都|"
+    r"一律|要)?(?:用|使用)(?P<lang2>中文|汉语|英文|英语|日语|日文))(?=$|[\s,.;!?~]|我|吧|就|哦|啊|呀|好吗|即可)")
+# fmt: on
+
+
+def _reply_mode(sentence: str) -> str | None:
+    persistent = _PERSIST.search(sentence) is not None
+    if _FEEDBACK.search(sentence):
+        return "feedback"
+    if _PREF_CUE.search(sentence):
+        return "rule" if persistent else "pref"
+    if _IMPERATIVE.match(sentence) or persistent:
+        return "rule" if persistent else "soft_rule"
+    return None
+
+
+def reply_hits(sentence: str) -> list[Hit]:
+    """Reply language ("以后回答都用中文") and style ("我喜欢简洁的回复", "你的回答太啰嗦了")."""
+    match = _REPLY_LANG.search(sentence)
+    if match and not blocked(sentence, match.start(), hypothetical=False):
+        mode = _reply_mode(sentence)
+        if mode is not None:
+            code = LANGUAGE_CODES[match.group("lang") or match.group("lang2")]
+            return [reply_hit("user.reply_language", code, mode=mode, lang="zh", rule="zh.reply.language",
+                              end=len(sentence))]  # fmt: skip
+    style = _STYLE_RE.search(sentence)
+    if style is None or not (_REPLY_NOUN.search(sentence) or _STYLE_IMPLICIT.search(sentence)):
+        return []
+    mode = _reply_mode(sentence)
+    if mode is None or blocked(sentence, style.start(), hypothetical=False):
+        return []
+    group = style.lastgroup or ""
+    if group == "long" or (group == "concise" and style.group().startswith(("少", "别", "不要"))):
+        value: str | None = "concise"  # "太长", "少说废话": less is wanted
+    else:
+        value = _STYLE_VALUE.get((group, _STYLE_NEG.search(sentence[: style.start()]) is not None))
+    if value is None:
+        return []
+    return [
+        reply_hit("user.reply_style", value, mode=mode, lang="zh", rule="zh.reply.style", end=len(sentence))
+    ]
+
+
+# fmt: off
+_MODS = (
+    r"永远不要|永远别|永远不许|永远不能|千万不要|千万别|绝对不要|绝对别|绝对不能|一定不要|尽量不要|尽量别|"
+    r"不要再|别再|不要|别|不许|不准|禁止|切勿|勿|始终|总是|一律|务必|一定要|必须|每次都要?|都要|尽量|避免"
+)
+_RULE_RE = re.compile(
+    LEAD + r"(?P<lead>(?:以后|之后|今后|往后|从现在开始|从现在起|从今以后|从今往后|接下来|每次)(?:都|请|你)*"
+    r"[,:]?\s*)?"
+    # A condition ("写 Python 的时候，" / "提交代码前") only counts when a rule word follows it.
+    r"(?P<cond>[^,]{1,15}?(?:的时候|时候|时|之前|以前|前|之后|后)(?:\s*,\s*|(?=(?:请你?|你)?(?:" + _MODS
+    + r"))))?(?:请你?|麻烦你?)?(?:你)?(?:以后|之后|今后|都)*(?P<mod>" + _MODS + r")?\s*(?P<rest>.{1,100})$")
+_MOD_CANON = {
+    "永远不要": "永远不要", "永远别": "永远不要", "永远不许": "永远不要", "永远不能": "永远不要",
+    "千万不要": "不要", "千万别": "不要", "绝对不要": "不要", "绝对别": "不要", "绝对不能": "不要",
+    "一定不要": "不要", "不要": "不要", "别": "不要", "不许": "不要", "不准": "不要", "禁止": "禁止",
+    "切勿": "不要", "勿": "不要", "不要再": "不要再", "别再": "不要再", "尽量不要": "尽量不要",
+    "尽量别": "尽量不要", "避免": "避免", "始终": "始终", "总是": "始终", "一律": "始终", "每次都": "始终",
+    "每次都要": "始终", "都要": "始终", "务必": "必须", "一定要": "必须", "必须": "必须", "尽量": "尽量",
+    "": "始终",
+}
+_RULE_IDS = {"不要": "dont", "永远不要": "never", "始终": "always"}
+_NOT_RULE = re.compile(  # "别担心", "不要客气", "别急": comfort, not rules for the agent
+    r"^(?:客气|担心|着急|急|紧|管|谢|怕|生气|难过|介意|误会|笑|忘|打扰|麻烦|理|在意|害怕|放弃|慌|紧张|"
+    r"多想|想太多|骗|走|说了|吵|闹|这样|那样|动|停|哭|乱|瞎|再)")  # "以后再说": later, not a rule
+_ONE_OFF = re.compile(
+    r"这次|先|现在|暂时|今天|明天|这个文件|这个函数|这里|这一步|这行|目前|马上|刚才|这段|上面|下面")
+_PRONOUN = re.compile(r"它|这个|那个|这样|那样|这些|那些")
+# fmt: on
+
+
+def rule_hits(sentence: str) -> list[Hit]:
+    """Standing rules for the agent: "别用 ORM", "永远不要…", "以后都用 pnpm"."""
+    match = _RULE_RE.match(sentence.rstrip(" .!~"))
+    if match is None:
+        return []
+    lead, mod = match.group("lead"), match.group("mod") or ""
+    if not mod and not lead:
+        return []
+    rest = match.group("rest").strip(" ,")
+    core = strip_tail(rest)
+    if len(core) < 2 or _NOT_RULE.match(core) or (_ONE_OFF.search(core) and not lead):
+        return []  # "先别改这个文件": about the task at hand
+    if _PRONOUN.search(core) and len(_PRONOUN.sub("", core)) <= 2:
+        return []  # "不要这样做"
+    canon = _MOD_CANON[mod]
+    tools = find_tools(core)
+    uses = tools and tools[0][0].slot and re.match(r"^(?:用|使用|改用|换成)\s*$", core[: tools[0][1]])
+    if canon in ("始终", "必须") and uses:  # "以后都用 pnpm": the choice goes in the tool's slot
+        return [tool_hit(tools[0][0], 0, len(sentence), rule="zh.rule.use_tool", lang="zh", tier=Tier.MUST,
+                         confidence=0.9)]  # fmt: skip
+    cond = (match.group("cond") or "").rstrip(" ,")
+    verb = re.sub(r"^用(?!户)", "使用", core)
+    content = zh_content(f"{cond + ',' if cond else ''}{canon}{verb}").replace(",", "，")
+    feedback = canon == "不要再" or rest.rstrip(" .!~").endswith(("了", "啦"))  # "不要再用 var 了"
+    category = Category.FEEDBACK if feedback else Category.CONSTRAINT
+    rule = "zh.rule." + _RULE_IDS.get(canon, "other")
+    return [
+        (
+            make(content, Kind.PROCEDURAL, category, Tier.MUST, rule=rule, confidence=0.9, lang="zh"),
+            0,
+            len(sentence),
+        )
+    ]

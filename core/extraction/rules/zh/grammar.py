@@ -1,0 +1,82 @@
+"""Chinese grammar the rules share. Pure: no I/O.
+
+- Pattern pieces: `ME` ("我" as a subject, not "给我" / "我们"), `WE` ("我们" / "咱们"), `ADV` (adverbs and
+  time words between subject and verb), `LEAD` (fillers before a request: "好的，另外…").
+- `blocked(sentence, start)`: the text before `start` makes the statement not the user's own current fact
+  (a quotation, a hypothetical, an unsure clause, reported speech).
+- `is_question`, `zh_content` (我 -> 用户, spaces around Latin words, ending in 。), `strip_tail` (drops
+  trailing particles: "了", "呢", "吧" ...).
+"""
+
+from __future__ import annotations
+
+import re
+
+# fmt: off
+ME = r"(?<![给帮让叫和跟对把被替为向与同问请令使教自])我(?!们)"  # 我 as a subject, not "给我" / "我们"
+WE = r"(?:我们|咱们)"
+ADV = (
+    r"(?:现在|目前|一直|还|也|就|都|刚|刚刚|才|最近|已经|平时|平常|一般|通常|主要|基本上?|其实|本身|"
+    r"真的|确实|比较|很|挺|非常|特别|超|蛮|更|最|总是|向来|始终|长期|常年|本来就|又|如今|早就|早已|"
+    r"本人|自己|上个月|上周|去年|前年|今年|前几天|前阵子|年初|年底|上半年|下半年|这个月|这周)*"
+)
+LEAD = (  # fillers before a request; a short Latin chunk too ("ok, 记住…")
+    r"^(?:[A-Za-z']{1,10}(?:\s+[A-Za-z']{1,10}){0,2}\s*[,:;!.]?\s*(?=[\u4e00-\u9fff]))?(?:(?:还有|另外|"
+    r"对了|顺便说一下|顺便|补充一下|补充|然后|而且|并且|哦|噢|嗯|嗯嗯|诶|哎|那个|好的|好|ok|okay|"
+    r"谢谢|感谢|好吧|行|对|是的|总之|最后|重要|注意|提醒一下|提醒你一下|说一下|跟你说一下|告诉你|"
+    r"跟你说|以及|嗨|你好|您好)[\s,:;!.~]*)*"
+)
+_HYPOTHETICAL = re.compile(  # anywhere before the statement
+    r"如果|假如|假设|要是|万一|比如|例如|比方说|譬如|假定|设想|想象|倘若|若是|即使|就算|哪怕|除非|的话")
+_UNSURE = re.compile(r"打算|准备|计划|考虑|可能|也许|或许|大概|是否|等我")  # in the statement's own clause
+_REPORTED = re.compile(
+    r"听说|据说|听人说|告诉我|跟我说|对我说|和我说|以为|认为|觉得|说(?!实话|真的|白了|起来|一下|明|过)")
+# fmt: on
+
+
+def blocked(sentence: str, start: int, *, hypothetical: bool = True) -> bool:
+    """True when the text before `start` makes the statement not the user's own current fact."""
+    prefix = sentence[:start]
+    if prefix.count('"') % 2 == 1:  # inside a quotation
+        return True
+    if hypothetical:
+        clause = prefix[prefix.rfind(",") + 1 :]
+        if _HYPOTHETICAL.search(prefix) or _UNSURE.search(clause) or "的话" in sentence[start : start + 30]:
+            return True
+    # "他说我…" is reported; "我说过…" / "跟你说…" are the user's own words.
+    return any(
+        not prefix[max(0, m.start() - 2) : m.start()].endswith(("我", "你"))
+        for m in _REPORTED.finditer(prefix)
+    )
+
+
+_MIXED_RE = re.compile(r"(?<=[\u4e00-\u9fff])(?=[A-Za-z0-9])|(?<=[A-Za-z0-9+#])(?=[\u4e00-\u9fff])")
+
+
+def zh_content(text: str) -> str:
+    """A third-person statement: 我 -> 用户, 我们 -> 用户团队, spaces around Latin words, ending in 。."""
+    text = text.strip(" ,.;:!?~\"'")
+    text = re.sub(r"我们|咱们", "用户团队", text).replace("我", "用户")
+    return _MIXED_RE.sub(" ", text) + "。" if text else text
+
+
+def strip_tail(text: str) -> str:
+    return re.sub(r"(?:了|啦|呢|吧|哦|噢|啊|呀|嘛|哈|的|呗|~)+$", "", text.strip(" ,.;:!?~\"'"))
+
+
+_QUESTION_END = re.compile(r"(?:吗|么|呢|嘛)[\s.!~]*$")
+_QUESTION_ANY = re.compile(
+    r"是不是|有没有|能不能|可不可以|要不要|会不会|对不对|好不好|行不行|还记得|你记得|记不记得|请问|"
+    r"^(?:为什么|怎么|什么|哪|谁|如何|是否)"
+)
+_POLITE = re.compile(  # "能帮我记住…吗" / "你能不能别那么啰嗦" ask for something: not questions about a fact
+    LEAD + r"(?:请你?|麻烦你?)?(?:你)?(?:能|可以|能不能|可不可以|能否|可否|麻烦)?(?:你)?(?:帮我)?"
+    r"(?:一直|以后)?(?:记住|记一下|记下|记着|忘掉|忘记|删掉|删除|叫我|称呼我|别|不要)"
+)
+
+
+def is_question(sentence: str) -> bool:
+    stripped = sentence.rstrip(" .!~")
+    if _POLITE.match(stripped) and not re.search(r"你记得|还记得|记不记得", stripped):
+        return False
+    return stripped.endswith("?") or bool(_QUESTION_END.search(stripped) or _QUESTION_ANY.search(stripped))

@@ -1,0 +1,161 @@
+"""Chinese facts about who the user is: name and form of address, where they live and come from, job and
+employer. Pure: no I/O.
+
+`name_hits` / `place_hits` / `job_hits` take one normalised sentence and return slotted WORTH `Hit`s:
+`user.name`, `user.address_as`; `user.location`, `user.hometown`; `user.job`, `user.employer`.
+`is_place` knows the cities, provinces and countries the looser patterns accept.
+"""
+
+from __future__ import annotations
+
+import re
+
+from core.extraction.rules.hits import Hit, fact
+from core.extraction.rules.vocab import find_tools, is_tool
+from core.extraction.rules.zh.grammar import ADV, ME, blocked, zh_content
+
+# fmt: off
+_NAME = r"(?P<name>[\u4e00-\u9fff]{1,4}?|[A-Za-z][A-Za-z'.-]*(?:\s[A-Z][A-Za-z'.-]*)?)"
+_NAME_END = r"(?=$|[\s,.;:!?\"'~]|就|吧|好了|哦|噢|啊|呀|啦|呢|嘛|哈|是|在|今年|来自|住|目前|现在|也|和)"
+_NAME_STOP = re.compile(  # "我叫什么", "给我叫个车", "他叫我去开会": not names
+    r"^(?:什么|啥|谁|外卖|车|个|了|醒|人|它|他|她|你|您|一下|过来|起来|做|去|来|这|那|不|没|我|的|得|"
+    r"着|过|一|帮|给|把|写|看|跟|回|吃|别|好|啊|新)|什么|啥|谁|的|了")
+_NAME_RES = (
+    (re.compile(ME + r"(?:的)?(?:名字|姓名|全名|真名|大名)(?:是|叫)\s*" + _NAME + _NAME_END), "user.name",
+     "zh.name.my_name", 0.9),
+    (re.compile(ME + r"(?:就|其实|本名)?叫\s*" + _NAME + _NAME_END), "user.name", "zh.name.jiao", 0.9),
+    (re.compile(r"(?:^|[\s,.!:]|你|您|大家|就|可以|直接|以后|都|请|也)(?:叫|称呼|喊)我\s*" + _NAME
+                + r"(?=就好|就行|就可以|吧|好了|即可|就成|$|[\s,.;!~])"), "user.address_as",
+     "zh.address.call_me", 0.9),
+    (re.compile(ME + r"(?:的)?(?:昵称|小名|外号|网名)(?:是|叫)\s*" + _NAME + _NAME_END), "user.address_as",
+     "zh.address.nickname", 0.85),
+    (re.compile(r"^(?:大家好|你好|您好|hi|hello|嗨|哈喽)(?:呀|啊|哇)?[\s,!.~]*我是\s*(?P<name>[\u4e00-\u9fff]"
+                r"{2,3}|[A-Z][A-Za-z'-]*)(?=$|[\s,.;!~])", re.I), "user.name", "zh.name.intro", 0.75),
+)
+_ROLE_STRONG = (
+    r"(?:工程师|开发者|开发人员|程序员|码农|设计师|产品经理|项目经理|经理|大学生|研究生|博士生|本科生|"
+    r"硕士生|学生|老师|教师|教授|讲师|研究员|医生|护士|律师|会计|分析师|架构师|科学家|创始人|合伙人|"
+    r"总监|主管|实习生|作家|记者|顾问|自由职业者|创业者|运营|站长|博主|负责人|组长|CTO|CEO|PM|HR|"
+    r"leader|翻译|编辑)"
+)
+_ROLE_ANY = (
+    _ROLE_STRONG[:-1] + r"|开发|研发|产品|设计|测试|算法|后端|前端|全栈|运维|数据分析|数据|销售|市场|"
+    r"财务|人事|行政|客服|科研|教学)"
+)
+# fmt: on
+
+
+def name_hits(sentence: str) -> list[Hit]:
+    hits: list[Hit] = []
+    for pattern, slot, rule, conf in _NAME_RES:
+        match = pattern.search(sentence)
+        if match is None or blocked(sentence, match.start()):
+            continue
+        name = match.group("name").strip()
+        if _NAME_STOP.search(name) or (rule == "zh.name.intro" and re.search(_ROLE_ANY, name)):
+            continue  # "你好，我是产品经理" introduces a job, not a name
+        template = "用户叫{}。" if slot == "user.name" else "用户希望被称呼为{}。"
+        cand = fact(template.format(name), slot, name, rule=rule, lang="zh", conf=conf)
+        hits.append((cand, match.start(), match.end("name")))
+    return hits
+
+
+# fmt: off
+_PLACES = frozenset(
+    "北京 上海 广州 深圳 杭州 成都 南京 武汉 西安 重庆 天津 苏州 厦门 长沙 青岛 郑州 合肥 济南 大连 "
+    "沈阳 福州 昆明 宁波 无锡 东莞 佛山 珠海 香港 澳门 台北 东京 大阪 首尔 纽约 伦敦 巴黎 柏林 新加坡 "
+    "硅谷 旧金山 洛杉矶 西雅图 多伦多 温哥华 悉尼 墨尔本 慕尼黑 阿姆斯特丹 湾区 广东 浙江 江苏 四川 "
+    "湖北 湖南 山东 河南 河北 福建 台湾 东北 美国 英国 德国 法国 日本 加拿大 澳大利亚 韩国 海外 国外"
+    .split())
+_LOC = r"(?P<loc>[\u4e00-\u9fffA-Za-z·]{2,12}?)"
+_LOC_END = (
+    r"(?=$|[\s,.;:!?\"']|了|啦|呢|的|这边|那边|附近|周边|一带|工作|上班|生活|住|已经|好久|很久|快|有|"
+    r"呀|啊|哦|吧|\d|[一二三四五六七八九十两几半多]+(?:年|个月|月|天|周))"
+)
+_LOC_REJECT = re.compile(
+    r"家|公司|这|那|哪|宿舍|酒店|宾馆|朋友|同学|学校|里|楼|附近|^(?:得|的|了|过|着|一个|一家|在)")
+_LOC_RES = (
+    (re.compile(ME + ADV + r"(?:住在|住|居住在|定居在?|生活在|常驻|坐标|base在|人在)\s*" + _LOC + _LOC_END,
+                re.I), "user.location", "zh.location.live"),
+    (re.compile(ME + ADV + r"(?:搬到|搬去|搬来|搬家到|搬回|移居到?|迁居到?|搬回到)了?\s*" + _LOC
+                + _LOC_END), "user.location", "zh.location.moved"),
+    (re.compile(ME + ADV + r"(?:来自|出生在|出生于|老家是|老家在)\s*" + _LOC + _LOC_END), "user.hometown",
+     "zh.hometown.from"),
+    (re.compile(ME + r"(?:现在|目前|一直|常年|长期)+在\s*(?P<loc>[\u4e00-\u9fff]{2,6}?)(?:生活|定居)?"
+                r"(?=$|[\s,.;!~])"), "user.location", "zh.location.zai"),
+    (re.compile(ME + r"是\s*(?P<loc>[\u4e00-\u9fff]{2,4}?)人(?=$|[\s,.;!~]|哦|啊|呀)"), "user.hometown",
+     "zh.hometown.ren"),
+)
+# fmt: on
+_NOT_LIVING = re.compile(r"工作|上班|出差|开会|旅游|玩|读书|上学|实习")
+
+
+def is_place(text: str) -> bool:
+    """A known city, province or country, or a name with an administrative suffix ("西湖区")."""
+    return text in _PLACES or text[:2] in _PLACES or text.endswith(("市", "省", "区", "县", "州", "镇"))
+
+
+def place_hits(sentence: str) -> list[Hit]:
+    hits: list[Hit] = []
+    for pattern, slot, rule in _LOC_RES:
+        match = pattern.search(sentence)
+        if match is None or blocked(sentence, match.start()):
+            continue
+        loc = match.group("loc")
+        if _LOC_REJECT.search(loc) or is_tool(loc):
+            continue
+        # "我是好人" / "我现在在开会": only real places after the looser patterns.
+        if rule in ("zh.hometown.ren", "zh.location.zai") and (not is_place(loc) or _NOT_LIVING.search(loc)):
+            continue
+        template = "用户住在{}。" if slot == "user.location" else "用户来自{}。"
+        hits.append(
+            (fact(template.format(loc), slot, loc, rule=rule, lang="zh"), match.start(), match.end("loc"))
+        )
+    return hits
+
+
+# fmt: off
+_JOB_RES = tuple((re.compile(pattern), rule) for pattern, rule in (
+    (ME + ADV + r"是(?:一名|一个|一位|名|个|位)?\s*(?P<job>[\u4e00-\u9fffA-Za-z+# ]{0,10}?" + _ROLE_STRONG
+     + r")(?=$|[\s,.;:!?]|在|就职|也|啊|哦|呀|啦|呢|了)", "zh.job.shi"),
+    (ME + ADV + r"在\s*(?P<org>[\u4e00-\u9fffA-Za-z0-9& ]{2,12}?)\s*(?:做|当|担任|任|干)\s*(?P<job>"
+     r"[\u4e00-\u9fffA-Za-z+# ]{0,8}?" + _ROLE_ANY + r")(?:工作|的工作)?(?=$|[\s,.;:!?]|了|呢|啊|哦)",
+     "zh.job.zai_zuo"),
+    (ME + ADV + r"(?:是做|是搞|做|搞|从事|干)\s*(?P<job>[\u4e00-\u9fffA-Za-z+# ]{0,8}?" + _ROLE_ANY
+     + r")(?:的|工作|行业|相关的?工作|这一?行)(?=$|[\s,.;:!?]|了|呢|啊|哦)", "zh.job.zuo"),
+    (ME + ADV + r"是\s*(?P<org>[\u4e00-\u9fffA-Za-z0-9&]{2,8}?)(?:公司)?的\s*(?P<job>"
+     r"[\u4e00-\u9fffA-Za-z+#]{0,6}?" + _ROLE_ANY + r")(?=$|[\s,.;:!?]|啊|哦|呀|啦|呢)", "zh.job.org_de"),
+    (ME + r"(?:的)?(?:工作|职业|职位|岗位)是\s*(?P<job>[\u4e00-\u9fffA-Za-z+# ]{1,10}?)"
+     r"(?=$|[\s,.;:!?]|了|呢|啊|哦)", "zh.job.my_job"),
+    (ME + ADV + r"在\s*(?P<org>[\u4e00-\u9fffA-Za-z0-9& ]{2,12}?)\s*(?:工作|上班|任职|就职|实习)",
+     "zh.employer"),
+))
+_ORG_REJECT = re.compile(  # "我在想做个产品", "我在一家公司…", "我是他们的…": not organisations
+    r"^(?:想|学|写|搞|弄|看|找|用|考虑|准备|试|做|给|帮|跟|和|家|一家|一个|某|这|那|他|她|你|我|大|小)"
+    r"|这|那|哪|家里|们")
+# fmt: on
+
+
+def job_hits(sentence: str) -> list[Hit]:
+    hits: list[Hit] = []
+    for pattern, rule in _JOB_RES:
+        match = pattern.search(sentence)
+        if match is None or blocked(sentence, match.start()):
+            continue
+        groups = match.groupdict()
+        org = (groups.get("org") or "").strip()
+        if org and (_ORG_REJECT.search(org) or find_tools(org)):
+            org = ""  # "我在一家创业公司做算法工程师": the job still holds
+        if org and is_place(org):  # "我在上海工作": where the user lives
+            cand = fact(
+                f"用户在{org}工作。", "user.location", org, rule=rule + ".place", lang="zh", conf=0.75
+            )
+            hits.append((cand, match.start(), match.end("org")))
+        elif org:
+            cand = fact(zh_content(f"用户在{org}工作"), "user.employer", org, rule=rule, lang="zh", conf=0.8)
+            hits.append((cand, match.start(), match.end("org")))
+        job = (groups.get("job") or "").strip().rsplit("的", 1)[-1].strip()
+        if job and not re.search(r"[这那它吗什么]", job):
+            cand = fact(zh_content(f"用户的职业是{job}"), "user.job", job.lower(), rule=rule, lang="zh")
+            hits.append((cand, match.start(), match.end("job")))
+    return hits
