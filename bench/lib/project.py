@@ -11,7 +11,7 @@ imports the worker the way `celery -A worker.app` does).
 from __future__ import annotations
 
 from api.app import create_app
-from api.keys import create_key
+from api.keys import create_key, revoke_key
 from core.distill import cluster, consolidate
 from core.extraction.candidates import Turn
 from core.extraction.gate import gate_window
@@ -20,11 +20,13 @@ from core.forgetting import ForgettingPolicy
 from core.keywords import tokens
 from core.reconcile import Policy
 from shared.db.engine import ALL_TENANTS, get_engine, session_scope, set_tenant
+from shared.db.migrate import migrate
 from shared.db.vectors import vector_literal
 from store import pruning
 from store.embeddings import make_embedder
 from store.memories import lock_user
 from store.search import search
+from store.users import erase_user
 from worker.llm.extractor import LLMConfig, LLMExtractor
 from worker.services import distillation
 from worker.services.reconcile import reconcile_user
@@ -41,13 +43,16 @@ __all__ = [
     "create_app",
     "create_key",
     "distillation",
+    "erase_user",
     "extract_rules",
     "gate_window",
     "get_engine",
     "lock_user",
     "make_embedder",
+    "migrate",
     "pruning",
     "reconcile_user",
+    "revoke_key",
     "search",
     "session_scope",
     "set_tenant",
