@@ -121,3 +121,18 @@ def test_the_locomo_section_compares_the_project_with_the_baselines_per_category
     assert "| 1 multi-hop | 1 | 100.0 / 100.0 / 100.0 | 100.0 / 100.0 / n/a | 0.0 / 0.0 / 0.0 |" in markdown
     assert "| conv-26 | 19 | 419 | 4 | 9 | 97 | 3.0 % | 1.3 % | 100.0 % | 85.7 |" in markdown
     assert "Timing: ingest (first emit -> drained, one `celery worker -c 2`) 100.59 s" in markdown
+
+
+@pytest.mark.parametrize("name", ["extraction", "locomo"])
+def test_a_benchmark_on_the_locomo_data_skips_with_a_message_when_the_file_is_absent(
+    name: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bench import extraction
+    from bench.lib import locomo_data
+
+    missing = tmp_path / "locomo-dev.json"
+    monkeypatch.setattr(locomo_data, "DATA_FILE", missing)
+    monkeypatch.setattr(extraction, "DATA_FILE", missing)
+    result = importlib.import_module(f"bench.{name}").run(60.0, True)  # returns before starting any service
+    assert result["figures"] == {} and result["targets"] == []
+    assert result["markdown"].startswith("Skipped: ") and str(missing) in result["markdown"]
