@@ -117,7 +117,7 @@ class Stack:
         the servers this demo started."""
         import psutil
 
-        from shared.db.engine import _engines
+        from bench.lib.project import dispose_engines
 
         tree: list[psutil.Process] = []  # taken first: a pool child outlives a leader that died
         for proc in self.children.values():
@@ -132,8 +132,7 @@ class Stack:
                 straggler.kill()
         for proc in self.children.values():
             proc.wait()  # reaped: no zombie either
-        for engine in list(_engines.values()):  # before the database stops under them
-            engine.dispose()
+        dispose_engines()  # before the database stops under them
         for stop in reversed(self.stops):
             with contextlib.suppress(Exception):  # the others must still stop
                 stop()
@@ -151,7 +150,7 @@ def _postgres_running(pgdata: Path) -> bool:
 
 def start_database(stack: Stack, settings: Any) -> str:
     """`DATABASE_URL`, or the embedded PostgreSQL (stopped at the end unless it was running already)."""
-    from shared.db.engine import sqlalchemy_url
+    from bench.lib.project import sqlalchemy_url
     from shared.embedded import start_postgres
 
     if settings.database_url:

@@ -19,7 +19,7 @@ from core.extraction.rules import extract_rules
 from core.forgetting import ForgettingPolicy
 from core.keywords import tokens
 from core.reconcile import Policy
-from shared.db.engine import ALL_TENANTS, get_engine, session_scope, set_tenant
+from shared.db.engine import ALL_TENANTS, get_engine, session_scope, set_tenant, sqlalchemy_url
 from shared.db.migrate import migrate
 from shared.db.vectors import vector_literal
 from store import pruning
@@ -42,6 +42,7 @@ __all__ = [
     "consolidate",
     "create_app",
     "create_key",
+    "dispose_engines",
     "distillation",
     "erase_user",
     "extract_rules",
@@ -56,6 +57,15 @@ __all__ = [
     "search",
     "session_scope",
     "set_tenant",
+    "sqlalchemy_url",
     "tokens",
     "vector_literal",
 ]
+
+
+def dispose_engines() -> None:
+    """Close the pooled connections of every engine this process made (before their database stops)."""
+    from shared.db.engine import _engines
+
+    for engine in list(_engines.values()):
+        engine.dispose()

@@ -43,8 +43,7 @@ class Services:
 
 @contextmanager
 def services() -> Iterator[Services]:
-    from shared.db.engine import _engines, sqlalchemy_url
-    from shared.db.migrate import migrate
+    from bench.lib.project import dispose_engines, migrate, sqlalchemy_url
     from shared.embedded import redis_py_url, start_postgres
 
     tmp = Path(tempfile.mkdtemp(prefix="membench-"))
@@ -62,8 +61,7 @@ def services() -> Iterator[Services]:
         pid = pg.server.get_pid() if pg is not None else None  # type: ignore[attr-defined]
         yield Services(database_url, redis_url, tmp, pid, embedded=pg is not None)
     finally:
-        for engine in list(_engines.values()):
-            engine.dispose()
+        dispose_engines()
         if pg is not None:
             pg.stop()
         shutil.rmtree(tmp, ignore_errors=True)
