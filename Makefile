@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench bench-locomo demo install clean
+.PHONY: run test lint bench bench-quick bench-locomo demo install clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -30,9 +30,21 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy shared core store worker schedules api memctl
 	$(VENV)/bin/lint-imports
 
+# Every benchmark, rewriting its section of BENCHMARKS.md. Quick mode (smaller workloads, a first look):
+# `make bench-quick`, or `make bench BENCH_ARGS=--quick`; BENCH_ARGS goes to `python -m bench.run`
+# (`--only NAME`, `--budget-s S`, `--quick`).
 bench: $(STAMP)
-	$(PY) -m bench.run
+	$(PY) -m bench.run $(BENCH_ARGS)
 
+bench-quick: $(STAMP)
+	$(PY) -m bench.run --quick $(BENCH_ARGS)
+
+# LoCoMo evidence recall only (~6 minutes): reads ../shared/bench-data/locomo-dev.json and skips, with a
+# message, when it is absent.
+bench-locomo: $(STAMP)
+	$(PY) -m bench.run --only locomo $(BENCH_ARGS)
+
+# A scripted walk-through of the product on the embedded (or configured) stack, in under a minute.
 demo: $(STAMP)
 	$(PY) -m bench.demo
 

@@ -3,7 +3,7 @@
 Contract: `run(budget_s, quick) -> dict` measures, never asserts, and returns
 `{"name", "quick", "figures", "targets", "skipped", "markdown"}` like the other bench modules.
 
-- store: 100,000 memories of 10,000 users of one tenant, loaded and indexed by `bench.store.load_store` /
+- store: 100,000 memories of 10,000 users of one tenant, loaded and indexed by `bench.lib.db.load_store` /
   `rebuild_indexes` (hashing-embedded template sentences, HNSW and every other index built); an API key of
   that tenant from `api.keys.create_key`.
 - server: the real API, `uvicorn api.app:create_app --factory --workers N --loop uvloop --http httptools` as
@@ -40,8 +40,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import common, store
-from bench.common import fmt, paragraph, progress, unique_name
+from bench.lib import report
+from bench.lib.corpus import queries
+from bench.lib.db import drop_secondary_indexes, load_store, raw_connection, rebuild_indexes
+from bench.lib.paths import REPO
+from bench.lib.processes import ProcessSampler
+from bench.lib.progress import progress
+from bench.lib.report import Column, Section, Table, Target, Text, fmt
+from bench.lib.services import Services, drop_queue, services, unique_name, worker_env
+from bench.lib.stats import summary_ms
 
 MEMORIES = 100_000
 USERS = 10_000
@@ -117,7 +124,7 @@ async def _drive(cfg: dict[str, Any]) -> dict[str, Any]:
     rng = random.Random(cfg["seed"])
     bodies = [
         json.dumps({"user_id": u, "query": q, "k": 10}).encode()
-        for u, q in store.queries(cfg["seed"], 5_000, cfg["users"])
+        for u, q in queries(cfg["seed"], 5_000, cfg["users"])
     ]
     url = urlsplit(cfg["url"])
     host, port = url.hostname or "127.0.0.1", url.port or 80
@@ -180,8 +187,8 @@ async def _drive(cfg: dict[str, Any]) -> dict[str, Any]:
         "requests": len(lat_ns),
         "window_s": round(window, 3),
         "statuses": statuses,
-        "latency": store.summary_ms(lat_ns),
-        "took_ms": store.summary_ms([t * 1e6 for t in took]),
+        "latency": summary_ms(lat_ns),
+        "took_ms": summary_ms([t * 1e6 for t in took]),
         "client_cpu_s": round(cpu1 - cpu0, 3),
         "offered_rate": rate,
     }
@@ -242,7 +249,7 @@ class ApiServer:
             self.proc = subprocess.Popen(
                 args,
                 env=self.env,
-                cwd=common.REPO,
+                cwd=REPO,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
@@ -300,7 +307,7 @@ def api_backends_cpu(url: str) -> dict[int, float]:
     """CPU seconds so far of each live backend serving the API (application_name 'memory-api')."""
     import psutil
 
-    with store.raw_connection(url) as conn:
+    with raw_connection(url) as conn:
         pids = [
             int(r[0])
             for r in conn.execute(
@@ -319,7 +326,7 @@ def api_backends_cpu(url: str) -> dict[int, float]:
 
 def pg_sessions(url: str) -> int:
     """Sessions the database has seen so far (pg_stat_database; backends report within about a second)."""
-    with store.raw_connection(url) as conn:
+    with raw_connection(url) as conn:
         return int(
             conn.execute(
                 "SELECT sessions FROM pg_stat_database WHERE datname = current_database()"
@@ -328,7 +335,7 @@ def pg_sessions(url: str) -> int:
 
 
 def load_run(
-    svc: common.Services,
+    svc: Services,
     server: ApiServer,
     *,
     key: str,
@@ -359,12 +366,12 @@ def load_run(
         )
     )
     assert server.proc is not None
-    sampler = common.ProcessSampler(server.proc.pid, main_role="uvicorn", child_role="uvicorn worker").start()
+    sampler = ProcessSampler(server.proc.pid, main_role="uvicorn", child_role="uvicorn worker").start()
     progress(f"{label}: {concurrency} clients for up to {window_s:.0f} s")
     proc = subprocess.Popen(
         [sys.executable, "-m", "bench.api_load", "--client", str(cfg_path)],
-        cwd=common.REPO,
-        env={**os.environ, "PYTHONPATH": str(common.REPO)},
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
     )
     # the server's and postgres' CPU over the measured window only (the client warms up first)
     time.sleep(WARMUP_S)
@@ -452,7 +459,7 @@ def py_spy() -> str | None:
     return path if path and Path(path).exists() else None
 
 
-def profile_server(svc: common.Services, server: ApiServer, *, key: str, seed: int) -> dict[str, Any]:
+def profile_server(svc: Services, server: ApiServer, *, key: str, seed: int) -> dict[str, Any]:
     """py-spy (100 Hz, non-blocking, active threads only) on a one-process server under the same load:
     inclusive share of samples per layer and the functions with the most own samples."""
     exe = py_spy()
@@ -529,7 +536,7 @@ def profile_server(svc: common.Services, server: ApiServer, *, key: str, seed: i
 
 
 def run(budget_s: float, quick: bool) -> dict[str, Any]:
-    from shared.db.engine import get_engine, session_scope
+    from bench.lib.project import create_key, get_engine, session_scope
 
     budget_s = min(budget_s, OWN_LIMIT_S[quick])
     started = time.monotonic()
@@ -542,25 +549,24 @@ def run(budget_s: float, quick: bool) -> dict[str, Any]:
         "memories": MEMORIES,
         "users": USERS,
         "pool_size": _default_pool_size(),
+        "window_s": WINDOW_S[quick],
     }
     skipped: list[str] = []
-    with common.services() as svc:
-        figures["services"] = "embedded PostgreSQL in a temp dir" if svc.embedded else "DATABASE_URL"
+    with services() as svc:
+        figures["services"] = svc.description
         tenant = unique_name("t-api")
-        defs = store.drop_secondary_indexes(svc.database_url)
-        figures["load"] = store.load_store(
+        defs = drop_secondary_indexes(svc.database_url)
+        figures["load"] = load_store(
             svc.database_url, tenant=tenant, users=USERS, start=0, stop=MEMORIES, seed=seed, label="API store"
         )
-        figures["indexes"] = store.rebuild_indexes(svc.database_url, defs, label="API store indexes")
-        with store.raw_connection(svc.database_url) as conn:  # no autovacuum or checkpoint of the load
+        figures["indexes"] = rebuild_indexes(svc.database_url, defs, label="API store indexes")
+        with raw_connection(svc.database_url) as conn:  # no autovacuum or checkpoint of the load
             conn.execute("VACUUM (ANALYZE) memories")  # mid-window
             conn.execute("CHECKPOINT")
         with session_scope(get_engine(svc.database_url)) as session:
-            from api.keys import create_key
-
             key, _ = create_key(session, tenant, name="bench-api-load")
         queue = unique_name("bench-api")
-        env = common.worker_env(svc, queue)
+        env = worker_env(svc, queue)
         window = WINDOW_S[quick]
 
         def measure(
@@ -644,9 +650,9 @@ def run(budget_s: float, quick: bool) -> dict[str, Any]:
                 finally:
                     server.stop()
         finally:
-            common.drop_queue(svc.redis_url, queue, tenant=tenant)
-    return common.report(
-        "api_load", quick, figures, skipped, started=started, targets=targets, render=render_markdown
+            drop_queue(svc.redis_url, queue, tenant=tenant)
+    return report.result(
+        "api_load", quick, figures, skipped, started=started, targets=TARGETS, blocks=SECTION
     )
 
 
@@ -654,6 +660,9 @@ def _default_pool_size() -> int:
     from shared.settings import Settings
 
     return int(Settings.model_fields["api_db_pool_size"].default)
+
+
+# --- targets and the report -------------------------------------------------------------------------------
 
 
 def best_run(f: dict[str, Any]) -> dict[str, Any] | None:
@@ -686,184 +695,218 @@ def best_paced(f: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
     return min(groups, key=lambda wg: wg[1]["p95_ms"]) if groups else None
 
 
-def targets(f: dict[str, Any]) -> list[dict[str, Any]]:
-    b, p = best_run(f), best_paced(f)
-    return [
-        common.target(
-            f"requests/s, {CONCURRENCY} clients in a closed loop",
-            b["requests_per_s"] if b else None,
-            ">=",
-            TARGET_RPS,
-            "req/s",
-            f"best of --workers {', '.join(str(r['workers']) for r in f['runs'])}: {b['workers']}"
-            if b
-            else "not measured",
-        ),
-        common.target(
-            f"p95 latency at {TARGET_RPS:g} req/s from {CONCURRENCY} clients (paced; median of windows)",
-            p[1]["p95_ms"] if p else None,
-            "<=",
-            TARGET_P95_MS,
-            "ms",
-            f"best of --workers {', '.join(str(w) for w in paced_by_workers(f))}: {p[0]}, "
-            f"{p[1]['windows']} windows"
-            if p
-            else "no paced run kept up with the rate",
-        ),
-    ]
-
-
-# --- markdown ---------------------------------------------------------------------------------------------
-
-
-def render_markdown(result: dict[str, Any]) -> str:
-    f = result["figures"]
-    lines = common.targets_table(result["targets"])
-    lines += [
-        "",
-        paragraph(f"""Store: {f["memories"]:,} memories of {f["users"]:,} users (hashing-embedded
-              template sentences, every index built; load {
-            f["load"]["generate_copy_s"] + f["load"]["insert_select_s"]:.0f} s, indexes {
-            f["indexes"]["total_s"]
-        } s), {f["services"]}.
-              Server: `uvicorn api.app:create_app --factory --workers N --loop uvloop --http httptools`
-              (what uvicorn picks by itself with the project's dependencies) on 127.0.0.1 with the default
-              settings (API database role, row-level security, JSON logs at INFO to a file, no access log);
-              the store VACUUM ANALYZEd first, so no autovacuum runs during a window.
-              Load: one separate client process, {CONCURRENCY} asyncio tasks with a keep-alive
-              connection each (a minimal HTTP/1.1 client; httpx, used before, cost about 2 ms of CPU per
-              request on the same cores), `POST /v1/search` with k=10 for a random user and synthetic query;
-              {WARMUP_S:g} s warm-up, then a window of up to {WINDOW_S[result["quick"]]:g} s. Client, server
-              and PostgreSQL share the machine's 2 cores."""),
-        "",
-        paragraph(f"""Two load shapes on each server, in this order. **Closed loop** (`-c{CONCURRENCY}`):
-              each client sends its next request as soon as the last is answered; its requests/s is the
-              server's capacity, and its latency is mostly the queue of {CONCURRENCY}: by Little's law the
-              mean latency is {CONCURRENCY} / throughput, so no server below
-              {1000 * CONCURRENCY / TARGET_P95_MS:,.0f} req/s can show a p95 of {TARGET_P95_MS:g} ms in it.
-              **Paced** (`-{TARGET_RPS:g}rps`, open loop, as wrk2 does): the same {CONCURRENCY} clients
-              each on a fixed schedule of {TARGET_RPS / CONCURRENCY:.2f} requests a second with a random
-              phase, {TARGET_RPS:g} req/s in all; a request's latency counts from when it was due, so a
-              server that falls behind is charged for the wait. That is the latency at the target's rate,
-              and the p95 target is read from it. The closed loop runs first, so each process's connection
-              pool (`MEMORY_API_DB_POOL_SIZE` = {f.get("pool_size", "?")}) is already open for the paced
-              run."""),
-    ]
-    lines += [
-        "",
-        "| run | --workers | clients | offered | requests | req/s | p50 ms | p95 ms | p99 ms | max ms | "
-        "errors | handler took_ms p50 | CPU ms/request: uvicorn / API backends / client | all postgres | "
-        "new DB sessions | load 1 min |",
-        "| --- " * 16 + "|",
-    ]
-    runs = (
-        list(f["runs"]) + list(f.get("paced", [])) + [r for r in (f.get("pure_http"), f.get("single")) if r]
-    )
-    for r in runs:
-        la, cpu = r["latency"], r["cpu_ms_per_request"]
-        offered = f"{r['offered_rate']:g} req/s" if r.get("offered_rate") else "closed loop"
-        lines.append(
-            f"| {r['label']} | {r['workers']} | {r['concurrency']} | {offered} | {r['requests']:,} | "
-            f"{r['requests_per_s']:,} | {la['p50_ms']:.1f} | {la['p95_ms']:.1f} | {la['p99_ms']:.1f} | "
-            f"{la['max_ms']:.1f} | {r['errors']} | {r['took_ms'].get('p50_ms', 0):.2f} | "
-            f"{cpu['uvicorn']} / {fmt(cpu['postgres'])} / {cpu['client']} | "
-            f"{fmt(cpu.get('postgres_all'))} | {r.get('new_db_sessions', 'n/a')} | {r['load_1m']} |"
-        )
-    groups = paced_by_workers(f)
-    if groups:
-        medians = "; ".join(
-            f"--workers {w}: p95 {g['p95_ms']:.1f} ms, p99 {g['p99_ms']:.1f} ms"
-            + ("" if g["kept_up"] else " (fell behind the rate)")
-            for w, g in groups.items()
-        )
-        lines += ["", f"Paced at {TARGET_RPS:g} req/s, median of each server's windows: {medians}."]
-    lines += [
-        "",
-        paragraph("""CPU per request: psutil, over the measured window; API backends = the PostgreSQL
-              backends with application_name `memory-api` alive at the end of the window (a backend that
-              exited during it is missed); all postgres = every server process, exited backends included
-              (background writer, WAL writer, the benchmark's own readings: an upper bound)."""),
-        "",
-        paragraph(f"""New DB sessions: connections the database saw opened during the window
-              (pg_stat_database). Each API process keeps up to `MEMORY_API_DB_POOL_SIZE`
-              ({f.get("pool_size", "?")}) connections, opened on demand and kept, so a new backend (fork,
-              authentication, `SET ROLE`) appears only while a process's pool is still filling."""),
-    ]
-    pure = f.get("pure_http")
-    shipped = next((r for r in f["runs"] if r["workers"] == 1), None)
-    if pure and shipped:
-        lines += [
-            "",
-            paragraph(f"""What-if `{pure["label"]}`: the same one-worker server started with
-                  `{" ".join(PURE_HTTP_ARGS)}` (uvicorn's pure-Python event loop and HTTP parser, what
-                  ran before uvloop / httptools became dependencies; not counted for the target):
-                  {pure["requests_per_s"]:,} req/s against {shipped["requests_per_s"]:,}, p95
-                  {pure["latency"]["p95_ms"]:.1f} ms, uvicorn CPU {pure["cpu_ms_per_request"]["uvicorn"]} ms
-                  per request against {shipped["cpu_ms_per_request"]["uvicorn"]}."""),
-        ]
-    lines += _where_md(f)
-    if result["skipped"]:
-        lines += ["", "Skipped (budget): " + "; ".join(result["skipped"])]
-    return "\n".join(lines) + "\n"
-
-
-def _where_md(f: dict[str, Any]) -> list[str]:
+def _capacity_note(f: dict[str, Any]) -> str:
     b = best_run(f)
     if not b:
-        return []
+        return "not measured"
+    return f"best of --workers {', '.join(str(r['workers']) for r in f['runs'])}: {b['workers']}"
+
+
+def _latency_note(f: dict[str, Any]) -> str:
+    p = best_paced(f)
+    if not p:
+        return "no paced run kept up with the rate"
+    return f"best of --workers {', '.join(str(w) for w in paced_by_workers(f))}: {p[0]}, {p[1]['windows']} windows"
+
+
+TARGETS = (
+    Target(
+        f"requests/s, {CONCURRENCY} clients in a closed loop",
+        lambda f: b["requests_per_s"] if (b := best_run(f)) else None,
+        ">=",
+        TARGET_RPS,
+        "req/s",
+        _capacity_note,
+    ),
+    Target(
+        f"p95 latency at {TARGET_RPS:g} req/s from {CONCURRENCY} clients (paced; median of windows)",
+        lambda f: p[1]["p95_ms"] if (p := best_paced(f)) else None,
+        "<=",
+        TARGET_P95_MS,
+        "ms",
+        _latency_note,
+    ),
+)
+
+
+def targets(figures: dict[str, Any]) -> list[dict[str, Any]]:
+    return report.evaluate(TARGETS, figures)
+
+
+def _setup(f: dict[str, Any]) -> str:
+    load = f["load"]["generate_copy_s"] + f["load"]["insert_select_s"]
+    return f"""Store: {f["memories"]:,} memories of {f["users"]:,} users (hashing-embedded template sentences,
+        every index built; load {load:.0f} s, indexes {f["indexes"]["total_s"]} s), {f["services"]}. Server:
+        `uvicorn api.app:create_app --factory --workers N --loop uvloop --http httptools` (what uvicorn picks
+        by itself with the project's dependencies) on 127.0.0.1 with the default settings (API database role,
+        row-level security, JSON logs at INFO to a file, no access log); the store VACUUM ANALYZEd first, so
+        no autovacuum runs during a window. Load: one separate client process, {CONCURRENCY} asyncio tasks
+        with a keep-alive connection each (a minimal HTTP/1.1 client; httpx, used before, cost about 2 ms of
+        CPU per request on the same cores), `POST /v1/search` with k=10 for a random user and synthetic
+        query; {WARMUP_S:g} s warm-up, then a window of up to {f["window_s"]:g} s. Client, server and
+        PostgreSQL share the machine's 2 cores."""
+
+
+def _shapes(f: dict[str, Any]) -> str:
+    return f"""Two load shapes on each server, in this order. **Closed loop** (`-c{CONCURRENCY}`): each client
+        sends its next request as soon as the last is answered; its requests/s is the server's capacity, and
+        its latency is mostly the queue of {CONCURRENCY}: by Little's law the mean latency is {CONCURRENCY} /
+        throughput, so no server below {1000 * CONCURRENCY / TARGET_P95_MS:,.0f} req/s can show a p95 of
+        {TARGET_P95_MS:g} ms in it. **Paced** (`-{TARGET_RPS:g}rps`, open loop, as wrk2 does): the same
+        {CONCURRENCY} clients each on a fixed schedule of {TARGET_RPS / CONCURRENCY:.2f} requests a second with
+        a random phase, {TARGET_RPS:g} req/s in all; a request's latency counts from when it was due, so a
+        server that falls behind is charged for the wait. That is the latency at the target's rate, and the
+        p95 target is read from it. The closed loop runs first, so each process's connection pool
+        (`MEMORY_API_DB_POOL_SIZE` = {f.get("pool_size", "?")}) is already open for the paced run."""
+
+
+def _all_runs(f: dict[str, Any]) -> list[dict[str, Any]]:
+    extra = [r for r in (f.get("pure_http"), f.get("single")) if r]
+    return [*f["runs"], *f.get("paced", []), *extra]
+
+
+def _cpu_cell(r: dict[str, Any]) -> str:
+    cpu = r["cpu_ms_per_request"]
+    return f"{cpu['uvicorn']} / {fmt(cpu['postgres'])} / {cpu['client']}"
+
+
+RUNS_TABLE = Table(
+    (
+        Column("run", "label"),
+        Column("--workers", "workers"),
+        Column("clients", "concurrency"),
+        Column(
+            "offered", lambda r: f"{r['offered_rate']:g} req/s" if r.get("offered_rate") else "closed loop"
+        ),
+        Column("requests", "requests", ","),
+        Column("req/s", "requests_per_s", ","),
+        Column("p50 ms", "latency.p50_ms", ".1f"),
+        Column("p95 ms", "latency.p95_ms", ".1f"),
+        Column("p99 ms", "latency.p99_ms", ".1f"),
+        Column("max ms", "latency.max_ms", ".1f"),
+        Column("errors", "errors"),
+        Column("handler took_ms p50", lambda r: r["took_ms"].get("p50_ms", 0), ".2f"),
+        Column("CPU ms/request: uvicorn / API backends / client", _cpu_cell),
+        Column("all postgres", "cpu_ms_per_request.postgres_all"),
+        Column("new DB sessions", lambda r: r.get("new_db_sessions", "n/a")),
+        Column("load 1 min", "load_1m"),
+    ),
+    _all_runs,
+)
+
+
+def _paced_medians(f: dict[str, Any]) -> str | None:
+    groups = paced_by_workers(f)
+    if not groups:
+        return None
+    medians = "; ".join(
+        f"--workers {w}: p95 {g['p95_ms']:.1f} ms, p99 {g['p99_ms']:.1f} ms"
+        + ("" if g["kept_up"] else " (fell behind the rate)")
+        for w, g in groups.items()
+    )
+    return f"Paced at {TARGET_RPS:g} req/s, median of each server's windows: {medians}."
+
+
+CPU_NOTE = """CPU per request: psutil, over the measured window; API backends = the PostgreSQL backends with
+    application_name `memory-api` alive at the end of the window (a backend that exited during it is missed);
+    all postgres = every server process, exited backends included (background writer, WAL writer, the
+    benchmark's own readings: an upper bound)."""
+
+
+def _sessions_note(f: dict[str, Any]) -> str:
+    return f"""New DB sessions: connections the database saw opened during the window (pg_stat_database).
+        Each API process keeps up to `MEMORY_API_DB_POOL_SIZE` ({f.get("pool_size", "?")}) connections, opened
+        on demand and kept, so a new backend (fork, authentication, `SET ROLE`) appears only while a process's
+        pool is still filling."""
+
+
+def _what_if(f: dict[str, Any]) -> str | None:
+    pure = f.get("pure_http")
+    shipped = next((r for r in f["runs"] if r["workers"] == 1), None)
+    if not pure or not shipped:
+        return None
+    return f"""What-if `{pure["label"]}`: the same one-worker server started with `{" ".join(PURE_HTTP_ARGS)}`
+        (uvicorn's pure-Python event loop and HTTP parser, what ran before uvloop / httptools became
+        dependencies; not counted for the target): {pure["requests_per_s"]:,} req/s against
+        {shipped["requests_per_s"]:,}, p95 {pure["latency"]["p95_ms"]:.1f} ms, uvicorn CPU
+        {pure["cpu_ms_per_request"]["uvicorn"]} ms per request against {shipped["cpu_ms_per_request"]["uvicorn"]}."""
+
+
+def _best_run_text(f: dict[str, Any]) -> str:
+    b = best_run(f)
+    assert b is not None  # the section is shown only with a best run
     cpu = b["cpu_ms_per_request"]
     total = cpu["uvicorn"] + (cpu["postgres"] or 0) + cpu["client"]
     server_side = cpu["uvicorn"] + (cpu["postgres"] or 0)
     cores = os.cpu_count() or 2
-    out = [
-        "",
-        "### Where the time goes",
-        "",
-        paragraph(f"""Best run: --workers {b["workers"]},
-           {b["requests_per_s"]:,} req/s. Each request costs {total:.2f} ms of CPU in all: uvicorn/FastAPI
-           {cpu["uvicorn"]} ms, PostgreSQL {fmt(cpu["postgres"])} ms, the load client {cpu["client"]} ms.
-           {cores} cores at that cost cap the machine near {cores * 1000 / total:,.0f} req/s whatever the
-           worker count; without the client (another machine) the server side alone ({server_side:.2f} ms)
-           would cap near {cores * 1000 / server_side:,.0f} req/s. The route's own time (`took_ms`: the
-           wait for a pool thread, authentication, search, response objects; wall time, so waits for the GIL
-           and for a core count) is {b["took_ms"].get("p50_ms", 0):.2f} ms at p50 of the
-           {b["latency"]["p50_ms"]:.1f} ms the client waits: the rest is the queue of {CONCURRENCY} requests
-           for the event loop, the HTTP stack and FastAPI/Starlette."""),
-        "",
-        paragraph(f"""Closed-loop latency is the queue, not the service: by Little's law the mean latency
-           of {CONCURRENCY} clients is {CONCURRENCY} / throughput ({CONCURRENCY} /
-           {b["requests_per_s"]:,} = {1000 * CONCURRENCY / b["requests_per_s"]:.0f} ms here). A
-           closed-loop p95 of {TARGET_P95_MS:g} ms would need at least
-           {1000 * CONCURRENCY / TARGET_P95_MS:,.0f} req/s, that is
-           {cores * 1000 / (1000 * CONCURRENCY / TARGET_P95_MS):.1f} ms of CPU per request for client,
-           server and database together on {cores} cores, against {total:.2f} ms measured. The paced runs
-           measure the latency at {TARGET_RPS:g} req/s instead."""),
-    ]
+    return f"""Best run: --workers {b["workers"]}, {b["requests_per_s"]:,} req/s. Each request costs
+        {total:.2f} ms of CPU in all: uvicorn/FastAPI {cpu["uvicorn"]} ms, PostgreSQL {fmt(cpu["postgres"])} ms,
+        the load client {cpu["client"]} ms. {cores} cores at that cost cap the machine near
+        {cores * 1000 / total:,.0f} req/s whatever the worker count; without the client (another machine) the
+        server side alone ({server_side:.2f} ms) would cap near {cores * 1000 / server_side:,.0f} req/s. The
+        route's own time (`took_ms`: the wait for a pool thread, authentication, search, response objects;
+        wall time, so waits for the GIL and for a core count) is {b["took_ms"].get("p50_ms", 0):.2f} ms at p50
+        of the {b["latency"]["p50_ms"]:.1f} ms the client waits: the rest is the queue of {CONCURRENCY}
+        requests for the event loop, the HTTP stack and FastAPI/Starlette."""
+
+
+def _little(f: dict[str, Any]) -> str:
+    b = best_run(f)
+    assert b is not None
+    cpu = b["cpu_ms_per_request"]
+    total = cpu["uvicorn"] + (cpu["postgres"] or 0) + cpu["client"]
+    cores = os.cpu_count() or 2
+    return f"""Closed-loop latency is the queue, not the service: by Little's law the mean latency of
+        {CONCURRENCY} clients is {CONCURRENCY} / throughput ({CONCURRENCY} / {b["requests_per_s"]:,} =
+        {1000 * CONCURRENCY / b["requests_per_s"]:.0f} ms here). A closed-loop p95 of {TARGET_P95_MS:g} ms
+        would need at least {1000 * CONCURRENCY / TARGET_P95_MS:,.0f} req/s, that is
+        {cores * 1000 / (1000 * CONCURRENCY / TARGET_P95_MS):.1f} ms of CPU per request for client, server and
+        database together on {cores} cores, against {total:.2f} ms measured. The paced runs measure the
+        latency at {TARGET_RPS:g} req/s instead."""
+
+
+def _profile(f: dict[str, Any]) -> str | None:
     p = f.get("profile")
-    if p and p.get("samples"):
-        layers = ", ".join(f"{k} {100 * v:.0f} %" for k, v in p["inclusive_share"].items())
-        tops = ", ".join(f"`{x['function']}` {100 * x['share']:.1f} %" for x in p["own_share_top"][:8])
-        out += [
-            "",
-            paragraph(f"""py-spy on a one-process server under the same load (100 Hz, `--gil`: only the thread
-                holding the GIL; {p["requests_per_s"]:,} req/s while sampled; {p["samples"]:,} samples,
-                {p.get("waiting_samples", 0):,} more in a waiting frame left out). Share of
-                samples whose stack includes each layer (layers nest, so shares overlap): {layers}. Most own
-                samples: {tops}."""),
-        ]
-    elif p:
-        out += ["", f"Server profile: {p.get('skipped')}."]
+    if not p:
+        return None
+    if not p.get("samples"):
+        return f"Server profile: {p.get('skipped')}."
+    layers = ", ".join(f"{k} {100 * v:.0f} %" for k, v in p["inclusive_share"].items())
+    tops = ", ".join(f"`{x['function']}` {100 * x['share']:.1f} %" for x in p["own_share_top"][:8])
+    return f"""py-spy on a one-process server under the same load (100 Hz, `--gil`: only the thread holding
+        the GIL; {p["requests_per_s"]:,} req/s while sampled; {p["samples"]:,} samples,
+        {p.get("waiting_samples", 0):,} more in a waiting frame left out). Share of samples whose stack
+        includes each layer (layers nest, so shares overlap): {layers}. Most own samples: {tops}."""
+
+
+def _single(f: dict[str, Any]) -> str | None:
     s = f.get("single")
-    if s:
-        out += [
-            "",
-            paragraph(f"""One client alone (--workers {s["workers"]}): p50 {s["latency"]["p50_ms"]:.2f} ms,
-                p95 {s["latency"]["p95_ms"]:.2f} ms, {s["requests_per_s"]:,} req/s; CPU per request uvicorn
-                {s["cpu_ms_per_request"]["uvicorn"]} ms, PostgreSQL
-                {fmt(s["cpu_ms_per_request"]["postgres"])}
-                ms."""),
-        ]
-    return out
+    if not s:
+        return None
+    cpu = s["cpu_ms_per_request"]
+    return f"""One client alone (--workers {s["workers"]}): p50 {s["latency"]["p50_ms"]:.2f} ms, p95
+        {s["latency"]["p95_ms"]:.2f} ms, {s["requests_per_s"]:,} req/s; CPU per request uvicorn
+        {cpu["uvicorn"]} ms, PostgreSQL {fmt(cpu["postgres"])} ms."""
+
+
+SECTION = (
+    Text(_setup),
+    Text(_shapes),
+    RUNS_TABLE,
+    Text(_paced_medians),
+    Text(CPU_NOTE),
+    Text(_sessions_note),
+    Text(_what_if),
+    Section(
+        "Where the time goes",
+        (Text(_best_run_text), Text(_little), Text(_profile), Text(_single)),
+        data=lambda f: f if best_run(f) else None,
+    ),
+)
+
+
+def render_markdown(result: dict[str, Any]) -> str:
+    return report.render(result, SECTION)
 
 
 def main() -> None:

@@ -3,8 +3,8 @@
 Contract: `run(budget_s, quick) -> dict` measures, never asserts, and returns
 `{"name", "quick", "figures", "targets", "skipped", "markdown"}` like the other bench modules.
 
-- data: `<repo>/../shared/bench-data/locomo-dev.json`, read in place (never copied); absent -> skipped with
-  a message. Quick mode: the first conversation only.
+- data: `<repo>/../shared/bench-data/locomo-dev.json` (`bench.lib.locomo_data`), read in place (never
+  copied); absent -> skipped with a message. Quick mode: the first conversation only.
 - replay: each turn is one event through `MemoryClient.emit` -> Redis -> a real `celery worker -c 2` ->
   PostgreSQL: user_id = sample_id, session_id = "<sample_id>-s<N>", content = "<speaker>: <text>", role
   "user", source_turn_id = dia_id, event time = the session's date plus the turn's index in seconds; a
@@ -24,20 +24,24 @@ Contract: `run(budget_s, quick) -> dict` measures, never asserts, and returns
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 import time
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
-from bench import common, store
-from bench.common import fmt, paragraph, progress, unique_name
+from bench.lib import report
+from bench.lib.capture import top_own_time
+from bench.lib.db import raw_connection
+from bench.lib.locomo_data import DATA_FILE, load_conversations
+from bench.lib.paths import REPO
+from bench.lib.processes import BenchWorker
+from bench.lib.progress import progress
+from bench.lib.report import Column, Facts, Section, Table, Target, Text, fmt
+from bench.lib.services import Services, drop_queue, services, unique_name, worker_env
 
-DATA_FILE = common.REPO.parent / "shared" / "bench-data" / "locomo-dev.json"
 ROUNDS = 5
 PACED_CHUNK = 12  # the default debounce: a window is due at 12 pending turns
 QUIET_S = 5.0
@@ -64,24 +68,13 @@ class Session:
         return f"{self.sample_id}-s{self.number}"
 
 
-def load_sessions(path: Path, *, conversations: int | None) -> list[Session]:
-    from bench.locomo import parse_session_time
-
-    samples = json.loads(path.read_text(encoding="utf-8"))
-    out = []
-    for sample in samples[:conversations]:
-        conv = sample["conversation"]
-        numbers = sorted(
-            int(k.split("_")[1])
-            for k in conv
-            if k.startswith("session_") and not k.endswith("date_time") and conv[k]
-        )
-        for n in numbers:
-            turns = tuple((t["dia_id"], f"{t['speaker']}: {t['text']}") for t in conv[f"session_{n}"])
-            out.append(
-                Session(sample["sample_id"], n, parse_session_time(conv[f"session_{n}_date_time"]), turns)
-            )
-    return out
+def load_sessions(*, conversations: int | None) -> list[Session]:
+    """Every session of the first `conversations`, each turn as "<speaker>: <text>" (no image caption)."""
+    return [
+        Session(conv.sample_id, s.number, s.started, tuple((t.dia_id, t.said) for t in s.turns))
+        for conv in load_conversations(DATA_FILE, conversations=conversations)
+        for s in conv.sessions
+    ]
 
 
 # --- the fake LLM's answers ---------------------------------------------------------------------------------
@@ -182,9 +175,7 @@ def paced_rounds(sessions: list[Session], chunk: int) -> list[list[list[dict[str
     return [[c[r] for c in per_conv.values() if r < len(c)] for r in range(longest)]
 
 
-def replay(
-    svc: common.Services, sessions: list[Session], *, tenant: str, queue: str, paced: bool = False
-) -> int:
+def replay(svc: Services, sessions: list[Session], *, tenant: str, queue: str, paced: bool = False) -> int:
     """Emit every event; `paced`: in rounds of PACED_CHUNK turns per conversation, each round sent once
     the worker has processed the previous one (no event left pending)."""
     from shared.client import MemoryClient
@@ -206,7 +197,7 @@ def replay(
                     sent += 1
         else:
             rounds = paced_rounds(sessions, PACED_CHUNK)
-            with store.raw_connection(svc.database_url) as conn:
+            with raw_connection(svc.database_url) as conn:
                 for i, chunks in enumerate(rounds):
                     for c in chunks:
                         for e in c:
@@ -245,7 +236,7 @@ def _state(conn: Any, tenant: str) -> dict[str, int]:
 
 
 def measure_worker(
-    svc: common.Services, sessions: list[Session], *, deadline: float, paced: bool = False
+    svc: Services, sessions: list[Session], *, deadline: float, paced: bool = False
 ) -> dict[str, Any]:
     from tests.fakes.openai_server import FakeOpenAI
 
@@ -259,16 +250,16 @@ def measure_worker(
     }
     with FakeOpenAI() as fake:
         fake.default_responder = responder
-        env = common.worker_env(svc, queue, OPENAI_API_KEY="bench-fake", OPENAI_BASE_URL=fake.base_url)
+        env = worker_env(svc, queue, OPENAI_API_KEY="bench-fake", OPENAI_BASE_URL=fake.base_url)
         progress("extraction: starting a worker (-c 2) with the fake LLM")
-        worker = common.BenchWorker(env, queue, svc.tmp / f"{queue}.log", 2).start()
+        worker = BenchWorker(env, queue, svc.tmp / f"{queue}.log", 2).start()
         try:
             t0 = time.monotonic()
             out["events"] = replay(svc, sessions, tenant=tenant, queue=queue, paced=paced)
             out["emit_s"] = round(time.monotonic() - t0, 2)
             last_sig: Any = None
             last_change = time.monotonic()
-            with store.raw_connection(svc.database_url) as conn:
+            with raw_connection(svc.database_url) as conn:
                 while True:
                     st = _state(conn, tenant)
                     sig = (
@@ -328,7 +319,7 @@ def measure_worker(
                 )
         finally:
             worker.stop()
-            common.drop_queue(svc.redis_url, queue, tenant=tenant)
+            drop_queue(svc.redis_url, queue, tenant=tenant)
         calls = list(fake.calls)
         prompt_tokens, completion_tokens = fake.prompt_tokens, fake.completion_tokens
     sections: Counter[str] = Counter()
@@ -368,9 +359,7 @@ def measure_worker(
 
 def measure_rules(sessions: list[Session]) -> dict[str, Any]:
     """`gate_window` and `extract_rules` over every session's turns, in one process pinned to one core."""
-    from core.extraction.candidates import Turn
-    from core.extraction.gate import gate_window
-    from core.extraction.rules import extract_rules
+    from bench.lib.project import Turn, extract_rules, gate_window
 
     windows = [
         [Turn(event_id=f"{s.sample_id}-{d}", role="user", content=c, source_turn_id=d) for d, c in s.turns]
@@ -435,10 +424,8 @@ def measure_rules(sessions: list[Session]) -> dict[str, Any]:
 
 def _profile_rules(windows: list[list[Any]], turns: int) -> list[dict[str, Any]]:
     import cProfile
-    import pstats
 
-    from core.extraction.gate import gate_window
-    from core.extraction.rules import extract_rules
+    from bench.lib.project import extract_rules, gate_window
 
     profiler = cProfile.Profile()
     profiler.enable()
@@ -446,11 +433,9 @@ def _profile_rules(windows: list[list[Any]], turns: int) -> list[dict[str, Any]]
         gate_window(w)
         extract_rules(w)
     profiler.disable()
-    st = pstats.Stats(profiler)
-    rows = sorted(st.stats.items(), key=lambda kv: kv[1][2], reverse=True)[:8]  # type: ignore[attr-defined]
     return [
-        {"function": f"{Path(f).name}:{line}({fn})", "us": round(v[2] * 1e6 / turns, 1), "calls": v[1]}
-        for (f, line, fn), v in rows
+        {"function": function, "us": round(own_s * 1e6 / turns, 1), "calls": calls}
+        for function, own_s, calls in top_own_time(profiler)
     ]
 
 
@@ -460,53 +445,54 @@ def _profile_rules(windows: list[list[Any]], turns: int) -> list[dict[str, Any]]
 def run(budget_s: float, quick: bool) -> dict[str, Any]:
     budget_s = min(budget_s, OWN_LIMIT_S[quick])
     started = time.monotonic()
-    out: dict[str, Any] = {"name": "extraction", "quick": quick, "figures": {}, "targets": [], "skipped": []}
     if not DATA_FILE.is_file():
         msg = f"the LoCoMo development data is not at {DATA_FILE} (see ../shared/bench-data/README.md)"
         progress(f"extraction: skipped: {msg}")
-        out["skipped"].append(msg)
-        out["markdown"] = f"Skipped: {msg}.\n"
-        return out
-    sessions = load_sessions(DATA_FILE, conversations=1 if quick else None)
-    figures: dict[str, Any] = {"data": str(DATA_FILE.relative_to(common.REPO.parent))}
+        return report.skipped_result("extraction", quick, msg)
+    sessions = load_sessions(conversations=1 if quick else None)
+    figures: dict[str, Any] = {"data": str(DATA_FILE.relative_to(REPO.parent))}
     progress("extraction: rule extractor and gate in-process")
     figures["rules"] = measure_rules(sessions)
-    with common.services() as svc:
-        figures["services"] = "embedded PostgreSQL in a temp dir" if svc.embedded else "DATABASE_URL"
+    with services() as svc:
+        figures["services"] = svc.description
         # burst: everything emitted at once (windows hold whatever arrived before the task ran); paced: the
         # next 12 turns of each conversation only once the worker is done with the previous ones (live-like)
         figures["burst"] = measure_worker(svc, sessions, deadline=started + budget_s / 2)
         figures["worker"] = measure_worker(svc, sessions, deadline=started + budget_s, paced=True)
-    figures["duration_s"] = round(time.monotonic() - started, 1)
-    out["figures"] = figures
-    out["targets"] = targets(figures)
-    out["markdown"] = render_markdown(out)
-    return out
+    return report.result("extraction", quick, figures, [], started=started, targets=TARGETS, blocks=SECTION)
 
 
-def targets(f: dict[str, Any]) -> list[dict[str, Any]]:
+# --- targets and the report -------------------------------------------------------------------------------
+
+
+def _note(f: dict[str, Any]) -> str:
     w = f["worker"]
     note = f"{w['turns']:,} turns, {w['conversations']} conversations"
-    if w.get("incomplete"):
-        note += f"; incomplete: {w['incomplete']}"
-    return [
-        common.target(
-            "LLM calls per 1,000 turns",
-            w["llm_calls_per_1000_turns"],
-            "<=",
-            TARGET_CALLS_PER_1000,
-            "calls",
-            note,
-        ),
-        common.target(
-            "prompt tokens per turn",
-            w["prompt_tokens_per_turn"],
-            "<=",
-            TARGET_PROMPT_TOKENS_PER_TURN,
-            "tokens",
-            note,
-        ),
-    ]
+    return note + (f"; incomplete: {w['incomplete']}" if w.get("incomplete") else "")
+
+
+TARGETS = (
+    Target(
+        "LLM calls per 1,000 turns",
+        "worker.llm_calls_per_1000_turns",
+        "<=",
+        TARGET_CALLS_PER_1000,
+        "calls",
+        _note,
+    ),
+    Target(
+        "prompt tokens per turn",
+        "worker.prompt_tokens_per_turn",
+        "<=",
+        TARGET_PROMPT_TOKENS_PER_TURN,
+        "tokens",
+        _note,
+    ),
+)
+
+
+def targets(figures: dict[str, Any]) -> list[dict[str, Any]]:
+    return report.evaluate(TARGETS, figures)
 
 
 def _default(name: str) -> Any:
@@ -515,104 +501,135 @@ def _default(name: str) -> Any:
     return Settings.model_fields[name].default
 
 
-def _top(r: dict[str, Any]) -> str:
-    return ", ".join(f"`{x['function']}` {x['us']}" for x in r["profile_top_tottime_us_per_turn"][:6])
-
-
 def _pairs(d: dict[str, int]) -> str:
     return ", ".join(f"{k} {v:,}" for k, v in d.items())
 
 
-def render_markdown(result: dict[str, Any]) -> str:
-    f = result["figures"]
-    w, r = f["worker"], f["rules"]
-    lines = common.targets_table(result["targets"])
-    lines += [
-        "",
-        paragraph(f"""Anchors: {ANCHORS}. Data: `{f["data"]}` (read in place), {w["conversations"]}
-              conversations, {w["sessions"]} sessions, {w["turns"]:,} turns, replayed as {w["events"]:,}
-              events
-              (a `session_end` after each session) through `MemoryClient.emit` to a real `celery worker -c 2`
-              with the default debounce (12 turns / 1,500 tokens / 20 s idle) and LLM batching (a window
-              makes the LLM call once {_default("llm_batch_turns")} turns or {_default("llm_batch_tokens"):,}
-              tokens are owed to it, or on session end or idle; smaller windows apply their rules and leave
-              their turns `llm_pending` for the next one); {f["services"]}. The worker's LLM
-              is the tests' fake OpenAI-compatible server: extraction answered `{{"memories": []}}`, rolling
-              summaries with a short sectioned summary; tokens as it counts them (characters / 4). Emitted in
-              {w["emit_s"]} s, drained {fmt(w.get("drain_s"))} s after the first emit."""),
-    ]
-    if w.get("incomplete"):
-        lines += ["", f"**The replay did not drain ({w['incomplete']}): figures are partial.**"]
+def _setup(f: dict[str, Any]) -> str:
+    w = f["worker"]
+    return f"""Anchors: {ANCHORS}. Data: `{f["data"]}` (read in place), {w["conversations"]} conversations,
+        {w["sessions"]} sessions, {w["turns"]:,} turns, replayed as {w["events"]:,} events (a `session_end`
+        after each session) through `MemoryClient.emit` to a real `celery worker -c 2` with the default
+        debounce (12 turns / 1,500 tokens / 20 s idle) and LLM batching (a window makes the LLM call once
+        {_default("llm_batch_turns")} turns or {_default("llm_batch_tokens"):,} tokens are owed to it, or on
+        session end or idle; smaller windows apply their rules and leave their turns `llm_pending` for the
+        next one); {f["services"]}. The worker's LLM is the tests' fake OpenAI-compatible server: extraction
+        answered `{{"memories": []}}`, rolling summaries with a short sectioned summary; tokens as it counts
+        them (characters / 4). Emitted in {w["emit_s"]} s, drained {fmt(w.get("drain_s"))} s after the first
+        emit."""
+
+
+def _replays(f: dict[str, Any]) -> str:
     b = f.get("burst")
-    lines += [
-        "",
-        paragraph(f"""Two replays, each on a fresh worker and tenant. Paced (the figures below and the
-              targets): each conversation sends its next {PACED_CHUNK} turns (a session's last chunk with its
-              `session_end`) once the worker has left no event pending, as agents sending one turn at a time
-              would fill the debounce window. Burst: every event emitted at once, so a window holds whatever
-              arrived before its task ran""")
-        + (
-            f" (burst: {b['llm_calls_per_1000_turns']} calls per 1,000 turns, {b['prompt_tokens_per_turn']}"
-            f" prompt tokens per turn, {fmt(b['turns_per_extract_call'])} turns per extraction call,"
-            f" drained in {fmt(b.get('drain_s'))} s)."
-            if b
-            else "."
+    burst = (
+        f""" (burst: {b["llm_calls_per_1000_turns"]} calls per 1,000 turns, {b["prompt_tokens_per_turn"]}
+        prompt tokens per turn, {fmt(b["turns_per_extract_call"])} turns per extraction call, drained in
+        {fmt(b.get("drain_s"))} s)."""
+        if b
+        else "."
+    )
+    return f"""Two replays, each on a fresh worker and tenant. Paced (the figures below and the targets):
+        each conversation sends its next {PACED_CHUNK} turns (a session's last chunk with its `session_end`)
+        once the worker has left no event pending, as agents sending one turn at a time would fill the
+        debounce window. Burst: every event emitted at once, so a window holds whatever arrived before its
+        task ran{burst}"""
+
+
+def _rules_text(f: dict[str, Any]) -> str:
+    r = f["rules"]
+    top = ", ".join(f"`{x['function']}` {x['us']}" for x in r["profile_top_tottime_us_per_turn"][:6])
+    return f"""Rule throughput: in-process, pinned to one core, every session's turns as one window (as the
+        worker calls them), median of {r["rounds"]} rounds after a warm-up. Gate decisions of the pure gate
+        over the same windows: {_pairs(r["gate_decisions"])}; reasons: {_pairs(r["gate_reasons"])}. The
+        same windows without the `<speaker>: ` prefix the replay puts on every turn:
+        {_pairs(r["gate_decisions_without_speaker_prefix"])}. Top own time (cProfile, one pass of both, µs per
+        turn, profiler overhead included): {top}."""
+
+
+def _skipped_turns(f: dict[str, Any]) -> str:
+    w = f["worker"]
+    return f"{w['turn_status'].get('skipped', 0):,} ({100 * w['skipped_share']:.1f} %)"
+
+
+FIGURES = Facts(
+    (
+        Column(
+            "LLM calls (all stages)",
+            lambda f: f"{f['worker']['llm_calls']:,} ({_pairs(f['worker']['calls_by_kind'])})",
         ),
-    ]
-    share = 100 * w["skipped_share"]
-    lines += [
-        "",
-        "| figure | value |",
-        "| --- | --- |",
-        f"| LLM calls (all stages) | {w['llm_calls']:,} ({_pairs(w['calls_by_kind'])}) |",
-        f"| LLM calls per 1,000 turns | {w['llm_calls_per_1000_turns']} |",
-        f"| turns per extraction call (mean window sent) | {fmt(w['turns_per_extract_call'])} |",
-        f"| prompt tokens (all calls) | {w['prompt_tokens']:,} |",
-        f"| prompt tokens per turn | {w['prompt_tokens_per_turn']} |",
-        f"| completion tokens (all calls) | {w['completion_tokens']:,} |",
-        f"| turns the gate skipped (final status `skipped`) | {w['turn_status'].get('skipped', 0):,} "
-        f"({share:.1f} %) |",
-        f"| turn statuses | {_pairs(dict(sorted(w['turn_status'].items())))} |",
-        f"| candidates by origin / memories | {_pairs(w['candidates_by_origin']) or 'none'} / "
-        f"{w['memories']:,} |",
-        f"| rule extractor + gate, one core | {r['turns_per_s']['both']:,} turns/s "
-        f"({r['us_per_turn']['both']} µs/turn) |",
-        f"| `gate_window` alone (the worker's whole rule pass: the plan reuses the gate's candidates) | "
-        f"{r['turns_per_s']['gate_window']:,} turns/s |",
-        f"| `extract_rules` alone | {r['turns_per_s']['extract_rules']:,} turns/s "
-        f"({r['candidates']:,} candidates) |",
-    ]
-    lines += [
-        "",
-        paragraph(f"""Rule throughput: in-process, pinned to one core, every session's turns as one
-              window (as the worker calls them), median of {r["rounds"]} rounds after a warm-up. Gate
-              decisions of the pure gate over the same windows: {_pairs(r["gate_decisions"])}; reasons:
-              {_pairs(r["gate_reasons"])}. The same windows without the `<speaker>: ` prefix the replay puts
-              on every turn: {_pairs(r["gate_decisions_without_speaker_prefix"])}. Top own time (cProfile,
-              one pass of both, µs per turn, profiler overhead included): {_top(r)}."""),
-    ]
-    lines += [
-        "",
-        "### Where the prompt tokens go",
-        "",
-        "Prompt tokens per turn (all prompt tokens / turns replayed), by stage and prompt section:",
-        "",
-        "| stage: section | tokens per turn |",
-        "| --- | --- |",
-    ]
-    lines += [f"| {k} | {v} |" for k, v in w["prompt_tokens_per_turn_by_section"].items()]
-    if w["usage_by_stage"]:
-        lines += [
-            "",
-            "As the worker recorded them (`llm_usage`): "
-            + "; ".join(
-                f"{u['stage']}: {u['calls']:,} calls, {u['prompt_tokens']:,} prompt / "
-                f"{u['completion_tokens']:,} "
-                f"completion tokens"
-                for u in w["usage_by_stage"]
+        Column("LLM calls per 1,000 turns", "worker.llm_calls_per_1000_turns"),
+        Column("turns per extraction call (mean window sent)", "worker.turns_per_extract_call"),
+        Column("prompt tokens (all calls)", "worker.prompt_tokens", ","),
+        Column("prompt tokens per turn", "worker.prompt_tokens_per_turn"),
+        Column("completion tokens (all calls)", "worker.completion_tokens", ","),
+        Column("turns the gate skipped (final status `skipped`)", _skipped_turns),
+        Column("turn statuses", lambda f: _pairs(dict(sorted(f["worker"]["turn_status"].items())))),
+        Column(
+            "candidates by origin / memories",
+            lambda f: (
+                f"{_pairs(f['worker']['candidates_by_origin']) or 'none'} / {f['worker']['memories']:,}"
             ),
-        ]
-    return "\n".join(lines) + "\n"
+        ),
+        Column(
+            "rule extractor + gate, one core",
+            lambda f: (
+                f"{f['rules']['turns_per_s']['both']:,} turns/s ({f['rules']['us_per_turn']['both']} µs/turn)"
+            ),
+        ),
+        Column(
+            "`gate_window` alone (the worker's whole rule pass: the plan reuses the gate's candidates)",
+            lambda f: f"{f['rules']['turns_per_s']['gate_window']:,} turns/s",
+        ),
+        Column(
+            "`extract_rules` alone",
+            lambda f: (
+                f"{f['rules']['turns_per_s']['extract_rules']:,} turns/s "
+                f"({f['rules']['candidates']:,} candidates)"
+            ),
+        ),
+    )
+)
+
+
+def _usage(w: dict[str, Any]) -> str | None:
+    if not w["usage_by_stage"]:
+        return None
+    return "As the worker recorded them (`llm_usage`): " + "; ".join(
+        f"{u['stage']}: {u['calls']:,} calls, {u['prompt_tokens']:,} prompt / {u['completion_tokens']:,} "
+        "completion tokens"
+        for u in w["usage_by_stage"]
+    )
+
+
+SECTION = (
+    Text(_setup),
+    Text(
+        lambda f: (
+            f"**The replay did not drain ({f['worker']['incomplete']}): figures are partial.**"
+            if f["worker"].get("incomplete")
+            else None
+        )
+    ),
+    Text(_replays),
+    FIGURES,
+    Text(_rules_text),
+    Section(
+        "Where the prompt tokens go",
+        (
+            Text("Prompt tokens per turn (all prompt tokens / turns replayed), by stage and prompt section:"),
+            Table(
+                (Column("stage: section", lambda kv: kv[0]), Column("tokens per turn", lambda kv: kv[1])),
+                lambda w: list(w["prompt_tokens_per_turn_by_section"].items()),
+            ),
+            Text(_usage),
+        ),
+        data="worker",
+    ),
+)
+
+
+def render_markdown(result: dict[str, Any]) -> str:
+    return report.render(result, SECTION)
 
 
 if __name__ == "__main__":

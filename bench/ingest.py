@@ -3,7 +3,7 @@
 Contract: `run(budget_s, quick) -> dict` measures, never asserts, and returns
 `{"name", "quick", "figures", "targets", "skipped", "markdown"}`; `targets` lists each target with the
 measured value and `met` true only when the measurement meets it. Phases that would not fit in the budget
-are skipped and named in `skipped`. Everything runs against real services (see `bench.common.services`).
+are skipped and named in `skipped`. Everything runs against real services (see `bench.lib.services`).
 
 - emit: 20,000 `MemoryClient.emit` calls after a warm-up, against the Redis at REDIS_URL (default the
   machine's 127.0.0.1:6379), interleaved in blocks with the two baselines (the bare `RedisPublisher.publish`
@@ -28,7 +28,6 @@ import inspect
 import itertools
 import json
 import os
-import pstats
 import subprocess
 import sys
 import time
@@ -37,8 +36,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench import common
-from bench.common import Services, fmt, latency_summary_ms, paragraph, progress, unique_name
+from bench.lib import report
+from bench.lib.capture import top_own_time
+from bench.lib.paths import REPO
+from bench.lib.processes import BenchWorker, ProcStats, postgres_cpu_s, redis_cpu_s
+from bench.lib.progress import progress
+from bench.lib.report import Bullets, Column, Section, Table, Target, Text, fmt
+from bench.lib.services import Services, drop_queue, redis_client, services, unique_name, worker_env
+from bench.lib.stats import latency_summary_ms
 
 EMIT_CALLS = 20_000
 EMIT_WARMUP = 2_000
@@ -129,7 +134,7 @@ def measure_emit(svc: Services, *, calls: int) -> dict[str, Any]:
         for n in range(EMIT_WARMUP):
             client.emit(**event_fields(n))
         # the baselines send exactly what emit() sent: the warm-up's messages, read back from the queue
-        r = common.redis_client(svc.redis_url)
+        r = redis_client(svc.redis_url)
         payloads = [_decode_args(m)[0] for m in r.lrange(queue, 0, -1)]
         for p in payloads[:200]:
             publisher.publish(tasknames.INGEST, [p])
@@ -168,7 +173,7 @@ def measure_emit(svc: Services, *, calls: int) -> dict[str, Any]:
         client.close()
         publisher.close()
         celery_app.close()
-        common.drop_queue(svc.redis_url, queue)
+        drop_queue(svc.redis_url, queue)
 
 
 # --- sustained ingest -----------------------------------------------------------------------------------
@@ -233,7 +238,7 @@ def drain_run(
     extra_args: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Pre-load `events`, start a worker with `-c concurrency`, wait for the last row; measure all along."""
-    from shared.db.engine import get_engine
+    from bench.lib.project import get_engine
 
     queue, tenant = unique_name(f"bench-{label}"), unique_name("t")
     out: dict[str, Any] = {
@@ -248,15 +253,15 @@ def drain_run(
     try:
         out.update(preload(svc, queue=queue, tenant=tenant, events=events, batch=batch))
         progress(f"{label}: starting a worker with -c {concurrency}")
-        worker = common.BenchWorker(
-            common.worker_env(svc, queue, **env),
+        worker = BenchWorker(
+            worker_env(svc, queue, **env),
             queue,
             svc.tmp / f"{queue}.log",
             concurrency,
             extra_args=list(extra_args),
         ).start()
-        pg0, redis0 = common.postgres_cpu_s(svc.postmaster_pid), common.redis_cpu_s(svc.redis_url)
-        stats: dict[int, common.ProcStats] = {}
+        pg0, redis0 = postgres_cpu_s(svc.postmaster_pid), redis_cpu_s(svc.redis_url)
+        stats: dict[int, ProcStats] = {}
         try:
             count, last_change, last_count = 0, time.monotonic(), 0
             while True:
@@ -274,7 +279,7 @@ def drain_run(
                     break
                 time.sleep(0.25)
             wall = time.monotonic() - worker.ready_at
-            pg1, redis1 = common.postgres_cpu_s(svc.postmaster_pid), common.redis_cpu_s(svc.redis_url)
+            pg1, redis1 = postgres_cpu_s(svc.postmaster_pid), redis_cpu_s(svc.redis_url)
         finally:
             stats = worker.stop()
         span = _received_span_s(engine, tenant)
@@ -291,7 +296,7 @@ def drain_run(
         )
         return out
     finally:
-        common.drop_queue(svc.redis_url, queue, tenant=tenant)
+        drop_queue(svc.redis_url, queue, tenant=tenant)
 
 
 def _mb(n: int | None) -> float | None:
@@ -299,7 +304,7 @@ def _mb(n: int | None) -> float | None:
 
 
 def _cpu_per_event(
-    stats: dict[int, common.ProcStats],
+    stats: dict[int, ProcStats],
     pg0: float | None,
     pg1: float | None,
     redis0: float | None,
@@ -387,12 +392,10 @@ def probe(out_path: Path, *, calls: int, tenant: str) -> None:
     for _ in range(calls // 2):
         task_body()
     profiler.disable()
-    st = pstats.Stats(profiler)
-    rows = sorted(st.stats.items(), key=lambda kv: kv[1][2], reverse=True)[:8]  # type: ignore[attr-defined]
     per_task = 1000 / (calls // 2)
     result["profile_top_tottime"] = [
-        {"function": f"{Path(f).name}:{line}({fn})", "tottime_ms_per_call": round(v[2] * per_task, 4)}
-        for (f, line, fn), v in rows
+        {"function": function, "tottime_ms_per_call": round(own_s * per_task, 4)}
+        for function, own_s, _ in top_own_time(profiler)
     ]
     out_path.write_text(json.dumps(result, indent=2))
 
@@ -414,14 +417,14 @@ def run_probe(svc: Services, *, calls: int) -> dict[str, Any]:
                 "--tenant",
                 tenant,
             ],
-            env=common.worker_env(svc, queue, **INGEST_ONLY_ENV),
-            cwd=common.REPO,
+            env=worker_env(svc, queue, **INGEST_ONLY_ENV),
+            cwd=REPO,
             capture_output=True,
             text=True,
             timeout=300,
         )
     finally:
-        common.drop_queue(svc.redis_url, queue, tenant=tenant)
+        drop_queue(svc.redis_url, queue, tenant=tenant)
     if proc.returncode != 0:
         return {"error": proc.stderr[-2000:]}
     return dict(json.loads(out.read_text()))
@@ -475,7 +478,7 @@ def run(budget_s: float, quick: bool) -> dict[str, Any]:
     deadline = started + budget_s
     figures: dict[str, Any] = {"sustained": [], "budget_s": budget_s}
     skipped: list[str] = []
-    with common.services() as svc:
+    with services() as svc:
         figures["services"] = {
             "database": "embedded PostgreSQL in a temp dir" if svc.embedded else "DATABASE_URL",
             "redis": _safe_url(svc.redis_url),
@@ -504,9 +507,7 @@ def run(budget_s: float, quick: bool) -> dict[str, Any]:
             if result["rows"]:
                 rates[d.label] = result["events_per_s"]
     figures["rss"] = _rss_figure(figures["sustained"], RSS_EVENTS[quick])
-    return common.report(
-        "ingest", quick, figures, skipped, started=started, targets=_targets, render=render_markdown
-    )
+    return report.result("ingest", quick, figures, skipped, started=started, targets=TARGETS, blocks=SECTION)
 
 
 def _safe_url(url: str) -> str:
@@ -552,150 +553,173 @@ def _rss_figure(runs: list[dict[str, Any]], wanted_events: int) -> dict[str, Any
     }
 
 
+# --- targets and the report -------------------------------------------------------------------------------
 
 
-def _targets(figures: dict[str, Any]) -> list[dict[str, Any]]:
-    emit = figures["emit"]["emit"]
-    c2 = next((r for r in figures["sustained"] if r["label"] == "c2"), None)
-    rss = figures["rss"]
-    worst_rss = None
-    note = "not measured"
-    if rss:
-        keys = ("main_peak_rss_mb", "main_vm_hwm_mb", "child_peak_rss_mb", "child_vm_hwm_mb")
-        values = [rss[k] for k in keys if rss[k] is not None]
-        worst_rss = max(values) if values else None
-        note = (
-            f"worst of main and pool child, `-c 1`, {rss['events_drained']:,} events in "
-            f"{rss['messages']:,} messages"
-        )
-        if rss["events_drained"] < rss["wanted_events"]:
-            note += f"; wanted {rss['wanted_events']:,}: not reached"
-    c2_note = "not measured" if c2 is None else f"{c2['rows']:,} single-event messages"
-    if c2 is not None and c2.get("incomplete"):
-        c2_note += f" ({c2['incomplete']})"
-    return [
-        common.target("emit() p50", emit["p50_ms"], "<=", TARGET_EMIT_P50_MS, "ms"),
-        common.target("emit() p99", emit["p99_ms"], "<=", TARGET_EMIT_P99_MS, "ms"),
-        common.target(
-            "sustained ingest, -c 2",
-            c2["events_per_s"] if c2 else None,
-            ">=",
-            TARGET_EVENTS_PER_S_C2,
-            "events/s",
-            c2_note,
-        ),
-        common.target("worker peak RSS", worst_rss, "<=", TARGET_PEAK_RSS_MB, "MB", note),
-    ]
-
-
-# --- markdown -------------------------------------------------------------------------------------------
-
-
-
-
-
-
-def render_markdown(result: dict[str, Any]) -> str:
-    f = result["figures"]
-    lines = common.targets_table(result["targets"])
-    services = f["services"]
-    lines += [
-        "",
-        f"Services: {services['database']}; Redis at `{services['redis']}` (shared with whatever "
-        "else runs on the machine)." + (" Quick mode: smaller workloads." if result["quick"] else ""),
-    ]
-    lines += _emit_md(f["emit"]) + _sustained_md(f["sustained"]) + _rss_md(f["rss"])
-    lines += _where_md(f)
-    if result["skipped"]:
-        lines += ["", "Skipped (budget): " + "; ".join(result["skipped"])]
-    return "\n".join(lines) + "\n"
-
-
-def _emit_md(e: dict[str, Any]) -> list[str]:
-    rows = [
-        ("`MemoryClient.emit` (validate + redact + publish)", e["emit"]),
-        ("`RedisPublisher.publish` alone (same payloads)", e["publish"]),
-        ("Celery `app.send_task` (same payloads, baseline)", e["send_task"]),
-    ]
-    out = [
-        "",
-        "### `emit()` latency",
-        "",
-        f"{e['emit']['n']:,} calls of each kind after {EMIT_WARMUP:,} warm-up calls, interleaved in "
-        f"blocks of {EMIT_BLOCK:,} so that machine noise hits all three alike; one process, one thread.",
-        "",
-        "| call | p50 ms | p90 ms | p99 ms | max ms |",
-        "| --- | --- | --- | --- | --- |",
-    ]
-    for name, s in rows:
-        out.append(
-            f"| {name} | {s['p50_ms']:.3f} | {s['p90_ms']:.3f} | {s['p99_ms']:.3f} | {s['max_ms']:.2f} |"
-        )
-    out += [
-        "",
-        f"`send_task` / `emit` at p50: {e['send_task_over_emit_p50']}x; `send_task` / bare publish: "
-        f"{e['send_task_over_publish_p50']}x. Calls spooled (broker slower than the 50 ms timeout): "
-        f"{e['spooled']}.",
-    ]
-    return out
-
-
-def _sustained_md(runs: list[dict[str, Any]]) -> list[str]:
-    out = [
-        "",
-        "### Sustained ingest (accepted -> row in Postgres)",
-        "",
-        paragraph(f"""
-           Each run: events pre-loaded into a fresh queue for a fresh tenant (`emit`, one event per message,
-           or `emit_many` batches), then one worker started (`celery -A worker.app worker -c N`, prefetch 4,
-           log level INFO, JSON logs to a file). events/s = rows / (last row seen - worker ready); steady =
-           rows / span of `received_at` (first to last task). CPU per event: user+system time of each process
-           during the drain. Runs other than `-pipeline` defer the debounced extraction (no extraction task
-           fires during the run), so they measure ingest alone; `-pipeline` keeps the default debounce
-           (rules-only extraction tasks on the same queue). Single-event runs drain what about
-           {SLICE_S[False]:.0f} s ({SLICE_S[True]:.0f} s in quick mode) take at the rate measured so far,
-           between {MIN_EVENTS[False]:,} and {SUSTAINED_EVENTS[False]:,} events ({MIN_EVENTS[True]:,} and
-           {SUSTAINED_EVENTS[True]:,} in quick mode), to fit the time budget."""),
-        "",
-        "| run | events | messages | -c | events/s | steady events/s | wall s | CPU ms/event: worker "
-        "main / pool / postgres / redis | peak RSS MB main / pool | load 1 min |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    for r in runs:
-        cpu = r["cpu_ms_per_event"]
-        rss_main = max((p["peak_rss_mb"] for p in r["processes"] if p["role"] == "main"), default=None)
-        rss_child = max((p["peak_rss_mb"] for p in r["processes"] if p["role"] == "child"), default=None)
-        flag = f" ({r['incomplete']})" if r.get("incomplete") else ""
-        out.append(
-            f"| {r['label']}{flag} | {r['rows']:,} | {r['messages']:,} | {r['concurrency']} | "
-            f"{r['events_per_s']:,.0f} | {fmt(r['steady_events_per_s'], ',.0f')} | {r['wall_s']} | "
-            f"{' / '.join(fmt(cpu.get(k)) for k in CPU_ROLES)} | {fmt(rss_main)} / {fmt(rss_child)} | "
-            f"{fmt(r.get('load_1m'))} |"
-        )
-    return out
-
-
-def _rss_md(rss: dict[str, Any] | None) -> list[str]:
+def _worst_rss(f: dict[str, Any]) -> float | None:
+    rss = f["rss"]
     if not rss:
-        return ["", "### Worker peak RSS", "", "Not measured."]
-    return [
-        "",
-        "### Worker peak RSS",
-        "",
-        paragraph(f"""Run `{rss["run"]}`: a worker with `-c 1` (one main process + one prefork pool child)
-            draining {rss["events_drained"]:,} events in {rss["messages"]:,} messages (batches keep 100,000
-            events within the time budget; the single-event runs above sample RSS too). psutil RSS sampled
-            every 0.25 s, and the kernel's VmHWM read just before the worker was stopped."""),
-        "",
-        "| process | peak RSS (sampled) MB | VmHWM MB |",
-        "| --- | --- | --- |",
-        f"| main (consumer) | {fmt(rss['main_peak_rss_mb'])} | {fmt(rss['main_vm_hwm_mb'])} |",
-        f"| pool child | {fmt(rss['child_peak_rss_mb'])} | {fmt(rss['child_vm_hwm_mb'])} |",
-        "",
-        paragraph(f"""Worst single process over every run of this benchmark: {fmt(rss["worst_any_run_mb"])}
-            MB. Pool children seen in `{rss["run"]}`: {rss["pool_children_seen"]} (more than 1 means a child
-            was recycled by `worker_max_memory_per_child`)."""),
-    ]
+        return None
+    keys = ("main_peak_rss_mb", "main_vm_hwm_mb", "child_peak_rss_mb", "child_vm_hwm_mb")
+    values = [rss[k] for k in keys if rss[k] is not None]
+    return max(values) if values else None
+
+
+def _rss_note(f: dict[str, Any]) -> str:
+    rss = f["rss"]
+    if not rss:
+        return "not measured"
+    note = f"worst of main and pool child, `-c 1`, {rss['events_drained']:,} events in {rss['messages']:,} messages"
+    if rss["events_drained"] < rss["wanted_events"]:
+        note += f"; wanted {rss['wanted_events']:,}: not reached"
+    return note
+
+
+def _c2(f: dict[str, Any]) -> dict[str, Any] | None:
+    return next((r for r in f["sustained"] if r["label"] == "c2"), None)
+
+
+def _c2_note(f: dict[str, Any]) -> str:
+    c2 = _c2(f)
+    if c2 is None:
+        return "not measured"
+    return f"{c2['rows']:,} single-event messages" + (
+        f" ({c2['incomplete']})" if c2.get("incomplete") else ""
+    )
+
+
+TARGETS = (
+    Target("emit() p50", "emit.emit.p50_ms", "<=", TARGET_EMIT_P50_MS, "ms"),
+    Target("emit() p99", "emit.emit.p99_ms", "<=", TARGET_EMIT_P99_MS, "ms"),
+    Target(
+        "sustained ingest, -c 2",
+        lambda f: c2["events_per_s"] if (c2 := _c2(f)) else None,
+        ">=",
+        TARGET_EVENTS_PER_S_C2,
+        "events/s",
+        _c2_note,
+    ),
+    Target("worker peak RSS", _worst_rss, "<=", TARGET_PEAK_RSS_MB, "MB", _rss_note),
+)
+
+
+def targets(figures: dict[str, Any]) -> list[dict[str, Any]]:
+    return report.evaluate(TARGETS, figures)
+
+
+def _emit_rows(e: dict[str, Any]) -> list[dict[str, Any]]:
+    names = {
+        "emit": "`MemoryClient.emit` (validate + redact + publish)",
+        "publish": "`RedisPublisher.publish` alone (same payloads)",
+        "send_task": "Celery `app.send_task` (same payloads, baseline)",
+    }
+    return [{**e[key], "call": name} for key, name in names.items()]
+
+
+EMIT_SECTION = Section(
+    "`emit()` latency",
+    (
+        Text(
+            lambda e: (
+                f"""{e["emit"]["n"]:,} calls of each kind after {EMIT_WARMUP:,} warm-up calls,
+            interleaved in blocks of {EMIT_BLOCK:,} so that machine noise hits all three alike; one process,
+            one thread."""
+            )
+        ),
+        Table(
+            (
+                Column("call", "call"),
+                Column("p50 ms", "p50_ms", ".3f"),
+                Column("p90 ms", "p90_ms", ".3f"),
+                Column("p99 ms", "p99_ms", ".3f"),
+                Column("max ms", "max_ms", ".2f"),
+            ),
+            _emit_rows,
+        ),
+        Text(
+            lambda e: (
+                f"""`send_task` / `emit` at p50: {e["send_task_over_emit_p50"]}x; `send_task` / bare publish:
+            {e["send_task_over_publish_p50"]}x. Calls spooled (broker slower than the 50 ms timeout):
+            {e["spooled"]}."""
+            )
+        ),
+    ),
+    data="emit",
+)
+
+SUSTAINED_INTRO = f"""Each run: events pre-loaded into a fresh queue for a fresh tenant (`emit`, one event per
+    message, or `emit_many` batches), then one worker started (`celery -A worker.app worker -c N`, prefetch 4,
+    log level INFO, JSON logs to a file). events/s = rows / (last row seen - worker ready); steady = rows /
+    span of `received_at` (first to last task). CPU per event: user+system time of each process during the
+    drain. Runs other than `-pipeline` defer the debounced extraction (no extraction task fires during the
+    run), so they measure ingest alone; `-pipeline` keeps the default debounce (rules-only extraction tasks on
+    the same queue). Single-event runs drain what about {SLICE_S[False]:.0f} s ({SLICE_S[True]:.0f} s in quick
+    mode) take at the rate measured so far, between {MIN_EVENTS[False]:,} and {SUSTAINED_EVENTS[False]:,}
+    events ({MIN_EVENTS[True]:,} and {SUSTAINED_EVENTS[True]:,} in quick mode), to fit the time budget."""
+
+
+def _peak_rss(r: dict[str, Any]) -> str:
+    def peak(role: str) -> float | None:
+        return max((p["peak_rss_mb"] for p in r["processes"] if p["role"] == role), default=None)
+
+    return f"{fmt(peak('main'))} / {fmt(peak('child'))}"
+
+
+SUSTAINED_SECTION = Section(
+    "Sustained ingest (accepted -> row in Postgres)",
+    (
+        Text(SUSTAINED_INTRO),
+        Table(
+            (
+                Column(
+                    "run", lambda r: r["label"] + (f" ({r['incomplete']})" if r.get("incomplete") else "")
+                ),
+                Column("events", "rows", ","),
+                Column("messages", "messages", ","),
+                Column("-c", "concurrency"),
+                Column("events/s", "events_per_s", ",.0f"),
+                Column("steady events/s", "steady_events_per_s", ",.0f"),
+                Column("wall s", "wall_s"),
+                Column(
+                    "CPU ms/event: worker main / pool / postgres / redis",
+                    lambda r: " / ".join(fmt(r["cpu_ms_per_event"].get(k)) for k in CPU_ROLES),
+                ),
+                Column("peak RSS MB main / pool", _peak_rss),
+                Column("load 1 min", "load_1m"),
+            )
+        ),
+    ),
+    data="sustained",
+)
+
+RSS_SECTION = Section(
+    "Worker peak RSS",
+    (
+        Text(
+            lambda rss: (
+                f"""Run `{rss["run"]}`: a worker with `-c 1` (one main process + one prefork pool
+            child) draining {rss["events_drained"]:,} events in {rss["messages"]:,} messages (batches keep
+            100,000 events within the time budget; the single-event runs above sample RSS too). psutil RSS
+            sampled every 0.25 s, and the kernel's VmHWM read just before the worker was stopped."""
+            )
+        ),
+        Table(
+            (Column("process", "process"), Column("peak RSS (sampled) MB", "rss"), Column("VmHWM MB", "hwm")),
+            lambda rss: [
+                {"process": "main (consumer)", "rss": rss["main_peak_rss_mb"], "hwm": rss["main_vm_hwm_mb"]},
+                {"process": "pool child", "rss": rss["child_peak_rss_mb"], "hwm": rss["child_vm_hwm_mb"]},
+            ],
+        ),
+        Text(
+            lambda rss: (
+                f"""Worst single process over every run of this benchmark:
+            {fmt(rss["worst_any_run_mb"])} MB. Pool children seen in `{rss["run"]}`: {rss["pool_children_seen"]}
+            (more than 1 means a child was recycled by `worker_max_memory_per_child`)."""
+            )
+        ),
+    ),
+    data="rss",
+)
 
 
 def _cpu_total(run: dict[str, Any] | None) -> float | None:
@@ -705,84 +729,119 @@ def _cpu_total(run: dict[str, Any] | None) -> float | None:
     return None if any(p is None for p in parts[:3]) else sum(p for p in parts if p is not None)
 
 
-def _where_md(f: dict[str, Any]) -> list[str]:
-    probe = f["probe"]
-    runs = {r["label"]: r for r in f["sustained"]}
-    out = ["", "### Where the time goes"]
-    if "error" in probe:
-        return [*out, "", f"The probe failed: `{probe['error'][-300:]}`"]
-    out += [
-        "",
-        f"One ingest task's pieces, timed in one process with the worker's settings ({PROBE_CALLS} "
-        "calls each, single-event envelopes):",
-        "",
-        "| piece | p50 ms | p90 ms |",
-        "| --- | --- | --- |",
-    ]
-    names = {
-        "db_roundtrip": "`SELECT 1` round trip (pool checkout included)",
-        "validate_split": "validate the envelope (`split_envelope`)",
-        "store_transaction": "validate + the DB transaction (`store_events`, commit)",
-        "task_body": "the task function (`ingest.run`: the above + the debounce trigger)",
-        "task_apply_eager": "the task through Celery's tracer (`ingest.apply`: signals, log line)",
-    }
-    for key, label in names.items():
-        out.append(f"| {label} | {probe[key]['p50_ms']:.3f} | {probe[key]['p90_ms']:.3f} |")
-    c1, c2 = runs.get("c1"), runs.get("c2")
-    if c1 and c1["rows"] and c1["cpu_ms_per_event"].get("pool_children") is not None:
-        per_event = 1000 / c1["events_per_s"]
-        task = probe["task_apply_eager"]["p50_ms"]
-        cpu = c1["cpu_ms_per_event"]
-        store = probe["store_transaction"]["p50_ms"]
-        out += [
-            "",
-            "- "
-            + paragraph(f"""With `-c 1` an event takes {per_event:.2f} ms of wall time. The pool child
-                spends {cpu["pool_children"]} ms of CPU per event; in-process the task through Celery's tracer
-                takes {task:.2f} ms of wall time (the probe's p50), {store:.2f} ms of it the database
-                transaction. The main process, Celery's consumer (fetch from Redis, decode, dispatch to the
-                child, late ack, task events), spends another {cpu["worker_main"]} ms of CPU per event,
-                Postgres {fmt(cpu.get("postgres"))} ms. Even with Celery's cost at zero, one transaction per
-                event at {store:.2f} ms caps one process at ~{1000 / store:,.0f} events/s."""),
-        ]
+def _runs(f: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {r["label"]: r for r in f["sustained"]}
+
+
+def _one_process(f: dict[str, Any]) -> str | None:
+    c1 = _runs(f).get("c1")
+    if not (c1 and c1["rows"] and c1["cpu_ms_per_event"].get("pool_children") is not None):
+        return None
+    probe, cpu = f["probe"], c1["cpu_ms_per_event"]
+    task, store = probe["task_apply_eager"]["p50_ms"], probe["store_transaction"]["p50_ms"]
+    return f"""With `-c 1` an event takes {1000 / c1["events_per_s"]:.2f} ms of wall time. The pool child
+        spends {cpu["pool_children"]} ms of CPU per event; in-process the task through Celery's tracer takes
+        {task:.2f} ms of wall time (the probe's p50), {store:.2f} ms of it the database transaction. The main
+        process, Celery's consumer (fetch from Redis, decode, dispatch to the child, late ack, task events),
+        spends another {cpu["worker_main"]} ms of CPU per event, Postgres {fmt(cpu.get("postgres"))} ms. Even
+        with Celery's cost at zero, one transaction per event at {store:.2f} ms caps one process at
+        ~{1000 / store:,.0f} events/s."""
+
+
+def _two_processes(f: dict[str, Any]) -> str | None:
+    c2 = _runs(f).get("c2")
     total = _cpu_total(c2)
-    cores = os.cpu_count() or 1
-    if c2 and total:
-        cpu = c2["cpu_ms_per_event"]
-        out += [
-            "- "
-            + paragraph(f"""At `-c 2` each event costs {total:.2f} ms of CPU in all (worker main
-                {cpu["worker_main"]}, pool {cpu["pool_children"]}, postgres {cpu["postgres"]}, redis
-                {fmt(cpu["redis_server"])}); {cores} cores can do at most ~{cores * 1000 / total:,.0f}
-                events/s at that cost, whatever `-c` is: past {cores} processes, more only contend.""")
-        ]
-    b10 = runs.get("batch10-c2")
-    total10 = _cpu_total(b10)
-    if total and total10 and total > total10:
-        # cpu/event = per_message / batch + per_event; two batch sizes give both terms
-        per_message = (total - total10) * 10 / 9
-        per_event_cost = max(total - per_message, 0.0)
-        batched = ", ".join(
-            f"`{r['label']}` {r['events_per_s']:,.0f} events/s"
-            for r in f["sustained"]
-            if r["batch"] > 1 and r["concurrency"] == 2
+    if not c2 or not total:
+        return None
+    cpu, cores = c2["cpu_ms_per_event"], os.cpu_count() or 1
+    return f"""At `-c 2` each event costs {total:.2f} ms of CPU in all (worker main {cpu["worker_main"]}, pool
+        {cpu["pool_children"]}, postgres {cpu["postgres"]}, redis {fmt(cpu["redis_server"])}); {cores} cores can
+        do at most ~{cores * 1000 / total:,.0f} events/s at that cost, whatever `-c` is: past {cores} processes,
+        more only contend."""
+
+
+def _batching(f: dict[str, Any]) -> str | None:
+    runs = _runs(f)
+    total, total10 = _cpu_total(runs.get("c2")), _cpu_total(runs.get("batch10-c2"))
+    if not (total and total10 and total > total10):
+        return None
+    # cpu/event = per_message / batch + per_event; two batch sizes give both terms
+    per_message = (total - total10) * 10 / 9
+    per_event = max(total - per_message, 0.0)
+    batched = ", ".join(
+        f"`{r['label']}` {r['events_per_s']:,.0f} events/s"
+        for r in f["sustained"]
+        if r["batch"] > 1 and r["concurrency"] == 2
+    )
+    return f"""Comparing 1 and 10 events per message at `-c 2`: about {per_message:.2f} ms of CPU is paid per
+        message (Celery's consumer and tracer, one transaction and commit, the log lines) and about
+        {per_event:.2f} ms per event. The per-message cost dominates single-event ingest; batching
+        (`emit_many`, or a consumer that stores several messages in one transaction) is what moves the
+        figure: {batched}."""
+
+
+def _target_missed(f: dict[str, Any]) -> str | None:
+    c2 = _runs(f).get("c2")
+    if not c2 or c2["events_per_s"] >= TARGET_EVENTS_PER_S_C2:
+        return None
+    return (
+        f"The {TARGET_EVENTS_PER_S_C2:,.0f} events/s target at `-c 2` is not met with one event per message "
+        "on this machine."
+    )
+
+
+PROBE_PIECES = {
+    "db_roundtrip": "`SELECT 1` round trip (pool checkout included)",
+    "validate_split": "validate the envelope (`split_envelope`)",
+    "store_transaction": "validate + the DB transaction (`store_events`, commit)",
+    "task_body": "the task function (`ingest.run`: the above + the debounce trigger)",
+    "task_apply_eager": "the task through Celery's tracer (`ingest.apply`: signals, log line)",
+}
+
+WHERE_SECTION = Section(
+    "Where the time goes",
+    (
+        Text(
+            f"""One ingest task's pieces, timed in one process with the worker's settings ({PROBE_CALLS} calls
+            each, single-event envelopes):"""
+        ),
+        Table(
+            (Column("piece", "piece"), Column("p50 ms", "p50_ms", ".3f"), Column("p90 ms", "p90_ms", ".3f")),
+            lambda f: [{**f["probe"][key], "piece": label} for key, label in PROBE_PIECES.items()],
+        ),
+        Bullets((_one_process, _two_processes, _batching, _target_missed)),
+        Text("Top functions by own time in the task function (cProfile, ms per task):"),
+        Bullets(
+            lambda f: [
+                f"`{p['function']}`: {p['tottime_ms_per_call']}" for p in f["probe"]["profile_top_tottime"]
+            ]
+        ),
+    ),
+    data=lambda f: None if "error" in f["probe"] else f,
+)
+
+SECTION = (
+    Text(
+        lambda f: (
+            f"""Services: {f["services"]["database"]}; Redis at `{f["services"]["redis"]}` (shared with
+        whatever else runs on the machine)."""
         )
-        out += [
-            "- "
-            + paragraph(f"""Comparing 1 and 10 events per message at `-c 2`: about {per_message:.2f} ms of
-                CPU is paid per message (Celery's consumer and tracer, one transaction and commit, the log
-                lines) and about {per_event_cost:.2f} ms per event. The per-message cost dominates
-                single-event ingest; batching (`emit_many`, or a consumer that stores several messages in one
-                transaction) is what moves the figure: {batched}.""")
-        ]
-    if c2 and c2["events_per_s"] < TARGET_EVENTS_PER_S_C2:
-        out += [
-            f"- The {TARGET_EVENTS_PER_S_C2:,.0f} events/s target at `-c 2` is not met with one event "
-            "per message on this machine."
-        ]
-    out += ["", "Top functions by own time in the task function (cProfile, ms per task):", ""]
-    out += [f"- `{p['function']}`: {p['tottime_ms_per_call']}" for p in probe["profile_top_tottime"]]
-    return out
+    ),
+    EMIT_SECTION,
+    SUSTAINED_SECTION,
+    RSS_SECTION,
+    Section("Worker peak RSS", (Text("Not measured."),), data=lambda f: None if f["rss"] else f),
+    WHERE_SECTION,
+    Section(
+        "Where the time goes",
+        (Text(lambda f: f"The probe failed: `{f['probe']['error'][-300:]}`"),),
+        data=lambda f: f if "error" in f["probe"] else None,
+    ),
+)
+
+
+def render_markdown(result: dict[str, Any]) -> str:
+    return report.render(result, SECTION)
 
 
 def main() -> None:

@@ -18,7 +18,7 @@ What one run does:
   seconds; a `session_end` event closes each session;
 - drained: every event stored, none `pending`, no candidate `new` (extraction and reconciliation ran);
 - questions: each QA question goes to `POST /v1/search` (real HTTP, k=10, include_turns unless
-  `--no-turns`) for the conversation's user; the results are scored by `bench.scorer` on the turn ids they
+  `--no-turns`) for the conversation's user; the results are scored by `bench.lib.scorer` on the turn ids they
   cite; latency is measured by the client. Adjacent matching turns come back as one passage result (the
   API's default); the same search with `passages: false` (single turns) is scored as an ablation, and a
   second search with k=25 gives recall@25 (the baselines rank 25 turns; their first 10 are scored as k=10);
@@ -50,14 +50,23 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from bench import common, scorer
-from bench.common import REPO, RESULTS_DIR, paragraph, percentile, progress, unique_name
+from bench.lib import report, scorer
+from bench.lib.locomo_data import (
+    Conversation,
+    DataMissing,
+    load_conversations,
+)
+from bench.lib.paths import REPO, RESULTS_DIR
+from bench.lib.processes import BenchWorker
+from bench.lib.progress import progress
+from bench.lib.report import Column, Table, Target, Text
+from bench.lib.services import drop_queue, services, unique_name, worker_env
+from bench.lib.stats import percentile
 
-DATA_FILE = REPO.parent / "shared" / "bench-data" / "locomo-dev.json"
 PLOT_PATH = REPO / "bench" / "locomo_recall_tokens.png"
 OPTIONAL_ENV = "MEMORY_BENCH_DATA_OPTIONAL"
 K = 10  # results per question: what an agent would put in its prompt (the targets are at this k)
@@ -70,98 +79,12 @@ TARGET_WALL_S = 900.0
 SYSTEMS = ("project", "project_turns", "bm25", "embeddings")
 # <system>_deep: the same system asked for DEEP_K results (recall@25, tokens at 25); the rest is at k
 SCORED = (*SYSTEMS, "project_deep", "bm25_deep", "embeddings_deep")
-SYSTEM_LABELS = {"project": "this project (POST /v1/search)",
-                 "project_turns": "this project, passages off (single turns)",
-                 "bm25": "BM25 over raw turns", "embeddings": "embeddings over raw turns"}
-
-
-class DataMissing(RuntimeError):
-    """The LoCoMo data file is not where the benchmark reads it."""
-
-
-# --- data -----------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Turn:
-    dia_id: str
-    content: str
-    event_time: datetime
-
-
-@dataclass(frozen=True)
-class Session:
-    number: int
-    started: datetime
-    turns: tuple[Turn, ...]
-
-
-@dataclass(frozen=True)
-class Question:
-    question: str
-    category: int
-    evidence: frozenset[str]
-
-
-@dataclass(frozen=True)
-class Conversation:
-    sample_id: str
-    sessions: tuple[Session, ...]
-    questions: tuple[Question, ...]
-    dropped_questions: int = 0  # evidence outside the replayed sessions (`--sessions`)
-
-    @property
-    def turns(self) -> list[Turn]:
-        return [t for s in self.sessions for t in s.turns]
-
-
-def data_path() -> Path:
-    return DATA_FILE
-
-
-def parse_session_time(value: str) -> datetime:
-    """LoCoMo's "1:56 pm on 8 May, 2023" as an aware UTC datetime."""
-    return datetime.strptime(" ".join(value.split()), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
-
-
-def turn_content(turn: dict[str, Any]) -> str:
-    content = f"{turn['speaker']}: {turn['text']}"
-    if turn.get("blip_caption"):
-        content += f" [image: {turn['blip_caption']}]"
-    return content
-
-
-def load_conversations(path: Path | None = None, *, conversations: int | None = None,
-                       sessions: int | None = None) -> list[Conversation]:
-    """The data file's conversations (the first `conversations`), each cut to its first `sessions`
-    sessions; questions citing a session that is not replayed are dropped (and counted). An evidence id
-    that names no turn of a replayed session (the data has one, "D27:23" in conv-42) is kept: every system
-    misses it alike."""
-    path = path or data_path()
-    if not path.is_file():
-        raise DataMissing(f"the LoCoMo data file is not at {path} (see ../shared/bench-data/README.md)")
-    samples = json.loads(path.read_text(encoding="utf-8"))
-    out = []
-    for sample in samples[:conversations]:
-        conv = sample["conversation"]
-        numbers = sorted(int(key.split("_")[1]) for key in conv
-                         if key.startswith("session_") and not key.endswith("date_time") and conv[key])
-        kept = []
-        for n in numbers[:sessions]:
-            started = parse_session_time(conv[f"session_{n}_date_time"])
-            turns = tuple(Turn(t["dia_id"], turn_content(t), started + timedelta(seconds=i))
-                          for i, t in enumerate(conv[f"session_{n}"]))
-            kept.append(Session(n, started, turns))
-        replayed = {s.number for s in kept}
-        questions, dropped = [], 0
-        for qa in sample["qa"]:
-            evidence = scorer.parse_evidence(qa.get("evidence") or [])
-            if any(int(e[1:].split(":")[0]) not in replayed for e in evidence):
-                dropped += 1
-                continue
-            questions.append(Question(str(qa["question"]), int(qa["category"]), evidence))
-        out.append(Conversation(sample["sample_id"], tuple(kept), tuple(questions), dropped))
-    return out
+SYSTEM_LABELS = {
+    "project": "this project (POST /v1/search)",
+    "project_turns": "this project, passages off (single turns)",
+    "bm25": "BM25 over raw turns",
+    "embeddings": "embeddings over raw turns",
+}
 
 
 # --- baselines over raw turns ---------------------------------------------------------------------------
@@ -170,7 +93,7 @@ def load_conversations(path: Path | None = None, *, conversations: int | None = 
 def term_counts(text: str) -> Counter[str]:
     """`keywords.tokens` with repeats: the tokens of each whitespace-separated piece (tokens never span
     whitespace, so the distinct set equals `keywords.tokens(text)`)."""
-    from core.keywords import tokens
+    from bench.lib.project import tokens
 
     return Counter(t for piece in text.split() for t in tokens(piece))
 
@@ -194,7 +117,7 @@ class BM25:
                 self.postings.setdefault(t, []).append(i)
 
     def scores(self, query: str) -> dict[int, float]:
-        from core.keywords import tokens
+        from bench.lib.project import tokens
 
         out: dict[int, float] = {}
         for t in tokens(query):
@@ -263,21 +186,38 @@ def replay(stack: Stack, conversations: Sequence[Conversation]) -> int:
     """Emit every turn (and a session_end per session) in order; return the number of events sent."""
     from shared.client import MemoryClient
 
-    client = MemoryClient(stack.tenant, broker_url=stack.redis_url, queue=stack.queue, publish_timeout_s=5.0,
-                          flush_at_exit=False, spool_path=stack.spool_dir / f"{stack.queue}.spool.jsonl")
+    client = MemoryClient(
+        stack.tenant,
+        broker_url=stack.redis_url,
+        queue=stack.queue,
+        publish_timeout_s=5.0,
+        flush_at_exit=False,
+        spool_path=stack.spool_dir / f"{stack.queue}.spool.jsonl",
+    )
     sent = 0
     try:
         for conv in conversations:
             for session in conv.sessions:
                 session_id = f"{conv.sample_id}-s{session.number}"
                 for turn in session.turns:
-                    client.emit(user_id=conv.sample_id, session_id=session_id, content=turn.content,
-                                role="user", event_time=turn.event_time, source_turn_id=turn.dia_id,
-                                event_id=f"{conv.sample_id}-{turn.dia_id}")
+                    client.emit(
+                        user_id=conv.sample_id,
+                        session_id=session_id,
+                        content=turn.content,
+                        role="user",
+                        event_time=turn.event_time,
+                        source_turn_id=turn.dia_id,
+                        event_id=f"{conv.sample_id}-{turn.dia_id}",
+                    )
                     sent += 1
-                client.emit(user_id=conv.sample_id, session_id=session_id, type="session_end", role="user",
-                            event_time=session.started + timedelta(seconds=len(session.turns)),
-                            event_id=f"{session_id}-end")
+                client.emit(
+                    user_id=conv.sample_id,
+                    session_id=session_id,
+                    type="session_end",
+                    role="user",
+                    event_time=session.started + timedelta(seconds=len(session.turns)),
+                    event_id=f"{session_id}-end",
+                )
                 sent += 1
             progress(f"replay: {conv.sample_id} emitted ({sent:,} events so far)")
         client.flush()
@@ -293,19 +233,28 @@ def _drain_state(engine: Any, tenant: str) -> dict[str, dict[str, int]]:
 
     state: dict[str, dict[str, int]] = {}
     with engine.connect() as conn:
-        for user, stored, pending in conn.execute(text(
-            "SELECT user_id, count(*), count(*) FILTER (WHERE status = 'pending') FROM events "
-            "WHERE tenant_id = :t GROUP BY user_id"), {"t": tenant}).all():
+        for user, stored, pending in conn.execute(
+            text(
+                "SELECT user_id, count(*), count(*) FILTER (WHERE status = 'pending') FROM events "
+                "WHERE tenant_id = :t GROUP BY user_id"
+            ),
+            {"t": tenant},
+        ).all():
             state[user] = {"stored": int(stored), "pending": int(pending), "new": 0}
-        for user, new in conn.execute(text(
-            "SELECT user_id, count(*) FROM candidates WHERE tenant_id = :t AND status = 'new' "
-            "GROUP BY user_id"), {"t": tenant}).all():
+        for user, new in conn.execute(
+            text(
+                "SELECT user_id, count(*) FROM candidates WHERE tenant_id = :t AND status = 'new' "
+                "GROUP BY user_id"
+            ),
+            {"t": tenant},
+        ).all():
             state.setdefault(user, {"stored": 0, "pending": 0, "new": 0})["new"] = int(new)
     return state
 
 
-def wait_drained(stack: Stack, engine: Any, expected: dict[str, int], *, started: float,
-                 deadline: float | None) -> dict[str, Any]:
+def wait_drained(
+    stack: Stack, engine: Any, expected: dict[str, int], *, started: float, deadline: float | None
+) -> dict[str, Any]:
     """Poll until every user's events are stored, none is pending and no candidate is new (twice in a row).
     Returns when each user drained (seconds after `started`) and why the wait stopped early, if it did."""
     done_at: dict[str, float] = {}
@@ -328,8 +277,9 @@ def wait_drained(stack: Stack, engine: Any, expected: dict[str, int], *, started
         stored = sum(v["stored"] for v in state.values())
         pending = sum(v["pending"] for v in state.values())
         new = sum(v["new"] for v in state.values())
-        progress(f"drain: {stored:,}/{total:,} stored, {pending:,} pending, {new:,} new candidates",
-                 stored, total)
+        progress(
+            f"drain: {stored:,}/{total:,} stored, {pending:,} pending, {new:,} new candidates", stored, total
+        )
         if len(done_at) == len(expected):
             confirmations += 1
             if confirmations >= 2:
@@ -344,8 +294,13 @@ def wait_drained(stack: Stack, engine: Any, expected: dict[str, int], *, started
         elif now - last_change > STALL_S:
             why = f"stalled ({STALL_S:.0f} s without change)"
         if why:
-            return {"drained": False, "user_drained_s": done_at, "incomplete": why,
-                    "state": {u: state.get(u) for u in expected}, "worker_log_tail": stack.worker_log_tail()}
+            return {
+                "drained": False,
+                "user_drained_s": done_at,
+                "incomplete": why,
+                "state": {u: state.get(u) for u in expected},
+                "worker_log_tail": stack.worker_log_tail(),
+            }
         time.sleep(0.5)
 
 
@@ -356,13 +311,19 @@ def store_facts(engine: Any, tenant: str, conv: Conversation) -> dict[str, Any]:
     from shared.tokens import estimate_tokens
 
     with engine.connect() as conn:
-        memories = conn.execute(text(
-            "SELECT status, content, source_turn_ids FROM memories WHERE tenant_id = :t AND user_id = :u"),
-            {"t": tenant, "u": conv.sample_id}).all()
-        turns = conn.execute(text(
-            "SELECT source_turn_id, status, embedding IS NOT NULL FROM events "
-            "WHERE tenant_id = :t AND user_id = :u AND type = 'turn'"),
-            {"t": tenant, "u": conv.sample_id}).all()
+        memories = conn.execute(
+            text(
+                "SELECT status, content, source_turn_ids FROM memories WHERE tenant_id = :t AND user_id = :u"
+            ),
+            {"t": tenant, "u": conv.sample_id},
+        ).all()
+        turns = conn.execute(
+            text(
+                "SELECT source_turn_id, status, embedding IS NOT NULL FROM events "
+                "WHERE tenant_id = :t AND user_id = :u AND type = 'turn'"
+            ),
+            {"t": tenant, "u": conv.sample_id},
+        ).all()
     active = [m for m in memories if m[0] == "active"]
     cited = {tid for m in active for tid in (m[2] or [])}
     indexed = {r[0] for r in turns if r[2]}
@@ -387,7 +348,8 @@ def store_facts(engine: Any, tenant: str, conv: Conversation) -> dict[str, Any]:
         "evidence_turns": len(evidence),
         "extraction_coverage": share(cited, evidence),
         "questions_fully_covered_by_memories": (
-            sum(1 for q in answerable if q.evidence <= cited) / len(answerable) if answerable else None),
+            sum(1 for q in answerable if q.evidence <= cited) / len(answerable) if answerable else None
+        ),
         "evidence_indexed": share(indexed, evidence),
     }
 
@@ -395,8 +357,9 @@ def store_facts(engine: Any, tenant: str, conv: Conversation) -> dict[str, Any]:
 # --- the harness ------------------------------------------------------------------------------------------
 
 
-def _search(http: Any, user_id: str, query: str, *, include_turns: bool, k: int,
-            passages: bool = True) -> tuple[list[dict[str, Any]], int]:
+def _search(
+    http: Any, user_id: str, query: str, *, include_turns: bool, k: int, passages: bool = True
+) -> tuple[list[dict[str, Any]], int]:
     body = {"user_id": user_id, "query": query, "k": k, "include_turns": include_turns, "passages": passages}
     t0 = time.perf_counter_ns()
     resp = http.post("/v1/search", json=body)
@@ -406,12 +369,19 @@ def _search(http: Any, user_id: str, query: str, *, include_turns: bool, k: int,
     return list(resp.json()["results"]), elapsed
 
 
-def evaluate(conversations: Sequence[Conversation], stack: Stack, *, embedder: Any,
-             include_turns: bool = True, k: int = K, deadline: float | None = None) -> dict[str, Any]:
+def evaluate(
+    conversations: Sequence[Conversation],
+    stack: Stack,
+    *,
+    embedder: Any,
+    include_turns: bool = True,
+    k: int = K,
+    deadline: float | None = None,
+) -> dict[str, Any]:
     """Replay, wait until drained, ask every question through the API, run the baselines, score all."""
     import httpx
 
-    from shared.db.engine import get_engine
+    from bench.lib.project import get_engine
 
     engine = get_engine(stack.database_url, pool_size=1, application_name="bench-locomo")
     t0 = time.monotonic()
@@ -437,19 +407,37 @@ def evaluate(conversations: Sequence[Conversation], stack: Stack, *, embedder: A
                 ranked = [scorer.Result.of(r["content"], r["source_turn_ids"]) for r in results]
                 result_types.update(r["type"] for r in results)
                 scores["project"].append(scorer.score_question(q.evidence, ranked, category=q.category))
-                details.append({
-                    "sample_id": conv.sample_id, "question": q.question, "category": q.category,
-                    "evidence": sorted(q.evidence),
-                    "project": [[r["type"], r["source_turn_ids"], x.tokens, r["score"]]
-                                for r, x in zip(results, ranked, strict=True)],
-                })
-                extra = [("project_deep", deep_k, True)] + ([("project_turns", k, False)] if include_turns else [])
+                details.append(
+                    {
+                        "sample_id": conv.sample_id,
+                        "question": q.question,
+                        "category": q.category,
+                        "evidence": sorted(q.evidence),
+                        "project": [
+                            [r["type"], r["source_turn_ids"], x.tokens, r["score"]]
+                            for r, x in zip(results, ranked, strict=True)
+                        ],
+                    }
+                )
+                extra = [("project_deep", deep_k, True)] + (
+                    [("project_turns", k, False)] if include_turns else []
+                )
                 for name, depth, passages in extra:
-                    more, _ = _search(http, conv.sample_id, q.question, include_turns=include_turns, k=depth,
-                                      passages=passages)
-                    scores[name].append(scorer.score_question(
-                        q.evidence, [scorer.Result.of(r["content"], r["source_turn_ids"]) for r in more],
-                        category=q.category))
+                    more, _ = _search(
+                        http,
+                        conv.sample_id,
+                        q.question,
+                        include_turns=include_turns,
+                        k=depth,
+                        passages=passages,
+                    )
+                    scores[name].append(
+                        scorer.score_question(
+                            q.evidence,
+                            [scorer.Result.of(r["content"], r["source_turn_ids"]) for r in more],
+                            category=q.category,
+                        )
+                    )
     search_s = time.monotonic() - t_search
 
     t_base = time.monotonic()
@@ -461,8 +449,10 @@ def evaluate(conversations: Sequence[Conversation], stack: Stack, *, embedder: A
         vectors = VectorIndex(embedder.embed([t.content for t in turns]))
         as_results = [scorer.Result.of(rendered_turn(t.content), [t.dia_id]) for t in turns]
         for q in conv.questions:
-            for name, order in (("bm25", bm25.top(q.question, deep_k)),
-                                ("embeddings", vectors.top(embedder.embed_query(q.question), deep_k))):
+            for name, order in (
+                ("bm25", bm25.top(q.question, deep_k)),
+                ("embeddings", vectors.top(embedder.embed_query(q.question), deep_k)),
+            ):
                 ranked = [as_results[j] for j in order]
                 scores[name].append(scorer.score_question(q.evidence, ranked[:k], category=q.category))
                 scores[f"{name}_deep"].append(scorer.score_question(q.evidence, ranked, category=q.category))
@@ -479,8 +469,12 @@ def evaluate(conversations: Sequence[Conversation], stack: Stack, *, embedder: A
         "embedder": getattr(embedder, "name", type(embedder).__name__),
         "events_emitted": emitted,
         "drain": drain,
-        "timings_s": {"emit": round(emit_s, 2), "ingest": round(ingest_s, 2), "search": round(search_s, 2),
-                      "baselines": round(baselines_s, 2)},
+        "timings_s": {
+            "emit": round(emit_s, 2),
+            "ingest": round(ingest_s, 2),
+            "search": round(search_s, 2),
+            "baselines": round(baselines_s, 2),
+        },
         "search_latency_ms": {
             "n": len(lat_ms),
             "p50": round(percentile(lat_ms, 50), 2) if lat_ms else None,
@@ -508,8 +502,9 @@ def _environment(embedder: str, index_turns: bool, database_url: str | None) -> 
     for key in list(os.environ):
         if key.startswith("MEMORY_") or (key.startswith("OPENAI_") and not keep_openai):
             del os.environ[key]
-    os.environ.update(MEMORY_EMBEDDER=embedder, MEMORY_INDEX_TURNS=str(index_turns).lower(),
-                      MEMORY_LOG_LEVEL="WARNING")
+    os.environ.update(
+        MEMORY_EMBEDDER=embedder, MEMORY_INDEX_TURNS=str(index_turns).lower(), MEMORY_LOG_LEVEL="WARNING"
+    )
     if database_url:
         os.environ["DATABASE_URL"] = database_url
     get_settings.cache_clear()
@@ -526,12 +521,13 @@ def api_server(settings: Any) -> Iterator[str]:
     """The real FastAPI app served by uvicorn on a free loopback port, in a thread; yields its base URL."""
     import uvicorn
 
-    from api.app import create_app
+    from bench.lib.project import create_app
     from tests.services import free_port, wait_for
 
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port,
-                                           log_level="warning"))
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
+    )
     thread = threading.Thread(target=server.run, name="locomo-api", daemon=True)
     thread.start()
     try:
@@ -553,7 +549,9 @@ class Options:
     sessions: int | None = None
     budget_s: float | None = None
     quick: bool = False
-    max_memory_per_child_kib: int | None = None  # celery's --max-memory-per-child; None: the project's setting
+    max_memory_per_child_kib: int | None = (
+        None  # celery's --max-memory-per-child; None: the project's setting
+    )
 
 
 def run_with(opts: Options) -> dict[str, Any]:
@@ -563,59 +561,74 @@ def run_with(opts: Options) -> dict[str, Any]:
     try:
         conversations = load_conversations(conversations=opts.conversations, sessions=opts.sessions)
     except DataMissing as exc:
-        skipped: dict[str, Any] = {"name": "locomo", "quick": opts.quick, "figures": {}, "targets": [],
-                                   "skipped": [f"everything: {exc}"]}
-        skipped["markdown"] = f"Skipped: {exc}\n"
-        return skipped
-    from bench import common
-    from shared.db.engine import session_scope
+        return report.skipped_result("locomo", opts.quick, str(exc))
+    from bench.lib.project import create_key, get_engine, make_embedder, session_scope
     from shared.settings import load_settings
-    from store.embeddings import make_embedder
 
-    with _environment(opts.embedder, opts.index_turns, opts.database_url), common.services() as svc:
-        from api.keys import create_key
-        from shared.db.engine import get_engine
-
+    with _environment(opts.embedder, opts.index_turns, opts.database_url), services() as svc:
         tenant, queue = unique_name("t-locomo"), unique_name("bench-locomo")
         with session_scope(get_engine(svc.database_url)) as session:
             key, _ = create_key(session, tenant, name="bench-locomo")
-        env = common.worker_env(svc, queue, MEMORY_EMBEDDER=opts.embedder,
-                                MEMORY_INDEX_TURNS=str(opts.index_turns).lower())
+        env = worker_env(
+            svc, queue, MEMORY_EMBEDDER=opts.embedder, MEMORY_INDEX_TURNS=str(opts.index_turns).lower()
+        )
         if opts.embedder == "openai":
             env.update({k: v for k, v in os.environ.items() if k.startswith("OPENAI_")})
         progress(f"starting a worker (-c 2, {opts.embedder} embeddings)")
-        extra = ([] if opts.max_memory_per_child_kib is None
-                 else ["--max-memory-per-child", str(opts.max_memory_per_child_kib)])
-        worker = common.BenchWorker(env, queue, svc.tmp / f"{queue}.log", concurrency=2, extra_args=extra).start()
+        extra = (
+            []
+            if opts.max_memory_per_child_kib is None
+            else ["--max-memory-per-child", str(opts.max_memory_per_child_kib)]
+        )
+        worker = BenchWorker(env, queue, svc.tmp / f"{queue}.log", concurrency=2, extra_args=extra).start()
         try:
             settings = load_settings(database_url=svc.database_url, redis_url=svc.redis_url, queue=queue)
-            embedder = make_embedder(opts.embedder, dim=settings.embedding_dim,
-                                     openai_base_url=settings.openai_base_url,
-                                     openai_api_key=settings.openai_api_key,
-                                     openai_model=settings.embedding_model)
+            embedder = make_embedder(
+                opts.embedder,
+                dim=settings.embedding_dim,
+                openai_base_url=settings.openai_base_url,
+                openai_api_key=settings.openai_api_key,
+                openai_model=settings.embedding_model,
+            )
             with api_server(settings) as api_url:
-                stack = Stack(tenant=tenant, redis_url=svc.redis_url, queue=queue,
-                              database_url=svc.database_url, api_url=api_url, api_key=key,
-                              worker_alive=worker.alive, worker_log_tail=worker.log_tail, spool_dir=svc.tmp)
+                stack = Stack(
+                    tenant=tenant,
+                    redis_url=svc.redis_url,
+                    queue=queue,
+                    database_url=svc.database_url,
+                    api_url=api_url,
+                    api_key=key,
+                    worker_alive=worker.alive,
+                    worker_log_tail=worker.log_tail,
+                    spool_dir=svc.tmp,
+                )
                 drain_deadline = started + 0.8 * opts.budget_s if opts.budget_s else None
-                figures = evaluate(conversations, stack, embedder=embedder, include_turns=opts.index_turns,
-                                   deadline=drain_deadline)
+                figures = evaluate(
+                    conversations,
+                    stack,
+                    embedder=embedder,
+                    include_turns=opts.index_turns,
+                    deadline=drain_deadline,
+                )
         finally:
             worker.stop()
-            common.drop_queue(svc.redis_url, queue, tenant=tenant)
-        figures["services"] = "embedded PostgreSQL in a temp dir" if svc.embedded else "DATABASE_URL"
-    figures["duration_s"] = round(time.monotonic() - started, 1)
-    figures["options"] = {"embedder": opts.embedder, "index_turns": opts.index_turns,
-                          "conversations": [c.sample_id for c in conversations], "sessions": opts.sessions,
-                          "complete_data": opts.conversations is None and opts.sessions is None,
-                          "max_memory_per_child_kib": opts.max_memory_per_child_kib}
+            drop_queue(svc.redis_url, queue, tenant=tenant)
+        figures["services"] = svc.description
+    figures["options"] = {
+        "embedder": opts.embedder,
+        "index_turns": opts.index_turns,
+        "conversations": [c.sample_id for c in conversations],
+        "sessions": opts.sessions,
+        "complete_data": opts.conversations is None and opts.sessions is None,
+        "max_memory_per_child_kib": opts.max_memory_per_child_kib,
+    }
     figures["deadline_hit"] = bool(deadline and time.monotonic() > deadline)
-    out: dict[str, Any] = {"name": "locomo", "quick": opts.quick, "figures": figures,
-                           "targets": targets(figures), "skipped": []}
-    if figures["drain"]["incomplete"]:
-        out["skipped"].append(f"drain incomplete: {figures['drain']['incomplete']}")
-    out["markdown"] = render_markdown(out)
-    return out
+    skipped = (
+        [f"drain incomplete: {figures['drain']['incomplete']}"] if figures["drain"]["incomplete"] else []
+    )
+    return report.result(
+        "locomo", opts.quick, figures, skipped, started=started, targets=target_table, blocks=SECTION
+    )
 
 
 def run(budget_s: float, quick: bool) -> dict[str, Any]:
@@ -631,32 +644,56 @@ def run(budget_s: float, quick: bool) -> dict[str, Any]:
 
 def is_reference_run(result: dict[str, Any]) -> bool:
     o = result["figures"]["options"]
-    return bool(o["complete_data"] and o["embedder"] == "local" and o["index_turns"]
-                and not result["figures"]["drain"]["incomplete"])
+    return bool(
+        o["complete_data"]
+        and o["embedder"] == "local"
+        and o["index_turns"]
+        and not result["figures"]["drain"]["incomplete"]
+    )
 
 
-# --- targets, markdown, plot --------------------------------------------------------------------------------
+# --- targets and the report -------------------------------------------------------------------------------
 
 
+def _recall(f: dict[str, Any], k: int) -> float | None:
+    r = f["systems"]["project"]["overall"]["recall_at"].get(k)
+    return None if r is None else round(100 * r, 1)
+
+
+def _tokens(f: dict[str, Any]) -> float | None:
+    t = f["systems"]["project"]["overall"]["tokens_per_query"]
+    return None if t is None else round(t)
+
+
+def _note(f: dict[str, Any]) -> str:
+    return "categories 1-4" + ("" if f["options"]["complete_data"] else ", partial data")
+
+
+def target_table(figures: dict[str, Any]) -> list[Target]:
+    return [
+        Target("evidence recall@5", lambda f: _recall(f, 5), ">=", 100 * TARGET_RECALL_5, "%", _note),
+        Target("evidence recall@10", lambda f: _recall(f, 10), ">=", 100 * TARGET_RECALL_10, "%", _note),
+        Target(
+            f"returned tokens per query (k={figures['k']}, mean)",
+            _tokens,
+            "<=",
+            TARGET_TOKENS,
+            "tokens",
+            _note,
+        ),
+        Target(
+            "replay + scoring wall time",
+            "duration_s",
+            "<=",
+            TARGET_WALL_S,
+            "s",
+            lambda f: f"{len(f['options']['conversations'])} conversations",
+        ),
+    ]
 
 
 def targets(figures: dict[str, Any]) -> list[dict[str, Any]]:
-    overall = figures["systems"]["project"]["overall"]
-    r5, r10 = overall["recall_at"].get(5), overall["recall_at"].get(10)
-    note = "categories 1-4"
-    if not figures["options"]["complete_data"]:
-        note += ", partial data"
-    return [
-        common.target("evidence recall@5", None if r5 is None else round(100 * r5, 1), ">=", 100 * TARGET_RECALL_5,
-                "%", note),
-        common.target("evidence recall@10", None if r10 is None else round(100 * r10, 1), ">=",
-                100 * TARGET_RECALL_10, "%", note),
-        common.target(f"returned tokens per query (k={figures['k']}, mean)",
-                None if overall["tokens_per_query"] is None else round(overall["tokens_per_query"]),
-                "<=", TARGET_TOKENS, "tokens", note),
-        common.target("replay + scoring wall time", figures["duration_s"], "<=", TARGET_WALL_S, "s",
-                f"{len(figures['options']['conversations'])} conversations"),
-    ]
+    return report.evaluate(target_table(figures), figures)
 
 
 def _pct(v: float | None) -> str:
@@ -667,100 +704,191 @@ def _num(v: float | None, spec: str = ",.0f") -> str:
     return "n/a" if v is None else format(v, spec)
 
 
-
-
 def _deep(f: dict[str, Any], name: str) -> dict[str, Any] | None:
     """The aggregate of a system's deeper answer (None for the ablation, asked at k only)."""
     return f["systems"].get(f"{name}_deep")  # type: ignore[no-any-return]
 
 
-def _recall_cells(f: dict[str, Any], name: str, summary: Any, deep: Any) -> str:
+def _recall_cells(f: dict[str, Any], summary: Any, deep: Any) -> str:
     """ "R@5 / R@10 / R@deep" of one system for one group of questions."""
     deep_k = f.get("deep_k", f["k"])
-    cells = [_pct(summary["recall_at"].get(5)), _pct(summary["recall_at"].get(10)),
-             _pct(deep["recall_at"].get(deep_k) if deep else None)]
+    cells = [
+        _pct(summary["recall_at"].get(5)),
+        _pct(summary["recall_at"].get(10)),
+        _pct(deep["recall_at"].get(deep_k) if deep else None),
+    ]
     return " / ".join(cells)
 
 
-def render_markdown(result: dict[str, Any]) -> str:
-    f = result["figures"]
-    if not f:
-        return "Skipped: " + "; ".join(result["skipped"]) + "\n"
-    lines = common.targets_table(result["targets"])
+def _systems(f: dict[str, Any]) -> list[str]:
+    """The systems that answered questions, in table order."""
+    return [n for n in SYSTEMS if f["systems"].get(n, {}).get("overall", {}).get("questions")]
+
+
+def _data_text(f: dict[str, Any]) -> str:
     o = f["options"]
     n_q = sum(s["questions"] for s in f["store"])
-    lines += ["", paragraph(f"""Data: LoCoMo development conversations ({', '.join(o['conversations'])}{'' if
-              o['sessions'] is None else f', first {o["sessions"]} sessions each'}), {f['events_emitted']:,}
-              events replayed, {n_q:,} questions; embedder `{f['embedder']}`, no LLM (rules-only extraction),
-              turns {'indexed and searched' if f['include_turns'] else 'not indexed (`--no-turns`)'}; k =
-              {f['k']}; {f['services']}. Evidence recall@k = share of a question's evidence turns cited by the
-              `source_turn_ids` of its top k results; recall within N tokens takes results in rank order while
-              they fit N (estimated) tokens. Categories 1-4 unless named; questions without evidence are
-              counted, not scored.""")]
-    if f["drain"]["incomplete"]:
-        lines += ["", f"**The replay did not drain ({f['drain']['incomplete']}): figures are partial.**"]
-    systems = [n for n in SYSTEMS if f["systems"].get(n, {}).get("overall", {}).get("questions")]
+    cut = "" if o["sessions"] is None else f", first {o['sessions']} sessions each"
+    turns = "indexed and searched" if f["include_turns"] else "not indexed (`--no-turns`)"
+    return f"""Data: LoCoMo development conversations ({", ".join(o["conversations"])}{cut}),
+        {f["events_emitted"]:,} events replayed, {n_q:,} questions; embedder `{f["embedder"]}`, no LLM
+        (rules-only extraction), turns {turns}; k = {f["k"]}; {f["services"]}. Evidence recall@k = share of a
+        question's evidence turns cited by the `source_turn_ids` of its top k results; recall within N tokens
+        takes results in rank order while they fit N (estimated) tokens. Categories 1-4 unless named; questions
+        without evidence are counted, not scored."""
+
+
+def _system_rows(f: dict[str, Any]) -> list[dict[str, Any]]:
     k, deep_k = f["k"], f.get("deep_k", f["k"])
-    lines += ["", f"| system | R@5 | R@10 | R@{deep_k} | all@10 | hit@10 | NDCG@10 | MRR | R within 512 tok | "
-              f"R within 2,048 tok | tokens/query (k={k}) | tokens/query (k={deep_k}) | source turns per item |",
-              "| --- " * 13 + "|"]
-    for name in systems:
+    rows = []
+    for name in _systems(f):
         s = f["systems"][name]["overall"]
         deep = (_deep(f, name) or {}).get("overall")
-        lines.append(
-            f"| {SYSTEM_LABELS[name]} | {_pct(s['recall_at'].get(5))} | {_pct(s['recall_at'].get(10))} | "
-            f"{_pct(deep['recall_at'].get(deep_k) if deep else None)} | {_pct(s['recall_all_at_10'])} | "
-            f"{_pct(s['hit_at_10'])} | {_pct(s['ndcg_at_10'])} | {_pct(s['mrr'])} | "
-            f"{_pct(s['recall_within'].get(512))} | {_pct(s['recall_within'].get(2048))} | "
-            f"{_num(s['tokens_at'].get(k))} | {_num(deep['tokens_at'].get(deep_k) if deep else None)} | "
-            f"{_num(s['source_turns_per_item'], '.2f')} |")
-    lines += ["", paragraph(f"""The project answers each question twice: with k = {k} (every column but the deep ones)
-              and with k = {deep_k} (R@{deep_k}, tokens at k = {deep_k}); a passage pool grows with k, so the
-              deeper answer's top {k} is not exactly the first. The baselines rank {deep_k} turns; every column
-              but the deep ones scores their first {k}. The passages-off ablation is asked at k = {k} only."""),
-              ""]
-    lines += [f"Per category (R@5 / R@10 / R@{deep_k}; questions scored):", "",
-              "| category | questions | " + " | ".join(SYSTEM_LABELS[n] for n in systems) + " |",
-              "| --- " * (2 + len(systems)) + "|"]
-    cats = f["systems"]["project"]["by_category"]
-    for cat, c in cats.items():
-        cells = [_recall_cells(f, name, f["systems"][name]["by_category"][cat],
-                               ((_deep(f, name) or {}).get("by_category") or {}).get(cat)) for name in systems]
+        rows.append(
+            {
+                "system": SYSTEM_LABELS[name],
+                "cells": [
+                    _pct(s["recall_at"].get(5)),
+                    _pct(s["recall_at"].get(10)),
+                    _pct(deep["recall_at"].get(deep_k) if deep else None),
+                    _pct(s["recall_all_at_10"]),
+                    _pct(s["hit_at_10"]),
+                    _pct(s["ndcg_at_10"]),
+                    _pct(s["mrr"]),
+                    _pct(s["recall_within"].get(512)),
+                    _pct(s["recall_within"].get(2048)),
+                    _num(s["tokens_at"].get(k)),
+                    _num(deep["tokens_at"].get(deep_k) if deep else None),
+                    _num(s["source_turns_per_item"], ".2f"),
+                ],
+            }
+        )
+    return rows
+
+
+def _system_columns(f: dict[str, Any]) -> list[Column]:
+    k, deep_k = f["k"], f.get("deep_k", f["k"])
+    headers = (
+        "R@5",
+        "R@10",
+        f"R@{deep_k}",
+        "all@10",
+        "hit@10",
+        "NDCG@10",
+        "MRR",
+        "R within 512 tok",
+        "R within 2,048 tok",
+        f"tokens/query (k={k})",
+        f"tokens/query (k={deep_k})",
+        "source turns per item",
+    )
+    cells = [Column(h, lambda row, i=i: row["cells"][i]) for i, h in enumerate(headers)]  # type: ignore[misc]
+    return [Column("system", "system"), *cells]
+
+
+def _two_answers(f: dict[str, Any]) -> str:
+    k, deep_k = f["k"], f.get("deep_k", f["k"])
+    return f"""The project answers each question twice: with k = {k} (every column but the deep ones) and with
+        k = {deep_k} (R@{deep_k}, tokens at k = {deep_k}); a passage pool grows with k, so the deeper answer's
+        top {k} is not exactly the first. The baselines rank {deep_k} turns; every column but the deep ones
+        scores their first {k}. The passages-off ablation is asked at k = {k} only."""
+
+
+def _category_rows(f: dict[str, Any]) -> list[dict[str, Any]]:
+    systems = _systems(f)
+    rows = []
+    for cat, c in f["systems"]["project"]["by_category"].items():
+        cells = [
+            _recall_cells(
+                f,
+                f["systems"][name]["by_category"][cat],
+                ((_deep(f, name) or {}).get("by_category") or {}).get(cat),
+            )
+            for name in systems
+        ]
         extra = f", {c['no_evidence']} without evidence" if c["no_evidence"] else ""
-        lines.append(f"| {cat} {c['name']} | {c['scored']}{extra} | " + " | ".join(cells) + " |")
+        rows.append({"category": f"{cat} {c['name']}", "questions": f"{c['scored']}{extra}", "cells": cells})
     for label, key in (("all categories (1-5)", "overall_with_adversarial"), ("1-4", "overall")):
-        cells = [_recall_cells(f, n, f["systems"][n][key], (_deep(f, n) or {}).get(key)) for n in systems]
-        lines.append(f"| {label} | {f['systems']['project'][key]['scored']} | " + " | ".join(cells) + " |")
-    p = f["systems"]["project"]["overall"]
-    types = f["result_types"]
-    lines += ["", paragraph(f"""Project results: {types.get('memory', 0):,} memories and {types.get('turn', 0):,}
-              turns returned in all; {_num(p['source_turns_per_item'], '.2f')} source turns per returned
-              item.""")]
-    lines += ["", "Store per conversation (active memories; coverage = share of the distinct evidence turns "
-              "of categories 1-4 cited by at least one active memory; indexed = evidence turns in the turn "
-              "index):",
-              "", "| conversation | sessions | turns | questions | memories | memory tokens | extraction "
-              "coverage | questions fully covered by memories | evidence indexed | drained after s |",
-              "| --- " * 10 + "|"]
-    drained = f["drain"]["user_drained_s"]
-    for s in f["store"]:
-        lines.append(
-            f"| {s['sample_id']} | {s['sessions']} | {s['turns']} | {s['questions']} | {s['memories']} | "
-            f"{s['memory_tokens']:,} | {_pct(s['extraction_coverage'])} % | "
-            f"{_pct(s['questions_fully_covered_by_memories'])} % | {_pct(s['evidence_indexed'])} % | "
-            f"{_num(drained.get(s['sample_id']), '.1f')} |")
+        cells = [_recall_cells(f, f["systems"][n][key], (_deep(f, n) or {}).get(key)) for n in systems]
+        rows.append(
+            {"category": label, "questions": f"{f['systems']['project'][key]['scored']}", "cells": cells}
+        )
+    return rows
+
+
+def _category_columns(f: dict[str, Any]) -> list[Column]:
+    cells = [
+        Column(SYSTEM_LABELS[name], lambda row, i=i: row["cells"][i])  # type: ignore[misc]
+        for i, name in enumerate(_systems(f))
+    ]
+    return [Column("category", "category"), Column("questions", "questions"), *cells]
+
+
+def _store_intro(f: dict[str, Any]) -> str:
+    return """Store per conversation (active memories; coverage = share of the distinct evidence turns of
+        categories 1-4 cited by at least one active memory; indexed = evidence turns in the turn index):"""
+
+
+STORE_TABLE = Table(
+    (
+        Column("conversation", "sample_id"),
+        Column("sessions", "sessions"),
+        Column("turns", "turns"),
+        Column("questions", "questions"),
+        Column("memories", "memories"),
+        Column("memory tokens", "memory_tokens", ","),
+        Column("extraction coverage", lambda s: f"{_pct(s['extraction_coverage'])} %"),
+        Column(
+            "questions fully covered by memories",
+            lambda s: f"{_pct(s['questions_fully_covered_by_memories'])} %",
+        ),
+        Column("evidence indexed", lambda s: f"{_pct(s['evidence_indexed'])} %"),
+        Column("drained after s", lambda s: _num(s["drained_s"], ".1f")),
+    ),
+    lambda f: [{**s, "drained_s": f["drain"]["user_drained_s"].get(s["sample_id"])} for s in f["store"]],
+)
+
+
+def _timing(f: dict[str, Any]) -> str:
     t, lat = f["timings_s"], f["search_latency_ms"]
-    mem = o.get("max_memory_per_child_kib")
+    mem = f["options"].get("max_memory_per_child_kib")
     worker_cmd = "celery worker -c 2" + (f" --max-memory-per-child {mem}" if mem else "")
-    lines += ["", paragraph(f"""Timing: ingest (first emit -> drained, one `{worker_cmd}`) {t['ingest']} s
-              (emit {t['emit']} s); {lat['n']:,} searches in {t['search']} s, latency from the client p50
-              {lat['p50']} ms, p95 {lat['p95']} ms; baselines {t['baselines']} s; whole run {f['duration_s']}
-              s.""")]
-    if f.get("plot"):
-        lines += ["", f"![evidence recall@k against mean returned tokens]({f['plot']})"]
-    if result["skipped"]:
-        lines += ["", "Skipped: " + "; ".join(result["skipped"])]
-    return "\n".join(lines) + "\n"
+    return f"""Timing: ingest (first emit -> drained, one `{worker_cmd}`) {t["ingest"]} s (emit {t["emit"]} s);
+        {lat["n"]:,} searches in {t["search"]} s, latency from the client p50 {lat["p50"]} ms, p95 {lat["p95"]}
+        ms; baselines {t["baselines"]} s; whole run {f["duration_s"]} s."""
+
+
+def _project_results(f: dict[str, Any]) -> str:
+    types, p = f["result_types"], f["systems"]["project"]["overall"]
+    return f"""Project results: {types.get("memory", 0):,} memories and {types.get("turn", 0):,} turns returned
+        in all; {_num(p["source_turns_per_item"], ".2f")} source turns per returned item."""
+
+
+SECTION = (
+    Text(_data_text),
+    Text(
+        lambda f: (
+            f"**The replay did not drain ({f['drain']['incomplete']}): figures are partial.**"
+            if f["drain"]["incomplete"]
+            else None
+        )
+    ),
+    Table(_system_columns, _system_rows),
+    Text(_two_answers),
+    Text(lambda f: f"Per category (R@5 / R@10 / R@{f.get('deep_k', f['k'])}; questions scored):"),
+    Table(_category_columns, _category_rows),
+    Text(_project_results),
+    Text(_store_intro),
+    STORE_TABLE,
+    Text(_timing),
+    Text(
+        lambda f: f"![evidence recall@k against mean returned tokens]({f['plot']})" if f.get("plot") else None
+    ),
+)
+
+
+def render_markdown(result: dict[str, Any]) -> str:
+    return report.render(result, SECTION)
 
 
 def write_plot(result: dict[str, Any], path: Path) -> str:
@@ -780,8 +908,11 @@ def write_plot(result: dict[str, Any], path: Path) -> str:
         deep = (_deep(f, name) or {}).get("overall")
         points = [(k, s) for k in scorer.RECALL_KS if k <= f["k"] and s["recall_at"].get(k) is not None]
         if deep:
-            points += [(k, deep) for k in scorer.RECALL_KS
-                       if f["k"] < k <= f.get("deep_k", f["k"]) and deep["recall_at"].get(k) is not None]
+            points += [
+                (k, deep)
+                for k in scorer.RECALL_KS
+                if f["k"] < k <= f.get("deep_k", f["k"]) and deep["recall_at"].get(k) is not None
+            ]
         ks = [k for k, _ in points]
         xs = [src["tokens_at"][k] for k, src in points]
         ys = [100 * src["recall_at"][k] for k, src in points]
@@ -814,12 +945,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--conversations", type=int, help="only the first N conversations")
     ap.add_argument("--sessions", type=int, help="only the first N sessions of each conversation")
     ap.add_argument("--out", type=Path, default=RESULTS_DIR, help="where the JSON and markdown go")
-    ap.add_argument("--max-memory-per-child", type=int, metavar="KIB",
-                    help="pass celery's --max-memory-per-child to the worker (default: the project's setting)")
+    ap.add_argument(
+        "--max-memory-per-child",
+        type=int,
+        metavar="KIB",
+        help="pass celery's --max-memory-per-child to the worker (default: the project's setting)",
+    )
     args = ap.parse_args(argv)
-    opts = Options(embedder=args.embedder, index_turns=not args.no_turns, database_url=args.database_url,
-                   conversations=args.conversations, sessions=args.sessions,
-                   max_memory_per_child_kib=args.max_memory_per_child)
+    opts = Options(
+        embedder=args.embedder,
+        index_turns=not args.no_turns,
+        database_url=args.database_url,
+        conversations=args.conversations,
+        sessions=args.sessions,
+        max_memory_per_child_kib=args.max_memory_per_child,
+    )
     out = run_with(opts)
     if not out["figures"]:
         print(out["markdown"], file=sys.stderr, end="")
@@ -831,8 +971,10 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "locomo.json").write_text(json.dumps(out, indent=1, default=str))
     (args.out / "locomo.md").write_text(out["markdown"])
     print(out["markdown"])
-    print(f"written: {args.out / 'locomo.json'}, {args.out / 'locomo.md'}, {out['figures']['plot']}",
-          file=sys.stderr)
+    print(
+        f"written: {args.out / 'locomo.json'}, {args.out / 'locomo.md'}, {out['figures']['plot']}",
+        file=sys.stderr,
+    )
     return 0
 
 

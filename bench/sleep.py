@@ -4,7 +4,7 @@ Contract: `run(budget_s, quick) -> dict` measures, never asserts, and returns
 `{"name", "quick", "figures", "targets", "skipped", "markdown"}` like the other bench modules.
 
 - prune: a store of 1,000,000 memories (quick: 200,000) over 10 tenants of 10,000 users each (one tenant
-  overrides the episodic half-life), loaded with `bench.store.load_store`'s `lifecycle` profile: ages
+  overrides the episodic half-life), loaded with `bench.lib.db.load_store`'s `lifecycle` profile: ages
   exponential with a 60-day mean, accesses, 1 % pinned, 4 % with a TTL, 6 % archived by earlier runs
   (archived up to 90 days ago), one `add` history row per memory (plus an `archive` row per archived one);
   indexes rebuilt after the load, VACUUM ANALYZE. Rows carry real 384-dim vectors (a pool of 256 hashing
@@ -13,7 +13,7 @@ Contract: `run(budget_s, quick) -> dict` measures, never asserts, and returns
   `store.pruning.prune`, then `purge`, each in its own transaction as the worker role in the
   all-tenant scope (what the `memory.prune` / `memory.purge` tasks do), with a fixed `now`; then the same
   prune again (changes nothing: its time is the scan alone), under EXPLAIN ANALYZE.
-- distill: 10,000 users x 50 fragments (quick: 1,000 users) from the template grammar of `bench.store`,
+- distill: 10,000 users x 50 fragments (quick: 1,000 users) from the template grammar of `bench.lib.corpus`,
   hashing-embedded; one `memory.distill` task per user (tenant, user) published by name to a real
   `celery worker -c 2`, no LLM (deterministic path); fragments/s from the first publish to the last run
   record finished. When the rate measured on the first users says the rest would not fit the budget, only
@@ -28,17 +28,21 @@ from __future__ import annotations
 
 import cProfile
 import json
-import pstats
 import re
 import time
 from collections.abc import Callable
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
-from bench import common, store
-from bench.common import fmt, paragraph, progress, unique_name
-from bench.store import summary_ms
+from bench.lib import report
+from bench.lib.capture import Captured, capture_statements, explain_statements, shorten, top_own_time
+from bench.lib.corpus import NOW, Profile, embedder, user_id
+from bench.lib.db import drop_secondary_indexes, load_store, raw_connection, rebuild_indexes, relation_sizes
+from bench.lib.processes import BenchWorker, cpu_since_start, postgres_cpu_s
+from bench.lib.progress import progress
+from bench.lib.report import Code, Column, Each, Section, Table, Target, Text, fmt
+from bench.lib.services import Services, drop_queue, services, unique_name, worker_env
+from bench.lib.stats import summary_ms
 
 PRUNE_MEMORIES = {True: 200_000, False: 1_000_000}
 PRUNE_TENANTS = 10
@@ -57,13 +61,13 @@ TARGET_PRUNE_S = 10.0
 # --- prune + purge ----------------------------------------------------------------------------------------
 
 
-def load_prune_store(svc: common.Services, *, n: int, seed: int) -> dict[str, Any]:
+def load_prune_store(svc: Services, *, n: int, seed: int) -> dict[str, Any]:
     """`n` lifecycle memories over PRUNE_TENANTS tenants, history rows, indexes, VACUUM ANALYZE."""
     timings: dict[str, Any] = {}
-    defs = store.drop_secondary_indexes(svc.database_url)
-    hist_defs = store.drop_secondary_indexes(svc.database_url, "memory_history")
+    defs = drop_secondary_indexes(svc.database_url)
+    hist_defs = drop_secondary_indexes(svc.database_url, "memory_history")
     tenants = [unique_name(f"t-sleep{i}") for i in range(PRUNE_TENANTS)]
-    with store.raw_connection(svc.database_url) as conn:
+    with raw_connection(svc.database_url) as conn:
         for i, t in enumerate(tenants):
             settings = '{"half_life_days": {"episodic": 14}}' if i == 0 else "{}"
             conn.execute("INSERT INTO tenants (id, settings) VALUES (%s, %s::jsonb)", (t, settings))
@@ -72,21 +76,21 @@ def load_prune_store(svc: common.Services, *, n: int, seed: int) -> dict[str, An
     loads = []
     for i, t in enumerate(tenants):
         loads.append(
-            store.load_store(
+            load_store(
                 svc.database_url,
                 tenant=t,
                 users=10_000,
                 start=i * per,
                 stop=(i + 1) * per,
                 seed=seed,
-                profile=store.Profile("lifecycle", embed=False),
+                profile=Profile("lifecycle", embed=False),
                 label=f"prune store: tenant {i + 1}/{PRUNE_TENANTS}",
             )
         )
     timings["load_s"] = round(time.monotonic() - t0, 1)
     progress("prune store: history rows")
     t1 = time.monotonic()
-    with store.raw_connection(svc.database_url) as conn:
+    with raw_connection(svc.database_url) as conn:
         conn.execute(
             "INSERT INTO memory_history (memory_id, tenant_id, user_id, op, after, reason, actor, event_ids, "
             "created_at) SELECT id, tenant_id, user_id, 'add', "
@@ -100,12 +104,12 @@ def load_prune_store(svc: common.Services, *, n: int, seed: int) -> dict[str, An
         )
     timings["history_s"] = round(time.monotonic() - t1, 1)
     no_hnsw = [d for d in defs if d[0] != "ix_memories_embedding"]
-    timings["indexes"] = store.rebuild_indexes(svc.database_url, no_hnsw, label="prune store indexes")
-    hist = store.rebuild_indexes(svc.database_url, hist_defs, label="history indexes")
+    timings["indexes"] = rebuild_indexes(svc.database_url, no_hnsw, label="prune store indexes")
+    hist = rebuild_indexes(svc.database_url, hist_defs, label="history indexes")
     timings["indexes"]["seconds"].update(hist["seconds"])
     progress("prune store: VACUUM ANALYZE")
     t2 = time.monotonic()
-    with store.raw_connection(svc.database_url) as conn:
+    with raw_connection(svc.database_url) as conn:
         conn.execute("VACUUM ANALYZE memories")
         conn.execute("VACUUM ANALYZE memory_history")
         counts = conn.execute(
@@ -118,7 +122,7 @@ def load_prune_store(svc: common.Services, *, n: int, seed: int) -> dict[str, An
     return {
         "tenants": PRUNE_TENANTS,
         "timings": timings,
-        "sizes_mb": store.relation_sizes(svc.database_url),
+        "sizes_mb": relation_sizes(svc.database_url),
         "rows": dict(
             zip(
                 ("memories", "active", "archived", "pinned", "with_ttl", "history"),
@@ -129,18 +133,16 @@ def load_prune_store(svc: common.Services, *, n: int, seed: int) -> dict[str, An
     }
 
 
-def measure_prune(svc: common.Services) -> dict[str, Any]:
-    from core.forgetting import ForgettingPolicy
-    from shared.db.engine import ALL_TENANTS, get_engine, session_scope
+def measure_prune(svc: Services) -> dict[str, Any]:
+    from bench.lib.project import ALL_TENANTS, ForgettingPolicy, get_engine, pruning, session_scope
     from shared.settings import Settings
-    from store import pruning
 
     settings = Settings(_env_file=None)  # type: ignore[call-arg]
     engine = get_engine(
         svc.database_url, pool_size=1, application_name="bench-sleep", role=settings.db_role_worker or None
     )
     policy = ForgettingPolicy(retention_days=settings.retention_days)
-    out: dict[str, Any] = {"retention_days": policy.retention_days, "now": store.NOW.isoformat()}
+    out: dict[str, Any] = {"retention_days": policy.retention_days, "now": NOW.isoformat()}
 
     def timed(name: str, fn: Callable[..., dict[str, int]], timeout_s: float | None = None) -> dict[str, Any]:
         """One function in its own transaction; a statement past `timeout_s` is cancelled (rolled back)."""
@@ -150,14 +152,14 @@ def measure_prune(svc: common.Services) -> dict[str, Any]:
         progress(f"prune: {name}" + (f" (statement timeout {timeout_s:g} s)" if timeout_s else ""))
         counts: dict[str, int] = {}
         error = None
-        with store.capture_statements(engine) as seen:
+        with capture_statements(engine) as seen:
             t0 = time.perf_counter()
             t1 = t0
             try:
                 with session_scope(engine, tenant=ALL_TENANTS) as db:
                     if timeout_s:
                         db.execute(text(f"SET LOCAL statement_timeout = '{int(timeout_s * 1000)}'"))
-                    counts = fn(db, now=store.NOW, policy=policy, actor=f"bench:{name}")
+                    counts = fn(db, now=NOW, policy=policy, actor=f"bench:{name}")
                     t1 = time.perf_counter()
             except OperationalError as exc:
                 error = f"cancelled by statement_timeout after {timeout_s:g} s: {type(exc.orig).__name__}"
@@ -181,38 +183,36 @@ def measure_prune(svc: common.Services) -> dict[str, Any]:
     purge = timed("purge", pruning.purge, timeout_s=PURGE_TIMEOUT_S)
     again = timed("prune again (no-op)", pruning.prune)
     progress("prune: EXPLAIN ANALYZE of the no-op prune")
-    plans = store.explain_statements(engine, again.pop("captured"), tenant=ALL_TENANTS)
+    plans = explain_statements(engine, again.pop("captured"), tenant=ALL_TENANTS)
     first.pop("captured")
     purge.pop("captured")
     out.update(prune=first, purge=purge, prune_again=again, plans_noop=plans)
     out["purge_probe"] = few
-    out["purge_with_index"] = purge_with_index(svc, engine, policy=policy,
-                                                role=settings.db_role_worker or "NONE")
+    out["purge_with_index"] = purge_with_index(
+        svc, engine, policy=policy, role=settings.db_role_worker or "NONE"
+    )
     out["total_s"] = round(first["seconds"] + purge["seconds"], 2)
     return out
 
 
-def _purge_statement(engine: Any, *, policy: Any) -> store.Captured | None:
+def _purge_statement(engine: Any, *, policy: Any) -> Captured | None:
     """purge's DELETE statement and its parameters, from a purge that finds nothing (`now` years back)."""
     from sqlmodel import Session
 
-    from shared.db.engine import ALL_TENANTS, set_tenant
-    from store import pruning
+    from bench.lib.project import ALL_TENANTS, pruning, set_tenant
 
-    with store.capture_statements(engine) as seen, Session(engine) as db:
+    with capture_statements(engine) as seen, Session(engine) as db:
         set_tenant(db, ALL_TENANTS)
-        pruning.purge(db, now=store.NOW - timedelta(days=3650), policy=policy, actor="bench:purge-probe")
+        pruning.purge(db, now=NOW - timedelta(days=3650), policy=policy, actor="bench:purge-probe")
         db.rollback()
     return next((c for c in seen if "DELETE FROM memories" in c.statement), None)
 
 
-def _few_rows_params(
-    svc: common.Services, stmt: store.Captured, *, policy: Any
-) -> tuple[int, dict[str, Any]]:
+def _few_rows_params(svc: Services, stmt: Captured, *, policy: Any) -> tuple[int, dict[str, Any]]:
     """How many rows the real purge would delete, and the statement's parameters with the cutoff moved
     back so that only the PURGE_PROBE_ROWS oldest qualify."""
-    cutoff = store.NOW - timedelta(days=policy.retention_days)
-    with store.raw_connection(svc.database_url) as conn:
+    cutoff = NOW - timedelta(days=policy.retention_days)
+    with raw_connection(svc.database_url) as conn:
         eligible, small_cutoff = conn.execute(
             "SELECT count(*), (array_agg(archived_at ORDER BY archived_at))[%s] FROM memories "
             "WHERE status IN ('archived', 'deleted') AND NOT pinned AND archived_at <= %s",
@@ -221,28 +221,27 @@ def _few_rows_params(
     return int(eligible), {**stmt.parameters, "cutoff": small_cutoff}
 
 
-def explain_purge_few(svc: common.Services, engine: Any, *, policy: Any) -> dict[str, Any]:
+def explain_purge_few(svc: Services, engine: Any, *, policy: Any) -> dict[str, Any]:
     """Before the real purge: EXPLAIN ANALYZE of purge's statement on its PURGE_PROBE_ROWS oldest rows
     (rolled back): the per-row cost, triggers included."""
-    from shared.db.engine import ALL_TENANTS
+    from bench.lib.project import ALL_TENANTS
 
     stmt = _purge_statement(engine, policy=policy)
     if stmt is None:
         return {}
     eligible, params = _few_rows_params(svc, stmt, policy=policy)
     progress(f"purge probe: EXPLAIN ANALYZE on the {PURGE_PROBE_ROWS} oldest rows (rolled back)")
-    plan = store.explain_statements(engine, [store.Captured(stmt.statement, params)], tenant=ALL_TENANTS)
+    plan = explain_statements(engine, [Captured(stmt.statement, params)], tenant=ALL_TENANTS)
     return {"eligible": eligible, "probe_rows": PURGE_PROBE_ROWS, "plan": plan[0]["plan"] if plan else []}
 
 
-def purge_with_index(svc: common.Services, engine: Any, *, policy: Any, role: str) -> dict[str, Any]:
+def purge_with_index(svc: Services, engine: Any, *, policy: Any, role: str) -> dict[str, Any]:
     """After the real purge: in one rolled-back transaction, an index on memories(superseded_by) (the
     column of the self-referencing ON DELETE SET NULL key), the same EXPLAIN, then the whole purge timed."""
     from sqlalchemy import text
     from sqlmodel import Session
 
-    from shared.db.engine import ALL_TENANTS, set_tenant
-    from store import pruning
+    from bench.lib.project import ALL_TENANTS, pruning, set_tenant
 
     stmt = _purge_statement(engine, policy=policy)
     if stmt is None:
@@ -262,14 +261,12 @@ def purge_with_index(svc: common.Services, engine: Any, *, policy: Any, role: st
             conn.execute(text(f"SET LOCAL ROLE {role}"))
             set_tenant(conn, ALL_TENANTS)  # type: ignore[arg-type]
             out["plan"] = [
-                store.shorten(r[0])
+                shorten(r[0])
                 for r in conn.exec_driver_sql("EXPLAIN (ANALYZE, BUFFERS) " + stmt.statement, params).all()
             ]
             conn.execute(text(f"SET LOCAL statement_timeout = '{int(PURGE_TIMEOUT_S * 1000)}'"))
             t1 = time.perf_counter()
-            counts = pruning.purge(
-                Session(bind=conn), now=store.NOW, policy=policy, actor="bench:purge-probe"
-            )
+            counts = pruning.purge(Session(bind=conn), now=NOW, policy=policy, actor="bench:purge-probe")
             out["purge_s"] = round(time.perf_counter() - t1, 2)
             out["counts"] = counts
         finally:
@@ -291,11 +288,9 @@ def _label(sql: str) -> str:
 # --- distillation -----------------------------------------------------------------------------------------
 
 
-def load_fragments_store(
-    svc: common.Services, *, tenant: str, users: int, seed: int, label: str
-) -> dict[str, Any]:
+def load_fragments_store(svc: Services, *, tenant: str, users: int, seed: int, label: str) -> dict[str, Any]:
     """`users` x FRAGMENTS_PER_USER active, unslotted, hashing-embedded fragments (up to a year old)."""
-    return store.load_store(
+    return load_store(
         svc.database_url,
         tenant=tenant,
         users=users,
@@ -306,11 +301,10 @@ def load_fragments_store(
     )
 
 
-def time_users_to_distill(svc: common.Services) -> dict[str, Any]:
+def time_users_to_distill(svc: Services) -> dict[str, Any]:
     """The nightly run's first query (which users have new fragments), over the whole store."""
-    from shared.db.engine import ALL_TENANTS, get_engine, session_scope
+    from bench.lib.project import ALL_TENANTS, distillation, get_engine, session_scope
     from shared.settings import Settings
-    from worker.services.distillation import users_to_distill
 
     settings = Settings(_env_file=None)  # type: ignore[call-arg]
     engine = get_engine(
@@ -319,13 +313,11 @@ def time_users_to_distill(svc: common.Services) -> dict[str, Any]:
     progress("distill: users_to_distill over the store")
     t0 = time.perf_counter()
     with session_scope(engine, tenant=ALL_TENANTS) as db:
-        users = users_to_distill(db)
+        users = distillation.users_to_distill(db)
     return {"seconds": round(time.perf_counter() - t0, 2), "users": len(users)}
 
 
-def measure_distill_workers(
-    svc: common.Services, *, tenant: str, users: int, deadline: float
-) -> dict[str, Any]:
+def measure_distill_workers(svc: Services, *, tenant: str, users: int, deadline: float) -> dict[str, Any]:
     """One `memory.distill` task per user on a `celery worker -c 2`; the later users are only published when
     the rate of the first ones says they fit before `deadline`."""
     from shared import tasknames
@@ -333,13 +325,13 @@ def measure_distill_workers(
 
     queue = unique_name("bench-sleep-distill")
     out: dict[str, Any] = {"users": users, "fragments_per_user": FRAGMENTS_PER_USER, "concurrency": 2}
-    worker = common.BenchWorker(common.worker_env(svc, queue), queue, svc.tmp / f"{queue}.log", 2).start()
+    worker = BenchWorker(worker_env(svc, queue), queue, svc.tmp / f"{queue}.log", 2).start()
     publisher = RedisPublisher(svc.redis_url, queue=queue, timeout_s=5.0)
-    all_users = [store.user_id(u) for u in range(users)]
+    all_users = [user_id(u) for u in range(users)]
     first_wave = min(users, max(100, users // 10))
     published = 0
     try:
-        pg0 = common.postgres_cpu_s(svc.postmaster_pid)
+        pg0 = postgres_cpu_s(svc.postmaster_pid)
         t0 = time.monotonic()
 
         def publish(n: int) -> None:
@@ -350,7 +342,7 @@ def measure_distill_workers(
 
         publish(first_wave)
         last, last_change, done = -1, time.monotonic(), 0
-        with store.raw_connection(svc.database_url) as conn:
+        with raw_connection(svc.database_url) as conn:
             while True:
                 done = int(
                     conn.execute(
@@ -386,7 +378,7 @@ def measure_distill_workers(
                     break
                 time.sleep(0.25)
             wall = time.monotonic() - t0
-            pg1 = common.postgres_cpu_s(svc.postmaster_pid)
+            pg1 = postgres_cpu_s(svc.postmaster_pid)
             agg = conn.execute(
                 "SELECT count(*), sum((counts->>'clusters')::int), sum((counts->>'consolidated')::int), "
                 "sum((counts->>'created')::int), count(*) FILTER (WHERE outcome = 'error'), "
@@ -397,7 +389,7 @@ def measure_distill_workers(
     finally:
         stats = worker.stop()
         publisher.close()
-        common.drop_queue(svc.redis_url, queue, tenant=tenant)
+        drop_queue(svc.redis_url, queue, tenant=tenant)
     runs, clusters, consolidated, created, errors, span = agg
     fragments = int(runs or 0) * FRAGMENTS_PER_USER
     out.update(
@@ -413,12 +405,8 @@ def measure_distill_workers(
         created=int(created or 0),
         errors=int(errors or 0),
         cpu_ms_per_user={
-            "worker_main": _per(
-                sum(s.cpu_s - s.cpu_s_start for s in stats.values() if s.role == "main"), runs
-            ),
-            "pool_children": _per(
-                sum(s.cpu_s - s.cpu_s_start for s in stats.values() if s.role == "child"), runs
-            ),
+            "worker_main": _per(cpu_since_start(stats, "main"), runs),
+            "pool_children": _per(cpu_since_start(stats, "child"), runs),
             "postgres": _per(pg1 - pg0, runs) if pg0 is not None and pg1 is not None else None,
         },
     )
@@ -431,13 +419,10 @@ def _per(cpu_s: float, n: Any) -> float | None:
     return round(cpu_s * 1000 / int(n), 1) if n else None
 
 
-def probe_distill(svc: common.Services, *, seed: int) -> dict[str, Any]:
+def probe_distill(svc: Services, *, seed: int) -> dict[str, Any]:
     """In-process `distill_user` on PROBE_USERS users: the pieces timed, and cProfile's top functions."""
-    from core.distill import cluster, consolidate
-    from shared.db.engine import get_engine, session_scope
+    from bench.lib.project import cluster, consolidate, distillation, get_engine, lock_user, session_scope
     from shared.settings import Settings
-    from store.memories import lock_user
-    from worker.services import distillation
 
     tenant = unique_name("t-sleep-probe")
     # the first PROBE_USERS users are timed, the next PROBE_USERS profiled (a user distills only once)
@@ -449,7 +434,7 @@ def probe_distill(svc: common.Services, *, seed: int) -> dict[str, Any]:
         application_name="bench-sleep-probe",
         role=settings.db_role_worker or None,
     )
-    emb = store._embedder()
+    emb = embedder()
     pieces: dict[str, list[int]] = {
         "load_fragments": [],
         "cluster": [],
@@ -461,7 +446,7 @@ def probe_distill(svc: common.Services, *, seed: int) -> dict[str, Any]:
     created = 0
     clock = time.perf_counter_ns
     for i in range(PROBE_USERS):
-        user = store.user_id(i)
+        user = user_id(i)
         with session_scope(engine, tenant=tenant) as db:
             t0 = clock()
             frags = distillation.load_fragments(db, tenant, user)
@@ -475,7 +460,7 @@ def probe_distill(svc: common.Services, *, seed: int) -> dict[str, Any]:
             pieces["cluster"].append(t2 - t1)
             pieces["consolidate (pure)"].append(t3 - t2)
             db.rollback()
-        with store.capture_statements(engine) as seen, session_scope(engine, tenant=tenant) as db:
+        with capture_statements(engine) as seen, session_scope(engine, tenant=tenant) as db:
             lock_user(db, tenant, user)
             t4 = clock()
             result = distillation.distill_user(
@@ -484,7 +469,7 @@ def probe_distill(svc: common.Services, *, seed: int) -> dict[str, Any]:
                 user,
                 embedder=emb,
                 llm=None,
-                now=store.NOW,
+                now=NOW,
                 actor="bench-probe",
                 new_since=None,
                 token_cap=0,
@@ -495,15 +480,22 @@ def probe_distill(svc: common.Services, *, seed: int) -> dict[str, Any]:
             key = _distill_kind(c.statement)
             sql_ms[key] = sql_ms.get(key, 0.0) + c.duration_ms
     for i in range(PROBE_USERS, 2 * PROBE_USERS):
-        user = store.user_id(i)
+        user = user_id(i)
         with session_scope(engine, tenant=tenant) as db:
             lock_user(db, tenant, user)
             profiler.enable()
-            distillation.distill_user(db, tenant, user, embedder=emb, llm=None, now=store.NOW,
-                                      actor="bench-probe", new_since=None, token_cap=0)
+            distillation.distill_user(
+                db,
+                tenant,
+                user,
+                embedder=emb,
+                llm=None,
+                now=NOW,
+                actor="bench-probe",
+                new_since=None,
+                token_cap=0,
+            )
             profiler.disable()
-    st = pstats.Stats(profiler)
-    rows = sorted(st.stats.items(), key=lambda kv: kv[1][2], reverse=True)[:8]  # type: ignore[attr-defined]
     return {
         "users": PROBE_USERS,
         "fragments_per_user": FRAGMENTS_PER_USER,
@@ -513,8 +505,8 @@ def probe_distill(svc: common.Services, *, seed: int) -> dict[str, Any]:
             k: round(v / PROBE_USERS, 2) for k, v in sorted(sql_ms.items(), key=lambda kv: -kv[1])
         },
         "profile_top_tottime_ms_per_user": [
-            {"function": f"{Path(f).name}:{line}({fn})", "ms": round(v[2] * 1000 / PROBE_USERS, 2)}
-            for (f, line, fn), v in rows
+            {"function": function, "ms": round(own_s * 1000 / PROBE_USERS, 2)}
+            for function, own_s, _ in top_own_time(profiler)
         ],
     }
 
@@ -567,13 +559,10 @@ def merge_responder(body: dict[str, Any]) -> str:
     return json.dumps({"memories": memories})
 
 
-def measure_llm(svc: common.Services, *, users: int, seed: int) -> dict[str, Any]:
-    from shared.db.engine import get_engine, session_scope
+def measure_llm(svc: Services, *, users: int, seed: int) -> dict[str, Any]:
+    from bench.lib.project import LLMConfig, LLMExtractor, distillation, get_engine, lock_user, session_scope
     from shared.settings import Settings
-    from store.memories import lock_user
     from tests.fakes.openai_server import FakeOpenAI
-    from worker.llm.extractor import LLMConfig, LLMExtractor
-    from worker.services import distillation
 
     tenant = unique_name("t-sleep-llm")
     load_fragments_store(svc, tenant=tenant, users=users, seed=seed + 9, label="LLM distillation store")
@@ -584,7 +573,7 @@ def measure_llm(svc: common.Services, *, users: int, seed: int) -> dict[str, Any
         application_name="bench-sleep-llm",
         role=settings.db_role_worker or None,
     )
-    emb = store._embedder()
+    emb = embedder()
     totals = {"clusters": 0, "consolidated": 0, "created": 0, "tokens": 0, "errors": 0}
     per_user_ms: list[int] = []
     with FakeOpenAI() as fake:
@@ -593,7 +582,7 @@ def measure_llm(svc: common.Services, *, users: int, seed: int) -> dict[str, Any
             LLMConfig(base_url=fake.base_url, api_key="bench", model="fake-chat", timeout_s=30)
         )
         for i in range(users):
-            user = store.user_id(i)
+            user = user_id(i)
             t0 = time.perf_counter_ns()
             with session_scope(engine, tenant=tenant) as db:
                 lock_user(db, tenant, user)
@@ -603,7 +592,7 @@ def measure_llm(svc: common.Services, *, users: int, seed: int) -> dict[str, Any
                     user,
                     embedder=emb,
                     llm=llm,
-                    now=store.NOW,
+                    now=NOW,
                     actor="bench-llm",
                     new_since=None,
                     token_cap=settings.distill_token_cap,
@@ -642,19 +631,19 @@ def run(budget_s: float, quick: bool) -> dict[str, Any]:
     seed = 20261102
     figures: dict[str, Any] = {"budget_s": budget_s}
     skipped: list[str] = []
-    with common.services() as svc:
-        figures["services"] = "embedded PostgreSQL in a temp dir" if svc.embedded else "DATABASE_URL"
+    with services() as svc:
+        figures["services"] = svc.description
         n = PRUNE_MEMORIES[quick]
         figures["prune_store"] = load_prune_store(svc, n=n, seed=seed)
         figures["prune"] = measure_prune(svc)
-        with store.raw_connection(svc.database_url) as conn:  # the distillation runs on its own data
+        with raw_connection(svc.database_url) as conn:  # the distillation runs on its own data
             conn.execute("TRUNCATE memories, memory_history, tenants CASCADE")
             conn.execute("VACUUM memories")
         tenant = unique_name("t-sleep-distill")
         users = DISTILL_USERS[quick]
-        defs = store.drop_secondary_indexes(svc.database_url)  # the HNSW index is already absent (see above)
+        defs = drop_secondary_indexes(svc.database_url)  # the HNSW index is already absent (see above)
         load = load_fragments_store(svc, tenant=tenant, users=users, seed=seed, label="distill store")
-        load["indexes"] = store.rebuild_indexes(svc.database_url, defs, label="distill store indexes")
+        load["indexes"] = rebuild_indexes(svc.database_url, defs, label="distill store indexes")
         figures["distill_store"] = load
         figures["users_to_distill"] = time_users_to_distill(svc)
         llm_reserve = 60 + LLM_USERS[quick] * 0.5
@@ -666,12 +655,13 @@ def run(budget_s: float, quick: bool) -> dict[str, Any]:
             figures["llm"] = measure_llm(svc, users=LLM_USERS[quick], seed=seed)
         else:
             skipped.append("LLM distillation: budget")
-    return common.report(
-        "sleep", quick, figures, skipped, started=started, targets=targets, render=render_markdown
-    )
+    return report.result("sleep", quick, figures, skipped, started=started, targets=TARGETS, blocks=SECTION)
 
 
-def targets(f: dict[str, Any]) -> list[dict[str, Any]]:
+# --- targets and the report -------------------------------------------------------------------------------
+
+
+def _prune_note(f: dict[str, Any]) -> str:
     p = f.get("prune")
     n = f.get("prune_store", {}).get("rows", {}).get("memories")
     note = f"{n:,} memories" if n else "not measured"
@@ -679,156 +669,218 @@ def targets(f: dict[str, Any]) -> list[dict[str, Any]]:
         note += "; target is at 1,000,000"
     if p and p["purge"].get("error"):
         note += f"; purge cancelled at {PURGE_TIMEOUT_S:g} s, so a lower bound"
-    return [common.target("prune + purge", p["total_s"] if p else None, "<=", TARGET_PRUNE_S, "s", note)]
+    return note
 
 
-# --- markdown ---------------------------------------------------------------------------------------------
+TARGETS = (Target("prune + purge", "prune.total_s", "<=", TARGET_PRUNE_S, "s", _prune_note),)
+
+
+def targets(figures: dict[str, Any]) -> list[dict[str, Any]]:
+    return report.evaluate(TARGETS, figures)
+
+
+def _prune(f: dict[str, Any]) -> dict[str, Any] | None:
+    return {**f["prune"], "store": f["prune_store"]} if f.get("prune") and f.get("prune_store") else None
+
+
+def _prune_text(p: dict[str, Any]) -> str:
+    s = p["store"]
+    r, t = s["rows"], s["timings"]
+    return f"""Store: {r["memories"]:,} memories over {s["tenants"]} tenants x 10,000 users ({r["active"]:,}
+        active, {r["archived"]:,} archived by earlier runs, {r["pinned"]:,} pinned, {r["with_ttl"]:,} with a
+        TTL), {r["history"]:,} history rows; last confirmation ages exponential (mean 60 days), kinds from
+        the template grammar (semantic never decays; episodic 30 days, 14 in one tenant's settings;
+        procedural 90 days). Table {s["sizes_mb"].get("memories (heap + toast)")} MB. Built in
+        {t["load_s"]} s (+ history {t["history_s"]} s, indexes {t["indexes"]["total_s"]} s, VACUUM ANALYZE
+        {t["vacuum_s"]} s); the HNSW index is left out (see the module docstring). `now` = {p["now"]},
+        retention {p["retention_days"]:g} days; worker role, all-tenant scope, one transaction per function
+        as the tasks run them."""
+
+
+def _steps(p: dict[str, Any]) -> list[dict[str, Any]]:
+    names = {"prune": "`prune`", "purge": "`purge`", "prune_again": "`prune` again, same `now` (no-op)"}
+    return [{**p[key], "name": name} for key, name in names.items()]
+
+
+STEPS_TABLE = Table(
+    (
+        Column("step", lambda x: x["name"] + (f" ({x['error']})" if x.get("error") else "")),
+        Column("seconds (incl. commit)", "seconds"),
+        Column("commit s", "commit_s"),
+        Column("rows", lambda x: ", ".join(f"{k} {v:,}" for k, v in x["counts"].items()) or "none"),
+        Column(
+            "statements (ms)",
+            lambda x: "; ".join(f"{st['statement']} {st['ms']:,}" for st in x["statements"]),
+        ),
+    ),
+    _steps,
+)
+
+
+def _purge_probe_text(p: dict[str, Any]) -> str | None:
+    few = p.get("purge_probe") or {}
+    if not few.get("plan"):
+        return None
+    return f"""Where purge's time goes: {few["eligible"]:,} rows were due for purging. Its statement under
+        EXPLAIN ANALYZE on the {few["probe_rows"]} oldest of them (cutoff moved back, rolled back), before
+        the real run:"""
+
+
+def _purge_index_text(p: dict[str, Any]) -> str | None:
+    idx = p.get("purge_with_index") or {}
+    if not idx.get("plan"):
+        return None
+    counts = ", ".join(f"{k} {v:,}" for k, v in idx.get("counts", {}).items())
+    done = (
+        f"the whole purge then took {idx['purge_s']} s ({counts})"
+        if "purge_s" in idx
+        else "the whole purge did not finish"
+    )
+    return f"""The same with an index on `memories (superseded_by)` created inside a rolled-back transaction
+        (build {idx["index_build_s"]} s): {done}, with {idx["eligible"]:,} rows due. Plan on the same oldest
+        rows:"""
+
+
+PRUNE_SECTION = Section(
+    "Prune and purge",
+    (
+        Text(_prune_text),
+        STEPS_TABLE,
+        Text(
+            lambda p: (
+                f"prune + purge: **{p['total_s']} s**"
+                + (" (lower bound: purge cancelled)." if p["purge"].get("error") else ".")
+            )
+        ),
+        Text(_purge_probe_text),
+        Code("purge_probe.plan"),
+        Text(_purge_index_text),
+        Code("purge_with_index.plan"),
+        Text(
+            lambda p: (
+                "EXPLAIN ANALYZE of the no-op prune (what the scan alone costs):"
+                if p.get("plans_noop")
+                else None
+            )
+        ),
+        Each("plans_noop", (Code("plan"),)),
+    ),
+    data=_prune,
+)
+
+
+def _distill(f: dict[str, Any]) -> dict[str, Any] | None:
+    return (
+        {**f["distill"], "store": f.get("distill_store"), "probe": f.get("distill_probe")}
+        if f.get("distill")
+        else None
+    )
+
+
+def _distill_text(d: dict[str, Any]) -> str:
+    load = d["store"]
+    loaded = load["generate_copy_s"] + load["insert_select_s"] if load else "n/a"
+    return f"""{d["users"]:,} users x {d["fragments_per_user"]} fragments (active, unslotted, hashing-embedded
+        template sentences; loaded in {loaded} s); one `memory.distill` task per user published by name to a
+        real `celery worker -c {d["concurrency"]}`, no LLM configured. Wall time from the first publish to
+        the last run record finished. The HNSW index is absent from this store (it would add one graph insert
+        per consolidated memory)."""
+
+
+def _distill_projection(d: dict[str, Any]) -> str | None:
+    full = f"{DISTILL_USERS[False]:,} users x {FRAGMENTS_PER_USER}"
+    if d.get("cut") or d.get("incomplete"):
+        return (
+            f"**Partial: {d.get('cut') or d.get('incomplete')}.** At the measured rate the full {full} would "
+            f"take about {fmt(d.get('projected_full_s'))} s."
+        )
+    if d.get("projected_full_s"):
+        return f"At this rate {full} fragments take about {d['projected_full_s']:,} s."
+    return None
+
+
+def _distill_probe_text(d: dict[str, Any]) -> str | None:
+    probe = d["probe"]
+    if not probe:
+        return None
+    pieces = probe["pieces_ms"]
+    sql = ", ".join(f"{k} {v}" for k, v in probe["sql_ms_per_user"].items())
+    top = ", ".join(f"`{x['function']}` {x['ms']}" for x in probe["profile_top_tottime_ms_per_user"][:6])
+    return f"""Where the time goes, in-process on {probe["users"]} more users (worker role, one user per
+        transaction): per user p50 `load_fragments` {pieces["load_fragments"]["p50_ms"]:.1f} ms, `cluster`
+        {pieces["cluster"]["p50_ms"]:.1f} ms, the pure rewrites {pieces["consolidate (pure)"]["p50_ms"]:.2f}
+        ms; the whole `distill_user` (with its writes) {pieces["distill_user (whole)"]["p50_ms"]:.1f} ms. SQL
+        per user (client wall ms): {sql}. Top own time (cProfile over `distill_user` of {probe["users"]}
+        other users, ms per user, profiler overhead included): {top}."""
+
+
+def _cpu(per: dict[str, Any]) -> str:
+    return " / ".join(fmt(per[k]) for k in ("worker_main", "pool_children", "postgres"))
+
+
+DISTILL_SECTION = Section(
+    "Nightly distillation, deterministic path",
+    (
+        Text(_distill_text),
+        Table(
+            (
+                Column("users done", lambda d: f"{d['users_done']:,} of {d['users']:,}"),
+                Column("fragments", "fragments", ","),
+                Column("wall s", "wall_s"),
+                Column("fragments/s", "fragments_per_s"),
+                Column("users/s", "users_per_s"),
+                Column("clusters", "clusters", ","),
+                Column("fragments consolidated", "consolidated", ","),
+                Column("memories created", "created", ","),
+                Column("errors", "errors"),
+                Column("CPU ms/user: worker main / pool / postgres", lambda d: _cpu(d["cpu_ms_per_user"])),
+            ),
+            lambda d: [d],
+        ),
+        Text(_distill_projection),
+        Text(_distill_probe_text),
+    ),
+    data=_distill,
+)
+
+LLM_SECTION = Section(
+    "Distillation with the LLM (fake server counting)",
+    (
+        Text(
+            lambda r: (
+                f"""{r["users"]} users x {FRAGMENTS_PER_USER} fragments, `distill_user` in-process with
+            the LLM configured (one batched call per user: every cluster of the user in one prompt). The fake
+            OpenAI-compatible server answers each cluster with one memory covering all its fragments; tokens
+            as the server counts them (one per four characters, system prompt included)."""
+            )
+        ),
+        Table(
+            (
+                Column("calls", "calls", ","),
+                Column("clusters", "clusters", ","),
+                Column("fragments merged", "consolidated", ","),
+                Column("consolidated memories", "created", ","),
+                Column("prompt tokens", "prompt_tokens", ","),
+                Column("completion tokens", "completion_tokens", ","),
+                Column("tokens / consolidated memory", "tokens_per_consolidated_memory"),
+                Column("prompt tokens / consolidated memory", "prompt_tokens_per_consolidated_memory"),
+                Column("tokens / fragment merged", "tokens_per_fragment_merged"),
+                Column("errors", "errors"),
+                Column("per-user p50 ms", "per_user_ms.p50_ms", ".1f"),
+            ),
+            lambda r: [r],
+        ),
+    ),
+    data="llm",
+)
+
+SECTION = (
+    Text(lambda f: f"Services: {f['services']}, on the same 2-core machine as the benchmark process."),
+    PRUNE_SECTION,
+    DISTILL_SECTION,
+    LLM_SECTION,
+)
 
 
 def render_markdown(result: dict[str, Any]) -> str:
-    f = result["figures"]
-    lines = common.targets_table(result["targets"])
-    lines += ["", f"Services: {f['services']}, on the same 2-core machine as the benchmark process."]
-    lines += _prune_md(f.get("prune_store"), f.get("prune"))
-    lines += _distill_md(f.get("distill_store"), f.get("distill"), f.get("distill_probe"))
-    lines += _llm_md(f.get("llm"))
-    if result["skipped"]:
-        lines += ["", "Skipped (budget): " + "; ".join(result["skipped"])]
-    return "\n".join(lines) + "\n"
-
-
-def _prune_md(s: dict[str, Any] | None, p: dict[str, Any] | None) -> list[str]:
-    if not s or not p:
-        return []
-    r, t = s["rows"], s["timings"]
-    out = [
-        "",
-        "### Prune and purge",
-        "",
-        paragraph(f"""Store: {r["memories"]:,} memories over {s["tenants"]}
-           tenants x 10,000 users ({r["active"]:,} active, {r["archived"]:,} archived by earlier runs,
-           {r["pinned"]:,} pinned, {r["with_ttl"]:,} with a TTL), {r["history"]:,} history rows; last
-           confirmation ages exponential (mean 60 days), kinds from the template grammar (semantic never
-           decays; episodic 30 days, 14 in one tenant's settings; procedural 90 days). Table
-           {s["sizes_mb"].get("memories (heap + toast)")} MB. Built in {t["load_s"]} s (+ history
-           {t["history_s"]}
-           s, indexes {t["indexes"]["total_s"]} s, VACUUM ANALYZE {t["vacuum_s"]} s); the HNSW index is left
-           out (see the module docstring). `now` = {p["now"]}, retention {p["retention_days"]:g} days; worker
-           role, all-tenant scope, one transaction per function as the tasks run them."""),
-        "",
-        "| step | seconds (incl. commit) | commit s | rows | statements (ms) |",
-        "| --- " * 5 + "|",
-    ]
-    for name, key in (
-        ("`prune`", "prune"),
-        ("`purge`", "purge"),
-        ("`prune` again, same `now` (no-op)", "prune_again"),
-    ):
-        x = p[key]
-        stmts = "; ".join(f"{st['statement']} {st['ms']:,}" for st in x["statements"])
-        rows = ", ".join(f"{k} {v:,}" for k, v in x["counts"].items())
-        err = f" ({x['error']})" if x.get("error") else ""
-        out.append(f"| {name}{err} | {x['seconds']} | {x['commit_s']} | {rows or 'none'} | {stmts} |")
-    out += ["", f"prune + purge: **{p['total_s']} s**" + (" (lower bound: purge cancelled)." if
-                                                          p["purge"].get("error") else ".")]
-    few, idx = p.get("purge_probe") or {}, p.get("purge_with_index") or {}
-    if few.get("plan"):
-        out += ["", paragraph(f"""Where purge's time goes: {few['eligible']:,} rows were due for purging. Its
-                statement under EXPLAIN ANALYZE on the {few['probe_rows']} oldest of them (cutoff moved back,
-                rolled back), before the real run:"""), "", "```", *few["plan"], "```"]
-    if idx.get("plan"):
-        counts = ", ".join(f"{k} {v:,}" for k, v in idx.get("counts", {}).items())
-        done = f"the whole purge then took {idx['purge_s']} s ({counts})" if "purge_s" in idx else \
-            "the whole purge did not finish"
-        out += ["", paragraph(f"""The same with an index on `memories (superseded_by)` created inside a
-                rolled-back transaction (build {idx['index_build_s']} s): {done}, with {idx['eligible']:,}
-                rows due. Plan on the same oldest rows:"""), "", "```", *idx["plan"], "```"]
-    if p.get("plans_noop"):
-        out += ["", "EXPLAIN ANALYZE of the no-op prune (what the scan alone costs):"]
-        for plan in p["plans_noop"]:
-            out += ["", "```", *plan["plan"], "```"]
-    return out
-
-
-def _distill_md(
-    load: dict[str, Any] | None, d: dict[str, Any] | None, probe: dict[str, Any] | None
-) -> list[str]:
-    if not d:
-        return []
-    cpu = d["cpu_ms_per_user"]
-    out = [
-        "",
-        "### Nightly distillation, deterministic path",
-        "",
-        paragraph(f"""{d["users"]:,} users x
-           {d["fragments_per_user"]} fragments (active, unslotted, hashing-embedded template sentences; loaded
-           in {load["generate_copy_s"] + load["insert_select_s"] if load else "n/a"} s); one `memory.distill`
-           task per user published by name to a real `celery worker -c {d["concurrency"]}`, no LLM
-           configured. Wall time from the first publish to the last run record finished. The HNSW index is
-           absent from this store (it would add one graph insert per consolidated memory)."""),
-        "",
-        "| users done | fragments | wall s | fragments/s | users/s | clusters | fragments consolidated | "
-        "memories created | errors | CPU ms/user: worker main / pool / postgres |",
-        "| --- " * 10 + "|",
-        f"| {d['users_done']:,} of {d['users']:,} | {d['fragments']:,} | {d['wall_s']} | "
-        f"{fmt(d['fragments_per_s'])} | {fmt(d['users_per_s'])} | {d['clusters']:,} | "
-        f"{d['consolidated']:,} | {d['created']:,} | {d['errors']} | {fmt(cpu['worker_main'])} / "
-        f"{fmt(cpu['pool_children'])} / {fmt(cpu['postgres'])} |",
-    ]
-    if d.get("cut") or d.get("incomplete"):
-        out += [
-            "",
-            f"**Partial: {d.get('cut') or d.get('incomplete')}.** At the measured rate the full "
-            f"{DISTILL_USERS[False]:,} users x {FRAGMENTS_PER_USER} would take about "
-            f"{fmt(d.get('projected_full_s'))} s.",
-        ]
-    elif d.get("projected_full_s"):
-        out += [
-            "",
-            f"At this rate {DISTILL_USERS[False]:,} users x {FRAGMENTS_PER_USER} fragments take about "
-            f"{d['projected_full_s']:,} s.",
-        ]
-    if probe:
-        pieces = probe["pieces_ms"]
-        out += [
-            "",
-            paragraph(f"""Where the time goes, in-process on {probe["users"]} more users (worker role, one
-                user per transaction): per user p50 `load_fragments` {pieces["load_fragments"]["p50_ms"]:.1f}
-                ms, `cluster` {pieces["cluster"]["p50_ms"]:.1f} ms, the pure rewrites
-                {pieces["consolidate (pure)"]["p50_ms"]:.2f} ms; the whole `distill_user` (with its writes)
-                {pieces["distill_user (whole)"]["p50_ms"]:.1f} ms. SQL per user (client wall ms):
-                {", ".join(f"{k} {v}" for k, v in probe["sql_ms_per_user"].items())}. Top own time (cProfile
-                over `distill_user` of {probe["users"]} other users, ms per user, profiler overhead included):
-                {
-                ", ".join(
-                    f"`{x['function']}` {x['ms']}" for x in probe["profile_top_tottime_ms_per_user"][:6]
-                )
-            }."""),
-        ]
-    return out
-
-
-def _llm_md(r: dict[str, Any] | None) -> list[str]:
-    if not r:
-        return []
-    return [
-        "",
-        "### Distillation with the LLM (fake server counting)",
-        "",
-        paragraph(f"""{r["users"]} users x
-            {FRAGMENTS_PER_USER} fragments, `distill_user` in-process with the LLM configured (one batched
-            call per user: every cluster of the user in one prompt). The fake OpenAI-compatible server answers
-            each cluster with one memory covering all its fragments; tokens as the server counts them (one
-            per four characters, system prompt included)."""),
-        "",
-        "| calls | clusters | fragments merged | consolidated memories | prompt tokens | completion "
-        "tokens | tokens / consolidated memory | prompt tokens / consolidated memory | tokens / fragment "
-        "merged | errors | per-user p50 ms |",
-        "| --- " * 11 + "|",
-        f"| {r['calls']:,} | {r['clusters']:,} | {r['consolidated']:,} | {r['created']:,} | "
-        f"{r['prompt_tokens']:,} | {r['completion_tokens']:,} | "
-        f"{fmt(r['tokens_per_consolidated_memory'])} | "
-        f"{fmt(r['prompt_tokens_per_consolidated_memory'])} | "
-        f"{fmt(r['tokens_per_fragment_merged'])} "
-        f"| {r['errors']} | {r['per_user_ms']['p50_ms']:.1f} |",
-    ]
+    return report.render(result, SECTION)

@@ -2,20 +2,16 @@
 
 Contract: `run(budget_s, quick) -> dict` measures, never asserts, and returns
 `{"name", "quick", "figures", "targets", "skipped", "markdown"}` like the other bench modules. Everything
-runs on an isolated embedded PostgreSQL (or `DATABASE_URL`) from `bench.common.services`.
+runs on an isolated embedded PostgreSQL (or `DATABASE_URL`) from `bench.lib.services.services`.
 
-- load: 10,000 users of one tenant, memory `i` belongs to user `i % 10,000`. Each memory is a synthetic
-  sentence from a template grammar (preferences, profile facts, rules, lessons, decisions; English plus a
-  few Chinese ones) embedded in Python batches by the project's hashing embedder (`store.embeddings`,
-  384-dim) in two spawned processes, streamed by binary `COPY` into an unlogged staging table, then moved
-  by one `INSERT ... SELECT` into `memories` (full-text vector by `to_tsvector('simple', ...)` in SQL). The
-  secondary indexes of `memories` are dropped for the load and rebuilt from their own definitions after
-  it (timed one by one: the HNSW build time is part of the report). Growing to 1,000,000 appends rows
-  to the 100,000 and rebuilds the indexes.
+- load: 10,000 users of one tenant, the synthetic corpus of `bench.lib.corpus` loaded by
+  `bench.lib.db.load_store` with the secondary indexes of `memories` dropped and rebuilt after it (timed
+  one by one: the HNSW build time is part of the report). Growing to 1,000,000 appends rows to the
+  100,000 and rebuilds the indexes.
 - latency: `store.search.search` (hybrid: query embedding, one candidates query for the vector
-  and keyword lists, ranking) for k=10 and one random user per call, in-process, as the API's database role (row-level
-  security on, the tenant set per transaction), ef_search = the setting's default; per-statement times,
-  the plan (EXPLAIN ANALYZE of the statements one call runs) and which indexes the calls used
+  and keyword lists, ranking) for k=10 and one random user per call, in-process, as the API's database role
+  (row-level security on, the tenant set per transaction), ef_search = the setting's default; per-statement
+  times, the plan (EXPLAIN ANALYZE of the statements one call runs) and which indexes the calls used
   (`pg_stat_user_indexes` deltas).
 - recall (largest size): top-10 of the vector query as the planner runs it, and with the HNSW index
   forced (the b-tree indexes dropped inside a rolled-back transaction), against an exact scan; plus the
@@ -24,29 +20,39 @@ runs on an isolated embedded PostgreSQL (or `DATABASE_URL`) from `bench.common.s
   memory, slot values that supersede each other) inserted set-based; `memory.reconcile_user` enqueued per
   user by name through `shared.publisher.RedisPublisher`; a real `celery worker -c 2`; candidates/s from
   the first publish to the last candidate reconciled.
-
-`load_store`, `rebuild_indexes`, `drop_secondary_indexes`, `capture_statements` and `explain_statements`
-are reused by `bench.sleep` and `bench.api_load`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import multiprocessing
-import os
 import random
-import re
 import time
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from collections.abc import Callable, Sequence
+from datetime import timedelta
 from typing import Any
 
-from bench import common
-from bench.common import fmt, paragraph, percentile, progress, unique_name
+from bench.lib import report
+from bench.lib.capture import capture_statements, explain_statements, shorten, top_own_time
+from bench.lib.corpus import NOW, WORDS, embedder, queries, sentence, user_id
+from bench.lib.db import (
+    GEN_BATCH,
+    GEN_PROCESSES,
+    HNSW_BUILD_MEM,
+    HNSW_INDEX,
+    drop_secondary_indexes,
+    index_scans,
+    load_store,
+    raw_connection,
+    rebuild_indexes,
+    relation_sizes,
+    server_facts,
+)
+from bench.lib.processes import BenchWorker, cpu_since_start, postgres_cpu_s
+from bench.lib.progress import progress
+from bench.lib.report import Code, Column, Each, Section, Table, Target, Text, fmt
+from bench.lib.services import Services, drop_queue, services, unique_name, worker_env
+from bench.lib.stats import percentile, summary_ms
 
 USERS = 10_000
-DIM = 384
 SIZES = {True: (100_000,), False: (100_000, 1_000_000)}
 LATENCY_QUERIES = {True: 1_000, False: 2_000}
 LATENCY_WARMUP = 100
@@ -56,577 +62,14 @@ RECALL_QUERIES = 200
 GLOBAL_RECALL_QUERIES = 20
 RECONCILE_USERS = {True: 400, False: 1_000}
 RECONCILE_PER_USER = 5
-GEN_BATCH = 5_000
-GEN_PROCESSES = 2
-HNSW_BUILD_MEM = "3GB"
-HNSW_INDEX = "ix_memories_embedding"
 OWN_LIMIT_S = {True: 480.0, False: 1500.0}
 STALL_S = 90.0
-NOW = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)  # fixed: ages and decay are relative to it
 
 TARGET_P95_MS = 15.0
 ANCHORS = "mem0 paper: 148 / 200 ms p50 / p95; Zep: 87 / 155 ms (search as published, network included)"
 
-# --- synthetic memories -----------------------------------------------------------------------------------
 
-_W: dict[str, tuple[str, ...]] = {
-    "tool": (
-        "pnpm",
-        "npm",
-        "yarn",
-        "poetry",
-        "uv",
-        "pip",
-        "docker",
-        "podman",
-        "terraform",
-        "pulumi",
-        "vim",
-        "neovim",
-        "vscode",
-        "emacs",
-        "postgres",
-        "mysql",
-        "sqlite",
-        "redis",
-        "kafka",
-        "rabbitmq",
-        "pytest",
-        "jest",
-        "vitest",
-        "ruff",
-        "black",
-        "mypy",
-        "eslint",
-        "prettier",
-        "bazel",
-        "gradle",
-        "celery",
-        "airflow",
-        "dagster",
-        "fastapi",
-        "django",
-        "flask",
-        "rails",
-        "nextjs",
-        "svelte",
-        "vue",
-    ),
-    "domain": (
-        "frontend",
-        "backend",
-        "data pipeline",
-        "infrastructure",
-        "mobile",
-        "machine learning",
-        "billing",
-        "search",
-        "analytics",
-        "auth",
-        "payments",
-        "reporting",
-        "onboarding",
-        "internal tools",
-    ),
-    "city": (
-        "Berlin",
-        "Lisbon",
-        "Toronto",
-        "Austin",
-        "Singapore",
-        "Nairobi",
-        "Oslo",
-        "Seoul",
-        "Madrid",
-        "Melbourne",
-        "Denver",
-        "Warsaw",
-        "Dublin",
-        "Osaka",
-        "Bogota",
-        "Prague",
-        "Zurich",
-        "Chennai",
-    ),
-    "job": (
-        "backend engineer",
-        "data scientist",
-        "product manager",
-        "designer",
-        "SRE",
-        "teacher",
-        "nurse",
-        "researcher",
-        "founder",
-        "student",
-        "consultant",
-        "QA engineer",
-        "architect",
-        "analyst",
-    ),
-    "project": (
-        "atlas",
-        "beacon",
-        "cobalt",
-        "delta",
-        "ember",
-        "falcon",
-        "granite",
-        "harbor",
-        "ion",
-        "juniper",
-        "keystone",
-        "lumen",
-        "meridian",
-        "nova",
-        "orbit",
-        "pioneer",
-        "quartz",
-        "rook",
-    ),
-    "infra": (
-        "Kubernetes",
-        "a single Hetzner box",
-        "ECS",
-        "Cloud Run",
-        "Fly.io",
-        "bare metal",
-        "Nomad",
-        "Lambda",
-        "a Raspberry Pi cluster",
-        "Heroku",
-    ),
-    "env": ("staging", "production", "the dev cluster", "the EU region", "the canary pool", "QA"),
-    "relation": ("sister", "brother", "partner", "manager", "cofounder", "daughter", "son", "mentor"),
-    "name": ("Ana", "Ben", "Chen", "Dana", "Emil", "Farah", "Goran", "Hana", "Ivo", "Jia", "Kofi", "Lena"),
-    "hobby": (
-        "climbing",
-        "chess",
-        "baking sourdough",
-        "trail running",
-        "photography",
-        "gardening",
-        "jazz",
-        "board games",
-        "cycling",
-        "pottery",
-        "birdwatching",
-        "sailing",
-    ),
-    "cause": (
-        "a missing NOT NULL default",
-        "an expired TLS certificate",
-        "a stale Docker layer cache",
-        "a race in the migration runner",
-        "an exhausted connection pool",
-        "a wrong IAM policy",
-        "a timezone bug in the scheduler",
-        "an out-of-memory kill",
-        "a flaky DNS resolver",
-    ),
-    "fix": (
-        "backfilling the column first",
-        "renewing the certificate",
-        "pinning the base image",
-        "adding an advisory lock",
-        "raising the pool size",
-        "scoping the policy to one bucket",
-        "storing times in UTC",
-        "streaming the export",
-        "caching lookups locally",
-    ),
-    "day": ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "the release day", "the last sprint"),
-    "lang": ("English", "German", "Portuguese", "Spanish", "French", "Chinese"),
-    "drink": ("咖啡", "绿茶", "乌龙茶", "豆浆", "奶茶"),
-    "zcity": ("北京", "上海", "深圳", "杭州", "成都", "广州"),
-}
-_TEMPLATES: tuple[tuple[str, str, str], ...] = (
-    (
-        "semantic",
-        "preference",
-        "The user prefers {tool} {ver} over {tool} for {domain} projects since {date}",
-    ),
-    (
-        "semantic",
-        "profile",
-        "The user lives in {city} since {year} and works as a {job} at a {count}-person company",
-    ),
-    ("semantic", "fact", "The {project} service runs on {infra} in {env} with {count} replicas"),
-    ("semantic", "profile", "The user's {relation} {name} is {age} and loves {hobby}"),
-    ("semantic", "preference", "For {domain} work the user always reaches for {tool} and {tool} {ver}"),
-    ("procedural", "constraint", "Never suggest {tool} for {domain} code; use {tool} {ver} instead"),
-    ("procedural", "feedback", "Answer in {lang}, keep answers under {count} words, show {tool} examples"),
-    (
-        "procedural",
-        "constraint",
-        "Run {tool} before every commit to the {project} {domain} code (ticket {ticket})",
-    ),
-    (
-        "episodic",
-        "lesson",
-        "Deploying {project} {ver} to {env} on {date} failed because of {cause}; fixed by {fix}",
-    ),
-    (
-        "episodic",
-        "decision",
-        "On {date} the team chose {tool} for the {project} {domain} rewrite, budget {count}k",
-    ),
-    ("episodic", "lesson", "The {project} outage in {env} on {date} came from {cause}, found with {tool}"),
-    ("semantic", "preference", "用户{year}年起住在{zcity}，每天早上喝{drink}，预算{count}元"),
-)
-_NUMBERS = {
-    "ver": lambda r: f"{r.randrange(1, 25)}.{r.randrange(0, 40)}",
-    "date": lambda r: f"{r.randrange(2019, 2027)}-{r.randrange(1, 13):02d}-{r.randrange(1, 29):02d}",
-    "year": lambda r: str(r.randrange(1995, 2027)),
-    "count": lambda r: str(r.randrange(2, 900)),
-    "age": lambda r: str(r.randrange(3, 80)),
-    "ticket": lambda r: f"{r.choice('ABCDEFGH')}{r.choice('PQRSTUVW')}-{r.randrange(10, 9999)}",
-}
-_HALF_LIFE_SQL = "CASE kind WHEN 'episodic' THEN 30.0 WHEN 'procedural' THEN 90.0 END"
-
-
-def sentence(rng: random.Random) -> tuple[str, str, str]:
-    """(kind, category, content) of one synthetic memory."""
-    kind, category, template = _TEMPLATES[rng.randrange(len(_TEMPLATES))]
-    parts = template.split("{")
-    out = [parts[0]]
-    for part in parts[1:]:
-        key, rest = part.split("}", 1)
-        number = _NUMBERS.get(key)
-        out.append((number(rng) if number else rng.choice(_W[key])) + rest)
-    return kind, category, "".join(out)
-
-
-def user_id(n: int) -> str:
-    return f"u{n:05d}"
-
-
-_EMBEDDER: Any = None
-
-
-def _embedder() -> Any:
-    global _EMBEDDER
-    if _EMBEDDER is None:
-        from store.embeddings import HashingEmbedder
-
-        _EMBEDDER = HashingEmbedder(DIM)
-    return _EMBEDDER
-
-
-@dataclass(frozen=True)
-class Profile:
-    """How the rows of a load look besides their text: `search` (all active, ages up to a year) or
-    `lifecycle` (a store the hourly prune has been keeping: ages, accesses, pins, TTLs, archived rows)."""
-
-    name: str = "search"
-    embed: bool = True  # False: every row gets one of a small pool of real vectors (same width, cheap)
-
-
-def make_batch(task: tuple[int, int, int, int, str, bool]) -> tuple[int, list[tuple[Any, ...]]]:
-    """Rows [start, stop) of a load (runs in a spawned process): deterministic from (seed, start)."""
-    import numpy as np
-
-    from core import keywords
-    from core.reconcile import content_key
-
-    seed, start, stop, users, profile, embed = task
-    rng = random.Random(f"{seed}:{start}")
-    made = [sentence(rng) for _ in range(start, stop)]
-    texts = [m[2] for m in made]
-    emb = _embedder()
-    if embed:
-        vectors = np.asarray(emb.embed(texts), dtype=np.float32)
-    else:
-        pool = np.asarray(emb.embed([sentence(random.Random(i))[2] for i in range(256)]), dtype=np.float32)
-        vectors = pool[np.arange(start, stop) % len(pool)]
-    rows = []
-    for offset, (kind, category, content) in enumerate(made):
-        n = start + offset
-        life = (
-            _lifecycle(rng)
-            if profile == "lifecycle"
-            else (rng.randrange(365 * 86400), rng.randrange(4), False, None, "active", None)
-        )
-        rows.append(
-            (
-                n,
-                n % users,
-                kind,
-                category,
-                content,
-                keywords.document(content),
-                content_key(content),
-                *life,
-                vectors[offset],
-            )
-        )
-    return start, rows
-
-
-def _lifecycle(rng: random.Random) -> tuple[int, int, bool, int | None, str, int | None]:
-    """(age_s, access_count, pinned, expires_in_s, status, archived_age_s) of a store pruned hourly: most
-    rows are young; a minority has aged past three half-lives since the last run, a few carry a TTL, and
-    earlier runs left archived rows (archived up to 90 days ago; retention is 30 days)."""
-    day = 86400
-    r = rng.random()
-    if r < 0.06:
-        return rng.randrange(100 * day, 700 * day), 0, False, None, "archived", rng.randrange(0, 90 * day)
-    age = int(rng.expovariate(1 / (60 * day)))  # mean 60 days
-    access = min(int(rng.expovariate(1 / 1.5)), 50)
-    pinned = rng.random() < 0.01
-    expires = rng.randrange(-5 * day, 60 * day) if rng.random() < 0.04 else None
-    return age, access, pinned, expires, "active", None
-
-
-# --- loading ----------------------------------------------------------------------------------------------
-
-_STAGE_COLUMNS = (
-    "n",
-    "uid",
-    "kind",
-    "category",
-    "content",
-    "doc",
-    "ckey",
-    "age_s",
-    "access",
-    "pinned",
-    "expires_s",
-    "status",
-    "archived_s",
-    "emb",
-)
-_STAGE_TYPES = (
-    "int8",
-    "int4",
-    "text",
-    "text",
-    "text",
-    "text",
-    "text",
-    "int8",
-    "int4",
-    "bool",
-    "int8",
-    "text",
-    "int8",
-    "vector",
-)
-
-
-def summary_ms(durations_ns: Sequence[float]) -> dict[str, float]:
-    """p50 / p90 / p95 / p99 / max / mean in ms of durations in ns."""
-    values = sorted(d / 1e6 for d in durations_ns)
-    if not values:
-        return {"n": 0}
-    out: dict[str, float] = {"n": len(values)}
-    out.update({f"p{q}_ms": round(percentile(values, q), 3) for q in (50, 90, 95, 99)})
-    out.update(max_ms=round(values[-1], 3), mean_ms=round(sum(values) / len(values), 3))
-    return out
-
-
-def psycopg_conninfo(url: str) -> str:
-    return url.replace("postgresql+psycopg://", "postgresql://", 1)
-
-
-@contextlib.contextmanager
-def raw_connection(url: str, *, autocommit: bool = True) -> Iterator[Any]:
-    """A plain psycopg connection as the URL's (owner) user, outside any engine."""
-    import psycopg
-
-    with psycopg.connect(psycopg_conninfo(url), autocommit=autocommit) as conn:
-        yield conn
-
-
-def load_store(
-    url: str,
-    *,
-    tenant: str,
-    users: int,
-    start: int,
-    stop: int,
-    seed: int,
-    profile: Profile = Profile(),
-    label: str = "load",
-) -> dict[str, float]:
-    """Append memories [start, stop) of tenant `tenant` (see `make_batch`); returns phase timings in s."""
-    from pgvector.psycopg import register_vector
-
-    tasks = [
-        (seed, s, min(s + GEN_BATCH, stop), users, profile.name, profile.embed)
-        for s in range(start, stop, GEN_BATCH)
-    ]
-    t0 = time.monotonic()
-    with raw_connection(url) as conn:
-        register_vector(conn)
-        conn.execute(
-            "CREATE UNLOGGED TABLE IF NOT EXISTS bench_stage (n int8, uid int4, kind text, "
-            "category text, content text, doc text, ckey text, age_s int8, access int4, pinned bool, "
-            f"expires_s int8, status text, archived_s int8, emb vector({DIM}))"
-        )
-        conn.execute("TRUNCATE bench_stage")
-        ctx = multiprocessing.get_context("spawn")
-        done = 0
-        copy_sql = f"COPY bench_stage ({', '.join(_STAGE_COLUMNS)}) FROM STDIN (FORMAT BINARY)"
-        with ctx.Pool(GEN_PROCESSES) as pool, conn.cursor() as cur, cur.copy(copy_sql) as cp:
-            cp.set_types(list(_STAGE_TYPES))
-            for _, rows in pool.imap_unordered(make_batch, tasks):
-                for row in rows:
-                    cp.write_row(row)
-                done += len(rows)
-                progress(f"{label}: generated and copied {done:,}/{stop - start:,} rows", done, stop - start)
-        t_copy = time.monotonic() - t0
-        progress(f"{label}: INSERT ... SELECT into memories")
-        t1 = time.monotonic()
-        conn.execute(
-            # the ids are drawn first: the access counts (memory_access) are rows of their own
-            "WITH src AS MATERIALIZED (SELECT gen_random_uuid() AS id, * FROM bench_stage), "
-            "mem AS (INSERT INTO memories (id, tenant_id, user_id, scope, kind, category, content, content_key, "
-            "importance, confidence, evidence_count, status, valid_from, recorded_at, last_confirmed_at, "
-            "half_life_days, expires_at, pinned, archived_at, valid_to, source_event_ids, "
-            "source_turn_ids, embedding, search_tokens, updated_at) "
-            "SELECT id, %(t)s, 'u' || lpad(uid::text, 5, '0'), 'user', kind, category, content, ckey, "
-            "CASE WHEN kind = 'procedural' THEN 0.65 ELSE 0.6 END, 0.7, 1 + access / 3, status, "
-            "%(now)s - make_interval(secs => age_s + 86400), %(now)s - make_interval(secs => age_s), "
-            "%(now)s - make_interval(secs => age_s), "
-            f"{_HALF_LIFE_SQL}, %(now)s + make_interval(secs => expires_s), pinned, "
-            "%(now)s - make_interval(secs => archived_s), "
-            "CASE WHEN status = 'archived' THEN %(now)s - make_interval(secs => archived_s) END, "
-            "ARRAY['ev-' || n], ARRAY['D' || uid || ':' || n], emb, to_tsvector('simple', doc), %(now)s "
-            "FROM src) "
-            "INSERT INTO memory_access (memory_id, tenant_id, user_id, access_count, last_accessed_at) "
-            "SELECT id, %(t)s, 'u' || lpad(uid::text, 5, '0'), access, %(now)s - make_interval(secs => age_s / 2) "
-            "FROM src WHERE access > 0",
-            {"t": tenant, "now": NOW},
-        )
-        conn.execute("TRUNCATE bench_stage")
-        t_insert = time.monotonic() - t1
-    return {
-        "generate_copy_s": round(t_copy, 1),
-        "insert_select_s": round(t_insert, 1),
-        "rows_per_s": round((stop - start) / (time.monotonic() - t0)),
-    }
-
-
-def drop_secondary_indexes(url: str, table: str = "memories") -> list[tuple[str, str]]:
-    """Drop every index of `table` but its primary key; return (name, definition) to rebuild them."""
-    with raw_connection(url) as conn:
-        defs = conn.execute(
-            "SELECT i.indexname, i.indexdef FROM pg_indexes i JOIN pg_class c ON c.relname = i.indexname "
-            "JOIN pg_index x ON x.indexrelid = c.oid WHERE i.tablename = %s AND NOT x.indisprimary "
-            "ORDER BY i.indexname",
-            (table,),
-        ).fetchall()
-        for name, _ in defs:
-            conn.execute(f'DROP INDEX "{name}"')
-    return [(str(n), str(d)) for n, d in defs]
-
-
-def rebuild_indexes(
-    url: str, defs: Sequence[tuple[str, str]], *, label: str = "indexes", parallel_workers: int = 1
-) -> dict[str, Any]:
-    """Re-create the indexes (HNSW with `HNSW_BUILD_MEM` of maintenance memory and one parallel worker:
-    two cores), then ANALYZE. Returns seconds per index, the total and the server's notices."""
-    out: dict[str, Any] = {"seconds": {}, "notices": []}
-    t0 = time.monotonic()
-    with raw_connection(url) as conn:
-        conn.add_notice_handler(lambda d: out["notices"].append(str(d.message_primary)))
-        conn.execute(f"SET maintenance_work_mem = '{HNSW_BUILD_MEM}'")
-        conn.execute(f"SET max_parallel_maintenance_workers = {int(parallel_workers)}")
-        for name, ddl in defs:
-            progress(f"{label}: building {name}")
-            t = time.monotonic()
-            conn.execute(ddl)
-            out["seconds"][name] = round(time.monotonic() - t, 1)
-        progress(f"{label}: ANALYZE")
-        t = time.monotonic()
-        conn.execute("ANALYZE memories")
-        out["seconds"]["ANALYZE memories"] = round(time.monotonic() - t, 1)
-    out["total_s"] = round(time.monotonic() - t0, 1)
-    return out
-
-
-def relation_sizes(url: str) -> dict[str, float]:
-    """Table (heap + TOAST) and per-index sizes of `memories`, in MB."""
-    with raw_connection(url) as conn:
-        rows = conn.execute(
-            "SELECT 'memories (heap + toast)', pg_table_size('memories') UNION ALL "
-            "SELECT indexrelid::regclass::text, pg_relation_size(indexrelid) FROM pg_index "
-            "WHERE indrelid = 'memories'::regclass ORDER BY 1"
-        ).fetchall()
-    return {str(name): round(int(size) / 1e6, 1) for name, size in rows}
-
-
-# --- statements: capture, time, explain --------------------------------------------------------------------
-
-
-@dataclass
-class Captured:
-    statement: str
-    parameters: Any
-    duration_ms: float = 0.0
-
-
-@contextlib.contextmanager
-def capture_statements(engine: Any) -> Iterator[list[Captured]]:
-    """Every statement `engine` runs inside the block, with its parameters and wall time."""
-    from sqlalchemy import event
-
-    seen: list[Captured] = []
-
-    def before(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, many: bool) -> None:
-        conn.info.setdefault("bench_t0", []).append(time.perf_counter())
-
-    def after(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, many: bool) -> None:
-        t0 = conn.info["bench_t0"].pop()
-        seen.append(Captured(statement, parameters, (time.perf_counter() - t0) * 1000))
-
-    event.listen(engine, "before_cursor_execute", before)
-    event.listen(engine, "after_cursor_execute", after)
-    try:
-        yield seen
-    finally:
-        event.remove(engine, "before_cursor_execute", before)
-        event.remove(engine, "after_cursor_execute", after)
-
-
-def explain_statements(
-    engine: Any, statements: Sequence[Captured], *, tenant: str | None = None, settings: Sequence[str] = ()
-) -> list[dict[str, Any]]:
-    """EXPLAIN (ANALYZE, BUFFERS) each data statement in one transaction that is rolled back; SET / set_config
-    statements are replayed as they are, so the plans see the same settings."""
-    from sqlalchemy import text
-
-    out = []
-    with engine.connect() as conn:
-        trans = conn.begin()
-        try:
-            if tenant is not None:
-                conn.execute(text("SELECT set_config('app.tenant_id', :t, true)"), {"t": tenant})
-            for s in settings:
-                conn.exec_driver_sql(s)
-            for c in statements:
-                head = c.statement.lstrip().split(None, 1)[0].upper()
-                if head == "SET" or "set_config(" in c.statement:
-                    conn.exec_driver_sql(c.statement, c.parameters or {})
-                    continue
-                rows = conn.exec_driver_sql(
-                    "EXPLAIN (ANALYZE, BUFFERS) " + c.statement, c.parameters or {}
-                ).all()
-                out.append(
-                    {"statement": " ".join(c.statement.split())[:400], "plan": [shorten(r[0]) for r in rows]}
-                )
-        finally:
-            trans.rollback()
-    return out
-
-
-_VECTOR_LITERAL = re.compile(r"'\[[-0-9.,e ]{40,}\]'")
-
-
-def shorten(line: str) -> str:
-    """A plan or statement line with its 384-float vector literal elided."""
-    return _VECTOR_LITERAL.sub("'[384 floats]'", line)
+# --- search latency ---------------------------------------------------------------------------------------
 
 
 def statement_kind(sql: str) -> str:
@@ -643,33 +86,36 @@ def statement_kind(sql: str) -> str:
     return "other"
 
 
-def index_scans(url: str) -> dict[str, int]:
-    with raw_connection(url) as conn:
-        rows = conn.execute(
-            "SELECT indexrelname, idx_scan FROM pg_stat_user_indexes WHERE relname = 'memories'"
-        ).fetchall()
-    return {str(n): int(s or 0) for n, s in rows}
+def _search(db: Any, *, tenant: str, user: str, query: str, ef_search: int) -> list[Any]:
+    from bench.lib import project
 
-
-# --- search latency ---------------------------------------------------------------------------------------
-
-
-def queries(seed: int, n: int, users: int) -> list[tuple[str, str]]:
-    rng = random.Random(f"queries:{seed}")
-    return [(user_id(rng.randrange(users)), sentence(rng)[2]) for _ in range(n)]
+    return list(
+        project.search(
+            db,
+            tenant_id=tenant,
+            user_id=user,
+            query=query,
+            k=K,
+            embedder=embedder(),
+            now=NOW,
+            ef_search=ef_search,
+        )
+    )
 
 
 def measure_search(url: str, *, tenant: str, users: int, n: int, seed: int) -> dict[str, Any]:
     """Latency of `search()` (k=10, per-user filter, query embedding included) as the API role."""
     from sqlmodel import Session
 
-    from shared.db.engine import get_engine, set_tenant
+    from bench.lib import project
     from shared.settings import Settings
-    from store.search import search
 
     settings = Settings(_env_file=None)  # type: ignore[call-arg]
-    engine = get_engine(url, pool_size=1, application_name="bench-store", role=settings.db_role_api or None)
-    emb = _embedder()
+    engine = project.get_engine(
+        url, pool_size=1, application_name="bench-store", role=settings.db_role_api or None
+    )
+    ef = settings.hnsw_ef_search
+    emb = embedder()
     qs = queries(seed, n + LATENCY_WARMUP, users)
     search_ns: list[int] = []
     txn_ns: list[int] = []
@@ -683,18 +129,9 @@ def measure_search(url: str, *, tenant: str, users: int, n: int, seed: int) -> d
             first = len(seen)
             t0 = clock()
             with Session(engine) as db:
-                set_tenant(db, tenant)
+                project.set_tenant(db, tenant)
                 t1 = clock()
-                hits = search(
-                    db,
-                    tenant_id=tenant,
-                    user_id=user,
-                    query=q,
-                    k=K,
-                    embedder=emb,
-                    now=NOW,
-                    ef_search=settings.hnsw_ef_search,
-                )
+                hits = _search(db, tenant=tenant, user=user, query=q, ef_search=ef)
                 t2 = clock()
                 db.commit()
             t3 = clock()
@@ -717,20 +154,11 @@ def measure_search(url: str, *, tenant: str, users: int, n: int, seed: int) -> d
     # the plan of one more call's statements, replayed under EXPLAIN ANALYZE (rolled back)
     user, q = qs[-1]
     with capture_statements(engine) as seen, Session(engine) as db:
-        set_tenant(db, tenant)
-        search(
-            db,
-            tenant_id=tenant,
-            user_id=user,
-            query=q,
-            k=K,
-            embedder=emb,
-            now=NOW,
-            ef_search=settings.hnsw_ef_search,
-        )
+        project.set_tenant(db, tenant)
+        _search(db, tenant=tenant, user=user, query=q, ef_search=ef)
         db.rollback()
     plans = explain_statements(engine, [c for c in seen if "set_config" not in c.statement], tenant=tenant)
-    profile = _profile_search(engine, tenant=tenant, qs=qs[:PROFILE_CALLS], ef_search=settings.hnsw_ef_search)
+    profile = _profile_search(engine, tenant=tenant, qs=qs[:PROFILE_CALLS], ef_search=ef)
 
     def ms(values: list[float]) -> dict[str, float]:
         return summary_ms([int(v * 1e6) for v in values])
@@ -738,7 +166,7 @@ def measure_search(url: str, *, tenant: str, users: int, n: int, seed: int) -> d
     return {
         "queries": n,
         "warmup": LATENCY_WARMUP,
-        "ef_search": settings.hnsw_ef_search,
+        "ef_search": ef,
         "search": summary_ms(search_ns),
         "transaction": summary_ms(txn_ns),
         "embed_query": summary_ms(embed_ns),
@@ -760,36 +188,22 @@ def _profile_search(
 ) -> list[dict[str, Any]]:
     """cProfile over `search()` calls: the functions with the most own time, in ms per call."""
     import cProfile
-    import pstats
-    from pathlib import Path
 
     from sqlmodel import Session
 
-    from shared.db.engine import set_tenant
-    from store.search import search
+    from bench.lib import project
 
     profiler = cProfile.Profile()
     for user, q in qs:
         with Session(engine) as db:
-            set_tenant(db, tenant)
+            project.set_tenant(db, tenant)
             profiler.enable()
-            search(
-                db,
-                tenant_id=tenant,
-                user_id=user,
-                query=q,
-                k=K,
-                embedder=_embedder(),
-                now=NOW,
-                ef_search=ef_search,
-            )
+            _search(db, tenant=tenant, user=user, query=q, ef_search=ef_search)
             profiler.disable()
             db.rollback()
-    st = pstats.Stats(profiler)
-    rows = sorted(st.stats.items(), key=lambda kv: kv[1][2], reverse=True)[:8]  # type: ignore[attr-defined]
     return [
-        {"function": f"{Path(f).name}:{line}({fn})", "ms_per_call": round(v[2] * 1000 / len(qs), 3)}
-        for (f, line, fn), v in rows
+        {"function": function, "ms_per_call": round(own_s * 1000 / len(qs), 3)}
+        for function, own_s, _ in top_own_time(profiler)
     ]
 
 
@@ -831,9 +245,9 @@ def measure_recall(
     url: str, *, tenant: str, users: int, n: int, n_global: int, seed: int, ef_search: int
 ) -> dict[str, Any]:
     """Top-10 overlap with an exact scan: the planner's choice, the HNSW index forced, no user filter."""
-    from shared.db.vectors import vector_literal
+    from bench.lib import project
 
-    emb = _embedder()
+    emb = embedder()
     qs = queries(seed + 7, n, users)
     hnsw = [
         "SET LOCAL hnsw.iterative_scan = relaxed_order",
@@ -846,7 +260,7 @@ def measure_recall(
             str(r[0])
             for r in conn.execute(
                 "SELECT indexrelid::regclass::text FROM pg_index WHERE indrelid = 'memories'::regclass "
-                "AND NOT indisprimary AND indexrelid::regclass::text <> 'ix_memories_embedding'"
+                f"AND NOT indisprimary AND indexrelid::regclass::text <> '{HNSW_INDEX}'"
             ).fetchall()
         ]
     forced = [
@@ -867,7 +281,7 @@ def measure_recall(
                 "t": tenant,
                 "u": user,
                 "st": ["active"],
-                "v": vector_literal(emb.embed_query(q)),
+                "v": project.vector_literal(emb.embed_query(q)),
                 "k": K,
             }
             truth, ms = _topk(conn, user_sql, params, exact)
@@ -890,7 +304,7 @@ def measure_recall(
         glob: dict[str, list[float]] = {"ef_search 40": [], "ef_search 80": [], "ef_search 200": []}
         glob_ms: dict[str, list[float]] = {k: [] for k in [*glob, "exact"]}
         for i, (_, q) in enumerate(queries(seed + 11, n_global, users)):
-            params = {"v": vector_literal(emb.embed_query(q)), "k": K}
+            params = {"v": project.vector_literal(emb.embed_query(q)), "k": K}
             truth, ms = _topk(conn, global_sql, params, ["SET LOCAL enable_indexscan = off"])
             glob_ms["exact"].append(ms)
             for name in glob:
@@ -969,7 +383,7 @@ def insert_candidates(
             kinds[what] = kinds.get(what, 0) + 1
 
         for user in users:
-            a, b = rng.sample(_W["city"], 2)
+            a, b = rng.sample(WORDS["city"], 2)
             add(user, f"The user moved to {a}", "semantic", "profile", "location", a, "slot (first value)", 1)
             add(user, f"The user moved to {b}", "semantic", "profile", "location", b, "slot (new value)", 2)
             made = 2
@@ -1004,7 +418,7 @@ def insert_candidates(
 
 
 def measure_reconcile(
-    svc: common.Services, *, tenant: str, users: int, n_users: int, per_user: int, seed: int, deadline: float
+    svc: Services, *, tenant: str, users: int, n_users: int, per_user: int, seed: int, deadline: float
 ) -> dict[str, Any]:
     from shared import tasknames
     from shared.publisher import RedisPublisher
@@ -1016,10 +430,10 @@ def measure_reconcile(
     total = sum(mix.values())
     queue = unique_name("bench-store-rec")
     out: dict[str, Any] = {"users": n_users, "candidates": total, "mix": mix, "concurrency": 2}
-    worker = common.BenchWorker(common.worker_env(svc, queue), queue, svc.tmp / f"{queue}.log", 2).start()
+    worker = BenchWorker(worker_env(svc, queue), queue, svc.tmp / f"{queue}.log", 2).start()
     publisher = RedisPublisher(svc.redis_url, queue=queue, timeout_s=5.0)
     try:
-        pg0 = common.postgres_cpu_s(svc.postmaster_pid)
+        pg0 = postgres_cpu_s(svc.postmaster_pid)
         t0 = time.monotonic()
         for user in chosen:
             publisher.publish(tasknames.RECONCILE_USER, [tenant, user])
@@ -1046,7 +460,7 @@ def measure_reconcile(
                     break
                 time.sleep(0.2)
             wall = time.monotonic() - t0
-            pg1 = common.postgres_cpu_s(svc.postmaster_pid)
+            pg1 = postgres_cpu_s(svc.postmaster_pid)
             decisions = dict(
                 conn.execute(
                     "SELECT coalesce(decision, status), count(*) FROM candidates "
@@ -1057,7 +471,7 @@ def measure_reconcile(
     finally:
         stats = worker.stop()
         publisher.close()
-        common.drop_queue(svc.redis_url, queue, tenant=tenant)
+        drop_queue(svc.redis_url, queue, tenant=tenant)
     done = total - left
     out.update(
         reconciled=done,
@@ -1066,12 +480,8 @@ def measure_reconcile(
         candidates_per_s=round(done / wall, 1) if wall else None,
         decisions={str(k): int(v) for k, v in decisions.items()},
         cpu_ms_per_candidate={
-            "worker_main": _per(
-                sum(s.cpu_s - s.cpu_s_start for s in stats.values() if s.role == "main"), done
-            ),
-            "pool_children": _per(
-                sum(s.cpu_s - s.cpu_s_start for s in stats.values() if s.role == "child"), done
-            ),
+            "worker_main": _per(cpu_since_start(stats, "main"), done),
+            "pool_children": _per(cpu_since_start(stats, "child"), done),
             "postgres": _per(pg1 - pg0, done) if pg0 is not None and pg1 is not None else None,
         },
     )
@@ -1084,13 +494,11 @@ def _per(cpu_s: float, n: int) -> float | None:
 
 def probe_reconcile(url: str, *, tenant: str, users: int, seed: int, n_users: int = 40) -> dict[str, Any]:
     """In-process: one `reconcile_user` per user (worker role), statements timed by kind."""
-    from core.reconcile import Policy
-    from shared.db.engine import get_engine, session_scope
+    from bench.lib import project
     from shared.settings import Settings
-    from worker.services.reconcile import reconcile_user
 
     settings = Settings(_env_file=None)  # type: ignore[call-arg]
-    engine = get_engine(
+    engine = project.get_engine(
         url, pool_size=1, application_name="bench-store-probe", role=settings.db_role_worker or None
     )
     rng = random.Random(f"probe:{seed}")
@@ -1101,9 +509,9 @@ def probe_reconcile(url: str, *, tenant: str, users: int, seed: int, n_users: in
     t0 = time.perf_counter()
     with capture_statements(engine) as seen:
         for user in chosen:
-            with session_scope(engine, tenant=tenant) as db:
-                counts = reconcile_user(
-                    db, tenant, user, embedder=_embedder(), policy=Policy(), actor="bench", now=NOW
+            with project.session_scope(engine, tenant=tenant) as db:
+                counts = project.reconcile_user(
+                    db, tenant, user, embedder=embedder(), policy=project.Policy(), actor="bench", now=NOW
                 )
             n += sum(counts.values())
     wall_ms = (time.perf_counter() - t0) * 1000
@@ -1153,17 +561,10 @@ def run(budget_s: float, quick: bool) -> dict[str, Any]:
     seed = 20261101
     figures: dict[str, Any] = {"sizes": [], "budget_s": budget_s, "users": USERS}
     skipped: list[str] = []
-    with common.services() as svc:
+    with services() as svc:
         tenant = unique_name("t-store")
-        figures["services"] = "embedded PostgreSQL in a temp dir" if svc.embedded else "DATABASE_URL"
-        with raw_connection(svc.database_url) as conn:
-            figures["server"] = {
-                k: conn.execute(f"SHOW {k}").fetchone()[0]
-                for k in ("server_version", "shared_buffers", "work_mem", "max_parallel_workers_per_gather")
-            }
-            figures["server"]["pgvector"] = conn.execute(
-                "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
-            ).fetchone()[0]
+        figures["services"] = svc.description
+        figures["server"] = server_facts(svc.database_url)
         loaded = 0
         sizes = SIZES[quick]
         all_defs: list[tuple[str, str]] = []
@@ -1199,16 +600,16 @@ def run(budget_s: float, quick: bool) -> dict[str, Any]:
             )
             figures["sizes"].append(entry)
         if figures["sizes"]:
-            last = figures["sizes"][-1]
+            last_entry = figures["sizes"][-1]
             if deadline - time.monotonic() > 120:
-                last["recall"] = measure_recall(
+                last_entry["recall"] = measure_recall(
                     svc.database_url,
                     tenant=tenant,
                     users=USERS,
                     n=RECALL_QUERIES,
                     n_global=GLOBAL_RECALL_QUERIES,
                     seed=seed,
-                    ef_search=last["latency"]["ef_search"],
+                    ef_search=last_entry["latency"]["ef_search"],
                 )
             else:
                 skipped.append("recall: budget")
@@ -1228,204 +629,98 @@ def run(budget_s: float, quick: bool) -> dict[str, Any]:
                 )
             else:
                 skipped.append("reconciliation: budget")
-    return common.report(
-        "store", quick, figures, skipped, started=started, targets=targets, render=render_markdown
+    return report.result(
+        "store", quick, figures, skipped, started=started, targets=target_table, blocks=SECTION
     )
 
 
-def targets(figures: dict[str, Any]) -> list[dict[str, Any]]:
-    at = {e["memories"]: e for e in figures["sizes"]}
-    big = at.get(1_000_000)
-    out = []
-    for size, entry in sorted(at.items()):
-        if size != 1_000_000:
-            lat = entry["latency"]["search"]
-            out.append(
-                common.target(
-                    f"search p95, k=10, {size:,} memories (no target at this size)",
-                    lat["p95_ms"],
-                    "<=",
-                    TARGET_P95_MS,
-                    "ms",
-                    "reference",
-                )
-            )
-    out.append(
-        common.target(
-            "search p95, k=10, per-user filter, 1,000,000 memories / 10,000 users",
-            big["latency"]["search"]["p95_ms"] if big else None,
+# --- targets and the report -------------------------------------------------------------------------------
+
+
+def target_table(figures: dict[str, Any]) -> list[Target]:
+    """The 1,000,000-memory target, after a reference row for each smaller size measured."""
+
+    def p95_at(size: int) -> Callable[[dict[str, Any]], float | None]:
+        def read(f: dict[str, Any]) -> float | None:
+            return next((e["latency"]["search"]["p95_ms"] for e in f["sizes"] if e["memories"] == size), None)
+
+        return read
+
+    sizes = sorted(e["memories"] for e in figures["sizes"])
+    measured = 1_000_000 in sizes
+    out = [
+        Target(
+            f"search p95, k=10, {size:,} memories (no target at this size)",
+            p95_at(size),
             "<=",
             TARGET_P95_MS,
             "ms",
-            "query embedding included" if big else "not measured",
+            reference=True,
+        )
+        for size in sizes
+        if size != 1_000_000
+    ]
+    out.append(
+        Target(
+            "search p95, k=10, per-user filter, 1,000,000 memories / 10,000 users",
+            p95_at(1_000_000),
+            "<=",
+            TARGET_P95_MS,
+            "ms",
+            "query embedding included" if measured else "not measured",
         )
     )
     return out
 
 
-# --- markdown ---------------------------------------------------------------------------------------------
+def targets(figures: dict[str, Any]) -> list[dict[str, Any]]:
+    return report.evaluate(target_table(figures), figures)
 
 
-def render_markdown(result: dict[str, Any]) -> str:
-    f = result["figures"]
-    lines = common.targets_table(result["targets"])
+def _anchors(f: dict[str, Any]) -> str:
     srv = f.get("server", {})
-    lines += [
-        "",
-        paragraph(f"""Anchors: {ANCHORS}. Services: {f["services"]}, PostgreSQL {srv.get("server_version")},
-              pgvector {srv.get("pgvector")}, shared_buffers {srv.get("shared_buffers")}; everything on the
-              same 2-core machine as the benchmark process. Data: {USERS:,} users of one tenant; memory i
-              belongs to user i mod {USERS:,}; synthetic sentences from a template grammar (12 templates,
-              ~200 slot words; 1 in 12 Chinese), embedded by the hashing embedder (384-dim) in Python batches
-              of {GEN_BATCH:,} in {GEN_PROCESSES} processes, binary COPY into an unlogged staging table, one
-              INSERT ... SELECT into `memories` (tsvector built in SQL) with the secondary indexes dropped,
-              then the indexes rebuilt from their own definitions (maintenance_work_mem {HNSW_BUILD_MEM}, one
-              parallel maintenance worker); the HNSW index only at the largest size (per-user queries do not
-              use it: see the plans), so smaller sizes show n/a there. All rows active."""),
-    ]
-    lines += [
-        "",
-        "### Load and index build",
-        "",
-        "| memories | rows added | generate + COPY s | INSERT ... SELECT s | rows/s | HNSW build s | "
-        "other indexes s | ANALYZE s | table MB | HNSW MB |",
-        "| --- " * 10 + "|",
-    ]
-    for e in f["sizes"]:
-        secs = e["indexes"]["seconds"]
-        hnsw = secs.get("ix_memories_embedding")
-        other = round(
-            sum(v for k, v in secs.items() if k not in ("ix_memories_embedding", "ANALYZE memories")), 1
-        )
-        mb = e["sizes_mb"]
-        lines.append(
-            f"| {e['memories']:,} | {e['load']['rows_added']:,} | {e['load']['generate_copy_s']} | "
-            f"{e['load']['insert_select_s']} | {e['load']['rows_per_s']:,} | {fmt(hnsw)} | {other} | "
-            f"{secs.get('ANALYZE memories')} | {fmt(mb.get('memories (heap + toast)'))} | "
-            f"{fmt(mb.get('ix_memories_embedding'))} |"
-        )
-    notices = [n for e in f["sizes"] for n in e["indexes"]["notices"]]
-    if notices:
-        lines += ["", "Server notices during the builds: " + "; ".join(f"`{n}`" for n in notices[:4])]
-    lines += [
-        "",
-        "### Search latency (k=10, one user's memories)",
-        "",
-        paragraph(f"""In-process calls of
-              `store.search.search` (what `POST /v1/search` runs after authentication) as the API's
-              database role, row-level security on: query embedding (hashing), the candidates query (one
-              statement: the 40 nearest by vector, the keyword matches and their BM25 statistics; the HNSW
-              settings come with the pooled connection), ranking. `search()` = that call; transaction =
-              session + `set_config` of the tenant + search + commit. One random user and one synthetic query
-              per call, {LATENCY_WARMUP} warm-up calls first. Pieces are per-statement wall times seen by the
-              client."""),
-        "",
-        "| memories | calls | search p50 / p95 / p99 ms | transaction p50 / p95 / p99 ms | "
-        "embed p50 ms | candidates query p50 / p95 ms | statements/call | hits/call | indexes used (scans) |",
-        "| --- " * 9 + "|",
-    ]
-    for e in f["sizes"]:
-        la = e["latency"]
-        s, t, st = la["search"], la["transaction"], la["statements"]
-        cq = st.get("candidates query", {})
-        used = ", ".join(f"`{k}` {v:,}" for k, v in sorted(la["index_scans"].items(), key=lambda kv: -kv[1]))
-        lines.append(
-            f"| {e['memories']:,} | {la['queries']:,} | {s['p50_ms']:.2f} / {s['p95_ms']:.2f} / "
-            f"{s['p99_ms']:.2f} | {t['p50_ms']:.2f} / {t['p95_ms']:.2f} / {t['p99_ms']:.2f} | "
-            f"{la['embed_query']['p50_ms']:.3f} | {fmt(cq.get('p50_ms'), '.2f')} / "
-            f"{fmt(cq.get('p95_ms'), '.2f')} | {_statements_per_call(la)} | {la['mean_hits']} | {used} |"
-        )
-    if f["sizes"]:
-        e = f["sizes"][-1]
-        lines += [
-            "",
-            f"Plans at {e['memories']:,} memories (EXPLAIN ANALYZE of one call's statements, "
-            "replayed in a rolled-back transaction):",
-        ]
-        for p in e["latency"]["plans"]:
-            lines += ["", "```", p["statement"], *p["plan"], "```"]
-        rec = e.get("recall")
-        if rec:
-            lines += _recall_md(rec, e["memories"])
-    lines += _reconcile_md(f.get("reconcile"), f.get("reconcile_probe"))
-    lines += _where_md(f)
-    if result["skipped"]:
-        lines += ["", "Skipped (budget): " + "; ".join(result["skipped"])]
-    return "\n".join(lines) + "\n"
+    return f"""Anchors: {ANCHORS}. Services: {f["services"]}, PostgreSQL {srv.get("server_version")},
+        pgvector {srv.get("pgvector")}, shared_buffers {srv.get("shared_buffers")}; everything on the
+        same 2-core machine as the benchmark process. Data: {USERS:,} users of one tenant; memory i
+        belongs to user i mod {USERS:,}; synthetic sentences from a template grammar (12 templates,
+        ~200 slot words; 1 in 12 Chinese), embedded by the hashing embedder (384-dim) in Python batches
+        of {GEN_BATCH:,} in {GEN_PROCESSES} processes, binary COPY into an unlogged staging table, one
+        INSERT ... SELECT into `memories` (tsvector built in SQL) with the secondary indexes dropped,
+        then the indexes rebuilt from their own definitions (maintenance_work_mem {HNSW_BUILD_MEM}, one
+        parallel maintenance worker); the HNSW index only at the largest size (per-user queries do not
+        use it: see the plans), so smaller sizes show n/a there. All rows active."""
 
 
-def _recall_md(rec: dict[str, Any], size: int) -> list[str]:
-    names = {
-        "planner": "as the planner runs it (`hnsw.iterative_scan = relaxed_order`)",
-        "hnsw_forced": "HNSW index forced (b-trees dropped in a rolled-back transaction, seqscan off)",
-    }
-    out = [
-        "",
-        f"### Recall of the vector query at {size:,} memories",
-        "",
-        paragraph(f"""Top-10 of the vector query
-           (per-user filter, status active) against an exact scan of the same user's rows (b-tree bitmap
-           scan, exact sort), {rec["queries"]} queries; and, without the user filter, the index against a full
-           scan, {rec["global_queries"]} queries."""),
-        "",
-        "| path | recall@10 | mean rows returned | queries with < 10 rows | p50 ms |",
-        "| --- " * 5 + "|",
-    ]
-    for name, r in rec["filtered"].items():
-        out.append(
-            f"| {names[name]} | {100 * r['recall_at_10']:.1f} % | {r['mean_returned']} | "
-            f"{r['short_answers']} | {r['p50_ms']} |"
-        )
-    out.append(f"| exact (reference) | 100 % | - | - | {rec['exact_p50_ms']} |")
-    for name, r in rec["global"].items():
-        out.append(
-            f"| no user filter, HNSW {name} | {100 * r['recall_at_10']:.1f} % | - | - | {r['p50_ms']} |"
-        )
-    out.append(f"| no user filter, exact full scan | 100 % | - | - | {rec['global_exact_p50_ms']} |")
-    for name in ("planner", "hnsw_forced"):
-        plan = rec["plans"].get(name)
-        if plan:
-            out += ["", f"Plan, {names[name]}:", "", "```", *plan, "```"]
-    return out
+def _other_index_s(e: dict[str, Any]) -> float:
+    secs = e["indexes"]["seconds"]
+    return round(sum(v for k, v in secs.items() if k not in (HNSW_INDEX, "ANALYZE memories")), 1)
 
 
-def _reconcile_md(r: dict[str, Any] | None, probe: dict[str, Any] | None) -> list[str]:
-    if not r:
-        return []
-    cpu = r["cpu_ms_per_candidate"]
-    out = [
-        "",
-        "### Reconciliation throughput",
-        "",
-        paragraph(f"""{r["candidates"]:,} candidates (status 'new') for
-           {r["users"]:,} users of the {r["store_memories"]:,}-memory store, inserted in one statement; mix:
-           {", ".join(f"{v:,} {k}" for k, v in r["mix"].items())}. `memory.reconcile_user` published once per
-           user by name (`RedisPublisher`) to a real `celery worker -c {r["concurrency"]}` started beforehand;
-           time from the first publish to no candidate left 'new'."""),
-        "",
-        "| candidates | reconciled | wall s | candidates/s | decisions | CPU ms/candidate: worker main / "
-        "pool / postgres |",
-        "| --- " * 6 + "|",
-        f"| {r['candidates']:,} | {r['reconciled']:,}"
-        f"{' (' + r['incomplete'] + ')' if r.get('incomplete') else ''}"
-        f" | {r['wall_s']} | {fmt(r['candidates_per_s'])} | "
-        f"{', '.join(f'{k} {v:,}' for k, v in sorted(r['decisions'].items()))} | "
-        f"{fmt(cpu['worker_main'])} / {fmt(cpu['pool_children'])} / {fmt(cpu['postgres'])} |",
-    ]
-    if probe and probe.get("candidates"):
-        parts = ", ".join(f"{k} {v}" for k, v in probe["sql_ms_per_candidate"].items())
-        out += [
-            "",
-            paragraph(f"""In-process probe ({probe["candidates"]} candidates, one `reconcile_user` per user,
-                worker role): {probe["ms_per_candidate"]} ms per candidate, of which SQL (client wall time per
-                statement kind, ms per candidate): {parts}; Python (embedding, decisions, snapshots' JSON)
-                {probe["python_ms_per_candidate"]} ms."""),
-        ]
-    return out
+def _notices(sizes: list[dict[str, Any]]) -> str | None:
+    notices = [n for e in sizes for n in e["indexes"]["notices"]]
+    return (
+        "Server notices during the builds: " + "; ".join(f"`{n}`" for n in notices[:4]) if notices else None
+    )
 
 
-def _top_calls(la: dict[str, Any]) -> str:
-    return ", ".join(f"`{x['function']}` {x['ms_per_call']}" for x in la["profile_top_tottime"][:6])
+LOAD_TABLE = Table(
+    (
+        Column("memories", "memories", ","),
+        Column("rows added", "load.rows_added", ","),
+        Column("generate + COPY s", "load.generate_copy_s"),
+        Column("INSERT ... SELECT s", "load.insert_select_s"),
+        Column("rows/s", "load.rows_per_s", ","),
+        Column("HNSW build s", f"indexes.seconds.{HNSW_INDEX}"),
+        Column("other indexes s", _other_index_s),
+        Column("ANALYZE s", "indexes.seconds.ANALYZE memories"),
+        Column("table MB", "sizes_mb.memories (heap + toast)"),
+        Column("HNSW MB", f"sizes_mb.{HNSW_INDEX}"),
+    )
+)
+
+
+def _p(summary: dict[str, Any], *qs: int) -> str:
+    return " / ".join(f"{summary[f'p{q}_ms']:.2f}" for q in qs)
 
 
 def _statements_per_call(la: dict[str, Any]) -> str:
@@ -1434,21 +729,172 @@ def _statements_per_call(la: dict[str, Any]) -> str:
     return ", ".join(parts) or "n/a"
 
 
-def _other_statements(others: dict[str, dict[str, Any]]) -> str:
-    return "".join(f"{k} {v['p50_ms'] * v.get('per_call', 1):.2f} ms, " for k, v in others.items())
+def _candidates_query(la: dict[str, Any]) -> str:
+    cq = la["statements"].get("candidates query", {})
+    return f"{fmt(cq.get('p50_ms'), '.2f')} / {fmt(cq.get('p95_ms'), '.2f')}"
 
 
-def _where_md(f: dict[str, Any]) -> list[str]:
+def _indexes_used(la: dict[str, Any]) -> str:
+    return ", ".join(f"`{k}` {v:,}" for k, v in sorted(la["index_scans"].items(), key=lambda kv: -kv[1]))
+
+
+LATENCY_TABLE = Table(
+    (
+        Column("memories", "memories", ","),
+        Column("calls", "latency.queries", ","),
+        Column("search p50 / p95 / p99 ms", lambda e: _p(e["latency"]["search"], 50, 95, 99)),
+        Column("transaction p50 / p95 / p99 ms", lambda e: _p(e["latency"]["transaction"], 50, 95, 99)),
+        Column("embed p50 ms", "latency.embed_query.p50_ms", ".3f"),
+        Column("candidates query p50 / p95 ms", lambda e: _candidates_query(e["latency"])),
+        Column("statements/call", lambda e: _statements_per_call(e["latency"])),
+        Column("hits/call", "latency.mean_hits"),
+        Column("indexes used (scans)", lambda e: _indexes_used(e["latency"])),
+    )
+)
+
+SEARCH_INTRO = f"""In-process calls of `store.search.search` (what `POST /v1/search` runs after authentication)
+    as the API's database role, row-level security on: query embedding (hashing), the candidates query (one
+    statement: the 40 nearest by vector, the keyword matches and their BM25 statistics; the HNSW settings
+    come with the pooled connection), ranking. `search()` = that call; transaction = session +
+    `set_config` of the tenant + search + commit. One random user and one synthetic query per call,
+    {LATENCY_WARMUP} warm-up calls first. Pieces are per-statement wall times seen by the client."""
+
+_PATHS = {
+    "planner": "as the planner runs it (`hnsw.iterative_scan = relaxed_order`)",
+    "hnsw_forced": "HNSW index forced (b-trees dropped in a rolled-back transaction, seqscan off)",
+}
+
+
+def _recall(f: dict[str, Any]) -> dict[str, Any] | None:
+    last = f["sizes"][-1] if f["sizes"] else {}
+    return {**last["recall"], "memories": last["memories"]} if last.get("recall") else None
+
+
+def _recall_rows(rec: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every path measured: its recall@10, mean rows returned, queries with < 10 rows, p50 ms."""
+    rows = [
+        {
+            "path": _PATHS[name],
+            "recall": f"{100 * r['recall_at_10']:.1f} %",
+            "returned": r["mean_returned"],
+            "short": r["short_answers"],
+            "p50_ms": r["p50_ms"],
+        }
+        for name, r in rec["filtered"].items()
+    ]
+    rows.append({"path": "exact (reference)", "recall": "100 %", "p50_ms": rec["exact_p50_ms"]})
+    rows += [
+        {
+            "path": f"no user filter, HNSW {name}",
+            "recall": f"{100 * r['recall_at_10']:.1f} %",
+            "p50_ms": r["p50_ms"],
+        }
+        for name, r in rec["global"].items()
+    ]
+    rows.append(
+        {"path": "no user filter, exact full scan", "recall": "100 %", "p50_ms": rec["global_exact_p50_ms"]}
+    )
+    return rows
+
+
+RECALL_SECTION = Section(
+    lambda r: f"Recall of the vector query at {r['memories']:,} memories",
+    (
+        Text(
+            lambda r: (
+                f"""Top-10 of the vector query (per-user filter, status active) against an exact scan
+            of the same user's rows (b-tree bitmap scan, exact sort), {r["queries"]} queries; and, without
+            the user filter, the index against a full scan, {r["global_queries"]} queries."""
+            )
+        ),
+        Table(
+            (
+                Column("path", "path"),
+                Column("recall@10", "recall"),
+                Column("mean rows returned", lambda row: row.get("returned", "-")),
+                Column("queries with < 10 rows", lambda row: row.get("short", "-")),
+                Column("p50 ms", "p50_ms"),
+            ),
+            _recall_rows,
+        ),
+        Each(
+            lambda r: [(label, r["plans"][name]) for name, label in _PATHS.items() if r["plans"].get(name)],
+            (Text(lambda plan: f"Plan, {plan[0]}:"), Code(lambda plan: plan[1])),
+        ),
+    ),
+    data=_recall,
+)
+
+
+def _cpu(per: dict[str, Any]) -> str:
+    return " / ".join(fmt(per[k]) for k in ("worker_main", "pool_children", "postgres"))
+
+
+def _reconcile(f: dict[str, Any]) -> dict[str, Any] | None:
+    return {**f["reconcile"], "probe": f.get("reconcile_probe")} if f.get("reconcile") else None
+
+
+def _probe_text(r: dict[str, Any]) -> str | None:
+    probe = r["probe"]
+    if not probe or not probe.get("candidates"):
+        return None
+    parts = ", ".join(f"{k} {v}" for k, v in probe["sql_ms_per_candidate"].items())
+    return f"""In-process probe ({probe["candidates"]} candidates, one `reconcile_user` per user, worker
+        role): {probe["ms_per_candidate"]} ms per candidate, of which SQL (client wall time per statement
+        kind, ms per candidate): {parts}; Python (embedding, decisions, snapshots' JSON)
+        {probe["python_ms_per_candidate"]} ms."""
+
+
+RECONCILE_SECTION = Section(
+    "Reconciliation throughput",
+    (
+        Text(
+            lambda r: (
+                f"""{r["candidates"]:,} candidates (status 'new') for {r["users"]:,} users of the
+            {r["store_memories"]:,}-memory store, inserted in one statement; mix:
+            {", ".join(f"{v:,} {k}" for k, v in r["mix"].items())}. `memory.reconcile_user` published once per
+            user by name (`RedisPublisher`) to a real `celery worker -c {r["concurrency"]}` started
+            beforehand; time from the first publish to no candidate left 'new'."""
+            )
+        ),
+        Table(
+            (
+                Column("candidates", "candidates", ","),
+                Column(
+                    "reconciled",
+                    lambda r: (
+                        f"{r['reconciled']:,}" + (f" ({r['incomplete']})" if r.get("incomplete") else "")
+                    ),
+                ),
+                Column("wall s", "wall_s"),
+                Column("candidates/s", "candidates_per_s"),
+                Column(
+                    "decisions", lambda r: ", ".join(f"{k} {v:,}" for k, v in sorted(r["decisions"].items()))
+                ),
+                Column(
+                    "CPU ms/candidate: worker main / pool / postgres",
+                    lambda r: _cpu(r["cpu_ms_per_candidate"]),
+                ),
+            ),
+            lambda r: [r],
+        ),
+        Text(_probe_text),
+    ),
+    data=_reconcile,
+)
+
+
+def _where(f: dict[str, Any]) -> str | None:
+    """Where a `search()` call's time goes at the largest size."""
     if not f["sizes"]:
-        return []
+        return None
     e = f["sizes"][-1]
     la = e["latency"]
     st = la["statements"]
-    s = la["search"]
     cq = st.get("candidates query", {}).get("p50_ms")
-    emb = la["embed_query"]["p50_ms"]
     if cq is None:
-        return []
+        return None
+    s, emb = la["search"], la["embed_query"]["p50_ms"]
     # statements inside search() other than the candidates query (the tenant's set_config precedes it)
     others = {
         k: v
@@ -1456,30 +902,41 @@ def _where_md(f: dict[str, Any]) -> list[str]:
         if k not in ("candidates query", "set_config (tenant)") and v.get("p50_ms") is not None
     }
     other_ms = sum(v["p50_ms"] * v.get("per_call", 1) for v in others.values())
-    rest = s["p50_ms"] - cq - other_ms - emb
-    return [
-        "",
-        "### Where the time goes",
-        "",
-        paragraph(f"""At {e["memories"]:,} memories a `search()` call takes
-            {s["p50_ms"]:.2f} ms at p50: the candidates query (vector and keyword lists with the BM25
-            statistics, one statement) {cq:.2f} ms, {_other_statements(others)}embedding the query
-            {emb:.3f} ms, and the rest (ranking, row objects, SQLAlchemy, psycopg) {rest:.2f} ms. The
-            per-user filter reaches
-            {e["per_user"]} rows per user; which index answered is in the table above
-            (`pg_stat_user_indexes`). Top own time in `search()` (cProfile over {la["profile_calls"]} calls,
-            ms per call, profiler overhead included): {_top_calls(la)}.
-            """),
-    ]
+    listed = "".join(f"{k} {v['p50_ms'] * v.get('per_call', 1):.2f} ms, " for k, v in others.items())
+    top = ", ".join(f"`{x['function']}` {x['ms_per_call']}" for x in la["profile_top_tottime"][:6])
+    return f"""At {e["memories"]:,} memories a `search()` call takes {s["p50_ms"]:.2f} ms at p50: the
+        candidates query (vector and keyword lists with the BM25 statistics, one statement) {cq:.2f} ms,
+        {listed}embedding the query {emb:.3f} ms, and the rest (ranking, row objects, SQLAlchemy, psycopg)
+        {s["p50_ms"] - cq - other_ms - emb:.2f} ms. The per-user filter reaches {e["per_user"]} rows per user;
+        which index answered is in the table above (`pg_stat_user_indexes`). Top own time in `search()`
+        (cProfile over {la["profile_calls"]} calls, ms per call, profiler overhead included): {top}."""
 
 
-if __name__ == "__main__":
-    import json
-    import sys
+SECTION = (
+    Text(_anchors),
+    Section("Load and index build", (LOAD_TABLE, Text(_notices)), data="sizes"),
+    Section(
+        "Search latency (k=10, one user's memories)",
+        (
+            Text(SEARCH_INTRO),
+            LATENCY_TABLE,
+            Text(
+                lambda sizes: (
+                    f"""Plans at {sizes[-1]["memories"]:,} memories (EXPLAIN ANALYZE of one call's
+                statements, replayed in a rolled-back transaction):"""
+                )
+            ),
+            Each(
+                lambda sizes: sizes[-1]["latency"]["plans"], (Code(lambda p: [p["statement"], *p["plan"]]),)
+            ),
+        ),
+        data="sizes",
+    ),
+    RECALL_SECTION,
+    RECONCILE_SECTION,
+    Section("Where the time goes", (Text(_where),), data=lambda f: f if _where(f) else None),
+)
 
-    quick_mode = "--quick" in sys.argv
-    print(
-        json.dumps(
-            run(float(os.environ.get("BENCH_BUDGET_S", "900")), quick_mode)["figures"], indent=1, default=str
-        )[:5000]
-    )
+
+def render_markdown(result: dict[str, Any]) -> str:
+    return report.render(result, SECTION)

@@ -13,14 +13,15 @@ import pytest
 from sqlalchemy import text
 
 from bench import locomo
+from bench.lib import locomo_data
 from tests.services import REPO
 
 pytestmark = pytest.mark.integration
 
 
-def _conversations() -> list[locomo.Conversation]:
+def _conversations() -> list[locomo_data.Conversation]:
     path = REPO.parent / "shared" / "bench-data" / "locomo-dev.json"
-    assert path == locomo.data_path(), "the harness must read the data relative to the repository root"
+    assert path == locomo_data.data_path(), "the harness must read the data relative to the repository root"
     if not path.is_file():
         message = (
             f"the LoCoMo data file is missing: {path} (expected at ../shared/bench-data relative to "
@@ -29,7 +30,7 @@ def _conversations() -> list[locomo.Conversation]:
         if os.environ.get(locomo.OPTIONAL_ENV) == "1":
             pytest.skip(message)
         pytest.fail(message)
-    return locomo.load_conversations(path, conversations=1, sessions=1)
+    return locomo_data.load_conversations(path, conversations=1, sessions=1)
 
 
 def _in_unit_interval(value: float | None) -> bool:

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from bench.scorer import (
+from bench.lib.scorer import (
     Result,
     aggregate,
     hit_at,
