@@ -26,7 +26,42 @@ GEN_BATCH = 5_000
 GEN_PROCESSES = 2
 HNSW_BUILD_MEM = "3GB"
 HNSW_INDEX = "ix_memories_embedding"
-_HALF_LIFE_SQL = "CASE kind WHEN 'episodic' THEN 30.0 WHEN 'procedural' THEN 90.0 END"
+# each `memories` column the load fills, and the SQL over a staging row (`src`) that fills it; the names are
+# checked against the store's model (`store.models.MEMORY_COLUMNS`) when a load starts
+_LOAD_COLUMNS = {
+    "id": "id",
+    "tenant_id": "%(t)s",
+    "user_id": "'u' || lpad(uid::text, 5, '0')",
+    "scope": "'user'",
+    "kind": "kind",
+    "category": "category",
+    "content": "content",
+    "content_key": "ckey",
+    "importance": "CASE WHEN kind = 'procedural' THEN 0.65 ELSE 0.6 END",
+    "confidence": "0.7",
+    "evidence_count": "1 + access / 3",
+    "status": "status",
+    "valid_from": "%(now)s - make_interval(secs => age_s + 86400)",
+    "recorded_at": "%(now)s - make_interval(secs => age_s)",
+    "last_confirmed_at": "%(now)s - make_interval(secs => age_s)",
+    "expires_at": "%(now)s + make_interval(secs => expires_s)",
+    "pinned": "pinned",
+    "archived_at": "%(now)s - make_interval(secs => archived_s)",
+    "valid_to": "CASE WHEN status = 'archived' THEN %(now)s - make_interval(secs => archived_s) END",
+    "source_event_ids": "ARRAY['ev-' || n]",
+    "source_turn_ids": "ARRAY['D' || uid || ':' || n]",
+    "embedding": "emb",
+    "search_tokens": "to_tsvector('simple', doc)",
+    "updated_at": "%(now)s",
+}
+
+
+def _check_load_columns() -> None:
+    from store.models import MEMORY_COLUMNS
+
+    unknown = set(_LOAD_COLUMNS) - set(MEMORY_COLUMNS)
+    if unknown:
+        raise RuntimeError(f"the store load fills columns memories does not have: {sorted(unknown)}")
 
 
 def psycopg_conninfo(url: str) -> str:
@@ -55,6 +90,8 @@ def load_store(
 ) -> dict[str, float]:
     """Append memories [start, stop) of tenant `tenant` (see `make_batch`); returns phase timings in s."""
     from pgvector.psycopg import register_vector
+
+    _check_load_columns()
 
     tasks = [
         (seed, s, min(s + GEN_BATCH, stop), users, profile.name, profile.embed)
@@ -88,18 +125,8 @@ def load_store(
         conn.execute(
             # the ids are drawn first: the access counts (memory_access) are rows of their own
             "WITH src AS MATERIALIZED (SELECT gen_random_uuid() AS id, * FROM bench_stage), "
-            "mem AS (INSERT INTO memories (id, tenant_id, user_id, scope, kind, category, content, content_key, "
-            "importance, confidence, evidence_count, status, valid_from, recorded_at, last_confirmed_at, "
-            "half_life_days, expires_at, pinned, archived_at, valid_to, source_event_ids, "
-            "source_turn_ids, embedding, search_tokens, updated_at) "
-            "SELECT id, %(t)s, 'u' || lpad(uid::text, 5, '0'), 'user', kind, category, content, ckey, "
-            "CASE WHEN kind = 'procedural' THEN 0.65 ELSE 0.6 END, 0.7, 1 + access / 3, status, "
-            "%(now)s - make_interval(secs => age_s + 86400), %(now)s - make_interval(secs => age_s), "
-            "%(now)s - make_interval(secs => age_s), "
-            f"{_HALF_LIFE_SQL}, %(now)s + make_interval(secs => expires_s), pinned, "
-            "%(now)s - make_interval(secs => archived_s), "
-            "CASE WHEN status = 'archived' THEN %(now)s - make_interval(secs => archived_s) END, "
-            "ARRAY['ev-' || n], ARRAY['D' || uid || ':' || n], emb, to_tsvector('simple', doc), %(now)s "
+            f"mem AS (INSERT INTO memories ({', '.join(_LOAD_COLUMNS)}) "
+            f"SELECT {', '.join(_LOAD_COLUMNS.values())} "
             "FROM src) "
             "INSERT INTO memory_access (memory_id, tenant_id, user_id, access_count, last_accessed_at) "
             "SELECT id, %(t)s, 'u' || lpad(uid::text, 5, '0'), access, %(now)s - make_interval(secs => age_s / 2) "
