@@ -1,5 +1,8 @@
 """Distillation of one user's fragments, with the LLM when configured (one batched call per user per run)
-and deterministically otherwise. Fragments become `consolidated`; the new memory carries the lineage."""
+and deterministically otherwise. Fragments become `consolidated`; the new memory carries the lineage.
+
+`distill_users` is the whole run of the `memory.distill` task: per user a run record, then one transaction
+under the per-user lock that distills the fragments and rewrites the working memory."""
 
 from __future__ import annotations
 
@@ -9,18 +12,26 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
+import structlog
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from sqlalchemy import text
+from sqlalchemy import Engine, text
 from sqlmodel import Session
 
 from core import keywords
 from core.distill import Consolidated, Fragment, cluster, consolidate
 from core.reconcile import content_key
+from shared.contract import utcnow
+from shared.db.engine import ALL_TENANTS, session_scope
 from shared.db.vectors import vector_literal
 from shared.tokens import estimate_tokens
 from store.embeddings import Embedder
-from store.memories import _SNAPSHOT, HALF_LIFE_DAYS
+from store.memories import _SNAPSHOT, HALF_LIFE_DAYS, lock_user
+from store.runs import finish_run, last_run_start, start_run
 from worker.llm.extractor import LLMExtractor
+from worker.services.runs import slot_key
+from worker.services.sleep import rewrite_working_memory
+
+log = structlog.get_logger("worker.maintenance")  # the logger the task's lines always came from
 
 DISTILL_PROMPT_VERSION = "distill-v1"
 _SYSTEM = (
@@ -327,3 +338,89 @@ def users_to_distill(db: Session, *, min_fragments: int = 2) -> list[tuple[str, 
         {"n": min_fragments},
     ).all()
     return [(r[0], r[1]) for r in rows]
+
+
+_TOTALS = ("clusters", "consolidated", "created", "tokens", "errors", "working_memory")
+
+
+def distill_users(
+    engine: Engine,
+    *,
+    only: tuple[str, str] | None,
+    actor: str,
+    fire_time: str | None,
+    token_cap: int,
+    embedder: Embedder,
+    llm: LLMExtractor | None,
+) -> dict[str, int]:
+    """Distill `only` this (tenant, user), or every user with new fragments, and rewrite their working
+    memory. Each user gets a run record (its slot, for a scheduled run, runs once) and one transaction
+    under the per-user lock; a user that fails is recorded and skipped. The LLM is used while the tenant's
+    `token_cap` for this run lasts. Returns the totals over the users distilled."""
+    if only is not None:
+        users = [only]
+    else:
+        with session_scope(engine, tenant=ALL_TENANTS) as db:
+            users = users_to_distill(db)
+    totals = {"users": 0, **dict.fromkeys(_TOTALS, 0)}
+    spent: dict[str, int] = {}
+    for t, u in users:
+        now = utcnow()
+        run_id = start_run(
+            engine,
+            kind="distill",
+            scope=f"{t}/{u}",
+            actor=actor,
+            now=now,
+            tenant_id=t,
+            user_id=u,
+            slot_key=slot_key("distill", fire_time, f":{t}:{u}"),
+        )
+        if run_id is None:
+            continue
+        since = last_run_start(engine, kind="distill", tenant_id=t, user_id=u)
+        try:
+            with session_scope(engine, tenant=t) as db:
+                lock_user(db, t, u)  # reconciliation of this user waits; others go on
+                cap = max(0, token_cap - spent.get(t, 0))
+                result = distill_user(
+                    db,
+                    t,
+                    u,
+                    embedder=embedder,
+                    llm=llm if cap > 0 else None,
+                    now=now,
+                    actor=actor,
+                    new_since=since,
+                    token_cap=cap,
+                )
+                wm, wm_tokens = rewrite_working_memory(db, t, u, now=now, llm=llm if cap > 0 else None)
+        except Exception as exc:
+            finish_run(
+                engine, run_id, outcome="error", counts={"errors": 1}, now=utcnow(), detail=repr(exc)[:500]
+            )
+            totals["errors"] += 1
+            log.exception("distill.user_failed", tenant_id=t, user_id=u)
+            continue
+        spent[t] = spent.get(t, 0) + result.tokens + wm_tokens
+        counts = {
+            "clusters": result.clusters,
+            "consolidated": result.consolidated,
+            "created": result.created,
+            "tokens": result.tokens + wm_tokens,
+            "working_memory": int(wm),
+            "errors": len(result.errors),
+        }
+        finish_run(
+            engine,
+            run_id,
+            outcome="partial" if result.errors else "ok",
+            counts=counts,
+            now=utcnow(),
+            mode=result.mode,
+            detail="; ".join(result.errors) or None,
+        )
+        totals["users"] += 1
+        for k in _TOTALS:
+            totals[k] += counts[k]
+    return totals
