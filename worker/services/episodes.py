@@ -8,8 +8,9 @@ from sqlalchemy import Engine
 
 from shared.db.engine import ALL_TENANTS, session_scope
 from store.embeddings import Embedder
+from store.sessions import sessions_to_close
 from worker.llm.extractor import LLMExtractor
-from worker.services.sleep import close_session, sessions_to_close
+from worker.services.sleep import close_session
 
 
 def close_idle_sessions(

@@ -15,17 +15,16 @@ from typing import Any
 
 import redis
 import structlog
-from sqlalchemy import Engine, text
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy import Engine
 from sqlmodel import Session
 
-from core.extraction.candidates import Candidate, Turn
+from core.extraction.candidates import Candidate
 from shared import tasknames
 from shared.db.engine import session_scope
-from shared.db.models import CandidateRow
 from shared.publisher import RedisPublisher
 from shared.settings import Settings
 from store import sessions
+from store.candidates import existing_memories, insert_candidates
 from store.embeddings import Embedder
 from store.triggers import (
     DebouncePolicy,
@@ -36,6 +35,7 @@ from store.triggers import (
     timer_key,
 )
 from store.usage import record_usage, within_budget
+from store.window import index_turns, load_window, previous_turn_text, set_statuses
 from worker import metrics
 from worker.llm.extractor import LLMExtractor
 from worker.services.summary import fold_summary
@@ -43,6 +43,7 @@ from worker.services.window import (
     PendingEvent,
     WindowPlan,
     defer_llm,
+    event_statuses,
     final_candidates,
     keyword_contexts,
     last_received_at,
@@ -149,10 +150,14 @@ def run_window(
     day = now.date().isoformat()
     with session_scope(engine, tenant=tenant_id) as db:
         use_llm = llm is not None and _budget_allows_llm(db, tenant_id, day=day, settings=settings)
-        events = load_window(db, tenant_id, user_id, session_id, include_llm_pending=use_llm)
+        events = load_window(
+            db, tenant_id, user_id, session_id, include_llm_pending=use_llm, limit=WINDOW_LIMIT
+        )
         state = sessions.summary_state(db, tenant_id, user_id, session_id)
         summary = (state.summary if state else None) or ""
-        existing = existing_memories(db, tenant_id, user_id) if use_llm else []
+        existing = (
+            existing_memories(db, tenant_id, user_id, budget_tokens=EXISTING_MEMORY_TOKENS) if use_llm else []
+        )
     if not events:
         return {"outcome": "empty"}
     plan = plan_window(events, llm_available=use_llm)
@@ -277,53 +282,6 @@ def _keep_idle_timer(
         log.warning("extract.idle_timer_failed", error=type(exc).__name__, detail="the sweeper will retry")
 
 
-def load_window(
-    db: Session,
-    tenant_id: str,
-    user_id: str,
-    session_id: str,
-    *,
-    include_llm_pending: bool,
-    limit: int = WINDOW_LIMIT,
-) -> list[PendingEvent]:
-    """The session's unprocessed events in event-time order (ties by receipt, then id)."""
-    statuses = ("pending", "llm_pending") if include_llm_pending else ("pending",)
-    rows = db.execute(
-        text(
-            "SELECT event_id, type, role, content, source_turn_id, event_time, status, agent_id, received_at "
-            "FROM events "
-            "WHERE tenant_id = :t AND user_id = :u AND session_id = :s AND status = ANY(:st) "
-            "ORDER BY event_time, received_at, event_id LIMIT :lim"
-        ),
-        {"t": tenant_id, "u": user_id, "s": session_id, "st": list(statuses), "lim": limit},
-    ).all()
-    return [PendingEvent(*row) for row in rows]
-
-
-def existing_memories(
-    db: Session, tenant_id: str, user_id: str, *, budget_tokens: int = EXISTING_MEMORY_TOKENS
-) -> list[str]:
-    """What we already know about the user, newest first, within a token budget (for the LLM prompt)."""
-    from shared.tokens import estimate_tokens
-
-    rows = db.execute(
-        text(
-            "SELECT DISTINCT ON (content) content, id FROM candidates "
-            "WHERE tenant_id = :t AND user_id = :u AND op = 'remember' ORDER BY content, id DESC"
-        ),
-        {"t": tenant_id, "u": user_id},
-    ).all()
-    out: list[str] = []
-    used = 0
-    for content, _id in sorted(rows, key=lambda r: -int(r[1])):
-        cost = estimate_tokens(content)
-        if used + cost > budget_tokens:
-            break
-        out.append(content)
-        used += cost
-    return out
-
-
 def apply_outcome(
     db: Session,
     *,
@@ -337,113 +295,22 @@ def apply_outcome(
     now: datetime,
 ) -> dict[str, int]:
     """Store candidates and move each event to its final status, in one transaction (set-based)."""
-    times = {e.event_id: e.event_time for e in events}
-    agent = next((e.agent_id for e in events if e.agent_id), None)
-    rows: list[dict[str, Any]] = []
-    for c in candidates:
-        source_times = [times[i] for i in c.source_event_ids if i in times]
-        rows.append(
-            {
-                "tenant_id": tenant_id,
-                "user_id": user_id,
-                "agent_id": agent,
-                "session_id": session_id,
-                "op": str(c.op),
-                "content": c.content,
-                "kind": str(c.kind),
-                "category": str(c.category),
-                "tier": str(c.tier),
-                "slot": c.slot,
-                "value": c.value,
-                "confidence": float(c.confidence),
-                "lang": c.lang,
-                "origin": c.origin,
-                "rule": c.rule,
-                "source_event_ids": list(c.source_event_ids),
-                "source_turn_ids": list(c.source_turn_ids),
-                "event_time": max(source_times) if source_times else now,
-            }
-        )
-    if rows:
-        db.execute(insert(CandidateRow.__table__).values(rows))  # type: ignore[attr-defined]
-    status_of: dict[str, str] = {}
-    for e in events:
-        if e.event_id in plan.skipped_ids:
-            status_of[e.event_id] = "skipped"
-        elif e.event_id in plan.needs_llm_ids:
-            status_of[e.event_id] = "extracted" if llm_ok else "llm_pending"
-        else:
-            status_of[e.event_id] = "extracted"
-    for status in set(status_of.values()):
-        ids = [i for i, s in status_of.items() if s == status]
-        db.execute(
-            text(
-                "UPDATE events SET status = :st, processed_at = :now, attempts = attempts + 1 "
-                "WHERE tenant_id = :t AND event_id = ANY(:ids)"
-            ),
-            {"st": status, "now": now, "t": tenant_id, "ids": ids},
-        )
-    refresh_session_counters(db, tenant_id, user_id, session_id)
+    stored = insert_candidates(
+        db,
+        candidates,
+        tenant_id=tenant_id,
+        user_id=user_id,
+        session_id=session_id,
+        agent_id=next((e.agent_id for e in events if e.agent_id), None),
+        event_times={e.event_id: e.event_time for e in events},
+        now=now,
+    )
+    status_of = event_statuses(events, plan, llm_ok=llm_ok)
+    set_statuses(db, tenant_id, status_of, now=now)
+    sessions.refresh_counters(db, tenant_id, user_id, session_id)
     return {
         "turns": len(events),
-        "candidates": len(rows),
+        "candidates": stored,
         "skipped": sum(s == "skipped" for s in status_of.values()),
         "llm_pending": sum(s == "llm_pending" for s in status_of.values()),
     }
-
-
-def refresh_session_counters(db: Session, tenant_id: str, user_id: str, session_id: str) -> None:
-    db.execute(
-        text(
-            "UPDATE sessions SET (pending_count, pending_tokens) = ("
-            "  SELECT count(*), coalesce(sum(token_count), 0) FROM events "
-            "  WHERE tenant_id = :t AND user_id = :u AND session_id = :s AND status = 'pending' AND type = 'turn'"
-            "), updated_at = now() WHERE tenant_id = :t AND user_id = :u AND session_id = :s"
-        ),
-        {"t": tenant_id, "u": user_id, "s": session_id},
-    )
-
-
-def previous_turn_text(
-    db: Session, tenant_id: str, user_id: str, session_id: str, first: PendingEvent
-) -> str:
-    """The turn just before `first` in its session (whatever its status), or ""."""
-    value = db.execute(
-        text(
-            "SELECT content FROM events WHERE tenant_id = :t AND user_id = :u AND session_id = :s AND type = 'turn' "
-            "AND (event_time, event_id) < (:ts, :id) ORDER BY event_time DESC, event_id DESC LIMIT 1"
-        ),
-        {"t": tenant_id, "u": user_id, "s": session_id, "ts": first.event_time, "id": first.event_id},
-    ).scalar()
-    return str(value or "")
-
-
-def index_turns(
-    db: Session,
-    tenant_id: str,
-    turns: Sequence[Turn],
-    vectors: Sequence[Sequence[float]],
-    *,
-    contexts: dict[str, str] | None = None,
-) -> int:
-    """Store the embedding (of the turn) and keyword tokens (of the turn with its predecessor, when given)
-    of each kept turn: the turn index for recall."""
-    from core import keywords
-    from shared.db.vectors import vector_literal
-
-    if not turns:
-        return 0
-    db.execute(
-        text(
-            "UPDATE events e SET embedding = CAST(v.vec AS vector), search_tokens = to_tsvector('simple', v.doc) "
-            "FROM unnest(CAST(:ids AS text[]), CAST(:vecs AS text[]), CAST(:docs AS text[])) AS v(id, vec, doc) "
-            "WHERE e.tenant_id = :t AND e.event_id = v.id"
-        ),
-        {
-            "t": tenant_id,
-            "ids": [t.event_id for t in turns],
-            "vecs": [vector_literal(v) for v in vectors],
-            "docs": [keywords.document((contexts or {}).get(t.event_id, t.content)) for t in turns],
-        },
-    )
-    return len(turns)

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 import structlog
 from pydantic import BaseModel, ConfigDict, ValidationError
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine
 from sqlmodel import Session
 
 from core.reconcile import CandidateIn, Decision, Op, Policy, decide, judged
@@ -20,6 +20,7 @@ from shared import tasknames
 from shared.db.engine import session_scope
 from shared.db.vectors import set_search_params, vector_literal
 from shared.publisher import RedisPublisher
+from store.candidates import mark_reconciled
 from store.distillation import count_fragments
 from store.embeddings import Embedder
 from store.memories import CandidateRowIn, apply_decision, load_new_candidates, lock_user, nearest, slot_rows
@@ -136,10 +137,7 @@ def _apply_and_mark(
     counts: dict[str, int],
 ) -> None:
     memory_id = apply_decision(db, tenant_id, user_id, c, decision, vec, actor=actor, now=now)
-    db.execute(
-        text("UPDATE candidates SET status = 'reconciled', decision = :d, memory_id = :m WHERE id = :id"),
-        {"d": str(decision.op), "m": memory_id, "id": c.id},
-    )
+    mark_reconciled(db, c.id, decision=str(decision.op), memory_id=memory_id)
     counts[str(decision.op)] = counts.get(str(decision.op), 0) + 1
 
 

@@ -9,8 +9,8 @@ from sqlalchemy import Engine
 from shared import tasknames
 from shared.db.engine import ALL_TENANTS, session_scope
 from shared.publisher import RedisPublisher
+from store.sweeper import find_stuck_work
 from store.triggers import enqueue_extraction
-from worker.services.sleep import sweep as find_stuck_work
 
 
 def sweep(
@@ -25,11 +25,11 @@ def sweep(
     """Dead-letter poison events, then re-enqueue (after the commit) the extractions of sessions with stale
     or `llm_pending` events and the reconciliations of users whose candidates wait. Returns the counts."""
     with session_scope(engine, tenant=ALL_TENANTS) as db:
-        counts, sessions, users = find_stuck_work(
+        stuck = find_stuck_work(
             db, now=now, stale_after_s=stale_after_s, max_attempts=max_attempts, llm_available=llm_available
         )
-    for tenant_id, user_id, session_id, reason in sessions:
+    for tenant_id, user_id, session_id, reason in stuck.sessions:
         enqueue_extraction(publisher, tenant_id, user_id, session_id, reason=reason)
-    for tenant_id, user_id in users:
+    for tenant_id, user_id in stuck.users:
         publisher.publish(tasknames.RECONCILE_USER, [tenant_id, user_id])
-    return counts
+    return stuck.counts

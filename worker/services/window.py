@@ -18,24 +18,19 @@ from core.extraction.gate import GateDecision, gate_window
 from core.extraction.merge import merge_candidates
 from core.extraction.rules import dedupe
 from shared.tokens import estimate_tokens
+from store.window import PendingEvent
 
-
-@dataclass(frozen=True)
-class PendingEvent:
-    event_id: str
-    type: str
-    role: str
-    content: str
-    source_turn_id: str | None
-    event_time: datetime
-    status: str  # pending | llm_pending
-    agent_id: str | None
-    received_at: datetime | None = None
-
-    def turn(self) -> Turn:
-        return Turn(
-            event_id=self.event_id, role=self.role, content=self.content, source_turn_id=self.source_turn_id
-        )
+__all__ = [
+    "PendingEvent",
+    "WindowPlan",
+    "defer_llm",
+    "event_statuses",
+    "final_candidates",
+    "keyword_contexts",
+    "last_received_at",
+    "oldest_owed_at",
+    "plan_window",
+]
 
 
 @dataclass
@@ -116,7 +111,7 @@ def last_received_at(events: Sequence[PendingEvent]) -> datetime | None:
 
 def defer_llm(plan: WindowPlan) -> WindowPlan:
     """The same window with its LLM call left to a later one: rules apply now, LLM-needing turns stay
-    `llm_pending` (apply_outcome with llm_ok=False), and the next window sends them with its own."""
+    `llm_pending` (`event_statuses` with llm_ok=False), and the next window sends them with its own."""
     return dataclasses.replace(plan, llm_turns=[], deferred=True)
 
 
@@ -128,6 +123,20 @@ def final_candidates(plan: WindowPlan, llm_candidates: list[Candidate] | None) -
         return list(plan.rule_candidates)
     earlier = plan.earlier_candidates
     return merge_candidates([*earlier, *plan.rule_candidates], llm_candidates)[len(earlier) :]
+
+
+def event_statuses(events: Sequence[PendingEvent], plan: WindowPlan, *, llm_ok: bool) -> dict[str, str]:
+    """Each event's status once the run is stored: `skipped`, `extracted`, or `llm_pending` for a turn the
+    LLM must still see (it did not answer, or the call was deferred)."""
+    status_of: dict[str, str] = {}
+    for e in events:
+        if e.event_id in plan.skipped_ids:
+            status_of[e.event_id] = "skipped"
+        elif e.event_id in plan.needs_llm_ids:
+            status_of[e.event_id] = "extracted" if llm_ok else "llm_pending"
+        else:
+            status_of[e.event_id] = "extracted"
+    return status_of
 
 
 def keyword_contexts(events: Sequence[PendingEvent], *, before: str) -> dict[str, str]:
