@@ -26,7 +26,7 @@ from store.memories import lock_user
 from store.runs import finish_run, last_run_start, start_run
 from worker.llm.extractor import LLMExtractor
 from worker.services.runs import slot_key
-from worker.services.sleep import rewrite_working_memory
+from worker.services.working_memory import rewrite_working_memory
 
 log = structlog.get_logger("worker.maintenance")  # the logger the task's lines always came from
 

@@ -1,16 +1,98 @@
-"""Sessions closed into episodes: what happened, its outcome and lesson, searchable like memories."""
+"""Sessions closed into episodes: what happened, its outcome and lesson, searchable like memories.
+
+An episode is written by the LLM when one is configured (validated), else assembled deterministically from
+the session's summary, turns and remembered candidates (`core.episodes`).
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy import Engine
+from sqlmodel import Session
 
+from core.episodes import EpisodeText, deterministic_episode
 from shared.db.engine import ALL_TENANTS, session_scope
+from shared.db.vectors import vector_literal
+from store import sessions
+from store.candidates import session_memories
 from store.embeddings import Embedder
-from store.sessions import sessions_to_close
+from store.episodes import upsert_episode
 from worker.llm.extractor import LLMExtractor
-from worker.services.sleep import close_session
+
+EPISODE_PROMPT = (
+    "Summarise one finished session between a user and an assistant as an episode for long-term memory. "
+    'Reply with JSON only: {"what_happened": str, "outcome": str, "lesson": str}, each at most two sentences, '
+    "in the language of the conversation; empty strings when there is no clear outcome or lesson."
+)
+MAX_EPISODE_TURNS = 60
+
+
+class _EpisodeAnswer(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    what_happened: str = Field(min_length=1, max_length=2000)
+    outcome: str = Field(default="", max_length=2000)
+    lesson: str = Field(default="", max_length=2000)
+
+
+def close_session(
+    db: Session,
+    tenant_id: str,
+    user_id: str,
+    session_id: str,
+    *,
+    embedder: Embedder,
+    llm: LLMExtractor | None,
+    now: datetime,
+) -> dict[str, Any]:
+    """Write (or rewrite) the session's episode and mark the session closed. Idempotent per session."""
+    state = sessions.lock_for_closing(db, tenant_id, user_id, session_id)
+    if state is None:
+        return {"episodes": 0}
+    turns = sessions.session_turns(db, tenant_id, user_id, session_id)
+    memories = session_memories(db, tenant_id, user_id, session_id)
+    tokens = 0
+    mode = "deterministic"
+    episode: EpisodeText | None = None
+    if llm is not None and turns:
+        shown = turns[-MAX_EPISODE_TURNS:]
+        transcript = "\n".join(f"{t.role}: {t.content[:800]}" for t in shown)
+        content, usage, error = llm.complete_json(
+            [
+                {"role": "system", "content": EPISODE_PROMPT},
+                {
+                    "role": "user",
+                    "content": f"Session summary so far:\n{state.summary or '(none)'}\n\nTurns:\n{transcript}",
+                },
+            ]
+        )
+        tokens = usage.prompt_tokens + usage.completion_tokens
+        if content and not error:
+            try:
+                a = _EpisodeAnswer.model_validate_json(content)
+                episode = EpisodeText(a.what_happened.strip(), a.outcome.strip(), a.lesson.strip())
+                mode = "llm"
+            except ValidationError:
+                episode = None
+    if episode is None:
+        episode = deterministic_episode(turns, summary=state.summary or "", memories=memories)
+    if turns:
+        upsert_episode(
+            db,
+            tenant_id,
+            user_id,
+            session_id,
+            session=state,
+            episode=episode,
+            turns=turns,
+            mode=mode,
+            vector=vector_literal(embedder.embed([episode.as_text()])[0]),
+            now=now,
+        )
+    sessions.mark_closed(db, tenant_id, user_id, session_id, now=now)
+    return {"episodes": 1 if turns else 0, "tokens": tokens, "mode": mode}
 
 
 def close_idle_sessions(
@@ -25,7 +107,7 @@ def close_idle_sessions(
     """Close every session that ended (and settled) or went idle into its episode, one transaction per
     session. Returns the sessions closed, the episodes written and the LLM tokens spent."""
     with session_scope(engine, tenant=ALL_TENANTS) as db:
-        todo = sessions_to_close(db, now=now, idle_s=idle_s, settle_s=settle_s)
+        todo = sessions.sessions_to_close(db, now=now, idle_s=idle_s, settle_s=settle_s)
     totals = {"sessions": 0, "episodes": 0, "tokens": 0}
     for tenant_id, user_id, session_id in todo:
         with session_scope(engine, tenant=tenant_id) as db:
