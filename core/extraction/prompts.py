@@ -8,6 +8,8 @@ way that changes what gets extracted, so stored candidates can be traced to the 
   checked; `parse_extraction_answer(text)` validates a raw reply strictly (raises `pydantic.ValidationError`);
   `extraction_response_format(structured=...)` is the `response_format` to send (strict `json_schema`, or
   `json_object` for endpoints without structured outputs).
+- `validate_extraction_reply(content)` -> the answer, or an error summary for the repair request;
+  `answer_to_candidates(answer, turns=...)` -> the candidates it proposes for the window.
 - `build_summary_messages(...)` -> chat messages that rewrite the session's rolling summary as a whole.
 
 The content passed in is already redacted upstream.
@@ -19,7 +21,7 @@ import copy
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from core.extraction.candidates import Candidate, Category, Kind, Operation, Tier, Turn
 
@@ -105,13 +107,65 @@ def _make_strict(node: object) -> None:
             _make_strict(child)
 
 
+def extraction_json_schema_format() -> dict[str, Any]:
+    """The `json_schema` object of the strict response format (name, strict, schema)."""
+    return {"name": SCHEMA_NAME, "strict": True, "schema": extraction_json_schema()}
+
+
 def extraction_response_format(*, structured: bool) -> dict[str, Any]:
     if not structured:
         return {"type": "json_object"}
-    return {
-        "type": "json_schema",
-        "json_schema": {"name": SCHEMA_NAME, "strict": True, "schema": extraction_json_schema()},
-    }
+    return {"type": "json_schema", "json_schema": extraction_json_schema_format()}
+
+
+def validate_extraction_reply(content: str | None) -> tuple[ExtractionAnswer | None, str | None]:
+    """The parsed answer, or an error summary that names fields and problems but never echoes content."""
+    if not content:
+        return None, "empty response"
+    try:
+        return parse_extraction_answer(content), None
+    except ValidationError as err:
+        problems = [
+            f"{'.'.join(str(part) for part in problem['loc']) or '(root)'}: {problem['msg']}"
+            for problem in err.errors(include_input=False, include_url=False)[:5]
+        ]
+        return None, "; ".join(problems)
+
+
+def answer_to_candidates(answer: ExtractionAnswer, *, turns: Sequence[Turn]) -> list[Candidate]:
+    """Candidates from a validated answer: ids outside the window dropped, then memories left with none."""
+    turn_id_of = {turn.event_id: turn.source_turn_id for turn in turns}
+    candidates: list[Candidate] = []
+    for item in answer.memories:
+        event_ids = tuple(dict.fromkeys(eid for eid in item.source_event_ids if eid in turn_id_of))
+        if not event_ids:
+            continue
+        turn_ids = tuple(dict.fromkeys(tid for eid in event_ids if (tid := turn_id_of[eid]) is not None))
+        candidates.append(
+            Candidate(
+                content=item.content,
+                kind=item.kind,
+                category=item.category,
+                tier=item.tier,
+                confidence=item.confidence,
+                source_event_ids=event_ids,
+                source_turn_ids=turn_ids,
+                slot=(item.slot or "").strip() or None,
+                value=(item.value or "").strip() or None,
+                op=item.op,
+                lang=_language_of(item.content),
+                origin="llm",
+                extra={"prompt_version": PROMPT_VERSION},
+            )
+        )
+    return candidates
+
+
+def _language_of(text: str) -> str:
+    # Chinese if any CJK ideograph appears: the content is written in the user's language.
+    return (
+        "zh" if any("\u4e00" <= char <= "\u9fff" or "\u3400" <= char <= "\u4dbf" for char in text) else "en"
+    )
 
 
 EXTRACTION_SYSTEM_PROMPT = f"""\

@@ -24,7 +24,7 @@ from store.distillation import load_fragments, users_to_distill, write_consolida
 from store.embeddings import Embedder
 from store.memories import lock_user
 from store.runs import finish_run, last_run_start, start_run
-from worker.llm.extractor import LLMExtractor
+from worker.llm import LLMClient
 from worker.services.runs import slot_key
 from worker.services.working_memory import rewrite_working_memory
 
@@ -66,7 +66,7 @@ class DistillResult:
 
 
 def _llm_rewrite(
-    llm: LLMExtractor, clusters: Sequence[Sequence[Fragment]], *, token_cap: int
+    llm: LLMClient, clusters: Sequence[Sequence[Fragment]], *, token_cap: int
 ) -> tuple[list[Consolidated], int, str | None]:
     """One call for all clusters; returns the validated rewrites (covering 2+ fragments each), tokens used."""
     lines = []
@@ -79,7 +79,7 @@ def _llm_rewrite(
     content, usage, error = llm.complete_json(
         [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": prompt}]
     )
-    tokens = usage.prompt_tokens + usage.completion_tokens
+    tokens = usage.tokens
     if error or not content:
         return [], tokens, error or "empty answer"
     try:
@@ -117,7 +117,7 @@ def distill_user(
     user_id: str,
     *,
     embedder: Embedder,
-    llm: LLMExtractor | None,
+    llm: LLMClient | None,
     now: datetime,
     actor: str,
     new_since: datetime | None,
@@ -173,7 +173,7 @@ def distill_users(
     fire_time: str | None,
     token_cap: int,
     embedder: Embedder,
-    llm: LLMExtractor | None,
+    llm: LLMClient | None,
 ) -> dict[str, int]:
     """Distill `only` this (tenant, user), or every user with new fragments, and rewrite their working
     memory. Each user gets a run record (its slot, for a scheduled run, runs once) and one transaction

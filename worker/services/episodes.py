@@ -20,7 +20,7 @@ from store import sessions
 from store.candidates import session_memories
 from store.embeddings import Embedder
 from store.episodes import upsert_episode
-from worker.llm.extractor import LLMExtractor
+from worker.llm import LLMClient
 
 EPISODE_PROMPT = (
     "Summarise one finished session between a user and an assistant as an episode for long-term memory. "
@@ -44,7 +44,7 @@ def close_session(
     session_id: str,
     *,
     embedder: Embedder,
-    llm: LLMExtractor | None,
+    llm: LLMClient | None,
     now: datetime,
 ) -> dict[str, Any]:
     """Write (or rewrite) the session's episode and mark the session closed. Idempotent per session."""
@@ -68,7 +68,7 @@ def close_session(
                 },
             ]
         )
-        tokens = usage.prompt_tokens + usage.completion_tokens
+        tokens = usage.tokens
         if content and not error:
             try:
                 a = _EpisodeAnswer.model_validate_json(content)
@@ -102,7 +102,7 @@ def close_idle_sessions(
     idle_s: float,
     settle_s: float,
     embedder: Embedder,
-    llm: LLMExtractor | None,
+    llm: LLMClient | None,
 ) -> dict[str, int]:
     """Close every session that ended (and settled) or went idle into its episode, one transaction per
     session. Returns the sessions closed, the episodes written and the LLM tokens spent."""

@@ -37,7 +37,8 @@ from store.triggers import (
 from store.usage import record_usage, within_budget
 from store.window import index_turns, load_window, previous_turn_text, set_statuses
 from worker import metrics
-from worker.llm.extractor import LLMExtractor
+from worker.llm import LLMClient
+from worker.services.llm_extraction import extract_candidates
 from worker.services.summary import fold_summary
 from worker.services.window import (
     PendingEvent,
@@ -67,7 +68,7 @@ def extract_session(
     reason: str,
     now: datetime,
     settings: Settings,
-    llm: LLMExtractor | None,
+    llm: LLMClient | None,
     embedder: Embedder,
 ) -> dict[str, Any]:
     """Extract the session's next window, unless its idle timer fired early (`deferred`) or another run
@@ -141,7 +142,7 @@ def run_window(
     reason: str,
     now: datetime,
     settings: Settings,
-    llm: LLMExtractor | None,
+    llm: LLMClient | None,
     embedder: Embedder,
 ) -> dict[str, Any]:
     """Extract one window of the session's pending events and fold its summary. The counts include `more`
@@ -176,7 +177,8 @@ def run_window(
     usage = None
     llm_error = None
     if plan.llm_turns and llm is not None:
-        result = llm.extract(
+        result = extract_candidates(
+            llm,
             turns=plan.llm_turns,
             summary=summary,
             existing_memories=existing,

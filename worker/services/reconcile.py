@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
 import structlog
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -25,7 +25,7 @@ from store.distillation import count_fragments
 from store.embeddings import Embedder
 from store.memories import CandidateRowIn, apply_decision, load_new_candidates, lock_user, nearest, slot_rows
 from store.usage import record_usage, within_budget
-from worker.llm.extractor import LLMExtractor
+from worker.llm import LLMClient, LLMUsage
 
 log = structlog.get_logger("worker.reconcile")
 
@@ -50,7 +50,7 @@ class _Verdicts(BaseModel):
     verdicts: list[_Verdict]
 
 
-def judge_pairs(llm: Any, pairs: Sequence[tuple[str, str]]) -> tuple[dict[int, str], Any]:
+def judge_pairs(llm: LLMClient, pairs: Sequence[tuple[str, str]]) -> tuple[dict[int, str], LLMUsage]:
     """One LLM call for every similar-but-unclear pair of a batch; {} on any failure (callers then ADD)."""
     lines = [f"{n}. EXISTING: {old}\n   NEW: {new}" for n, (old, new) in enumerate(pairs)]
     content, usage, error = llm.complete_json(
@@ -75,7 +75,7 @@ def reconcile_user(
     actor: str,
     now: datetime,
     limit: int = 200,
-    llm: Any = None,
+    llm: LLMClient | None = None,
 ) -> dict[str, int]:
     """Reconcile the user's new candidates, oldest event first, under the per-user lock. Caller commits.
 
@@ -110,9 +110,10 @@ def reconcile_user(
             continue
         _apply_and_mark(db, tenant_id, user_id, c, decision, vec, actor=actor, now=now, counts=counts)
     if deferred:
+        assert llm is not None  # `decide` defers to the judge only when an LLM is available
         verdicts, usage = judge_pairs(llm, [(old, c.content) for c, _v, _d, old in deferred])
         counts["llm_calls"] = usage.calls
-        counts["llm_tokens"] = usage.prompt_tokens + usage.completion_tokens
+        counts["llm_tokens"] = usage.tokens
         for n, (c, vec, decision, _old) in enumerate(deferred):
             verdict = verdicts.get(n)
             final = (
@@ -149,7 +150,7 @@ def reconcile_backlog(
     *,
     embedder: Embedder,
     policy: Policy,
-    llm: LLMExtractor | None,
+    llm: LLMClient | None,
     actor: str,
     clock: Callable[[], datetime],
     daily_token_budget: int,
@@ -192,8 +193,8 @@ def reconcile_backlog(
 
 
 def _judge_llm(
-    db: Session, llm: LLMExtractor | None, tenant_id: str, *, now: datetime, daily_token_budget: int
-) -> LLMExtractor | None:
+    db: Session, llm: LLMClient | None, tenant_id: str, *, now: datetime, daily_token_budget: int
+) -> LLMClient | None:
     """The LLM for the judge, or None once the tenant's daily token budget is spent (the judge then decides
     without it, as with no LLM configured): the budget covers every stage, not only extraction."""
     if llm is None:

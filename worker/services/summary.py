@@ -3,19 +3,26 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Sequence
+
 from sqlmodel import Session
 
+from core.extraction.candidates import Turn
+from core.extraction.prompts import build_summary_messages
 from core.extraction.summary import extractive_summary
 from store import sessions
 from store.usage import record_usage
-from worker.llm.extractor import LLMExtractor
+from worker.llm import LLMClient, LLMUsage
+
+log = logging.getLogger(__name__)
 
 FOLD_AFTER_TURNS = 40
 KEEP_RECENT_TURNS = 20
 
 
 def fold_summary(
-    db: Session, tenant_id: str, user_id: str, session_id: str, *, llm: LLMExtractor | None, day: str
+    db: Session, tenant_id: str, user_id: str, session_id: str, *, llm: LLMClient | None, day: str
 ) -> int:
     """Fold the session's older turns into its summary (the session row stays locked meanwhile, so two
     folds never interleave). Returns the LLM tokens spent, recorded as stage `summarize` of `day`."""
@@ -31,8 +38,8 @@ def fold_summary(
     new_summary = None
     tokens = 0
     if llm is not None:
-        new_summary, usage = llm.summarize(previous_summary=state.summary, turns=turns)
-        tokens = usage.prompt_tokens + usage.completion_tokens
+        new_summary, usage = summarize(llm, previous_summary=state.summary, turns=turns)
+        tokens = usage.tokens
         record_usage(
             db,
             tenant_id,
@@ -46,3 +53,17 @@ def fold_summary(
         new_summary = extractive_summary(state.summary, turns)
     sessions.write_summary(db, tenant_id, user_id, session_id, summary=new_summary, through=old[-1][1])
     return tokens
+
+
+def summarize(llm: LLMClient, *, previous_summary: str, turns: Sequence[Turn]) -> tuple[str | None, LLMUsage]:
+    """The LLM's rewrite of the whole summary from the previous one and `turns`; None when it failed."""
+    content, usage, error = llm.complete_text(
+        build_summary_messages(previous_summary=previous_summary, turns=turns)
+    )
+    if error is not None and error != "refusal":
+        log.warning("llm summary failed: %s (calls=%d)", error, usage.calls)
+        return None, usage
+    if error == "refusal" or not (content or "").strip():
+        log.warning("llm summary failed: %s", "refusal" if error == "refusal" else "empty_response")
+        return None, usage
+    return (content or "").strip(), usage

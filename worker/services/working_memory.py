@@ -11,7 +11,7 @@ from sqlmodel import Session
 from core.episodes import working_memory_document
 from store import working_memory as wm_store
 from store.episodes import recent_episodes
-from worker.llm.extractor import LLMExtractor
+from worker.llm import LLMClient
 
 WORKING_MEMORY_PROMPT = (
     "Rewrite the working-memory document an assistant keeps about one user and their project: where things "
@@ -30,7 +30,7 @@ def rewrite_working_memory(
     *,
     now: datetime,
     agent_id: str = "",
-    llm: LLMExtractor | None = None,
+    llm: LLMClient | None = None,
 ) -> tuple[bool, int]:
     """Rebuild the user's working-memory document as a whole (never appended to); the previous version goes
     to history. With an LLM the document is written by it (validated: the four sections, in order), else
@@ -51,7 +51,7 @@ def rewrite_working_memory(
                 {"role": "user", "content": "Current memories and recent episodes:\n\n" + deterministic},
             ]
         )
-        tokens = usage.prompt_tokens + usage.completion_tokens
+        tokens = usage.tokens
         positions = [content.find(h) for h in _WM_SECTIONS] if content and not error else []
         if positions and all(p >= 0 for p in positions) and positions == sorted(positions):
             document, mode = content.strip(), "llm"  # type: ignore[union-attr]

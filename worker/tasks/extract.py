@@ -35,6 +35,6 @@ def extract_session(
         reason=reason,
         now=utcnow(),
         settings=runtime.settings(),
-        llm=runtime.llm_extractor(),
+        llm=runtime.llm(),
         embedder=runtime.embedder(),
     )

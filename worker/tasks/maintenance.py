@@ -79,7 +79,7 @@ def close_idle_sessions(self: Any, fire_time: str | None = None, *_: Any) -> dic
             idle_s=settings.session_idle_s,
             settle_s=settings.session_end_settle_s,
             embedder=runtime.embedder(),
-            llm=runtime.llm_extractor(),
+            llm=runtime.llm(),
         )
 
     return recorded_run(
@@ -100,6 +100,6 @@ def distill(
         fire_time=fire_time,
         token_cap=runtime.settings().distill_token_cap,
         embedder=runtime.embedder(),
-        llm=runtime.llm_extractor(),
+        llm=runtime.llm(),
     )
     return {"outcome": "ok", **totals}

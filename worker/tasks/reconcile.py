@@ -26,7 +26,7 @@ def reconcile_user(self: Any, tenant_id: str, user_id: str) -> dict[str, Any]:
         user_id,
         embedder=runtime.embedder(),
         policy=runtime.policy(),
-        llm=runtime.llm_extractor(),
+        llm=runtime.llm(),
         actor=f"task:{self.request.id}",
         clock=utcnow,
         daily_token_budget=settings.daily_token_budget,
