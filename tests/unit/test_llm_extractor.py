@@ -14,12 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from core.extraction.candidates import Candidate, Category, Kind, Operation, Tier, Turn
-from core.extraction.prompts import (
-    PROMPT_VERSION,
-    SUMMARY_SECTIONS,
-    build_extraction_messages,
-    extraction_json_schema,
-)
+from core.prompts.extraction import PROMPT_VERSION, build_extraction_messages, extraction_json_schema
+from core.prompts.summary import SUMMARY_SECTIONS
 from shared.openai_sdk import compute_backoff, retry_after_seconds
 from tests.fakes.openai_server import FakeOpenAI, Reply
 from worker.llm import LLMConfig, LLMUsage, OpenAIClient

@@ -11,11 +11,12 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import structlog
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 from sqlalchemy import Engine
 from sqlmodel import Session
 
 from core.distill import Consolidated, Fragment, cluster, consolidate
+from core.prompts.distill import answer_to_rewrites, build_distill_messages, parse_distill_answer
 from shared.contract import utcnow
 from shared.db.engine import ALL_TENANTS, session_scope
 from shared.db.vectors import vector_literal
@@ -29,30 +30,6 @@ from worker.services.runs import slot_key
 from worker.services.working_memory import rewrite_working_memory
 
 log = structlog.get_logger("worker.maintenance")  # the logger the task's lines always came from
-
-DISTILL_PROMPT_VERSION = "distill-v1"
-_SYSTEM = (
-    "You consolidate an assistant's long-term memory about one user. You get clusters of related memory "
-    "fragments, each with an id. For each cluster write one (or, if it mixes separate topics, a few) clear, "
-    "standalone third-person memories in the language of the fragments, keeping every concrete fact "
-    "(names, versions, dates, outcomes, lessons) and dropping repetition. Every output must list in "
-    "`covers` the ids of the fragments it replaces; leave out fragments you cannot merge faithfully. "
-    'Reply with JSON only: {"memories": [{"content": str, "kind": "semantic"|"episodic"|"procedural", '
-    '"category": "profile"|"preference"|"constraint"|"decision"|"lesson"|"feedback"|"fact", "covers": [id]}]}'
-)
-
-
-class _Out(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    content: str = Field(min_length=1, max_length=4000)
-    kind: str = Field(pattern="^(semantic|episodic|procedural)$")
-    category: str = Field(pattern="^(profile|preference|constraint|decision|lesson|feedback|fact)$")
-    covers: list[str] = Field(min_length=1)
-
-
-class _Answer(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    memories: list[_Out]
 
 
 @dataclass
@@ -69,46 +46,18 @@ def _llm_rewrite(
     llm: LLMClient, clusters: Sequence[Sequence[Fragment]], *, token_cap: int
 ) -> tuple[list[Consolidated], int, str | None]:
     """One call for all clusters; returns the validated rewrites (covering 2+ fragments each), tokens used."""
-    lines = []
-    for n, members in enumerate(clusters, 1):
-        lines.append(f"## Cluster {n}")
-        lines += [f"[{m.id}] ({m.kind}/{m.category}) {m.content}" for m in members]
-    prompt = "\n".join(lines)
-    if estimate_tokens(_SYSTEM + prompt) > token_cap:
+    messages = build_distill_messages(clusters)
+    if estimate_tokens(messages[0]["content"] + messages[1]["content"]) > token_cap:
         return [], 0, "token cap for this run reached"
-    content, usage, error = llm.complete_json(
-        [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": prompt}]
-    )
+    content, usage, error = llm.complete_json(messages)
     tokens = usage.tokens
     if error or not content:
         return [], tokens, error or "empty answer"
     try:
-        answer = _Answer.model_validate_json(content)
+        answer = parse_distill_answer(content)
     except ValidationError as exc:
         return [], tokens, f"invalid answer: {exc.error_count()} errors"
-    by_id = {m.id: m for members in clusters for m in members}
-    used: set[str] = set()
-    out = []
-    for item in answer.memories:
-        covered = [by_id[i] for i in dict.fromkeys(item.covers) if i in by_id and i not in used]
-        if len(covered) < 2:
-            continue  # an output that merges nothing (or names unknown ids) changes nothing
-        used.update(m.id for m in covered)
-        base = consolidate(covered)
-        out.append(
-            Consolidated(
-                content=item.content.strip(),
-                kind=item.kind,
-                category=item.category,
-                importance=base.importance,
-                evidence_count=base.evidence_count,
-                consolidated_from=base.consolidated_from,
-                source_event_ids=base.source_event_ids,
-                source_turn_ids=base.source_turn_ids,
-                valid_from=base.valid_from,
-            )
-        )
-    return out, tokens, None
+    return answer_to_rewrites(answer, clusters), tokens, None
 
 
 def distill_user(

@@ -9,11 +9,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy import Engine
 from sqlmodel import Session
 
 from core.episodes import EpisodeText, deterministic_episode
+from core.prompts.episode import build_episode_messages, parse_episode_answer
 from shared.db.engine import ALL_TENANTS, session_scope
 from shared.db.vectors import vector_literal
 from store import sessions
@@ -21,20 +21,6 @@ from store.candidates import session_memories
 from store.embeddings import Embedder
 from store.episodes import upsert_episode
 from worker.llm import LLMClient
-
-EPISODE_PROMPT = (
-    "Summarise one finished session between a user and an assistant as an episode for long-term memory. "
-    'Reply with JSON only: {"what_happened": str, "outcome": str, "lesson": str}, each at most two sentences, '
-    "in the language of the conversation; empty strings when there is no clear outcome or lesson."
-)
-MAX_EPISODE_TURNS = 60
-
-
-class _EpisodeAnswer(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    what_happened: str = Field(min_length=1, max_length=2000)
-    outcome: str = Field(default="", max_length=2000)
-    lesson: str = Field(default="", max_length=2000)
 
 
 def close_session(
@@ -57,25 +43,11 @@ def close_session(
     mode = "deterministic"
     episode: EpisodeText | None = None
     if llm is not None and turns:
-        shown = turns[-MAX_EPISODE_TURNS:]
-        transcript = "\n".join(f"{t.role}: {t.content[:800]}" for t in shown)
-        content, usage, error = llm.complete_json(
-            [
-                {"role": "system", "content": EPISODE_PROMPT},
-                {
-                    "role": "user",
-                    "content": f"Session summary so far:\n{state.summary or '(none)'}\n\nTurns:\n{transcript}",
-                },
-            ]
-        )
+        content, usage, error = llm.complete_json(build_episode_messages(summary=state.summary, turns=turns))
         tokens = usage.tokens
-        if content and not error:
-            try:
-                a = _EpisodeAnswer.model_validate_json(content)
-                episode = EpisodeText(a.what_happened.strip(), a.outcome.strip(), a.lesson.strip())
-                mode = "llm"
-            except ValidationError:
-                episode = None
+        episode = parse_episode_answer(content) if not error else None
+        if episode is not None:
+            mode = "llm"
     if episode is None:
         episode = deterministic_episode(turns, summary=state.summary or "", memories=memories)
     if turns:

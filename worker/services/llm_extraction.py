@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from core.extraction.candidates import Candidate, Turn
-from core.extraction.prompts import (
+from core.prompts.extraction import (
     answer_to_candidates,
     build_extraction_messages,
     build_repair_messages,

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Literal
 
 import structlog
-from pydantic import BaseModel, ConfigDict, ValidationError
 from sqlalchemy import Engine
 from sqlmodel import Session
 
+from core.prompts.judge import build_judge_messages, parse_judge_answer
 from core.reconcile import CandidateIn, Decision, Op, Policy, decide, judged
 from shared import tasknames
 from shared.db.engine import session_scope
@@ -31,38 +30,13 @@ log = structlog.get_logger("worker.reconcile")
 
 BATCH = 200
 
-JUDGE_PROMPT = (
-    "You maintain an assistant's long-term memory about one user. For each numbered pair, compare the NEW "
-    "statement with the EXISTING memory and answer one verdict: duplicate (same fact), update (the new one "
-    "replaces the old, e.g. a changed value), contradiction (they cannot both be true; the new one wins), or "
-    'complement (both stay true). Reply with JSON only: {"verdicts": [{"id": int, "verdict": str}]}'
-)
-
-
-class _Verdict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    id: int
-    verdict: Literal["duplicate", "update", "contradiction", "complement"]
-
-
-class _Verdicts(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    verdicts: list[_Verdict]
-
 
 def judge_pairs(llm: LLMClient, pairs: Sequence[tuple[str, str]]) -> tuple[dict[int, str], LLMUsage]:
     """One LLM call for every similar-but-unclear pair of a batch; {} on any failure (callers then ADD)."""
-    lines = [f"{n}. EXISTING: {old}\n   NEW: {new}" for n, (old, new) in enumerate(pairs)]
-    content, usage, error = llm.complete_json(
-        [{"role": "system", "content": JUDGE_PROMPT}, {"role": "user", "content": "\n".join(lines)}]
-    )
-    if error or not content:
+    content, usage, error = llm.complete_json(build_judge_messages(pairs))
+    if error:
         return {}, usage
-    try:
-        answer = _Verdicts.model_validate_json(content)
-    except ValidationError:
-        return {}, usage
-    return {v.id: v.verdict for v in answer.verdicts if 0 <= v.id < len(pairs)}, usage
+    return parse_judge_answer(content, pairs=len(pairs)), usage
 
 
 def reconcile_user(

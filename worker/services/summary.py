@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from sqlmodel import Session
 
 from core.extraction.candidates import Turn
-from core.extraction.prompts import build_summary_messages
 from core.extraction.summary import extractive_summary
+from core.prompts.summary import build_summary_messages, parse_summary_answer
 from store import sessions
 from store.usage import record_usage
 from worker.llm import LLMClient, LLMUsage
@@ -63,7 +63,7 @@ def summarize(llm: LLMClient, *, previous_summary: str, turns: Sequence[Turn]) -
     if error is not None and error != "refusal":
         log.warning("llm summary failed: %s (calls=%d)", error, usage.calls)
         return None, usage
-    if error == "refusal" or not (content or "").strip():
+    summary = parse_summary_answer(content) if error is None else None
+    if summary is None:
         log.warning("llm summary failed: %s", "refusal" if error == "refusal" else "empty_response")
-        return None, usage
-    return (content or "").strip(), usage
+    return summary, usage

@@ -9,18 +9,10 @@ from datetime import datetime
 from sqlmodel import Session
 
 from core.episodes import working_memory_document
+from core.prompts.working_memory import build_working_memory_messages, parse_working_memory_answer
 from store import working_memory as wm_store
 from store.episodes import recent_episodes
 from worker.llm import LLMClient
-
-WORKING_MEMORY_PROMPT = (
-    "Rewrite the working-memory document an assistant keeps about one user and their project: where things "
-    "stand, what was decided, what to avoid. Use exactly these markdown sections, in this order: "
-    "## Constraints, ## Decisions, ## Current progress, ## Lessons; short bullet points; drop anything stale "
-    "or superseded; keep names, versions and dates; write '- (none)' for an empty section. Reply with the "
-    "document only."
-)
-_WM_SECTIONS = ("## Constraints", "## Decisions", "## Current progress", "## Lessons")
 
 
 def rewrite_working_memory(
@@ -45,16 +37,11 @@ def rewrite_working_memory(
         return False, 0
     document, mode, tokens = deterministic, "deterministic", 0
     if llm is not None:
-        content, usage, error = llm.complete_text(
-            [
-                {"role": "system", "content": WORKING_MEMORY_PROMPT},
-                {"role": "user", "content": "Current memories and recent episodes:\n\n" + deterministic},
-            ]
-        )
+        content, usage, error = llm.complete_text(build_working_memory_messages(deterministic))
         tokens = usage.tokens
-        positions = [content.find(h) for h in _WM_SECTIONS] if content and not error else []
-        if positions and all(p >= 0 for p in positions) and positions == sorted(positions):
-            document, mode = content.strip(), "llm"  # type: ignore[union-attr]
+        written = parse_working_memory_answer(content) if not error else None
+        if written is not None:
+            document, mode = written, "llm"
     if current is not None:
         wm_store.archive_document(db, tenant_id, user_id, agent_id, current, now=now)
     wm_store.write_document(
