@@ -38,7 +38,7 @@ from store.usage import record_usage, within_budget
 from store.window import index_turns, load_window, previous_turn_text, set_statuses
 from worker import metrics
 from worker.llm import LLMClient
-from worker.services.llm_extraction import extract_candidates
+from worker.services.llm_extraction import LLMResult, extract_candidates
 from worker.services.summary import fold_summary
 from worker.services.window import (
     PendingEvent,
@@ -162,37 +162,14 @@ def run_window(
     if not events:
         return {"outcome": "empty"}
     plan = plan_window(events, llm_available=use_llm)
-    if plan.llm_turns and not llm_due(
-        reason=reason,
-        session_ended=state is None or state.status != "open" or any(e.type == "session_end" for e in events),
-        owed_turns=len(plan.needs_llm_ids),
-        owed_tokens=plan.owed_tokens,
-        oldest_owed_at=oldest_owed_at(events, plan),
-        last_received_at=last_received_at(events),
-        now=now,
-        policy=policy,
-    ):
+    if plan.llm_turns and not _llm_due(plan, events, state, reason=reason, now=now, policy=policy):
         plan = defer_llm(plan)
-    llm_candidates = None
-    usage = None
-    llm_error = None
+    result = None
     if plan.llm_turns and llm is not None:
-        result = extract_candidates(
-            llm,
-            turns=plan.llm_turns,
-            summary=summary,
-            existing_memories=existing,
-            rule_candidates=plan.prompt_candidates,
-        )
-        usage = result.usage
-        metrics.LLM_CALLS.labels(tenant_id, "extract", "ok" if result.ok else "error").inc(result.usage.calls)
-        if result.ok:
-            llm_candidates = result.candidates
-        else:
-            llm_error = result.error
-            log.warning(
-                "llm.extract_failed", error=result.error, detail="rule candidates kept; turns llm_pending"
-            )
+        result = _ask_llm(llm, tenant_id, plan, summary=summary, existing=existing)
+    usage = result.usage if result else None
+    llm_error = result.error if result and not result.ok else None
+    llm_candidates = result.candidates if result and result.ok else None
     candidates = final_candidates(plan, llm_candidates)
     kept = [e.turn() for e in events if e.type == "turn" and e.event_id not in plan.skipped_ids]
     vectors = embedder.embed([t.content for t in kept]) if settings.index_turns and kept else []
@@ -254,6 +231,47 @@ def run_window(
     if llm_error:
         counts["llm_error"] = llm_error
     return counts
+
+
+def _llm_due(
+    plan: WindowPlan,
+    events: Sequence[PendingEvent],
+    state: sessions.SummaryState | None,
+    *,
+    reason: str,
+    now: datetime,
+    policy: DebouncePolicy,
+) -> bool:
+    """Whether this window makes the LLM call, or leaves it to a later one (see `triggers.llm_due`)."""
+    return llm_due(
+        reason=reason,
+        session_ended=state is None or state.status != "open" or any(e.type == "session_end" for e in events),
+        owed_turns=len(plan.needs_llm_ids),
+        owed_tokens=plan.owed_tokens,
+        oldest_owed_at=oldest_owed_at(events, plan),
+        last_received_at=last_received_at(events),
+        now=now,
+        policy=policy,
+    )
+
+
+def _ask_llm(
+    llm: LLMClient, tenant_id: str, plan: WindowPlan, *, summary: str, existing: Sequence[str]
+) -> LLMResult:
+    """The window's one LLM extraction call, counted; a failure is logged and leaves the rules' result."""
+    result = extract_candidates(
+        llm,
+        turns=plan.llm_turns,
+        summary=summary,
+        existing_memories=existing,
+        rule_candidates=plan.prompt_candidates,
+    )
+    metrics.LLM_CALLS.labels(tenant_id, "extract", "ok" if result.ok else "error").inc(result.usage.calls)
+    if not result.ok:
+        log.warning(
+            "llm.extract_failed", error=result.error, detail="rule candidates kept; turns llm_pending"
+        )
+    return result
 
 
 def _budget_allows_llm(db: Session, tenant_id: str, *, day: str, settings: Settings) -> bool:
