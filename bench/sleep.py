@@ -303,7 +303,7 @@ def load_fragments_store(svc: Services, *, tenant: str, users: int, seed: int, l
 
 def time_users_to_distill(svc: Services) -> dict[str, Any]:
     """The nightly run's first query (which users have new fragments), over the whole store."""
-    from bench.lib.project import ALL_TENANTS, distillation, get_engine, session_scope
+    from bench.lib.project import ALL_TENANTS, distillation_store, get_engine, session_scope
     from shared.settings import Settings
 
     settings = Settings(_env_file=None)  # type: ignore[call-arg]
@@ -313,7 +313,7 @@ def time_users_to_distill(svc: Services) -> dict[str, Any]:
     progress("distill: users_to_distill over the store")
     t0 = time.perf_counter()
     with session_scope(engine, tenant=ALL_TENANTS) as db:
-        users = distillation.users_to_distill(db)
+        users = distillation_store.users_to_distill(db)
     return {"seconds": round(time.perf_counter() - t0, 2), "users": len(users)}
 
 
@@ -421,7 +421,15 @@ def _per(cpu_s: float, n: Any) -> float | None:
 
 def probe_distill(svc: Services, *, seed: int) -> dict[str, Any]:
     """In-process `distill_user` on PROBE_USERS users: the pieces timed, and cProfile's top functions."""
-    from bench.lib.project import cluster, consolidate, distillation, get_engine, lock_user, session_scope
+    from bench.lib.project import (
+        cluster,
+        consolidate,
+        distillation,
+        distillation_store,
+        get_engine,
+        lock_user,
+        session_scope,
+    )
     from shared.settings import Settings
 
     tenant = unique_name("t-sleep-probe")
@@ -449,7 +457,7 @@ def probe_distill(svc: Services, *, seed: int) -> dict[str, Any]:
         user = user_id(i)
         with session_scope(engine, tenant=tenant) as db:
             t0 = clock()
-            frags = distillation.load_fragments(db, tenant, user)
+            frags = distillation_store.load_fragments(db, tenant, user)
             t1 = clock()
             groups = cluster(frags)
             t2 = clock()
@@ -560,7 +568,7 @@ def merge_responder(body: dict[str, Any]) -> str:
 
 
 def measure_llm(svc: Services, *, users: int, seed: int) -> dict[str, Any]:
-    from bench.lib.project import LLMConfig, LLMExtractor, distillation, get_engine, lock_user, session_scope
+    from bench.lib.project import LLMConfig, OpenAIClient, distillation, get_engine, lock_user, session_scope
     from shared.settings import Settings
     from tests.fakes.openai_server import FakeOpenAI
 
@@ -578,7 +586,7 @@ def measure_llm(svc: Services, *, users: int, seed: int) -> dict[str, Any]:
     per_user_ms: list[int] = []
     with FakeOpenAI() as fake:
         fake.default_responder = merge_responder
-        llm = LLMExtractor(
+        llm = OpenAIClient(
             LLMConfig(base_url=fake.base_url, api_key="bench", model="fake-chat", timeout_s=30)
         )
         for i in range(users):

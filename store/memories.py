@@ -144,8 +144,10 @@ def snapshot(db: Session, memory_id: str) -> dict[str, Any] | None:
 
 
 def snapshot_of(row: Any) -> dict[str, Any]:
-    """A row's SNAPSHOT columns as history stores them (JSON: times and ids as strings)."""
-    return cast(dict[str, Any], json.loads(json.dumps({k: row[k] for k in SNAPSHOT}, default=str)))
+    """A row's (a mapping or a result row) SNAPSHOT columns as history stores them (JSON: times and ids as
+    strings)."""
+    columns = getattr(row, "_mapping", row)
+    return cast(dict[str, Any], json.loads(json.dumps({k: columns[k] for k in SNAPSHOT}, default=str)))
 
 
 def write_history(

@@ -15,7 +15,7 @@ from shared.db.engine import get_engine, resolve_database_url, resolve_redis_url
 from shared.publisher import RedisPublisher
 from shared.settings import Settings, get_settings
 from store.embeddings import Embedder, embedder_from_settings
-from worker.llm.extractor import LLMConfig, LLMExtractor
+from worker.llm import LLMClient, LLMConfig, OpenAIClient
 
 
 @lru_cache(maxsize=1)
@@ -44,8 +44,9 @@ def publisher() -> RedisPublisher:
 
 
 @lru_cache(maxsize=1)
-def llm_extractor() -> LLMExtractor | None:
-    """The LLM extractor when `OPENAI_API_KEY` is set; None means rules-only (said once, at start-up)."""
+def llm() -> LLMClient | None:
+    """The LLM client when `OPENAI_API_KEY` is set; None means no LLM: rules-only extraction, deterministic
+    summaries, judging, episodes, working memory and distillation (said once, at start-up)."""
     s = get_settings()
     if not s.llm_configured:
         structlog.get_logger("worker").warning(
@@ -62,7 +63,7 @@ def llm_extractor() -> LLMExtractor | None:
         max_retries=s.openai_max_retries,
         structured_outputs=s.openai_structured_outputs,
     )
-    return LLMExtractor(config)
+    return OpenAIClient(config)
 
 
 @lru_cache(maxsize=1)

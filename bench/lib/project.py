@@ -22,12 +22,13 @@ from core.reconcile import Policy
 from shared.db.engine import ALL_TENANTS, get_engine, session_scope, set_tenant, sqlalchemy_url
 from shared.db.migrate import migrate
 from shared.db.vectors import vector_literal
+from store import distillation as distillation_store
 from store import pruning
 from store.embeddings import make_embedder
 from store.memories import lock_user
 from store.search import search
 from store.users import erase_user
-from worker.llm.extractor import LLMConfig, LLMExtractor
+from worker.llm import LLMConfig, OpenAIClient
 from worker.services import distillation
 from worker.services.reconcile import reconcile_user
 
@@ -35,7 +36,7 @@ __all__ = [
     "ALL_TENANTS",
     "ForgettingPolicy",
     "LLMConfig",
-    "LLMExtractor",
+    "OpenAIClient",
     "Policy",
     "Turn",
     "cluster",
@@ -44,6 +45,7 @@ __all__ = [
     "create_key",
     "dispose_engines",
     "distillation",
+    "distillation_store",
     "erase_user",
     "extract_rules",
     "gate_window",

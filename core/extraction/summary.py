@@ -2,7 +2,7 @@
 
 A session past `fold_after` turns has everything older than its last `keep_recent` turns folded into a
 summary with the sections Decisions / Key files / Problems / Preferences / Open tasks. With an LLM the
-summary is written by the model (`LLMExtractor.summarize`); without one, sentences are picked by cue words
+summary is written by the model (`worker.services.summary.summarize`); without one, sentences are picked by cue words
 in English and Chinese, newest kept, each section bounded.
 """
 

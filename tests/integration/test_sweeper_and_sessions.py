@@ -15,8 +15,8 @@ from shared.contract import EventIn
 from shared.db.engine import session_scope
 from shared.publisher import RedisPublisher
 from store.ingest import store_events
+from store.sessions import sessions_to_close
 from tests.services import wait_for
-from worker.services import sleep
 
 pytestmark = pytest.mark.integration
 LONG_AGO = datetime.now(UTC) - timedelta(hours=1)
@@ -233,7 +233,7 @@ def test_an_ended_session_is_closed_only_once_it_has_settled(engine, tenant):
         with session_scope(engine, tenant=tenant) as db:
             return [
                 s
-                for (t, _, s) in sleep.sessions_to_close(db, now=now, idle_s=3600, settle_s=10)
+                for (t, _, s) in sessions_to_close(db, now=now, idle_s=3600, settle_s=10)
                 if t == tenant
             ]
 

@@ -14,7 +14,7 @@ from core.extraction.candidates import Candidate, Category, Kind, Tier, Turn
 from core.extraction.gate import GateDecision, gate_turn, gate_window
 from core.extraction.rules import analyze_turn, extract_rules
 from store.triggers import FORCING_REASONS, DebouncePolicy, llm_due
-from worker.services.extraction import (
+from worker.services.window import (
     PendingEvent,
     defer_llm,
     final_candidates,

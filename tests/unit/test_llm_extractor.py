@@ -1,4 +1,5 @@
-"""The LLM extractor against a real HTTP fake of the OpenAI API, through the real `openai` SDK."""
+"""LLM extraction and summaries over the OpenAI client, against a real HTTP fake of the OpenAI API, through the
+real `openai` SDK."""
 
 from __future__ import annotations
 
@@ -13,15 +14,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from core.extraction.candidates import Candidate, Category, Kind, Operation, Tier, Turn
-from core.extraction.prompts import (
-    PROMPT_VERSION,
-    SUMMARY_SECTIONS,
-    build_extraction_messages,
-    extraction_json_schema,
-)
+from core.prompts.extraction import PROMPT_VERSION, build_extraction_messages, extraction_json_schema
+from core.prompts.summary import SUMMARY_SECTIONS
 from shared.openai_sdk import compute_backoff, retry_after_seconds
 from tests.fakes.openai_server import FakeOpenAI, Reply
-from worker.llm.extractor import LLMConfig, LLMExtractor, LLMUsage
+from worker.llm import LLMConfig, LLMUsage, OpenAIClient
+from worker.services.llm_extraction import extract_candidates
+from worker.services.summary import summarize
 
 WINDOW = [
     Turn(
@@ -77,7 +76,7 @@ def sleeps() -> Sleeps:
     return Sleeps()
 
 
-def make_extractor(fake: FakeOpenAI, sleeps: Sleeps, **overrides: Any) -> LLMExtractor:
+def make_extractor(fake: FakeOpenAI, sleeps: Sleeps, **overrides: Any) -> OpenAIClient:
     config = LLMConfig(
         **{
             "base_url": fake.base_url,
@@ -87,11 +86,11 @@ def make_extractor(fake: FakeOpenAI, sleeps: Sleeps, **overrides: Any) -> LLMExt
             **overrides,
         }
     )
-    return LLMExtractor(config, sleep=sleeps, rng=random.Random(7))
+    return OpenAIClient(config, sleep=sleeps, rng=random.Random(7))
 
 
-def extract(extractor: LLMExtractor, turns: list[Turn] = WINDOW) -> Any:
-    return extractor.extract(turns=turns, summary="", existing_memories=[], rule_candidates=[])
+def extract(extractor: OpenAIClient, turns: list[Turn] = WINDOW) -> Any:
+    return extract_candidates(extractor, turns=turns, summary="", existing_memories=[], rule_candidates=[])
 
 
 # the happy path ------------------------------------------------------------------------------------------
@@ -189,8 +188,12 @@ def test_the_sdk_does_not_add_retries_of_its_own_to_an_injected_client(
     client = openai.OpenAI(base_url=fake.base_url, api_key="test-key", max_retries=5)
     config = LLMConfig(base_url=fake.base_url, api_key="test-key", model="fake-chat", max_retries=0)
 
-    result = LLMExtractor(config, client=client, sleep=sleeps).extract(
-        turns=WINDOW, summary="", existing_memories=[], rule_candidates=[]
+    result = extract_candidates(
+        OpenAIClient(config, client=client, sleep=sleeps),
+        turns=WINDOW,
+        summary="",
+        existing_memories=[],
+        rule_candidates=[],
     )
 
     assert not result.ok
@@ -355,8 +358,8 @@ def test_a_400_that_json_object_mode_also_gets_keeps_json_schema(fake: FakeOpenA
 def test_summarize_returns_the_rewritten_summary_and_its_usage(fake: FakeOpenAI, sleeps: Sleeps) -> None:
     fake.script(Reply(kind="ok", content="## Decisions\n- use pnpm\n"))
 
-    summary, usage = make_extractor(fake, sleeps).summarize(
-        previous_summary="## Decisions\n- none", turns=WINDOW
+    summary, usage = summarize(
+        make_extractor(fake, sleeps), previous_summary="## Decisions\n- none", turns=WINDOW
     )
 
     assert summary == "## Decisions\n- use pnpm"
@@ -369,7 +372,7 @@ def test_summarize_returns_the_rewritten_summary_and_its_usage(fake: FakeOpenAI,
 def test_summarize_gives_none_when_the_llm_is_down(fake: FakeOpenAI, sleeps: Sleeps) -> None:
     fake.script(*[Reply(kind="status", status=503) for _ in range(2)])
 
-    summary, usage = make_extractor(fake, sleeps, max_retries=1).summarize(previous_summary="", turns=WINDOW)
+    summary, usage = summarize(make_extractor(fake, sleeps, max_retries=1), previous_summary="", turns=WINDOW)
 
     assert summary is None
     assert usage.calls == 2

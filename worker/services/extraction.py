@@ -1,243 +1,305 @@
-"""Extraction of one session window: pending turns -> gate -> rules -> (one LLM call) -> candidates.
+"""Extraction of one session: pending turns -> gate -> rules -> (one LLM call) -> candidates.
 
-`plan_window` is pure (gate + rules + which turns need the LLM); `load_window` and `apply_outcome` do the
-I/O in two short transactions, so no transaction stays open during the LLM call. `defer_llm` turns a plan
-into one that applies its rules now and leaves the LLM-needing turns `llm_pending` for a later window (see
-`triggers.llm_due` for when).
+`extract_session` is the whole run the `memory.extract_session` task makes: an idle timer that fired too
+early is re-armed, one run per session at a time (a Redis lock), one window, the summary fold, and the
+backlog re-enqueued. A window opens two short transactions, one to read it and one to store its outcome,
+so that none stays open during the LLM call; the summary fold is a third. The planning is pure
+(`worker.services.window`).
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import text
-from sqlalchemy.dialects.postgresql import insert
+import redis
+import structlog
+from sqlalchemy import Engine
 from sqlmodel import Session
 
-from core.extraction.candidates import Candidate, Turn
-from core.extraction.gate import GateDecision, gate_window
-from core.extraction.merge import merge_candidates
-from core.extraction.rules import dedupe
-from shared.db.models import CandidateRow, LlmUsage
+from core.extraction.candidates import Candidate
+from shared import tasknames
+from shared.db.engine import session_scope
+from shared.publisher import RedisPublisher
+from shared.settings import Settings
+from store import sessions
+from store.candidates import existing_memories, insert_candidates
+from store.embeddings import Embedder
+from store.triggers import (
+    DebouncePolicy,
+    arm_idle_timer,
+    enqueue_extraction,
+    idle_remaining_s,
+    llm_due,
+    timer_key,
+)
+from store.usage import record_usage, within_budget
+from store.window import index_turns, load_window, previous_turn_text, set_statuses
+from worker import metrics
+from worker.llm import LLMClient
+from worker.services.llm_extraction import LLMResult, extract_candidates
+from worker.services.summary import fold_summary
+from worker.services.window import (
+    PendingEvent,
+    WindowPlan,
+    defer_llm,
+    event_statuses,
+    final_candidates,
+    keyword_contexts,
+    last_received_at,
+    oldest_owed_at,
+    plan_window,
+)
+
+log = structlog.get_logger("worker.extract")
 
 WINDOW_LIMIT = 200  # turns per extraction run; a longer backlog is processed in several runs, in order
 EXISTING_MEMORY_TOKENS = 300  # budget for "what we already know" in the extraction prompt
 
 
-@dataclass(frozen=True)
-class PendingEvent:
-    event_id: str
-    type: str
-    role: str
-    content: str
-    source_turn_id: str | None
-    event_time: datetime
-    status: str  # pending | llm_pending
-    agent_id: str | None
-    received_at: datetime | None = None
-
-    def turn(self) -> Turn:
-        return Turn(
-            event_id=self.event_id, role=self.role, content=self.content, source_turn_id=self.source_turn_id
-        )
-
-
-@dataclass
-class WindowPlan:
-    """What to do with one window, decided without I/O."""
-
-    rule_candidates: list[Candidate]  # of the window's new turns: stored by this run
-    llm_turns: list[Turn]  # kept turns to send to the LLM (empty: no call)
-    needs_llm_ids: set[str]  # events whose extraction is complete only after the LLM saw them
-    skipped_ids: set[str]
-    done_ids: set[str]  # fully handled by rules
-    gate_reasons: dict[str, str] = field(default_factory=dict)
-    # rule candidates of the `llm_pending` turns, stored by an earlier run: shown to the LLM, never stored again
-    earlier_candidates: list[Candidate] = field(default_factory=list)
-    owed_tokens: int = 0  # estimated tokens of the turns in needs_llm_ids
-    deferred: bool = False  # the LLM call was left to a later window (see defer_llm)
-
-    @property
-    def prompt_candidates(self) -> list[Candidate]:
-        """The rule candidates the LLM is shown: those of every kept turn of the window."""
-        return [*self.earlier_candidates, *self.rule_candidates]
-
-
-def plan_window(events: Sequence[PendingEvent], *, llm_available: bool) -> WindowPlan:
-    """Gate every turn, take the rule candidates of the new ones, and pick the turns the LLM must see.
-
-    The gate runs the rule extractor on each turn it does not skip and hands over its candidates, so the
-    rules run once per turn. Events already `llm_pending` had their rule pass before: they go to the LLM only
-    (their candidates are shown to it, not stored twice). Skipped turns never reach the LLM.
-    """
-    from shared.tokens import estimate_tokens
-
-    turns = [e.turn() for e in events if e.type == "turn"]
-    results = gate_window(turns)
-    by_id = {e.event_id: e for e in events}
-    skipped: set[str] = {e.event_id for e in events if e.type != "turn"}
-    kept: list[Turn] = []
-    needs_llm: set[str] = set()
-    done: set[str] = set()
-    reasons: dict[str, str] = {}
-    fresh: list[Candidate] = []
-    earlier: list[Candidate] = []
-    owed_tokens = 0
-    for turn, result in zip(turns, results, strict=True):
-        reasons[turn.event_id] = result.reason
-        if result.decision == GateDecision.SKIP:
-            skipped.add(turn.event_id)
-            continue
-        kept.append(turn)
-        was_pending = by_id[turn.event_id].status == "llm_pending"
-        (earlier if was_pending else fresh).extend(result.candidates)
-        if result.decision == GateDecision.NEEDS_LLM or was_pending:
-            needs_llm.add(turn.event_id)
-            owed_tokens += estimate_tokens(turn.content)
-        else:
-            done.add(turn.event_id)
-    llm_turns = kept if (llm_available and needs_llm) else []
-    return WindowPlan(
-        dedupe(fresh),
-        llm_turns,
-        needs_llm,
-        skipped,
-        done,
-        reasons,
-        earlier_candidates=dedupe(earlier),
-        owed_tokens=owed_tokens,
-    )
-
-
-def oldest_owed_at(events: Sequence[PendingEvent], plan: WindowPlan) -> datetime | None:
-    """When the longest-waiting turn the LLM owes was received (None when unknown or none is owed)."""
-    times = [e.received_at for e in events if e.event_id in plan.needs_llm_ids and e.received_at is not None]
-    return min(times, default=None)
-
-
-def last_received_at(events: Sequence[PendingEvent]) -> datetime | None:
-    """When the newest event of the window was received (the window holds the session's newest events)."""
-    return max((e.received_at for e in events if e.received_at is not None), default=None)
-
-
-def defer_llm(plan: WindowPlan) -> WindowPlan:
-    """The same window with its LLM call left to a later one: rules apply now, LLM-needing turns stay
-    `llm_pending` (apply_outcome with llm_ok=False), and the next window sends them with its own."""
-    return dataclasses.replace(plan, llm_turns=[], deferred=True)
-
-
-def load_window(
-    db: Session,
+def extract_session(
+    engine: Engine,
+    publisher: RedisPublisher,
     tenant_id: str,
     user_id: str,
     session_id: str,
     *,
-    include_llm_pending: bool,
-    limit: int = WINDOW_LIMIT,
-) -> list[PendingEvent]:
-    """The session's unprocessed events in event-time order (ties by receipt, then id)."""
-    statuses = ("pending", "llm_pending") if include_llm_pending else ("pending",)
-    rows = db.execute(
-        text(
-            "SELECT event_id, type, role, content, source_turn_id, event_time, status, agent_id, received_at "
-            "FROM events "
-            "WHERE tenant_id = :t AND user_id = :u AND session_id = :s AND status = ANY(:st) "
-            "ORDER BY event_time, received_at, event_id LIMIT :lim"
-        ),
-        {"t": tenant_id, "u": user_id, "s": session_id, "st": list(statuses), "lim": limit},
-    ).all()
-    return [PendingEvent(*row) for row in rows]
-
-
-def existing_memories(
-    db: Session, tenant_id: str, user_id: str, *, budget_tokens: int = EXISTING_MEMORY_TOKENS
-) -> list[str]:
-    """What we already know about the user, newest first, within a token budget (for the LLM prompt)."""
-    from shared.tokens import estimate_tokens
-
-    rows = db.execute(
-        text(
-            "SELECT DISTINCT ON (content) content, id FROM candidates "
-            "WHERE tenant_id = :t AND user_id = :u AND op = 'remember' ORDER BY content, id DESC"
-        ),
-        {"t": tenant_id, "u": user_id},
-    ).all()
-    out: list[str] = []
-    used = 0
-    for content, _id in sorted(rows, key=lambda r: -int(r[1])):
-        cost = estimate_tokens(content)
-        if used + cost > budget_tokens:
-            break
-        out.append(content)
-        used += cost
-    return out
-
-
-def tokens_used_today(db: Session, tenant_id: str, *, day: str) -> int:
-    value = db.execute(
-        text(
-            "SELECT coalesce(sum(prompt_tokens + completion_tokens), 0) FROM llm_usage "
-            "WHERE tenant_id = :t AND day = :d"
-        ),
-        {"t": tenant_id, "d": day},
-    ).scalar()
-    return int(value or 0)
-
-
-def tenant_budget(db: Session, tenant_id: str, *, default: int) -> int:
-    value = db.execute(
-        text("SELECT settings->>'daily_token_budget' FROM tenants WHERE id = :t"), {"t": tenant_id}
-    ).scalar()
+    reason: str,
+    now: datetime,
+    settings: Settings,
+    llm: LLMClient | None,
+    embedder: Embedder,
+) -> dict[str, Any]:
+    """Extract the session's next window, unless its idle timer fired early (`deferred`) or another run
+    holds the session (`locked`: that run re-checks for pending events when it finishes, so nothing is
+    dropped). Returns the run's counts; a backlog left behind is enqueued as a `backlog` run."""
+    policy = DebouncePolicy.from_settings(settings)
+    if reason == "idle":
+        with session_scope(engine, tenant=tenant_id) as db:
+            activity = sessions.activity(db, tenant_id, user_id, session_id)
+        deferred = _defer_if_not_idle(
+            publisher, tenant_id, user_id, session_id, activity=activity, now=now, policy=policy
+        )
+        if deferred is not None:
+            return {"outcome": "deferred", "in_s": round(deferred, 2)}
+    lock = publisher.redis.lock(
+        f"memory:lock:extract:{tenant_id}:{user_id}:{session_id}", timeout=settings.task_time_limit_s + 30
+    )
+    if not lock.acquire(blocking=False):
+        return {"outcome": "locked"}
     try:
-        return int(value) if value is not None else default
-    except ValueError:
-        return default
+        counts = run_window(
+            engine,
+            publisher,
+            tenant_id,
+            user_id,
+            session_id,
+            reason=reason,
+            now=now,
+            settings=settings,
+            llm=llm,
+            embedder=embedder,
+        )
+    finally:
+        try:
+            lock.release()
+        except redis.exceptions.LockError:
+            log.warning("extract.lock_expired")
+    if counts.pop("more", 0):
+        enqueue_extraction(publisher, tenant_id, user_id, session_id, reason="backlog")
+    return counts
 
 
-def record_usage(
-    db: Session,
+def _defer_if_not_idle(
+    publisher: RedisPublisher,
     tenant_id: str,
+    user_id: str,
+    session_id: str,
     *,
-    day: str,
-    stage: str,
-    calls: int,
-    prompt_tokens: int,
-    completion_tokens: int,
+    activity: sessions.Activity | None,
+    now: datetime,
+    policy: DebouncePolicy,
+) -> float | None:
+    """An idle timer fired: if newer turns arrived meanwhile, re-arm it for the rest of the delay."""
+    if activity is None or activity.status == "ended":
+        return None
+    remaining = idle_remaining_s(activity.last_event_at, now=now, policy=policy)
+    if remaining <= 0.25:
+        return None
+    publisher.redis.set(timer_key(tenant_id, user_id, session_id), b"1", px=int(remaining * 1000))
+    enqueue_extraction(publisher, tenant_id, user_id, session_id, reason="idle", countdown_s=remaining)
+    return remaining
+
+
+def run_window(
+    engine: Engine,
+    publisher: RedisPublisher,
+    tenant_id: str,
+    user_id: str,
+    session_id: str,
+    *,
+    reason: str,
+    now: datetime,
+    settings: Settings,
+    llm: LLMClient | None,
+    embedder: Embedder,
+) -> dict[str, Any]:
+    """Extract one window of the session's pending events and fold its summary. The counts include `more`
+    (events still pending after this window)."""
+    policy = DebouncePolicy.from_settings(settings)
+    day = now.date().isoformat()
+    with session_scope(engine, tenant=tenant_id) as db:
+        use_llm = llm is not None and _budget_allows_llm(db, tenant_id, day=day, settings=settings)
+        events = load_window(
+            db, tenant_id, user_id, session_id, include_llm_pending=use_llm, limit=WINDOW_LIMIT
+        )
+        state = sessions.summary_state(db, tenant_id, user_id, session_id)
+        summary = (state.summary if state else None) or ""
+        existing = (
+            existing_memories(db, tenant_id, user_id, budget_tokens=EXISTING_MEMORY_TOKENS) if use_llm else []
+        )
+    if not events:
+        return {"outcome": "empty"}
+    plan = plan_window(events, llm_available=use_llm)
+    if plan.llm_turns and not _llm_due(plan, events, state, reason=reason, now=now, policy=policy):
+        plan = defer_llm(plan)
+    result = None
+    if plan.llm_turns and llm is not None:
+        result = _ask_llm(llm, tenant_id, plan, summary=summary, existing=existing)
+    usage = result.usage if result else None
+    llm_error = result.error if result and not result.ok else None
+    llm_candidates = result.candidates if result and result.ok else None
+    candidates = final_candidates(plan, llm_candidates)
+    kept = [e.turn() for e in events if e.type == "turn" and e.event_id not in plan.skipped_ids]
+    vectors = embedder.embed([t.content for t in kept]) if settings.index_turns and kept else []
+    with session_scope(engine, tenant=tenant_id) as db:
+        if vectors:
+            before = previous_turn_text(db, tenant_id, user_id, session_id, events[0])
+            contexts = keyword_contexts(events, before=before)
+            index_turns(db, tenant_id, kept, vectors, contexts=contexts)
+        counts: dict[str, Any] = apply_outcome(
+            db,
+            tenant_id=tenant_id,
+            user_id=user_id,
+            session_id=session_id,
+            events=events,
+            plan=plan,
+            candidates=candidates,
+            llm_ok=llm_candidates is not None,
+            now=now,
+        )
+        if usage is not None:
+            record_usage(
+                db,
+                tenant_id,
+                day=day,
+                stage="extract",
+                calls=usage.calls,
+                prompt_tokens=usage.prompt_tokens,
+                completion_tokens=usage.completion_tokens,
+            )
+            metrics.LLM_TOKENS.labels(tenant_id, "extract", "in").inc(usage.prompt_tokens)
+            metrics.LLM_TOKENS.labels(tenant_id, "extract", "out").inc(usage.completion_tokens)
+        more = sessions.count_pending(db, tenant_id, user_id, session_id)
+    for c in candidates:
+        metrics.CANDIDATES.labels(c.origin).inc()
+    if candidates:
+        publisher.publish(tasknames.RECONCILE_USER, [tenant_id, user_id])
+    if plan.deferred:
+        _keep_idle_timer(
+            publisher,
+            tenant_id,
+            user_id,
+            session_id,
+            last_received_at=last_received_at(events),
+            now=now,
+            policy=policy,
+        )
+    with session_scope(engine, tenant=tenant_id) as db:
+        fold_tokens = fold_summary(db, tenant_id, user_id, session_id, llm=llm if use_llm else None, day=day)
+    counts.update(
+        outcome="ok" if llm_error is None else "rules_only",
+        llm_calls=usage.calls if usage else 0,
+        prompt_tokens=usage.prompt_tokens if usage else 0,
+        completion_tokens=usage.completion_tokens if usage else 0,
+        summary_tokens=fold_tokens,
+        more=more,
+    )
+    if plan.deferred:
+        counts["llm_deferred"] = len(plan.needs_llm_ids)
+    if llm_error:
+        counts["llm_error"] = llm_error
+    return counts
+
+
+def _llm_due(
+    plan: WindowPlan,
+    events: Sequence[PendingEvent],
+    state: sessions.SummaryState | None,
+    *,
+    reason: str,
+    now: datetime,
+    policy: DebouncePolicy,
+) -> bool:
+    """Whether this window makes the LLM call, or leaves it to a later one (see `triggers.llm_due`)."""
+    return llm_due(
+        reason=reason,
+        session_ended=state is None or state.status != "open" or any(e.type == "session_end" for e in events),
+        owed_turns=len(plan.needs_llm_ids),
+        owed_tokens=plan.owed_tokens,
+        oldest_owed_at=oldest_owed_at(events, plan),
+        last_received_at=last_received_at(events),
+        now=now,
+        policy=policy,
+    )
+
+
+def _ask_llm(
+    llm: LLMClient, tenant_id: str, plan: WindowPlan, *, summary: str, existing: Sequence[str]
+) -> LLMResult:
+    """The window's one LLM extraction call, counted; a failure is logged and leaves the rules' result."""
+    result = extract_candidates(
+        llm,
+        turns=plan.llm_turns,
+        summary=summary,
+        existing_memories=existing,
+        rule_candidates=plan.prompt_candidates,
+    )
+    metrics.LLM_CALLS.labels(tenant_id, "extract", "ok" if result.ok else "error").inc(result.usage.calls)
+    if not result.ok:
+        log.warning(
+            "llm.extract_failed", error=result.error, detail="rule candidates kept; turns llm_pending"
+        )
+    return result
+
+
+def _budget_allows_llm(db: Session, tenant_id: str, *, day: str, settings: Settings) -> bool:
+    """False once the tenant's daily token budget is spent: the window then runs rules-only."""
+    allowed, budget = within_budget(db, tenant_id, day=day, default_budget=settings.daily_token_budget)
+    if not allowed:
+        metrics.LLM_BUDGET_EXHAUSTED.labels(tenant_id).inc()
+        log.warning("llm.budget_exhausted", budget=budget, detail="rules-only until tomorrow (UTC)")
+    return allowed
+
+
+def _keep_idle_timer(
+    publisher: RedisPublisher,
+    tenant_id: str,
+    user_id: str,
+    session_id: str,
+    *,
+    last_received_at: datetime | None,
+    now: datetime,
+    policy: DebouncePolicy,
 ) -> None:
-    if not calls:
-        return
-    table = LlmUsage.__table__  # type: ignore[attr-defined]
-    stmt = insert(table).values(
-        tenant_id=tenant_id,
-        day=day,
-        stage=stage,
-        calls=calls,
-        prompt_tokens=prompt_tokens,
-        completion_tokens=completion_tokens,
-    )
-    stmt = stmt.on_conflict_do_update(
-        index_elements=["tenant_id", "day", "stage"],
-        set_={
-            "calls": table.c.calls + stmt.excluded.calls,
-            "prompt_tokens": table.c.prompt_tokens + stmt.excluded.prompt_tokens,
-            "completion_tokens": table.c.completion_tokens + stmt.excluded.completion_tokens,
-        },
-    )
-    db.execute(stmt)
-
-
-def final_candidates(plan: WindowPlan, llm_candidates: list[Candidate] | None) -> list[Candidate]:
-    """The candidates this run stores: the new turns' rule candidates, merged with the LLM's when it answered
-    (a MUST rule candidate is never dropped). An LLM candidate repeating a rule candidate an earlier run
-    stored (of an `llm_pending` turn) folds into it and is not stored again."""
-    if llm_candidates is None:
-        return list(plan.rule_candidates)
-    earlier = plan.earlier_candidates
-    return merge_candidates([*earlier, *plan.rule_candidates], llm_candidates)[len(earlier) :]
+    """A window left turns `llm_pending`: make sure the session's idle timer is armed, so they are sent once
+    the session goes quiet even when no later window comes (the sweeper's `llm_retry` is the backstop)."""
+    delay = max(idle_remaining_s(last_received_at, now=now, policy=policy), 0.5)
+    try:
+        arm_idle_timer(publisher, tenant_id, user_id, session_id, delay_s=delay)
+    except redis.RedisError as exc:
+        log.warning("extract.idle_timer_failed", error=type(exc).__name__, detail="the sweeper will retry")
 
 
 def apply_outcome(
@@ -253,128 +315,22 @@ def apply_outcome(
     now: datetime,
 ) -> dict[str, int]:
     """Store candidates and move each event to its final status, in one transaction (set-based)."""
-    times = {e.event_id: e.event_time for e in events}
-    agent = next((e.agent_id for e in events if e.agent_id), None)
-    rows: list[dict[str, Any]] = []
-    for c in candidates:
-        source_times = [times[i] for i in c.source_event_ids if i in times]
-        rows.append(
-            {
-                "tenant_id": tenant_id,
-                "user_id": user_id,
-                "agent_id": agent,
-                "session_id": session_id,
-                "op": str(c.op),
-                "content": c.content,
-                "kind": str(c.kind),
-                "category": str(c.category),
-                "tier": str(c.tier),
-                "slot": c.slot,
-                "value": c.value,
-                "confidence": float(c.confidence),
-                "lang": c.lang,
-                "origin": c.origin,
-                "rule": c.rule,
-                "source_event_ids": list(c.source_event_ids),
-                "source_turn_ids": list(c.source_turn_ids),
-                "event_time": max(source_times) if source_times else now,
-            }
-        )
-    if rows:
-        db.execute(insert(CandidateRow.__table__).values(rows))  # type: ignore[attr-defined]
-    status_of: dict[str, str] = {}
-    for e in events:
-        if e.event_id in plan.skipped_ids:
-            status_of[e.event_id] = "skipped"
-        elif e.event_id in plan.needs_llm_ids:
-            status_of[e.event_id] = "extracted" if llm_ok else "llm_pending"
-        else:
-            status_of[e.event_id] = "extracted"
-    for status in set(status_of.values()):
-        ids = [i for i, s in status_of.items() if s == status]
-        db.execute(
-            text(
-                "UPDATE events SET status = :st, processed_at = :now, attempts = attempts + 1 "
-                "WHERE tenant_id = :t AND event_id = ANY(:ids)"
-            ),
-            {"st": status, "now": now, "t": tenant_id, "ids": ids},
-        )
-    refresh_session_counters(db, tenant_id, user_id, session_id)
+    stored = insert_candidates(
+        db,
+        candidates,
+        tenant_id=tenant_id,
+        user_id=user_id,
+        session_id=session_id,
+        agent_id=next((e.agent_id for e in events if e.agent_id), None),
+        event_times={e.event_id: e.event_time for e in events},
+        now=now,
+    )
+    status_of = event_statuses(events, plan, llm_ok=llm_ok)
+    set_statuses(db, tenant_id, status_of, now=now)
+    sessions.refresh_counters(db, tenant_id, user_id, session_id)
     return {
         "turns": len(events),
-        "candidates": len(rows),
+        "candidates": stored,
         "skipped": sum(s == "skipped" for s in status_of.values()),
         "llm_pending": sum(s == "llm_pending" for s in status_of.values()),
     }
-
-
-def refresh_session_counters(db: Session, tenant_id: str, user_id: str, session_id: str) -> None:
-    db.execute(
-        text(
-            "UPDATE sessions SET (pending_count, pending_tokens) = ("
-            "  SELECT count(*), coalesce(sum(token_count), 0) FROM events "
-            "  WHERE tenant_id = :t AND user_id = :u AND session_id = :s AND status = 'pending' AND type = 'turn'"
-            "), updated_at = now() WHERE tenant_id = :t AND user_id = :u AND session_id = :s"
-        ),
-        {"t": tenant_id, "u": user_id, "s": session_id},
-    )
-
-
-def previous_turn_text(
-    db: Session, tenant_id: str, user_id: str, session_id: str, first: PendingEvent
-) -> str:
-    """The turn just before `first` in its session (whatever its status), or ""."""
-    value = db.execute(
-        text(
-            "SELECT content FROM events WHERE tenant_id = :t AND user_id = :u AND session_id = :s AND type = 'turn' "
-            "AND (event_time, event_id) < (:ts, :id) ORDER BY event_time DESC, event_id DESC LIMIT 1"
-        ),
-        {"t": tenant_id, "u": user_id, "s": session_id, "ts": first.event_time, "id": first.event_id},
-    ).scalar()
-    return str(value or "")
-
-
-def keyword_contexts(events: Sequence[PendingEvent], *, before: str) -> dict[str, str]:
-    """Each turn's keyword document: the previous turn of the session and the turn itself (pure).
-
-    An answer rarely repeats its question's words ("What did you do?" / "Went hiking"): indexing the pair
-    lets the turn that holds the fact be found by the words of the turn that asked for it."""
-    out: dict[str, str] = {}
-    previous = before
-    for e in events:
-        if e.type != "turn":
-            continue
-        out[e.event_id] = f"{previous}\n{e.content}" if previous else e.content
-        previous = e.content
-    return out
-
-
-def index_turns(
-    db: Session,
-    tenant_id: str,
-    turns: Sequence[Turn],
-    vectors: Sequence[Sequence[float]],
-    *,
-    contexts: dict[str, str] | None = None,
-) -> int:
-    """Store the embedding (of the turn) and keyword tokens (of the turn with its predecessor, when given)
-    of each kept turn: the turn index for recall."""
-    from core import keywords
-    from shared.db.vectors import vector_literal
-
-    if not turns:
-        return 0
-    db.execute(
-        text(
-            "UPDATE events e SET embedding = CAST(v.vec AS vector), search_tokens = to_tsvector('simple', v.doc) "
-            "FROM unnest(CAST(:ids AS text[]), CAST(:vecs AS text[]), CAST(:docs AS text[])) AS v(id, vec, doc) "
-            "WHERE e.tenant_id = :t AND e.event_id = v.id"
-        ),
-        {
-            "t": tenant_id,
-            "ids": [t.event_id for t in turns],
-            "vecs": [vector_literal(v) for v in vectors],
-            "docs": [keywords.document((contexts or {}).get(t.event_id, t.content)) for t in turns],
-        },
-    )
-    return len(turns)

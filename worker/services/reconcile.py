@@ -1,53 +1,42 @@
 """The reconcile shell: a user's new candidates decided (pure, `core.reconcile`) and applied (store), under the
-per-user advisory lock; similar-but-unclear pairs are judged by the LLM in one call per batch."""
+per-user advisory lock; similar-but-unclear pairs are judged by the LLM in one call per batch.
+
+`reconcile_backlog` is the whole run of the `memory.reconcile_user` task: batches of `BATCH` candidates, one
+transaction each, then an early distillation when the user's fragments pile up."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
-from sqlalchemy import text
+import structlog
+from sqlalchemy import Engine
 from sqlmodel import Session
 
+from core.prompts.judge import build_judge_messages, parse_judge_answer
 from core.reconcile import CandidateIn, Decision, Op, Policy, decide, judged
+from shared import tasknames
+from shared.db.engine import session_scope
 from shared.db.vectors import set_search_params, vector_literal
+from shared.publisher import RedisPublisher
+from store.candidates import mark_reconciled
+from store.distillation import count_fragments
 from store.embeddings import Embedder
 from store.memories import CandidateRowIn, apply_decision, load_new_candidates, lock_user, nearest, slot_rows
+from store.usage import record_usage, within_budget
+from worker.llm import LLMClient, LLMUsage
 
-JUDGE_PROMPT = (
-    "You maintain an assistant's long-term memory about one user. For each numbered pair, compare the NEW "
-    "statement with the EXISTING memory and answer one verdict: duplicate (same fact), update (the new one "
-    "replaces the old, e.g. a changed value), contradiction (they cannot both be true; the new one wins), or "
-    'complement (both stay true). Reply with JSON only: {"verdicts": [{"id": int, "verdict": str}]}'
-)
+log = structlog.get_logger("worker.reconcile")
 
-
-class _Verdict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    id: int
-    verdict: Literal["duplicate", "update", "contradiction", "complement"]
+BATCH = 200
 
 
-class _Verdicts(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    verdicts: list[_Verdict]
-
-
-def judge_pairs(llm: Any, pairs: Sequence[tuple[str, str]]) -> tuple[dict[int, str], Any]:
+def judge_pairs(llm: LLMClient, pairs: Sequence[tuple[str, str]]) -> tuple[dict[int, str], LLMUsage]:
     """One LLM call for every similar-but-unclear pair of a batch; {} on any failure (callers then ADD)."""
-    lines = [f"{n}. EXISTING: {old}\n   NEW: {new}" for n, (old, new) in enumerate(pairs)]
-    content, usage, error = llm.complete_json(
-        [{"role": "system", "content": JUDGE_PROMPT}, {"role": "user", "content": "\n".join(lines)}]
-    )
-    if error or not content:
+    content, usage, error = llm.complete_json(build_judge_messages(pairs))
+    if error:
         return {}, usage
-    try:
-        answer = _Verdicts.model_validate_json(content)
-    except ValidationError:
-        return {}, usage
-    return {v.id: v.verdict for v in answer.verdicts if 0 <= v.id < len(pairs)}, usage
+    return parse_judge_answer(content, pairs=len(pairs)), usage
 
 
 def reconcile_user(
@@ -60,7 +49,7 @@ def reconcile_user(
     actor: str,
     now: datetime,
     limit: int = 200,
-    llm: Any = None,
+    llm: LLMClient | None = None,
 ) -> dict[str, int]:
     """Reconcile the user's new candidates, oldest event first, under the per-user lock. Caller commits.
 
@@ -95,9 +84,10 @@ def reconcile_user(
             continue
         _apply_and_mark(db, tenant_id, user_id, c, decision, vec, actor=actor, now=now, counts=counts)
     if deferred:
+        assert llm is not None  # `decide` defers to the judge only when an LLM is available
         verdicts, usage = judge_pairs(llm, [(old, c.content) for c, _v, _d, old in deferred])
         counts["llm_calls"] = usage.calls
-        counts["llm_tokens"] = usage.prompt_tokens + usage.completion_tokens
+        counts["llm_tokens"] = usage.tokens
         for n, (c, vec, decision, _old) in enumerate(deferred):
             verdict = verdicts.get(n)
             final = (
@@ -122,8 +112,83 @@ def _apply_and_mark(
     counts: dict[str, int],
 ) -> None:
     memory_id = apply_decision(db, tenant_id, user_id, c, decision, vec, actor=actor, now=now)
-    db.execute(
-        text("UPDATE candidates SET status = 'reconciled', decision = :d, memory_id = :m WHERE id = :id"),
-        {"d": str(decision.op), "m": memory_id, "id": c.id},
-    )
+    mark_reconciled(db, c.id, decision=str(decision.op), memory_id=memory_id)
     counts[str(decision.op)] = counts.get(str(decision.op), 0) + 1
+
+
+def reconcile_backlog(
+    engine: Engine,
+    publisher: RedisPublisher,
+    tenant_id: str,
+    user_id: str,
+    *,
+    embedder: Embedder,
+    policy: Policy,
+    llm: LLMClient | None,
+    actor: str,
+    clock: Callable[[], datetime],
+    daily_token_budget: int,
+    distill_fragment_threshold: int,
+) -> dict[str, int]:
+    """Reconcile every new candidate of the user, a batch of `BATCH` per transaction, until a batch comes
+    back short (`clock` dates each batch and its usage). Returns the decisions by op plus `llm_calls` and
+    `llm_tokens` (the judge's usage)."""
+    totals: dict[str, int] = {}
+    while True:
+        with session_scope(engine, tenant=tenant_id) as db:
+            counts = reconcile_user(
+                db,
+                tenant_id,
+                user_id,
+                embedder=embedder,
+                policy=policy,
+                actor=actor,
+                now=clock(),
+                limit=BATCH,
+                llm=_judge_llm(db, llm, tenant_id, now=clock(), daily_token_budget=daily_token_budget),
+            )
+            if counts.get("llm_calls"):
+                record_usage(
+                    db,
+                    tenant_id,
+                    day=clock().date().isoformat(),
+                    stage="reconcile",
+                    calls=counts["llm_calls"],
+                    prompt_tokens=counts.get("llm_tokens", 0),
+                    completion_tokens=0,
+                )
+        for k, v in counts.items():  # llm_* are usage, not decisions
+            totals[k] = totals.get(k, 0) + v
+        if sum(v for k, v in counts.items() if not k.startswith("llm_")) < BATCH:
+            break
+    if totals:
+        _distill_if_crowded(engine, publisher, tenant_id, user_id, threshold=distill_fragment_threshold)
+    return totals
+
+
+def _judge_llm(
+    db: Session, llm: LLMClient | None, tenant_id: str, *, now: datetime, daily_token_budget: int
+) -> LLMClient | None:
+    """The LLM for the judge, or None once the tenant's daily token budget is spent (the judge then decides
+    without it, as with no LLM configured): the budget covers every stage, not only extraction."""
+    if llm is None:
+        return None
+    allowed, budget = within_budget(
+        db, tenant_id, day=now.date().isoformat(), default_budget=daily_token_budget
+    )
+    if allowed:
+        return llm
+    log.warning("llm.budget_exhausted", stage="reconcile", budget=budget, detail="judging without the LLM")
+    return None
+
+
+def _distill_if_crowded(
+    engine: Engine, publisher: RedisPublisher, tenant_id: str, user_id: str, *, threshold: int
+) -> None:
+    """Distill a user early when their active fragments pass the threshold (at most once an hour)."""
+    with session_scope(engine, tenant=tenant_id) as db:
+        active = count_fragments(db, tenant_id, user_id)
+    if active < threshold:
+        return
+    if publisher.set_once(f"memory:distill-early:{tenant_id}:{user_id}", 3600):
+        publisher.publish(tasknames.DISTILL, [None, tenant_id, user_id])

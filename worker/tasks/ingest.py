@@ -10,37 +10,33 @@ from typing import Any
 
 import redis
 import structlog
-from sqlalchemy.exc import DataError, IntegrityError
+from celery.exceptions import Retry
 
 from shared import tasknames
 from shared.contract import utcnow
-from shared.db.engine import ALL_TENANTS, session_scope
-from store.dead_letters import record_dead_letter
-from store.ingest import split_envelope, store_events
+from store.ingest import split_envelope
 from store.triggers import after_store
 from worker import runtime
 from worker.app import app
-from worker.retry import retry_countdown
+from worker.services import ingest as svc
+from worker.tasks.base import retry_later
 
 log = structlog.get_logger("worker.ingest")
 # tenants this process has already upserted: one statement less per message (tenants are never deleted
 # while a worker runs; a miss only costs the idempotent upsert again)
 _known_tenants: set[str] = set()
 
-# Only these mean "this payload can never be stored": a value the database refuses (bad encoding, out of
-# range) or a constraint it breaks. Everything else (connection loss, a missing role or table during a
-# deploy, a bug) is retried with backoff: the message stays in Redis until it succeeds, never acked and lost.
-_PAYLOAD_ERRORS = (DataError, IntegrityError)
 
-
-def _retry(task: Any, exc: BaseException, max_s: int) -> BaseException:
-    countdown = retry_countdown(task.request.retries, max_s=max_s)
+def _retry(task: Any, exc: BaseException, max_s: int) -> Retry:
     orig = getattr(exc, "orig", None) or exc
-    log.warning(
-        "ingest.retry", error=type(orig).__name__, detail=str(orig)[:200], retry_in_s=round(countdown, 2)
-    )
-    _ledger(task, retry_in_s=countdown)
-    return task.retry(exc=exc, countdown=countdown)  # type: ignore[no-any-return]
+
+    def before_retry(countdown: float) -> None:
+        log.warning(
+            "ingest.retry", error=type(orig).__name__, detail=str(orig)[:200], retry_in_s=round(countdown, 2)
+        )
+        _ledger(task, retry_in_s=countdown)
+
+    return retry_later(task, exc, max_s=max_s, before_retry=before_retry)
 
 
 def _ledger(task: Any, *, retry_in_s: float | None = None) -> None:
@@ -65,84 +61,29 @@ def ingest(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
     malformed message is dead-lettered instead of failing inside Celery's argument binding."""
     settings = runtime.settings()
     now = utcnow()
-    envelope: Any = args[0] if len(args) == 1 and not kwargs else {"args": list(args), "kwargs": kwargs}
     if not (len(args) == 1 and not kwargs):
+        envelope = {"args": list(args), "kwargs": kwargs}
         try:
-            with session_scope(runtime.engine(), tenant=ALL_TENANTS) as session:
-                record_dead_letter(
-                    session,
-                    task_name=tasknames.INGEST,
-                    payload=envelope,
-                    now=now,
-                    reason=f"task called with {len(args)} positional and {len(kwargs)} keyword "
-                    "arguments; expected one envelope",
-                )
+            done = svc.dead_letter_call(
+                runtime.engine(), envelope, n_args=len(args), n_kwargs=len(kwargs), now=now
+            )
         except Exception as exc:
             raise _retry(self, exc, settings.ingest_retry_backoff_max_s) from None
-        _ledger(self)
-        return {"outcome": "dead_lettered", "dead_lettered": 1}
-    split = split_envelope(envelope, now=now)
-    if split.tenant_id:
-        structlog.contextvars.bind_contextvars(tenant_id=split.tenant_id)
-    users = {e.user_id for e in split.events}
-    if len(users) == 1:
-        structlog.contextvars.bind_contextvars(user_id=next(iter(users)))
-    if len(split.events) == 1:
-        structlog.contextvars.bind_contextvars(event_id=split.events[0].event_id)
-    # a dead letter without a tenant (a malformed envelope) is written in the worker's all-tenant scope
-    scope = split.tenant_id or ALL_TENANTS
-    try:
-        with session_scope(runtime.engine(), tenant=scope) as session:
-            result = (
-                store_events(
-                    session,
-                    split.tenant_id or "",
-                    split.events,
-                    now=now,
-                    ensure_tenant=split.tenant_id not in _known_tenants,
-                )
-                if split.events
-                else None
-            )
-            for rej in split.rejected:
-                record_dead_letter(
-                    session,
-                    task_name=tasknames.INGEST,
-                    payload=rej.payload,
-                    reason=rej.reason,
-                    now=now,
-                    tenant_id=rej.tenant_id,
-                    event_id=rej.event_id,
-                )
-    except _PAYLOAD_ERRORS as exc:
-        try:
-            with session_scope(runtime.engine(), tenant=scope) as session:
-                record_dead_letter(
-                    session,
-                    task_name=tasknames.INGEST,
-                    payload=envelope,
-                    reason=f"database rejected the payload: {type(exc.orig or exc).__name__}",
-                    now=now,
-                    tenant_id=split.tenant_id,
-                )
-        except Exception as dl_exc:  # the dead letter could not be written either: keep the message
-            raise _retry(self, dl_exc, settings.ingest_retry_backoff_max_s) from None
-        _ledger(self)
-        return {"outcome": "dead_lettered", "received": len(split.events), "dead_lettered": 1}
-    except Exception as exc:
-        raise _retry(self, exc, settings.ingest_retry_backoff_max_s) from None
-    if split.rejected:
-        log.warning(
-            "ingest.rejected", count=len(split.rejected), reasons=[r.reason[:200] for r in split.rejected]
+    else:
+        split = split_envelope(args[0], now=now)
+        users = {e.user_id for e in split.events}
+        structlog.contextvars.bind_contextvars(
+            **({"tenant_id": split.tenant_id} if split.tenant_id else {}),
+            **({"user_id": next(iter(users))} if len(users) == 1 else {}),
+            **({"event_id": split.events[0].event_id} if len(split.events) == 1 else {}),
         )
+        try:
+            done = svc.store_envelope(
+                runtime.engine(), args[0], split, now=now, ensure_tenant=split.tenant_id not in _known_tenants
+            )
+        except Exception as exc:
+            raise _retry(self, exc, settings.ingest_retry_backoff_max_s) from None
     _ledger(self)
-    inserted = len(result.inserted) if result else 0
-    if result and result.inserted:
-        after_store(runtime.publisher(), settings, split.tenant_id or "", result.sessions)
-    return {
-        "outcome": "ok" if not split.rejected else "partial",
-        "received": len(split.events) + len(split.rejected),
-        "inserted": inserted,
-        "duplicates": result.duplicates if result else 0,
-        "dead_lettered": len(split.rejected),
-    }
+    if done.sessions:
+        after_store(runtime.publisher(), settings, done.tenant_id, done.sessions)
+    return done.counts

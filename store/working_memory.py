@@ -1,0 +1,88 @@
+"""Working memory (`working_memory` + `working_memory_history`): one document per (tenant, user, agent),
+rewritten as a whole; every replaced version goes to history."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import text
+from sqlmodel import Session
+
+from core.episodes import WMItem
+
+
+@dataclass(frozen=True)
+class Document:
+    content: str
+    version: int
+    source_hash: str | None  # hash of the inputs the document was written from
+
+
+def active_items(db: Session, tenant_id: str, user_id: str) -> list[WMItem]:
+    """The user's 200 most important active memories (latest confirmed first among equals)."""
+    return [
+        WMItem(*r)
+        for r in db.execute(
+            text(
+                "SELECT kind, category, content FROM memories WHERE tenant_id = :t AND user_id = :u AND "
+                "status = 'active' ORDER BY importance DESC, last_confirmed_at DESC LIMIT 200"
+            ),
+            {"t": tenant_id, "u": user_id},
+        ).all()
+    ]
+
+
+def lock_document(db: Session, tenant_id: str, user_id: str, agent_id: str) -> Document | None:
+    """The current document, its row locked until the end of the transaction; None before the first."""
+    row = db.execute(
+        text(
+            "SELECT content, version, source_hash FROM working_memory WHERE tenant_id = :t AND user_id = :u "
+            "AND agent_id = :a FOR UPDATE"
+        ),
+        {"t": tenant_id, "u": user_id, "a": agent_id},
+    ).first()
+    return Document(row[0], row[1], row[2]) if row is not None else None
+
+
+def archive_document(
+    db: Session, tenant_id: str, user_id: str, agent_id: str, document: Document, *, now: datetime
+) -> None:
+    """Keep a version that is about to be replaced in history."""
+    db.execute(
+        text(
+            "INSERT INTO working_memory_history (tenant_id, user_id, agent_id, version, content, "
+            "replaced_at) VALUES (:t, :u, :a, :v, :c, :now)"
+        ),
+        {
+            "t": tenant_id,
+            "u": user_id,
+            "a": agent_id,
+            "v": document.version,
+            "c": document.content,
+            "now": now,
+        },
+    )
+
+
+def write_document(
+    db: Session,
+    tenant_id: str,
+    user_id: str,
+    agent_id: str,
+    *,
+    content: str,
+    mode: str,
+    source_hash: str,
+    now: datetime,
+) -> None:
+    """Replace the document (version 1, or the next version)."""
+    db.execute(
+        text(
+            "INSERT INTO working_memory (tenant_id, user_id, agent_id, content, version, mode, source_hash, "
+            "updated_at) VALUES (:t, :u, :a, :c, 1, :m, :h, :now) ON CONFLICT (tenant_id, user_id, agent_id) "
+            "DO UPDATE SET content = excluded.content, version = working_memory.version + 1, "
+            "mode = excluded.mode, source_hash = excluded.source_hash, updated_at = excluded.updated_at"
+        ),
+        {"t": tenant_id, "u": user_id, "a": agent_id, "c": content, "m": mode, "h": source_hash, "now": now},
+    )

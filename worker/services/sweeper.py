@@ -1,0 +1,35 @@
+"""The sweeper: stuck work found (`store.sweeper`) and sent again, so an accepted event is never lost."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import Engine
+
+from shared import tasknames
+from shared.db.engine import ALL_TENANTS, session_scope
+from shared.publisher import RedisPublisher
+from store.sweeper import find_stuck_work
+from store.triggers import enqueue_extraction
+
+
+def sweep(
+    engine: Engine,
+    publisher: RedisPublisher,
+    *,
+    now: datetime,
+    stale_after_s: float,
+    max_attempts: int,
+    llm_available: bool,
+) -> dict[str, int]:
+    """Dead-letter poison events, then re-enqueue (after the commit) the extractions of sessions with stale
+    or `llm_pending` events and the reconciliations of users whose candidates wait. Returns the counts."""
+    with session_scope(engine, tenant=ALL_TENANTS) as db:
+        stuck = find_stuck_work(
+            db, now=now, stale_after_s=stale_after_s, max_attempts=max_attempts, llm_available=llm_available
+        )
+    for tenant_id, user_id, session_id, reason in stuck.sessions:
+        enqueue_extraction(publisher, tenant_id, user_id, session_id, reason=reason)
+    for tenant_id, user_id in stuck.users:
+        publisher.publish(tasknames.RECONCILE_USER, [tenant_id, user_id])
+    return stuck.counts

@@ -1,0 +1,154 @@
+"""One window of a session's pending events, planned without I/O: the gate and the rules per turn, which
+turns the LLM must see, and the candidates a run stores.
+
+`plan_window` decides; `defer_llm` turns a plan into one that applies its rules now and leaves the
+LLM-needing turns `llm_pending` for a later window (see `store.triggers.llm_due` for when);
+`final_candidates` merges the LLM's answer in. `keyword_contexts` is the text each turn is indexed under.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from core.extraction.candidates import Candidate, Turn
+from core.extraction.gate import GateDecision, gate_window
+from core.extraction.merge import merge_candidates
+from core.extraction.rules import dedupe
+from shared.tokens import estimate_tokens
+from store.window import PendingEvent
+
+__all__ = [
+    "PendingEvent",
+    "WindowPlan",
+    "defer_llm",
+    "event_statuses",
+    "final_candidates",
+    "keyword_contexts",
+    "last_received_at",
+    "oldest_owed_at",
+    "plan_window",
+]
+
+
+@dataclass
+class WindowPlan:
+    """What to do with one window, decided without I/O."""
+
+    rule_candidates: list[Candidate]  # of the window's new turns: stored by this run
+    llm_turns: list[Turn]  # kept turns to send to the LLM (empty: no call)
+    needs_llm_ids: set[str]  # events whose extraction is complete only after the LLM saw them
+    skipped_ids: set[str]
+    done_ids: set[str]  # fully handled by rules
+    gate_reasons: dict[str, str] = field(default_factory=dict)
+    # rule candidates of the `llm_pending` turns, stored by an earlier run: shown to the LLM, never stored again
+    earlier_candidates: list[Candidate] = field(default_factory=list)
+    owed_tokens: int = 0  # estimated tokens of the turns in needs_llm_ids
+    deferred: bool = False  # the LLM call was left to a later window (see defer_llm)
+
+    @property
+    def prompt_candidates(self) -> list[Candidate]:
+        """The rule candidates the LLM is shown: those of every kept turn of the window."""
+        return [*self.earlier_candidates, *self.rule_candidates]
+
+
+def plan_window(events: Sequence[PendingEvent], *, llm_available: bool) -> WindowPlan:
+    """Gate every turn, take the rule candidates of the new ones, and pick the turns the LLM must see.
+
+    The gate runs the rule extractor on each turn it does not skip and hands over its candidates, so the
+    rules run once per turn. Events already `llm_pending` had their rule pass before: they go to the LLM only
+    (their candidates are shown to it, not stored twice). Skipped turns never reach the LLM.
+    """
+    turns = [e.turn() for e in events if e.type == "turn"]
+    results = gate_window(turns)
+    by_id = {e.event_id: e for e in events}
+    skipped: set[str] = {e.event_id for e in events if e.type != "turn"}
+    kept: list[Turn] = []
+    needs_llm: set[str] = set()
+    done: set[str] = set()
+    reasons: dict[str, str] = {}
+    fresh: list[Candidate] = []
+    earlier: list[Candidate] = []
+    owed_tokens = 0
+    for turn, result in zip(turns, results, strict=True):
+        reasons[turn.event_id] = result.reason
+        if result.decision == GateDecision.SKIP:
+            skipped.add(turn.event_id)
+            continue
+        kept.append(turn)
+        was_pending = by_id[turn.event_id].status == "llm_pending"
+        (earlier if was_pending else fresh).extend(result.candidates)
+        if result.decision == GateDecision.NEEDS_LLM or was_pending:
+            needs_llm.add(turn.event_id)
+            owed_tokens += estimate_tokens(turn.content)
+        else:
+            done.add(turn.event_id)
+    llm_turns = kept if (llm_available and needs_llm) else []
+    return WindowPlan(
+        dedupe(fresh),
+        llm_turns,
+        needs_llm,
+        skipped,
+        done,
+        reasons,
+        earlier_candidates=dedupe(earlier),
+        owed_tokens=owed_tokens,
+    )
+
+
+def oldest_owed_at(events: Sequence[PendingEvent], plan: WindowPlan) -> datetime | None:
+    """When the longest-waiting turn the LLM owes was received (None when unknown or none is owed)."""
+    times = [e.received_at for e in events if e.event_id in plan.needs_llm_ids and e.received_at is not None]
+    return min(times, default=None)
+
+
+def last_received_at(events: Sequence[PendingEvent]) -> datetime | None:
+    """When the newest event of the window was received (the window holds the session's newest events)."""
+    return max((e.received_at for e in events if e.received_at is not None), default=None)
+
+
+def defer_llm(plan: WindowPlan) -> WindowPlan:
+    """The same window with its LLM call left to a later one: rules apply now, LLM-needing turns stay
+    `llm_pending` (`event_statuses` with llm_ok=False), and the next window sends them with its own."""
+    return dataclasses.replace(plan, llm_turns=[], deferred=True)
+
+
+def final_candidates(plan: WindowPlan, llm_candidates: list[Candidate] | None) -> list[Candidate]:
+    """The candidates this run stores: the new turns' rule candidates, merged with the LLM's when it answered
+    (a MUST rule candidate is never dropped). An LLM candidate repeating a rule candidate an earlier run
+    stored (of an `llm_pending` turn) folds into it and is not stored again."""
+    if llm_candidates is None:
+        return list(plan.rule_candidates)
+    earlier = plan.earlier_candidates
+    return merge_candidates([*earlier, *plan.rule_candidates], llm_candidates)[len(earlier) :]
+
+
+def event_statuses(events: Sequence[PendingEvent], plan: WindowPlan, *, llm_ok: bool) -> dict[str, str]:
+    """Each event's status once the run is stored: `skipped`, `extracted`, or `llm_pending` for a turn the
+    LLM must still see (it did not answer, or the call was deferred)."""
+    status_of: dict[str, str] = {}
+    for e in events:
+        if e.event_id in plan.skipped_ids:
+            status_of[e.event_id] = "skipped"
+        elif e.event_id in plan.needs_llm_ids:
+            status_of[e.event_id] = "extracted" if llm_ok else "llm_pending"
+        else:
+            status_of[e.event_id] = "extracted"
+    return status_of
+
+
+def keyword_contexts(events: Sequence[PendingEvent], *, before: str) -> dict[str, str]:
+    """Each turn's keyword document: the previous turn of the session and the turn itself (pure).
+
+    An answer rarely repeats its question's words ("What did you do?" / "Went hiking"): indexing the pair
+    lets the turn that holds the fact be found by the words of the turn that asked for it."""
+    out: dict[str, str] = {}
+    previous = before
+    for e in events:
+        if e.type != "turn":
+            continue
+        out[e.event_id] = f"{previous}\n{e.content}" if previous else e.content
+        previous = e.content
+    return out
