@@ -273,3 +273,9 @@ def test_the_extractor_handles_thousands_of_turns_per_second() -> None:
         extract_turn(turn)
     rate = len(turns) / (time.perf_counter() - start)
     assert rate >= 1000, f"{rate:.0f} turns/s"  # lenient: the target is >= 5,000 on one core
+
+
+@pytest.mark.parametrize("text", ["REMEMBER-、", "remember: …", "请记住：。"])
+def test_a_remember_request_with_nothing_to_keep_yields_no_empty_memory(text: str) -> None:
+    """Found by Hypothesis: "REMEMBER-、" gave a MUST candidate with empty content."""
+    assert all(c.content.strip() for c in extract_turn(_turn(text)))

@@ -19,6 +19,7 @@ from core.extraction.rules.sentences import clean_text, split_sentences
 
 MAX_SENTENCE_CHARS = 400
 _LATIN_WORD_RE = re.compile(r"[A-Za-z]{2,}")
+_WORD_RE = re.compile(r"\w")
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +63,8 @@ def analyze_turn(turn: Turn, *, roles: Sequence[str] = ("user",)) -> TurnAnalysi
             continue
         hits = _sentence_hits(sentence)
         for cand, _, _ in hits:
+            if not _WORD_RE.search(cand.content):
+                continue  # a request with nothing to keep ("remember -、"): its span is accounted for, no memory
             candidates.append(dataclasses.replace(cand, source_event_ids=sources, source_turn_ids=turn_ids))
         rest = _uncovered(sentence, [(start, end) for _, start, end in hits]) if hits else sentence
         if rest:
