@@ -143,7 +143,11 @@ class MemoryClient:
     def _validate(self, fields: dict[str, Any]) -> EventIn:
         fields = {k: v for k, v in fields.items() if v is not None}
         fields["tenant_id"] = self.tenant_id
-        return parse_event(fields, now=utcnow())  # ContractError is a ValueError
+        now = utcnow()
+        # an event without a time gets the time it was emitted, not the time a worker stored it: the events of
+        # one session travel in separate messages, and receipt order across workers is not emission order
+        fields.setdefault("event_time", now)
+        return parse_event(fields, now=now)  # ContractError is a ValueError
 
     def _wire(self, event: EventIn) -> dict[str, Any]:
         data = event.model_dump(mode="json", exclude_none=True)

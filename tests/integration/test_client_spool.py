@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -77,3 +78,14 @@ def test_emit_rejects_invalid_arguments_at_once_with_value_error(tmp_path):
     with pytest.raises(ValueError, match="content"):
         client.emit(user_id="u", session_id="s", content="x" * 40_000)
     assert client.spooled == 0
+
+
+def test_an_event_without_a_time_carries_the_time_it_was_emitted(tmp_path):
+    """The events of one session travel in separate messages, stored by whichever worker takes each: the
+    time of emission, not of storage, keeps them in the order the agent sent them."""
+    spool = tmp_path / "s.jsonl"
+    client = MemoryClient("tenant-x", broker_url="redis://127.0.0.1:1/0", spool_path=spool, flush_at_exit=False)
+    for i in range(5):
+        client.emit(user_id="u", session_id="s", content=f"turn {i}", event_id=f"e{i}")
+    times = [json.loads(line)["args"][0]["events"][0]["event_time"] for line in spool.read_text().splitlines()]
+    assert len(times) == 5 and times == sorted(times) and len(set(times)) == 5
