@@ -1,5 +1,6 @@
-"""Session state (`sessions`) and the session's turns as the worker reads them: activity for the idle timer,
-pending counters, the rolling summary and its fold, and closing a finished session."""
+"""Session state (`sessions`) and the session's turns: as the worker reads them (activity for the idle timer,
+pending counters, the rolling summary and its fold, closing a finished session), and as an agent reads them
+back (`session_window`: the summary and the most recent turns)."""
 
 from __future__ import annotations
 
@@ -190,4 +191,71 @@ def mark_closed(db: Session, tenant_id: str, user_id: str, session_id: str, *, n
             "user_id = :u AND session_id = :s"
         ),
         {**_key(tenant_id, user_id, session_id), "now": now},
+    )
+
+
+@dataclass(frozen=True)
+class WindowTurn:
+    event_id: str
+    role: str
+    content: str
+    event_time: datetime
+    source_turn_id: str | None
+
+
+@dataclass(frozen=True)
+class SessionWindow:
+    """What an agent gets back for a session: its rolling summary and its most recent turns, oldest first."""
+
+    session_id: str
+    user_id: str
+    status: str
+    turn_count: int
+    summary: str
+    summarized_through: datetime | None
+    turns: list[WindowTurn]
+
+
+def find_session_owners(db: Session, tenant_id: str, session_id: str, *, user_id: str | None) -> list[str]:
+    """The users with a session of this id (at most two: enough to tell one from several)."""
+    rows = db.execute(
+        text(
+            "SELECT user_id FROM sessions WHERE tenant_id = :t AND session_id = :s "
+            "AND (CAST(:u AS text) IS NULL OR user_id = :u) LIMIT 2"
+        ),
+        {"t": tenant_id, "s": session_id, "u": user_id},
+    )
+    return [str(u) for u in rows.scalars().all()]
+
+
+def session_window(
+    db: Session, tenant_id: str, user_id: str, session_id: str, *, last: int
+) -> SessionWindow | None:
+    """The session's summary and its `last` most recent turns, or None when there is no such session."""
+    key = _key(tenant_id, user_id, session_id)
+    state = db.execute(
+        text(
+            "SELECT status, turn_count, summary, summarized_through FROM sessions "
+            "WHERE tenant_id = :t AND user_id = :u AND session_id = :s"
+        ),
+        key,
+    ).first()
+    if state is None:
+        return None
+    turns = db.execute(
+        text(
+            "SELECT event_id, role, content, event_time, source_turn_id FROM events "
+            "WHERE tenant_id = :t AND user_id = :u AND session_id = :s AND type = 'turn' "
+            "ORDER BY event_time DESC, event_id DESC LIMIT :n"
+        ),
+        {**key, "n": last},
+    ).all()
+    return SessionWindow(
+        session_id=session_id,
+        user_id=user_id,
+        status=state[0],
+        turn_count=state[1],
+        summary=state[2],
+        summarized_through=state[3],
+        turns=[WindowTurn(*r) for r in reversed(turns)],
     )
