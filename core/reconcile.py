@@ -55,7 +55,11 @@ def calibrated_policy(embedder: str) -> Policy:
 
 
 @dataclass(frozen=True)
-class CandidateIn:
+class PendingCandidate:
+    """A stored candidate (a `candidates` row with status `new`) waiting for reconciliation: what `decide`
+    weighs, and what a memory added from it is made of. Extraction's own output is
+    `core.extraction.candidates.Candidate`; the table is `shared.db.models.CandidateRow`."""
+
     content: str
     kind: str
     op: str  # remember | forget
@@ -63,6 +67,13 @@ class CandidateIn:
     source_event_ids: tuple[str, ...]
     slot: str | None = None
     value: str | None = None
+    id: int = 0  # the candidates row
+    category: str = "fact"
+    tier: str = "worth"
+    confidence: float = 0.5
+    lang: str = "en"
+    agent_id: str | None = None
+    source_turn_ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -117,7 +128,7 @@ def same_value(a: str | None, b: str | None) -> bool:
 
 
 def decide(
-    cand: CandidateIn,
+    cand: PendingCandidate,
     *,
     neighbours: Sequence[Existing],
     slot_rows: Sequence[Existing] = (),
@@ -133,11 +144,11 @@ def decide(
     return _unslotted(cand, neighbours=neighbours, policy=policy, llm_available=llm_available)
 
 
-def _replayed(cand: CandidateIn, row: Existing) -> bool:
+def _replayed(cand: PendingCandidate, row: Existing) -> bool:
     return bool(cand.source_event_ids) and set(cand.source_event_ids) <= set(row.source_event_ids)
 
 
-def _slotted(cand: CandidateIn, *, slot_rows: Sequence[Existing]) -> Decision:
+def _slotted(cand: PendingCandidate, *, slot_rows: Sequence[Existing]) -> Decision:
     current = next((r for r in slot_rows if r.status == "active"), None)
     if current is None:
         return Decision(Op.ADD, f"first value for slot {cand.slot}")
@@ -171,7 +182,7 @@ def _slotted(cand: CandidateIn, *, slot_rows: Sequence[Existing]) -> Decision:
 
 
 def _unslotted(
-    cand: CandidateIn, *, neighbours: Sequence[Existing], policy: Policy, llm_available: bool
+    cand: PendingCandidate, *, neighbours: Sequence[Existing], policy: Policy, llm_available: bool
 ) -> Decision:
     key = content_key(cand.content)
     same_kind = [n for n in neighbours if n.kind == cand.kind and n.status == "active"]
@@ -195,7 +206,7 @@ def _unslotted(
 
 
 def _forget(
-    cand: CandidateIn, *, neighbours: Sequence[Existing], slot_rows: Sequence[Existing], policy: Policy
+    cand: PendingCandidate, *, neighbours: Sequence[Existing], slot_rows: Sequence[Existing], policy: Policy
 ) -> Decision:
     targets: list[str] = []
     if cand.slot:

@@ -12,7 +12,6 @@ import functools
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypedDict, cast
 
@@ -20,7 +19,7 @@ from sqlalchemy import text
 from sqlmodel import Session
 
 from core import keywords
-from core.reconcile import Decision, Existing, Op, content_key
+from core.reconcile import Decision, Existing, Op, PendingCandidate, content_key
 from store.models import MEMORY_COLUMNS
 
 NEIGHBOURS = 5
@@ -62,27 +61,10 @@ def importance_of(tier: str, kind: str, category: str) -> float:
     return min(1.0, base)
 
 
-@dataclass
-class CandidateRowIn:
-    id: int
-    agent_id: str | None
-    op: str
-    content: str
-    kind: str
-    category: str
-    tier: str
-    slot: str | None
-    value: str | None
-    confidence: float
-    lang: str
-    source_event_ids: list[str]
-    source_turn_ids: list[str]
-    event_time: datetime
-
-
 def load_new_candidates(
     db: Session, tenant_id: str, user_id: str, *, limit: int = 200
-) -> list[CandidateRowIn]:
+) -> list[PendingCandidate]:
+    """The user's candidates waiting for reconciliation, oldest event first."""
     rows = db.execute(
         text(
             "SELECT id, agent_id, op, content, kind, category, tier, slot, value, confidence, lang, "
@@ -90,8 +72,17 @@ def load_new_candidates(
             "WHERE tenant_id = :t AND user_id = :u AND status = 'new' ORDER BY event_time, id LIMIT :n"
         ),
         {"t": tenant_id, "u": user_id, "n": limit},
-    ).all()
-    return [CandidateRowIn(*r) for r in rows]
+    )
+    return [
+        PendingCandidate(
+            **{
+                **r,
+                "source_event_ids": tuple(r["source_event_ids"]),
+                "source_turn_ids": tuple(r["source_turn_ids"]),
+            }
+        )
+        for r in rows.mappings().all()
+    ]
 
 
 def _existing(row: Any, similarity: float = 0.0) -> Existing:
@@ -186,7 +177,10 @@ def write_history(
 
 
 # how a value reaches its column: the vector and the keyword document are converted by PostgreSQL
-_INSERT_VALUE = {"embedding": "CAST(:embedding AS vector)", "search_tokens": "to_tsvector('simple', :search_tokens)"}
+_INSERT_VALUE = {
+    "embedding": "CAST(:embedding AS vector)",
+    "search_tokens": "to_tsvector('simple', :search_tokens)",
+}
 
 
 def insert_sql(columns: Sequence[str], *, returning: str = "id") -> str:
@@ -203,7 +197,7 @@ def insert_memory(
     db: Session,
     tenant_id: str,
     user_id: str,
-    c: CandidateRowIn,
+    c: PendingCandidate,
     vec: str,
     *,
     now: datetime,
@@ -230,8 +224,8 @@ def insert_memory(
         "recorded_at": now,
         "last_confirmed_at": now,
         "superseded_by": superseded_by,
-        "source_event_ids": c.source_event_ids,
-        "source_turn_ids": c.source_turn_ids,
+        "source_event_ids": list(c.source_event_ids),
+        "source_turn_ids": list(c.source_turn_ids),
         "embedding": vec,
         "search_tokens": keywords.document(c.content),
     }
@@ -257,7 +251,7 @@ def apply_decision(
     db: Session,
     tenant_id: str,
     user_id: str,
-    c: CandidateRowIn,
+    c: PendingCandidate,
     d: Decision,
     vec: str,
     *,
@@ -289,7 +283,13 @@ def apply_decision(
                 "source_turn_ids = ARRAY(SELECT DISTINCT unnest(source_turn_ids || CAST(:st AS text[]))) "
                 "WHERE id = :id"
             ),
-            {"now": now, "conf": c.confidence, "se": c.source_event_ids, "st": c.source_turn_ids, "id": mid},
+            {
+                "now": now,
+                "conf": c.confidence,
+                "se": list(c.source_event_ids),
+                "st": list(c.source_turn_ids),
+                "id": mid,
+            },
         )
         write_history(
             db, memory_id=mid, op="reinforce", before=before, after=snapshot(db, mid), reason=d.reason, **hist
@@ -352,8 +352,6 @@ def apply_decision(
     return d.target_ids[0] if d.target_ids else None
 
 
-
-
 def forget(
     db: Session,
     memory_id: str,
@@ -409,7 +407,9 @@ def edit(
     if "content" in sets:
         if "embedding" not in sets:
             raise ValueError("a new content needs its embedding")
-        sets.update(content_key=content_key(sets["content"]), search_tokens=keywords.document(sets["content"]))
+        sets.update(
+            content_key=content_key(sets["content"]), search_tokens=keywords.document(sets["content"])
+        )
     assignments = ", ".join(f"{k} = {_INSERT_VALUE.get(k, f':{k}')}" for k in sets)
     before = snapshot(db, memory_id)
     db.execute(

@@ -11,10 +11,10 @@ import pytest
 
 from core.distill import cosine
 from core.reconcile import (
-    CandidateIn,
     Decision,
     Existing,
     Op,
+    PendingCandidate,
     Policy,
     calibrated_policy,
     content_key,
@@ -36,8 +36,8 @@ def cand(
     op: str = "remember",
     kind: str = "semantic",
     events: tuple[str, ...] = ("e-new",),
-) -> CandidateIn:
-    return CandidateIn(
+) -> PendingCandidate:
+    return PendingCandidate(
         content=content, kind=kind, op=op, event_time=when, source_event_ids=events, slot=slot, value=value
     )
 

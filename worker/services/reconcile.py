@@ -14,7 +14,7 @@ from sqlalchemy import Engine
 from sqlmodel import Session
 
 from core.prompts.judge import build_judge_messages, parse_judge_answer
-from core.reconcile import CandidateIn, Decision, Op, Policy, decide, judged
+from core.reconcile import Decision, Op, PendingCandidate, Policy, decide, judged
 from shared import tasknames
 from shared.db.engine import session_scope
 from shared.db.vectors import set_search_params, vector_literal
@@ -22,7 +22,7 @@ from shared.publisher import RedisPublisher
 from store.candidates import mark_reconciled
 from store.distillation import count_fragments
 from store.embeddings import Embedder
-from store.memories import CandidateRowIn, apply_decision, load_new_candidates, lock_user, nearest, slot_rows
+from store.memories import apply_decision, load_new_candidates, lock_user, nearest, slot_rows
 from store.usage import record_usage, within_budget
 from worker.llm import LLMClient, LLMUsage
 
@@ -60,23 +60,14 @@ def reconcile_user(
     counts: dict[str, int] = {}
     if not cands:
         return counts
-    deferred: list[tuple[CandidateRowIn, str, Decision, str]] = []
+    deferred: list[tuple[PendingCandidate, str, Decision, str]] = []
     vectors = [vector_literal(v) for v in embedder.embed([c.content for c in cands])]
     set_search_params(db, ef_search=100)
     for c, vec in zip(cands, vectors, strict=True):
-        cand = CandidateIn(
-            content=c.content,
-            kind=c.kind,
-            op=c.op,
-            event_time=c.event_time,
-            source_event_ids=tuple(c.source_event_ids),
-            slot=c.slot,
-            value=c.value,
-        )
         rows = slot_rows(db, tenant_id, user_id, c.slot) if c.slot else []
         neighbours = nearest(db, tenant_id, user_id, vec)
         decision = decide(
-            cand, neighbours=neighbours, slot_rows=rows, policy=policy, llm_available=llm is not None
+            c, neighbours=neighbours, slot_rows=rows, policy=policy, llm_available=llm is not None
         )
         if decision.op == Op.JUDGE:
             target = next(n for n in neighbours if n.id == decision.target_ids[0])
@@ -103,7 +94,7 @@ def _apply_and_mark(
     db: Session,
     tenant_id: str,
     user_id: str,
-    c: CandidateRowIn,
+    c: PendingCandidate,
     decision: Decision,
     vec: str,
     *,
