@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import openai
 
-from shared.openai_sdk import RETRYABLE_STATUSES, compute_backoff, retry_after_seconds, sdk_client
+from shared.openai_sdk import compute_backoff, is_retryable_status, retry_after_seconds, sdk_client
 from store.embeddings.base import EmbeddingError, l2_normalise
 
 log = logging.getLogger(__name__)
@@ -108,8 +108,7 @@ class OpenAIEmbedder:
                 response = self._client.embeddings.create(model=self._config.model, input=batch)
             except openai.APIStatusError as err:
                 status = err.status_code
-                retryable = status in RETRYABLE_STATUSES or status >= 500
-                if not retryable or retries_done >= self._config.max_retries:
+                if not is_retryable_status(status) or retries_done >= self._config.max_retries:
                     raise EmbeddingError(
                         f"embeddings request failed with HTTP {status} after {retries_done} retries"
                     ) from None

@@ -21,7 +21,7 @@ from typing import Any, cast
 
 import openai
 
-from shared.openai_sdk import RETRYABLE_STATUSES, compute_backoff, retry_after_seconds, sdk_client
+from shared.openai_sdk import compute_backoff, is_retryable_status, retry_after_seconds, sdk_client
 from worker.llm.base import Completion, LLMUsage, Message
 
 log = logging.getLogger(__name__)
@@ -139,7 +139,7 @@ class OpenAIClient:
                 if schema_fallback_tried and err.status_code == 400:
                     # json_object was rejected too: the 400 was not about the schema, so keep using it.
                     self._use_json_schema = True
-                if not _is_retryable_status(err.status_code) or retries_done >= self._config.max_retries:
+                if not is_retryable_status(err.status_code) or retries_done >= self._config.max_retries:
                     raise _CallFailed(_status_reason(err.status_code)) from None
                 self._back_off(retries_done, retry_after_s=retry_after_seconds(err.response.headers))
                 retries_done += 1
@@ -171,10 +171,6 @@ class OpenAIClient:
         )
         log.info("llm call failed transiently; retry %d in %.2fs", attempt + 1, delay_s)
         self._sleep(delay_s)
-
-
-def _is_retryable_status(status: int) -> bool:
-    return status in RETRYABLE_STATUSES or status >= 500
 
 
 def _status_reason(status: int) -> str:
