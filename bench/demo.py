@@ -59,7 +59,12 @@ def say(text: str = "", *, indent: str = INDENT) -> None:
     print("\n".join(lines), flush=True)
 
 
+_pause_s = 0.0  # --pause-s: a wait before each step of the walk-through, for a person following along
+
+
 def step(number: int, title: str) -> None:
+    if 2 < number < 7:
+        time.sleep(_pause_s)
     print(f"\n[{number}/7] {title}", flush=True)
 
 
@@ -451,7 +456,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.demo", description=__doc__.split("\n", 1)[0])
     ap.add_argument("--tenant", default="demo", help="the tenant the demo writes to (default: demo)")
     ap.add_argument("--user", default="alice", help="the user whose memories it makes (default: alice)")
+    ap.add_argument(
+        "--pause-s", type=float, default=0.0, help="wait this long before each step, to follow along (default: 0)"
+    )
     args = ap.parse_args(argv)
+    global _pause_s
+    _pause_s = max(0.0, args.pause_s)
     # SIGTERM stops the demo as Ctrl-C does: through the `finally` that stops the children
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:

@@ -78,7 +78,8 @@ def test_an_interrupted_demo_stops_everything_it_started(
     log = tmp_path / "demo.out"
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "bench.demo", "--tenant", tenant],
+            # paused between steps, so the interrupt lands mid-walk-through however fast the machine is
+            [sys.executable, "-m", "bench.demo", "--tenant", tenant, "--pause-s", "60"],
             cwd=REPO,
             env=_env(database_url, redis_url, queue_name, tmp_path),
             stdout=out,
