@@ -462,8 +462,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     global _pause_s
     _pause_s = max(0.0, args.pause_s)
-    # SIGTERM stops the demo as Ctrl-C does: through the `finally` that stops the children
+    # SIGTERM stops the demo as Ctrl-C does: through the `finally` that stops the children. Ctrl-C itself is
+    # set explicitly: a process started in the background of a non-interactive shell inherits it ignored.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         return run(args)
     except KeyboardInterrupt:
