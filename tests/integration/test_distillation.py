@@ -17,6 +17,7 @@ from shared.publisher import RedisPublisher
 from store.embeddings import HashingEmbedder
 from store.memories import snapshot
 from tests.fakes.openai_server import FakeOpenAI
+from tests.memory_rows import insert_memory
 from tests.services import free_port, wait_for
 from worker.services import distillation
 
@@ -35,25 +36,20 @@ def _seed(engine, tenant: str, user: str) -> dict[str, str]:
         conn.execute(text("INSERT INTO tenants (id) VALUES (:t) ON CONFLICT DO NOTHING"), {"t": tenant})
         for n, (kind, cat, content, event_id) in enumerate(rows):
             when = T0 + timedelta(minutes=n)
-            ids[event_id] = str(
-                conn.execute(
-                    text(
-                        "INSERT INTO memories (tenant_id, user_id, kind, category, content, content_key, valid_from, "
-                        "recorded_at, last_confirmed_at, source_event_ids, source_turn_ids, embedding) VALUES (:t, :u, :k, "
-                        ":c, :content, :content, :vf, :vf, :vf, :se, :st, CAST(:v AS vector)) RETURNING id"
-                    ),
-                    {
-                        "t": tenant,
-                        "u": user,
-                        "k": kind,
-                        "c": cat,
-                        "content": content,
-                        "vf": when,
-                        "se": [event_id],
-                        "st": [f"D1:{n}"],
-                        "v": vector_literal(emb.embed([content])[0]),
-                    },
-                ).scalar_one()
+            ids[event_id] = insert_memory(
+                conn,
+                tenant_id=tenant,
+                user_id=user,
+                content=content,
+                kind=kind,
+                category=cat,
+                valid_from=when,
+                recorded_at=when,
+                last_confirmed_at=when,
+                source_event_ids=[event_id],
+                source_turn_ids=[f"D1:{n}"],
+                embedding=vector_literal(emb.embed([content])[0]),
+                search_tokens=None,
             )
     return ids
 

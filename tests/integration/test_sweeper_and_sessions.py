@@ -16,6 +16,7 @@ from shared.db.engine import session_scope
 from shared.publisher import RedisPublisher
 from store.ingest import store_events
 from store.sessions import sessions_to_close
+from tests.memory_rows import insert_memory
 from tests.services import wait_for
 
 pytestmark = pytest.mark.integration
@@ -194,13 +195,16 @@ def test_ended_and_idle_sessions_become_searchable_episodes(
         what="working memory v1",
     )
     with engine.begin() as conn:
-        conn.execute(
-            text(
-                "INSERT INTO memories (tenant_id, user_id, kind, category, content, content_key, "
-                "valid_from) VALUES (:t, 'u1', 'procedural', 'constraint', 'Never deploy on Fridays.', "
-                "'x', now())"
-            ),
-            {"t": tenant},
+        insert_memory(
+            conn,
+            tenant_id=tenant,
+            user_id="u1",
+            content="Never deploy on Fridays.",
+            kind="procedural",
+            category="constraint",
+            content_key="x",
+            embedding=None,
+            search_tokens=None,
         )
     pub.publish(tasknames.DISTILL, [None, tenant, "u1"])
     wait_for(
