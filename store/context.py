@@ -44,6 +44,7 @@ def user_context(
     ]
     relevant: list[ContextItem] = []
     if query.strip():
+        vec = vector_literal(embedder.embed_query(query))  # once, for the memories and the episodes
         hits = search(
             db,
             tenant_id=tenant_id,
@@ -54,6 +55,7 @@ def user_context(
             now=now,
             filters=SearchFilters(),
             ef_search=ef_search,
+            query_vector=vec,
         )
         relevant = [ContextItem(id=h.id, text=h.content, kind=h.kind, category=h.category) for h in hits]
         relevant += [
@@ -65,7 +67,7 @@ def user_context(
                     "WHERE tenant_id = :t AND user_id = :u ORDER BY embedding <=> CAST(:v AS vector) "
                     f"LIMIT {EPISODES_K}"
                 ),
-                {**params, "v": vector_literal(embedder.embed_query(query))},
+                {**params, "v": vec},
             ).all()
         ]
     working = db.execute(

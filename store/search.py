@@ -107,12 +107,14 @@ def search(
     include_turns: bool = False,
     passages: bool = True,
     ef_search: int = 80,
+    query_vector: str | None = None,
 ) -> list[SearchHit]:
     """The k best results for `query`. With `include_turns`, indexed turns compete with memories; with
     `passages` (the default), turn hits adjacent in one session come back as one result (see
-    core.passages): its content is the turns in order, and it cites all of them."""
+    core.passages): its content is the turns in order, and it cites all of them. `query_vector` (the
+    query's embedding as a vector literal) saves embedding it again when the caller has it already."""
     f = filters or SearchFilters()
-    vec = vector_literal(embedder.embed_query(query))
+    vec = query_vector or vector_literal(embedder.embed_query(query))
     toks = keywords.tokens(query)[:64]
     n = max(CANDIDATES_PER_LIST, k * 3)
     set_search_params(db, ef_search=max(ef_search, n))
