@@ -11,6 +11,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlmodel import Session
 
 from core.extraction.candidates import Candidate
+from core.reconcile import PendingCandidate
 from shared.db.models import CandidateRow
 from shared.tokens import estimate_tokens
 
@@ -99,3 +100,27 @@ def mark_reconciled(db: Session, candidate_id: int, *, decision: str, memory_id:
         text("UPDATE candidates SET status = 'reconciled', decision = :d, memory_id = :m WHERE id = :id"),
         {"d": decision, "m": memory_id, "id": candidate_id},
     )
+
+
+def load_new_candidates(
+    db: Session, tenant_id: str, user_id: str, *, limit: int = 200
+) -> list[PendingCandidate]:
+    """The user's candidates waiting for reconciliation, oldest event first."""
+    rows = db.execute(
+        text(
+            "SELECT id, agent_id, op, content, kind, category, tier, slot, value, confidence, lang, "
+            "source_event_ids, source_turn_ids, event_time FROM candidates "
+            "WHERE tenant_id = :t AND user_id = :u AND status = 'new' ORDER BY event_time, id LIMIT :n"
+        ),
+        {"t": tenant_id, "u": user_id, "n": limit},
+    )
+    return [
+        PendingCandidate(
+            **{
+                **r,
+                "source_event_ids": tuple(r["source_event_ids"]),
+                "source_turn_ids": tuple(r["source_turn_ids"]),
+            }
+        )
+        for r in rows.mappings().all()
+    ]

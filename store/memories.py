@@ -61,30 +61,6 @@ def importance_of(tier: str, kind: str, category: str) -> float:
     return min(1.0, base)
 
 
-def load_new_candidates(
-    db: Session, tenant_id: str, user_id: str, *, limit: int = 200
-) -> list[PendingCandidate]:
-    """The user's candidates waiting for reconciliation, oldest event first."""
-    rows = db.execute(
-        text(
-            "SELECT id, agent_id, op, content, kind, category, tier, slot, value, confidence, lang, "
-            "source_event_ids, source_turn_ids, event_time FROM candidates "
-            "WHERE tenant_id = :t AND user_id = :u AND status = 'new' ORDER BY event_time, id LIMIT :n"
-        ),
-        {"t": tenant_id, "u": user_id, "n": limit},
-    )
-    return [
-        PendingCandidate(
-            **{
-                **r,
-                "source_event_ids": tuple(r["source_event_ids"]),
-                "source_turn_ids": tuple(r["source_turn_ids"]),
-            }
-        )
-        for r in rows.mappings().all()
-    ]
-
-
 def _existing(row: Any, similarity: float = 0.0) -> Existing:
     return Existing(
         id=str(row.id),

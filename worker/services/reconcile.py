@@ -19,10 +19,10 @@ from shared import tasknames
 from shared.db.engine import session_scope
 from shared.db.vectors import set_search_params, vector_literal
 from shared.publisher import RedisPublisher
-from store.candidates import mark_reconciled
+from store.candidates import load_new_candidates, mark_reconciled
 from store.distillation import count_fragments
 from store.embeddings import Embedder
-from store.memories import apply_decision, load_new_candidates, lock_user, nearest, slot_rows
+from store.memories import apply_decision, lock_user, nearest, slot_rows
 from store.usage import record_usage, within_budget
 from worker.llm import LLMClient, LLMUsage
 
