@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any, TypedDict, cast
 
@@ -159,12 +159,16 @@ _INSERT_VALUE = {
 }
 
 
-def insert_sql(columns: Sequence[str], *, returning: str = "id") -> str:
-    """An INSERT INTO memories of these columns (checked against the model), values as named parameters of
-    the same names; `embedding` takes a vector literal and `search_tokens` the keyword document."""
+def _check_columns(columns: Iterable[str]) -> None:
     unknown = set(columns) - set(MEMORY_COLUMNS)
     if unknown:
         raise ValueError(f"not columns of memories: {sorted(unknown)}")
+
+
+def insert_sql(columns: Sequence[str], *, returning: str = "id") -> str:
+    """An INSERT INTO memories of these columns (checked against the model), values as named parameters of
+    the same names; `embedding` takes a vector literal and `search_tokens` the keyword document."""
+    _check_columns(columns)
     values = ", ".join(_INSERT_VALUE.get(c, f":{c}") for c in columns)
     return f"INSERT INTO memories ({', '.join(columns)}) VALUES ({values}) RETURNING {returning}"
 
@@ -250,25 +254,17 @@ def apply_decision(
         return mid
     if d.op == Op.REINFORCE:
         mid = d.target_ids[0]
-        before = snapshot(db, mid)
-        db.execute(
-            text(
-                "UPDATE memories SET evidence_count = evidence_count + 1, last_confirmed_at = :now, "
-                "confidence = GREATEST(confidence, :conf), updated_at = :now, "
-                "source_event_ids = ARRAY(SELECT DISTINCT unnest(source_event_ids || CAST(:se AS text[]))), "
-                "source_turn_ids = ARRAY(SELECT DISTINCT unnest(source_turn_ids || CAST(:st AS text[]))) "
-                "WHERE id = :id"
-            ),
-            {
-                "now": now,
-                "conf": c.confidence,
-                "se": list(c.source_event_ids),
-                "st": list(c.source_turn_ids),
-                "id": mid,
-            },
-        )
-        write_history(
-            db, memory_id=mid, op="reinforce", before=before, after=snapshot(db, mid), reason=d.reason, **hist
+        _update_with_history(
+            db,
+            mid,
+            "evidence_count = evidence_count + 1, last_confirmed_at = :now, "
+            "confidence = GREATEST(confidence, :conf), updated_at = :now, "
+            "source_event_ids = ARRAY(SELECT DISTINCT unnest(source_event_ids || CAST(:se AS text[]))), "
+            "source_turn_ids = ARRAY(SELECT DISTINCT unnest(source_turn_ids || CAST(:st AS text[])))",
+            {"conf": c.confidence, "se": list(c.source_event_ids), "st": list(c.source_turn_ids)},
+            op="reinforce",
+            reason=d.reason,
+            hist=hist,
         )
         return mid
     if d.op == Op.SUPERSEDE:
@@ -340,26 +336,14 @@ def forget(
     now: datetime,
 ) -> None:
     """Forget one memory: status `deleted`, its validity closed, kept (with its history) until the purge."""
-    before = snapshot(db, memory_id)
-    db.execute(
-        text(
-            "UPDATE memories SET status = 'deleted', valid_to = COALESCE(valid_to, :now), archived_at = :now, "
-            "updated_at = :now WHERE id = :id"
-        ),
-        {"now": now, "id": memory_id},
-    )
-    write_history(
+    _update_with_history(
         db,
-        memory_id=memory_id,
-        tenant_id=tenant_id,
-        user_id=user_id,
+        memory_id,
+        "status = 'deleted', valid_to = COALESCE(valid_to, :now), archived_at = :now, updated_at = :now",
+        {},
         op="forget",
-        before=before,
-        after=snapshot(db, memory_id),
         reason=reason,
-        actor=actor,
-        event_ids=event_ids,
-        now=now,
+        hist={"tenant_id": tenant_id, "user_id": user_id, "actor": actor, "event_ids": event_ids, "now": now},
     )
 
 
@@ -377,9 +361,7 @@ def edit(
     """Change a memory's own columns (content, pinned, expires_at, kind) with its history row. A new
     `content` must come with its `embedding` (a vector literal): its key and keyword document follow."""
     sets = dict(changes)
-    unknown = set(sets) - set(MEMORY_COLUMNS)
-    if unknown:
-        raise ValueError(f"not columns of memories: {sorted(unknown)}")
+    _check_columns(sets)
     if "content" in sets:
         if "embedding" not in sets:
             raise ValueError("a new content needs its embedding")
@@ -387,21 +369,33 @@ def edit(
             content_key=content_key(sets["content"]), search_tokens=keywords.document(sets["content"])
         )
     assignments = ", ".join(f"{k} = {_INSERT_VALUE.get(k, f':{k}')}" for k in sets)
+    _update_with_history(
+        db,
+        memory_id,
+        f"{assignments}, updated_at = :now",
+        sets,
+        op="edit",
+        reason=reason,
+        hist={"tenant_id": tenant_id, "user_id": user_id, "actor": actor, "event_ids": (), "now": now},
+    )
+
+
+def _update_with_history(
+    db: Session,
+    memory_id: str,
+    assignments: str,
+    params: dict[str, Any],
+    *,
+    op: str,
+    reason: str,
+    hist: _HistoryCommon,
+) -> None:
+    """One UPDATE of one memory (`assignments` may use `:now`), with its history row from its snapshots."""
     before = snapshot(db, memory_id)
     db.execute(
-        text(f"UPDATE memories SET {assignments}, updated_at = :now WHERE id = :id"),
-        {**sets, "now": now, "id": memory_id},
+        text(f"UPDATE memories SET {assignments} WHERE id = :id"),
+        {**params, "now": hist["now"], "id": memory_id},
     )
     write_history(
-        db,
-        memory_id=memory_id,
-        tenant_id=tenant_id,
-        user_id=user_id,
-        op="edit",
-        before=before,
-        after=snapshot(db, memory_id),
-        reason=reason,
-        actor=actor,
-        event_ids=(),
-        now=now,
+        db, memory_id=memory_id, op=op, before=before, after=snapshot(db, memory_id), reason=reason, **hist
     )
