@@ -12,8 +12,11 @@ Contract of `gate_turn(turn, *, previous_texts=())` -> `GateResult(decision, rea
   turns), "emoji_only", "repeat" (the same normalised text as an earlier turn), "greeting", "thanks", "ack",
   "short_chatter" ("continue", "继续", "next"),
   "assistant_smalltalk" ("Happy to help!", "有什么可以帮你的吗").
-- `needs_llm` ("substantive") for everything else: turns that may hold memories the rules cannot parse, and
-  turns where the rules matched only part of the text.
+- `needs_llm` for everything else: "partial_cover" when the rules matched only part of the turn (the LLM
+  sees the turn for the rest: "数据库用 PostgreSQL，不要用 ORM" is never `rules_only` unless both parts were
+  found), "substantive" when no rule matched a turn that may hold memories.
+`covered` records how much of the turn's content the rules accounted for (0.0 to 1.0), `residual` what they
+did not (both empty for a skipped turn); the extraction log carries them per turn.
 `gate_window(turns)` gates each turn against the earlier turns of the window (for "repeat").
 A kept result (`rules_only` / `needs_llm`) carries the rule extractor's candidates for the turn (`candidates`,
 as `analyze_turn` found them), so callers need not run the rules a second time; a skipped one carries none.
@@ -48,6 +51,8 @@ class GateResult:
     lang: str = "en"
     # the rule candidates of a kept turn (what `analyze_turn` found); () for a skipped turn
     candidates: tuple[Candidate, ...] = field(default=(), compare=False)
+    covered: float = field(default=0.0, compare=False)  # share of the turn's content words the rules covered
+    residual: str = field(default="", compare=False)  # the text the rules did not account for
 
 
 _B, _E = r"(?<![A-Za-z])(?:", r")(?![A-Za-z])"
@@ -128,7 +133,7 @@ _CONNECTORS_RE = re.compile(
     _B
     + r"and|also|but|so|please|pls|btw|by\s+the\s+way|oh|just|now|then|too|as\s+well|the|a|an|here|one\s+more"
     r"\s+thing|actually|really|for\s+the\s+record|fyi|for|this|that|these|those|in|on|at|of|to|with|our|my|its|"
-    r"it|is|are|from|by|very|much|there"
+    r"it|is|are|from|by|very|much|there|you|can|could|would|will|should"
     + _E
     + r"|另外|还有|对了|然后|而且|顺便|请|吧|了|呢|啊|哦|的|也|都|一下|"
     r"这个|那个|是|就|在",
@@ -161,11 +166,18 @@ def _is_emoji_only(text: str) -> bool:
 
 
 def _covered(residual: str) -> bool:
+    """Nothing left that could hold a memory: at most one stray Latin word and two Han characters (a Han
+    character is a word's part: "不要用" is three, and a whole rule)."""
     words = _leftover(residual)
     return (
-        sum(1 for word in words if word.isascii()) <= 2
-        and sum(1 for word in words if not word.isascii()) <= 3
+        sum(1 for word in words if word.isascii()) <= 1
+        and sum(1 for word in words if not word.isascii()) <= 2
     )
+
+
+def _coverage(text: str, residual: str) -> float:
+    total = len(_leftover(text))
+    return round(1.0 - len(_leftover(residual)) / total, 3) if total else 1.0
 
 
 def _gate(turn: Turn, previous_keys: set[str]) -> GateResult:
@@ -180,16 +192,21 @@ def _gate(turn: Turn, previous_keys: set[str]) -> GateResult:
     candidates = analysis.candidates
     has_must = any(cand.tier is Tier.MUST for cand in candidates)
     short = len(cleaned) <= MAX_RULES_ONLY_CHARS
+    covered = _coverage(cleaned, analysis.residual) if candidates else 0.0
+
+    def kept(decision: GateDecision, reason: str) -> GateResult:
+        return GateResult(decision, reason, lang, candidates, covered, analysis.residual)
+
     if has_must:
         if short and _covered(analysis.residual):
-            return GateResult(GateDecision.RULES_ONLY, "must_candidate", lang, candidates)
-        return GateResult(GateDecision.NEEDS_LLM, "substantive", lang, candidates)
+            return kept(GateDecision.RULES_ONLY, "must_candidate")
+        return kept(GateDecision.NEEDS_LLM, "partial_cover")
     if comparison_key(cleaned) in previous_keys:
         return GateResult(GateDecision.SKIP, "repeat", lang)
     if candidates:
         if short and _covered(analysis.residual):
-            return GateResult(GateDecision.RULES_ONLY, "rule_candidate", lang, candidates)
-        return GateResult(GateDecision.NEEDS_LLM, "substantive", lang, candidates)
+            return kept(GateDecision.RULES_ONLY, "rule_candidate")
+        return kept(GateDecision.NEEDS_LLM, "partial_cover")
     if _is_emoji_only(cleaned):
         return GateResult(GateDecision.SKIP, "emoji_only", lang)
     if not any(char.isalpha() for char in cleaned):
@@ -197,7 +214,7 @@ def _gate(turn: Turn, previous_keys: set[str]) -> GateResult:
     reason = _smalltalk_reason(cleaned, assistant=turn.role == "assistant")
     if reason is not None:
         return GateResult(GateDecision.SKIP, reason, lang)
-    return GateResult(GateDecision.NEEDS_LLM, "substantive", lang)
+    return GateResult(GateDecision.NEEDS_LLM, "substantive", lang, residual=cleaned)
 
 
 def gate_turn(turn: Turn, *, previous_texts: Sequence[str] = ()) -> GateResult:

@@ -68,7 +68,7 @@ GATE_TABLE: list[tuple[str, str, GateDecision, str | None]] = [
         "user",
         "I live in Berlin and I need a dentist who speaks English near my office.",
         NEEDS_LLM,
-        "substantive",
+        "partial_cover",
     ),
     (
         "user",

@@ -29,7 +29,7 @@ from core.extraction.rules.extract import (
     extract_rules,
     extract_turn,
 )
-from core.extraction.rules.sentences import clean_text, split_sentences
+from core.extraction.rules.sentences import clean_text, split_clauses, split_sentences
 
 __all__ = [
     "MAX_SENTENCE_CHARS",
@@ -39,5 +39,6 @@ __all__ = [
     "dedupe",
     "extract_rules",
     "extract_turn",
+    "split_clauses",
     "split_sentences",
 ]

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from core.extraction.candidates import Category, Tier
 from core.extraction.rules.hits import Hit, must, shift, tool_hit
-from core.extraction.rules.vocab import Tool, find_tools
+from core.extraction.rules.vocab import Tool, current_tool, find_tools
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,6 +34,8 @@ class LanguageRules:
     reply: Callable[[str], list[Hit]]
     facts: Callable[[str], list[Hit]]
     rules: Callable[[str], list[Hit]]
+    # a lasting statement of one clause no other rule accounts for: (clause, whole sentence) -> hits
+    generic: Callable[[str, str], list[Hit]] = lambda clause, sentence: []
 
 
 def dispatch(sentence: str, rules: LanguageRules) -> list[Hit]:
@@ -112,3 +114,39 @@ def tool_pair_hits(sentence: str, *, lang: str, negating: re.Pattern[str], cue: 
                 tool_hit(first[slot], 0, len(sentence), rule=rule, lang=lang, tier=Tier.MUST, confidence=0.9)
             )
     return hits
+
+
+# A change already made, in either language: the value after it is the slot's current one. Past forms only
+# ("moved", "迁到了", "自从迁到"): "should we migrate to X?" asks, it does not tell.
+_CHANGE_RE = re.compile(
+    r"(?<![\w'])(?:moved|migrated|switched|replaced|rewrote|rewritten|ported|bumped|upgraded|downgraded|"
+    r"transitioned|converted|went\s+(?:over\s+)?to|changed|standardi[sz]ed|settled)\b"
+    r"|\b(?:after|since)\s+(?:the|our|we\s+did\s+the)\s+(?:[\w.+#-]+\s+){1,3}?(?:upgrade|migration|move|switch|"
+    r"rewrite|cutover|port)\b"
+    r"|(?:迁到了|迁移到了|迁到|迁移到|换成了|换成|改用了|改用|升到了|升到|升级到了|升级到|切到了|切到|切换到了|切换到|"
+    r"转到了|转到|换到了|换到|搬到了|搬到|重写成|重写为|用上了|上了)",
+    re.I,
+)
+_ASKED = re.compile(
+    r"(?:\byou\b|\bshould\s+we\b|\bshall\s+we\b|\bwhy\s+not\b|你|要不要|是否|该不该|打算|准备|"
+    r"\bplan|\bconsider|\bthinking|\bmaybe\b|\bif\b|\bsuppos\w*|\bimagine|\bassum\w*|\bwhat\s+if|"
+    r"\bwould|\bcould|\bwhether|假如|假设|万一|如果|要是|倘若|是不是)[^,;]{0,30}$",
+    re.I,
+)
+
+
+def change_hits(clause: str, *, lang: str) -> list[Hit]:
+    """A change of a slot's value already made ("fyi we've since moved CI to Buildkite", "CI 改用 GitHub
+    Actions 了", "after the Node 22 upgrade ..."): the tool named as the new value, in its slot, as a
+    decision. Nothing when the change is asked about or planned."""
+    change = _CHANGE_RE.search(clause)
+    if change is None or _ASKED.search(clause[: change.start()]):
+        return []
+    tail = clause[change.start() :]
+    tool = current_tool(tail) if change.group().lower().startswith(("after", "since")) is False else None
+    if tool is None:  # "after the Node 22 upgrade": the tool is inside the change's own words
+        tool = current_tool(change.group()) or current_tool(tail)
+    if tool is None:
+        return []
+    return [tool_hit(tool, 0, len(clause), rule=f"{lang}.tool.change", lang=lang, category=Category.DECISION,
+                     confidence=0.85)]  # fmt: skip

@@ -11,11 +11,15 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from core.extraction.candidates import Candidate, Tier, Turn
+from core.extraction.candidates import Candidate, Kind, Tier, Turn
 from core.extraction.lang import detect_lang, has_han
 from core.extraction.rules import en, zh
-from core.extraction.rules.hits import Hit
-from core.extraction.rules.sentences import clean_text, split_sentences
+from core.extraction.rules.dispatch import change_hits
+from core.extraction.rules.en.grammar import blocked as en_blocked
+from core.extraction.rules.hits import Hit, shift
+from core.extraction.rules.sentences import clean_text, split_clauses, split_sentences
+from core.extraction.rules.vocab import current_tool
+from core.extraction.rules.zh.grammar import blocked as zh_blocked
 
 MAX_SENTENCE_CHARS = 400
 _LATIN_WORD_RE = re.compile(r"[A-Za-z]{2,}")
@@ -30,12 +34,71 @@ class TurnAnalysis:
     residual: str  # the part of `text` the rules did not account for, pieces joined by " | "
 
 
-def _sentence_hits(sentence: str) -> list[Hit]:
+def _mixed(text: str) -> bool:
+    return has_han(text) and len(_LATIN_WORD_RE.findall(text)) >= 2
+
+
+def _language_hits(text: str) -> list[Hit]:
     english, chinese = en.sentence_hits, zh.sentence_hits
-    first, second = (chinese, english) if detect_lang(sentence) == "zh" else (english, chinese)
-    hits = first(sentence)
-    if has_han(sentence) and len(_LATIN_WORD_RE.findall(sentence)) >= 2:
-        hits += second(sentence)  # a mixed sentence ("请记住 my name is Alice"): both sets, folded by dedupe
+    first, second = (chinese, english) if detect_lang(text) == "zh" else (english, chinese)
+    hits = first(text)
+    if _mixed(text):
+        hits += second(text)  # a mixed sentence ("请记住 my name is Alice"): both sets, folded by dedupe
+    return hits
+
+
+def _generic_hits(clause: str, sentence: str) -> list[Hit]:
+    """A lasting statement the specific rules did not name, in the clause's language; one that names the
+    current value of a slot ("everything deploys to Railway now") fills that slot, so that it supersedes
+    the value it replaces however each was said."""
+    rules = en.ENGLISH if detect_lang(clause) == "en" else zh.CHINESE
+    hits = rules.generic(clause, sentence)
+    if not hits and _mixed(clause):
+        other = zh.CHINESE if rules is en.ENGLISH else en.ENGLISH
+        hits = other.generic(clause, sentence)
+    out: list[Hit] = []
+    for cand, start, end in hits:
+        tool = current_tool(clause) if cand.kind is Kind.SEMANTIC and cand.slot is None else None
+        if tool is not None:
+            cand = dataclasses.replace(cand, slot=tool.slot, value=tool.canonical)
+        out.append((cand, start, end))
+    return out
+
+
+def _sentence_hits(sentence: str) -> list[Hit]:
+    """The sentence's hits, then those of each clause no hit accounts for: a fact stated in passing inside
+    a request ("this service is on Go 1.22, can you check the build?"), a rule after a fact ("数据库用
+    PostgreSQL，不要用 ORM"). A clause after a hypothetical or reported one is not the user's statement."""
+    hits = _language_hits(sentence)
+    clauses = split_clauses(sentence) or [(0, sentence)]
+    if len(clauses) > 1:
+        spans = [(start, end) for _, start, end in hits]
+        for start, clause in clauses:
+            end = start + len(clause)
+            if any(s <= start and end <= e for s, e in spans):
+                continue
+            if start and (en_blocked(sentence, start) or zh_blocked(sentence, start)):
+                continue
+            hits += shift(_language_hits(clause), start)
+    spans = [(start, end) for _, start, end in hits]
+    for start, clause in clauses:  # a change already made names the slot's new value, even in a question
+        end = start + len(clause)
+        slots = {cand.slot for cand, s, e in hits if cand.slot and s < end and start < e}
+        if start and (en_blocked(sentence, start) or zh_blocked(sentence, start)):
+            continue
+        for cand, s, e in change_hits(clause, lang=detect_lang(clause)):
+            if cand.slot not in slots:
+                hits.append((cand, s + start, e + start))
+    if not hits:  # a lesson is one memory of the whole sentence
+        hits = _generic_hits(sentence, sentence)
+    spans = [(start, end) for _, start, end in hits]
+    for start, clause in clauses:  # what no rule named: a lasting statement of the clause, if it is one
+        end = start + len(clause)
+        if any(s < end and start < e for s, e in spans):
+            continue
+        if start and (en_blocked(sentence, start) or zh_blocked(sentence, start)):
+            continue
+        hits += shift(_generic_hits(clause, sentence), start)
     return hits
 
 

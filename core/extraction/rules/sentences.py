@@ -2,6 +2,8 @@
 
 - `clean_text(text)`: fenced code blocks, indented code and "> quoted" lines dropped (pasted code and quoted
   text are not the user's statements); inline `code` and Markdown emphasis keep their text; lines normalised.
+- `split_clauses(sentence)`: the clauses of one sentence with their offsets, split at commas, semicolons,
+  colons, dashes and at a conjunction that opens a new statement or request ("..., and can you ...").
 - `split_sentences(text)`: the sentences of a cleaned text, leading bullets, emoji and symbols dropped; inner
   dots ("Next.js", "v1.2", "Dr. Patel", "e.g. this") do not end a sentence.
 """
@@ -47,3 +49,27 @@ def split_sentences(text: str) -> list[str]:
         for match in _SENTENCE_RE.finditer(protected)
     )
     return [sentence for sentence in sentences if sentence.strip(".!?; ")]
+
+
+# A clause ends at a comma, semicolon, colon or dash, or before a conjunction opening a new statement.
+_CLAUSE_BREAK_RE = re.compile(
+    r"\s*(?:[,;:]|\s[-\u2013\u2014]\s|\u2014)\s*"
+    r"|\s+(?=(?:and|but|so|though|although|while)\s+(?:i|i'm|i've|we|we're|we've|my|our|the\s+team|please|pls|"
+    r"can|could|would|don't|do\s+not|never|always|also)\b)"
+    r"|(?<=[\u4e00-\u9fff])\s*(?=(?:但是|不过|所以|然后|而且|另外|顺便|并且|可是)[\u4e00-\u9fffA-Za-z])",
+    re.I,
+)
+_MIN_CLAUSE = re.compile(r"[A-Za-z]{2,}.*[A-Za-z]{2,}|[\u4e00-\u9fff].*[\u4e00-\u9fff]", re.S)
+
+
+def split_clauses(sentence: str) -> list[tuple[int, str]]:
+    """(offset, clause) for each clause of one sentence; clauses too short to say anything are left out."""
+    out: list[tuple[int, str]] = []
+    start = 0
+    for match in _CLAUSE_BREAK_RE.finditer(sentence):
+        if match.start() <= start:
+            continue
+        out.append((start, sentence[start : match.start()]))
+        start = match.end()
+    out.append((start, sentence[start:]))
+    return [(offset, text) for offset, text in out if _MIN_CLAUSE.search(text)]

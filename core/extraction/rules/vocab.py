@@ -23,30 +23,62 @@ class Tool(NamedTuple):
 # One line per slot: `canonical[=Display][(alias|alias)]`; "_" stands for a space. "-" means no slot.
 _TOOL_LEXICON = """
 project.package_manager: pnpm npm yarn=Yarn bun=Bun pip(pip|pip3) poetry=Poetry uv pipenv=Pipenv
-    conda=Conda(conda|miniconda)
+    conda=Conda(conda|miniconda) cargo=Cargo composer=Composer bundler=Bundler
 project.database: postgresql=PostgreSQL(postgresql|postgres|postgre|pg|pgsql) mysql=MySQL mariadb=MariaDB
     sqlite=SQLite(sqlite|sqlite3) mongodb=MongoDB(mongodb|mongo) oracle=Oracle(oracle_db) dynamodb=DynamoDB
     sql_server=SQL_Server(sql_server|sqlserver|mssql) clickhouse=ClickHouse cockroachdb=CockroachDB
-    cassandra=Cassandra
+    cassandra=Cassandra supabase=Supabase firebase=Firebase(firebase|firestore) neo4j=Neo4j tidb=TiDB
+    duckdb=DuckDB snowflake=Snowflake bigquery=BigQuery timescaledb=TimescaleDB oceanbase=OceanBase
+    planetscale=PlanetScale aurora=Aurora
 project.language: python=Python(python|python3) typescript=TypeScript(typescript|ts) go=Go(golang|go)
     javascript=JavaScript(javascript|js) rust=Rust java=Java kotlin=Kotlin c#=C#(c#|csharp) c++=C++(c++|cpp)
-    ruby=Ruby php=PHP swift=Swift scala=Scala elixir=Elixir dart=Dart
-project.framework: react=React(react|reactjs|react.js) vue=Vue(vue|vuejs|vue.js|vue3) angular=Angular
+    ruby=Ruby php=PHP swift=Swift scala=Scala elixir=Elixir dart=Dart haskell=Haskell clojure=Clojure
+    ocaml=OCaml zig=Zig lua=Lua perl=Perl julia=Julia erlang=Erlang f#=F#(f#|fsharp)
+project.framework: react=React(react|reactjs|react.js) vue=Vue(vue|vuejs|vue.js|vue3|vue2) angular=Angular
     svelte=Svelte(svelte|sveltekit) next.js=Next.js(next.js|nextjs) nuxt=Nuxt(nuxt|nuxtjs|nuxt.js)
     django=Django flask=Flask fastapi=FastAPI rails=Rails(ruby_on_rails|rails) laravel=Laravel flutter=Flutter
-    spring_boot=Spring_Boot(spring_boot|springboot) express=Express(express.js|expressjs|express)
-    nestjs=NestJS(nestjs|nest.js)
-project.test_framework: pytest jest=Jest vitest=Vitest
-project.orm: sqlalchemy=SQLAlchemy prisma=Prisma typeorm=TypeORM drizzle=Drizzle
-project.bundler: vite=Vite webpack
-project.cloud: aws=AWS gcp=GCP(gcp|google_cloud) azure=Azure
+    spring_boot=Spring_Boot(spring_boot|springboot|spring) express=Express(express.js|expressjs|express)
+    nestjs=NestJS(nestjs|nest.js) remix=Remix astro=Astro solidjs=SolidJS(solidjs|solid.js) gin=Gin
+    phoenix=Phoenix axum=Axum actix=Actix(actix|actix-web) asp.net=ASP.NET(asp.net|asp.net_core|.net_core)
+    react_native=React_Native(react_native|rn) electron=Electron tauri=Tauri swiftui=SwiftUI
+    jetpack_compose=Jetpack_Compose uni-app=uni-app(uni-app|uniapp) taro=Taro htmx=htmx qt=Qt
+project.test_framework: pytest jest=Jest vitest=Vitest mocha=Mocha junit=JUnit rspec=RSpec unittest
+project.orm: sqlalchemy=SQLAlchemy prisma=Prisma typeorm=TypeORM drizzle=Drizzle hibernate=Hibernate
+    gorm=GORM sequelize=Sequelize mongoose=Mongoose mybatis=MyBatis(mybatis|mybatis-plus) sqlmodel=SQLModel
+    activerecord=ActiveRecord(activerecord|active_record) ent=ent(entgo)
+project.bundler: vite=Vite webpack esbuild rollup=Rollup turbopack=Turbopack parcel=Parcel
+project.build_tool: maven=Maven gradle=Gradle bazel=Bazel cmake=CMake turborepo=Turborepo nx=Nx
+project.ci: github_actions=GitHub_Actions(github_actions|gh_actions|github_action) buildkite=Buildkite
+    jenkins=Jenkins circleci=CircleCI(circleci|circle_ci) gitlab_ci=GitLab_CI(gitlab_ci|gitlab_ci/cd)
+    travis_ci=Travis_CI(travis|travis_ci) drone=Drone(drone_ci) teamcity=TeamCity argo_workflows=Argo_Workflows
+    bitbucket_pipelines=Bitbucket_Pipelines azure_pipelines=Azure_Pipelines(azure_pipelines|azure_devops)
+project.hosting: vercel=Vercel netlify=Netlify heroku=Heroku fly.io=Fly.io(fly.io|flyio) render=Render
+    railway=Railway cloudflare=Cloudflare(cloudflare|cloudflare_workers|cloudflare_pages) hetzner=Hetzner
+    digitalocean=DigitalOcean(digitalocean|digital_ocean) linode=Linode ec2=EC2 ecs=ECS(ecs|aws_ecs|fargate)
+    cloud_run=Cloud_Run app_engine=App_Engine eks=EKS gke=GKE aks=AKS lambda=AWS_Lambda(aws_lambda)
+    ovh=OVH vultr=Vultr
+project.cloud: aws=AWS gcp=GCP(gcp|google_cloud) azure=Azure aliyun=Alibaba_Cloud(aliyun|alibaba_cloud|阿里云)
+    tencent_cloud=Tencent_Cloud(tencent_cloud|腾讯云) huawei_cloud=Huawei_Cloud(huawei_cloud|华为云)
+project.tracker: jira=Jira linear=Linear trello=Trello asana=Asana youtrack=YouTrack
+project.chat: slack=Slack microsoft_teams=Microsoft_Teams(microsoft_teams|ms_teams) discord=Discord
+    feishu=Feishu(feishu|lark|飞书) dingtalk=DingTalk(dingtalk|钉钉) wecom=WeCom(wecom|企业微信|企微)
+project.queue: kafka=Kafka rabbitmq=RabbitMQ sqs=SQS(sqs|aws_sqs) nats=NATS pulsar=Pulsar
+    rocketmq=RocketMQ
 user.editor: vim=Vim neovim=Neovim(neovim|nvim) emacs=Emacs pycharm=PyCharm intellij=IntelliJ(intellij|idea)
-    vscode=VS_Code(vscode|vs_code|visual_studio_code)
+    vscode=VS_Code(vscode|vs_code|visual_studio_code) sublime=Sublime_Text(sublime|sublime_text)
+    cursor=Cursor zed=Zed helix=Helix xcode=Xcode webstorm=WebStorm goland=GoLand
+    android_studio=Android_Studio visual_studio=Visual_Studio
 user.os: macos=macOS(macos|mac|macbook|osx|os_x) linux=Linux windows=Windows ubuntu=Ubuntu
--: docker=Docker kubernetes=Kubernetes(kubernetes|k8s) terraform=Terraform redis=Redis kafka=Kafka
+    arch_linux=Arch_Linux(arch_linux|archlinux) fedora=Fedora debian=Debian nixos=NixOS wsl=WSL(wsl|wsl2)
+-: docker=Docker kubernetes=Kubernetes(kubernetes|k8s) terraform=Terraform redis=Redis
     graphql=GraphQL tailwind=Tailwind_CSS(tailwind|tailwindcss) eslint=ESLint prettier=Prettier ruff=Ruff mypy
-    github=GitHub gitlab=GitLab jira=Jira celery=Celery nginx sentry=Sentry elasticsearch=Elasticsearch
-    rabbitmq=RabbitMQ node.js=Node.js(node.js|nodejs|node)
+    github=GitHub gitlab=GitLab celery=Celery nginx sentry=Sentry elasticsearch=Elasticsearch
+    node.js=Node.js(node.js|nodejs|node) datadog=Datadog grafana=Grafana prometheus=Prometheus
+    ansible=Ansible helm=Helm pulumi=Pulumi s3=S3(s3|aws_s3) bitbucket=Bitbucket jquery=jQuery
+    lodash=Lodash moment.js=Moment.js(moment.js|momentjs) axios=Axios redux=Redux pandas=pandas
+    numpy=NumPy pytorch=PyTorch(pytorch|torch) tensorflow=TensorFlow storybook=Storybook cypress=Cypress
+    playwright=Playwright selenium=Selenium opentelemetry=OpenTelemetry(opentelemetry|otel) vault=Vault
+    minio=MinIO oss=OSS
 """
 _ENTRY_RE = re.compile(r"([^\s=(]+)(?:=([^\s(]+))?(?:\(([^)]*)\))?")
 
@@ -74,18 +106,60 @@ _TOOL_RE = re.compile(
     re.I,
 )
 # Aliases that are also common words count only in these spellings ("Go", not "go").
-_CASE_SENSITIVE = {"go": ("Go", "GO"), "mac": ("Mac",), "node": ("Node",)}
+_CASE_SENSITIVE = {
+    "go": ("Go", "GO"), "mac": ("Mac",), "node": ("Node",), "render": ("Render",), "railway": ("Railway",),
+    "cursor": ("Cursor",), "zed": ("Zed",), "linear": ("Linear",), "spring": ("Spring",), "ent": ("ent",),
+    "drone": ("Drone",), "lambda": ("Lambda",), "remix": ("Remix",), "phoenix": ("Phoenix",),
+    "gin": ("Gin",), "taro": ("Taro",), "vault": ("Vault",), "helix": ("Helix",), "rn": ("RN",),
+    "idea": ("IDEA", "Idea"), "arch": ("Arch",), "oss": ("OSS",), "nx": ("Nx",), "travis": ("Travis",),
+    "lark": ("Lark",), "discord": ("Discord",), "slack": ("Slack",), "unittest": ("unittest",),
+    "astro": ("Astro",), "parcel": ("Parcel",), "aurora": ("Aurora",), "zig": ("Zig",), "qt": ("Qt",),
+}  # fmt: skip
+_VERSION_RE = re.compile(
+    r"[ \t]?v?(?P<v>\d{1,2}(?:\.\d{1,3}){0,2}(?:\.x)?)(?![\w.%]|\s*(?:%|ms|s\b|gb|mb|k\b|x\b|分钟|秒|个))",
+    re.I,
+)
 
 
 def find_tools(text: str) -> list[tuple[Tool, int, int]]:
-    """Known tools named in `text`, with their spans, in order."""
+    """Known tools named in `text`, with their spans, in order. A version right after a slotted tool ("Go
+    1.22", "Vue 2", "Python 3.12") is part of its value and display, and of its span."""
     found = []
     for match in _TOOL_RE.finditer(text):
         alias = match.group().lower()
         if alias in _CASE_SENSITIVE and match.group() not in _CASE_SENSITIVE[alias]:
             continue
-        found.append((_TOOLS[alias], match.start(), match.end()))
+        tool, end = _TOOLS[alias], match.end()
+        version = _VERSION_RE.match(text, end) if tool.slot else None
+        if version:
+            v = version.group("v")
+            tool = tool._replace(canonical=f"{tool.canonical} {v}", display=f"{tool.display} {v}")
+            end = version.end()
+        found.append((tool, match.start(), end))
     return found
+
+
+# What marks a tool as the value being left: "from npm", "replaced Flask with", "off Mongo", "no longer X".
+_OLD_VALUE_RE = re.compile(
+    r"(?:\b(?:from|off|replaced|replacing|replace|instead\s+of|rather\s+than|no\s+longer(?:\s+use)?|not|ditched|"
+    r"dropped|left|leaving|away\s+from|over|than|retired|killed|sunset|deprecated)|从|不再用?|替换掉?|换掉|弃用|"
+    r"放弃了?|不用|不是|而不是|代替|取代)\s*(?:the\s+|our\s+|using\s+)?$",
+    re.I,
+)
+
+
+def current_tool(text: str) -> Tool | None:
+    """The one slotted tool `text` names as the current value: tools named as the value left ("moved off
+    Mongo to DynamoDB", "从 Jenkins 换成 GitHub Actions") do not count; None when there is no such tool or
+    when two slots or two values remain."""
+    current = [
+        tool
+        for tool, start, _ in find_tools(text)
+        if tool.slot and not _OLD_VALUE_RE.search(text[max(0, start - 24) : start])
+    ]
+    if len({(t.slot, t.canonical) for t in current}) != 1:
+        return None
+    return current[0]
 
 
 def is_tool(text: str) -> bool:

@@ -17,6 +17,8 @@ from core.extraction.rules.zh.behaviour import reply_hits, rule_hits
 from core.extraction.rules.zh.facts import CORRECTION_CUE, NEGATING, fact_hits, inherited_hits
 from core.extraction.rules.zh.grammar import is_question
 from core.extraction.rules.zh.requests import CONTRAST_RE, CORRECTION_RE, forget_hits, remember_hits
+from core.extraction.rules.zh.statements import prohibition_hits, team_hits
+from core.extraction.rules.zh.statements import statement_hits as generic_hits
 
 __all__ = ["CHINESE", "sentence_hits"]
 
@@ -31,8 +33,9 @@ CHINESE = LanguageRules(
     contrast=CONTRAST_RE,  # "我住在杭州，不是苏州"
     correction_facts=fact_hits,
     reply=reply_hits,
-    facts=lambda sentence: fact_hits(sentence) + inherited_hits(sentence),
-    rules=rule_hits,
+    facts=lambda sentence: fact_hits(sentence) + inherited_hits(sentence) + team_hits(sentence),
+    rules=lambda sentence: rule_hits(sentence) or prohibition_hits(sentence),
+    generic=generic_hits,
 )
 
 

@@ -1,0 +1,239 @@
+"""English statements by grammatical class, for what the slot rules do not name. Pure: no I/O.
+
+Each class is a subject, a predicate and what the clause says, not a sentence seen in a test:
+
+- `prohibition_hits`: a thing forbidden in the user's work, whatever the phrasing: "X is banned / not
+  allowed / off-limits", "no X in this repo", "we don't do X here", "I'd rather you didn't X", a labelled
+  rule ("Rule for this repo: ..."), and modal rules on a thing ("exports must always stream") -> MUST.
+- `team_hits`: the team the user is on ("I'm on the payments team", "I moved to the infra team") ->
+  `user.team`; a family member or pet with a name ("my dog Biscuit") -> a WORTH fact.
+- `statement_hits`: a first-person or project statement that holds beyond the moment: a stative predicate
+  ("we deploy with ArgoCD", "our data is far too relational"), a decision with or without its reason ("we
+  picked SQLite because ...", "we ruled out Kafka"), a lesson ("lesson learned: ...", "got burned by ..."),
+  a standing policy (backups, schedules, retention) -> WORTH; the content is the clause in the third person.
+  A clause about the moment ("I'm trying to ...", "today", "this error"), a request, a question, a
+  hypothetical or someone else's fact says nothing lasting and yields nothing.
+"""
+
+from __future__ import annotations
+
+import re
+
+from core.extraction.candidates import Category, Kind, Tier
+from core.extraction.rules.en.grammar import LEAD, blocked, is_question, sentence_case, third_person
+from core.extraction.rules.hits import Hit, fact, make
+
+# fmt: off
+_THING = r"(?P<obj>[\w@#.+/`'-]+(?:\s+[\w@#.+/`'-]+){0,3}?)"
+_BANNED_RE = re.compile(
+    r"(?:^|(?<=[\s,:]))" + _THING + r"\s+(?:is|are)\s+(?:(?:strictly|completely|totally|basically|now|also)\s+)?"
+    r"(?:banned|forbidden|prohibited|not\s+allowed|disallowed|off[- ]limits|a\s+no[- ]go|not\s+permitted|"
+    r"not\s+an\s+option|verboten|deprecated\s+here)\b", re.I)
+_NO_X_IN_RE = re.compile(
+    r"^(?:and\s+)?no\s+(?P<obj>(?!worries|problem|idea|luck|way|need|clue|thanks|rush|pressure)[\w.+#-]+(?:\s+"
+    r"[\w.+#-]+){0,3}?)(?:\s+(?:in|on|for|to|inside|anywhere\s+in)\s+(?:this|our|the|my)\s+[\w-]+(?:\s+[\w-]+)?|"
+    r"\s*,?\s*(?:ever|period|no\s+exceptions|full\s+stop|please)|\s+without\s+[^,.;]{2,40})", re.I)
+_WE_DONT_RE = re.compile(
+    r"^we\s+(?:don't|do\s+not|dont|never)\s+(?!know|think|have|need|want|care|see|get|understand|mind|"
+    r"like|remember|usually|really|use\b|live|work|own|speak|go|agree|do\s+that|do\s+this|do\s+it)(?P<rest>[a-z][\w\s.'/-]{2,80}?)(?:\s+(?:here|in\s+this\s+\w+|on\s+"
+    r"this\s+\w+|at\s+all|ever))?[.!]*$", re.I)
+_RATHER_YOU_RE = re.compile(
+    r"\bi(?:'d|\s+would)\s+(?:rather|prefer(?:\s+it\s+if)?)\s+you\s+(?:didn't|did\s+not|not|never|don't|stop)\s+"
+    r"(?P<rest>[a-z][^.;!?]{2,80})", re.I)
+_RULE_LABEL_RE = re.compile(
+    r"^(?:(?:ground|house|hard|team|golden|one|general|standing)\s+)?rules?(?:\s+(?:for|in|on)\s+[^:]{1,30})?"
+    r"\s*[:-]\s*(?P<rest>.{4,200})$", re.I)
+_MODAL_RULE_RE = re.compile(
+    r"^(?:all\s+|every\s+|any\s+|each\s+)?(?P<subj>(?!(?:i|we|you|it|this|that|he|she|they|because|since|as|so|"
+    r"and|but|if|when|until|which|who|there|here|what|how|why|where|then|also|just)\b)"
+    r"[a-z][\w/.-]*(?:\s+[\w/.-]+){0,3}?)\s+(?P<mod>must|have\s+to|has\s+to|need\s+to|needs\s+to|should\s+always|"
+    r"should\s+never|must\s+never|must\s+always|are\s+required\s+to|is\s+required\s+to)\s+"
+    r"(?P<rest>[a-z][^?]{2,160})$", re.I)
+# fmt: on
+_FILLER = re.compile(r",\s*(?:under\s+any\s+circumstances|ever|please|ok|okay|seriously|again)\s*,", re.I)
+
+
+def _rule(content: str, rule: str, *, end: int, category: Category = Category.CONSTRAINT) -> Hit:
+    cand = make(
+        sentence_case(content), Kind.PROCEDURAL, category, Tier.MUST, rule=rule, confidence=0.85, lang="en"
+    )
+    return cand, 0, end
+
+
+def prohibition_hits(sentence: str) -> list[Hit]:
+    """Things forbidden in the user's work, however phrased (see the module docstring)."""
+    text = _FILLER.sub(" ", sentence).strip()
+    body = re.sub(LEAD, "", text, count=1, flags=re.I).strip()
+    if not body or is_question(body):
+        return []
+    label = _RULE_LABEL_RE.match(body)
+    if label:
+        return [_rule(third_person(label.group("rest")), "en.rule.labelled", end=len(sentence))]
+    banned = _BANNED_RE.search(body)
+    if banned and not blocked(body, banned.start()):
+        obj = banned.group("obj").strip("`'\" ")
+        if obj.lower() not in ("it", "that", "this", "which", "what", "everything", "nothing"):
+            return [_rule(f"Do not use {obj} ({banned.group().split(obj, 1)[-1].strip()})",
+                          "en.rule.banned", end=len(sentence))]  # fmt: skip
+    rather = _RATHER_YOU_RE.search(body)
+    if rather and not blocked(body, rather.start(), hypothetical=False):
+        return [
+            _rule(f"Do not {third_person(rather.group('rest'))}", "en.rule.rather_not", end=len(sentence))
+        ]
+    no_x = _NO_X_IN_RE.match(body)
+    if no_x:
+        return [_rule(third_person(body), "en.rule.no_x", end=len(sentence))]
+    we_dont = _WE_DONT_RE.match(body)
+    if we_dont and not re.search(r"\b(?:anymore|any\s+more|no\s+longer|yet)\b", body, re.I):
+        return [_rule(f"Do not {third_person(we_dont.group('rest'))}", "en.rule.we_dont", end=len(sentence))]
+    modal = _MODAL_RULE_RE.match(body)
+    if modal and not blocked(body, modal.start()) and not _MOMENT.search(body):
+        return [_rule(third_person(body), "en.rule.modal", end=len(sentence))]
+    return []
+
+
+# fmt: off
+_TEAM_RE = re.compile(
+    r"(?<![\w'])(?:i'm|i\s+am|i've\s+been|i\s+work|i'm\s+working|i\s+joined|i\s+moved|i\s+switched|"
+    r"i\s+transferred|i\s+got\s+moved|i\s+got\s+transferred|i'm\s+now|i\s+sit|i\s+lead|i\s+run|i\s+manage)\s+"
+    r"(?:now\s+|currently\s+|still\s+|officially\s+)?(?:on|in|with|to|into|over\s+to)?\s*(?:the\s+)?"
+    r"(?P<team>(?-i:[A-Za-z][\w&/-]*)(?:\s+[\w&/-]+){0,2}?)\s+(?:team|squad|group|org|department|dept)\b",
+    re.I)
+_FAMILY = (
+    r"wife|husband|partner|girlfriend|boyfriend|fiancee?|son|daughter|kid|child|baby|mom|mother|mum|dad|father|"
+    r"brother|sister|dog|cat|puppy|kitten|pet|parrot|rabbit|bunny|hamster|horse|turtle|bird"
+)
+_FAMILY_RE = re.compile(
+    r"\b(?:my|our)\s+(?:\w+\s+)?(?P<who>" + _FAMILY + r")(?:'s\s+name\s+is|\s+is\s+(?:named|called)|\s+"
+    r"(?:named|called)|,)?\s+(?P<name>(?-i:[A-Z][a-z]+(?:\s[A-Z][a-z]+)?))\b"
+    r"|\b(?:my|our)\s+(?:new\s+|little\s+|old\s+)?(?P<who2>" + _FAMILY + r")\b[^.;!?]{0,40}?\b(?:her|his|its)\s+"
+    r"name\s+is\s+(?P<name2>(?-i:[A-Z][a-z]+))", re.I)
+_NOT_NAMES = frozenset("I The A An And But So Just Also Now Today Is Was Has Had Who".split())
+# fmt: on
+
+
+def team_hits(sentence: str) -> list[Hit]:
+    """The user's team (`user.team`), and a family member or pet named."""
+    hits: list[Hit] = []
+    team = _TEAM_RE.search(sentence)
+    if team and not blocked(sentence, team.start()):
+        name = team.group("team").strip()
+        if name.lower() not in ("a", "an", "my", "our", "this", "that", "same", "other", "new", "whole"):
+            value = f"{name} team"
+            cand = fact(f"The user is on the {value}.", "user.team", value.lower(), rule="en.team", lang="en")
+            hits.append((cand, team.start(), team.end()))
+    family = _FAMILY_RE.search(sentence)
+    if family and not blocked(sentence, family.start()):
+        who = (family.group("who") or family.group("who2")).lower()
+        name = family.group("name") or family.group("name2")
+        if name not in _NOT_NAMES:
+            content = f"The user's {who} is named {name}."
+            cand = make(content, Kind.SEMANTIC, Category.PROFILE, Tier.WORTH, rule="en.family", confidence=0.8,
+                        lang="en")  # fmt: skip
+            hits.append((cand, family.start(), family.end()))
+    return hits
+
+
+# fmt: off
+_SUBJECT = (
+    r"(?:i|i'm|i've|im|we|we're|we've|our\s+(?:whole\s+|entire\s+)?[\w-]+(?:\s+[\w-]+)?|my\s+(?:team|company|"
+    r"project|setup|stack|startup|org|day\s+job|workplace|side\s+project|home\s+lab|homelab|[\w-]+\s+(?:team|"
+    r"project|app))|this\s+(?:repo|project|service|app|codebase|team|monorepo|product|company|package|library)|"
+    r"the\s+(?:team|whole\s+team|project|repo|app|service|codebase|stack|product|company|backend|frontend|api|"
+    r"infra|cluster|database|db|[\w-]+\s+service|[\w-]+\s+team|[\w-]+\s+app)|everything|prod|production|staging|"
+    r"ci|backups?|deploys?|releases?)"
+)
+_STATEMENT_RE = re.compile(
+    r"^(?P<subj>" + _SUBJECT + r")(?:'s|'re|'m|'ve)?\s+(?:(?:all|mostly|mainly|also|still|now|currently|"
+    r"always|usually|only|just|basically|really|actually|deliberately|intentionally|finally|officially|since|"
+    r"recently|already|never)\s+)*(?P<pred>[a-z][\w'-]*)\b(?P<rest>.*)$", re.I)
+_STATIVE = frozenset(
+    "use uses run runs host hosts deploy deploys ship ships build builds write writes store stores keep keeps "
+    "back backs own owns maintain maintains target targets support supports rely relies depend depends live "
+    "lives work works speak speaks follow follows release releases sit sits serve serves handle handles "
+    "have has is are am be been was were lives on in based from part a an the standardize standardized "
+    "require requires need needs cover covers go goes page pages alert alerts mirror mirrors replicate "
+    "replicates sync syncs pin pins vendor vendors test tests review reviews squash squashes rebase "
+    "rebases merge merges do does sign signs encrypt encrypts rotate rotates".split()
+)
+_DECISION = frozenset(
+    "picked chose chosen went settled decided adopted switched moved migrated replaced ruled rejected "
+    "dropped ditched abandoned backed gave stopped tried considered evaluated opted standardized "
+    "standardised bumped upgraded downgraded retired deprecated killed sunset".split()
+)
+_LESSON_RE = re.compile(
+    r"\b(?:lesson|lessons|learned|learnt|the\s+hard\s+way|post-?mortem|takeaway|got\s+burned|got\s+bitten|"
+    r"burned\s+us|bit\s+us|root\s+cause|outage|incident)\b", re.I)
+_POLICY_RE = re.compile(
+    r"\b(?:backups?|backed\s+up|retention|retained|kept\s+(?:for\s+)?\d+|nightly|daily|weekly|monthly|hourly|"
+    r"every\s+(?:day|night|morning|week|month|hour|sprint|release|monday|tuesday|wednesday|thursday|friday|"
+    r"saturday|sunday|\d+\s+\w+)|on\s+(?:mondays|tuesdays|wednesdays|thursdays|fridays|weekends)|on-?call|"
+    r"\d+-day|sla|rpo|rto)\b", re.I)
+_MOMENT = re.compile(
+    r"\b(?:today|tonight|right\s+now|at\s+the\s+moment|this\s+(?:morning|afternoon|evening|error|bug|issue|"
+    r"warning|test|file|function|line|one|time|pr|ticket)|just\s+now|trying|stuck|confused|wondering|"
+    r"debugging|looking\s+(?:at|into|for)|working\s+on|figure\s+out|figuring|getting\s+(?:an?|this|the)|"
+    r"seeing|in\s+a\s+(?:meeting|hurry|rush)|on\s+a\s+call|need\s+help|help\s+me|can\s+you|could\s+you|"
+    r"would\s+you|will\s+you|please|let\s+me\s+know|tomorrow|yesterday|later|soon|next\s+(?:week|month)|"
+    r"below|above|attached|here's|here\s+is|pasted|back\s+(?:on|to|in|at|from|home))\b", re.I)
+_PRONOUN_REST = re.compile(r"^(?:it|that|this|them|those|these|so|too|one|out)?[\s.!]*$", re.I)
+_LESSON_LABEL = re.compile(
+    r"^(?:(?:a|the|one|big|key|main|our|my)\s+)?(?:lessons?|takeaways?|post-?mortem(?:\s+takeaways?)?)"
+    r"(?:\s+(?:learned|learnt))?(?:\s+(?:the\s+hard\s+way|from\s+[^:]{1,40}|for\s+[^:]{1,30}|last\s+\w+))*"
+    r"\s*(?::|-|,)?\s*", re.I)
+_NOT_STATEMENT = re.compile(  # the verb says the clause is about thinking, wanting or this conversation
+    r"^(?:think|thought|guess|feel|felt|wonder|wondered|hope|need|needed|want|wanted|like|would|'d|'ll|will|"
+    r"can|could|should|might|may|must|wrote|added|changed|found|noticed|saw|see|got|get|tried\s+to|ran|"
+    r"did|discussed|talked|had\s+a|mean|meant|know|knew|forgot|remember|asked|said|told|agree|agreed)\b", re.I)
+_PERSON_OWNER = re.compile(  # someone else's fact: "our designer uses Figma", "my colleague ..."
+    r"^(?:our|my)\s+(?:\w+\s+)?(?:colleague|coworker|co-worker|boss|manager|friend|designer|intern|pm|cto|ceo|"
+    r"client|customer|users?|neighbou?r|teammate|contractor|lead|cousin|uncle|aunt)s?\b", re.I)
+# fmt: on
+
+
+def _generic(content: str, category: Category, kind: Kind, rule: str, end: int) -> Hit:
+    cand = make(sentence_case(third_person(content)), kind, category, Tier.WORTH, rule=rule, confidence=0.7,
+                lang="en")  # fmt: skip
+    return cand, 0, end
+
+
+def lesson_hits(sentence: str) -> list[Hit]:
+    """A lesson told in one sentence ("Lesson learned: ...", "got burned by X, so we pin Y now"): one
+    memory of the whole sentence, its label dropped."""
+    if not _LESSON_RE.search(sentence) or is_question(sentence) or sentence.rstrip().endswith("?"):
+        return []
+    body = _LESSON_LABEL.sub("", re.sub(LEAD, "", sentence, count=1, flags=re.I).strip(" ,;:-"), count=1)
+    if len(body.split()) < 5 or _MOMENT.search(body) or blocked(sentence, 0):
+        return []
+    return [_generic(body, Category.LESSON, Kind.EPISODIC, "en.statement.lesson", len(sentence))]
+
+
+def statement_hits(clause: str, sentence: str = "") -> list[Hit]:
+    """A lasting first-person or project statement of one clause (see the module docstring); called with
+    the whole sentence as `clause` first, where only a lesson counts."""
+    if clause == sentence:
+        return lesson_hits(sentence)
+    body = re.sub(LEAD, "", clause, count=1, flags=re.I).strip(" ,;:-")
+    if len(body) < 8 or is_question(body) or body.endswith("?") or _LESSON_LABEL.fullmatch(body + ":"):
+        return []
+    match = _STATEMENT_RE.match(body)
+    if match is None:
+        if _POLICY_RE.search(body) and re.match(r"^[A-Za-z][\w -]{1,20}:", clause.strip()):
+            return [_generic(body, Category.FACT, Kind.SEMANTIC, "en.statement.policy", len(clause))]
+        return []
+    if _PERSON_OWNER.match(body) or blocked(body, match.end("subj")) or _MOMENT.search(body):
+        return []
+    pred = match.group("pred").lower()
+    rest = match.group("rest").strip()
+    if _NOT_STATEMENT.match(f"{pred} {rest}") or len(rest.split()) < 1 or _PRONOUN_REST.match(rest):
+        return []
+    if pred in _DECISION and not re.match(
+        r"(?:somewhere|away|on|out|in|back|here|there|house)\b", rest, re.I
+    ):
+        return [_generic(body, Category.DECISION, Kind.SEMANTIC, "en.statement.decision", len(clause))]
+    if pred in _STATIVE and len(body.split()) >= 4:
+        category = Category.FACT
+        if _POLICY_RE.search(body):
+            return [_generic(body, category, Kind.SEMANTIC, "en.statement.policy", len(clause))]
+        return [_generic(body, category, Kind.SEMANTIC, "en.statement.fact", len(clause))]
+    return []

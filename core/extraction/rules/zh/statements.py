@@ -1,0 +1,181 @@
+"""Chinese statements by grammatical class, for what the slot rules do not name. Pure: no I/O.
+
+The same classes as `en.statements`, in Chinese grammar:
+
+- `prohibition_hits`: a thing forbidden, object first or after a topic ("lodash 别用了", "ORM 是禁用的",
+  "TS 里不许写 any", "项目里禁用 moment.js"), and modal rules on a thing ("生产库的 migration 必须先在
+  staging 跑一遍", "所有金额一律用 BigDecimal") -> MUST.
+- `team_hits`: the user's group ("我在支付组", "我现在调到数据组了", "我们组是支付组") -> `user.team`; a family
+  member or pet with a name ("我家猫叫馒头") -> a WORTH fact.
+- `statement_hits`: a lasting statement of a subject the user speaks for (我 / 我们 / 团队 / 项目 / 这个服务 /
+  线上 / 数据库 ...) with a predicate of use, place, decision or policy ("前端静态资源托管在 Cloudflare
+  Pages 上", "没上 k8s，三台机器够用", "数据库每天凌晨全量备份到 OSS"), and lessons ("踩过坑：…",
+  "上次事故…，现在…") -> WORTH, the clause in the third person. The moment ("今天", "这个报错"), requests and
+  questions yield nothing.
+"""
+
+from __future__ import annotations
+
+import re
+
+from core.extraction.candidates import Category, Kind, Tier
+from core.extraction.rules.hits import Hit, fact, make
+from core.extraction.rules.zh.grammar import LEAD, ME, WE, blocked, is_question, strip_tail, zh_content
+
+# fmt: off
+_OBJ = r"(?P<obj>[A-Za-z][\w.+#/-]*(?:\s[A-Za-z][\w.+#/-]*){0,2}|[\u4e00-\u9fff]{2,6})"
+_BANNED_RES = (
+    # "moment.js 在我们项目里是禁用的", "ORM 一律禁用"
+    re.compile(r"^(?:还有|另外|而且|注意)?\s*" + _OBJ + r"\s*(?:在[^,]{1,10}?(?:里|中|上))?\s*(?:是|都是|一律|全部|统一)?"
+               r"\s*(?:禁用|禁止使用|禁止|不允许(?:使用|用)?|不许(?:用|使用)|不准(?:用|使用)|不能用|不要用|别用|"
+               r"不用)(?:的|了)?"),
+    # "lodash 别用了", "ORM 就别用了"
+    re.compile(r"^" + _OBJ + r"\s*(?:就|也|都|千万|一定|以后)?(?:别|不要|不许|不准|禁止)(?:再)?(?:用|引入|引|使用|"
+               r"写|上)(?:了|啦|哈|哦)?"),
+    # "项目里禁用 moment.js", "禁止引入 ORM"
+    re.compile(r"(?:^|[里中上,])\s*(?:一律|全面|统一)?(?:禁用|禁止使用|禁止引入|不许引入|不准引入|不允许引入)\s*"
+               + _OBJ),
+)
+_TOPIC_RULE_RE = re.compile(  # "TS 里不许写 any", "生产环境禁止手动执行 DML"
+    r"^(?P<topic>[^,]{1,16}?)(?:里|中|上|内|环境)?\s*(?P<mod>不许|不准|不能|禁止|不允许|不得|严禁|必须|一律|务必|"
+    r"一定要|都得|都要|只能|只许)\s*(?P<rest>[^,]{2,60})")
+# fmt: on
+_NOT_TOPIC = re.compile(r"^(?:我|你|他|她|它|这|那|今天|现在|先|刚|如果|要是|因为|所以|但|可是|不过)")
+
+
+def _rule(content: str, rule: str, end: int) -> Hit:
+    cand = make(zh_content(content), Kind.PROCEDURAL, Category.CONSTRAINT, Tier.MUST, rule=rule,
+                confidence=0.85, lang="zh")  # fmt: skip
+    return cand, 0, end
+
+
+def prohibition_hits(sentence: str) -> list[Hit]:
+    """Things forbidden or required in the user's work, however phrased (see the module docstring)."""
+    body = re.sub(LEAD, "", sentence, count=1).strip(" ,:;!.~")
+    if not body or is_question(body) or blocked(body, len(body)):
+        return []
+    for pattern in _BANNED_RES:
+        match = pattern.search(body)
+        if match and not re.match(r"^(?:我|你|他|她|它|这|那|什么|啥)", match.group("obj")):
+            return [_rule(f"不要使用 {match.group('obj').strip()}", "zh.rule.banned", len(sentence))]
+    topic = _TOPIC_RULE_RE.match(body)
+    if topic and not _NOT_TOPIC.match(topic.group("topic")) and not re.search(r"今天|这次|先|马上", body):
+        return [_rule(strip_tail(body), "zh.rule.modal", len(sentence))]
+    return []
+
+
+# fmt: off
+_TEAM_RE = re.compile(
+    ME + r"(?:现在|目前|已经|最近|上个月|刚)*(?:在|调到了?|调去了?|转到了?|转去了?|去了|加入了?|换到了?|是)\s*"
+    r"(?P<team>[\u4e00-\u9fffA-Za-z]{1,8}?)\s?(?P<unit>组|团队|部门|小组|team)(?![\u4e00-\u9fff]{0,1}(?:的人|长))")
+_WE_TEAM_RE = re.compile(WE + r"(?:组|团队|部门)是\s*(?P<team>[\u4e00-\u9fffA-Za-z]{1,8}?)(?P<unit>组|团队|部门)")
+_FAMILY = r"猫|狗|猫咪|狗狗|女儿|儿子|老婆|老公|媳妇|妻子|丈夫|孩子|宝宝|闺女|男朋友|女朋友|对象|兔子|鹦鹉|仓鼠"
+_FAMILY_RE = re.compile(
+    r"(?:" + ME + r"|" + WE + r"|家里)(?:家)?(?:的)?(?:那只|这只|那条|这条)?[\u4e00-\u9fff]{0,2}?(?P<who>" + _FAMILY
+    + r")(?:的名字)?(?:叫做?|名叫|是|,)?\s*(?P<name>[A-Z][a-z]+|[\u4e00-\u9fff]{1,3}?)(?=$|[\s,.;!~]|今年|了|呢|已经|"
+      r"特别|三|两|一|刚|最近|老)")
+# fmt: on
+_NAME_STOP = re.compile(r"^(?:什么|啥|谁|这|那|个|很|太|特|的|了|在|有|不|也|今|刚|最|老|上|去|又|都)")
+
+
+def team_hits(sentence: str) -> list[Hit]:
+    """The user's group (`user.team`), and a family member or pet named."""
+    hits: list[Hit] = []
+    team = _TEAM_RE.search(sentence) or _WE_TEAM_RE.search(sentence)
+    if team and not blocked(sentence, team.start()):
+        name = team.group("team")
+        if not re.match(r"^(?:一个|这个|那个|哪个|同一|别的|其他|我们|你们|他们|小|大|新)$", name):
+            value = name + team.group("unit")
+            cand = fact(f"用户在{value}。", "user.team", value.lower(), rule="zh.team", lang="zh")
+            hits.append((cand, team.start(), team.end()))
+    family = _FAMILY_RE.search(sentence)
+    if family and not blocked(sentence, family.start()) and not _NAME_STOP.match(family.group("name")):
+        content = f"用户的{family.group('who')}叫{family.group('name')}。"
+        cand = make(content, Kind.SEMANTIC, Category.PROFILE, Tier.WORTH, rule="zh.family", confidence=0.8,
+                    lang="zh")  # fmt: skip
+        hits.append((cand, family.start(), family.end()))
+    return hits
+
+
+# fmt: off
+_SUBJECT = (
+    r"(?:" + WE + r"(?:这边|那边|这里|组|团队|公司|项目组|部门|组里|团队里|公司里)?|" + ME + r"|(?:这个|我们的?|我的|该|本|"
+    r"整个)?(?:项目|团队|公司|组里|后端|前端|服务端|服务|仓库|代码库|工程|应用|系统|网关|集群|架构|技术栈|栈)|"
+    r"(?:线上|生产环境?|prod|测试环境|预发|staging|CI|CD|CI/CD|流水线|部署|发布|上线|备份|数据库|主库|库|缓存|队列|"
+    r"日志|监控|告警|前端静态资源|静态资源|镜像|所有服务|服务都|全部服务)(?:的)?)"
+)
+_PREDICATE = (
+    r"(?:用的是|用的|使用的是|用|使用|采用|基于|跑在|部署在|托管在|放在|搭在|建在|连的是|连|接的是|选了|选的是|选择了|选|定了|"
+    r"决定|放弃了?|弃用了?|没用|没上|没选|不用|不上|换成了?|换到了?|迁到了?|迁移到了?|改用了?|改成了?|升到了?|升级到了?|"
+    r"切到了?|切换到了?|上了|走|全走|都走|每天|每晚|每周|每小时|每月|定期|凌晨|保留|负责|维护|是)"
+)
+_STATEMENT_RE = re.compile(
+    r"^(?P<subj>" + _SUBJECT + r")\s*(?:现在|目前|一直|都|还是|主要|基本|全部|全都|统一|已经|早就|也|就|平时|"
+    r"本来|其实|最后|当时|全)*\s*(?P<pred>" + _PREDICATE + r")")
+_DECISION_RE = re.compile(
+    r"^(?:当时|最后|最终|后来)?(?:评估过|考虑过|试过|调研过|看过)?[^,]{0,20}?(?:没选|没用|没上|放弃了?|弃用了?|"
+    r"否掉了?|不考虑|选了|选|定了|决定用)")
+_LESSON_RE = re.compile(r"教训|踩过坑|踩坑|事故|复盘|故障|出过事|吃过亏|血泪|翻车|挂过|宕机|lesson", re.I)
+_POLICY_RE = re.compile(r"备份|保留\s*\d+|每天|每晚|每周|每小时|每月|凌晨|定期|轮换|值班|发版|上线窗口")
+_MOMENT = re.compile(
+    r"今天|今晚|刚才|刚刚|现在在|正在|这个(?:报错|错误|问题|bug|文件|函数|组件|接口)|帮我|帮忙|请你|麻烦|能不能|"
+    r"可以吗|怎么|为什么|为啥|咋|吗|呢|下面|上面|如下|贴|看下|看看|看一下|待会|一会|明天|下周|打算|准备|想要|想让|"
+    r"试试|一下", re.I)
+_LABEL = re.compile(
+    r"^(?:(?:上次|之前|去年|那次)?(?:线上)?(?:事故|故障)(?:复盘)?(?:的)?(?:结论|教训)?|(?:吸取|血的)?教训|踩过(?:的)?坑|"
+    r"备份策略|部署(?:方式|策略)|结论|lesson(?:s)?(?:\s+learned)?(?:[^:]{0,30})?)\s*[:：]?\s*", re.I)
+_ONE_OFF = re.compile(r"[A-Za-z0-9+#.]\s*[\u4e00-\u9fff]{1,3}了|[跑装写做改试]了|了一下|了个")
+# fmt: on
+
+
+def _generic(text: str, category: Category, kind: Kind, rule: str, end: int) -> Hit:
+    cand = make(
+        zh_content(strip_tail(text)), kind, category, Tier.WORTH, rule=rule, confidence=0.7, lang="zh"
+    )
+    return cand, 0, end
+
+
+def lesson_hits(sentence: str) -> list[Hit]:
+    """A lesson told in one sentence ("踩过坑：日志别落本地盘…"): one memory of it, its label dropped."""
+    if not _LESSON_RE.search(sentence) or is_question(sentence):
+        return []
+    body = _LABEL.sub("", re.sub(LEAD, "", sentence, count=1).strip(" ,:;!.~"), count=1)
+    if len(body) < 8 or re.search(r"帮我|帮忙|能不能|怎么|为什么|为啥", body) or blocked(sentence, 0):
+        return []
+    return [_generic(body, Category.LESSON, Kind.EPISODIC, "zh.statement.lesson", len(sentence))]
+
+
+def statement_hits(clause: str, sentence: str = "") -> list[Hit]:
+    """A lasting statement of one clause (see the module docstring); called with the whole sentence as
+    `clause` first, where only a lesson or a policy counts."""
+    if clause == sentence:
+        hits = lesson_hits(sentence)
+        if not hits and _POLICY_RE.search(sentence) and "备份" in sentence and not _MOMENT.search(sentence):
+            body = _LABEL.sub("", re.sub(LEAD, "", sentence, count=1).strip(" ,:;!.~"), count=1)
+            hits = [_generic(body, Category.FACT, Kind.SEMANTIC, "zh.statement.policy", len(sentence))]
+        return hits
+    body = re.sub(LEAD, "", clause, count=1).strip(" ,:;!.~")
+    if len(body) < 5 or is_question(body) or _MOMENT.search(body) or blocked(body, len(body)):
+        return []
+    if sentence and blocked(sentence, max(0, sentence.find(clause))):
+        return []
+    match = _STATEMENT_RE.match(body)
+    if match:
+        rest = body[match.end() :]
+        if match.group("pred") in ("用", "使用", "是", "走") and _ONE_OFF.search(rest):
+            return []  # "我用 pnpm 装了依赖": something done once with the tool, not what is used
+        if len(strip_tail(rest)) < 2 and match.group("pred") not in (
+            "没上",
+            "没用",
+            "没选",
+            "放弃了",
+            "放弃",
+        ):
+            return []
+        category = Category.DECISION if re.match(r"选|定|决定|放弃|弃用|没|不|换|迁|改|切", match.group("pred")) else (
+            Category.FACT)  # fmt: skip
+        rule = "zh.statement.policy" if _POLICY_RE.search(body) else f"zh.statement.{category.value}"
+        return [_generic(body, category, Kind.SEMANTIC, rule, len(clause))]
+    if _DECISION_RE.match(body) and re.search(r"[A-Za-z]{2,}", body):
+        return [_generic(body, Category.DECISION, Kind.SEMANTIC, "zh.statement.decision", len(clause))]
+    return []
