@@ -8,6 +8,9 @@ HISTORY    a late or replayed event for a slot whose newer value is already curr
 JUDGE      similar but not clearly the same: ask the LLM (duplicate / update / contradiction / complement);
            without an LLM this becomes ADD
 FORGET     an explicit request to forget: the matching memories become `deleted` (history kept)
+HOLD       a new value for a slot the extractor was not sure of (confidence under UNSURE_CONFIDENCE) and no
+           LLM to judge it: the candidate is kept (decision `hold`), no memory is written, the current value
+           stays current. With an LLM the same case is a JUDGE against the slot's current value.
 NOOP       nothing to do (a replay of evidence we already hold, a forget that matches nothing)
 """
 
@@ -28,7 +31,12 @@ class Op(StrEnum):
     HISTORY = "history"
     JUDGE = "judge"
     FORGET = "forget"
+    HOLD = "hold"
     NOOP = "noop"
+
+
+# A slotted candidate under this confidence does not replace a slot's value on its own word.
+UNSURE_CONFIDENCE = 0.7
 
 
 @dataclass(frozen=True)
@@ -70,7 +78,7 @@ class PendingCandidate:
     id: int = 0  # the candidates row
     category: str = "fact"
     tier: str = "worth"
-    confidence: float = 0.5
+    confidence: float = 0.8  # a rule or LLM candidate says how sure it is; UNSURE_CONFIDENCE is the floor
     lang: str = "en"
     agent_id: str | None = None
     source_turn_ids: tuple[str, ...] = ()
@@ -140,7 +148,7 @@ def decide(
     if cand.op == "forget":
         return _forget(cand, neighbours=neighbours, slot_rows=slot_rows, policy=policy)
     if cand.slot:
-        return _slotted(cand, slot_rows=slot_rows)
+        return _slotted(cand, slot_rows=slot_rows, llm_available=llm_available)
     return _unslotted(cand, neighbours=neighbours, policy=policy, llm_available=llm_available)
 
 
@@ -148,7 +156,7 @@ def _replayed(cand: PendingCandidate, row: Existing) -> bool:
     return bool(cand.source_event_ids) and set(cand.source_event_ids) <= set(row.source_event_ids)
 
 
-def _slotted(cand: PendingCandidate, *, slot_rows: Sequence[Existing]) -> Decision:
+def _slotted(cand: PendingCandidate, *, slot_rows: Sequence[Existing], llm_available: bool = False) -> Decision:
     current = next((r for r in slot_rows if r.status == "active"), None)
     if current is None:
         return Decision(Op.ADD, f"first value for slot {cand.slot}")
@@ -157,7 +165,12 @@ def _slotted(cand: PendingCandidate, *, slot_rows: Sequence[Existing]) -> Decisi
             return Decision(Op.NOOP, "replayed evidence already on the current value", (current.id,))
         return Decision(Op.REINFORCE, f"same value for slot {cand.slot}", (current.id,))
     if cand.event_time >= current.valid_from:
-        return Decision(Op.SUPERSEDE, f"slot {cand.slot}: {current.value!r} -> {cand.value!r}", (current.id,))
+        change = f"slot {cand.slot}: {current.value!r} -> {cand.value!r}"
+        if cand.confidence < UNSURE_CONFIDENCE:
+            if llm_available:
+                return Decision(Op.JUDGE, f"{change}, extractor unsure", (current.id,), extra={"slot": "1"})
+            return Decision(Op.HOLD, f"{change}, extractor unsure and no LLM to judge", (current.id,))
+        return Decision(Op.SUPERSEDE, change, (current.id,))
     # A late event: it was true before the current value. Find the row that followed it in time.
     past = [r for r in slot_rows if r.status != "deleted"]
     for r in past:
@@ -231,4 +244,6 @@ def judged(decision: Decision, verdict: str) -> Decision:
         return Decision(Op.REINFORCE, "LLM: duplicate", target)
     if verdict in ("update", "contradiction"):
         return Decision(Op.SUPERSEDE, f"LLM: {verdict}", target)
+    if decision.extra.get("slot"):  # a slot holds one value: an unsure new value that is not an update waits
+        return Decision(Op.HOLD, f"LLM: {verdict or 'complement'}; the slot keeps its value", target)
     return Decision(Op.ADD, f"LLM: {verdict or 'complement'}")

@@ -321,6 +321,8 @@ def apply_decision(
         for mid in d.target_ids:
             forget(db, mid, reason=d.reason, **hist)
         return None
+    if d.op == Op.HOLD:  # kept as a candidate only: the slot's current value stays
+        return None
     return d.target_ids[0] if d.target_ids else None
 
 

@@ -188,3 +188,29 @@ def test_calibrated_thresholds_never_reinforce_related_or_unrelated_pairs(embedd
             wrong.append(pair)
     assert wrong == []
     assert caught / duplicates >= 0.8
+
+
+def test_an_unsure_new_slot_value_is_judged_with_an_llm_and_held_without_one() -> None:
+    """A slotted candidate under UNSURE_CONFIDENCE never replaces the current value on its own word."""
+    from datetime import UTC, datetime
+
+    from core.reconcile import UNSURE_CONFIDENCE, Decision, Existing, Op, PendingCandidate, decide, judged
+
+    then, now = datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 3, 1, tzinfo=UTC)
+    current = Existing("m1", "The user's project uses npm.", "semantic", "active", then,
+                       slot="project.package_manager", value="npm")  # fmt: skip
+    unsure = PendingCandidate("The user's project uses pnpm.", "semantic", "remember", now, ("e2",),
+                              slot="project.package_manager", value="pnpm",
+                              confidence=UNSURE_CONFIDENCE - 0.1)  # fmt: skip
+    held = decide(unsure, neighbours=[], slot_rows=[current], llm_available=False)
+    assert held.op is Op.HOLD and held.target_ids == ("m1",)
+    judge = decide(unsure, neighbours=[], slot_rows=[current], llm_available=True)
+    assert judge.op is Op.JUDGE and judge.target_ids == ("m1",)
+    assert judged(judge, "update").op is Op.SUPERSEDE
+    assert judged(judge, "complement").op is Op.HOLD  # never a second current value in the slot
+    sure = decide(
+        PendingCandidate(unsure.content, "semantic", "remember", now, ("e2",), slot=unsure.slot, value="pnpm",
+                         confidence=0.85),
+        neighbours=[], slot_rows=[current],
+    )  # fmt: skip
+    assert sure == Decision(Op.SUPERSEDE, "slot project.package_manager: 'npm' -> 'pnpm'", ("m1",))

@@ -70,7 +70,7 @@ def reconcile_user(
             c, neighbours=neighbours, slot_rows=rows, policy=policy, llm_available=llm is not None
         )
         if decision.op == Op.JUDGE:
-            target = next(n for n in neighbours if n.id == decision.target_ids[0])
+            target = next(n for n in [*neighbours, *rows] if n.id == decision.target_ids[0])
             deferred.append((c, vec, decision, target.content))
             continue
         _apply_and_mark(db, tenant_id, user_id, c, decision, vec, actor=actor, now=now, counts=counts)
@@ -81,11 +81,12 @@ def reconcile_user(
         counts["llm_tokens"] = usage.tokens
         for n, (c, vec, decision, _old) in enumerate(deferred):
             verdict = verdicts.get(n)
-            final = (
-                judged(decision, verdict)
-                if verdict
-                else Decision(Op.ADD, decision.reason + "; no LLM verdict")
-            )
+            if verdict:
+                final = judged(decision, verdict)
+            elif decision.extra.get("slot"):  # never a second current value in a slot
+                final = Decision(Op.HOLD, decision.reason + "; no LLM verdict", decision.target_ids)
+            else:
+                final = Decision(Op.ADD, decision.reason + "; no LLM verdict")
             _apply_and_mark(db, tenant_id, user_id, c, final, vec, actor=actor, now=now, counts=counts)
     return counts
 

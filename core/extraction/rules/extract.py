@@ -60,7 +60,7 @@ def _generic_hits(clause: str, sentence: str) -> list[Hit]:
     for cand, start, end in hits:
         tool = current_tool(clause) if cand.kind is Kind.SEMANTIC and cand.slot is None else None
         if tool is not None:
-            cand = dataclasses.replace(cand, slot=tool.slot, value=tool.canonical)
+            cand = dataclasses.replace(cand, slot=tool.slot, value=tool.canonical, confidence=0.8)
         out.append((cand, start, end))
     return out
 
@@ -86,8 +86,10 @@ def _sentence_hits(sentence: str) -> list[Hit]:
         slots = {cand.slot for cand, s, e in hits if cand.slot and s < end and start < e}
         if start and (en_blocked(sentence, start) or zh_blocked(sentence, start)):
             continue
+        asked = en.ENGLISH.is_question(clause) or zh.CHINESE.is_question(clause)
         for cand, s, e in change_hits(clause, lang=detect_lang(clause)):
-            if cand.slot not in slots:
+            if cand.slot not in slots:  # told inside a question: too unsure to replace a value on its own
+                cand = dataclasses.replace(cand, confidence=0.6) if asked else cand
                 hits.append((cand, s + start, e + start))
     if not hits:  # a lesson is one memory of the whole sentence
         hits = _generic_hits(sentence, sentence)
