@@ -26,7 +26,7 @@ from core.extraction.rules.en.requests import (
     remember_hits,
     statement_hits,
 )
-from core.extraction.rules.en.statements import prohibition_hits, team_hits
+from core.extraction.rules.en.statements import FILLER, prohibition_hits, team_hits
 from core.extraction.rules.en.statements import statement_hits as generic_hits
 from core.extraction.rules.hits import Hit
 
@@ -44,7 +44,7 @@ ENGLISH = LanguageRules(
     correction_facts=fact_hits,
     reply=reply_hits,
     facts=lambda sentence: when_you_hits(sentence) or fact_hits(sentence) + team_hits(sentence),
-    rules=lambda sentence: rule_hits(sentence) or prohibition_hits(sentence),
+    rules=lambda sentence: rule_hits(FILLER.sub(" ", sentence)) or prohibition_hits(sentence),
     generic=generic_hits,
 )
 

@@ -173,6 +173,10 @@ _PROFILE_RES = (
                 r"(?P<obj>[^.;!?,]{1,40})|" + I_WORD + r"\s+have\s+(?:an?\s+|a\s+severe\s+)?"
                 r"(?P<obj2>[\w -]{1,30}?)\s+allergy\b", re.I),
      "The user is allergic to {}.", "en.profile.allergy"),
+    # "severe peanut allergy here", "shellfish allergy, btw": the user's own unless someone else is named
+    (re.compile(r"^(?:(?:a|an|my|severe|serious|bad|mild|deadly|life-threatening)\s+)*(?P<obj>[\w-]{3,20})\s+"
+                r"allerg(?:y|ies)\b(?!\s+(?:in|of|for)\b)", re.I),
+     "The user is allergic to {}.", "en.profile.allergy_noun"),
     (re.compile(I_WORD + r"\s+" + ADV + r"(?:don't|do\s+not|never|can't|cannot)\s+(?:eat|drink)\s+"
                 r"(?P<obj>[^.;!?,]{1,40})", re.I), "The user does not eat {}.", "en.profile.no_eat"),
 )

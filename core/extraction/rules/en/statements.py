@@ -50,7 +50,8 @@ _MODAL_RULE_RE = re.compile(
     r"should\s+never|must\s+never|must\s+always|are\s+required\s+to|is\s+required\s+to)\s+"
     r"(?P<rest>[a-z][^?]{2,160})$", re.I)
 # fmt: on
-_FILLER = re.compile(r",\s*(?:under\s+any\s+circumstances|ever|please|ok|okay|seriously|again)\s*,", re.I)
+FILLER = re.compile(  # ", under any circumstances,": a parenthetical a rule reads through
+    r",\s*(?:under\s+any\s+circumstances|ever|please|ok|okay|seriously|again)\s*,", re.I)
 
 
 def _rule(content: str, rule: str, *, end: int, category: Category = Category.CONSTRAINT) -> Hit:
@@ -62,7 +63,7 @@ def _rule(content: str, rule: str, *, end: int, category: Category = Category.CO
 
 def prohibition_hits(sentence: str) -> list[Hit]:
     """Things forbidden in the user's work, however phrased (see the module docstring)."""
-    text = _FILLER.sub(" ", sentence).strip()
+    text = FILLER.sub(" ", sentence).strip()
     body = re.sub(LEAD, "", text, count=1, flags=re.I).strip()
     if not body or is_question(body):
         return []

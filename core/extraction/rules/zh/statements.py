@@ -49,15 +49,29 @@ def _rule(content: str, rule: str, end: int) -> Hit:
     return cand, 0, end
 
 
-def prohibition_hits(sentence: str) -> list[Hit]:
-    """Things forbidden or required in the user's work, however phrased (see the module docstring)."""
+def _body(sentence: str) -> str | None:
     body = re.sub(LEAD, "", sentence, count=1).strip(" ,:;!.~")
-    if not body or is_question(body) or blocked(body, len(body)):
-        return []
-    for pattern in _BANNED_RES:
-        match = pattern.search(body)
+    return None if not body or is_question(body) or blocked(body, len(body)) else body
+
+
+def banned_hits(sentence: str) -> list[Hit]:
+    """A thing banned, named first or after a topic ("lodash 别用了", "项目里禁用 moment.js")."""
+    body = _body(sentence)
+    for pattern in _BANNED_RES if body else ():
+        match = pattern.search(body or "")
         if match and not re.match(r"^(?:我|你|他|她|它|这|那|什么|啥)", match.group("obj")):
             return [_rule(f"不要使用 {match.group('obj').strip()}", "zh.rule.banned", len(sentence))]
+    return []
+
+
+def prohibition_hits(sentence: str) -> list[Hit]:
+    """Things forbidden or required in the user's work, however phrased (see the module docstring)."""
+    body = _body(sentence)
+    if body is None:
+        return []
+    banned = banned_hits(sentence)
+    if banned:
+        return banned
     topic = _TOPIC_RULE_RE.match(body)
     if topic and not _NOT_TOPIC.match(topic.group("topic")) and not re.search(r"今天|这次|先|马上", body):
         return [_rule(strip_tail(body), "zh.rule.modal", len(sentence))]
