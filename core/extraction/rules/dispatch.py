@@ -150,3 +150,42 @@ def change_hits(clause: str, *, lang: str) -> list[Hit]:
         return []
     return [tool_hit(tool, 0, len(clause), rule=f"{lang}.tool.change", lang=lang, category=Category.DECISION,
                      confidence=0.85)]  # fmt: skip
+
+
+# A clause that speaks for the user, the team or the project and names tools: "Stack is Laravel 10 + MySQL,
+# all hosted on DigitalOcean", "我们主要是 Kotlin + Spring Boot，数据库 PostgreSQL", "前端是 Vue 3".
+_STACK_SUBJECT_RE = re.compile(
+    r"^(?:(?:and|also|plus|btw|fyi|so|oh|ok|but)\s+)*(?:i\b|i'm|i've|we\b|we're|we've|our\b|my\b|the\s+(?:whole\s+)?"
+    r"(?:stack|backend|frontend|api|app|service|project|repo|codebase|db|database|infra|cluster|site|pipeline|ci)\b|"
+    r"this\s+(?:repo|project|service|app|codebase)\b|(?:tech\s+)?stack\b|backend\b|frontend\b|db\b|database\b|"
+    r"ci\b|infra\b|prod\b|everything\b|all\s+hosted|hosted\b|deployed\b|running\b|built\b)"
+    r"|^(?:我们?|咱们|项目|技术栈|栈|前端|后端|服务端|数据库|库|主库|CI|线上|生产|部署|服务|整个|这个(?:项目|服务|仓库)|"
+    r"我们的|公司|团队|组里)",
+    re.I,
+)
+_STACK_BLOCK_RE = re.compile(
+    r"\b(?:if|suppose|imagine|would|could|should\s+we|maybe|might|thinking|considering|planning|plan\s+to|want\s+to|"
+    r"going\s+to|gonna|said|says|told|colleague|friend|boss|today|yesterday|tried|trying|not|never|don't|no\s+longer|"
+    r"instead|than|vs|versus|or)\b|如果|要是|假如|假设|打算|准备|考虑|可能|也许|同事|朋友|老板|他们|不用|不是|没用|没上|"
+    r"不再|放弃|还是|或者|对比|比较|今天|试了|试试|[?？吗]|[A-Za-z0-9+#.]\s*[\u4e00-\u9fff]{1,3}了(?!解)|"
+    r"\b(?:installed|ran|used\s+\w+\s+to|just)\b",
+    re.I,
+)
+_ENUMERATOR_RE = re.compile(r"^(?:[一二三四五六七八九十]是|第[一二三四五六七八九十]+[,、]?|\d+[)）.、]|[-*•])\s*")
+
+
+def stack_hits(clause: str, *, lang: str) -> list[Hit]:
+    """The tools a clause attributes to the user, the team or the project, each in its slot: one value per
+    slot (a second tool of the same slot is left to the LLM). Nothing for a question, a hypothetical, a
+    negation, a comparison or someone else's setup."""
+    body = _ENUMERATOR_RE.sub("", clause.strip())
+    if not _STACK_SUBJECT_RE.match(body) or _STACK_BLOCK_RE.search(body):
+        return []
+    hits: list[Hit] = []
+    seen: set[str] = set()
+    for tool, _, _ in find_tools(body):
+        if tool.slot is None or tool.slot in seen or tool.slot.startswith("user."):
+            continue
+        seen.add(tool.slot)
+        hits.append(tool_hit(tool, 0, len(clause), rule=f"{lang}.tool.stack", lang=lang))
+    return hits

@@ -11,15 +11,17 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from core.extraction.candidates import Candidate, Kind, Tier, Turn
+from core.extraction.candidates import Candidate, Category, Kind, Tier, Turn
 from core.extraction.lang import detect_lang, has_han
 from core.extraction.rules import en, zh
-from core.extraction.rules.dispatch import change_hits
+from core.extraction.rules.dispatch import change_hits, stack_hits
 from core.extraction.rules.en.grammar import blocked as en_blocked
+from core.extraction.rules.en.grammar import sentence_case, third_person
 from core.extraction.rules.hits import Hit, shift
 from core.extraction.rules.sentences import clean_text, split_clauses, split_sentences
 from core.extraction.rules.vocab import current_tool
 from core.extraction.rules.zh.grammar import blocked as zh_blocked
+from core.extraction.rules.zh.grammar import zh_content
 
 MAX_SENTENCE_CHARS = 400
 _LATIN_WORD_RE = re.compile(r"[A-Za-z]{2,}")
@@ -52,6 +54,14 @@ def _generic_hits(clause: str, sentence: str) -> list[Hit]:
     current value of a slot ("everything deploys to Railway now") fills that slot, so that it supersedes
     the value it replaces however each was said."""
     rules = en.ENGLISH if detect_lang(clause) == "en" else zh.CHINESE
+    if clause != sentence:
+        stack = stack_hits(clause, lang=rules.lang)
+        if len(stack) == 1:  # one tool: the clause's own words ("定了用 Go 重写网关") say more than "uses Go"
+            cand, start, end = stack[0]
+            words = zh_content(clause) if rules.lang == "zh" else sentence_case(third_person(clause.strip()))
+            return [(dataclasses.replace(cand, content=words), start, end)]
+        if stack:
+            return stack
     hits = rules.generic(clause, sentence)
     if not hits and _mixed(clause):
         other = zh.CHINESE if rules is en.ENGLISH else en.ENGLISH
@@ -122,10 +132,18 @@ def analyze_turn(turn: Turn, *, roles: Sequence[str] = ("user",)) -> TurnAnalysi
     turn_ids = (turn.source_turn_id,) if turn.source_turn_id else ()
     candidates: list[Candidate] = []
     residual: list[str] = []
+    previous: tuple[str, int] | None = None  # the last sentence and where its candidates start
     for sentence in split_sentences(text):
         if len(sentence) > MAX_SENTENCE_CHARS:
             residual.append(sentence)
+            previous = None
             continue
+        if previous is not None and _REMEMBER_THAT_RE.match(sentence):
+            # "Remember that." / "Don't forget it." / "记住这一点": the request is about the sentence before
+            candidates[previous[1] :] = _raised(candidates[previous[1] :], previous[0], sources, turn_ids)
+            previous = None
+            continue
+        start_index = len(candidates)
         hits = _sentence_hits(sentence)
         for cand, _, _ in hits:
             if not _WORD_RE.search(cand.content):
@@ -134,7 +152,34 @@ def analyze_turn(turn: Turn, *, roles: Sequence[str] = ("user",)) -> TurnAnalysi
         rest = _uncovered(sentence, [(start, end) for _, start, end in hits]) if hits else sentence
         if rest:
             residual.append(rest)
+        previous = (sentence, start_index)
     return TurnAnalysis(tuple(dedupe(candidates)), lang, text, " | ".join(residual))
+
+
+_REMEMBER_THAT_RE = re.compile(
+    r"^(?:(?:ok|okay|so|and|please|pls|also)[\s,]+)*(?:please\s+)?(?:remember|don't\s+forget|do\s+not\s+forget|"
+    r"never\s+forget|keep\s+(?:that|this|it)\s+in\s+mind|bear\s+(?:that|this|it)\s+in\s+mind|note\s+that|"
+    r"make\s+a\s+note(?:\s+of\s+(?:that|it|this))?|save\s+(?:that|this|it))(?:\s+(?:that|this|it))?"
+    r"(?:\s+(?:please|for\s+(?:later|next\s+time|the\s+future)))?[\s.!]*$"
+    r"|^(?:请|麻烦)?(?:你)?(?:记住|记一下|记下|记着|别忘了|不要忘了|千万别忘了)(?:这个|这点|这一点|这件事|它|哦|啊|了|哈)*"
+    r"[\s.!~]*$",
+    re.I,
+)
+
+
+def _raised(found: list[Candidate], sentence: str, sources: tuple[str, ...], turn_ids: tuple[str, ...]) -> list[
+    Candidate
+]:
+    """The candidates of the sentence a "remember that" points back to, raised to MUST; the sentence itself
+    as an explicit memory when no rule named anything in it."""
+    if found:
+        return [dataclasses.replace(c, tier=Tier.MUST, confidence=max(c.confidence, 0.9),
+                                    rule=f"remember_that+{c.rule}") for c in found]  # fmt: skip
+    lang = detect_lang(sentence)
+    content = zh_content(sentence) if lang == "zh" else sentence_case(third_person(sentence))
+    cand = Candidate(content=content, kind=Kind.SEMANTIC, category=Category.FACT, tier=Tier.MUST, confidence=0.9,
+                     source_event_ids=sources, source_turn_ids=turn_ids, lang=lang, rule=f"{lang}.remember_that")  # fmt: skip
+    return [cand]
 
 
 def extract_turn(turn: Turn, *, roles: Sequence[str] = ("user",)) -> list[Candidate]:

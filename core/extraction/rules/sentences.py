@@ -20,7 +20,7 @@ _QUOTED_RE = re.compile(r"(?m)^[ \t]*>.*$")
 _INLINE_CODE_RE = re.compile(r"`([^`\n]{1,80})`")
 # "Next.js", "v1.2", "Dr. Patel" and "e.g. this" keep their dot; "小王.我" (a mapped "。") ends a sentence.
 _INNER_DOT_RE = re.compile(
-    r"(?<=[A-Za-z0-9])\.(?=[A-Za-z0-9])|(?:(?<=\bDr)|(?<=\bMr)|(?<=\bMrs)|(?<=\bMs)|(?<=\bProf)|(?<=\bSt)|"
+    r"(?<=[A-Za-z0-9])\.(?=[A-Za-z0-9])|(?<=\s)\.(?=[A-Za-z_][\w-]*(?:\.[\w-]+)*\b)|(?:(?<=\bDr)|(?<=\bMr)|(?<=\bMrs)|(?<=\bMs)|(?<=\bProf)|(?<=\bSt)|"
     r"(?<=\bJr)|(?<=\bvs)|(?<=\betc)|(?<=\be\.g)|(?<=\bi\.e))\.(?=\s)"
 )
 _DOT_MARK = "\u2024"
@@ -55,7 +55,7 @@ def split_sentences(text: str) -> list[str]:
 _CLAUSE_BREAK_RE = re.compile(
     r"\s*(?:[,;:]|\s[-\u2013\u2014]\s|\u2014)\s*"
     r"|\s+(?=(?:and|but|so|though|although|while)\s+(?:i|i'm|i've|we|we're|we've|my|our|the\s+team|please|pls|"
-    r"can|could|would|don't|do\s+not|never|always|also)\b)"
+    r"can|could|would)\b)"
     r"|(?<=[\u4e00-\u9fff])\s*(?=(?:但是|不过|所以|然后|而且|另外|顺便|并且|可是)[\u4e00-\u9fffA-Za-z])",
     re.I,
 )

@@ -32,7 +32,7 @@ _ASKING = (  # how a request to the agent may open
 )
 _REMEMBER_RE = re.compile(
     LEAD + _ASKING + r"(?P<verb>remember|don't\s+forget|do\s+not\s+forget|never\s+forget|keep\s+(?:this\s+|"
-    r"that\s+|it\s+)?in\s+mind|bear\s+in\s+mind|for\s+future\s+reference|note\s+for\s+(?:the\s+)?future|"
+    r"that\s+|it\s+)?in\s+mind|bear\s+in\s+mind|for\s+future\s+reference|note\s+for\s+(?:the\s+)?future(?:\s+sessions?)?|"
     r"(?P<weak>note|save|store|record)(?=\s+(?:that|this))|make\s+a\s+note|take\s+a\s+note|note\s+down|"
     r"take\s+note|memori[sz]e|(?:save|store|put|add)\s+(?:this|that|it)\s+(?:to|in|into)\s+(?:your\s+)?memory)"
     r"\b(?:\s+for\s+(?:next\s+time|the\s+future|later|future\s+sessions?))?(?:\s+(?:of\s+)?"
@@ -59,7 +59,7 @@ def remember_hits(sentence: str) -> list[Hit] | None:
     match = _REMEMBER_RE.match(sentence)
     if match is None:
         return None
-    payload = match.group("p").strip(" \"'")
+    payload = match.group("p").strip(" \"'.!")
     lowered = payload.lower()
     if (
         not payload

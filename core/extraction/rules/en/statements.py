@@ -22,6 +22,7 @@ import re
 from core.extraction.candidates import Category, Kind, Tier
 from core.extraction.rules.en.grammar import LEAD, blocked, is_question, sentence_case, third_person
 from core.extraction.rules.hits import Hit, fact, make
+from core.extraction.rules.vocab import find_tools
 
 # fmt: off
 _THING = r"(?P<obj>[\w@#.+/`'-]+(?:\s+[\w@#.+/`'-]+){0,3}?)"
@@ -228,6 +229,9 @@ def statement_hits(clause: str, sentence: str = "") -> list[Hit]:
     rest = match.group("rest").strip()
     if _NOT_STATEMENT.match(f"{pred} {rest}") or len(rest.split()) < 1 or _PRONOUN_REST.match(rest):
         return []
+    past = re.search(r"\b(?:last\s+(?:week|weekend|night|month|year|time)|yesterday|ago|earlier)\b", body, re.I)
+    if pred in _DECISION and past and not find_tools(body):
+        return []  # "we adopted a cat last weekend": an event; a change of tool keeps its time ("moved to X last month")
     if pred in _DECISION and not re.match(
         r"(?:somewhere|away|on|out|in|back|here|there|house)\b", rest, re.I
     ):

@@ -23,7 +23,10 @@ from core.extraction.rules.hits import Hit, fact, make
 from core.extraction.rules.zh.grammar import LEAD, ME, WE, blocked, is_question, strip_tail, zh_content
 
 # fmt: off
-_OBJ = r"(?P<obj>[A-Za-z][\w.+#/-]*(?:\s[A-Za-z][\w.+#/-]*){0,2}|[\u4e00-\u9fff]{2,6})"
+_OBJ = (  # a thing: a Latin name, or a Han noun that is not a time, an enumerator or a condition
+    r"(?P<obj>[A-Za-z][\w.+#/-]*(?:\s[A-Za-z][\w.+#/-]*){0,2}|(?!以后|之后|今后|现在|平时|一是|二是|三是|第)"
+    r"[\u4e00-\u9fff]{2,6}(?<!时候)(?<!的时)(?<!之前)(?<!以前))"
+)
 _BANNED_RES = (
     # "moment.js 在我们项目里是禁用的", "ORM 一律禁用"
     re.compile(r"^(?:还有|另外|而且|注意)?\s*" + _OBJ + r"\s*(?:在[^,]{1,10}?(?:里|中|上))?\s*(?:是|都是|一律|全部|统一)?"
