@@ -34,8 +34,9 @@ class LanguageRules:
     reply: Callable[[str], list[Hit]]
     facts: Callable[[str], list[Hit]]
     rules: Callable[[str], list[Hit]]
-    # a lasting statement of one clause no other rule accounts for: (clause, whole sentence) -> hits
-    generic: Callable[[str, str], list[Hit]] = lambda clause, sentence: []
+    # a lasting statement no other rule accounts for: (clause, its sentence, whole) -> hits; `whole`: the
+    # clause is the whole sentence, tried first (a lesson is one memory of its sentence)
+    generic: Callable[[str, str, bool], list[Hit]] = lambda clause, sentence, whole: []
 
 
 def dispatch(sentence: str, rules: LanguageRules) -> list[Hit]:
@@ -168,7 +169,7 @@ _STACK_BLOCK_RE = re.compile(
     r"going\s+to|gonna|said|says|told|colleague|friend|boss|today|yesterday|tried|trying|not|never|don't|no\s+longer|"
     r"instead|than|vs|versus|or)\b|如果|要是|假如|假设|打算|准备|考虑|可能|也许|同事|朋友|老板|他们|不用|不是|没用|没上|"
     r"不再|放弃|还是|或者|对比|比较|今天|试了|试试|[?？吗]|[A-Za-z0-9+#.]\s*[\u4e00-\u9fff]{1,3}了(?!解)|"
-    r"\b(?:installed|ran|used\s+\w+\s+to|just)\b",
+    r"\b(?:installed|ran|used\s+\w+\s+to|just|discuss\w*|meeting|talked|debated)\b|讨论|会上|开会|聊过|要不要|评估",
     re.I,
 )
 _ENUMERATOR_RE = re.compile(r"^(?:[一二三四五六七八九十]是|第[一二三四五六七八九十]+[,、]?|\d+[)）.、]|[-*•])\s*")

@@ -19,7 +19,7 @@ from core.extraction.rules.en.grammar import blocked as en_blocked
 from core.extraction.rules.en.grammar import sentence_case, third_person
 from core.extraction.rules.hits import Hit, shift
 from core.extraction.rules.sentences import clean_text, split_clauses, split_sentences
-from core.extraction.rules.vocab import current_tool
+from core.extraction.rules.vocab import current_tool, topic_slot
 from core.extraction.rules.zh.grammar import blocked as zh_blocked
 from core.extraction.rules.zh.grammar import zh_content
 
@@ -49,12 +49,12 @@ def _language_hits(text: str) -> list[Hit]:
     return hits
 
 
-def _generic_hits(clause: str, sentence: str) -> list[Hit]:
+def _generic_hits(clause: str, sentence: str, *, whole: bool = False) -> list[Hit]:
     """A lasting statement the specific rules did not name, in the clause's language; one that names the
     current value of a slot ("everything deploys to Railway now") fills that slot, so that it supersedes
     the value it replaces however each was said."""
     rules = en.ENGLISH if detect_lang(clause) == "en" else zh.CHINESE
-    if clause != sentence:
+    if not whole:
         stack = stack_hits(clause, lang=rules.lang)
         if len(stack) == 1:  # one tool: the clause's own words ("定了用 Go 重写网关") say more than "uses Go"
             cand, start, end = stack[0]
@@ -62,15 +62,19 @@ def _generic_hits(clause: str, sentence: str) -> list[Hit]:
             return [(dataclasses.replace(cand, content=words), start, end)]
         if stack:
             return stack
-    hits = rules.generic(clause, sentence)
+    hits = rules.generic(clause, sentence, whole)
     if not hits and _mixed(clause):
         other = zh.CHINESE if rules is en.ENGLISH else en.ENGLISH
-        hits = other.generic(clause, sentence)
+        hits = other.generic(clause, sentence, whole)
     out: list[Hit] = []
     for cand, start, end in hits:
         tool = current_tool(clause) if cand.kind is Kind.SEMANTIC and cand.slot is None else None
+        topic = topic_slot(clause) if cand.slot is None and tool is None else None
         if tool is not None:
             cand = dataclasses.replace(cand, slot=tool.slot, value=tool.canonical, confidence=0.8)
+        elif topic is not None:  # one current statement per topic: its value is the statement itself
+            value = re.sub(r"[\W_]+", " ", cand.content.casefold()).strip()[:120]
+            cand = dataclasses.replace(cand, slot=topic, value=value)
         out.append((cand, start, end))
     return out
 
@@ -102,7 +106,7 @@ def _sentence_hits(sentence: str) -> list[Hit]:
                 cand = dataclasses.replace(cand, confidence=0.6) if asked else cand
                 hits.append((cand, s + start, e + start))
     if not hits:  # a lesson is one memory of the whole sentence
-        hits = _generic_hits(sentence, sentence)
+        hits = _generic_hits(sentence, sentence, whole=True)
     spans = [(start, end) for _, start, end in hits]
     for start, clause in clauses:  # what no rule named: a lasting statement of the clause, if it is one
         end = start + len(clause)

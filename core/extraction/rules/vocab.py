@@ -22,6 +22,7 @@ class Tool(NamedTuple):
 
 # One line per slot: `canonical[=Display][(alias|alias)]`; "_" stands for a space. "-" means no slot.
 _TOOL_LEXICON = """
+project.runtime: node.js=Node.js(node.js|nodejs|node) deno=Deno
 project.package_manager: pnpm npm yarn=Yarn bun=Bun pip(pip|pip3) poetry=Poetry uv pipenv=Pipenv
     conda=Conda(conda|miniconda) cargo=Cargo composer=Composer bundler=Bundler
 project.database: postgresql=PostgreSQL(postgresql|postgres|postgre|pg|pgsql) mysql=MySQL mariadb=MariaDB
@@ -62,6 +63,8 @@ project.cloud: aws=AWS gcp=GCP(gcp|google_cloud) azure=Azure aliyun=Alibaba_Clou
 project.tracker: jira=Jira linear=Linear trello=Trello asana=Asana youtrack=YouTrack
 project.chat: slack=Slack microsoft_teams=Microsoft_Teams(microsoft_teams|ms_teams) discord=Discord
     feishu=Feishu(feishu|lark|飞书) dingtalk=DingTalk(dingtalk|钉钉) wecom=WeCom(wecom|企业微信|企微)
+project.monitoring: prometheus=Prometheus zabbix=Zabbix new_relic=New_Relic(new_relic|newrelic)
+    nagios=Nagios
 project.queue: kafka=Kafka rabbitmq=RabbitMQ sqs=SQS(sqs|aws_sqs) nats=NATS pulsar=Pulsar
     rocketmq=RocketMQ
 user.editor: vim=Vim neovim=Neovim(neovim|nvim) emacs=Emacs pycharm=PyCharm intellij=IntelliJ(intellij|idea)
@@ -73,7 +76,7 @@ user.os: macos=macOS(macos|mac|macbook|osx|os_x) linux=Linux windows=Windows ubu
 -: docker=Docker kubernetes=Kubernetes(kubernetes|k8s) terraform=Terraform redis=Redis
     graphql=GraphQL tailwind=Tailwind_CSS(tailwind|tailwindcss) eslint=ESLint prettier=Prettier ruff=Ruff mypy
     github=GitHub gitlab=GitLab celery=Celery nginx sentry=Sentry elasticsearch=Elasticsearch
-    node.js=Node.js(node.js|nodejs|node) datadog=Datadog grafana=Grafana prometheus=Prometheus
+    datadog=Datadog grafana=Grafana
     ansible=Ansible helm=Helm pulumi=Pulumi s3=S3(s3|aws_s3) bitbucket=Bitbucket jquery=jQuery
     lodash=Lodash moment.js=Moment.js(moment.js|momentjs) axios=Axios redux=Redux pandas=pandas
     numpy=NumPy pytorch=PyTorch(pytorch|torch) tensorflow=TensorFlow storybook=Storybook cypress=Cypress
@@ -160,6 +163,23 @@ def current_tool(text: str) -> Tool | None:
     if len({(t.slot, t.canonical) for t in current}) != 1:
         return None
     return current[0]
+
+
+# Topics whose statements hold one current value, whatever the words: a later statement on the same topic
+# replaces the earlier one ("backups go to Glacier weekly" -> "we now back up daily to Wasabi").
+_TOPIC_SLOTS = tuple((re.compile(pattern, re.I), slot) for pattern, slot in (
+    (r"\bback(?:ed)?[\s-]?ups?\b|\bbacks\s+up\b|备份", "project.backups"),
+    (r"\bmonitoring\b|\balerting\b|监控|告警", "project.monitoring"),
+    (r"\b(?:my|our|the\s+team's)\s+(?:new\s+)?(?:manager|boss|team\s+lead|lead|skip)\b|(?:组|团队|部门)的?\s*"
+     r"(?:leader|老大|领导|经理|负责人)|我的?(?:领导|老板|经理|leader|直属)", "user.manager"),
+    (r"\b(?:release|deploy|ship)s?\s+(?:day|window|schedule|cadence)\b|发版|上线窗口|发布窗口", "project.release_schedule"),
+    (r"\bon-?call\b|值班", "project.on_call"),
+))  # fmt: skip
+
+
+def topic_slot(text: str) -> str | None:
+    """The single-valued topic a statement is about (backups, monitoring, the user's manager ...), or None."""
+    return next((slot for pattern, slot in _TOPIC_SLOTS if pattern.search(text)), None)
 
 
 def is_tool(text: str) -> bool:

@@ -54,7 +54,7 @@ _BARE_BE_RE = re.compile(LEAD + r"(?:please\s+)?(?:be|keep\s+it|keep\s+things|st
 _LANG_WORDS = r"english|chinese|mandarin|japanese|french|german|spanish|korean|portuguese|italian|russian"
 _REPLY_LANG_RE = re.compile(
     r"\b(?:(?:reply|replied|respond|responded|answer|answered|write|wrote|talk|speak|communicate|chat|"
-    r"explain(?:\s+things)?)\s+(?:to\s+me\s+|back\s+)?(?:only\s+|always\s+)?|(?:answers|responses|replies|"
+    r"explain(?:\s+things)?)\s+(?:to\s+me\s+|me\s+|back\s+)?(?:only\s+|always\s+)?|(?:answers|responses|replies|"
     r"explanations)\s+(?:to\s+be\s+)?)in\s+(?P<lang>" + _LANG_WORDS + r")\b", re.I)
 # fmt: on
 

@@ -164,8 +164,12 @@ def _pref_hits(sentence: str) -> list[Hit]:
 
 # fmt: off
 _DIET_RE = re.compile(
-    I_AM + r"\s+" + ADV + r"(?:a\s+)?(?:strict\s+)?(?P<diet>vegetarian|vegan|pescatarian|pescetarian|keto|"
+    r"(?:" + I_AM + r"\s+" + ADV + r"|(?:(?<![\w'])i\s+)?(?:went|turned|became|have\s+gone|'ve\s+gone|gone|switched\s+to\s+"
+    r"being)\s+(?:fully\s+|full\s+|completely\s+)?)(?:a\s+)?(?:strict\s+)?(?P<diet>vegetarian|vegan|pescatarian|pescetarian|keto|"
     r"halal|kosher|lactose[- ]intolerant|gluten[- ]free|celiac|coeliac|diabetic)\b", re.I)
+_NO_LONGER_DIET_RE = re.compile(
+    I_AM + r"\s+(?:no\s+longer|not)\s+(?:a\s+)?(?P<diet>vegetarian|vegan|pescatarian|keto)(?:\s+(?:anymore|any\s+more))?"
+    r"|(?<![\w'])i\s+(?:stopped|quit|gave\s+up)\s+being\s+(?:a\s+)?(?P<diet2>vegetarian|vegan|pescatarian)", re.I)
 _DIET_SLOTTED = {"vegetarian": "vegetarian", "vegan": "vegan", "pescatarian": "pescatarian",
                  "pescetarian": "pescatarian", "keto": "keto", "halal": "halal", "kosher": "kosher"}
 _PROFILE_RES = (
@@ -193,6 +197,12 @@ _SLOTTED_PROFILE_RES = (
 
 def _profile_hits(sentence: str) -> list[Hit]:
     hits: list[Hit] = []
+    stopped = _NO_LONGER_DIET_RE.search(sentence)
+    if stopped and not blocked(sentence, stopped.start()):  # "I'm no longer vegetarian": the slot changes
+        cand = make(f"The user is no longer {(stopped.group('diet') or stopped.group('diet2')).lower()}.", Kind.SEMANTIC, Category.PROFILE,
+                    Tier.WORTH, rule="en.profile.diet_stopped", confidence=0.85, lang="en", slot="user.diet",
+                    value="none")  # fmt: skip
+        return [(cand, stopped.start(), stopped.end())]
     match = _DIET_RE.search(sentence)
     if match and not blocked(sentence, match.start()):
         diet = match.group("diet").lower().replace(" ", "-")

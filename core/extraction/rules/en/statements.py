@@ -210,10 +210,10 @@ def lesson_hits(sentence: str) -> list[Hit]:
     return [_generic(body, Category.LESSON, Kind.EPISODIC, "en.statement.lesson", len(sentence))]
 
 
-def statement_hits(clause: str, sentence: str = "") -> list[Hit]:
+def statement_hits(clause: str, sentence: str = "", whole: bool = False) -> list[Hit]:
     """A lasting first-person or project statement of one clause (see the module docstring); called with
     the whole sentence as `clause` first, where only a lesson counts."""
-    if clause == sentence:
+    if whole:
         return lesson_hits(sentence)
     body = re.sub(LEAD, "", clause, count=1, flags=re.I).strip(" ,;:-")
     if len(body) < 8 or is_question(body) or body.endswith("?") or _LESSON_LABEL.fullmatch(body + ":"):

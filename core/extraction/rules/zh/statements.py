@@ -162,10 +162,10 @@ def lesson_hits(sentence: str) -> list[Hit]:
     return [_generic(body, Category.LESSON, Kind.EPISODIC, "zh.statement.lesson", len(sentence))]
 
 
-def statement_hits(clause: str, sentence: str = "") -> list[Hit]:
+def statement_hits(clause: str, sentence: str = "", whole: bool = False) -> list[Hit]:
     """A lasting statement of one clause (see the module docstring); called with the whole sentence as
     `clause` first, where only a lesson or a policy counts."""
-    if clause == sentence:
+    if whole:
         hits = lesson_hits(sentence)
         if not hits and _POLICY_RE.search(sentence) and "备份" in sentence and not _MOMENT.search(sentence):
             body = _LABEL.sub("", re.sub(LEAD, "", sentence, count=1).strip(" ,:;!.~"), count=1)
