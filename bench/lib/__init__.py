@@ -10,5 +10,6 @@
 - `capture`: statements captured and timed, EXPLAIN plans, cProfile's top;
 - `report`: a benchmark's targets and section declared as data, rendered as markdown;
 - `project`: the project's functions the benchmarks drive, imported in one place;
-- `locomo_data` and `scorer`: the LoCoMo conversations and the retrieval metrics.
+- `locomo_data` and `scorer`: the LoCoMo conversations and the retrieval metrics;
+- `quality`: the extraction-quality corpus (`tests/data/extraction_quality/`) and how a case is scored.
 """
