@@ -52,8 +52,14 @@ def dispatch(sentence: str, rules: LanguageRules) -> list[Hit]:
     pairs = tool_pair_hits(sentence, lang=rules.lang, negating=rules.negating, cue=rules.correction_cue)
     correction = rules.correction.match(sentence)
     if correction:
-        inner = shift(rules.correction_facts(correction.group("rest")), correction.start("rest"))
-        return pairs + [must(hit, f"{rules.lang}.correction", start=0) for hit in inner]
+        rest = correction.group("rest")
+        inner = rules.correction_facts(rest) or stack_hits(rest, lang=rules.lang) or change_hits(rest, lang=rules.lang)
+        if inner:
+            return pairs + [must(hit, f"{rules.lang}.correction", start=0) for hit in shift(inner, correction.start("rest"))]
+        if _STRONG_CORRECTION.search(correction.group("marker")) and not pairs and _STATES.search(rest):
+            # "Small correction: standups are 9:30 CET, not PST": the corrected statement itself, MUST
+            return [_corrected(rest, rules.lang, len(sentence))]
+        # "No Friday deploys": a "no" that opens a statement, not a correction of one
     reply = rules.reply(sentence)
     if reply:
         return reply
@@ -190,3 +196,30 @@ def stack_hits(clause: str, *, lang: str) -> list[Hit]:
         seen.add(tool.slot)
         hits.append(tool_hit(tool, 0, len(clause), rule=f"{lang}.tool.stack", lang=lang))
     return hits
+
+
+_STRONG_CORRECTION = re.compile(
+    r"correct|clarify|i\s+meant|i\s+mean|wrong|incorrect|not\s+right|纠正|更正|说错|搞错|记错|错了|不对|应该是", re.I
+)
+
+
+# The corrected text must state something ("standups are 9:30 CET"), not name a thing ("the other file").
+_STATES = re.compile(
+    r"\b(?:is|are|am|was|were|use|uses|live|lives|work|works|run|runs|has|have|needs?|goes|deploys?)\b|'s\b|'re\b|'m\b"
+    r"|[\u4e00-\u9fff]*(?:是|在|用|叫|住|跑|部署|需要)",
+    re.I,
+)
+
+
+def _corrected(rest: str, lang: str, end: int) -> Hit:
+    from core.extraction.candidates import Kind
+    from core.extraction.rules.hits import make
+
+    text = rest.strip(" ,.;:!?~-")
+    if lang == "zh":
+        content = re.sub(r"我们|咱们", "用户团队", text).replace("我", "用户") + "。"
+    else:
+        content = text[:1].upper() + text[1:] + "."
+    cand = make(content, Kind.SEMANTIC, Category.FACT, Tier.MUST, rule=f"{lang}.correction.statement",
+                confidence=0.85, lang=lang)  # fmt: skip
+    return cand, 0, end

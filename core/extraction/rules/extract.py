@@ -137,10 +137,23 @@ def analyze_turn(turn: Turn, *, roles: Sequence[str] = ("user",)) -> TurnAnalysi
     candidates: list[Candidate] = []
     residual: list[str] = []
     previous: tuple[str, int] | None = None  # the last sentence and where its candidates start
+    following = False  # a "remember these:" request came before: each later sentence is MUST
     for sentence in split_sentences(text):
         if len(sentence) > MAX_SENTENCE_CHARS:
             residual.append(sentence)
             previous = None
+            continue
+        if _REMEMBER_FOLLOWING_RE.match(sentence):  # "记住几件事：" / "remember these:" points at what follows
+            following = True
+            previous = None
+            continue
+        if following and _CLOSER_RE.match(sentence):
+            following = False  # "好，先这些。" / "that's all": the list is over
+            continue
+        if following and len(sentence) >= 6 and not _is_asked(sentence):
+            found = [dataclasses.replace(c, source_event_ids=sources, source_turn_ids=turn_ids)
+                     for c, _, _ in _sentence_hits(sentence)]  # fmt: skip
+            candidates += _raised(found, sentence, sources, turn_ids)
             continue
         if previous is not None and _REMEMBER_THAT_RE.match(sentence):
             # "Remember that." / "Don't forget it." / "记住这一点": the request is about the sentence before
@@ -169,6 +182,25 @@ _REMEMBER_THAT_RE = re.compile(
     r"[\s.!~]*$",
     re.I,
 )
+
+
+_REMEMBER_FOLLOWING_RE = re.compile(
+    r"^.{0,30}?(?:remember|don't\s+forget|note|keep\s+in\s+mind)\s+(?:(?:these|the\s+following|a\s+few|some|two|three|"
+    r"four|several)\s+)?(?:things|points|facts|items|rules|details|notes)?\s*(?:about\s+me\s*)?[:：]\s*$"
+    r"|^.{0,30}?(?:记住|记一下|记下|记着|别忘了)\s*(?:以下|下面|这|这几|几|两|三|四)\s*(?:件事|点|条|个事|几点|几件事|内容)?"
+    r"(?:情|哦|啊)?\s*[:：]?\s*$",
+    re.I,
+)
+
+
+_CLOSER_RE = re.compile(
+    r"^(?:(?:好|行|嗯|ok|okay|so|alright)[\s,.!]*)?(?:先|就|暂时)?(?:这些|这样|这么多)|^that'?s\s+(?:all|it)\b|^(?:ok|okay)[\s,.!]*$",
+    re.I,
+)
+
+
+def _is_asked(sentence: str) -> bool:
+    return en.ENGLISH.is_question(sentence) or zh.CHINESE.is_question(sentence)
 
 
 def _raised(found: list[Candidate], sentence: str, sources: tuple[str, ...], turn_ids: tuple[str, ...]) -> list[

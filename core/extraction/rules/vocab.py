@@ -55,9 +55,11 @@ project.ci: github_actions=GitHub_Actions(github_actions|gh_actions|github_actio
     bitbucket_pipelines=Bitbucket_Pipelines azure_pipelines=Azure_Pipelines(azure_pipelines|azure_devops)
 project.hosting: vercel=Vercel netlify=Netlify heroku=Heroku fly.io=Fly.io(fly.io|flyio) render=Render
     railway=Railway cloudflare=Cloudflare(cloudflare|cloudflare_workers|cloudflare_pages) hetzner=Hetzner
-    digitalocean=DigitalOcean(digitalocean|digital_ocean) linode=Linode ec2=EC2 ecs=ECS(ecs|aws_ecs|fargate)
+    digitalocean=DigitalOcean(digitalocean|digital_ocean) linode=Linode ec2=EC2
     cloud_run=Cloud_Run app_engine=App_Engine eks=EKS gke=GKE aks=AKS lambda=AWS_Lambda(aws_lambda)
     ovh=OVH vultr=Vultr
+project.orchestration: kubernetes=Kubernetes(kubernetes|k8s|k3s) ecs=ECS(ecs|aws_ecs|fargate) nomad=Nomad
+    docker_swarm=Docker_Swarm(docker_swarm|swarm) docker_compose=Docker_Compose(docker_compose|docker-compose)
 project.cloud: aws=AWS gcp=GCP(gcp|google_cloud) azure=Azure aliyun=Alibaba_Cloud(aliyun|alibaba_cloud|阿里云)
     tencent_cloud=Tencent_Cloud(tencent_cloud|腾讯云) huawei_cloud=Huawei_Cloud(huawei_cloud|华为云)
 project.tracker: jira=Jira linear=Linear trello=Trello asana=Asana youtrack=YouTrack
@@ -73,7 +75,7 @@ user.editor: vim=Vim neovim=Neovim(neovim|nvim) emacs=Emacs pycharm=PyCharm inte
     android_studio=Android_Studio visual_studio=Visual_Studio
 user.os: macos=macOS(macos|mac|macbook|osx|os_x) linux=Linux windows=Windows ubuntu=Ubuntu
     arch_linux=Arch_Linux(arch_linux|archlinux) fedora=Fedora debian=Debian nixos=NixOS wsl=WSL(wsl|wsl2)
--: docker=Docker kubernetes=Kubernetes(kubernetes|k8s) terraform=Terraform redis=Redis
+-: docker=Docker terraform=Terraform redis=Redis
     graphql=GraphQL tailwind=Tailwind_CSS(tailwind|tailwindcss) eslint=ESLint prettier=Prettier ruff=Ruff mypy
     github=GitHub gitlab=GitLab celery=Celery nginx sentry=Sentry elasticsearch=Elasticsearch
     datadog=Datadog grafana=Grafana
@@ -116,7 +118,7 @@ _CASE_SENSITIVE = {
     "gin": ("Gin",), "taro": ("Taro",), "vault": ("Vault",), "helix": ("Helix",), "rn": ("RN",),
     "idea": ("IDEA", "Idea"), "arch": ("Arch",), "oss": ("OSS",), "nx": ("Nx",), "travis": ("Travis",),
     "lark": ("Lark",), "discord": ("Discord",), "slack": ("Slack",), "unittest": ("unittest",),
-    "astro": ("Astro",), "parcel": ("Parcel",), "aurora": ("Aurora",), "zig": ("Zig",), "qt": ("Qt",),
+    "swarm": ("Swarm",), "astro": ("Astro",), "parcel": ("Parcel",), "aurora": ("Aurora",), "zig": ("Zig",), "qt": ("Qt",),
 }  # fmt: skip
 _VERSION_RE = re.compile(
     r"[ \t]?v?(?P<v>\d{1,2}(?:\.\d{1,3}){0,2}(?:\.x)?)(?![\w.%]|\s*(?:%|ms|s\b|gb|mb|k\b|x\b|分钟|秒|个))",

@@ -147,6 +147,8 @@ _LOCATION_RES = tuple((re.compile(pattern + _PLACE_RAW, re.I), slot, rule) for p
      "en.location.live"),
     (I_AM + r"\s+" + ADV + r"(?:based|located|living|settled|residing)\s+(?:in|out\s+of)\s+", "user.location",
      "en.location.based"),
+    (I_AM + r"\s+(?:now\s+|finally\s+|back\s+)?in\s+(?=(?-i:[A-Z])[a-z]+\b(?!\s+(?:this|next|for|until|till|today|"
+     r"tomorrow|over)\b))", "user.location", "en.location.in"),
     (r"(?<![\w'])(?:i|we)(?:\s+have|'ve)?\s+" + ADV + r"(?:moved|relocated)\s+(?:back\s+)?(?:to|into)\s+",
      "user.location", "en.location.moved"),
     (r"\bmy\s+(?:current\s+)?(?:city|location|home\s+base)\s+is\s+(?:in\s+)?", "user.location",

@@ -62,8 +62,34 @@ def _rule(content: str, rule: str, *, end: int, category: Category = Category.CO
     return cand, 0, end
 
 
+_KEEP_DOING_RE = re.compile(
+    r"\byou(?:'re|\s+are)?\s+(?:keep|kept|always|still|again|constantly|repeatedly)\s+(?:on\s+)?(?:keep\s+)?"
+    r"(?P<verb>[a-z]+ing)\s+(?P<obj>[^.;!?,]{1,60}?)(?:\s+(?:again|every\s+time|in\s+(?:these|your|the)\s+\w+))?"
+    r"[\s.!]*$", re.I)
+_ING_BASE = {"writing": "write", "using": "use", "adding": "add", "putting": "put", "suggesting": "suggest",
+             "forgetting": "forget", "making": "make", "giving": "give", "leaving": "leave", "changing": "change",
+             "removing": "remove", "including": "include", "ignoring": "ignore", "doing": "do", "getting": "get",
+             "mixing": "mix", "renaming": "rename", "dropping": "drop", "hardcoding": "hardcode"}  # fmt: skip
+
+
+def feedback_hits(sentence: str) -> list[Hit]:
+    """ "you keep writing `var` in these snippets": feedback, the rule not to."""
+    match = _KEEP_DOING_RE.search(sentence)
+    if match is None or is_question(sentence):
+        return []
+    verb = match.group("verb").lower()
+    base = _ING_BASE.get(verb, verb[:-3])
+    obj = third_person(match.group("obj").strip(" `'\""))
+    cand = make(sentence_case(f"do not {base} {obj}"), Kind.PROCEDURAL, Category.FEEDBACK, Tier.MUST,
+                rule="en.rule.keep_doing", confidence=0.85, lang="en")  # fmt: skip
+    return [(cand, match.start(), match.end())]
+
+
 def prohibition_hits(sentence: str) -> list[Hit]:
     """Things forbidden in the user's work, however phrased (see the module docstring)."""
+    keep = feedback_hits(sentence)
+    if keep:
+        return keep
     text = FILLER.sub(" ", sentence).strip()
     body = re.sub(LEAD, "", text, count=1, flags=re.I).strip()
     if not body or is_question(body):

@@ -83,6 +83,8 @@ _LOC_RES = (
      "zh.hometown.from"),
     (re.compile(ME + r"(?:现在|目前|一直|常年|长期)+在\s*(?P<loc>[\u4e00-\u9fff]{2,6}?)(?:生活|定居)?"
                 r"(?=$|[\s,.;!~])"), "user.location", "zh.location.zai"),
+    (re.compile(ME + r"(?:现在|目前|人)?在\s*(?P<loc>" + "|".join(sorted(_PLACES, key=len, reverse=True))
+                + r")(?=$|[\s,.;!~]|了|呢|啊|哦|这边|工作|上班|生活|住)"), "user.location", "zh.location.known"),
     (re.compile(ME + r"是\s*(?P<loc>[\u4e00-\u9fff]{2,4}?)人(?=$|[\s,.;!~]|哦|啊|呀)"), "user.hometown",
      "zh.hometown.ren"),
 )

@@ -52,8 +52,13 @@ def _rule(content: str, rule: str, end: int) -> Hit:
     return cand, 0, end
 
 
+_ENUMERATOR = re.compile(r"^(?:[一二三四五六七八九十]是|第[一二三四五六七八九十]+[,、]?|\d+[)）.、]|[-*•])\s*")
+
+
 def _body(sentence: str) -> str | None:
-    body = re.sub(LEAD, "", sentence, count=1).strip(" ,:;!.~")
+    # a Latin word first is the thing the rule is about ("ORM 就别用了"), not a filler before a request
+    text = _ENUMERATOR.sub("", sentence.strip(" ,:;!.~"))
+    body = text if re.match(r"[A-Za-z]", text) else re.sub(LEAD, "", text, count=1).strip(" ,:;!.~")
     return None if not body or is_question(body) or blocked(body, len(body)) else body
 
 
