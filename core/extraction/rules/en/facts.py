@@ -189,6 +189,9 @@ _SLOTTED_PROFILE_RES = (
                 r"(?:in|on)\s+(?P<tz2>(?:UTC|GMT)\s?[+-]\s?\d{1,2}(?::?\d{2})?|PST|PDT|EST|EDT|CST|CET|CEST|JST|"
                 r"IST|BST|AEST|MST|Pacific|Eastern|Central)(?:\s+time(?:\s*zone)?)?\b", re.I),
      "user.timezone", "The user's timezone is {}.", "en.profile.timezone"),
+    (re.compile(r"\bmy\s+(?:working\s+|work\s+|office\s+)?hours\s+are\s+[^.;!?]{0,30}?\b(?P<tz>(?-i:PST|PDT|EST|EDT|"
+                r"CST|CET|CEST|JST|IST|BST|AEST|MST|UTC|GMT)|Pacific|Eastern|Central|Mountain)\b", re.I),
+     "user.timezone", "The user's timezone is {}.", "en.profile.timezone_hours"),
     (re.compile(r"\bmy\s+birthday\s+is\s+(?:on\s+)?(?P<day>[^.;!?,]{3,25})", re.I),
      "user.birthday", "The user's birthday is {}.", "en.profile.birthday"),
 )

@@ -11,7 +11,7 @@ import re
 
 from core.extraction.rules.en.grammar import ADV, I_AM, I_WORD, blocked
 from core.extraction.rules.hits import Hit, fact
-from core.extraction.rules.vocab import is_tool
+from core.extraction.rules.vocab import find_tools, is_tool
 
 _NAME_STOP = frozenset(
     "i a an the not just here back sorry fine good ok okay sure done ready new also so very really "
@@ -153,6 +153,8 @@ _LOCATION_RES = tuple((re.compile(pattern + _PLACE_RAW, re.I), slot, rule) for p
      "user.location", "en.location.moved"),
     (r"\bmy\s+(?:current\s+)?(?:city|location|home\s+base)\s+is\s+(?:in\s+)?", "user.location",
      "en.location.my_city"),
+    # subjectless after a label or a comma: "Context: data engineer, based in Nairobi"
+    (r"(?:^|[,:;]\s*)based\s+(?:in|out\s+of)\s+", "user.location", "en.location.based_bare"),
     (I_AM + r"\s+(?:originally\s+)?from\s+", "user.hometown", "en.hometown.from"),
     (I_WORD + r"\s+(?:was\s+born|grew\s+up)\s+in\s+", "user.hometown", "en.hometown.born"),
     (r"\bmy\s+home\s*town\s+is\s+", "user.hometown", "en.hometown.my"),
@@ -202,6 +204,12 @@ _JOB_RES = tuple((re.compile(pattern, re.I), rule) for pattern, rule in (
      r"started\s+at)(?:\s+(?:at|for))?\s+(?P<org>" + _ORG_WORD + r"(?:\s+" + _ORG_WORD + r"){0,2})(?:(?:\s+"
      r"(?:for|since)(?:\s+[\w-]+){1,3}?)?\s+as\s+(?:(?:a|an|the)\s+)?(?P<job>(?:[\w+#./-]+\s+){0,2}?" + _ROLE
      + r")\b)?", "en.employer.work_at"),
+    # "I'm Tomasz, backend dev at Allegro": a role in apposition after the name
+    (I_AM + r"\s+(?-i:[A-Z])[\w'-]+\s*,\s*(?:a\s+|an\s+|the\s+)?" + _JOB + _ORG_RAW, "en.job.apposition"),
+    # "I took over as tech lead", "got promoted to staff engineer", "I became an engineering manager"
+    (I_WORD + r"(?:'ve|\s+have)?\s+" + ADV + r"(?:took\s+over\s+as|got\s+promoted\s+to|was\s+promoted\s+to|been\s+"
+     r"promoted\s+to|became|stepped\s+(?:up|in)\s+as|moved\s+into\s+(?:a|an|the)?\s*|switched\s+to\s+(?:being\s+)?)"
+     r"\s*(?:a\s+|an\s+|the\s+)?" + _JOB + _ORG_RAW, "en.job.became"),
 ))
 # fmt: on
 _JOB_STOP = frozenset("not no big huge bit little fan total complete real".split())
@@ -220,7 +228,17 @@ def _org(raw: str | None) -> str | None:
             break
         tokens.append(token.rstrip("."))
     value = " ".join(tokens)
-    return value if value and not is_tool(value) else None
+    # a company can share a product's name ("Datadog", "GitLab"); a language or a framework cannot employ
+    return value if value and not _names_tech(value) else None
+
+
+_TECH_SLOTS = ("project.language", "project.framework", "project.package_manager", "project.orm",
+               "project.test_framework", "project.bundler", "project.runtime", "user.os", "user.editor")  # fmt: skip
+
+
+def _names_tech(value: str) -> bool:
+    tools = find_tools(value)
+    return is_tool(value) and (not tools or tools[0][0].slot in _TECH_SLOTS)
 
 
 def job_hits(sentence: str) -> list[Hit]:

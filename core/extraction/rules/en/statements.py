@@ -129,13 +129,17 @@ _TEAM_RE = re.compile(
     re.I)
 _FAMILY = (
     r"wife|husband|partner|girlfriend|boyfriend|fiancee?|son|daughter|kid|child|baby|mom|mother|mum|dad|father|"
-    r"brother|sister|dog|cat|puppy|kitten|pet|parrot|rabbit|bunny|hamster|horse|turtle|bird"
+    r"brother|sister|dog|cat|puppy|pup|kitten|kitty|pet|parrot|rabbit|bunny|hamster|horse|turtle|bird|guinea\s+pig"
 )
 _FAMILY_RE = re.compile(
     r"\b(?:my|our)\s+(?:\w+\s+)?(?P<who>" + _FAMILY + r")(?:'s\s+name\s+is|\s+is\s+(?:named|called)|\s+"
     r"(?:named|called)|,)?\s+(?P<name>(?-i:[A-Z][a-z]+(?:\s[A-Z][a-z]+)?))\b"
     r"|\b(?:my|our)\s+(?:new\s+|little\s+|old\s+)?(?P<who2>" + _FAMILY + r")\b[^.;!?]{0,40}?\b(?:her|his|its)\s+"
-    r"name\s+is\s+(?P<name2>(?-i:[A-Z][a-z]+))", re.I)
+    r"name\s+is\s+(?P<name2>(?-i:[A-Z][a-z]+))"
+    r"|\b(?:we|i)(?:'ve|\s+have)?\s+(?:just\s+)?(?:adopted|got|have|rescued|bought|welcomed)\s+(?:a|an|another|our|my)\s+"
+    r"(?:new\s+|little\s+)?(?P<who3>" + _FAMILY + r")\b[^.;!?]{0,40}?\b(?:(?:her|his|its|their)\s+name\s+is|named|called)"
+    r"\s+(?P<name3>(?-i:[A-Z][a-z]+))"
+    r"|\b(?P<name4>(?-i:[A-Z][a-z]+)),\s+(?:my|our)\s+(?P<who4>" + _FAMILY + r")\b", re.I)
 _NOT_NAMES = frozenset("I The A An And But So Just Also Now Today Is Was Has Had Who".split())
 # fmt: on
 
@@ -152,8 +156,8 @@ def team_hits(sentence: str) -> list[Hit]:
             hits.append((cand, team.start(), team.end()))
     family = _FAMILY_RE.search(sentence)
     if family and not blocked(sentence, family.start()):
-        who = (family.group("who") or family.group("who2")).lower()
-        name = family.group("name") or family.group("name2")
+        who = next(g for g in (family.group(k) for k in ("who", "who2", "who3", "who4")) if g).lower()
+        name = next(g for g in (family.group(k) for k in ("name", "name2", "name3", "name4")) if g)
         if name not in _NOT_NAMES:
             content = f"The user's {who} is named {name}."
             cand = make(content, Kind.SEMANTIC, Category.PROFILE, Tier.WORTH, rule="en.family", confidence=0.8,
@@ -183,6 +187,19 @@ _STATIVE = frozenset(
     "require requires need needs cover covers go goes page pages alert alerts mirror mirrors replicate "
     "replicates sync syncs pin pins vendor vendors test tests review reviews squash squashes rebase "
     "rebases merge merges do does sign signs encrypt encrypts rotate rotates".split()
+)
+_BARE_DECISION_RE = re.compile(  # "not going with Kubernetes, too much ops", "Chose Hetzner over AWS"
+    r"^(?:(?:we|i)\s+)?(?:not\s+going\s+with|decided\s+against|decided\s+on|ruled\s+out|passed\s+on|chose|picked|"
+    r"went\s+with|looked\s+at\s+[^,]{1,40},\s*decided|considered|sticking\s+with|settled\s+on|standardi[sz]ed\s+on|"
+    r"dropped|ditched)\b", re.I)
+_PASSIVE_DECISION_RE = re.compile(  # "MongoDB was considered and rejected"
+    r"^(?P<obj>[\w.+#-]+(?:\s+[\w.+#-]+){0,2})\s+(?:was|were|got|has\s+been|have\s+been)\s+(?:considered\s+and\s+|"
+    r"evaluated\s+and\s+|tried\s+and\s+)?(?:rejected|ruled\s+out|dropped|abandoned|replaced|retired|chosen|picked|"
+    r"selected|approved)\b", re.I)
+_HOBBY = frozenset(
+    "play plays practice practise paint paints volunteer volunteers teach teaches coach coaches study studies "
+    "collect collects cook cooks knit knits garden dance dances sing sings climb climbs swim swims hike hikes "
+    "write learning playing volunteering painting training".split()
 )
 _DECISION = frozenset(
     "picked chose chosen went settled decided adopted switched moved migrated replaced ruled rejected "
@@ -244,6 +261,10 @@ def statement_hits(clause: str, sentence: str = "", whole: bool = False) -> list
     body = re.sub(LEAD, "", clause, count=1, flags=re.I).strip(" ,;:-")
     if len(body) < 8 or is_question(body) or body.endswith("?") or _LESSON_LABEL.fullmatch(body + ":"):
         return []
+    if (_BARE_DECISION_RE.match(body) or _PASSIVE_DECISION_RE.match(body)) and find_tools(body) or (
+        _PASSIVE_DECISION_RE.match(body) and not _MOMENT.search(body)
+    ):
+        return [_generic(body, Category.DECISION, Kind.SEMANTIC, "en.statement.decision", len(clause))]
     match = _STATEMENT_RE.match(body)
     if match is None:
         if _POLICY_RE.search(body) and re.match(r"^[A-Za-z][\w -]{1,20}:", clause.strip()):
@@ -262,6 +283,8 @@ def statement_hits(clause: str, sentence: str = "", whole: bool = False) -> list
         r"(?:somewhere|away|on|out|in|back|here|there|house)\b", rest, re.I
     ):
         return [_generic(body, Category.DECISION, Kind.SEMANTIC, "en.statement.decision", len(clause))]
+    if pred in _HOBBY and match.group("subj").lower() in ("i", "i'm", "im", "i've") and len(body.split()) >= 3:
+        return [_generic(body, Category.PROFILE, Kind.SEMANTIC, "en.statement.hobby", len(clause))]
     if pred in _STATIVE and len(body.split()) >= 4:
         category = Category.FACT
         if _POLICY_RE.search(body):
