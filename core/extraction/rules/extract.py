@@ -63,7 +63,7 @@ def _generic_hits(clause: str, sentence: str, *, whole: bool = False) -> list[Hi
         if stack:
             return stack
     hits = rules.generic(clause, sentence, whole)
-    if not hits and _mixed(clause):
+    if not hits and (_mixed(clause) or (rules is en.ENGLISH and has_han(clause))):  # "没上 k8s": Chinese too
         other = zh.CHINESE if rules is en.ENGLISH else en.ENGLISH
         hits = other.generic(clause, sentence, whole)
     out: list[Hit] = []

@@ -74,7 +74,7 @@ user.editor: vim=Vim neovim=Neovim(neovim|nvim) emacs=Emacs pycharm=PyCharm inte
     cursor=Cursor zed=Zed helix=Helix xcode=Xcode webstorm=WebStorm goland=GoLand
     android_studio=Android_Studio visual_studio=Visual_Studio
 user.os: macos=macOS(macos|mac|macbook|osx|os_x) linux=Linux windows=Windows ubuntu=Ubuntu
-    arch_linux=Arch_Linux(arch_linux|archlinux) fedora=Fedora debian=Debian nixos=NixOS wsl=WSL(wsl|wsl2)
+    arch_linux=Arch_Linux(arch_linux|archlinux|arch) fedora=Fedora debian=Debian nixos=NixOS wsl=WSL(wsl|wsl2)
 -: docker=Docker terraform=Terraform redis=Redis
     graphql=GraphQL tailwind=Tailwind_CSS(tailwind|tailwindcss) eslint=ESLint prettier=Prettier ruff=Ruff mypy
     github=GitHub gitlab=GitLab celery=Celery nginx sentry=Sentry elasticsearch=Elasticsearch

@@ -109,6 +109,9 @@ _PRONOUN = re.compile(r"它|这个|那个|这样|那样|这些|那些")
 # fmt: on
 
 
+_NEXT_CLAUSE = re.compile(r"\s*,\s*(?=[A-Za-z]{2,}\s+[A-Za-z]|我们|我|你|因为|所以|但|不过|而且|另外|老老实实|直接)")
+
+
 def rule_hits(sentence: str) -> list[Hit]:
     """Standing rules for the agent: "别用 ORM", "永远不要…", "以后都用 pnpm"."""
     match = _RULE_RE.match(sentence.rstrip(" .!~"))
@@ -118,6 +121,9 @@ def rule_hits(sentence: str) -> list[Hit]:
     if not mod and not lead:
         return []
     rest = match.group("rest").strip(" ,")
+    clause_end = _NEXT_CLAUSE.search(rest)  # "不要用 ORM, we write raw SQL everywhere": the rule ends at the comma
+    if clause_end:
+        rest = rest[: clause_end.start()]
     core = strip_tail(rest)
     if len(core) < 2 or _NOT_RULE.match(core) or (_ONE_OFF.search(core) and not lead):
         return []  # "先别改这个文件": about the task at hand
@@ -135,10 +141,5 @@ def rule_hits(sentence: str) -> list[Hit]:
     feedback = canon == "不要再" or rest.rstrip(" .!~").endswith(("了", "啦"))  # "不要再用 var 了"
     category = Category.FEEDBACK if feedback else Category.CONSTRAINT
     rule = "zh.rule." + _RULE_IDS.get(canon, "other")
-    return [
-        (
-            make(content, Kind.PROCEDURAL, category, Tier.MUST, rule=rule, confidence=0.9, lang="zh"),
-            0,
-            len(sentence),
-        )
-    ]
+    end = match.start("rest") + len(rest) if clause_end else len(sentence)
+    return [(make(content, Kind.PROCEDURAL, category, Tier.MUST, rule=rule, confidence=0.9, lang="zh"), 0, end)]

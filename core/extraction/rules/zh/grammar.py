@@ -16,7 +16,7 @@ import re
 ME = r"(?<![给帮让叫和跟对把被替为向与同问请令使教自])我(?!们)"  # 我 as a subject, not "给我" / "我们"
 WE = r"(?:我们|咱们)"
 ADV = (
-    r"(?:这边|那边|这里|现在|目前|一直|还|也|就|都|刚|刚刚|才|最近|已经|平时|平常|一般|通常|主要|基本上?|其实|本身|"
+    r"(?:这边|那边|这里|日常|平常|现在|目前|一直|还|也|就|都|刚|刚刚|才|最近|已经|平时|平常|一般|通常|主要|基本上?|其实|本身|"
     r"真的|确实|比较|很|挺|非常|特别|超|蛮|更|最|总是|向来|始终|长期|常年|本来就|又|如今|早就|早已|"
     r"本人|自己|上个月|上周|去年|前年|今年|前几天|前阵子|年初|年底|上半年|下半年|这个月|这周)*"
 )
@@ -46,6 +46,7 @@ def blocked(sentence: str, start: int, *, hypothetical: bool = True) -> bool:
     # "他说我…" is reported; "我说过…" / "跟你说…" are the user's own words.
     return any(
         not prefix[max(0, m.start() - 2) : m.start()].endswith(("我", "你"))
+        and prefix[: m.start()].strip(" ,.!~") != ""  # "说了多少遍了，…": the speaker's own words
         for m in _REPORTED.finditer(prefix)
     )
 

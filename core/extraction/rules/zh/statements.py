@@ -81,7 +81,7 @@ def prohibition_hits(sentence: str) -> list[Hit]:
     if banned:
         return banned
     topic = _TOPIC_RULE_RE.match(body)
-    if topic and not _NOT_TOPIC.match(topic.group("topic")) and not re.search(r"今天|这次|先|马上", body):
+    if topic and not _NOT_TOPIC.match(topic.group("topic")) and not re.search(r"今天|这次|(?<!必须)(?<!要)先|马上", body):
         return [_rule(strip_tail(body), "zh.rule.modal", len(sentence))]
     return []
 
@@ -137,7 +137,10 @@ _STATEMENT_RE = re.compile(
 _DECISION_RE = re.compile(
     r"^(?:当时|最后|最终|后来)?(?:评估过|考虑过|试过|调研过|看过)?[^,]{0,20}?(?:没选|没用|没上|放弃了?|弃用了?|"
     r"否掉了?|不考虑|选了|选|定了|决定用)")
-_LESSON_RE = re.compile(r"教训|踩过坑|踩坑|事故|复盘|故障|出过事|吃过亏|血泪|翻车|挂过|宕机|lesson", re.I)
+_TRIED_REJECTED_RE = re.compile(
+    r"(?:评估过|考虑过|试过|调研过|看过|用过|试用过)\s*[A-Za-z][\w.+#-]*[^。]{0,30}?(?:没选|没用|没上|放弃|弃用|否掉|不用了|pass掉?|"
+    r"换掉|没采用|不考虑)", re.I)
+_LESSON_RE = re.compile(r"教训|踩过坑|踩坑|事故|复盘|故障|出过事|出事|吃过亏|血泪|翻车|挂过|挂了|宕机|lesson", re.I)
 _POLICY_RE = re.compile(r"备份|保留\s*\d+|每天|每晚|每周|每小时|每月|凌晨|定期|轮换|值班|发版|上线窗口")
 _MOMENT = re.compile(
     r"今天|今晚|刚才|刚刚|现在在|正在|这个(?:报错|错误|问题|bug|文件|函数|组件|接口)|帮我|帮忙|请你|麻烦|能不能|"
@@ -162,7 +165,7 @@ def lesson_hits(sentence: str) -> list[Hit]:
     if not _LESSON_RE.search(sentence) or is_question(sentence):
         return []
     body = _LABEL.sub("", re.sub(LEAD, "", sentence, count=1).strip(" ,:;!.~"), count=1)
-    if len(body) < 8 or re.search(r"帮我|帮忙|能不能|怎么|为什么|为啥", body) or blocked(sentence, 0):
+    if len(body) < 5 or re.search(r"帮我|帮忙|能不能|怎么|为什么|为啥", body) or blocked(sentence, 0):
         return []
     return [_generic(body, Category.LESSON, Kind.EPISODIC, "zh.statement.lesson", len(sentence))]
 
@@ -172,6 +175,10 @@ def statement_hits(clause: str, sentence: str = "", whole: bool = False) -> list
     `clause` first, where only a lesson or a policy counts."""
     if whole:
         hits = lesson_hits(sentence)
+        rejected = _TRIED_REJECTED_RE.search(sentence)
+        if not hits and rejected and not is_question(sentence) and not blocked(sentence, rejected.start()):
+            body = re.sub(LEAD, "", sentence, count=1).strip(" ,:;!.~")  # "评估过 MongoDB，最后没选，…"
+            hits = [_generic(body, Category.DECISION, Kind.SEMANTIC, "zh.statement.rejected", len(sentence))]
         if not hits and _POLICY_RE.search(sentence) and "备份" in sentence and not _MOMENT.search(sentence):
             body = _LABEL.sub("", re.sub(LEAD, "", sentence, count=1).strip(" ,:;!.~"), count=1)
             hits = [_generic(body, Category.FACT, Kind.SEMANTIC, "zh.statement.policy", len(sentence))]
