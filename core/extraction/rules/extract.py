@@ -36,6 +36,28 @@ class TurnAnalysis:
     residual: str  # the part of `text` the rules did not account for, pieces joined by " | "
 
 
+_TOPIC_CHANGE_RE = re.compile(
+    r"(?:\b(?:changed|switched|replaced|rotated|moved|new)\b|换了|换成|改成|改为|调成|调整为|变成|换)[^,;]*[,;]\s*"
+    r"(?:(?:and\s+)?now\s+(?:it's|it\s+is|is|we\s+have|we\s+use)?|现在(?:是|换成|改成|用)?|目前是)\s*\S",
+    re.I,
+)
+
+
+def _topic_change_hits(sentence: str) -> list[Hit]:
+    """A single-valued topic whose value changed, the new value told after the change."""
+    slot = topic_slot(sentence)
+    if slot is None or not _TOPIC_CHANGE_RE.search(sentence) or _is_asked(sentence):
+        return []
+    if en_blocked(sentence, len(sentence)) and zh_blocked(sentence, len(sentence)):
+        return []
+    lang = detect_lang(sentence)
+    content = zh_content(sentence) if lang == "zh" else sentence_case(third_person(sentence))
+    value = re.sub(r"[\W_]+", " ", content.casefold()).strip()[:120]
+    cand = Candidate(content=content, kind=Kind.SEMANTIC, category=Category.FACT, tier=Tier.WORTH, confidence=0.8,
+                     source_event_ids=(), slot=slot, value=value, lang=lang, rule=f"{lang}.topic.change")  # fmt: skip
+    return [(cand, 0, len(sentence))]
+
+
 def _mixed(text: str) -> bool:
     return has_han(text) and len(_LATIN_WORD_RE.findall(text)) >= 2
 
@@ -107,6 +129,8 @@ def _sentence_hits(sentence: str) -> list[Hit]:
                 hits.append((cand, s + start, e + start))
     if not hits:  # a lesson is one memory of the whole sentence
         hits = _generic_hits(sentence, sentence, whole=True)
+    if not hits:  # a topic's value changed, the new one in a later clause: "我们组换 leader 了，现在是李娜"
+        hits = _topic_change_hits(sentence)
     spans = [(start, end) for _, start, end in hits]
     for start, clause in clauses:  # what no rule named: a lasting statement of the clause, if it is one
         end = start + len(clause)

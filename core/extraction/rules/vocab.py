@@ -67,6 +67,10 @@ project.chat: slack=Slack microsoft_teams=Microsoft_Teams(microsoft_teams|ms_tea
     feishu=Feishu(feishu|lark|飞书) dingtalk=DingTalk(dingtalk|钉钉) wecom=WeCom(wecom|企业微信|企微)
 project.monitoring: prometheus=Prometheus zabbix=Zabbix new_relic=New_Relic(new_relic|newrelic)
     nagios=Nagios
+project.state_management: redux=Redux(redux|redux_toolkit|rtk) zustand=Zustand mobx=MobX pinia=Pinia vuex=Vuex
+    jotai=Jotai recoil=Recoil ngrx=NgRx
+project.code_hosting: github=GitHub gitlab=GitLab bitbucket=Bitbucket gitea=Gitea gitee=Gitee(gitee|码云)
+    codeberg=Codeberg
 project.queue: kafka=Kafka rabbitmq=RabbitMQ sqs=SQS(sqs|aws_sqs) nats=NATS pulsar=Pulsar
     rocketmq=RocketMQ
 user.editor: vim=Vim neovim=Neovim(neovim|nvim) emacs=Emacs pycharm=PyCharm intellij=IntelliJ(intellij|idea)
@@ -77,10 +81,10 @@ user.os: macos=macOS(macos|mac|macbook|osx|os_x) linux=Linux windows=Windows ubu
     arch_linux=Arch_Linux(arch_linux|archlinux|arch) fedora=Fedora debian=Debian nixos=NixOS wsl=WSL(wsl|wsl2)
 -: docker=Docker terraform=Terraform redis=Redis
     graphql=GraphQL tailwind=Tailwind_CSS(tailwind|tailwindcss) eslint=ESLint prettier=Prettier ruff=Ruff mypy
-    github=GitHub gitlab=GitLab celery=Celery nginx sentry=Sentry elasticsearch=Elasticsearch
+    celery=Celery nginx sentry=Sentry elasticsearch=Elasticsearch
     datadog=Datadog grafana=Grafana
-    ansible=Ansible helm=Helm pulumi=Pulumi s3=S3(s3|aws_s3) bitbucket=Bitbucket jquery=jQuery
-    lodash=Lodash moment.js=Moment.js(moment.js|momentjs) axios=Axios redux=Redux pandas=pandas
+    ansible=Ansible helm=Helm pulumi=Pulumi s3=S3(s3|aws_s3) jquery=jQuery
+    lodash=Lodash moment.js=Moment.js(moment.js|momentjs) axios=Axios pandas=pandas
     numpy=NumPy pytorch=PyTorch(pytorch|torch) tensorflow=TensorFlow storybook=Storybook cypress=Cypress
     playwright=Playwright selenium=Selenium opentelemetry=OpenTelemetry(opentelemetry|otel) vault=Vault
     minio=MinIO oss=OSS

@@ -204,6 +204,10 @@ _JOB_RES = tuple((re.compile(pattern, re.I), rule) for pattern, rule in (
      r"started\s+at)(?:\s+(?:at|for))?\s+(?P<org>" + _ORG_WORD + r"(?:\s+" + _ORG_WORD + r"){0,2})(?:(?:\s+"
      r"(?:for|since)(?:\s+[\w-]+){1,3}?)?\s+as\s+(?:(?:a|an|the)\s+)?(?P<job>(?:[\w+#./-]+\s+){0,2}?" + _ROLE
      + r")\b)?", "en.employer.work_at"),
+    # "I left Shopify in May and joined Wise": the second verb shares the subject
+    (I_WORD + r"\s+(?:left|quit|resigned\s+from)\s+(?!(?:[^.;!?]*?\b(?:who|that|which)\b))[^.;!?]{1,50}?\s+and\s+"
+     r"(?:then\s+)?(?:joined|started\s+(?:at|with)|moved\s+to|went\s+to)\s+(?P<org>" + _ORG_WORD + r"(?:\s+"
+     + _ORG_WORD + r"){0,2})(?P<job>)", "en.employer.left_joined"),
     # "I'm Tomasz, backend dev at Allegro": a role in apposition after the name
     (I_AM + r"\s+(?-i:[A-Z])[\w'-]+\s*,\s*(?:a\s+|an\s+|the\s+)?" + _JOB + _ORG_RAW, "en.job.apposition"),
     # "I took over as tech lead", "got promoted to staff engineer", "I became an engineering manager"

@@ -59,7 +59,7 @@ def _body(sentence: str) -> str | None:
     # a Latin word first is the thing the rule is about ("ORM 就别用了"), not a filler before a request
     text = _ENUMERATOR.sub("", sentence.strip(" ,:;!.~"))
     body = text if re.match(r"[A-Za-z]", text) else re.sub(LEAD, "", text, count=1).strip(" ,:;!.~")
-    return None if not body or is_question(body) or blocked(body, len(body)) else body
+    return None if not body or is_question(body) else body
 
 
 def banned_hits(sentence: str) -> list[Hit]:
@@ -67,6 +67,8 @@ def banned_hits(sentence: str) -> list[Hit]:
     body = _body(sentence)
     for pattern in _BANNED_RES if body else ():
         match = pattern.search(body or "")
+        if match and blocked(body or "", match.start()):
+            continue
         if match and not re.match(r"^(?:我|你|他|她|它|这|那|什么|啥)", match.group("obj")):
             return [_rule(f"不要使用 {match.group('obj').strip()}", "zh.rule.banned", len(sentence))]
     return []
@@ -81,7 +83,7 @@ def prohibition_hits(sentence: str) -> list[Hit]:
     if banned:
         return banned
     topic = _TOPIC_RULE_RE.match(body)
-    if topic and not _NOT_TOPIC.match(topic.group("topic")) and not re.search(r"今天|这次|(?<!必须)(?<!要)先|马上", body):
+    if topic and not blocked(body, topic.start("mod")) and not _NOT_TOPIC.match(topic.group("topic")) and not re.search(r"今天|这次|(?<!必须)(?<!要)先|马上", body):
         return [_rule(strip_tail(body), "zh.rule.modal", len(sentence))]
     return []
 
@@ -123,7 +125,8 @@ def team_hits(sentence: str) -> list[Hit]:
 _SUBJECT = (
     r"(?:" + WE + r"(?:这边|那边|这里|组|团队|公司|项目组|部门|组里|团队里|公司里)?|" + ME + r"|(?:这个|我们的?|我的|该|本|"
     r"整个)?(?:项目|团队|公司|组里|后端|前端|服务端|服务|仓库|代码库|工程|应用|系统|网关|集群|架构|技术栈|栈)|"
-    r"(?:线上|生产环境?|prod|测试环境|预发|staging|CI|CD|CI/CD|流水线|部署|发布|上线|备份|数据库|主库|库|缓存|队列|"
+    r"(?:线上|生产环境?|prod|测试环境|预发|staging|CI|CD|CI/CD|流水线|部署|发布|上线|备份|数据库|主库|库|缓存|队列|新?代码|"
+    r"状态管理|安卓端|iOS端|客户端|移动端|小程序|App|app|"
     r"日志|监控|告警|前端静态资源|静态资源|镜像|所有服务|服务都|全部服务)(?:的)?)"
 )
 _PREDICATE = (
@@ -191,7 +194,8 @@ def statement_hits(clause: str, sentence: str = "", whole: bool = False) -> list
     match = _STATEMENT_RE.match(body)
     if match:
         rest = body[match.end() :]
-        if match.group("pred") in ("用", "使用", "是", "走") and _ONE_OFF.search(rest):
+        habitual = re.search(r"现在|都|一直|平时|以后|全部|统一", body[: match.end()])
+        if match.group("pred") in ("用", "使用", "是", "走") and _ONE_OFF.search(rest) and not habitual:
             return []  # "我用 pnpm 装了依赖": something done once with the tool, not what is used
         if len(strip_tail(rest)) < 2 and match.group("pred") not in (
             "没上",
