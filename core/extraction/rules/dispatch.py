@@ -181,12 +181,22 @@ _STACK_BLOCK_RE = re.compile(
 _ENUMERATOR_RE = re.compile(r"^(?:[一二三四五六七八九十]是|第[一二三四五六七八九十]+[,、]?|\d+[)）.、]|[-*•])\s*")
 
 
-def stack_hits(clause: str, *, lang: str) -> list[Hit]:
+def opens_stack(clause: str) -> bool:
+    """A clause that introduces the user's setup ("The product is a B2B SaaS:", "技术栈：", "背景："): the clauses
+    after it speak for the same subject."""
+    body = _ENUMERATOR_RE.sub("", clause.strip())
+    return bool(_STACK_SUBJECT_RE.match(body) or _SETUP_LABEL_RE.match(body)) and not _STACK_BLOCK_RE.search(body)
+
+
+_SETUP_LABEL_RE = re.compile(r"^(?:(?:some\s+|quick\s+)?(?:background|context|setup|about\s+us)|背景|技术栈|架构|环境)\b", re.I)
+
+
+def stack_hits(clause: str, *, lang: str, inherited: bool = False) -> list[Hit]:
     """The tools a clause attributes to the user, the team or the project, each in its slot: one value per
     slot (a second tool of the same slot is left to the LLM). Nothing for a question, a hypothetical, a
     negation, a comparison or someone else's setup."""
     body = _ENUMERATOR_RE.sub("", clause.strip())
-    if not _STACK_SUBJECT_RE.match(body) or _STACK_BLOCK_RE.search(body):
+    if not (inherited or _STACK_SUBJECT_RE.match(body)) or _STACK_BLOCK_RE.search(body):
         return []
     hits: list[Hit] = []
     seen: set[str] = set()

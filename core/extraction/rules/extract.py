@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from core.extraction.candidates import Candidate, Category, Kind, Tier, Turn
 from core.extraction.lang import detect_lang, has_han
 from core.extraction.rules import en, zh
-from core.extraction.rules.dispatch import change_hits, stack_hits
+from core.extraction.rules.dispatch import change_hits, opens_stack, stack_hits
 from core.extraction.rules.en.grammar import blocked as en_blocked
 from core.extraction.rules.en.grammar import sentence_case, third_person
 from core.extraction.rules.hits import Hit, shift
@@ -71,13 +71,13 @@ def _language_hits(text: str) -> list[Hit]:
     return hits
 
 
-def _generic_hits(clause: str, sentence: str, *, whole: bool = False) -> list[Hit]:
+def _generic_hits(clause: str, sentence: str, *, whole: bool = False, inherited: bool = False) -> list[Hit]:
     """A lasting statement the specific rules did not name, in the clause's language; one that names the
     current value of a slot ("everything deploys to Railway now") fills that slot, so that it supersedes
     the value it replaces however each was said."""
     rules = en.ENGLISH if detect_lang(clause) == "en" else zh.CHINESE
     if not whole:
-        stack = stack_hits(clause, lang=rules.lang)
+        stack = stack_hits(clause, lang=rules.lang, inherited=inherited)
         if len(stack) == 1:  # one tool: the clause's own words ("定了用 Go 重写网关") say more than "uses Go"
             cand, start, end = stack[0]
             words = zh_content(clause) if rules.lang == "zh" else sentence_case(third_person(clause.strip()))
@@ -132,13 +132,17 @@ def _sentence_hits(sentence: str) -> list[Hit]:
     if not hits:  # a topic's value changed, the new one in a later clause: "我们组换 leader 了，现在是李娜"
         hits = _topic_change_hits(sentence)
     spans = [(start, end) for _, start, end in hits]
+    inherited = False  # after "The product is ...:" / "技术栈：" the clauses speak for the user's setup
     for start, clause in clauses:  # what no rule named: a lasting statement of the clause, if it is one
         end = start + len(clause)
+        opens = opens_stack(clause) and sentence[end : end + 2].lstrip()[:1] in (":", "：")
         if any(s < end and start < e for s, e in spans):
+            inherited = inherited or opens
             continue
         if start and (en_blocked(sentence, start) or zh_blocked(sentence, start)):
             continue
-        hits += shift(_generic_hits(clause, sentence), start)
+        hits += shift(_generic_hits(clause, sentence, inherited=inherited), start)
+        inherited = inherited or opens
     return hits
 
 

@@ -56,6 +56,7 @@ _CLAUSE_BREAK_RE = re.compile(
     r"\s*(?:[,;:]|\s[-\u2013\u2014]\s|\u2014)\s*"
     r"|\s+(?=(?:and|but|so|though|although|while)\s+(?:i|i'm|i've|we|we're|we've|my|our|the\s+team|please|pls|"
     r"can|could|would)\b)"
+    r"|\s+(?=so\s+(?-i:[A-Z])|so\s+(?:the|it|that|this|my|our|you)\b)"
     r"|(?<=[\u4e00-\u9fff])\s*(?=(?:但是|不过|所以|然后|而且|另外|顺便|并且|可是)[\u4e00-\u9fffA-Za-z])",
     re.I,
 )

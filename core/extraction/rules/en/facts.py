@@ -44,7 +44,8 @@ _SPAN_CUT = re.compile(
     r"\b(?:because|since|but|although|though|instead|rather|not|except|which|when|whenever|where|if|unless|so|"
     r"to|until|while|whereas|than|over|at\s+work|anymore|any\s+more|now\s+that)\b|\s-\s", re.I)
 _NO_USE_RE = re.compile(
-    r"(?<![\w'])(?P<subj>i|we)\s+(?:don't|do\s+not|dont|never|no\s+longer|won't|don't\s+ever)\s+use\s+"
+    r"(?<![\w'])(?P<subj>i|we)\s+" + ADV + r"(?:deliberately\s+|intentionally\s+|consciously\s+)?(?:don't|do\s+not|dont|"
+    r"never|no\s+longer|won't|don't\s+ever)\s+use\s+"
     r"(?P<obj>[^.;!?,]{1,60})", re.I)
 _CHANGE_OF_STATE = re.compile(r"\b(?:anymore|any\s+more|no\s+longer)\b", re.I)
 NEGATING = re.compile(

@@ -204,6 +204,9 @@ _JOB_RES = tuple((re.compile(pattern, re.I), rule) for pattern, rule in (
      r"started\s+at)(?:\s+(?:at|for))?\s+(?P<org>" + _ORG_WORD + r"(?:\s+" + _ORG_WORD + r"){0,2})(?:(?:\s+"
      r"(?:for|since)(?:\s+[\w-]+){1,3}?)?\s+as\s+(?:(?:a|an|the)\s+)?(?P<job>(?:[\w+#./-]+\s+){0,2}?" + _ROLE
      + r")\b)?", "en.employer.work_at"),
+    # "Context: data engineer, based in Nairobi": a role under a label about the user
+    (r"^(?:context|about\s+me|background|bio|quick\s+intro|intro|me|role)\s*[:-]\s*(?:i'm\s+|i\s+am\s+)?(?:a\s+|an\s+)?"
+     + _JOB + _ORG_RAW, "en.job.labelled"),
     # "I left Shopify in May and joined Wise": the second verb shares the subject
     (I_WORD + r"\s+(?:left|quit|resigned\s+from)\s+(?!(?:[^.;!?]*?\b(?:who|that|which)\b))[^.;!?]{1,50}?\s+and\s+"
      r"(?:then\s+)?(?:joined|started\s+(?:at|with)|moved\s+to|went\s+to)\s+(?P<org>" + _ORG_WORD + r"(?:\s+"

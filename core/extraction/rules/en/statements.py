@@ -189,9 +189,10 @@ _STATIVE = frozenset(
     "rebases merge merges do does sign signs encrypt encrypts rotate rotates".split()
 )
 _BARE_DECISION_RE = re.compile(  # "not going with Kubernetes, too much ops", "Chose Hetzner over AWS"
-    r"^(?:(?:we|i)\s+)?(?:not\s+going\s+with|decided\s+against|decided\s+on|ruled\s+out|passed\s+on|chose|picked|"
+    r"^(?:the\s+reason\s+(?:why\s+)?(?:we|i)\s+(?:use|chose|picked|went\s+with|switched\s+to|moved\s+to)\b|"
+    r"(?:(?:we|i)\s+)?(?:not\s+going\s+with|decided\s+against|decided\s+on|ruled\s+out|passed\s+on|chose|picked|"
     r"went\s+with|looked\s+at\s+[^,]{1,40},\s*decided|considered|sticking\s+with|settled\s+on|standardi[sz]ed\s+on|"
-    r"dropped|ditched)\b", re.I)
+    r"dropped|ditched))\b", re.I)
 _PASSIVE_DECISION_RE = re.compile(  # "MongoDB was considered and rejected"
     r"^(?P<obj>[\w.+#-]+(?:\s+[\w.+#-]+){0,2})\s+(?:was|were|got|has\s+been|have\s+been)\s+(?:considered\s+and\s+|"
     r"evaluated\s+and\s+|tried\s+and\s+)?(?:rejected|ruled\s+out|dropped|abandoned|replaced|retired|chosen|picked|"
@@ -221,6 +222,10 @@ _MOMENT = re.compile(
     r"seeing|in\s+a\s+(?:meeting|hurry|rush)|on\s+a\s+call|need\s+help|help\s+me|can\s+you|could\s+you|"
     r"would\s+you|will\s+you|please|let\s+me\s+know|tomorrow|yesterday|later|soon|next\s+(?:week|month)|"
     r"below|above|attached|here's|here\s+is|pasted|back\s+(?:on|to|in|at|from|home))\b", re.I)
+_TOPIC_LABEL_RE = re.compile(
+    r"^(?:our\s+|the\s+)?(?:backups?|deploys?|deployments?|hosting|(?:tech\s+)?stack|ci|cd|ci/cd|monitoring|alerting|logging|"
+    r"on-?call|releases?|auth|database|db|infra(?:structure)?|testing|tests|retention|security|secrets|branching|"
+    r"code\s+review|reviews)\s*:\s*\S", re.I)
 _PRONOUN_REST = re.compile(r"^(?:it|that|this|them|those|these|so|too|one|out)?[\s.!]*$", re.I)
 _LESSON_LABEL = re.compile(
     r"^(?:(?:a|the|one|big|key|main|our|my)\s+)?(?:lessons?|takeaways?|post-?mortem(?:\s+takeaways?)?)"
@@ -257,6 +262,12 @@ def statement_hits(clause: str, sentence: str = "", whole: bool = False) -> list
     """A lasting first-person or project statement of one clause (see the module docstring); called with
     the whole sentence as `clause` first, where only a lesson counts."""
     if whole:
+        body = re.sub(LEAD, "", sentence, count=1, flags=re.I).strip(" ,;:-")
+        label = _TOPIC_LABEL_RE.match(body)
+        if label and not is_question(body) and not _MOMENT.search(body):  # "Backups: nightly pg_dump to S3"
+            return [_generic(body, Category.FACT, Kind.SEMANTIC, "en.statement.labelled", len(sentence))]
+        if _BARE_DECISION_RE.match(body) and find_tools(body) and not is_question(body):
+            return [_generic(body, Category.DECISION, Kind.SEMANTIC, "en.statement.decision", len(sentence))]
         return lesson_hits(sentence)
     body = re.sub(LEAD, "", clause, count=1, flags=re.I).strip(" ,;:-")
     if len(body) < 8 or is_question(body) or body.endswith("?") or _LESSON_LABEL.fullmatch(body + ":"):
