@@ -122,6 +122,7 @@ _CASE_SENSITIVE = {
     "gin": ("Gin",), "taro": ("Taro",), "vault": ("Vault",), "helix": ("Helix",), "rn": ("RN",),
     "idea": ("IDEA", "Idea"), "arch": ("Arch",), "oss": ("OSS",), "nx": ("Nx",), "travis": ("Travis",),
     "lark": ("Lark",), "discord": ("Discord",), "slack": ("Slack",), "unittest": ("unittest",),
+    "poetry": ("Poetry",), "bun": ("Bun",), "express": ("Express",), "jest": ("Jest", "jest"),
     "swarm": ("Swarm",), "astro": ("Astro",), "parcel": ("Parcel",), "aurora": ("Aurora",), "zig": ("Zig",), "qt": ("Qt",),
 }  # fmt: skip
 _VERSION_RE = re.compile(

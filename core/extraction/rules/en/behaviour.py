@@ -123,7 +123,8 @@ _MOD_CANON = {
 _NOT_IMPERATIVE = frozenset(
     "worry bother mind hesitate panic stress feel know get care be forget remember understand think "
     "see have want need like love hate agree recall sure mean wait rush apologise thank it that "
-    "this i we my the a an there you your here".split()
+    "this i we my the a an there you your here been had seen heard done felt met visited lose give let miss quit "
+    "believe doubt underestimate settle".split()
 )
 # After "always" / "from now on": the verbs a standing rule starts with.
 _IMPERATIVE_VERBS = frozenset(

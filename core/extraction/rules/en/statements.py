@@ -72,11 +72,16 @@ _ING_BASE = {"writing": "write", "using": "use", "adding": "add", "putting": "pu
              "mixing": "mix", "renaming": "rename", "dropping": "drop", "hardcoding": "hardcode"}  # fmt: skip
 
 
+_COMPLAINT = re.compile(
+    r"\b(?:ugh|argh|sigh|seriously|again|stop|annoying|frustrat\w*|come\s+on|why\s+do\s+you|i\s+told\s+you|i\s+said|"
+    r"please\s+don't|no\s+more|still|wrong|broken)\b|!{2,}", re.I)
+
+
 def feedback_hits(sentence: str) -> list[Hit]:
     """ "you keep writing `var` in these snippets": feedback, the rule not to."""
     match = _KEEP_DOING_RE.search(sentence)
-    if match is None or is_question(sentence):
-        return []
+    if match is None or is_question(sentence) or not _COMPLAINT.search(sentence):
+        return []  # "you keep dreaming up ways to help": praise, not a complaint
     verb = match.group("verb").lower()
     base = _ING_BASE.get(verb, verb[:-3])
     obj = third_person(match.group("obj").strip(" `'\""))
@@ -115,7 +120,8 @@ def prohibition_hits(sentence: str) -> list[Hit]:
     if we_dont and not re.search(r"\b(?:anymore|any\s+more|no\s+longer|yet)\b", body, re.I):
         return [_rule(f"Do not {third_person(we_dont.group('rest'))}", "en.rule.we_dont", end=len(sentence))]
     modal = _MODAL_RULE_RE.match(body)
-    if modal and not blocked(body, modal.start()) and not _MOMENT.search(body):
+    epistemic = modal and re.match(r"(?:have|be|'ve)\b", modal.group("rest"), re.I)  # "must have been great"
+    if modal and not epistemic and not blocked(body, modal.start()) and not _MOMENT.search(body):
         return [_rule(third_person(body), "en.rule.modal", end=len(sentence))]
     return []
 
@@ -150,7 +156,8 @@ def team_hits(sentence: str) -> list[Hit]:
     team = _TEAM_RE.search(sentence)
     if team and not blocked(sentence, team.start()):
         name = team.group("team").strip()
-        if name.lower() not in ("a", "an", "my", "our", "this", "that", "same", "other", "new", "whole"):
+        first = name.split()[0].lower()
+        if first not in ("a", "an", "my", "our", "this", "that", "same", "other", "new", "whole", "one", "the", "your"):
             value = f"{name} team"
             cand = fact(f"The user is on the {value}.", "user.team", value.lower(), rule="en.team", lang="en")
             hits.append((cand, team.start(), team.end()))
@@ -183,7 +190,7 @@ _STATIVE = frozenset(
     "use uses run runs host hosts deploy deploys ship ships build builds write writes store stores keep keeps "
     "back backs own owns maintain maintains target targets support supports rely relies depend depends live "
     "lives work works speak speaks follow follows release releases sit sits serve serves handle handles "
-    "have has is are am be been was were lives on in based from part a an the standardize standardized "
+    "have has is are am lives on in based from part a an the standardize standardized "
     "require requires need needs cover covers go goes page pages alert alerts mirror mirrors replicate "
     "replicates sync syncs pin pins vendor vendors test tests review reviews squash squashes rebase "
     "rebases merge merges do does sign signs encrypt encrypts rotate rotates".split()
@@ -208,8 +215,10 @@ _DECISION = frozenset(
     "standardised bumped upgraded downgraded retired deprecated killed sunset".split()
 )
 _LESSON_RE = re.compile(
-    r"\b(?:lesson|lessons|learned|learnt|the\s+hard\s+way|post-?mortem|takeaway|got\s+burned|got\s+bitten|"
-    r"burned\s+us|bit\s+us|root\s+cause|outage|incident)\b", re.I)
+    r"\b(?:lessons?\s+(?:learned|learnt)|(?:the|a|one|big|key|main|our)\s+lesson\b|lesson\s*:|learned\s+(?:that|the\s+"
+    r"hard\s+way)|learnt\s+(?:that|the\s+hard\s+way)|the\s+hard\s+way|post-?mortem|takeaway|got\s+burned|got\s+bitten|"
+    r"burned\s+us|bit\s+us|root\s+cause|outage|(?:prod|production|security|p[01])\s+incident|incident\s+(?:report|review))\b",
+    re.I)
 _POLICY_RE = re.compile(
     r"\b(?:backups?|backed\s+up|retention|retained|kept\s+(?:for\s+)?\d+|nightly|daily|weekly|monthly|hourly|"
     r"every\s+(?:day|night|morning|week|month|hour|sprint|release|monday|tuesday|wednesday|thursday|friday|"
@@ -231,6 +240,14 @@ _LESSON_LABEL = re.compile(
     r"^(?:(?:a|the|one|big|key|main|our|my)\s+)?(?:lessons?|takeaways?|post-?mortem(?:\s+takeaways?)?)"
     r"(?:\s+(?:learned|learnt))?(?:\s+(?:the\s+hard\s+way|from\s+[^:]{1,40}|for\s+[^:]{1,30}|last\s+\w+))*"
     r"\s*(?::|-|,)?\s*", re.I)
+_FEELING = re.compile(  # how the speaker feels or rates something: a mood, not a lasting fact
+    r"^(?:is|are|am|has\s+been|have\s+been|'s|'re|'m)?\s*(?:so\s+|really\s+|very\s+|super\s+|pretty\s+|totally\s+|"
+    r"just\s+|too\s+|kinda\s+|kind\s+of\s+|a\s+bit\s+|feeling\s+)*(?:happy|thankful|grateful|excited|glad|proud|sad|"
+    r"sorry|tired|stoked|blessed|lucky|nervous|scared|worried|amazing|awesome|great|cool|fun|nice|good|bad|hard|tough|"
+    r"rough|busy|bored|thrilled|pumped|psyched|curious|confused|stuck|impressed|inspired|relieved|upset|"
+    r"frustrated|annoyed|keen|eager|fine|ok|okay|sure|ready|done|back|here|there|in\s+love)\b",
+    re.I,
+)
 _NOT_STATEMENT = re.compile(  # the verb says the clause is about thinking, wanting or this conversation
     r"^(?:think|thought|guess|feel|felt|wonder|wondered|hope|need|needed|want|wanted|like|would|'d|'ll|will|"
     r"can|could|should|might|may|must|wrote|added|changed|found|noticed|saw|see|got|get|tried\s+to|ran|"
@@ -287,6 +304,10 @@ def statement_hits(clause: str, sentence: str = "", whole: bool = False) -> list
     rest = match.group("rest").strip()
     if _NOT_STATEMENT.match(f"{pred} {rest}") or len(rest.split()) < 1 or _PRONOUN_REST.match(rest):
         return []
+    if pred in ("is", "are", "am", "has", "have", "been") and _FEELING.match(rest):
+        return []  # "I'm so happy", "we're stoked": a mood, not a lasting fact
+    if pred == "went" and not re.match(r"(?:with|for|over\s+to)\b", rest, re.I):
+        return []  # "we went to the beach": an outing; "we went with Postgres": a decision
     past = re.search(r"\b(?:last\s+(?:week|weekend|night|month|year|time)|yesterday|ago|earlier)\b", body, re.I)
     if pred in _DECISION and past and not find_tools(body):
         return []  # "we adopted a cat last weekend": an event; a change of tool keeps its time ("moved to X last month")
