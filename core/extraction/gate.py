@@ -35,6 +35,7 @@ from core.extraction.candidates import Candidate, Tier, Turn
 from core.extraction.lang import comparison_key
 from core.extraction.rules import analyze_turn, clean_text
 
+MAX_SMALLTALK_CHARS = 160  # the longest turn that can be only small talk ("thanks so much, that's perfect, bye!")
 MAX_RULES_ONLY_CHARS = 280  # longer turns go to the LLM even when rules matched: they say more than rules see
 
 
@@ -149,12 +150,18 @@ def _leftover(text: str) -> list[str]:
 
 def _smalltalk_reason(text: str, *, assistant: bool) -> str | None:
     """The small-talk category when the whole text is small talk, else None."""
+    if len(text) > MAX_SMALLTALK_CHARS:
+        return None  # small talk is short; a long turn says something, whatever it opens with
     first: str | None = None
+    matched = 0
     for match in _SMALLTALK_RE.finditer(text):
         # A user saying "of course" / "you're welcome" is acknowledging.
         name = "ack" if match.lastgroup == "assistant_smalltalk" else match.lastgroup
         first = first or name
-    if first is None or _leftover(text):
+        matched += len(match.group())
+    if first is None or 2 * matched < len(text) - text.count(" "):
+        return None  # no small talk, or less than half the text: something else is said
+    if _leftover(text):
         return None
     return "assistant_smalltalk" if assistant else first
 
@@ -165,19 +172,15 @@ def _is_emoji_only(text: str) -> bool:
     )
 
 
-def _covered(residual: str) -> bool:
+def _covered(left: list[str]) -> bool:
     """Nothing left that could hold a memory: at most one stray Latin word and two Han characters (a Han
     character is a word's part: "不要用" is three, and a whole rule)."""
-    words = _leftover(residual)
-    return (
-        sum(1 for word in words if word.isascii()) <= 1
-        and sum(1 for word in words if not word.isascii()) <= 2
-    )
+    return sum(1 for word in left if word.isascii()) <= 1 and sum(1 for word in left if not word.isascii()) <= 2
 
 
-def _coverage(text: str, residual: str) -> float:
-    total = len(_leftover(text))
-    return round(1.0 - len(_leftover(residual)) / total, 3) if total else 1.0
+def _coverage(text: str, left: list[str]) -> float:
+    total = len(_WORD_RE.findall(text))  # every word of the turn; small talk counts as covered by nothing
+    return round(max(0.0, 1.0 - len(left) / total), 3) if total else 1.0
 
 
 def _gate(turn: Turn, previous_keys: set[str]) -> GateResult:
@@ -192,19 +195,20 @@ def _gate(turn: Turn, previous_keys: set[str]) -> GateResult:
     candidates = analysis.candidates
     has_must = any(cand.tier is Tier.MUST for cand in candidates)
     short = len(cleaned) <= MAX_RULES_ONLY_CHARS
-    covered = _coverage(cleaned, analysis.residual) if candidates else 0.0
+    left = _leftover(analysis.residual) if candidates else []
+    covered = _coverage(cleaned, left) if candidates else 0.0
 
     def kept(decision: GateDecision, reason: str) -> GateResult:
         return GateResult(decision, reason, lang, candidates, covered, analysis.residual)
 
     if has_must:
-        if short and _covered(analysis.residual):
+        if short and _covered(left):
             return kept(GateDecision.RULES_ONLY, "must_candidate")
         return kept(GateDecision.NEEDS_LLM, "partial_cover")
     if comparison_key(cleaned) in previous_keys:
         return GateResult(GateDecision.SKIP, "repeat", lang)
     if candidates:
-        if short and _covered(analysis.residual):
+        if short and _covered(left):
             return kept(GateDecision.RULES_ONLY, "rule_candidate")
         return kept(GateDecision.NEEDS_LLM, "partial_cover")
     if _is_emoji_only(cleaned):

@@ -14,6 +14,7 @@ Contract:
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -54,6 +55,7 @@ _PUNCT_MAP = str.maketrans(
 _WS_RE = re.compile(r"\s+")
 
 
+@functools.lru_cache(maxsize=4096)
 def detect_lang(text: str) -> str:
     """ "zh" or "en" by the ratio of Han characters to Latin words (see the module docstring)."""
     han = len(_HAN_RE.findall(text))

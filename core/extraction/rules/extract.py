@@ -45,8 +45,10 @@ _TOPIC_CHANGE_RE = re.compile(
 
 def _topic_change_hits(sentence: str) -> list[Hit]:
     """A single-valued topic whose value changed, the new value told after the change."""
+    if not _TOPIC_CHANGE_RE.search(sentence):
+        return []
     slot = topic_slot(sentence)
-    if slot is None or not _TOPIC_CHANGE_RE.search(sentence) or _is_asked(sentence):
+    if slot is None or _is_asked(sentence):
         return []
     if en_blocked(sentence, len(sentence)) and zh_blocked(sentence, len(sentence)):
         return []
@@ -56,6 +58,20 @@ def _topic_change_hits(sentence: str) -> list[Hit]:
     cand = Candidate(content=content, kind=Kind.SEMANTIC, category=Category.FACT, tier=Tier.WORTH, confidence=0.8,
                      source_event_ids=(), slot=slot, value=value, lang=lang, rule=f"{lang}.topic.change")  # fmt: skip
     return [(cand, 0, len(sentence))]
+
+
+# What a clause-opening rule starts with, in either language: a prohibition, a standing rule, a request about
+# memory, a correction, or a thing named first ("ORM 就别用了").
+_CLAUSE_OPENER_RE = re.compile(
+    r"^(?:(?:and|but|so|also|plus|oh|ok|okay|btw|then|just)[\s,]+)*(?:please|pls|kindly|don't|dont|do\s+not|never|"
+    r"always|avoid|stop|no\b|not\b|use\b|remember|forget|keep|make\s+sure|be\s+sure|from\s+now|going\s+forward|"
+    r"in\s+(?:the\s+)?future|actually|correction|i\s+meant|can\s+you|could\s+you|would\s+you|you\s+(?:should|must|"
+    r"need|keep|always|still)|i'd\s+rather|we\s+(?:don't|never|do\s+not)|rules?\b|only\b)"
+    r"|^(?:还有|另外|而且|然后|对了|顺便)?\s*(?:请|麻烦|别|不要|不许|不准|不能|禁止|严禁|永远|千万|一定|必须|务必|以后|今后|"
+    r"之后|从现在|记住|记得|别忘|忘掉|忘了|删|其实|不是|纠正|更正|我说的是|应该是|叫我|称呼|用|一律|都用|统一|只能|"
+    r"所有|[A-Za-z][\w.+#-]*\s*(?:就|也|都|千万|一定|以后)?(?:别|不要|不许|不准|禁止))",
+    re.I,
+)
 
 
 def _mixed(text: str) -> bool:
@@ -108,10 +124,15 @@ def _sentence_hits(sentence: str) -> list[Hit]:
     hits = _language_hits(sentence)
     clauses = split_clauses(sentence) or [(0, sentence)]
     if len(clauses) > 1:
+        # The sentence's own pass found every fact rule (they search anywhere); a clause adds what a question
+        # hid, and the rules that open a clause ("..., don't use X", "…，不要用 ORM").
+        asked = _is_asked(sentence)
         spans = [(start, end) for _, start, end in hits]
         for start, clause in clauses:
             end = start + len(clause)
             if any(s <= start and end <= e for s, e in spans):
+                continue
+            if not (asked or _CLAUSE_OPENER_RE.match(clause)):
                 continue
             if start and (en_blocked(sentence, start) or zh_blocked(sentence, start)):
                 continue
@@ -135,7 +156,7 @@ def _sentence_hits(sentence: str) -> list[Hit]:
     inherited = False  # after "The product is ...:" / "技术栈：" the clauses speak for the user's setup
     for start, clause in clauses:  # what no rule named: a lasting statement of the clause, if it is one
         end = start + len(clause)
-        opens = opens_stack(clause) and sentence[end : end + 2].lstrip()[:1] in (":", "：")
+        opens = sentence[end : end + 2].lstrip()[:1] in (":", "：") and opens_stack(clause)
         if any(s < end and start < e for s, e in spans):
             inherited = inherited or opens
             continue

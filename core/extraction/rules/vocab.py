@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import NamedTuple
 
@@ -134,6 +135,11 @@ _VERSION_RE = re.compile(
 def find_tools(text: str) -> list[tuple[Tool, int, int]]:
     """Known tools named in `text`, with their spans, in order. A version right after a slotted tool ("Go
     1.22", "Vue 2", "Python 3.12") is part of its value and display, and of its span."""
+    return list(_find_tools(text))
+
+
+@functools.lru_cache(maxsize=4096)  # the rules ask about the same sentence and clauses several times
+def _find_tools(text: str) -> tuple[tuple[Tool, int, int], ...]:
     found = []
     for match in _TOOL_RE.finditer(text):
         alias = match.group().lower()
@@ -146,7 +152,7 @@ def find_tools(text: str) -> list[tuple[Tool, int, int]]:
             tool = tool._replace(canonical=f"{tool.canonical} {v}", display=f"{tool.display} {v}")
             end = version.end()
         found.append((tool, match.start(), end))
-    return found
+    return tuple(found)
 
 
 # What marks a tool as the value being left: "from npm", "replaced Flask with", "off Mongo", "no longer X".

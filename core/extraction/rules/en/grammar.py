@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 # fmt: off
@@ -124,6 +125,7 @@ _POLITE_RE = re.compile(  # "could you remember ...?" asks for something: not a 
 # fmt: on
 
 
+@functools.lru_cache(maxsize=4096)
 def is_question(sentence: str) -> bool:
     if _POLITE_RE.match(sentence):
         return False

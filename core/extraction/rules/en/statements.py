@@ -24,6 +24,7 @@ from core.extraction.rules.en.grammar import LEAD, blocked, is_question, sentenc
 from core.extraction.rules.hits import Hit, fact, make
 from core.extraction.rules.vocab import find_tools
 
+_LEAD_RE = re.compile(LEAD, re.I)
 # fmt: off
 _THING = r"(?P<obj>[\w@#.+/`'-]+(?:\s+[\w@#.+/`'-]+){0,3}?)"
 _BANNED_RE = re.compile(
@@ -96,7 +97,7 @@ def prohibition_hits(sentence: str) -> list[Hit]:
     if keep:
         return keep
     text = FILLER.sub(" ", sentence).strip()
-    body = re.sub(LEAD, "", text, count=1, flags=re.I).strip()
+    body = _LEAD_RE.sub("", text, count=1).strip()
     if not body or is_question(body):
         return []
     label = _RULE_LABEL_RE.match(body)
@@ -269,7 +270,7 @@ def lesson_hits(sentence: str) -> list[Hit]:
     memory of the whole sentence, its label dropped."""
     if not _LESSON_RE.search(sentence) or is_question(sentence) or sentence.rstrip().endswith("?"):
         return []
-    body = _LESSON_LABEL.sub("", re.sub(LEAD, "", sentence, count=1, flags=re.I).strip(" ,;:-"), count=1)
+    body = _LESSON_LABEL.sub("", _LEAD_RE.sub("", sentence, count=1).strip(" ,;:-"), count=1)
     if len(body.split()) < 5 or _MOMENT.search(body) or blocked(sentence, 0):
         return []
     return [_generic(body, Category.LESSON, Kind.EPISODIC, "en.statement.lesson", len(sentence))]
@@ -279,14 +280,14 @@ def statement_hits(clause: str, sentence: str = "", whole: bool = False) -> list
     """A lasting first-person or project statement of one clause (see the module docstring); called with
     the whole sentence as `clause` first, where only a lesson counts."""
     if whole:
-        body = re.sub(LEAD, "", sentence, count=1, flags=re.I).strip(" ,;:-")
+        body = _LEAD_RE.sub("", sentence, count=1).strip(" ,;:-")
         label = _TOPIC_LABEL_RE.match(body)
         if label and not is_question(body) and not _MOMENT.search(body):  # "Backups: nightly pg_dump to S3"
             return [_generic(body, Category.FACT, Kind.SEMANTIC, "en.statement.labelled", len(sentence))]
         if _BARE_DECISION_RE.match(body) and find_tools(body) and not is_question(body):
             return [_generic(body, Category.DECISION, Kind.SEMANTIC, "en.statement.decision", len(sentence))]
         return lesson_hits(sentence)
-    body = re.sub(LEAD, "", clause, count=1, flags=re.I).strip(" ,;:-")
+    body = _LEAD_RE.sub("", clause, count=1).strip(" ,;:-")
     if len(body) < 8 or is_question(body) or body.endswith("?") or _LESSON_LABEL.fullmatch(body + ":"):
         return []
     if (_BARE_DECISION_RE.match(body) or _PASSIVE_DECISION_RE.match(body)) and find_tools(body) or (

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 # fmt: off
@@ -76,6 +77,7 @@ _POLITE = re.compile(  # "能帮我记住…吗" / "你能不能别那么啰嗦"
 )
 
 
+@functools.lru_cache(maxsize=4096)
 def is_question(sentence: str) -> bool:
     stripped = sentence.rstrip(" .!~")
     if _POLITE.match(stripped) and not re.search(r"你记得|还记得|记不记得", stripped):

@@ -22,6 +22,7 @@ from core.extraction.candidates import Category, Kind, Tier
 from core.extraction.rules.hits import Hit, fact, make
 from core.extraction.rules.zh.grammar import LEAD, ME, WE, blocked, is_question, strip_tail, zh_content
 
+_LEAD_RE = re.compile(LEAD)
 # fmt: off
 _OBJ = (  # a thing: a Latin name, or a Han noun that is not a time, an enumerator or a condition
     r"(?P<obj>[A-Za-z][\w.+#/-]*(?:\s[A-Za-z][\w.+#/-]*){0,2}|(?!以后|之后|今后|现在|平时|一是|二是|三是|第)"
@@ -58,7 +59,7 @@ _ENUMERATOR = re.compile(r"^(?:[一二三四五六七八九十]是|第[一二三
 def _body(sentence: str) -> str | None:
     # a Latin word first is the thing the rule is about ("ORM 就别用了"), not a filler before a request
     text = _ENUMERATOR.sub("", sentence.strip(" ,:;!.~"))
-    body = text if re.match(r"[A-Za-z]", text) else re.sub(LEAD, "", text, count=1).strip(" ,:;!.~")
+    body = text if re.match(r"[A-Za-z]", text) else _LEAD_RE.sub("", text, count=1).strip(" ,:;!.~")
     return None if not body or is_question(body) else body
 
 
@@ -167,7 +168,7 @@ def lesson_hits(sentence: str) -> list[Hit]:
     """A lesson told in one sentence ("踩过坑：日志别落本地盘…"): one memory of it, its label dropped."""
     if not _LESSON_RE.search(sentence) or is_question(sentence):
         return []
-    body = _LABEL.sub("", re.sub(LEAD, "", sentence, count=1).strip(" ,:;!.~"), count=1)
+    body = _LABEL.sub("", _LEAD_RE.sub("", sentence, count=1).strip(" ,:;!.~"), count=1)
     if len(body) < 5 or re.search(r"帮我|帮忙|能不能|怎么|为什么|为啥", body) or blocked(sentence, 0):
         return []
     return [_generic(body, Category.LESSON, Kind.EPISODIC, "zh.statement.lesson", len(sentence))]
@@ -180,13 +181,13 @@ def statement_hits(clause: str, sentence: str = "", whole: bool = False) -> list
         hits = lesson_hits(sentence)
         rejected = _TRIED_REJECTED_RE.search(sentence)
         if not hits and rejected and not is_question(sentence) and not blocked(sentence, rejected.start()):
-            body = re.sub(LEAD, "", sentence, count=1).strip(" ,:;!.~")  # "评估过 MongoDB，最后没选，…"
+            body = _LEAD_RE.sub("", sentence, count=1).strip(" ,:;!.~")  # "评估过 MongoDB，最后没选，…"
             hits = [_generic(body, Category.DECISION, Kind.SEMANTIC, "zh.statement.rejected", len(sentence))]
         if not hits and _POLICY_RE.search(sentence) and "备份" in sentence and not _MOMENT.search(sentence):
-            body = _LABEL.sub("", re.sub(LEAD, "", sentence, count=1).strip(" ,:;!.~"), count=1)
+            body = _LABEL.sub("", _LEAD_RE.sub("", sentence, count=1).strip(" ,:;!.~"), count=1)
             hits = [_generic(body, Category.FACT, Kind.SEMANTIC, "zh.statement.policy", len(sentence))]
         return hits
-    body = re.sub(LEAD, "", clause, count=1).strip(" ,:;!.~")
+    body = _LEAD_RE.sub("", clause, count=1).strip(" ,:;!.~")
     if len(body) < 5 or is_question(body) or _MOMENT.search(body) or blocked(body, len(body)):
         return []
     if sentence and blocked(sentence, max(0, sentence.find(clause))):
