@@ -156,7 +156,9 @@ def _replayed(cand: PendingCandidate, row: Existing) -> bool:
     return bool(cand.source_event_ids) and set(cand.source_event_ids) <= set(row.source_event_ids)
 
 
-def _slotted(cand: PendingCandidate, *, slot_rows: Sequence[Existing], llm_available: bool = False) -> Decision:
+def _slotted(
+    cand: PendingCandidate, *, slot_rows: Sequence[Existing], llm_available: bool = False
+) -> Decision:
     current = next((r for r in slot_rows if r.status == "active"), None)
     if current is None:
         return Decision(Op.ADD, f"first value for slot {cand.slot}")

@@ -35,7 +35,9 @@ from core.extraction.candidates import Candidate, Tier, Turn
 from core.extraction.lang import comparison_key
 from core.extraction.rules import analyze_turn, clean_text
 
-MAX_SMALLTALK_CHARS = 160  # the longest turn that can be only small talk ("thanks so much, that's perfect, bye!")
+MAX_SMALLTALK_CHARS = (
+    160  # the longest turn that can be only small talk ("thanks so much, that's perfect, bye!")
+)
 MAX_RULES_ONLY_CHARS = 280  # longer turns go to the LLM even when rules matched: they say more than rules see
 
 
@@ -175,7 +177,9 @@ def _is_emoji_only(text: str) -> bool:
 def _covered(left: list[str]) -> bool:
     """Nothing left that could hold a memory: at most one stray Latin word and two Han characters (a Han
     character is a word's part: "不要用" is three, and a whole rule)."""
-    return sum(1 for word in left if word.isascii()) <= 1 and sum(1 for word in left if not word.isascii()) <= 2
+    return (
+        sum(1 for word in left if word.isascii()) <= 1 and sum(1 for word in left if not word.isascii()) <= 2
+    )
 
 
 def _coverage(text: str, left: list[str]) -> float:

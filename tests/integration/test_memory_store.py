@@ -319,3 +319,53 @@ def test_the_judge_does_not_call_the_llm_once_the_tenant_budget_is_spent(
         ).scalar()
     assert active and active >= 1
     assert usage == 0
+
+
+@pytest.mark.parametrize(
+    ("lines", "slot", "values"),
+    [
+        (
+            ["our CI is GitHub Actions, workflows live in .github/workflows",
+             "fyi we've since moved CI to Buildkite, can you write a pipeline step for the migrations check?"],
+            "project.ci", ["github actions", "buildkite"],
+        ),
+        (["我在设计组，主要做 UI", "我现在调到数据组了，帮我看下这个 SQL"], "user.team", ["设计组", "数据组"]),
+    ],
+    ids=["english-in-passing", "chinese-indirect"],
+)  # fmt: skip
+def test_an_update_stated_in_passing_supersedes_without_an_llm(
+    lines, slot, values, start_worker, engine, tenant, redis_url, queue_name, tmp_path
+):
+    """Issue #12: a change cue and a known slot's value supersede the current value, rules only."""
+    start_worker(env=FAST)
+    client = memory_client(tenant, redis_url, queue_name, tmp_path)
+    for day, line in enumerate(lines):
+        _say(client, "dev", line, T0 + timedelta(days=day * 30))
+        wait_for(lambda d=day: len(_slot_rows(engine, tenant, "dev", slot)) == d + 1, timeout_s=40,
+                 what=f"value {day + 1} reconciled")  # fmt: skip
+    rows = _slot_rows(engine, tenant, "dev", slot)
+    assert [(r.value, r.status) for r in rows] == [(values[0], "superseded"), (values[1], "active")]
+
+
+def test_a_change_the_rules_are_unsure_of_is_held_as_a_candidate_without_an_llm(
+    start_worker, engine, tenant, redis_url, queue_name, tmp_path
+):
+    """A change told inside a question does not replace the current value on its own word: without an LLM
+    the candidate is kept (decision `hold`), and the slot keeps one current value."""
+    start_worker(env=FAST)
+    client = memory_client(tenant, redis_url, queue_name, tmp_path)
+    _say(client, "dev", "Our database is MySQL.", T0)
+    wait_for(lambda: len(_slot_rows(engine, tenant, "dev", "project.database")) == 1, timeout_s=40,
+             what="the first value")  # fmt: skip
+    _say(client, "dev", "after we migrated to TiDB why is this join still slow?", T0 + timedelta(days=3))
+
+    def held() -> bool:
+        with engine.connect() as conn:
+            return bool(conn.execute(text(
+                "SELECT count(*) FROM candidates WHERE tenant_id = :t AND slot = 'project.database' "
+                "AND value = 'tidb' AND decision = 'hold' AND memory_id IS NULL"
+            ), {"t": tenant}).scalar())  # fmt: skip
+
+    wait_for(held, timeout_s=40, what="the unsure change held")
+    rows = _slot_rows(engine, tenant, "dev", "project.database")
+    assert [(r.value, r.status) for r in rows] == [("mysql", "active")]

@@ -46,6 +46,7 @@ from worker.services.window import (
     defer_llm,
     event_statuses,
     final_candidates,
+    gate_summary,
     keyword_contexts,
     last_received_at,
     oldest_owed_at,
@@ -226,6 +227,7 @@ def run_window(
         summary_tokens=fold_tokens,
         more=more,
     )
+    counts.update(gate_summary(plan))
     if plan.deferred:
         counts["llm_deferred"] = len(plan.needs_llm_ids)
     if llm_error:

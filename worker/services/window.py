@@ -9,9 +9,11 @@ LLM-needing turns `llm_pending` for a later window (see `store.triggers.llm_due`
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from core.extraction.candidates import Candidate, Turn
 from core.extraction.gate import GateDecision, gate_window
@@ -26,6 +28,7 @@ __all__ = [
     "defer_llm",
     "event_statuses",
     "final_candidates",
+    "gate_summary",
     "keyword_contexts",
     "last_received_at",
     "oldest_owed_at",
@@ -43,6 +46,8 @@ class WindowPlan:
     skipped_ids: set[str]
     done_ids: set[str]  # fully handled by rules
     gate_reasons: dict[str, str] = field(default_factory=dict)
+    # of each kept turn the rules matched: the share of its content the rules covered (GateResult.covered)
+    gate_coverage: dict[str, float] = field(default_factory=dict)
     # rule candidates of the `llm_pending` turns, stored by an earlier run: shown to the LLM, never stored again
     earlier_candidates: list[Candidate] = field(default_factory=list)
     owed_tokens: int = 0  # estimated tokens of the turns in needs_llm_ids
@@ -72,8 +77,11 @@ def plan_window(events: Sequence[PendingEvent], *, llm_available: bool) -> Windo
     fresh: list[Candidate] = []
     earlier: list[Candidate] = []
     owed_tokens = 0
+    coverage: dict[str, float] = {}
     for turn, result in zip(turns, results, strict=True):
         reasons[turn.event_id] = result.reason
+        if result.candidates:
+            coverage[turn.event_id] = result.covered
         if result.decision == GateDecision.SKIP:
             skipped.add(turn.event_id)
             continue
@@ -95,7 +103,20 @@ def plan_window(events: Sequence[PendingEvent], *, llm_available: bool) -> Windo
         reasons,
         earlier_candidates=dedupe(earlier),
         owed_tokens=owed_tokens,
+        gate_coverage=coverage,
     )
+
+
+def gate_summary(plan: WindowPlan) -> dict[str, Any]:
+    """What the gate decided in a window, for the run's log line: turns per reason, and of the turns the rules
+    matched, how many they covered only in part (those went to the LLM for the rest) and the mean coverage."""
+    partial = sum(reason == "partial_cover" for reason in plan.gate_reasons.values())
+    covered = list(plan.gate_coverage.values())
+    return {
+        "gate": dict(sorted(Counter(plan.gate_reasons.values()).items())),
+        "partial_cover": partial,
+        "rule_coverage": round(sum(covered) / len(covered), 3) if covered else None,
+    }
 
 
 def oldest_owed_at(events: Sequence[PendingEvent], plan: WindowPlan) -> datetime | None:

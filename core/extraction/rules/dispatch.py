@@ -53,9 +53,16 @@ def dispatch(sentence: str, rules: LanguageRules) -> list[Hit]:
     correction = rules.correction.match(sentence)
     if correction:
         rest = correction.group("rest")
-        inner = rules.correction_facts(rest) or stack_hits(rest, lang=rules.lang) or change_hits(rest, lang=rules.lang)
+        inner = (
+            rules.correction_facts(rest)
+            or stack_hits(rest, lang=rules.lang)
+            or change_hits(rest, lang=rules.lang)
+        )
         if inner:
-            return pairs + [must(hit, f"{rules.lang}.correction", start=0) for hit in shift(inner, correction.start("rest"))]
+            return pairs + [
+                must(hit, f"{rules.lang}.correction", start=0)
+                for hit in shift(inner, correction.start("rest"))
+            ]
         if _STRONG_CORRECTION.search(correction.group("marker")) and not pairs and _STATES.search(rest):
             # "Small correction: standups are 9:30 CET, not PST": the corrected statement itself, MUST
             return [_corrected(rest, rules.lang, len(sentence))]
@@ -178,17 +185,23 @@ _STACK_BLOCK_RE = re.compile(
     r"\b(?:installed|ran|used\s+\w+\s+to|just|discuss\w*|meeting|talked|debated)\b|讨论|会上|开会|聊过|要不要|评估",
     re.I,
 )
-_ENUMERATOR_RE = re.compile(r"^(?:[一二三四五六七八九十]是|第[一二三四五六七八九十]+[,、]?|\d+[)）.、]|[-*•])\s*")
+_ENUMERATOR_RE = re.compile(
+    r"^(?:[一二三四五六七八九十]是|第[一二三四五六七八九十]+[,、]?|\d+[)）.、]|[-*•])\s*"
+)
 
 
 def opens_stack(clause: str) -> bool:
     """A clause that introduces the user's setup ("The product is a B2B SaaS:", "技术栈：", "背景："): the clauses
     after it speak for the same subject."""
     body = _ENUMERATOR_RE.sub("", clause.strip())
-    return bool(_STACK_SUBJECT_RE.match(body) or _SETUP_LABEL_RE.match(body)) and not _STACK_BLOCK_RE.search(body)
+    return bool(_STACK_SUBJECT_RE.match(body) or _SETUP_LABEL_RE.match(body)) and not _STACK_BLOCK_RE.search(
+        body
+    )
 
 
-_SETUP_LABEL_RE = re.compile(r"^(?:(?:some\s+|quick\s+)?(?:background|context|setup|about\s+us)|背景|技术栈|架构|环境)\b", re.I)
+_SETUP_LABEL_RE = re.compile(
+    r"^(?:(?:some\s+|quick\s+)?(?:background|context|setup|about\s+us)|背景|技术栈|架构|环境)\b", re.I
+)
 
 
 def stack_hits(clause: str, *, lang: str, inherited: bool = False) -> list[Hit]:
@@ -209,7 +222,8 @@ def stack_hits(clause: str, *, lang: str, inherited: bool = False) -> list[Hit]:
 
 
 _STRONG_CORRECTION = re.compile(
-    r"correct|clarify|i\s+meant|i\s+mean|wrong|incorrect|not\s+right|纠正|更正|说错|搞错|记错|错了|不对|应该是", re.I
+    r"correct|clarify|i\s+meant|i\s+mean|wrong|incorrect|not\s+right|纠正|更正|说错|搞错|记错|错了|不对|应该是",
+    re.I,
 )
 
 

@@ -192,7 +192,9 @@ def analyze_turn(turn: Turn, *, roles: Sequence[str] = ("user",)) -> TurnAnalysi
             residual.append(sentence)
             previous = None
             continue
-        if _REMEMBER_FOLLOWING_RE.match(sentence):  # "记住几件事：" / "remember these:" points at what follows
+        if _REMEMBER_FOLLOWING_RE.match(
+            sentence
+        ):  # "记住几件事：" / "remember these:" points at what follows
             following = True
             previous = None
             continue
@@ -252,9 +254,9 @@ def _is_asked(sentence: str) -> bool:
     return en.ENGLISH.is_question(sentence) or zh.CHINESE.is_question(sentence)
 
 
-def _raised(found: list[Candidate], sentence: str, sources: tuple[str, ...], turn_ids: tuple[str, ...]) -> list[
-    Candidate
-]:
+def _raised(
+    found: list[Candidate], sentence: str, sources: tuple[str, ...], turn_ids: tuple[str, ...]
+) -> list[Candidate]:
     """The candidates of the sentence a "remember that" points back to, raised to MUST; the sentence itself
     as an explicit memory when no rule named anything in it."""
     if found:
@@ -262,8 +264,9 @@ def _raised(found: list[Candidate], sentence: str, sources: tuple[str, ...], tur
                                     rule=f"remember_that+{c.rule}") for c in found]  # fmt: skip
     lang = detect_lang(sentence)
     content = zh_content(sentence) if lang == "zh" else sentence_case(third_person(sentence))
-    cand = Candidate(content=content, kind=Kind.SEMANTIC, category=Category.FACT, tier=Tier.MUST, confidence=0.9,
-                     source_event_ids=sources, source_turn_ids=turn_ids, lang=lang, rule=f"{lang}.remember_that")  # fmt: skip
+    cand = Candidate(content=content, kind=Kind.SEMANTIC, category=Category.FACT, tier=Tier.MUST,
+                     confidence=0.9, source_event_ids=sources, source_turn_ids=turn_ids, lang=lang,
+                     rule=f"{lang}.remember_that")  # fmt: skip
     return [cand]
 
 

@@ -60,7 +60,9 @@ _CLAUSE_BREAK_RE = re.compile(
     r"|(?<=[\u4e00-\u9fff])\s*(?=(?:但是|不过|所以|然后|而且|另外|顺便|并且|可是)[\u4e00-\u9fffA-Za-z])",
     re.I,
 )
-_ENUMERATOR_RE = re.compile(r"^\s*(?:[一二三四五六七八九十]是|第[一二三四五六七八九十]+[,、]?|\d+[)）、]|[(（]\d+[)）])\s*")
+_ENUMERATOR_RE = re.compile(
+    r"^\s*(?:[一二三四五六七八九十]是|第[一二三四五六七八九十]+[,、]?|\d+[)）、]|[(（]\d+[)）])\s*"
+)
 _MIN_CLAUSE = re.compile(r"[A-Za-z]{2,}.*[A-Za-z]{2,}|[\u4e00-\u9fff].*[\u4e00-\u9fff]", re.S)
 
 

@@ -124,7 +124,8 @@ _CASE_SENSITIVE = {
     "idea": ("IDEA", "Idea"), "arch": ("Arch",), "oss": ("OSS",), "nx": ("Nx",), "travis": ("Travis",),
     "lark": ("Lark",), "discord": ("Discord",), "slack": ("Slack",), "unittest": ("unittest",),
     "poetry": ("Poetry",), "bun": ("Bun",), "express": ("Express",), "jest": ("Jest", "jest"),
-    "swarm": ("Swarm",), "astro": ("Astro",), "parcel": ("Parcel",), "aurora": ("Aurora",), "zig": ("Zig",), "qt": ("Qt",),
+    "swarm": ("Swarm",), "astro": ("Astro",), "parcel": ("Parcel",), "aurora": ("Aurora",), "zig": ("Zig",),
+    "qt": ("Qt",),
 }  # fmt: skip
 _VERSION_RE = re.compile(
     r"[ \t]?v?(?P<v>\d{1,2}(?:\.\d{1,3}){0,2}(?:\.x)?)(?![\w.%]|\s*(?:%|ms|s\b|gb|mb|k\b|x\b|分钟|秒|个))",
@@ -185,7 +186,8 @@ _TOPIC_SLOTS = tuple((re.compile(pattern, re.I), slot) for pattern, slot in (
     (r"\bmonitoring\b|\balerting\b|监控|告警", "project.monitoring"),
     (r"\b(?:my|our|the\s+team's)\s+(?:new\s+)?(?:manager|boss|team\s+lead|lead|skip)\b|(?:组|团队|部门)的?\s*"
      r"(?:leader|老大|领导|经理|负责人)|我的?(?:领导|老板|经理|leader|直属)", "user.manager"),
-    (r"\b(?:release|deploy|ship)s?\s+(?:day|window|schedule|cadence)\b|发版|上线窗口|发布窗口", "project.release_schedule"),
+    (r"\b(?:release|deploy|ship)s?\s+(?:day|window|schedule|cadence)\b|发版|上线窗口|发布窗口",
+     "project.release_schedule"),
     (r"\bon-?call\b|值班", "project.on_call"),
 ))  # fmt: skip
 

@@ -44,8 +44,8 @@ _SPAN_CUT = re.compile(
     r"\b(?:because|since|but|although|though|instead|rather|not|except|which|when|whenever|where|if|unless|so|"
     r"to|until|while|whereas|than|over|at\s+work|anymore|any\s+more|now\s+that)\b|\s-\s", re.I)
 _NO_USE_RE = re.compile(
-    r"(?<![\w'])(?P<subj>i|we)\s+" + ADV + r"(?:deliberately\s+|intentionally\s+|consciously\s+)?(?:don't|do\s+not|dont|"
-    r"never|no\s+longer|won't|don't\s+ever)\s+use\s+"
+    r"(?<![\w'])(?P<subj>i|we)\s+" + ADV + r"(?:deliberately\s+|intentionally\s+|consciously\s+)?"
+    r"(?:don't|do\s+not|dont|never|no\s+longer|won't|don't\s+ever)\s+use\s+"
     r"(?P<obj>[^.;!?,]{1,60})", re.I)
 _CHANGE_OF_STATE = re.compile(r"\b(?:anymore|any\s+more|no\s+longer)\b", re.I)
 NEGATING = re.compile(
@@ -165,11 +165,13 @@ def _pref_hits(sentence: str) -> list[Hit]:
 
 # fmt: off
 _DIET_RE = re.compile(
-    r"(?:" + I_AM + r"\s+" + ADV + r"|(?:(?<![\w'])i\s+)?(?:went|turned|became|have\s+gone|'ve\s+gone|gone|switched\s+to\s+"
-    r"being)\s+(?:fully\s+|full\s+|completely\s+)?)(?:a\s+)?(?:strict\s+)?(?P<diet>vegetarian|vegan|pescatarian|pescetarian|keto|"
-    r"halal|kosher|lactose[- ]intolerant|gluten[- ]free|celiac|coeliac|diabetic)\b", re.I)
+    r"(?:" + I_AM + r"\s+" + ADV + r"|(?:(?<![\w'])i\s+)?(?:went|turned|became|have\s+gone|'ve\s+gone|gone|"
+    r"switched\s+to\s+being)\s+(?:fully\s+|full\s+|completely\s+)?)(?:a\s+)?(?:strict\s+)?"
+    r"(?P<diet>vegetarian|vegan|pescatarian|pescetarian|keto|halal|kosher|lactose[- ]intolerant|gluten[- ]free|"
+    r"celiac|coeliac|diabetic)\b", re.I)
 _NO_LONGER_DIET_RE = re.compile(
-    I_AM + r"\s+(?:no\s+longer|not)\s+(?:a\s+)?(?P<diet>vegetarian|vegan|pescatarian|keto)(?:\s+(?:anymore|any\s+more))?"
+    I_AM + r"\s+(?:no\s+longer|not)\s+(?:a\s+)?(?P<diet>vegetarian|vegan|pescatarian|keto)"
+    r"(?:\s+(?:anymore|any\s+more))?"
     r"|(?<![\w'])i\s+(?:stopped|quit|gave\s+up)\s+being\s+(?:a\s+)?(?P<diet2>vegetarian|vegan|pescatarian)", re.I)
 _DIET_SLOTTED = {"vegetarian": "vegetarian", "vegan": "vegan", "pescatarian": "pescatarian",
                  "pescetarian": "pescatarian", "keto": "keto", "halal": "halal", "kosher": "kosher"}
@@ -203,8 +205,9 @@ def _profile_hits(sentence: str) -> list[Hit]:
     hits: list[Hit] = []
     stopped = _NO_LONGER_DIET_RE.search(sentence)
     if stopped and not blocked(sentence, stopped.start()):  # "I'm no longer vegetarian": the slot changes
-        cand = make(f"The user is no longer {(stopped.group('diet') or stopped.group('diet2')).lower()}.", Kind.SEMANTIC, Category.PROFILE,
-                    Tier.WORTH, rule="en.profile.diet_stopped", confidence=0.85, lang="en", slot="user.diet",
+        was = (stopped.group("diet") or stopped.group("diet2")).lower()
+        cand = make(f"The user is no longer {was}.", Kind.SEMANTIC, Category.PROFILE, Tier.WORTH,
+                    rule="en.profile.diet_stopped", confidence=0.85, lang="en", slot="user.diet",
                     value="none")  # fmt: skip
         return [(cand, stopped.start(), stopped.end())]
     match = _DIET_RE.search(sentence)

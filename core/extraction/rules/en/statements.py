@@ -53,7 +53,8 @@ _MODAL_RULE_RE = re.compile(
     r"(?P<rest>[a-z][^?]{2,160})$", re.I)
 # fmt: on
 FILLER = re.compile(  # ", under any circumstances,": a parenthetical a rule reads through
-    r",\s*(?:under\s+any\s+circumstances|ever|please|ok|okay|seriously|again)\s*,", re.I)
+    r",\s*(?:under\s+any\s+circumstances|ever|please|ok|okay|seriously|again)\s*,", re.I
+)
 
 
 def _rule(content: str, rule: str, *, end: int, category: Category = Category.CONSTRAINT) -> Hit:
@@ -66,7 +67,9 @@ def _rule(content: str, rule: str, *, end: int, category: Category = Category.CO
 _KEEP_DOING_RE = re.compile(
     r"\byou(?:'re|\s+are)?\s+(?:keep|kept|always|still|again|constantly|repeatedly)\s+(?:on\s+)?(?:keep\s+)?"
     r"(?P<verb>[a-z]+ing)\s+(?P<obj>[^.;!?,]{1,60}?)(?:\s+(?:again|every\s+time|in\s+(?:these|your|the)\s+\w+))?"
-    r"[\s.!]*$", re.I)
+    r"[\s.!]*$",
+    re.I,
+)
 _ING_BASE = {"writing": "write", "using": "use", "adding": "add", "putting": "put", "suggesting": "suggest",
              "forgetting": "forget", "making": "make", "giving": "give", "leaving": "leave", "changing": "change",
              "removing": "remove", "including": "include", "ignoring": "ignore", "doing": "do", "getting": "get",
@@ -75,7 +78,9 @@ _ING_BASE = {"writing": "write", "using": "use", "adding": "add", "putting": "pu
 
 _COMPLAINT = re.compile(
     r"\b(?:ugh|argh|sigh|seriously|again|stop|annoying|frustrat\w*|come\s+on|why\s+do\s+you|i\s+told\s+you|i\s+said|"
-    r"please\s+don't|no\s+more|still|wrong|broken)\b|!{2,}", re.I)
+    r"please\s+don't|no\s+more|still|wrong|broken)\b|!{2,}",
+    re.I,
+)
 
 
 def feedback_hits(sentence: str) -> list[Hit]:
@@ -143,9 +148,9 @@ _FAMILY_RE = re.compile(
     r"(?:named|called)|,)?\s+(?P<name>(?-i:[A-Z][a-z]+(?:\s[A-Z][a-z]+)?))\b"
     r"|\b(?:my|our)\s+(?:new\s+|little\s+|old\s+)?(?P<who2>" + _FAMILY + r")\b[^.;!?]{0,40}?\b(?:her|his|its)\s+"
     r"name\s+is\s+(?P<name2>(?-i:[A-Z][a-z]+))"
-    r"|\b(?:we|i)(?:'ve|\s+have)?\s+(?:just\s+)?(?:adopted|got|have|rescued|bought|welcomed)\s+(?:a|an|another|our|my)\s+"
-    r"(?:new\s+|little\s+)?(?P<who3>" + _FAMILY + r")\b[^.;!?]{0,40}?\b(?:(?:her|his|its|their)\s+name\s+is|named|called)"
-    r"\s+(?P<name3>(?-i:[A-Z][a-z]+))"
+    r"|\b(?:we|i)(?:'ve|\s+have)?\s+(?:just\s+)?(?:adopted|got|have|rescued|bought|welcomed)\s+"
+    r"(?:a|an|another|our|my)\s+(?:new\s+|little\s+)?(?P<who3>" + _FAMILY + r")\b[^.;!?]{0,40}?\b"
+    r"(?:(?:her|his|its|their)\s+name\s+is|named|called)\s+(?P<name3>(?-i:[A-Z][a-z]+))"
     r"|\b(?P<name4>(?-i:[A-Z][a-z]+)),\s+(?:my|our)\s+(?P<who4>" + _FAMILY + r")\b", re.I)
 _NOT_NAMES = frozenset("I The A An And But So Just Also Now Today Is Was Has Had Who".split())
 # fmt: on
@@ -158,7 +163,21 @@ def team_hits(sentence: str) -> list[Hit]:
     if team and not blocked(sentence, team.start()):
         name = team.group("team").strip()
         first = name.split()[0].lower()
-        if first not in ("a", "an", "my", "our", "this", "that", "same", "other", "new", "whole", "one", "the", "your"):
+        if first not in (
+            "a",
+            "an",
+            "my",
+            "our",
+            "this",
+            "that",
+            "same",
+            "other",
+            "new",
+            "whole",
+            "one",
+            "the",
+            "your",
+        ):
             value = f"{name} team"
             cand = fact(f"The user is on the {value}.", "user.team", value.lower(), rule="en.team", lang="en")
             hits.append((cand, team.start(), team.end()))
@@ -290,7 +309,7 @@ def statement_hits(clause: str, sentence: str = "", whole: bool = False) -> list
     body = _LEAD_RE.sub("", clause, count=1).strip(" ,;:-")
     if len(body) < 8 or is_question(body) or body.endswith("?") or _LESSON_LABEL.fullmatch(body + ":"):
         return []
-    if (_BARE_DECISION_RE.match(body) or _PASSIVE_DECISION_RE.match(body)) and find_tools(body) or (
+    if ((_BARE_DECISION_RE.match(body) or _PASSIVE_DECISION_RE.match(body)) and find_tools(body)) or (
         _PASSIVE_DECISION_RE.match(body) and not _MOMENT.search(body)
     ):
         return [_generic(body, Category.DECISION, Kind.SEMANTIC, "en.statement.decision", len(clause))]
@@ -309,14 +328,20 @@ def statement_hits(clause: str, sentence: str = "", whole: bool = False) -> list
         return []  # "I'm so happy", "we're stoked": a mood, not a lasting fact
     if pred == "went" and not re.match(r"(?:with|for|over\s+to)\b", rest, re.I):
         return []  # "we went to the beach": an outing; "we went with Postgres": a decision
-    past = re.search(r"\b(?:last\s+(?:week|weekend|night|month|year|time)|yesterday|ago|earlier)\b", body, re.I)
+    past = re.search(
+        r"\b(?:last\s+(?:week|weekend|night|month|year|time)|yesterday|ago|earlier)\b", body, re.I
+    )
     if pred in _DECISION and past and not find_tools(body):
-        return []  # "we adopted a cat last weekend": an event; a change of tool keeps its time ("moved to X last month")
+        return []  # "we adopted a cat last weekend": an event; a tool change keeps its time
     if pred in _DECISION and not re.match(
         r"(?:somewhere|away|on|out|in|back|here|there|house)\b", rest, re.I
     ):
         return [_generic(body, Category.DECISION, Kind.SEMANTIC, "en.statement.decision", len(clause))]
-    if pred in _HOBBY and match.group("subj").lower() in ("i", "i'm", "im", "i've") and len(body.split()) >= 3:
+    if (
+        pred in _HOBBY
+        and match.group("subj").lower() in ("i", "i'm", "im", "i've")
+        and len(body.split()) >= 3
+    ):
         return [_generic(body, Category.PROFILE, Kind.SEMANTIC, "en.statement.hobby", len(clause))]
     if pred in _STATIVE and len(body.split()) >= 4:
         category = Category.FACT

@@ -109,7 +109,9 @@ _PRONOUN = re.compile(r"它|这个|那个|这样|那样|这些|那些")
 # fmt: on
 
 
-_NEXT_CLAUSE = re.compile(r"\s*,\s*(?=[A-Za-z]{2,}\s+[A-Za-z]|我们|我|你|因为|所以|但|不过|而且|另外|老老实实|直接)")
+_NEXT_CLAUSE = re.compile(
+    r"\s*,\s*(?=[A-Za-z]{2,}\s+[A-Za-z]|我们|我|你|因为|所以|但|不过|而且|另外|老老实实|直接)"
+)
 
 
 def rule_hits(sentence: str) -> list[Hit]:
@@ -121,7 +123,9 @@ def rule_hits(sentence: str) -> list[Hit]:
     if not mod and not lead:
         return []
     rest = match.group("rest").strip(" ,")
-    clause_end = _NEXT_CLAUSE.search(rest)  # "不要用 ORM, we write raw SQL everywhere": the rule ends at the comma
+    clause_end = _NEXT_CLAUSE.search(
+        rest
+    )  # "不要用 ORM, we write raw SQL everywhere": the rule ends at the comma
     if clause_end:
         rest = rest[: clause_end.start()]
     core = strip_tail(rest)
@@ -142,4 +146,6 @@ def rule_hits(sentence: str) -> list[Hit]:
     category = Category.FEEDBACK if feedback else Category.CONSTRAINT
     rule = "zh.rule." + _RULE_IDS.get(canon, "other")
     end = match.start("rest") + len(rest) if clause_end else len(sentence)
-    return [(make(content, Kind.PROCEDURAL, category, Tier.MUST, rule=rule, confidence=0.9, lang="zh"), 0, end)]
+    return [
+        (make(content, Kind.PROCEDURAL, category, Tier.MUST, rule=rule, confidence=0.9, lang="zh"), 0, end)
+    ]

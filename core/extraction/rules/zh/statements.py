@@ -30,8 +30,8 @@ _OBJ = (  # a thing: a Latin name, or a Han noun that is not a time, an enumerat
 )
 _BANNED_RES = (
     # "moment.js 在我们项目里是禁用的", "ORM 一律禁用"
-    re.compile(r"^(?:还有|另外|而且|注意)?\s*" + _OBJ + r"\s*(?:在[^,]{1,10}?(?:里|中|上))?\s*(?:是|都是|一律|全部|统一)?"
-               r"\s*(?:禁用|禁止使用|禁止|不允许(?:使用|用)?|不许(?:用|使用)|不准(?:用|使用)|不能用|不要用|别用|"
+    re.compile(r"^(?:还有|另外|而且|注意)?\s*" + _OBJ + r"\s*(?:在[^,]{1,10}?(?:里|中|上))?\s*"
+               r"(?:是|都是|一律|全部|统一)?\s*(?:禁用|禁止使用|禁止|不允许(?:使用|用)?|不许(?:用|使用)|不准(?:用|使用)|不能用|不要用|别用|"
                r"不用)(?:的|了)?"),
     # "lodash 别用了", "ORM 就别用了"
     re.compile(r"^" + _OBJ + r"\s*(?:就|也|都|千万|一定|以后)?(?:别|不要|不许|不准|禁止)(?:再)?(?:用|引入|引|使用|"
@@ -53,7 +53,9 @@ def _rule(content: str, rule: str, end: int) -> Hit:
     return cand, 0, end
 
 
-_ENUMERATOR = re.compile(r"^(?:[一二三四五六七八九十]是|第[一二三四五六七八九十]+[,、]?|\d+[)）.、]|[-*•])\s*")
+_ENUMERATOR = re.compile(
+    r"^(?:[一二三四五六七八九十]是|第[一二三四五六七八九十]+[,、]?|\d+[)）.、]|[-*•])\s*"
+)
 
 
 def _body(sentence: str) -> str | None:
@@ -84,7 +86,12 @@ def prohibition_hits(sentence: str) -> list[Hit]:
     if banned:
         return banned
     topic = _TOPIC_RULE_RE.match(body)
-    if topic and not blocked(body, topic.start("mod")) and not _NOT_TOPIC.match(topic.group("topic")) and not re.search(r"今天|这次|(?<!必须)(?<!要)先|马上", body):
+    if (
+        topic
+        and not blocked(body, topic.start("mod"))
+        and not _NOT_TOPIC.match(topic.group("topic"))
+        and not re.search(r"今天|这次|(?<!必须)(?<!要)先|马上", body)
+    ):
         return [_rule(strip_tail(body), "zh.rule.modal", len(sentence))]
     return []
 
@@ -124,8 +131,9 @@ def team_hits(sentence: str) -> list[Hit]:
 
 # fmt: off
 _SUBJECT = (
-    r"(?:" + WE + r"(?:这边|那边|这里|组|团队|公司|项目组|部门|组里|团队里|公司里)?|" + ME + r"|(?:这个|我们的?|我的|该|本|"
-    r"整个)?(?:项目|团队|公司|组里|后端|前端|服务端|服务|仓库|代码库|工程|应用|系统|网关|集群|架构|技术栈|栈)|"
+    r"(?:" + WE + r"(?:这边|那边|这里|组|团队|公司|项目组|部门|组里|团队里|公司里)?|" + ME
+    + r"|(?:这个|我们的?|我的|该|本|整个)?(?:项目|团队|公司|组里|后端|前端|服务端|服务|仓库|代码库|工程|应用|系统|"
+    r"网关|集群|架构|技术栈|栈)|"
     r"(?:线上|生产环境?|prod|测试环境|预发|staging|CI|CD|CI/CD|流水线|部署|发布|上线|备份|数据库|主库|库|缓存|队列|新?代码|"
     r"状态管理|安卓端|iOS端|客户端|移动端|小程序|App|app|"
     r"日志|监控|告警|前端静态资源|静态资源|镜像|所有服务|服务都|全部服务)(?:的)?)"

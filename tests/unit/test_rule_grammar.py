@@ -1,0 +1,144 @@
+"""The rules by grammatical class (issue #12): facts in passing inside requests, rules after facts, changes
+already made, coverage-based routing, and what must stay out (hypotheticals, someone else's facts, moods).
+
+The examples are the issue's own; the corpus in tests/data/extraction_quality/ measures the general case
+(bench/extraction_quality.py).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from core.extraction.candidates import Category, Kind, Tier, Turn
+from core.extraction.gate import GateDecision, gate_turn
+from core.extraction.rules import extract_turn, split_clauses
+from core.reconcile import UNSURE_CONFIDENCE
+from store.window import PendingEvent
+from worker.services.window import gate_summary, plan_window
+
+
+def _found(text: str) -> list[tuple[str | None, str | None, str, str]]:
+    return [(c.slot, c.value, c.tier.value, c.content) for c in extract_turn(Turn("e1", "user", text))]
+
+
+def test_the_seed_example_yields_the_fact_and_the_rule_from_rules_alone() -> None:
+    result = gate_turn(Turn("e1", "user", "数据库用 PostgreSQL，不要用 ORM"))
+    assert result.decision is GateDecision.RULES_ONLY and result.covered == 1.0
+    by_slot = {c.slot: c for c in result.candidates}
+    assert by_slot["project.database"].value == "postgresql"
+    rule = by_slot[None]
+    assert rule.tier is Tier.MUST and rule.kind is Kind.PROCEDURAL and "ORM" in rule.content
+
+
+def test_a_turn_the_rules_cover_in_part_goes_to_the_llm_and_says_how_much_was_covered() -> None:
+    text = "We use pnpm, and the quarterly review with finance went sideways because of the budget numbers"
+    result = gate_turn(Turn("e1", "user", text))
+    assert result.decision is GateDecision.NEEDS_LLM and result.reason == "partial_cover"
+    assert 0.0 < result.covered < 1.0 and "finance" in result.residual
+    assert [c.value for c in result.candidates] == ["pnpm"]
+
+
+def test_the_window_plan_reports_the_gate_for_the_log_line() -> None:
+    now = datetime(2026, 3, 1, tzinfo=UTC)
+    texts = [
+        "数据库用 PostgreSQL，不要用 ORM",
+        "We use pnpm, and the review with finance went sideways",
+        "thanks!",
+    ]
+    events = [
+        PendingEvent(f"e{i}", "turn", "user", text, None, now, "pending", None)
+        for i, text in enumerate(texts)
+    ]
+    summary = gate_summary(plan_window(events, llm_available=True))
+    assert summary["gate"] == {"must_candidate": 1, "partial_cover": 1, "thanks": 1}
+    assert summary["partial_cover"] == 1 and 0.5 < summary["rule_coverage"] < 1.0
+
+
+@pytest.mark.parametrize(
+    ("text", "slot", "value"),
+    [
+        ("this service is on Go 1.22, can you check why the build fails?", "project.language", "go 1.22"),
+        ("我们这边用的是 Vue 2，帮我看下这个组件", "project.framework", "vue 2"),
+        ("fyi we've since moved CI to Buildkite", "project.ci", "buildkite"),
+        ("我现在调到数据组了", "user.team", "数据组"),
+        ("CI 改用 GitHub Actions 了, the Jenkins box is gone", "project.ci", "github actions"),
+        ("we replaced Flask with FastAPI in the api service last month", "project.framework", "fastapi"),
+        ("We no longer use Heroku; everything deploys to Railway now.", "project.hosting", "railway"),
+        ("升到 Node 22 以后，这个 require 一个 ESM 包居然能用了？", "project.runtime", "node.js 22"),
+    ],
+)
+def test_a_value_stated_in_passing_or_as_a_change_fills_its_slot(text: str, slot: str, value: str) -> None:
+    assert (slot, value) in [(s, v) for s, v, _, _ in _found(text)]
+
+
+def test_a_change_told_inside_a_question_is_too_unsure_to_replace_a_value_alone() -> None:
+    found = extract_turn(Turn("e1", "user", "after we migrated to TiDB why is this join still slow?"))
+    change = next(c for c in found if c.slot == "project.database")
+    assert change.value == "tidb" and change.confidence < UNSURE_CONFIDENCE
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("jQuery is banned in this codebase.", ("jquery",)),
+        ("We don't do force-pushes to main here. Ever.", ("force-pushes",)),
+        ("lodash 别用了，我们这边不引这个包", ("lodash",)),
+        ("TS 里不许写 any！！", ("any",)),
+        ("Ugh, you keep writing `var` in these snippets.", ("var",)),
+        ("I'd rather you didn't use class components in the React code", ("class components",)),
+    ],
+)
+def test_prohibitions_in_many_shapes_are_must_rules(text: str, words: tuple[str, ...]) -> None:
+    rules = [c for c in extract_turn(Turn("e1", "user", text)) if c.kind is Kind.PROCEDURAL]
+    assert rules and all(c.tier is Tier.MUST for c in rules)
+    assert all(any(w in c.content.casefold() for c in rules) for w in words), rules
+
+
+def test_decisions_lessons_and_policies_are_kept_in_the_users_words() -> None:
+    found = {c.category: c.content for c in extract_turn(Turn("e1", "user", (
+        "we picked SQLite for the desktop app because it's one file. "
+        "Lesson learned the hard way: running migrations during peak hours locked the orders table. "
+        "Backups: nightly pg_dump to S3, kept 30 days."
+    )))}  # fmt: skip
+    assert "SQLite" in found[Category.DECISION] and "because" in found[Category.DECISION]
+    assert "migrations during peak hours" in found[Category.LESSON]
+    assert "pg_dump to S3" in found[Category.FACT]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Suppose we switched to MySQL — how painful would the migration be?",
+        "假如我们换成 MongoDB，这个查询要怎么写？",
+        "my colleague uses Emacs and swears by it",
+        "we discussed Kafka in the meeting but nothing was decided",
+        "I'm so happy and thankful for all the support.",
+        "Your trip must have been incredible.",
+        "we went to the beach last weekend",
+        "我用 pnpm 装了依赖，但是报错了",
+    ],
+)
+def test_what_is_not_a_lasting_fact_of_the_user_yields_nothing(text: str) -> None:
+    assert _found(text) == []
+
+
+def test_a_remember_request_pointing_back_or_forward_raises_those_sentences() -> None:
+    back = extract_turn(Turn("e1", "user", "The staging db password rotates monthly. Remember that."))
+    assert [(c.tier, c.content) for c in back] == [(Tier.MUST, "The staging db password rotates monthly.")]
+    forward = extract_turn(
+        Turn("e1", "user", "记住几件事：\n- 我的笔记本跑 Fedora。\n- 用 Airflow 调度。\n好，先这些。")
+    )
+    assert len(forward) == 2 and all(c.tier is Tier.MUST for c in forward)
+
+
+def test_clauses_split_at_commas_requests_and_enumerators() -> None:
+    assert split_clauses("一是不要用 Lombok,二是所有金额一律用 BigDecimal") == [
+        (2, "不要用 Lombok"),
+        (15, "所有金额一律用 BigDecimal"),
+    ]
+    assert [c for _, c in split_clauses("this service is on Go 1.22, can you check the build?")] == [
+        "this service is on Go 1.22",
+        "can you check the build?",
+    ]
