@@ -28,7 +28,8 @@ _REPLY_NOUN_RE = re.compile(
     r"|\b(?:answer|response|reply|explanation)\b(?=.*" + _PERSIST + ")", re.I)
 _STYLE_RE = re.compile(
     r"\b(?:(?P<concise>concise|brief|short|shorter|succinct|terse|to\s+the\s+point|compact|tl;?dr|less\s+verbose|"
-    r"fewer\s+words)|(?P<long>verbose|long|longer|lengthy|wordy|rambling|long-winded|walls?\s+of\s+text)|"
+    r"fewer\s+words|just\s+(?:want\s+|give\s+me\s+)?the\s+code|code\s+only|skip\s+the\s+explanations?|"
+    r"no\s+explanations?|without\s+(?:the\s+|any\s+)?explanations?|less\s+explanation)|(?P<long>verbose|long|longer|lengthy|wordy|rambling|long-winded|walls?\s+of\s+text)|"
     r"(?P<detailed>detailed|thorough|in-depth|in\s+depth|comprehensive|more\s+details?|elaborate)|"
     r"(?P<bullet_points>bullet\s+points?|bulleted|bullets|bullet\s+lists?))\b", re.I)
 _STYLE_NEG_RE = re.compile(

@@ -187,10 +187,53 @@ def team_hits(sentence: str) -> list[Hit]:
         name = next(g for g in (family.group(k) for k in ("name", "name2", "name3", "name4")) if g)
         if name not in _NOT_NAMES:
             content = f"The user's {who} is named {name}."
+            slot = family_slot(who, sentence)
             cand = make(content, Kind.SEMANTIC, Category.PROFILE, Tier.WORTH, rule="en.family", confidence=0.8,
-                        lang="en")  # fmt: skip
+                        lang="en", slot=slot, value=name if slot else None)  # fmt: skip
             hits.append((cand, family.start(), family.end()))
+    manager = _MANAGER_RE.search(sentence)
+    if manager and not blocked(sentence, manager.start()):  # "Ruth — my new manager", "my manager Dana"
+        name = manager.group("name") or manager.group("name2")
+        if name not in _NOT_NAMES:
+            cand = fact(f"The user's manager is {name}.", "user.manager", name, rule="en.manager", lang="en")
+            hits.append((cand, manager.start(), manager.end()))
+    renamed = _RENAMED_RE.search(sentence)
+    if renamed and not hits and not blocked(sentence, renamed.start()):  # "we renamed the puppy to Miso"
+        who, name = renamed.group("who").lower(), renamed.group("name")
+        slot = family_slot(who, sentence)
+        cand = make(f"The user's {who} is named {name}.", Kind.SEMANTIC, Category.PROFILE, Tier.WORTH,
+                    rule="en.family.renamed", confidence=0.8, lang="en", slot=slot,
+                    value=name if slot else None)  # fmt: skip
+        hits.append((cand, renamed.start(), renamed.end()))
     return hits
+
+
+# One of these at a time: a new name for the user's dog or partner replaces the old one. Children and a
+# second pet ("another cat") are not single-valued.
+_ONE_OF = {
+    "dog": "dog", "puppy": "dog", "pup": "dog", "cat": "cat", "kitten": "cat", "kitty": "cat", "rabbit": "rabbit",
+    "bunny": "rabbit", "parrot": "parrot", "hamster": "hamster", "horse": "horse", "turtle": "turtle",
+    "guinea pig": "guinea_pig", "wife": "partner", "husband": "partner", "partner": "partner",
+    "girlfriend": "partner", "boyfriend": "partner", "fiance": "partner", "fiancee": "partner",
+    "猫": "cat", "猫咪": "cat", "狗": "dog", "狗狗": "dog", "兔子": "rabbit", "鹦鹉": "parrot", "仓鼠": "hamster",
+    "老婆": "partner", "老公": "partner", "媳妇": "partner", "妻子": "partner", "丈夫": "partner",
+    "男朋友": "partner", "女朋友": "partner", "对象": "partner",
+}  # fmt: skip
+_MANAGER_RE = re.compile(
+    r"\b(?P<name>(?-i:[A-Z][a-z]+))\s*(?:—|-|,|\()\s*my\s+(?:new\s+)?(?:manager|boss|team\s+lead|line\s+manager)\b"
+    r"|\bmy\s+(?:new\s+)?(?:manager|boss|team\s+lead|line\s+manager)(?:\s+is(?:\s+now)?|,)?\s+(?P<name2>(?-i:[A-Z][a-z]+))\b",
+    re.I)
+_RENAMED_RE = re.compile(
+    r"\b(?:we|i)(?:'ve|\s+have)?\s+(?:just\s+)?renamed\s+(?:the|our|my)\s+(?P<who>" + _FAMILY + r")\s+(?:to|as)\s+"
+    r"(?P<name>(?-i:[A-Z][a-z]+))", re.I)
+
+
+def family_slot(who: str, sentence: str) -> str | None:
+    """`user.family.<role>` for a pet or a partner (one at a time), None for children or a second pet."""
+    role = _ONE_OF.get(" ".join(who.split()))
+    if role is None or re.search(r"\b(?:another|second|other|two|both)\b|另一只|又一只|两只", sentence, re.I):
+        return None
+    return f"user.family.{role}"
 
 
 # fmt: off

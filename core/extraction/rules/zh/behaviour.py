@@ -19,10 +19,10 @@ from core.extraction.rules.zh.grammar import ADV, LEAD, ME, blocked, strip_tail,
 _REPLY_NOUN = re.compile(r"回答|回复|答复|答案|解释|说明|输出|回应|讲解|说话")
 _STYLE_RE = re.compile(
     r"(?P<concise>简洁|简短|简单点|简单一点|短一点|短点|精简|简明|言简意赅|直接一点|直接点|直奔主题|简练|"
-    r"少说废话|别废话|不要废话|少废话)|(?P<long>啰嗦|啰唆|冗长|太长|很长|长篇大论|废话)|(?P<detailed>详细|"
+    r"少说废话|别废话|不要废话|少废话|直接给(?:结论|代码|答案)|不用解释|不要解释|少解释|解释少一点|只要代码|直接上代码)|(?P<long>啰嗦|啰唆|冗长|太长|很长|长篇大论|废话)|(?P<detailed>详细|"
     r"具体一点|具体点|详尽|展开讲|展开说|多解释)|(?P<bullet_points>分点|列表|要点|分条)")
 # Words about replies even when no reply noun is there.
-_STYLE_IMPLICIT = re.compile(r"啰嗦|啰唆|废话|言简意赅|长篇大论|直奔主题|分点")
+_STYLE_IMPLICIT = re.compile(r"啰嗦|啰唆|废话|言简意赅|长篇大论|直奔主题|分点|解释|代码|结论")
 _STYLE_NEG = re.compile(r"(?:不要|别|不|不用|没必要|不需要|少)(?:那么|太|这么|过于|很)?$")
 _STYLE_VALUE = {("concise", False): "concise", ("concise", True): "detailed", ("detailed", False): "detailed",
                 ("detailed", True): "concise", ("bullet_points", False): "bullet_points"}
@@ -33,7 +33,7 @@ _FEEDBACK = re.compile(
 _PREF_CUE = re.compile(ME + ADV + r"(?:喜欢|偏好|倾向|希望|想要|更喜欢|习惯|讨厌|不喜欢|受不了|需要)")
 _IMPERATIVE = re.compile(
     LEAD + r"(?:请你?|麻烦你?)?(?:你)?(?:能不能|可不可以|能否)?(?:以后|之后|今后|往后|从现在开始|以后都|"
-    r"每次)?(?:的)?(?:回答|回复|说话|写|简洁|简短|不要|别|少|多|尽量|直接|用|使用|说|给我|一律|都)")
+    r"每次)?(?:的)?(?:回答|回复|说话|写|简洁|简短|不要|别|少|多|尽量|直接|用|使用|说|给我|一律|都|解释|讲|不用|现在)")
 _REPLY_LANG = re.compile(
     r"(?:(?:用|使用|说)(?P<lang>中文|汉语|普通话|英文|英语|日语|日文|韩语|法语|德语|西班牙语)(?:来)?(?:回答|回复|"
     r"答复|交流|跟我说话?|和我说话?|和我交流|跟我交流|沟通|聊天|回我|写回复|跟我聊)|(?:回答|回复)(?:请|都|"

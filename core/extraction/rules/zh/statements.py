@@ -20,6 +20,7 @@ import re
 
 from core.extraction.candidates import Category, Kind, Tier
 from core.extraction.rules.hits import Hit, fact, make
+from core.extraction.rules.en.statements import family_slot
 from core.extraction.rules.zh.grammar import LEAD, ME, WE, blocked, is_question, strip_tail, zh_content
 
 _LEAD_RE = re.compile(LEAD)
@@ -106,6 +107,11 @@ _FAMILY_RE = re.compile(
     r"(?:" + ME + r"|" + WE + r"|家里)(?:家)?(?:的)?(?:那只|这只|那条|这条)?[\u4e00-\u9fff]{0,2}?(?P<who>" + _FAMILY
     + r")(?:的名字)?(?:叫做?|名叫|是|,)?\s*(?P<name>[A-Z][a-z]+|[\u4e00-\u9fff]{1,3}?)(?=$|[\s,.;!~]|今年|了|呢|已经|"
       r"特别|三|两|一|刚|最近|老)")
+_MANAGER_RE = re.compile(
+    r"(?:" + WE + r"(?:组|团队|部门)?|" + ME + r")(?:的|换了?|新)?\s*(?:(?:组|团队|部门)的?)?\s*(?:leader|老大|领导|经理|"
+    r"老板|直属领导|主管|负责人)\s*(?:(?:是|叫)|了?[^,.;!?]{0,6}?,\s*(?:现在|目前)(?:是|换成了?))\s*(?P<name>[\u4e00-\u9fff]{2,3}|[A-Z][a-z]+)"
+    r"(?=$|[\s,.;!~]|了|啦|呢|吧|哦)",
+    re.I)
 # fmt: on
 _NAME_STOP = re.compile(r"^(?:什么|啥|谁|这|那|个|很|太|特|的|了|在|有|不|也|今|刚|最|老|上|去|又|都)")
 
@@ -120,11 +126,17 @@ def team_hits(sentence: str) -> list[Hit]:
             value = name + team.group("unit")
             cand = fact(f"用户在{value}。", "user.team", value.lower(), rule="zh.team", lang="zh")
             hits.append((cand, team.start(), team.end()))
+    manager = _MANAGER_RE.search(sentence)
+    if manager and not blocked(sentence, manager.start()) and not _NAME_STOP.match(manager.group("name")):
+        name = manager.group("name")  # "我们组 leader 是张伟", "我们组换 leader 了，现在是李娜"
+        cand = fact(f"用户的领导是{name}。", "user.manager", name, rule="zh.manager", lang="zh")
+        hits.append((cand, manager.start(), manager.end()))
     family = _FAMILY_RE.search(sentence)
     if family and not blocked(sentence, family.start()) and not _NAME_STOP.match(family.group("name")):
         content = f"用户的{family.group('who')}叫{family.group('name')}。"
+        slot = family_slot(family.group("who"), sentence)
         cand = make(content, Kind.SEMANTIC, Category.PROFILE, Tier.WORTH, rule="zh.family", confidence=0.8,
-                    lang="zh")  # fmt: skip
+                    lang="zh", slot=slot, value=family.group("name") if slot else None)  # fmt: skip
         hits.append((cand, family.start(), family.end()))
     return hits
 
