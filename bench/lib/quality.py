@@ -288,6 +288,7 @@ class Tally:
             "newest_wins_at_1": _ratio(*self.newest.get(key, zero)),
             "newest_wins_at_1_explicit": _ratio(*self.newest.get("explicit", zero)) if key == "all" else None,
             "stale_current": self.stale.get(key, zero)[0],
+            "stale_current_explicit": self.stale.get("explicit", zero)[0] if key == "all" else None,
             "updates": self.newest.get(key, zero)[1],
             "expected": {t: found[t][1] for t in ("must", "worth")},
             "nothing_cases": self.nothing.get(key, zero)[1],
