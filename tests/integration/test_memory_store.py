@@ -357,7 +357,7 @@ def test_a_change_the_rules_are_unsure_of_is_held_as_a_candidate_without_an_llm(
     _say(client, "dev", "Our database is MySQL.", T0)
     wait_for(lambda: len(_slot_rows(engine, tenant, "dev", "project.database")) == 1, timeout_s=40,
              what="the first value")  # fmt: skip
-    _say(client, "dev", "after we migrated to TiDB why is this join still slow?", T0 + timedelta(days=3))
+    _say(client, "dev", "so we migrated to TiDB last month right?", T0 + timedelta(days=3))
 
     def held() -> bool:
         with engine.connect() as conn:

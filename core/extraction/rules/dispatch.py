@@ -144,18 +144,21 @@ _CHANGE_RE = re.compile(
 _ASKED = re.compile(
     r"(?:\byou\b|\bshould\s+we\b|\bshall\s+we\b|\bwhy\s+not\b|你|要不要|是否|该不该|打算|准备|"
     r"\bplan|\bconsider|\bthinking|\bmaybe\b|\bif\b|\bsuppos\w*|\bimagine|\bassum\w*|\bwhat\s+if|"
-    r"\bwould|\bcould|\bwhether|假如|假设|万一|如果|要是|倘若|是不是)[^,;]{0,30}$",
+    r"\bwould|\bcould|\bwhether|\bneed\s+to|\bwant\s+to|\bhave\s+to|假如|假设|万一|如果|要是|倘若|是不是|应该|"
+    r"得|要|想|需要)[^,;]{0,30}$",
     re.I,
 )
 
 
-def change_hits(clause: str, *, lang: str) -> list[Hit]:
+def change_hits(clause: str, *, lang: str, blocked: Callable[[str, int], bool] | None = None) -> list[Hit]:
     """A change of a slot's value already made ("fyi we've since moved CI to Buildkite", "CI 改用 GitHub
     Actions 了", "after the Node 22 upgrade ..."): the tool named as the new value, in its slot, as a
     decision. Nothing when the change is asked about or planned."""
     change = _CHANGE_RE.search(clause)
     if change is None or _ASKED.search(clause[: change.start()]):
         return []
+    if blocked is not None and blocked(clause, change.start()):
+        return []  # "同事说我们换成了 pnpm", "if we moved to Go": not the user's change
     tail = clause[change.start() :]
     tool = current_tool(tail) if change.group().lower().startswith(("after", "since")) is False else None
     if tool is None:  # "after the Node 22 upgrade": the tool is inside the change's own words

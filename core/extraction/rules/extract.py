@@ -74,6 +74,10 @@ _CLAUSE_OPENER_RE = re.compile(
 )
 
 
+def _blocked(text: str, at: int) -> bool:
+    return en_blocked(text, at) or zh_blocked(text, at)
+
+
 def _mixed(text: str) -> bool:
     return has_han(text) and len(_LATIN_WORD_RE.findall(text)) >= 2
 
@@ -144,7 +148,7 @@ def _sentence_hits(sentence: str) -> list[Hit]:
         if start and (en_blocked(sentence, start) or zh_blocked(sentence, start)):
             continue
         asked = en.ENGLISH.is_question(clause) or zh.CHINESE.is_question(clause)
-        for cand, s, e in change_hits(clause, lang=detect_lang(clause)):
+        for cand, s, e in change_hits(clause, lang=detect_lang(clause), blocked=_blocked):
             if cand.slot not in slots:  # told inside a question: too unsure to replace a value on its own
                 cand = dataclasses.replace(cand, confidence=0.6) if asked else cand
                 hits.append((cand, s + start, e + start))

@@ -222,10 +222,15 @@ _ONE_OF = {
 _MANAGER_RE = re.compile(
     r"\b(?P<name>(?-i:[A-Z][a-z]+))\s*(?:—|-|,|\()\s*my\s+(?:new\s+)?(?:manager|boss|team\s+lead|line\s+manager)\b"
     r"|\bmy\s+(?:new\s+)?(?:manager|boss|team\s+lead|line\s+manager)(?:\s+is(?:\s+now)?|,)?\s+(?P<name2>(?-i:[A-Z][a-z]+))\b",
-    re.I)
+    re.I,
+)
 _RENAMED_RE = re.compile(
-    r"\b(?:we|i)(?:'ve|\s+have)?\s+(?:just\s+)?renamed\s+(?:the|our|my)\s+(?P<who>" + _FAMILY + r")\s+(?:to|as)\s+"
-    r"(?P<name>(?-i:[A-Z][a-z]+))", re.I)
+    r"\b(?:we|i)(?:'ve|\s+have)?\s+(?:just\s+)?renamed\s+(?:the|our|my)\s+(?P<who>"
+    + _FAMILY
+    + r")\s+(?:to|as)\s+"
+    r"(?P<name>(?-i:[A-Z][a-z]+))",
+    re.I,
+)
 
 
 def family_slot(who: str, sentence: str) -> str | None:
@@ -311,6 +316,10 @@ _FEELING = re.compile(  # how the speaker feels or rates something: a mood, not 
     r"frustrated|annoyed|keen|eager|fine|ok|okay|sure|ready|done|back|here|there|in\s+love)\b",
     re.I,
 )
+_EVALUATIVE = re.compile(
+    r"(?:a|an|some|such\s+a)?\s*(?:really\s+|very\s+|pretty\s+|kinda\s+|bit\s+of\s+a\s+)?(?:weird|strange|messy|bad|broken|"
+    r"slow|ugly|nice|great|terrible|awful|annoying|confusing|odd|funny|crazy|horrible|lovely|cool|bug|problem|issue)\b",
+    re.I)
 _NOT_STATEMENT = re.compile(  # the verb says the clause is about thinking, wanting or this conversation
     r"^(?:think|thought|guess|feel|felt|wonder|wondered|hope|need|needed|want|wanted|like|would|'d|'ll|will|"
     r"can|could|should|might|may|must|wrote|added|changed|found|noticed|saw|see|got|get|tried\s+to|ran|"
@@ -369,6 +378,10 @@ def statement_hits(clause: str, sentence: str = "", whole: bool = False) -> list
         return []
     if pred in ("is", "are", "am", "has", "have", "been") and _FEELING.match(rest):
         return []  # "I'm so happy", "we're stoked": a mood, not a lasting fact
+    if (pred == "tried" and not find_tools(body)) or re.match(r"(?:your|the\s+agent's)\b", rest, re.I):
+        return []  # "I tried your fix": this conversation, not a decision
+    if pred in ("has", "have") and _EVALUATIVE.match(rest):
+        return []  # "this repo has a weird folder structure": an opinion of the moment
     if pred == "went" and not re.match(r"(?:with|for|over\s+to)\b", rest, re.I):
         return []  # "we went to the beach": an outing; "we went with Postgres": a decision
     past = re.search(

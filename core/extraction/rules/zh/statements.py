@@ -19,8 +19,8 @@ from __future__ import annotations
 import re
 
 from core.extraction.candidates import Category, Kind, Tier
-from core.extraction.rules.hits import Hit, fact, make
 from core.extraction.rules.en.statements import family_slot
+from core.extraction.rules.hits import Hit, fact, make
 from core.extraction.rules.zh.grammar import LEAD, ME, WE, blocked, is_question, strip_tail, zh_content
 
 _LEAD_RE = re.compile(LEAD)
@@ -108,8 +108,8 @@ _FAMILY_RE = re.compile(
     + r")(?:的名字)?(?:叫做?|名叫|是|,)?\s*(?P<name>[A-Z][a-z]+|[\u4e00-\u9fff]{1,3}?)(?=$|[\s,.;!~]|今年|了|呢|已经|"
       r"特别|三|两|一|刚|最近|老)")
 _MANAGER_RE = re.compile(
-    r"(?:" + WE + r"(?:组|团队|部门)?|" + ME + r")(?:的|换了?|新)?\s*(?:(?:组|团队|部门)的?)?\s*(?:leader|老大|领导|经理|"
-    r"老板|直属领导|主管|负责人)\s*(?:(?:是|叫)|了?[^,.;!?]{0,6}?,\s*(?:现在|目前)(?:是|换成了?))\s*(?P<name>[\u4e00-\u9fff]{2,3}|[A-Z][a-z]+)"
+    r"(?:" + WE + r"(?:组|团队|部门)?|" + ME + r")(?:的|换了?|新)?\s*(?:(?:组|团队|部门)的?)?\s*"
+    r"(?:leader|老大|领导|经理|老板|直属领导|主管|负责人)\s*(?:(?:是|叫)|了?[^,.;!?]{0,6}?,\s*(?:现在|目前)(?:是|换成了?))\s*(?P<name>[\u4e00-\u9fff]{2,3}|[A-Z][a-z]+)"
     r"(?=$|[\s,.;!~]|了|啦|呢|吧|哦)",
     re.I)
 # fmt: on
