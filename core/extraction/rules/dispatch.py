@@ -177,7 +177,8 @@ _STACK_SUBJECT_RE = re.compile(
     r"this\s+(?:repo|project|service|app|codebase)\b|(?:tech\s+)?stack\b|backend\b|frontend\b|db\b|database\b|"
     r"ci\b|infra\b|prod\b|everything\b|all\s+hosted|hosted\b|deployed\b|running\b|built\b)"
     r"|^(?:我们?|咱们|项目|技术栈|栈|前端|后端|服务端|数据库|库|主库|CI|线上|生产|部署|服务|整个|这个(?:项目|服务|仓库)|"
-    r"我们的|公司|团队|组里)",
+    r"我们的|公司|团队|组里)"
+    r"|^[\u4e00-\u9fff]{2,6}(?=(?:都|统一|一直|现在)?(?:用的是|用的|用|采用|使用|跑在|部署在|托管在|走的是|走)\s*[A-Za-z])",
     re.I,
 )
 _STACK_BLOCK_RE = re.compile(
@@ -185,7 +186,8 @@ _STACK_BLOCK_RE = re.compile(
     r"going\s+to|gonna|said|says|told|colleague|friend|boss|today|yesterday|tried|trying|not|never|don't|no\s+longer|"
     r"instead|than|vs|versus|or)\b|如果|要是|假如|假设|打算|准备|考虑|可能|也许|同事|朋友|老板|他们|不用|不是|没用|没上|"
     r"不再|放弃|还是|或者|对比|比较|今天|试了|试试|[?？吗]|[A-Za-z0-9+#.]\s*[\u4e00-\u9fff]{1,3}了(?!解)|"
-    r"\b(?:installed|ran|used\s+\w+\s+to|just|discuss\w*|meeting|talked|debated)\b|讨论|会上|开会|聊过|要不要|评估",
+    r"\b(?:installed|ran|used\s+\w+\s+to|just|discuss\w*|meeting|talked|debated)\b|讨论|会上|开会|聊过|要不要|评估|隔壁|"
+    r"别的组|其他组|别人|对方|客户|听说|据说",
     re.I,
 )
 _ENUMERATOR_RE = re.compile(

@@ -74,6 +74,13 @@ _CLAUSE_OPENER_RE = re.compile(
 )
 
 
+_REJECTED_RE = re.compile(
+    r"\b(?:rejected|ruled\s+out|decided\s+against|passed\s+on|not\s+going\s+with|backed\s+out|dropped|ditched|"
+    r"abandoned|gave\s+up\s+on)\b|没选|没用|没上|放弃|否掉|弃用|不考虑",
+    re.I,
+)
+
+
 def _blocked(text: str, at: int) -> bool:
     return en_blocked(text, at) or zh_blocked(text, at)
 
@@ -110,7 +117,12 @@ def _generic_hits(clause: str, sentence: str, *, whole: bool = False, inherited:
         hits = other.generic(clause, sentence, whole)
     out: list[Hit] = []
     for cand, start, end in hits:
-        tool = current_tool(clause) if cand.kind is Kind.SEMANTIC and cand.slot is None else None
+        rejected = _REJECTED_RE.search(clause) is not None  # "MongoDB was considered and rejected": no value
+        tool = (
+            current_tool(clause)
+            if cand.kind is Kind.SEMANTIC and cand.slot is None and not rejected
+            else None
+        )
         topic = topic_slot(clause) if cand.slot is None and tool is None else None
         if tool is not None:
             cand = dataclasses.replace(cand, slot=tool.slot, value=tool.canonical, confidence=0.8)

@@ -159,8 +159,8 @@ def _find_tools(text: str) -> tuple[tuple[Tool, int, int], ...]:
 # What marks a tool as the value being left: "from npm", "replaced Flask with", "off Mongo", "no longer X".
 _OLD_VALUE_RE = re.compile(
     r"(?:\b(?:from|off|replaced|replacing|replace|instead\s+of|rather\s+than|no\s+longer(?:\s+use)?|not|ditched|"
-    r"dropped|left|leaving|away\s+from|over|than|retired|killed|sunset|deprecated)|从|不再用?|替换掉?|换掉|弃用|"
-    r"放弃了?|不用|不是|而不是|代替|取代)\s*(?:the\s+|our\s+|using\s+)?$",
+    r"dropped|left|leaving|away\s+from|over|than|retired|killed|sunset|deprecated|against|ruled\s+out|rejected)|从|"
+    r"不再用?|替换掉?|换掉|弃用|放弃了?|不用|不是|而不是|代替|取代|没用|没上|没选|不选|否掉)\s*(?:the\s+|our\s+|using\s+)?$",
     re.I,
 )
 

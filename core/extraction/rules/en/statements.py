@@ -282,6 +282,8 @@ _DECISION = frozenset(
     "dropped ditched abandoned backed gave stopped tried considered evaluated opted standardized "
     "standardised bumped upgraded downgraded retired deprecated killed sunset".split()
 )
+_STATEMENT_SHORT_RE = re.compile(_STATEMENT_RE.pattern.replace(r"[\w-]+(?:\s+[\w-]+)?|my", r"[\w-]+|my", 1), re.I)
+_KNOWN_PREDICATES = _STATIVE | _DECISION | _HOBBY
 _LESSON_RE = re.compile(
     r"\b(?:lessons?\s+(?:learned|learnt)|(?:the|a|one|big|key|main|our)\s+lesson\b|lesson\s*:|learned\s+(?:that|the\s+"
     r"hard\s+way)|learnt\s+(?:that|the\s+hard\s+way)|the\s+hard\s+way|post-?mortem|takeaway|got\s+burned|got\s+bitten|"
@@ -330,6 +332,16 @@ _PERSON_OWNER = re.compile(  # someone else's fact: "our designer uses Figma", "
 # fmt: on
 
 
+def _statement(body: str) -> re.Match[str] | None:
+    """The subject-predicate split of a clause: "our CI pipeline runs on ..." and "our team decided ..." both,
+    by taking the longer subject only when its predicate is a known one."""
+    long = _STATEMENT_RE.match(body)
+    if long is None or long.group("pred").lower() in _KNOWN_PREDICATES:
+        return long
+    short = _STATEMENT_SHORT_RE.match(body)
+    return short if short is not None and short.group("pred").lower() in _KNOWN_PREDICATES else long
+
+
 def _generic(content: str, category: Category, kind: Kind, rule: str, end: int) -> Hit:
     cand = make(sentence_case(third_person(content)), kind, category, Tier.WORTH, rule=rule, confidence=0.7,
                 lang="en")  # fmt: skip
@@ -365,7 +377,7 @@ def statement_hits(clause: str, sentence: str = "", whole: bool = False) -> list
         _PASSIVE_DECISION_RE.match(body) and not _MOMENT.search(body)
     ):
         return [_generic(body, Category.DECISION, Kind.SEMANTIC, "en.statement.decision", len(clause))]
-    match = _STATEMENT_RE.match(body)
+    match = _statement(body)
     if match is None:
         if _POLICY_RE.search(body) and re.match(r"^[A-Za-z][\w -]{1,20}:", clause.strip()):
             return [_generic(body, Category.FACT, Kind.SEMANTIC, "en.statement.policy", len(clause))]
@@ -376,7 +388,8 @@ def statement_hits(clause: str, sentence: str = "", whole: bool = False) -> list
     rest = match.group("rest").strip()
     if _NOT_STATEMENT.match(f"{pred} {rest}") or len(rest.split()) < 1 or _PRONOUN_REST.match(rest):
         return []
-    if pred in ("is", "are", "am", "has", "have", "been") and _FEELING.match(rest):
+    too = re.match(r"(?:far\s+|way\s+|much\s+|a\s+bit\s+|so\s+|really\s+)?too\s+\w+", rest, re.I)
+    if pred in ("is", "are", "am", "has", "have", "been") and (_FEELING.match(rest) or too):
         return []  # "I'm so happy", "we're stoked": a mood, not a lasting fact
     if (pred == "tried" and not find_tools(body)) or re.match(r"(?:your|the\s+agent's)\b", rest, re.I):
         return []  # "I tried your fix": this conversation, not a decision
