@@ -16,9 +16,16 @@ Contract:
 - Never raises on any text; time is linear in the text length (over-long sentences are skipped: they are
   pasted content, not statements about the user).
 
-Modules: `extract` (these entry points and `dedupe`), `sentences` (cleaning and splitting a turn),
-`dispatch` (one language's rule pipeline), `en` and `zh` (the two rule sets), `hits` (what a rule returns and
-the builders both sets share), `vocab` (the tool lexicon and the names of languages).
+- Rules are grammatical classes (ARCHITECTURE.md, "Rules by grammar"): requests about memory, corrections,
+  standing rules and prohibitions, facts in a slot, changes already made, and statements (decisions,
+  lessons, policies, hobbies, stative facts) in the user's own words. A sentence is matched whole, then
+  clause by clause where a clause can open a rule or the sentence was a question.
+
+Modules: `extract` (these entry points and `dedupe`), `sentences` (cleaning, sentences and clauses),
+`dispatch` (one language's rule pipeline, and the script-neutral classes: tool pairs, changes, stacks),
+`en` and `zh` (the two rule sets, each with `statements` for the classes the slot rules do not name),
+`hits` (what a rule returns and the builders both sets share), `vocab` (the shared vocabulary: tools in
+their slots with versions, topics with one current value, the names of languages).
 """
 
 from core.extraction.rules.extract import (
