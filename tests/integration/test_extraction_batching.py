@@ -17,15 +17,17 @@ from tests.services import memory_client, wait_for
 
 pytestmark = pytest.mark.integration
 
+# Turns the rules cannot account for (the rules now keep stable facts such as "our on-call rotation is weekly"
+# themselves): each must reach the LLM.
 SUBSTANTIVE = [
     "We spent the morning debugging the flaky payment webhook; the retry queue was dropping jobs.",
     "The staging cluster runs on three nodes and the nightly backup finishes around 2am.",
     "我们这周在重构订单服务，主要是把同步调用改成消息队列，下周要做压测。",
     "Our customers are mostly small clinics in Portugal, so GDPR questions come up a lot.",
-    "The mobile app ships every second Tuesday and the release notes go out the same afternoon.",
+    "Last quarter the mobile release slipped twice because of the app store review queue.",
     "Support tickets about invoices doubled after the pricing page changed last month.",
-    "The data team moved the warehouse loads to the early morning to avoid lock contention.",
-    "Our on-call rotation is weekly and handovers happen on Monday mornings.",
+    "Warehouse loads used to collide with the morning reports until the schedule was reshuffled.",
+    "Handover notes for on-call are a mess and nobody reads them properly.",
     "The search service times out when the catalogue import runs at the same time.",
 ]
 MUST = "Please remember that I am allergic to peanuts."

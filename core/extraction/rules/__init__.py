@@ -21,7 +21,8 @@ Contract:
   lessons, policies, hobbies, stative facts) in the user's own words. A sentence is matched whole, then
   clause by clause where a clause can open a rule or the sentence was a question.
 
-Modules: `extract` (these entry points and `dedupe`), `sentences` (cleaning, sentences and clauses),
+Modules: `extract` (these entry points and `dedupe`), `passes` (a sentence's rule passes, in order),
+`sentences` (cleaning, sentences and clauses),
 `dispatch` (one language's rule pipeline, and the script-neutral classes: tool pairs, changes, stacks),
 `en` and `zh` (the two rule sets, each with `statements` for the classes the slot rules do not name),
 `hits` (what a rule returns and the builders both sets share), `vocab` (the shared vocabulary: tools in

@@ -12,15 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from core.extraction.candidates import Candidate, Category, Kind, Tier, Turn
-from core.extraction.lang import detect_lang, has_han
-from core.extraction.rules import en, zh
-from core.extraction.rules.dispatch import change_hits, opens_stack, stack_hits
-from core.extraction.rules.en.grammar import blocked as en_blocked
+from core.extraction.lang import detect_lang
 from core.extraction.rules.en.grammar import sentence_case, third_person
-from core.extraction.rules.hits import Hit, shift
-from core.extraction.rules.sentences import clean_text, split_clauses, split_sentences
-from core.extraction.rules.vocab import current_tool, topic_slot
-from core.extraction.rules.zh.grammar import blocked as zh_blocked
+from core.extraction.rules.passes import is_asked, sentence_hits
+from core.extraction.rules.sentences import clean_text, split_sentences
 from core.extraction.rules.zh.grammar import zh_content
 
 MAX_SENTENCE_CHARS = 400
@@ -34,153 +29,6 @@ class TurnAnalysis:
     lang: str  # the turn's language: "zh" | "en"
     text: str  # the cleaned text (no code blocks, no quoted lines), normalised
     residual: str  # the part of `text` the rules did not account for, pieces joined by " | "
-
-
-_TOPIC_CHANGE_RE = re.compile(
-    r"(?:\b(?:changed|switched|replaced|rotated|moved|new)\b|换了|换成|改成|改为|调成|调整为|变成|换)[^,;]*[,;]\s*"
-    r"(?:(?:and\s+)?now\s+(?:it's|it\s+is|is|we\s+have|we\s+use)?|现在(?:是|换成|改成|用)?|目前是)\s*\S",
-    re.I,
-)
-
-
-def _topic_change_hits(sentence: str) -> list[Hit]:
-    """A single-valued topic whose value changed, the new value told after the change."""
-    if not _TOPIC_CHANGE_RE.search(sentence):
-        return []
-    slot = topic_slot(sentence)
-    if slot is None or _is_asked(sentence):
-        return []
-    if en_blocked(sentence, len(sentence)) and zh_blocked(sentence, len(sentence)):
-        return []
-    lang = detect_lang(sentence)
-    content = zh_content(sentence) if lang == "zh" else sentence_case(third_person(sentence))
-    value = re.sub(r"[\W_]+", " ", content.casefold()).strip()[:120]
-    cand = Candidate(content=content, kind=Kind.SEMANTIC, category=Category.FACT, tier=Tier.WORTH, confidence=0.8,
-                     source_event_ids=(), slot=slot, value=value, lang=lang, rule=f"{lang}.topic.change")  # fmt: skip
-    return [(cand, 0, len(sentence))]
-
-
-# What a clause-opening rule starts with, in either language: a prohibition, a standing rule, a request about
-# memory, a correction, or a thing named first ("ORM 就别用了").
-_CLAUSE_OPENER_RE = re.compile(
-    r"^(?:(?:and|but|so|also|plus|oh|ok|okay|btw|then|just)[\s,]+)*(?:please|pls|kindly|don't|dont|do\s+not|never|"
-    r"always|avoid|stop|no\b|not\b|use\b|remember|forget|keep|make\s+sure|be\s+sure|from\s+now|going\s+forward|"
-    r"in\s+(?:the\s+)?future|actually|correction|i\s+meant|can\s+you|could\s+you|would\s+you|you\s+(?:should|must|"
-    r"need|keep|always|still)|i'd\s+rather|we\s+(?:don't|never|do\s+not)|rules?\b|only\b)"
-    r"|^(?:还有|另外|而且|然后|对了|顺便)?\s*(?:请|麻烦|别|不要|不许|不准|不能|禁止|严禁|永远|千万|一定|必须|务必|以后|今后|"
-    r"之后|从现在|记住|记得|别忘|忘掉|忘了|删|其实|不是|纠正|更正|我说的是|应该是|叫我|称呼|用|一律|都用|统一|只能|"
-    r"所有|[A-Za-z][\w.+#-]*\s*(?:就|也|都|千万|一定|以后)?(?:别|不要|不许|不准|禁止))",
-    re.I,
-)
-
-
-_REJECTED_RE = re.compile(
-    r"\b(?:rejected|ruled\s+out|decided\s+against|passed\s+on|not\s+going\s+with|backed\s+out|dropped|ditched|"
-    r"abandoned|gave\s+up\s+on)\b|没选|没用|没上|放弃|否掉|弃用|不考虑",
-    re.I,
-)
-
-
-def _blocked(text: str, at: int) -> bool:
-    return en_blocked(text, at) or zh_blocked(text, at)
-
-
-def _mixed(text: str) -> bool:
-    return has_han(text) and len(_LATIN_WORD_RE.findall(text)) >= 2
-
-
-def _language_hits(text: str) -> list[Hit]:
-    english, chinese = en.sentence_hits, zh.sentence_hits
-    first, second = (chinese, english) if detect_lang(text) == "zh" else (english, chinese)
-    hits = first(text)
-    if _mixed(text):
-        hits += second(text)  # a mixed sentence ("请记住 my name is Alice"): both sets, folded by dedupe
-    return hits
-
-
-def _generic_hits(clause: str, sentence: str, *, whole: bool = False, inherited: bool = False) -> list[Hit]:
-    """A lasting statement the specific rules did not name, in the clause's language; one that names the
-    current value of a slot ("everything deploys to Railway now") fills that slot, so that it supersedes
-    the value it replaces however each was said."""
-    rules = en.ENGLISH if detect_lang(clause) == "en" else zh.CHINESE
-    if not whole:
-        stack = stack_hits(clause, lang=rules.lang, inherited=inherited)
-        if len(stack) == 1:  # one tool: the clause's own words ("定了用 Go 重写网关") say more than "uses Go"
-            cand, start, end = stack[0]
-            words = zh_content(clause) if rules.lang == "zh" else sentence_case(third_person(clause.strip()))
-            return [(dataclasses.replace(cand, content=words), start, end)]
-        if stack:
-            return stack
-    hits = rules.generic(clause, sentence, whole)
-    if not hits and (_mixed(clause) or (rules is en.ENGLISH and has_han(clause))):  # "没上 k8s": Chinese too
-        other = zh.CHINESE if rules is en.ENGLISH else en.ENGLISH
-        hits = other.generic(clause, sentence, whole)
-    out: list[Hit] = []
-    for cand, start, end in hits:
-        rejected = _REJECTED_RE.search(clause) is not None  # "MongoDB was considered and rejected": no value
-        tool = (
-            current_tool(clause)
-            if cand.kind is Kind.SEMANTIC and cand.slot is None and not rejected
-            else None
-        )
-        topic = topic_slot(clause) if cand.slot is None and tool is None else None
-        if tool is not None:
-            cand = dataclasses.replace(cand, slot=tool.slot, value=tool.canonical, confidence=0.8)
-        elif topic is not None:  # one current statement per topic: its value is the statement itself
-            value = re.sub(r"[\W_]+", " ", cand.content.casefold()).strip()[:120]
-            cand = dataclasses.replace(cand, slot=topic, value=value)
-        out.append((cand, start, end))
-    return out
-
-
-def _sentence_hits(sentence: str) -> list[Hit]:
-    """The sentence's hits, then those of each clause no hit accounts for: a fact stated in passing inside
-    a request ("this service is on Go 1.22, can you check the build?"), a rule after a fact ("数据库用
-    PostgreSQL，不要用 ORM"). A clause after a hypothetical or reported one is not the user's statement."""
-    hits = _language_hits(sentence)
-    clauses = split_clauses(sentence) or [(0, sentence)]
-    if len(clauses) > 1:
-        # The sentence's own pass found every fact rule (they search anywhere); a clause adds what a question
-        # hid, and the rules that open a clause ("..., don't use X", "…，不要用 ORM").
-        asked = _is_asked(sentence)
-        spans = [(start, end) for _, start, end in hits]
-        for start, clause in clauses:
-            end = start + len(clause)
-            if any(s <= start and end <= e for s, e in spans):
-                continue
-            if not (asked or _CLAUSE_OPENER_RE.match(clause)):
-                continue
-            if start and (en_blocked(sentence, start) or zh_blocked(sentence, start)):
-                continue
-            hits += shift(_language_hits(clause), start)
-    spans = [(start, end) for _, start, end in hits]
-    for start, clause in clauses:  # a change already made names the slot's new value, even in a question
-        end = start + len(clause)
-        slots = {cand.slot for cand, s, e in hits if cand.slot and s < end and start < e}
-        if start and (en_blocked(sentence, start) or zh_blocked(sentence, start)):
-            continue
-        asked = en.ENGLISH.is_question(clause) or zh.CHINESE.is_question(clause)
-        for cand, s, e in change_hits(clause, lang=detect_lang(clause), blocked=_blocked):
-            if cand.slot not in slots:  # told inside a question: too unsure to replace a value on its own
-                cand = dataclasses.replace(cand, confidence=0.6) if asked else cand
-                hits.append((cand, s + start, e + start))
-    if not hits:  # a lesson is one memory of the whole sentence
-        hits = _generic_hits(sentence, sentence, whole=True)
-    if not hits:  # a topic's value changed, the new one in a later clause: "我们组换 leader 了，现在是李娜"
-        hits = _topic_change_hits(sentence)
-    spans = [(start, end) for _, start, end in hits]
-    inherited = False  # after "The product is ...:" / "技术栈：" the clauses speak for the user's setup
-    for start, clause in clauses:  # what no rule named: a lasting statement of the clause, if it is one
-        end = start + len(clause)
-        opens = sentence[end : end + 2].lstrip()[:1] in (":", "：") and opens_stack(clause)
-        if any(s < end and start < e for s, e in spans):
-            inherited = inherited or opens
-            continue
-        if start and (en_blocked(sentence, start) or zh_blocked(sentence, start)):
-            continue
-        hits += shift(_generic_hits(clause, sentence, inherited=inherited), start)
-        inherited = inherited or opens
-    return hits
 
 
 def _uncovered(sentence: str, spans: list[tuple[int, int]]) -> str:
@@ -217,9 +65,9 @@ def analyze_turn(turn: Turn, *, roles: Sequence[str] = ("user",)) -> TurnAnalysi
         if following and _CLOSER_RE.match(sentence):
             following = False  # "好，先这些。" / "that's all": the list is over
             continue
-        if following and len(sentence) >= 6 and not _is_asked(sentence):
+        if following and len(sentence) >= 6 and not is_asked(sentence):
             found = [dataclasses.replace(c, source_event_ids=sources, source_turn_ids=turn_ids)
-                     for c, _, _ in _sentence_hits(sentence)]  # fmt: skip
+                     for c, _, _ in sentence_hits(sentence)]  # fmt: skip
             candidates += _raised(found, sentence, sources, turn_ids)
             continue
         if previous is not None and _REMEMBER_THAT_RE.match(sentence):
@@ -228,7 +76,7 @@ def analyze_turn(turn: Turn, *, roles: Sequence[str] = ("user",)) -> TurnAnalysi
             previous = None
             continue
         start_index = len(candidates)
-        hits = _sentence_hits(sentence)
+        hits = sentence_hits(sentence)
         for cand, _, _ in hits:
             if not _WORD_RE.search(cand.content):
                 continue  # a request with nothing to keep ("remember -、"): its span is accounted for, no memory
@@ -264,10 +112,6 @@ _CLOSER_RE = re.compile(
     r"^(?:(?:好|行|嗯|ok|okay|so|alright)[\s,.!]*)?(?:先|就|暂时)?(?:这些|这样|这么多)|^that'?s\s+(?:all|it)\b|^(?:ok|okay)[\s,.!]*$",
     re.I,
 )
-
-
-def _is_asked(sentence: str) -> bool:
-    return en.ENGLISH.is_question(sentence) or zh.CHINESE.is_question(sentence)
 
 
 def _raised(
