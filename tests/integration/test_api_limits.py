@@ -73,13 +73,20 @@ def new_key(engine: Any, tenant: str, **tenant_settings: Any) -> str:
 def stored_events(engine: Any, tenant: str) -> int:
     with engine.connect() as conn:
         return int(
-            conn.execute(text("SELECT count(*) FROM events WHERE tenant_id = :t"), {"t": tenant}).scalar() or 0
+            conn.execute(text("SELECT count(*) FROM events WHERE tenant_id = :t"), {"t": tenant}).scalar()
+            or 0
         )
 
 
 def batch_body(n: int, size: int) -> bytes:
     events = [
-        {"user_id": "u", "session_id": "s", "role": "user", "content": f"{i} " + "x" * size, "event_id": f"e{i}"}
+        {
+            "user_id": "u",
+            "session_id": "s",
+            "role": "user",
+            "content": f"{i} " + "x" * size,
+            "event_id": f"e{i}",
+        }
         for i in range(n)
     ]
     return json.dumps({"events": events}).encode()
@@ -133,7 +140,9 @@ def test_a_body_over_the_limit_is_refused_with_413_whether_declared_or_chunked_o
         assert http.post("/v1/events", content=small).status_code == 202
         accepted = http.post("/v1/events", content=chunks(batch_body(8, 1000)))
         assert accepted.status_code == 202, accepted.text
-        search = http.post("/v1/search", content=chunks(json.dumps({"user_id": "u", "query": "q"}).encode(), 5))
+        search = http.post(
+            "/v1/search", content=chunks(json.dumps({"user_id": "u", "query": "q"}).encode(), 5)
+        )
         assert search.status_code == 200, search.text
     assert stored_events(engine, tenant) == 8  # e0..e4 of the first batch are e0..e4 of the second
 
@@ -167,7 +176,9 @@ def test_a_key_past_its_bucket_gets_429_with_retry_after_and_is_served_after_the
         assert_problem(http.post("/v1/events", json=event), 429)
         assert stored_events(engine, tenant) == 0
         # another key of the tenant has its own bucket
-        assert httpx.get(f"{url}/v1/runs", headers={"Authorization": f"Bearer {other_key}"}).status_code == 200
+        assert (
+            httpx.get(f"{url}/v1/runs", headers={"Authorization": f"Bearer {other_key}"}).status_code == 200
+        )
 
         time.sleep(retry_after + 0.1)
         assert http.get("/v1/runs").status_code == 200  # the token that came back
