@@ -72,12 +72,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     problems.install(app)
-    app.include_router(health.router)
-    app.include_router(events.router)
-    app.include_router(sessions.router)
-    app.include_router(search.router)
-    app.include_router(memories.router)
-    app.include_router(ops.router)
+    # every route may answer these (api.limits); documented once here
+    too_large: dict[int | str, dict[str, Any]] = {
+        413: {"description": "request body over MEMORY_MAX_BODY_BYTES (events: MEMORY_MAX_EVENTS_BODY_BYTES)"}
+    }
+    limited = {**too_large, 429: {"description": "the key's rate limit: retry after `Retry-After` seconds"}}
+    app.include_router(health.router, responses=too_large)
+    app.include_router(events.router, responses=limited)
+    app.include_router(sessions.router, responses=limited)
+    app.include_router(search.router, responses=limited)
+    app.include_router(memories.router, responses=limited)
+    app.include_router(ops.router, responses=limited)
     # outermost last: the timing middleware sees the 413s too
     app.add_middleware(
         BodyLimitMiddleware,

@@ -58,12 +58,7 @@ _request_body = {
     status_code=202,
     response_model=Accepted,
     openapi_extra={"requestBody": _request_body},
-    responses={
-        401: {"description": "missing or unknown key"},
-        413: {"description": "request body over MEMORY_MAX_EVENTS_BODY_BYTES"},
-        422: {"description": "invalid event(s)"},
-        429: {"description": "the key's rate limit: retry after `Retry-After` seconds"},
-    },
+    responses={401: {"description": "missing or unknown key"}, 422: {"description": "invalid event(s)"}},
 )
 async def post_events(request: Request, principal: WriterDep, session: SessionDep, state: StateDep) -> Any:
     """Accept one event, a list, or `{"events": [...]}` (at most 500). Stored durably before answering."""
