@@ -13,6 +13,7 @@ from prometheus_client import CollectorRegistry
 from api import problems
 from api.access import AccessRecorder
 from api.deps import AppState
+from api.limits import BodyLimitMiddleware, RateLimit, RateLimiter
 from api.metrics import StoreCollector, TimingMiddleware
 from api.routes import events, health, memories, ops, search, sessions
 from shared.db.engine import get_engine, resolve_database_url, resolve_redis_url
@@ -43,14 +44,24 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         publisher = RedisPublisher(resolve_redis_url(settings), queue=settings.queue, timeout_s=1.0)
         embedder = embedder_from_settings(settings)
         access = AccessRecorder(engine).start()
+        limiter = RateLimiter(
+            resolve_redis_url(settings),
+            RateLimit(per_s=settings.rate_limit_per_s, burst=settings.rate_limit_burst),
+        )
         registry = CollectorRegistry()
         registry.register(StoreCollector(engine, publisher.redis, settings.queue))
         app.state.metrics_registry = registry
         app.state.memory = AppState(
-            settings=settings, engine=engine, publisher=publisher, embedder=embedder, access=access
+            settings=settings,
+            engine=engine,
+            publisher=publisher,
+            embedder=embedder,
+            access=access,
+            limiter=limiter,
         )
         yield
         access.stop()
+        limiter.close()
         publisher.close()
         engine.dispose()
 
@@ -61,12 +72,23 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     problems.install(app)
-    app.include_router(health.router)
-    app.include_router(events.router)
-    app.include_router(sessions.router)
-    app.include_router(search.router)
-    app.include_router(memories.router)
-    app.include_router(ops.router)
+    # every route may answer these (api.limits); documented once here
+    too_large: dict[int | str, dict[str, Any]] = {
+        413: {"description": "request body over MEMORY_MAX_BODY_BYTES (events: MEMORY_MAX_EVENTS_BODY_BYTES)"}
+    }
+    limited = {**too_large, 429: {"description": "the key's rate limit: retry after `Retry-After` seconds"}}
+    app.include_router(health.router, responses=too_large)
+    app.include_router(events.router, responses=limited)
+    app.include_router(sessions.router, responses=limited)
+    app.include_router(search.router, responses=limited)
+    app.include_router(memories.router, responses=limited)
+    app.include_router(ops.router, responses=limited)
+    # outermost last: the timing middleware sees the 413s too
+    app.add_middleware(
+        BodyLimitMiddleware,
+        default=settings.max_body_bytes,
+        limits={events.EVENTS_PATH: settings.max_events_body_bytes},
+    )
     app.add_middleware(TimingMiddleware)
 
     def custom_openapi() -> dict[str, Any]:

@@ -14,6 +14,7 @@ from sqlmodel import Session
 
 from api.access import AccessRecorder
 from api.keys import Principal, authenticate
+from api.limits import RateLimiter
 from shared.publisher import RedisPublisher
 from shared.settings import Settings
 from store.embeddings import Embedder
@@ -28,6 +29,7 @@ class AppState:
     publisher: RedisPublisher
     embedder: Embedder
     access: AccessRecorder
+    limiter: RateLimiter
 
 
 async def get_state(request: Request) -> AppState:
@@ -71,17 +73,18 @@ async def bearer_key(authorization: Annotated[str | None, Header(include_in_sche
 BearerKey = Annotated[str, Depends(bearer_key)]
 
 
-def principal_of(session: Session, key: str) -> Principal:
+def principal_of(state: AppState, session: Session, key: str) -> Principal:
     """The key's principal; from then on every query of the session's transaction is confined to the key's
-    tenant by the database. 401 for an unknown or revoked key."""
+    tenant by the database. 401 for an unknown or revoked key; 429 when the key is over its rate limit."""
     principal = authenticate(session, key)
     if principal is None:
         raise HTTPException(401, "unknown or revoked API key")
+    state.limiter.check(session, principal.key_id, principal.tenant_id)
     return principal
 
 
-def get_principal(session: SessionDep, key: BearerKey) -> Principal:
-    return principal_of(session, key)
+def get_principal(state: StateDep, session: SessionDep, key: BearerKey) -> Principal:
+    return principal_of(state, session, key)
 
 
 async def in_tenant(state: AppState, key: str, work: Callable[[Session, Principal], T]) -> T:
@@ -94,7 +97,7 @@ async def in_tenant(state: AppState, key: str, work: Callable[[Session, Principa
 
     def run() -> T:
         with transaction(state) as session:
-            return work(session, principal_of(session, key))
+            return work(session, principal_of(state, session, key))
 
     return await run_in_threadpool(run)
 

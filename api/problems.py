@@ -50,7 +50,10 @@ def problem(
 def install(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return problem(exc.status_code, str(exc.detail))
+        response = problem(exc.status_code, str(exc.detail))
+        for name, value in (exc.headers or {}).items():  # Retry-After of a 429, for one
+            response.headers[name] = value
+        return response
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:

@@ -582,7 +582,9 @@ def run_with(opts: Options) -> dict[str, Any]:
         )
         worker = BenchWorker(env, queue, svc.tmp / f"{queue}.log", concurrency=2, extra_args=extra).start()
         try:
-            settings = load_settings(database_url=svc.database_url, redis_url=svc.redis_url, queue=queue)
+            settings = load_settings(
+                database_url=svc.database_url, redis_url=svc.redis_url, queue=queue, rate_limit_per_s=0
+            )
             embedder = make_embedder(
                 opts.embedder,
                 dim=settings.embedding_dim,

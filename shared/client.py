@@ -7,6 +7,12 @@ Contract:
   unreachable, appended to a local fsync'd spool file;
 - the spool is re-sent in the background after the next successful publish, by `flush()`, and at exit.
 Agents import no worker code: the only coupling is the task name in `shared.tasknames`.
+
+With `api_url` and `api_key` the client sends to the API's `POST /v1/events` instead of the broker
+(`shared.http_publisher`): for an agent that cannot reach Redis, and the path on which the API's limits
+apply. `emit` then waits for the API's 202 (the events are stored before it), at most `http_timeout_s`.
+A 429 is an outage like an unreachable API: the call is spooled, nothing is sent before the `Retry-After`
+the API gave, and the spool is re-sent by a timer when it has passed (and again after each refusal).
 """
 
 from __future__ import annotations
@@ -15,15 +21,16 @@ import atexit
 import logging
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import redis
 
 from shared import tasknames
 from shared.contract import MAX_BATCH, EventIn, parse_event, utcnow
+from shared.http_publisher import DEFAULT_MAX_BODY_BYTES, HttpPublisher, Unavailable
 from shared.publisher import RedisPublisher
 from shared.redaction import redact, redact_obj
 from shared.spool import Spool
@@ -46,6 +53,18 @@ def _default_spool_path() -> Path:
     return settings.spool_path or settings.data_path / "spool" / "events.jsonl"
 
 
+# what a transport raises when the call should be spooled and re-sent later
+_OUTAGE = (redis.RedisError, Unavailable)
+
+
+class _Transport(Protocol):
+    def publish(self, task_name: str, args: Sequence[Any]) -> None: ...
+
+    def publish_many(self, calls: Sequence[tuple[str, Sequence[Any]]]) -> None: ...
+
+    def close(self) -> None: ...
+
+
 class MemoryClient:
     """Emit transcript events to the memory worker. Thread-safe; one per process is plenty."""
 
@@ -60,20 +79,36 @@ class MemoryClient:
         publish_timeout_s: float = 0.05,
         retry_after_s: float = 1.0,
         flush_at_exit: bool = True,
+        api_url: str | None = None,
+        api_key: str | None = None,
+        http_timeout_s: float = 2.0,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     ):
         from shared.contract import is_safe_id
 
         if not is_safe_id(tenant_id):
             raise ValueError("tenant_id must be 1-128 characters from A-Z a-z 0-9 . _ : @ -")
-        if queue is None:
-            from shared.settings import get_settings
-
-            queue = get_settings().queue
+        if api_url is not None and broker_url is not None:
+            raise ValueError("give broker_url or api_url, not both")
         self.tenant_id = tenant_id
         self.agent_id = agent_id
-        self._publisher = RedisPublisher(
-            broker_url or _default_broker_url(), queue=queue, timeout_s=publish_timeout_s
-        )
+        self._publisher: _Transport
+        if api_url is not None:
+            # the tenant is the key's; tenant_id still names the client's events in the spool and the logs
+            self._publisher = HttpPublisher(
+                api_url, api_key or "", timeout_s=http_timeout_s, max_body_bytes=max_body_bytes
+            )
+        else:
+            if queue is None:
+                from shared.settings import get_settings
+
+                queue = get_settings().queue
+            self._publisher = RedisPublisher(
+                broker_url or _default_broker_url(), queue=queue, timeout_s=publish_timeout_s
+            )
+        self._resend_on_timer = api_url is not None
+        self._timer: threading.Timer | None = None
+        self._closed = False
         self._spool = Spool(Path(spool_path) if spool_path else _default_spool_path())
         self._retry_after_s = retry_after_s
         self._down_until = 0.0  # monotonic time before which we don't try the broker (circuit open)
@@ -128,13 +163,22 @@ class MemoryClient:
         """Re-send everything spooled; return how many calls were sent (0 when the broker is still down)."""
         with self._flushing:
             try:
-                sent = self._spool.drain(self._publisher.publish_many)
-            except redis.RedisError:
-                self._down_until = time.monotonic() + self._retry_after_s
+                # over HTTP each call is a request of its own: count each as sent as soon as it is, so
+                # that a refusal part-way keeps only the calls not yet sent
+                sent = self._spool.drain(
+                    self._publisher.publish_many, batch=1 if self._resend_on_timer else 500
+                )
+            except _OUTAGE as exc:
+                self._outage(exc)
                 return 0
         return sent
 
     def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
         self._flush_at_exit()
         self._publisher.close()
 
@@ -161,8 +205,8 @@ class MemoryClient:
         if time.monotonic() >= self._down_until:
             try:
                 self._publisher.publish(*call)
-            except redis.RedisError:
-                self._down_until = time.monotonic() + self._retry_after_s
+            except _OUTAGE as exc:
+                self._outage(exc)
             else:
                 if self._spool.size() and not self._flushing.locked():
                     threading.Thread(target=self.flush, name="memory-spool-flush", daemon=True).start()
@@ -178,6 +222,30 @@ class MemoryClient:
                 len(events),
                 ",".join(e["event_id"] for e in events),
             )
+
+    def _outage(self, exc: Exception) -> None:
+        """The transport refused the call for now: nothing is sent before the wait it asked for (a 429's
+        Retry-After) or our own; on HTTP a timer re-sends the spool then."""
+        wait_s = getattr(exc, "retry_after_s", None)
+        wait_s = self._retry_after_s if wait_s is None else max(wait_s, 0.0)
+        self._down_until = time.monotonic() + wait_s
+        if self._resend_on_timer:
+            self._schedule_resend(wait_s)
+
+    def _schedule_resend(self, delay_s: float) -> None:
+        with self._lock:
+            if self._closed or self._timer is not None:
+                return
+            self._timer = threading.Timer(delay_s, self._resend)
+            self._timer.name = "memory-spool-resend"
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _resend(self) -> None:
+        with self._lock:
+            self._timer = None
+        if self._spool.size():
+            self.flush()  # another refusal schedules the next try
 
     def _flush_at_exit(self) -> None:
         if self._spool.size():

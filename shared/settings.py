@@ -36,6 +36,15 @@ class Settings(BaseSettings):
     # uvicorn processes of `memctl up` (docker compose: WEB_CONCURRENCY); 2 served the most searches a second
     # on a 2-core machine, ahead of 1 and 3 (BENCHMARKS.md, api_load)
     api_workers: int = Field(default=2, ge=1, le=64)
+    # the largest request body the API reads (counted while reading, chunked bodies too; 413 past it):
+    # POST /v1/events, and every other route (their bodies are a query or a memory's text, 4,000 characters)
+    max_events_body_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
+    max_body_bytes: int = Field(default=64 * 1024, ge=1024)
+    # requests per API key: a token bucket in Redis refilled at rate_limit_per_s up to rate_limit_burst
+    # (429 with Retry-After when empty); 0 turns the limit off. A tenant's row overrides both
+    # (tenants.settings: {"rate_limit_per_s": ..., "rate_limit_burst": ...}).
+    rate_limit_per_s: float = Field(default=100.0, ge=0)
+    rate_limit_burst: int = Field(default=200, ge=1)
 
     # --- LLM (unset key -> rules-only) ---
     openai_api_key: str | None = Field(default=None, validation_alias=AliasChoices("OPENAI_API_KEY"))
@@ -56,7 +65,9 @@ class Settings(BaseSettings):
     # 2,000 single-event messages, twice each) measured no gain from 4 or 16 on the 2-core machine.
     worker_prefetch: int = Field(default=1, ge=1, le=256)
     task_time_limit_s: int = Field(default=300, ge=5)
-    worker_max_memory_mb: int = Field(default=1536, ge=128)  # a pool child past this is replaced after its task
+    worker_max_memory_mb: int = Field(
+        default=1536, ge=128
+    )  # a pool child past this is replaced after its task
     # How long a delivered-but-unacknowledged message waits before Redis hands it to another worker.
     # Must exceed the longest task; ingest is idempotent, so an early redelivery is harmless.
     broker_visibility_timeout_s: int = Field(default=600, ge=1)

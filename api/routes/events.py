@@ -10,14 +10,14 @@ from pydantic import BaseModel
 
 from api.deps import SessionDep, StateDep, WriterDep
 from api.problems import problem
-from shared.contract import MAX_BATCH, MAX_CONTENT_BYTES, EventIn, parse_batch, utcnow
+from shared.contract import MAX_BATCH, EventIn, parse_batch, utcnow
 from store.ingest import store_events
 from store.triggers import after_store
 
 router = APIRouter(prefix="/v1", tags=["events"])
 
-# 500 events of 32 KiB plus JSON overhead
-MAX_BODY_BYTES = MAX_BATCH * (MAX_CONTENT_BYTES + 10 * 1024)
+# the path whose body limit is MEMORY_MAX_EVENTS_BODY_BYTES (api.limits.BodyLimitMiddleware, set in api.app)
+EVENTS_PATH = "/v1/events"
 
 
 class Accepted(BaseModel):
@@ -54,7 +54,7 @@ _request_body = {
 
 
 @router.post(
-    "/events",
+    EVENTS_PATH.removeprefix("/v1"),
     status_code=202,
     response_model=Accepted,
     openapi_extra={"requestBody": _request_body},
@@ -62,12 +62,8 @@ _request_body = {
 )
 async def post_events(request: Request, principal: WriterDep, session: SessionDep, state: StateDep) -> Any:
     """Accept one event, a list, or `{"events": [...]}` (at most 500). Stored durably before answering."""
-    length = request.headers.get("content-length")
-    if length and length.isdigit() and int(length) > MAX_BODY_BYTES:
-        return problem(413, f"request body over {MAX_BODY_BYTES} bytes")
+    # a body over MEMORY_MAX_EVENTS_BODY_BYTES fails this read with a 413 (api.limits), before anything is stored
     raw = await request.body()
-    if len(raw) > MAX_BODY_BYTES:
-        return problem(413, f"request body over {MAX_BODY_BYTES} bytes")
     try:
         data = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
