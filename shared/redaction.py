@@ -548,7 +548,7 @@ _DIGITS = tuple("0123456789")
 _to_private = _labelled_action("private_key", generated=True)
 _to_api_key = _labelled_action("api_key", generated=True)
 _to_password = _labelled_action("password", generated=False)
-_PW_BEFORE_GATE = ("password", "passcode", "passphrase", "pwd", "pin", "密码", "口令")
+_PW_BEFORE_GATE = ("pass", "pw", "pin", "密码", "口令")
 _PW_GATE = ("pass", "pw", "pin", "密码", "密碼", "口令", "授权码", "授權碼")
 _KEY_GATE = ("secret", "key", "token", "密钥", "秘钥", "密鑰", "令牌")
 _PRIVATE_GATE = ("private", "私钥", "私鑰")
@@ -579,9 +579,12 @@ _RULES: tuple[_Rule, ...] = (
 )
 
 
+_WINDOW_WORDS = tuple(dict.fromkeys(word for rule in _RULES if rule.windowed for word in rule.gate))
+# Longest first; no word is a prefix of another (checked by the tests), so every occurrence is found.
+_GATE_SCAN = re.compile("|".join(re.escape(w) for w in sorted(_WINDOW_WORDS, key=len, reverse=True)))
+
+
 def _apply(rule: _Rule, text: str) -> tuple[str, int]:
-    if rule.windowed:
-        return _apply_windowed(rule, text)
     found = 0
 
     def replace(m: re.Match[str]) -> str:
@@ -593,34 +596,36 @@ def _apply(rule: _Rule, text: str) -> tuple[str, int]:
     return rule.pattern.sub(replace, text), found
 
 
-_BACK, _AHEAD = 24, 24  # how far a label reaches before / after its gate word
+_BACK, _AHEAD = 40, 24  # how far a label reaches before / after its gate word
 
 
-def _windows(rule: _Rule, text: str) -> list[tuple[int, int]]:
-    """Spans of ``text`` around each gate word, merged; the whole text when lower() changes offsets."""
-    low = text.lower()
-    if len(low) != len(text):
-        return [(0, len(text))]
-    spans = []
-    for word in rule.gate:
-        at = low.find(word)
-        while at != -1:
-            spans.append((max(0, at - _BACK), at + len(word) + _AHEAD))
-            at = low.find(word, at + 1)
-    spans.sort()
+def _windows(rule: _Rule, text: str, hits: list[tuple[int, str]]) -> list[tuple[int, int]]:
+    """Spans of ``text`` around each of the rule's gate words, merged."""
     merged: list[tuple[int, int]] = []
-    for start, end in spans:
+    for at, word in hits:
+        if word not in rule.gate:
+            continue
+        start, end = max(0, at - _BACK), at + len(word) + _AHEAD
         if merged and start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+            merged[-1] = (merged[-1][0], end)
         else:
             merged.append((start, end))
     return merged
 
 
-def _apply_windowed(rule: _Rule, text: str) -> tuple[str, int]:
+def _gate_hits(text: str) -> list[tuple[int, str]]:
+    """Where the windowed rules' gate words occur (one scan for all of them); the whole text when
+    lower() changes offsets (a few non-ASCII letters do)."""
+    low = text.lower()
+    if len(low) != len(text):
+        return [(0, word) for word in _WINDOW_WORDS] + [(len(text), word) for word in _WINDOW_WORDS]
+    return [(m.start(), m.group()) for m in _GATE_SCAN.finditer(low)]
+
+
+def _apply_windowed(rule: _Rule, text: str, hits: list[tuple[int, str]]) -> tuple[str, int]:
     out: list[str] = []
     found = done = 0
-    for start, end in _windows(rule, text):
+    for start, end in _windows(rule, text, hits):
         if rule.head is None:  # the pattern ends inside the window (its label is a lookahead)
             candidates = rule.pattern.finditer(text, max(start, done), end)
         else:
@@ -651,11 +656,28 @@ def redact_with_report(text: str) -> tuple[str, dict[str, int]]:
     # Gating on the input is safe: placeholders never complete a match, so no rule can need a gate
     # word that only a placeholder supplied.
     lowered = text.lower()
+    present: dict[str, bool] = {}  # gate word -> found in the input (several rules share words)
+    hits: list[tuple[int, str]] | None = None  # gate words of the windowed rules in the text as it is now
     for rule in _RULES:
-        if rule.gate and not any(word in lowered for word in rule.gate):
-            continue
-        text, found = _apply(rule, text)
+        if rule.windowed:
+            if hits is None:
+                hits = _gate_hits(text)
+            if not hits:
+                continue
+            text, found = _apply_windowed(rule, text, hits)
+        else:
+            if rule.gate:
+                for word in rule.gate:
+                    hit = present.get(word)
+                    if hit is None:
+                        hit = present[word] = word in lowered
+                    if hit:
+                        break
+                else:
+                    continue
+            text, found = _apply(rule, text)
         if found:
+            hits = None
             counts[rule.kind] = counts.get(rule.kind, 0) + found
     return text, counts
 

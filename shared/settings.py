@@ -56,7 +56,9 @@ class Settings(BaseSettings):
     # 2,000 single-event messages, twice each) measured no gain from 4 or 16 on the 2-core machine.
     worker_prefetch: int = Field(default=1, ge=1, le=256)
     task_time_limit_s: int = Field(default=300, ge=5)
-    worker_max_memory_mb: int = Field(default=1536, ge=128)  # a pool child past this is replaced after its task
+    worker_max_memory_mb: int = Field(
+        default=1536, ge=128
+    )  # a pool child past this is replaced after its task
     # How long a delivered-but-unacknowledged message waits before Redis hands it to another worker.
     # Must exceed the longest task; ingest is idempotent, so an early redelivery is harmless.
     broker_visibility_timeout_s: int = Field(default=600, ge=1)

@@ -604,3 +604,17 @@ def test_a_log_field_named_after_a_secret_is_masked_whatever_its_value() -> None
         "pin": "[REDACTED:password]",
         "user": "bob",
     }
+
+
+def test_the_gate_words_of_the_windowed_rules_are_found_by_one_scan() -> None:
+    from shared.redaction import _WINDOW_WORDS
+
+    # one word inside another would hide it from the non-overlapping scan
+    assert [(a, b) for a in _WINDOW_WORDS for b in _WINDOW_WORDS if a != b and a in b] == []
+
+
+def test_a_text_whose_lower_case_changes_length_is_still_scanned_whole() -> None:
+    # "İ".lower() is two characters: offsets in the lowered text no longer match the text's
+    assert redact("İstanbul office: password: hunter2x, 密钥是 K7hP2mQ9xR4tW8vN3bL6") == (
+        "İstanbul office: password: [REDACTED:password], 密钥是 [REDACTED:api_key]"
+    )
