@@ -13,15 +13,18 @@ from typing import Any
 import structlog
 from structlog.typing import EventDict, WrappedLogger
 
-from shared.redaction import redact
+from shared.redaction import redact, redact_field, secret_kind_of_name
 
 _configured = False
 
 
 def redact_event(_logger: WrappedLogger, _method: str, event_dict: EventDict) -> EventDict:
-    """Last line of defence: mask secrets in every string value of a log record."""
+    """Last line of defence: mask secrets in every string value of a log record, and the whole value of a
+    field whose name labels a secret (`password=...`, `api_key=...`)."""
     for key, value in list(event_dict.items()):
-        if isinstance(value, str) and len(value) > 6:
+        if isinstance(key, str) and secret_kind_of_name(key) is not None:
+            event_dict[key] = redact_field(key, value)
+        elif isinstance(value, str) and len(value) > 6:
             event_dict[key] = redact(value)
     return event_dict
 

@@ -145,3 +145,40 @@ def _found(secret: str, text: str) -> bool:
 def _where(secret: str, text: str) -> str:
     i = text.find(secret)
     return text[max(0, i - 120) : i].replace(secret, "<SECRET>")
+
+
+def test_no_secret_of_the_case_table_reaches_postgres_in_content_or_metadata(
+    engine, tenant, api_server, api_key
+):
+    """Every secret of `tests/data/redaction_cases.jsonl` (both splits), sent over HTTP as content, as a
+    metadata string, or as the case's own metadata (fields named after a secret, nested JSON)."""
+    from tests.unit.test_redaction_cases import CASES
+
+    cases = [c for c in CASES if c.is_secret]
+    events = []
+    for c in cases:
+        if c.text is not None:
+            metadata = {"note": c.text, "nested": {"raw": [c.text]}}
+            events.append(
+                {"event_id": c.id, "user_id": "u", "session_id": "s", "content": c.text, "metadata": metadata}
+            )
+        else:
+            events.append(
+                {
+                    "event_id": c.id,
+                    "user_id": "u",
+                    "session_id": "s",
+                    "content": "see metadata",
+                    "metadata": c.metadata,
+                }
+            )
+    r = httpx.post(
+        f"{api_server}/v1/events", headers={"Authorization": f"Bearer {api_key}"}, json={"events": events}
+    )
+    assert r.status_code == 202, r.text
+    assert r.json()["inserted"] == len(cases)
+
+    stored = _scrub(_dump(engine, tenant))
+    assert stored.count("[REDACTED:") >= len(cases)
+    leaks = [(c.id, s) for c in cases for s in c.secrets if _found(s, stored)]
+    assert leaks == []
