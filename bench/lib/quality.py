@@ -164,7 +164,7 @@ def load_cases(split: str | None = None, lang: str | None = None, *, directory: 
     corpus = Corpus([])
     seen: set[str] = set()
     for path in sorted(directory.glob("*.jsonl")):
-        file_split = path.name.split("_", 1)[0]
+        file_split = path.name.split("_", 1)[0].rstrip("0123456789")  # "test2_en" is a later test split
         if file_split not in SPLITS or (split is not None and file_split != split):
             continue
         for number, line in enumerate(path.read_text().splitlines(), 1):
