@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from core.extraction.candidates import Category, Tier
 from core.extraction.rules.hits import Hit, must, shift, tool_hit
-from core.extraction.rules.vocab import Tool, current_tool, find_tools
+from core.extraction.rules.vocab import Tool, current_tool, find_tools, first_current_tool
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,8 +137,10 @@ _CHANGE_RE = re.compile(
     r"transitioned|converted|went\s+(?:over\s+)?to|changed|standardi[sz]ed|settled)\b"
     r"|\b(?:after|since)\s+(?:the|our|we\s+did\s+the)\s+(?:[\w.+#-]+\s+){1,3}?(?:upgrade|migration|move|switch|"
     r"rewrite|cutover|port)\b"
+    r"|\b(?:after|since)\s+(?:the|our)\s+(?:upgrade|migration|move|switch|cutover)\s+to\b"
     r"|(?:迁到了|迁移到了|迁到|迁移到|换成了|换成|改用了|改用|升到了|升到|升级到了|升级到|切到了|切到|切换到了|切换到|"
-    r"转到了|转到|换到了|换到|搬到了|搬到|重写成|重写为|用上了|上了)",
+    r"转到了|转到|换到了|换到|搬到了|搬到|重写成|重写为|用上了|上了|换了(?:台|个|一台|一个|新的?)?|统一到了?|统一成了?|"
+    r"全换成了?|换回了?|迁回了?)",
     re.I,
 )
 _ASKED = re.compile(
@@ -160,9 +162,9 @@ def change_hits(clause: str, *, lang: str, blocked: Callable[[str, int], bool] |
     if blocked is not None and blocked(clause, change.start()):
         return []  # "同事说我们换成了 pnpm", "if we moved to Go": not the user's change
     tail = clause[change.start() :]
-    tool = current_tool(tail) if change.group().lower().startswith(("after", "since")) is False else None
-    if tool is None:  # "after the Node 22 upgrade": the tool is inside the change's own words
-        tool = current_tool(change.group()) or current_tool(tail)
+    # "after the Node 22 upgrade": the tool is inside the change's own words; else the first tool after the
+    # verb ("换了台 MacBook 之后 brew 装 postgresql …": MacBook, not what is done with it next)
+    tool = current_tool(change.group()) or first_current_tool(tail)
     if tool is None:
         return []
     return [tool_hit(tool, 0, len(clause), rule=f"{lang}.tool.change", lang=lang, category=Category.DECISION,
@@ -176,9 +178,11 @@ _STACK_SUBJECT_RE = re.compile(
     r"(?:stack|backend|frontend|api|app|service|project|repo|codebase|db|database|infra|cluster|site|pipeline|ci)\b|"
     r"this\s+(?:repo|project|service|app|codebase)\b|(?:tech\s+)?stack\b|backend\b|frontend\b|db\b|database\b|"
     r"ci\b|infra\b|prod\b|everything\b|all\s+hosted|hosted\b|deployed\b|running\b|built\b)"
-    r"|^(?:我们?|咱们|项目|技术栈|栈|前端|后端|服务端|数据库|库|主库|CI|线上|生产|部署|服务|整个|这个(?:项目|服务|仓库)|"
-    r"我们的|公司|团队|组里)"
-    r"|^[\u4e00-\u9fff]{2,6}(?=(?:都|统一|一直|现在)?(?:用的是|用的|用|采用|使用|跑在|部署在|托管在|走的是|走)\s*[A-Za-z])",
+    r"|^(?:现在|目前|如今|now\s+)?\s*(?:我们?|咱们|项目|技术栈|栈|前端|后端|服务端|数据库|库|主库|CI|线上|生产|部署|服务|"
+    r"整个|这个(?:项目|服务|仓库)|我们的|公司|团队|组里)"
+    r"|^(?:现在|目前|如今)?\s*[\u4e00-\u9fff]{2,6}(?=(?:都|统一|一直|现在|直接|全)*(?:用的是|用的|用|采用|使用|跑在|跑|"
+    r"部署在|托管在|挂在|挂|放在|走的是|走|运行在)\s*[A-Za-z])"
+    r"|^[\u4e00-\u9fff]{2,6}(?=是\s*[A-Za-z][^,]{0,20}?写的)",
     re.I,
 )
 _STACK_BLOCK_RE = re.compile(

@@ -72,6 +72,8 @@ project.state_management: redux=Redux(redux|redux_toolkit|rtk) zustand=Zustand m
     jotai=Jotai recoil=Recoil ngrx=NgRx
 project.code_hosting: github=GitHub gitlab=GitLab bitbucket=Bitbucket gitea=Gitea gitee=Gitee(gitee|码云)
     codeberg=Codeberg
+project.linter: eslint=ESLint biome=Biome oxlint=Oxlint flake8=Flake8 pylint=Pylint rubocop=RuboCop
+    golangci-lint=golangci-lint(golangci-lint|golangci) tslint=TSLint
 project.queue: kafka=Kafka rabbitmq=RabbitMQ sqs=SQS(sqs|aws_sqs) nats=NATS pulsar=Pulsar
     rocketmq=RocketMQ
 user.editor: vim=Vim neovim=Neovim(neovim|nvim) emacs=Emacs pycharm=PyCharm intellij=IntelliJ(intellij|idea)
@@ -81,7 +83,7 @@ user.editor: vim=Vim neovim=Neovim(neovim|nvim) emacs=Emacs pycharm=PyCharm inte
 user.os: macos=macOS(macos|mac|macbook|osx|os_x) linux=Linux windows=Windows ubuntu=Ubuntu
     arch_linux=Arch_Linux(arch_linux|archlinux|arch) fedora=Fedora debian=Debian nixos=NixOS wsl=WSL(wsl|wsl2)
 -: docker=Docker terraform=Terraform redis=Redis
-    graphql=GraphQL tailwind=Tailwind_CSS(tailwind|tailwindcss) eslint=ESLint prettier=Prettier ruff=Ruff mypy
+    graphql=GraphQL tailwind=Tailwind_CSS(tailwind|tailwindcss) prettier=Prettier ruff=Ruff mypy
     celery=Celery nginx sentry=Sentry elasticsearch=Elasticsearch
     datadog=Datadog grafana=Grafana
     ansible=Ansible helm=Helm pulumi=Pulumi s3=S3(s3|aws_s3) jquery=jQuery
@@ -127,6 +129,12 @@ _CASE_SENSITIVE = {
     "swarm": ("Swarm",), "astro": ("Astro",), "parcel": ("Parcel",), "aurora": ("Aurora",), "zig": ("Zig",),
     "qt": ("Qt",),
 }  # fmt: skip
+# A common word is a tool's name, whatever its case, right after a verb or preposition that takes a tool.
+_TOOL_CONTEXT_RE = re.compile(
+    r"(?:\b(?:use|uses|using|used|to|with|via|on|from|in|install|installed|run|runs|switched\s+to|moved\s+to|"
+    r"migrated\s+to)|用|换成|改用|迁到|切到)\s*$",
+    re.I,
+)
 _VERSION_RE = re.compile(
     r"[ \t]?v?(?P<v>\d{1,2}(?:\.\d{1,3}){0,2}(?:\.x)?)(?![\w.%]|\s*(?:%|ms|s\b|gb|mb|k\b|x\b|分钟|秒|个))",
     re.I,
@@ -145,7 +153,8 @@ def _find_tools(text: str) -> tuple[tuple[Tool, int, int], ...]:
     for match in _TOOL_RE.finditer(text):
         alias = match.group().lower()
         if alias in _CASE_SENSITIVE and match.group() not in _CASE_SENSITIVE[alias]:
-            continue
+            if not _TOOL_CONTEXT_RE.search(text, max(0, match.start() - 24), match.start()):
+                continue  # "poetry class" is not Poetry; "switched to poetry" is
         tool, end = _TOOLS[alias], match.end()
         version = _VERSION_RE.match(text, end) if tool.slot else None
         if version:
@@ -163,6 +172,18 @@ _OLD_VALUE_RE = re.compile(
     r"不再用?|替换掉?|换掉|弃用|放弃了?|不用|不是|而不是|代替|取代|没用|没上|没选|不选|否掉)\s*(?:the\s+|our\s+|using\s+)?$",
     re.I,
 )
+
+
+def first_current_tool(text: str) -> Tool | None:
+    """The first slotted tool of `text` not named as the value left ("moved off Vercel onto Cloudflare")."""
+    return next(
+        (
+            t
+            for t, start, _ in find_tools(text)
+            if t.slot and not _OLD_VALUE_RE.search(text[max(0, start - 24) : start])
+        ),
+        None,
+    )
 
 
 def current_tool(text: str) -> Tool | None:

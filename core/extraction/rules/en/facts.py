@@ -195,6 +195,10 @@ _SLOTTED_PROFILE_RES = (
     (re.compile(r"\bmy\s+(?:working\s+|work\s+|office\s+)?hours\s+are\s+[^.;!?]{0,30}?\b(?P<tz>(?-i:PST|PDT|EST|EDT|"
                 r"CST|CET|CEST|JST|IST|BST|AEST|MST|UTC|GMT)|Pacific|Eastern|Central|Mountain)\b", re.I),
      "user.timezone", "The user's timezone is {}.", "en.profile.timezone_hours"),
+    # "so SGT from now on", "CET now": a zone named as the user's own from now on
+    (re.compile(r"\b(?P<tz>(?-i:SGT|HKT|JST|KST|CST|CET|CEST|EET|EEST|WET|BST|GMT|UTC|IST|AEST|AEDT|NZST|PST|PDT|EST|"
+                r"EDT|MST|MDT|MSK|BRT|ART)(?:\s?[+-]\s?\d{1,2})?)\s+(?:from\s+now\s+on|now|going\s+forward)\b"),
+     "user.timezone", "The user's timezone is {}.", "en.profile.timezone_now"),
     (re.compile(r"\bmy\s+birthday\s+is\s+(?:on\s+)?(?P<day>[^.;!?,]{3,25})", re.I),
      "user.birthday", "The user's birthday is {}.", "en.profile.birthday"),
 )

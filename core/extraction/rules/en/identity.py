@@ -147,8 +147,9 @@ _LOCATION_RES = tuple((re.compile(pattern + _PLACE_RAW, re.I), slot, rule) for p
      "en.location.live"),
     (I_AM + r"\s+" + ADV + r"(?:based|located|living|settled|residing)\s+(?:in|out\s+of)\s+", "user.location",
      "en.location.based"),
-    (I_AM + r"\s+(?:now\s+|finally\s+|back\s+)?in\s+(?=(?-i:[A-Z])[a-z]+\b(?!\s+(?:this|next|for|until|till|today|"
-     r"tomorrow|over)\b))", "user.location", "en.location.in"),
+    (I_AM + r"\s+(?:now\s+|finally\s+|back\s+)?in\s+(?=(?-i:[A-Z])[a-z]+\b(?!\s+(?:this|next\s+(?:week|few)|until|"
+     r"till|today|tomorrow|tonight|over\s+the|for\s+(?:a|the|two|three|few|some|one)\s+(?:days?|weeks?|weekend|"
+     r"conference|trip|meeting|holiday|vacation|wedding))\b))", "user.location", "en.location.in"),
     (r"(?<![\w'])(?:i|we)(?:\s+have|'ve)?\s+" + ADV + r"(?:moved|relocated)\s+(?:back\s+)?(?:to|into)\s+",
      "user.location", "en.location.moved"),
     (r"\bmy\s+(?:current\s+)?(?:city|location|home\s+base)\s+is\s+(?:in\s+)?", "user.location",
@@ -207,6 +208,9 @@ _JOB_RES = tuple((re.compile(pattern, re.I), rule) for pattern, rule in (
     # "Context: data engineer, based in Nairobi": a role under a label about the user
     (r"^(?:context|about\s+me|background|bio|quick\s+intro|intro|me|role)\s*[:-]\s*(?:i'm\s+|i\s+am\s+)?(?:a\s+|an\s+)?"
      + _JOB + _ORG_RAW, "en.job.labelled"),
+    # "started at Quillstream on Monday 🎉": chat drops the "I" before a job change
+    (r"^(?:just\s+|finally\s+|officially\s+)?(?:started|joined)\s+(?:at\s+|with\s+)?(?P<org>" + _ORG_WORD
+     + r"(?:\s+" + _ORG_WORD + r"){0,2})(?P<job>)", "en.employer.started"),
     # "I left Shopify in May and joined Wise": the second verb shares the subject
     (I_WORD + r"\s+(?:left|quit|resigned\s+from)\s+(?!(?:[^.;!?]*?\b(?:who|that|which)\b))[^.;!?]{1,50}?\s+and\s+"
      r"(?:then\s+)?(?:joined|started\s+(?:at|with)|moved\s+to|went\s+to)\s+(?P<org>" + _ORG_WORD + r"(?:\s+"

@@ -149,7 +149,7 @@ _FAMILY_RE = re.compile(
     r"|\b(?:my|our)\s+(?:new\s+|little\s+|old\s+)?(?P<who2>" + _FAMILY + r")\b[^.;!?]{0,40}?\b(?:her|his|its)\s+"
     r"name\s+is\s+(?P<name2>(?-i:[A-Z][a-z]+))"
     r"|\b(?:we|i)(?:'ve|\s+have)?\s+(?:just\s+)?(?:adopted|got|have|rescued|bought|welcomed)\s+"
-    r"(?:a|an|another|our|my)\s+(?:new\s+|little\s+)?(?P<who3>" + _FAMILY + r")\b[^.;!?]{0,40}?\b"
+    r"(?:a|an|another|our|my)\s+(?:new\s+|little\s+)?(?:[\w-]+\s+)?(?P<who3>" + _FAMILY + r")\b[^.;!?]{0,40}?\b"
     r"(?:(?:her|his|its|their)\s+name\s+is|named|called)\s+(?P<name3>(?-i:[A-Z][a-z]+))"
     r"|\b(?P<name4>(?-i:[A-Z][a-z]+)),\s+(?:my|our)\s+(?P<who4>" + _FAMILY + r")\b", re.I)
 _NOT_NAMES = frozenset("I The A An And But So Just Also Now Today Is Was Has Had Who".split())

@@ -148,7 +148,7 @@ def _pref_hits(sentence: str) -> list[Hit]:
 
 def _profile_hits(sentence: str) -> list[Hit]:
     hits: list[Hit] = []
-    stopped = re.search(ME + ADV + r"(?:不再|不)(?:吃素|是素食者?|吃纯素)了?", sentence)
+    stopped = re.search(ME + ADV + r"(?:(?:不再|不)(?:吃素|是素食者?|吃纯素)|开始吃肉|恢复吃肉)了?", sentence)
     if stopped and not blocked(sentence, stopped.start()):  # "我现在不吃素了": the slot changes
         cand = fact("用户不再吃素。", "user.diet", "none", rule="zh.profile.diet_stopped", lang="zh")
         return [(cand, *stopped.span())]

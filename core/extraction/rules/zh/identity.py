@@ -131,6 +131,15 @@ _JOB_RES = tuple((re.compile(pattern), rule) for pattern, rule in (
      r"(?=$|[\s,.;:!?]|了|呢|啊|哦)", "zh.job.my_job"),
     (ME + ADV + r"在\s*(?P<org>[\u4e00-\u9fffA-Za-z0-9& ]{2,12}?)\s*(?:工作|上班|任职|就职|实习)",
      "zh.employer"),
+    # "我转前端了", "我现在改做产品了": a change of role
+    (ME + ADV + r"(?:转|转到|转成|转做|改做|换成|调到|转岗到?|转岗成)\s*(?P<job>[\u4e00-\u9fffA-Za-z+# ]{0,6}?" + _ROLE_ANY
+     + r")(?:了|啦|岗)?(?=$|[\s,.;:!?]|了|啦)", "zh.job.changed"),
+    # "我从字节出来了，现在在快手": left one employer, now at another (a place would be a move, not this)
+    (r"(?:出来了|离职了?|辞职了?|离开了?|跳槽了?)[^.;!?]{0,10}?,\s*(?:现在|目前)(?:在|去了)\s*(?P<org>[\u4e00-\u9fffA-Za-z]{2,6}?)"
+     r"(?=$|[\s,.;!?]|了|做|工作|上班)", "zh.employer.left"),
+    # "跳槽了，现在在美团", "入职了快手": a change of employer, the subject dropped as chat does
+    (r"(?:跳槽|入职|加入了?|跳到|换到|去了)(?:了)?[^,.;!?]{0,4}?(?:,\s*)?(?:现在|目前)?(?:在|到)?\s*"
+     r"(?P<org>[\u4e00-\u9fffA-Za-z]{2,6}?)(?=$|[\s,.;!?]|了|做|工作|上班)", "zh.employer.changed"),
 ))
 _ORG_REJECT = re.compile(  # "我在想做个产品", "我在一家公司…", "我是他们的…": not organisations
     r"^(?:想|学|写|搞|弄|看|找|用|考虑|准备|试|做|给|帮|跟|和|家|一家|一个|某|这|那|他|她|你|我|大|小)"

@@ -108,10 +108,13 @@ _FAMILY_RE = re.compile(
     + r")(?:的名字)?(?:叫做?|名叫|是|,)?\s*(?P<name>[A-Z][a-z]+|[\u4e00-\u9fff]{1,3}?)(?=$|[\s,.;!~]|今年|了|呢|已经|"
       r"特别|三|两|一|刚|最近|老)")
 _MANAGER_RE = re.compile(
-    r"(?:" + WE + r"(?:组|团队|部门)?|" + ME + r")(?:的|换了?|新)?\s*(?:(?:组|团队|部门)的?)?\s*"
+    r"(?:(?:" + WE + r"(?:组|团队|部门)?|" + ME + r")(?:的|换了?|新)?|(?<![\u4e00-\u9fff])新(?:的)?|^新)\s*(?:(?:组|团队|部门)的?)?\s*"
     r"(?:leader|老大|领导|经理|老板|直属领导|主管|负责人)\s*(?:(?:是|叫)|了?[^,.;!?]{0,6}?,\s*(?:现在|目前)(?:是|换成了?))\s*(?P<name>[\u4e00-\u9fff]{2,3}|[A-Z][a-z]+)"
     r"(?=$|[\s,.;!~]|了|啦|呢|吧|哦)",
     re.I)
+_NEW_MANAGER_RE = re.compile(  # "新 leader 张婷下周到岗"
+    r"新(?:的|来的)?\s*(?:leader|领导|经理|老板|主管|负责人)\s*(?P<name>[\u4e00-\u9fff]{2,3}?|[A-Z][a-z]+)"
+    r"(?=下周|下个月|明天|已经|到岗|入职|来了|上任|$|[\s,.;!~])", re.I)
 # fmt: on
 _NAME_STOP = re.compile(r"^(?:什么|啥|谁|这|那|个|很|太|特|的|了|在|有|不|也|今|刚|最|老|上|去|又|都)")
 
@@ -126,7 +129,7 @@ def team_hits(sentence: str) -> list[Hit]:
             value = name + team.group("unit")
             cand = fact(f"用户在{value}。", "user.team", value.lower(), rule="zh.team", lang="zh")
             hits.append((cand, team.start(), team.end()))
-    manager = _MANAGER_RE.search(sentence)
+    manager = _MANAGER_RE.search(sentence) or _NEW_MANAGER_RE.search(sentence)
     if manager and not blocked(sentence, manager.start()) and not _NAME_STOP.match(manager.group("name")):
         name = manager.group("name")  # "我们组 leader 是张伟", "我们组换 leader 了，现在是李娜"
         cand = fact(f"用户的领导是{name}。", "user.manager", name, rule="zh.manager", lang="zh")
