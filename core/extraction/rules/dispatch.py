@@ -147,7 +147,7 @@ _ASKED = re.compile(
     r"(?:\byou\b|\bshould\s+we\b|\bshall\s+we\b|\bwhy\s+not\b|你|要不要|是否|该不该|打算|准备|"
     r"\bplan|\bconsider|\bthinking|\bmaybe\b|\bif\b|\bsuppos\w*|\bimagine|\bassum\w*|\bwhat\s+if|"
     r"\bwould|\bcould|\bwhether|\bneed\s+to|\bwant\s+to|\bhave\s+to|假如|假设|万一|如果|要是|倘若|是不是|应该|"
-    r"得|要|想|需要)[^,;]{0,30}$",
+    r"得|要|想|需要|帮我|帮忙|估|算一下|对比|比较|评估)[^,;]{0,30}$",
     re.I,
 )
 

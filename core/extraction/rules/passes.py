@@ -75,6 +75,11 @@ _CLAUSE_OPENER_RE = re.compile(
 )
 
 
+_TASK_AT_HAND_RE = re.compile(
+    r"\b(?:for\s+now|this\s+time|for\s+this\s+(?:one|snippet|demo|file|function|script|query|test|pr|ticket|task)|"
+    r"throwaway|right\s+now)\b|这段|这次|先用|先别|暂时|这个(?:文件|函数|组件|脚本|接口|页面)|方便我|调试",
+    re.I,
+)
 _REJECTED_RE = re.compile(
     r"\b(?:rejected|ruled\s+out|decided\s+against|passed\s+on|not\s+going\s+with|backed\s+out|dropped|ditched|"
     r"abandoned|gave\s+up\s+on)\b|没选|没用|没上|放弃|否掉|弃用|不考虑",
@@ -149,8 +154,8 @@ def sentence_hits(sentence: str) -> list[Hit]:
             end = start + len(clause)
             if any(s <= start and end <= e for s, e in spans):
                 continue
-            if not (asked or _CLAUSE_OPENER_RE.match(clause)):
-                continue
+            if not (asked or _CLAUSE_OPENER_RE.match(clause)) or _TASK_AT_HAND_RE.search(sentence):
+                continue  # "这段先用普通 for 循环写，别用 stream": the rule is for this piece of work
             if start and (en_blocked(sentence, start) or zh_blocked(sentence, start)):
                 continue
             hits += shift(_language_hits(clause), start)

@@ -152,9 +152,9 @@ def _find_tools(text: str) -> tuple[tuple[Tool, int, int], ...]:
     found = []
     for match in _TOOL_RE.finditer(text):
         alias = match.group().lower()
-        if alias in _CASE_SENSITIVE and match.group() not in _CASE_SENSITIVE[alias]:
-            if not _TOOL_CONTEXT_RE.search(text, max(0, match.start() - 24), match.start()):
-                continue  # "poetry class" is not Poetry; "switched to poetry" is
+        common_word = alias in _CASE_SENSITIVE and match.group() not in _CASE_SENSITIVE[alias]
+        if common_word and not _TOOL_CONTEXT_RE.search(text, max(0, match.start() - 24), match.start()):
+            continue  # "poetry class" is not Poetry; "switched to poetry" is
         tool, end = _TOOLS[alias], match.end()
         version = _VERSION_RE.match(text, end) if tool.slot else None
         if version:

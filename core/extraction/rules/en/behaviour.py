@@ -141,11 +141,14 @@ _IMPERATIVE_VERBS = frozenset(
     "downgrade switch target support mark tag greet address refer".split()
 )
 _ONE_OFF = re.compile(
-    r"\b(?:yet|this\s+time|for\s+now|right\s+now|today|tonight|tomorrow|at\s+the\s+moment|this\s+(?:file|"
-    r"function|one|line|test|pr|step|method|class|branch|commit|case)|that\s+(?:file|function|one|line)|"
+    r"\b(?:yet|this\s+time|for\s+now|right\s+now|today|tonight|tomorrow|at\s+the\s+moment|(?:this|these)\s+(?:file|"
+    r"function|one|line|test|pr|step|method|class|branch|commit|case|snippet|demo|example|script|query|component|"
+    r"page|endpoint|part|section|ticket|task|run|loop|block|cell|notebook|prototype|poc|migration|change|diff|"
+    r"files|functions|lines|tests|snippets)|throwaway|that\s+(?:file|function|one|line)|"
     r"in\s+this\s+case|until|here|above|below)\b|^[\w'-]+\s+(?:this|that|these|those|it)\b", re.I)
 _PRONOUN_ONLY = re.compile(
     r"^[a-z'-]+(?:\s+(?:it|that|this|them|those|these|so|there|anything|again|up|on))+$", re.I)
+_KEEP_IN_MIND = re.compile(r"^keep\s+(?:it|them|this|that|these|those)\s+in\s+mind\b", re.I)
 _FEEDBACK_WORDS = re.compile(r"\b(?:again|anymore|any\s+more|like\s+you\s+did|as\s+you\s+did|keep)\b", re.I)
 _WHEN_YOU_RE = re.compile(
     I_WORD + r"\s*" + ADV + r"(?:don't\s+like|do\s+not\s+like|hate|dislike|can't\s+stand|cannot\s+stand)\s+"
@@ -175,7 +178,7 @@ def rule_hits(sentence: str) -> list[Hit]:
             return []
     elif first in _NOT_IMPERATIVE or not first.replace("-", "").isalpha():
         return []
-    if (_ONE_OFF.search(rest) and not persistent) or _PRONOUN_ONLY.match(rest):
+    if (_ONE_OFF.search(rest) and not persistent) or _PRONOUN_ONLY.match(rest) or _KEEP_IN_MIND.match(rest):
         return []  # "don't change this file yet", "don't do that": about the task at hand
     if len(rest.split()) == 1 and first not in _IMPERATIVE_VERBS and canon != "no more":
         return []

@@ -247,7 +247,7 @@ _SUBJECT = (
     r"project|setup|stack|startup|org|day\s+job|workplace|side\s+project|home\s+lab|homelab|[\w-]+\s+(?:team|"
     r"project|app))|this\s+(?:repo|project|service|app|codebase|team|monorepo|product|company|package|library)|"
     r"the\s+(?:team|whole\s+team|project|repo|app|service|codebase|stack|product|company|backend|frontend|api|"
-    r"infra|cluster|database|db|[\w-]+\s+service|[\w-]+\s+team|[\w-]+\s+app)|everything|prod|production|staging|"
+    r"infra|cluster|database|db|[\w-]+\s+service|[\w-]+\s+app)|everything|prod|production|staging|"
     r"ci|backups?|deploys?|releases?)"
 )
 _STATEMENT_RE = re.compile(
@@ -300,7 +300,9 @@ _MOMENT = re.compile(
     r"debugging|looking\s+(?:at|into|for)|working\s+on|figure\s+out|figuring|getting\s+(?:an?|this|the)|"
     r"seeing|in\s+a\s+(?:meeting|hurry|rush)|on\s+a\s+call|need\s+help|help\s+me|can\s+you|could\s+you|"
     r"would\s+you|will\s+you|please|let\s+me\s+know|tomorrow|yesterday|later|soon|next\s+(?:week|month)|"
-    r"below|above|attached|here's|here\s+is|pasted|back\s+(?:on|to|in|at|from|home))\b", re.I)
+    r"below|above|attached|here's|here\s+is|pasted|back\s+(?:on|to|in|at|from|home)|this\s+(?:week|weekend|month)|"
+    r"for\s+a\s+(?:conference|meeting|trip|wedding|week|few\s+days)|on\s+(?:vacation|holiday|a\s+trip)|"
+    r"travel(?:l)?ing)\b", re.I)
 _TOPIC_LABEL_RE = re.compile(
     r"^(?:our\s+|the\s+)?(?:backups?|deploys?|deployments?|hosting|(?:tech\s+)?stack|ci|cd|ci/cd|monitoring|alerting|logging|"
     r"on-?call|releases?|auth|database|db|infra(?:structure)?|testing|tests|retention|security|secrets|branching|"

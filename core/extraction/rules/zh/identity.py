@@ -132,8 +132,8 @@ _JOB_RES = tuple((re.compile(pattern), rule) for pattern, rule in (
     (ME + ADV + r"在\s*(?P<org>[\u4e00-\u9fffA-Za-z0-9& ]{2,12}?)\s*(?:工作|上班|任职|就职|实习)",
      "zh.employer"),
     # "我转前端了", "我现在改做产品了": a change of role
-    (ME + ADV + r"(?:转|转到|转成|转做|改做|换成|调到|转岗到?|转岗成)\s*(?P<job>[\u4e00-\u9fffA-Za-z+# ]{0,6}?" + _ROLE_ANY
-     + r")(?:了|啦|岗)?(?=$|[\s,.;:!?]|了|啦)", "zh.job.changed"),
+    (ME + ADV + r"(?:转|转到|转成|转做|改做|换成|调到|转岗到?|转岗成)\s*(?P<job>[\u4e00-\u9fffA-Za-z+# ]{0,6}?"
+     + _ROLE_ANY + r")(?:了|啦|岗)?(?=$|[\s,.;:!?]|了|啦)", "zh.job.changed"),
     # "我从字节出来了，现在在快手": left one employer, now at another (a place would be a move, not this)
     (r"(?:出来了|离职了?|辞职了?|离开了?|跳槽了?)[^.;!?]{0,10}?,\s*(?:现在|目前)(?:在|去了)\s*(?P<org>[\u4e00-\u9fffA-Za-z]{2,6}?)"
      r"(?=$|[\s,.;!?]|了|做|工作|上班)", "zh.employer.left"),
