@@ -67,7 +67,8 @@ _CLAUSE_OPENER_RE = re.compile(
     r"^(?:(?:and|but|so|also|plus|oh|ok|okay|btw|then|just)[\s,]+)*(?:please|pls|kindly|don't|dont|do\s+not|never|"
     r"always|avoid|stop|no\b|not\b|use\b|remember|forget|keep|make\s+sure|be\s+sure|from\s+now|going\s+forward|"
     r"in\s+(?:the\s+)?future|actually|correction|i\s+meant|can\s+you|could\s+you|would\s+you|you\s+(?:should|must|"
-    r"need|keep|always|still)|i'd\s+rather|we\s+(?:don't|never|do\s+not)|rules?\b|only\b)"
+    r"need|keep|always|still)|i'd\s+rather|we\s+(?:don't|never|do\s+not)|rules?\b|only\b|when\b|whenever\b|"
+    r"if\s+you\b)"
     r"|^(?:还有|另外|而且|然后|对了|顺便)?\s*(?:请|麻烦|别|不要|不许|不准|不能|禁止|严禁|永远|千万|一定|必须|务必|以后|今后|"
     r"之后|从现在|记住|记得|别忘|忘掉|忘了|删|其实|不是|纠正|更正|我说的是|应该是|叫我|称呼|用|一律|都用|统一|只能|"
     r"所有|[A-Za-z][\w.+#-]*\s*(?:就|也|都|千万|一定|以后)?(?:别|不要|不许|不准|禁止))",

@@ -72,6 +72,7 @@ project.state_management: redux=Redux(redux|redux_toolkit|rtk) zustand=Zustand m
     jotai=Jotai recoil=Recoil ngrx=NgRx
 project.code_hosting: github=GitHub gitlab=GitLab bitbucket=Bitbucket gitea=Gitea gitee=Gitee(gitee|码云)
     codeberg=Codeberg
+project.cd: argocd=Argo_CD(argocd|argo_cd|argo) flux=Flux(flux|fluxcd) spinnaker=Spinnaker octopus=Octopus_Deploy
 project.linter: eslint=ESLint biome=Biome oxlint=Oxlint flake8=Flake8 pylint=Pylint rubocop=RuboCop
     golangci-lint=golangci-lint(golangci-lint|golangci) tslint=TSLint
 project.queue: kafka=Kafka rabbitmq=RabbitMQ sqs=SQS(sqs|aws_sqs) nats=NATS pulsar=Pulsar
@@ -126,7 +127,7 @@ _CASE_SENSITIVE = {
     "idea": ("IDEA", "Idea"), "arch": ("Arch",), "oss": ("OSS",), "nx": ("Nx",), "travis": ("Travis",),
     "lark": ("Lark",), "discord": ("Discord",), "slack": ("Slack",), "unittest": ("unittest",),
     "poetry": ("Poetry",), "bun": ("Bun",), "express": ("Express",), "jest": ("Jest", "jest"),
-    "swarm": ("Swarm",), "astro": ("Astro",), "parcel": ("Parcel",), "aurora": ("Aurora",), "zig": ("Zig",),
+    "swarm": ("Swarm",), "flux": ("Flux",), "argo": ("Argo",), "astro": ("Astro",), "parcel": ("Parcel",), "aurora": ("Aurora",), "zig": ("Zig",),
     "qt": ("Qt",),
 }  # fmt: skip
 # A common word is a tool's name, whatever its case, right after a verb or preposition that takes a tool.

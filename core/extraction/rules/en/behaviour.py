@@ -103,7 +103,8 @@ def reply_hits(sentence: str) -> list[Hit]:
 _RULE_RE = re.compile(
     LEAD + r"(?P<lead>(?:from\s+now\s+on|going\s+forward|moving\s+forward|in\s+(?:the\s+)?future|from\s+"
     r"here\s+on(?:\s+out)?|as\s+a\s+(?:general\s+)?rule|by\s+default|in\s+general|every\s+time|each\s+time)"
-    r"\s*[,:-]?\s*)?(?P<cond>(?:when|whenever|if\s+you|for|in|while)\s[^,]{1,60},\s*)?"
+    r"\s*[,:-]?\s*)?(?P<cond>(?:when|whenever|if\s+you|for|in|while)\s[^,]{1,60}?(?:,\s*|\s+(?=(?:please|pls|"
+    r"assume|reply|answer|include|stick|default|always|never|don't|do\s+not)\b)))?"
     r"(?:please\s+|pls\s+)?(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?)?(?:you\s+)?"
     r"(?P<mod>don't\s+ever|do\s+not\s+ever|don't|do\s+not|dont|never\s+ever|never|always|avoid|stop|quit|"
     r"should\s+never|should\s+always|must\s+always|must\s+never|shouldn't|should\s+not|must\s+not|mustn't|"
@@ -145,7 +146,7 @@ _ONE_OFF = re.compile(
     r"function|one|line|test|pr|step|method|class|branch|commit|case|snippet|demo|example|script|query|component|"
     r"page|endpoint|part|section|ticket|task|run|loop|block|cell|notebook|prototype|poc|migration|change|diff|"
     r"files|functions|lines|tests|snippets)|throwaway|that\s+(?:file|function|one|line)|"
-    r"in\s+this\s+case|until|here|above|below)\b|^[\w'-]+\s+(?:this|that|these|those|it)\b", re.I)
+    r"in\s+this\s+case|until|(?<!in\s)here|above|below)\b|^[\w'-]+\s+(?:this|that|these|those|it)\b", re.I)
 _PRONOUN_ONLY = re.compile(
     r"^[a-z'-]+(?:\s+(?:it|that|this|them|those|these|so|there|anything|again|up|on))+$", re.I)
 _KEEP_IN_MIND = re.compile(r"^keep\s+(?:it|them|this|that|these|those)\s+in\s+mind\b", re.I)
@@ -166,7 +167,9 @@ def rule_hits(sentence: str) -> list[Hit]:
     if match is None:
         return []
     mod = " ".join((match.group("mod") or "").lower().split())
-    persistent = bool(match.group("lead") or tail)
+    cond = (match.group("cond") or "").lower()
+    standing = cond.startswith(("when", "whenever", "if you"))  # "whenever you give me recipes, include ..."
+    persistent = bool(match.group("lead") or tail or standing)
     if not mod and not persistent:
         return []
     rest = match.group("rest").strip(" ,")

@@ -71,6 +71,8 @@ _NAME_RES = tuple((re.compile(pattern + _NAME_RAW, re.I), slot, rule, allow_lowe
     (r"\bmy\s+(?:full\s+|first\s+|real\s+|actual\s+)?name(?:'s|\s+is)\s+", "user.name", "en.name.my_name",
      True, 0.9),
     (r"\bthe\s+name's\s+", "user.name", "en.name.the_name", False, 0.8),
+    (r"\bmy\s+(?:sur|last\s+|family\s+)name(?:'s|\s+is)\s+(?:spelled\s+|spelt\s+|written\s+)?", "user.surname",
+     "en.name.surname", False, 0.9),
     (I_AM + r"\s+called\s+", "user.name", "en.name.called", False, 0.85),
     (r"\bcall\s+me\s+", "user.address_as", "en.address.call_me", False, 0.9),
     (r"\b(?:address|refer\s+to)\s+me\s+as\s+", "user.address_as", "en.address.as", False, 0.9),
@@ -81,7 +83,11 @@ _NAME_RES = tuple((re.compile(pattern + _NAME_RAW, re.I), slot, rule, allow_lowe
 ))
 # fmt: on
 _NAME_NEGATED = re.compile(r"\b(?:don't|do\s+not|never|not|stop|no\s+longer)\s+(?:\w+\s+)?$", re.I)
-_NAME_CONTENT = {"user.name": "The user's name is {}.", "user.address_as": "The user wants to be called {}."}
+_NAME_CONTENT = {
+    "user.name": "The user's name is {}.",
+    "user.address_as": "The user wants to be called {}.",
+    "user.surname": "The user's surname is {}.",
+}
 
 
 def name_hits(sentence: str) -> list[Hit]:

@@ -140,7 +140,7 @@ def forget_hits(sentence: str) -> list[Hit] | None:
 
 CORRECTION_RE = re.compile(
     LEAD + r"(?:(?:small|quick|minor|one|a|just\s+a)\s+)?"
-    r"(?P<marker>no|nope|nah|wrong|incorrect|not\s+quite|that's\s+(?:not\s+right|wrong|incorrect|not\s+"
+    r"(?P<marker>(?:no|nope|nah)(?:[\s,]+(?:no|nope|nah))*|wrong|incorrect|not\s+quite|that's\s+(?:not\s+right|wrong|incorrect|not\s+"
     r"correct)|that\s+is\s+(?:not\s+right|wrong|incorrect)|actually|correction|wait|oops|to\s+clarify|let\s+me\s+"
     r"correct\s+(?:that|myself)|i\s+meant|i\s+mean)\b[\s,:;!.-]*(?P<rest>.+)$",
     re.I,

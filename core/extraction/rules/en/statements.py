@@ -26,7 +26,7 @@ from core.extraction.rules.vocab import find_tools
 
 _LEAD_RE = re.compile(LEAD, re.I)
 # fmt: off
-_THING = r"(?P<obj>[\w@#.+/`'-]+(?:\s+[\w@#.+/`'-]+){0,3}?)"
+_THING = r"(?P<obj>(?!(?:and|or|but|is|are)\b)[\w@#.+/`'-]+(?:\s+(?!(?:and|or|but|is|are)\b)[\w@#.+/`'-]+){0,3}?)"
 _BANNED_RE = re.compile(
     r"(?:^|(?<=[\s,:]))" + _THING + r"\s+(?:is|are)\s+(?:(?:strictly|completely|totally|basically|now|also)\s+)?"
     r"(?:banned|forbidden|prohibited|not\s+allowed|disallowed|off[- ]limits|a\s+no[- ]go|not\s+permitted|"
@@ -34,7 +34,8 @@ _BANNED_RE = re.compile(
 _NO_X_IN_RE = re.compile(
     r"^(?:and\s+)?no\s+(?P<obj>(?!worries|problem|idea|luck|way|need|clue|thanks|rush|pressure)[\w.+#-]+(?:\s+"
     r"[\w.+#-]+){0,3}?)(?:\s+(?:in|on|for|to|inside|anywhere\s+in)\s+(?:this|our|the|my)\s+[\w-]+(?:\s+[\w-]+)?|"
-    r"\s*,?\s*(?:ever|period|no\s+exceptions|full\s+stop|please)|\s+without\s+[^,.;]{2,40})", re.I)
+    r"\s*,?\s*(?:ever|period|no\s+exceptions|full\s+stop|please|pls)|\s+without\s+[^,.;]{2,40}|"
+    r"\s+(?:that|which)\s+[^,.;]{3,60})", re.I)
 _WE_DONT_RE = re.compile(
     r"^we\s+(?:don't|do\s+not|dont|never)\s+(?!know|think|have|need|want|care|see|get|understand|mind|"
     r"like|remember|usually|really|use\b|live|work|own|speak|go|agree|do\s+that|do\s+this|do\s+it)(?P<rest>[a-z][\w\s.'/-]{2,80}?)(?:\s+(?:here|in\s+this\s+\w+|on\s+"

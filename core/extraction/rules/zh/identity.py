@@ -40,7 +40,8 @@ _ROLE_STRONG = (
 )
 _ROLE_ANY = (
     _ROLE_STRONG[:-1] + r"|开发|研发|产品|设计|测试|算法|后端|前端|全栈|运维|数据分析|数据|销售|市场|"
-    r"财务|人事|行政|客服|科研|教学)"
+    r"财务|人事|行政|客服|科研|教学|[A-Za-z]+(?:\s[A-Za-z]+)?\s(?:engineer|developer|designer|manager|analyst|scientist|"
+    r"lead|architect)|firmware\s开发)"
 )
 # fmt: on
 
