@@ -30,6 +30,8 @@ RETRYABLE_STATUSES = frozenset({408, 409, 429})
 def is_retryable_status(status: int) -> bool:
     """A status worth another attempt: timeouts, conflicts, rate limits and server errors."""
     return status in RETRYABLE_STATUSES or status >= 500
+
+
 MAX_BACKOFF_EXPONENT = 32  # 2**32 x any sane base is far past any cap; avoids float overflow
 
 
