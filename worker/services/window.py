@@ -240,7 +240,7 @@ def settle_llm(
     silent = sum(
         1
         for event_id in plan.needs_llm_ids
-        if status_of[event_id] == "extracted" and not outcome.answered and reason_of.get(event_id) is None
+        if status_of[event_id] == "extracted" and not outcome.answered and not reason_of.get(event_id)
     )
     return Settled(status_of, states, given_up, silent)
 
