@@ -640,7 +640,9 @@ def stats(as_json: JsonOpt = False) -> None:
         if until:
             opened = datetime.fromtimestamp(until, UTC)
             state = f"open until {opened.isoformat()[:19]}Z" if opened > datetime.now(UTC) else "half-open"
-        out.print(f"llm breaker {b['name']}: {state}, {b['failures']} failures in a row, opened {b['opens']}x")
+        out.print(
+            f"llm breaker {b['name']}: {state}, {b['failures']} failures in a row, opened {b['opens']}x"
+        )
     t4 = Table("run kind", "last started", "outcome")
     for r in data["last_runs"]:
         t4.add_row(r["kind"], str(r["started_at"])[:19], r["outcome"])
