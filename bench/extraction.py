@@ -20,6 +20,11 @@ Contract: `run(budget_s, quick) -> dict` measures, never asserts, and returns
 - figures: LLM calls per 1,000 turns, prompt tokens per turn (by stage and by prompt section), the share
   of turns the gate skips (from the events' final status), and the rule extractor's throughput in-process
   on one core (`extract_rules` and `gate_window` over every session's turns, median of ROUNDS).
+- a failing model (issue #13): the same paced replay with extraction answered by valid JSON of the wrong
+  shape (`{"facts": [...]}`, summaries as before) and the worker's default bounds (attempt cap, retry
+  backoff, circuit breaker); drained once nothing is pending and nothing changes for QUIET_S (its turns
+  stay `llm_pending` by design). Its calls and prompt tokens per 1,000 turns next to the cooperative run's:
+  the target is within FAILING_RATIO_TARGET of them.
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ OWN_LIMIT_S = {True: 300.0, False: 900.0}
 TARGET_CALLS_PER_1000 = 100.0
 TARGET_PROMPT_TOKENS_PER_TURN = 150.0
 TARGET_RULE_PASS_TURNS_PER_S = 1500.0  # issue #12: the worker's rule pass on one core
+FAILING_RATIO_TARGET = 1.5  # issue #13: a model that always fails costs at most 1.5x a cooperative one
 ANCHORS = (
     "mem0's paper design: 2 LLM calls per add (2,000 per 1,000 turns); Memobase: about 200 calls per "
     "1,000 turns and about 244 prompt tokens per turn"
@@ -95,6 +101,14 @@ def responder(body: dict[str, Any]) -> str:
         f"## Decisions\n- none\n## Key files\n- none\n## Problems\n- none\n## Preferences\n- none\n"
         f"## Open tasks\n{bullets}"
     )
+
+
+def failing_responder(body: dict[str, Any]) -> str:
+    """A model the prompts were not written for: extraction answered with valid JSON of the wrong shape
+    (repairs too), summaries as `responder` writes them."""
+    if call_kind(body) == "extract":
+        return '{"facts": [{"text": "The user talked about their week.", "importance": "medium"}]}'
+    return responder(body)
 
 
 def call_kind(body: dict[str, Any]) -> str:
@@ -237,8 +251,15 @@ def _state(conn: Any, tenant: str) -> dict[str, int]:
 
 
 def measure_worker(
-    svc: Services, sessions: list[Session], *, deadline: float, paced: bool = False
+    svc: Services,
+    sessions: list[Session],
+    *,
+    deadline: float,
+    paced: bool = False,
+    failing: bool = False,
 ) -> dict[str, Any]:
+    """One replay; `failing`: extraction answered by `failing_responder`, and drained with turns left
+    `llm_pending` (what a failing model leaves, by design)."""
     from tests.fakes.openai_server import FakeOpenAI
 
     tenant, queue = unique_name("t-extract"), unique_name("bench-extract")
@@ -248,9 +269,10 @@ def measure_worker(
         "sessions": len(sessions),
         "turns": turns,
         "paced": paced,
+        "failing": failing,
     }
     with FakeOpenAI() as fake:
-        fake.default_responder = responder
+        fake.default_responder = failing_responder if failing else responder
         env = worker_env(svc, queue, OPENAI_API_KEY="bench-fake", OPENAI_BASE_URL=fake.base_url)
         progress("extraction: starting a worker (-c 2) with the fake LLM")
         worker = BenchWorker(env, queue, svc.tmp / f"{queue}.log", 2).start()
@@ -282,7 +304,7 @@ def measure_worker(
                     drained = (
                         st["stored"] >= out["events"]
                         and st["pending"] == 0
-                        and st["llm_pending"] == 0
+                        and (failing or st["llm_pending"] == 0)
                         and st["new_candidates"] == 0
                     )
                     if drained and now - last_change >= QUIET_S:
@@ -313,6 +335,11 @@ def measure_worker(
                         (tenant,),
                     ).fetchall()
                 )
+                llm_failures = conn.execute(
+                    "SELECT llm_error, status, count(*) FROM events WHERE tenant_id = %s AND llm_error IS NOT "
+                    "NULL GROUP BY 1, 2 ORDER BY 3 DESC",
+                    (tenant,),
+                ).fetchall()
                 memories = int(
                     conn.execute("SELECT count(*) FROM memories WHERE tenant_id = %s", (tenant,)).fetchone()[
                         0
@@ -351,6 +378,7 @@ def measure_worker(
         ],
         candidates_by_origin={str(k): int(v) for k, v in candidates.items()},
         memories=memories,
+        llm_failures={f"{r[0]} ({r[1]})": int(r[2]) for r in llm_failures},
     )
     return out
 
@@ -459,8 +487,27 @@ def run(budget_s: float, quick: bool) -> dict[str, Any]:
         # burst: everything emitted at once (windows hold whatever arrived before the task ran); paced: the
         # next 12 turns of each conversation only once the worker is done with the previous ones (live-like)
         figures["burst"] = measure_worker(svc, sessions, deadline=started + budget_s / 2)
-        figures["worker"] = measure_worker(svc, sessions, deadline=started + budget_s, paced=True)
-    return report.result("extraction", quick, figures, [], started=started, targets=TARGETS, blocks=SECTION)
+        figures["worker"] = measure_worker(svc, sessions, deadline=started + budget_s * 0.75, paced=True)
+        figures["failing"] = measure_worker(
+            svc, sessions, deadline=started + budget_s, paced=True, failing=True
+        )
+    figures["failing"].update(_ratios(figures["failing"], figures["worker"]))
+    return report.result(
+        "extraction", quick, figures, [], started=started, targets=declared_targets, blocks=SECTION
+    )
+
+
+def _ratios(failing: dict[str, Any], cooperative: dict[str, Any]) -> dict[str, float | None]:
+    """The failing model's calls and prompt tokens per turn over the cooperative run's."""
+
+    def ratio(key: str) -> float | None:
+        base = cooperative.get(key)
+        return round(failing[key] / base, 2) if base else None
+
+    return {
+        "calls_ratio": ratio("llm_calls_per_1000_turns"),
+        "prompt_tokens_ratio": ratio("prompt_tokens_per_turn"),
+    }
 
 
 # --- targets and the report -------------------------------------------------------------------------------
@@ -500,8 +547,42 @@ TARGETS = (
 )
 
 
+def _failing_note(f: dict[str, Any]) -> str:
+    w, c = f["failing"], f["worker"]
+    note = (
+        f"{w['llm_calls_per_1000_turns']} calls per 1,000 turns and {w['prompt_tokens_per_turn']} prompt "
+        f"tokens per turn, against {c['llm_calls_per_1000_turns']} and {c['prompt_tokens_per_turn']}"
+    )
+    return note + (f"; incomplete: {w['incomplete']}" if w.get("incomplete") else "")
+
+
+FAILING_TARGETS = (
+    Target(
+        "a model that always fails: LLM calls per 1,000 turns / a cooperative one's",
+        "failing.calls_ratio",
+        "<=",
+        FAILING_RATIO_TARGET,
+        "x",
+        _failing_note,
+    ),
+    Target(
+        "a model that always fails: prompt tokens per turn / a cooperative one's",
+        "failing.prompt_tokens_ratio",
+        "<=",
+        FAILING_RATIO_TARGET,
+        "x",
+        _failing_note,
+    ),
+)
+
+
+def declared_targets(figures: dict[str, Any]) -> tuple[Target, ...]:
+    """The targets; those of the failing model when it was measured (figures from before it have none)."""
+    return TARGETS + (FAILING_TARGETS if "failing" in figures else ())
+
+
 def targets(figures: dict[str, Any]) -> list[dict[str, Any]]:
-    return report.evaluate(TARGETS, figures)
+    return report.evaluate(declared_targets(figures), figures)
 
 
 def _default(name: str) -> Any:
@@ -610,6 +691,22 @@ def _usage(w: dict[str, Any]) -> str | None:
     )
 
 
+def _failing_text(f: dict[str, Any]) -> str | None:
+    w = f.get("failing")
+    if not w:
+        return None
+    return f"""A model that always fails (issue #13): the same paced replay on a fresh worker and tenant, with
+        every extraction answer (and repair) valid JSON of the wrong shape and the worker's default bounds: a
+        turn is part of at most {_default("llm_max_attempts")} failed calls, waits {_default("llm_retry_s"):g}
+        s (doubling) before any window sends it again, and {_default("llm_breaker_failures")} failures in a
+        row open the endpoint's breaker for {_default("llm_breaker_base_s"):g} s (doubling, up to
+        {_default("llm_breaker_max_s"):g} s). {w["llm_calls"]:,} calls ({_pairs(w["calls_by_kind"])}),
+        {w["llm_calls_per_1000_turns"]} per 1,000 turns ({fmt(w.get("calls_ratio"))}x the cooperative run),
+        {w["prompt_tokens_per_turn"]} prompt tokens per turn ({fmt(w.get("prompt_tokens_ratio"))}x); turn
+        statuses {_pairs(dict(sorted(w["turn_status"].items())))}; the reasons the turns keep:
+        {_pairs(w.get("llm_failures", {})) or "none"}."""
+
+
 SECTION = (
     Text(_setup),
     Text(
@@ -622,6 +719,7 @@ SECTION = (
     Text(_replays),
     FIGURES,
     Text(_rules_text),
+    Text(_failing_text),
     Section(
         "Where the prompt tokens go",
         (

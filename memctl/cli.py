@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -593,25 +593,27 @@ def erase(
 
 @app.command()
 def stats(as_json: JsonOpt = False) -> None:
-    """Events by status, queue depth, memories by kind and status, tokens today per tenant, last runs."""
+    """Events by status, queue depth, memories by kind and status, tokens today per tenant, LLM failures by
+    reason and the endpoints' circuit breakers, last runs."""
     from shared.db.engine import resolve_redis_url
     from shared.embedded import redis_py_url
     from store.stats import overview
+    from worker.llm.breaker import breaker_states
 
     settings = _settings()
     with _scoped(settings, None) as db:
         data = overview(db)
+    breakers: list[dict[str, Any]] = []
     try:
         import redis
 
-        depth = int(
-            redis.Redis.from_url(redis_py_url(resolve_redis_url(settings)), socket_timeout=2).llen(
-                settings.queue
-            )
-        )
+        client = redis.Redis.from_url(redis_py_url(resolve_redis_url(settings)), socket_timeout=2)
+        depth = int(client.llen(settings.queue))
+        breakers = breaker_states(client)
     except Exception:
         depth = -1
     data["queue_depth"] = depth
+    data["llm_breakers"] = breakers
     if as_json:
         _print_json(data)
         return
@@ -628,6 +630,19 @@ def stats(as_json: JsonOpt = False) -> None:
     for r in data["tokens_today"]:
         t3.add_row(r["tenant_id"], str(r["tokens"]), str(r["calls"]))
     out.print(t3)
+    t_fail = Table("LLM failure reason", "turns waiting", "turns final", "max attempts")
+    for r in data["llm_failures"]:
+        t_fail.add_row(r["reason"], str(r["waiting"]), str(r["final"]), str(r["max_attempts"]))
+    out.print(t_fail)
+    for b in breakers:
+        until = b["open_until"]
+        state = "closed"
+        if until:
+            opened = datetime.fromtimestamp(until, UTC)
+            state = f"open until {opened.isoformat()[:19]}Z" if opened > datetime.now(UTC) else "half-open"
+        out.print(
+            f"llm breaker {b['name']}: {state}, {b['failures']} failures in a row, opened {b['opens']}x"
+        )
     t4 = Table("run kind", "last started", "outcome")
     for r in data["last_runs"]:
         t4.add_row(r["kind"], str(r["started_at"])[:19], r["outcome"])

@@ -57,6 +57,24 @@ class Settings(BaseSettings):
     openai_structured_outputs: bool = Field(
         default=True, validation_alias=AliasChoices("OPENAI_STRUCTURED_OUTPUTS")
     )
+    # sent as max_tokens (max_completion_tokens to reasoning models); 0: not sent
+    openai_max_output_tokens: int = Field(
+        default=4096, ge=0, validation_alias=AliasChoices("OPENAI_MAX_OUTPUT_TOKENS")
+    )
+    # -1: not sent (the endpoint's default); reasoning models that take none get none after their 400
+    openai_temperature: float = Field(
+        default=0.0, ge=-1, le=2, validation_alias=AliasChoices("OPENAI_TEMPERATURE")
+    )
+    # The cost of a failing model is bounded (issue #13): a turn is part of at most `llm_max_attempts` failed
+    # extraction calls, then final with its rule candidates (the reason kept on the event); a failed turn
+    # waits `llm_retry_s` (doubling per attempt) before any window sends it again; `llm_breaker_failures`
+    # failures in a row open the endpoint's circuit breaker for `llm_breaker_base_s`, doubling per opening
+    # up to `llm_breaker_max_s` (state in Redis, shared by every worker process).
+    llm_max_attempts: int = Field(default=3, ge=1, le=100)
+    llm_retry_s: float = Field(default=600.0, ge=0)
+    llm_breaker_failures: int = Field(default=5, ge=1)
+    llm_breaker_base_s: float = Field(default=30.0, gt=0)
+    llm_breaker_max_s: float = Field(default=1800.0, gt=0)
 
     # --- queue and worker ---
     queue: str = Field(default="memory", pattern=r"^[A-Za-z0-9_.:-]{1,64}$")

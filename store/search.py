@@ -342,7 +342,9 @@ def candidates(
         "FROM st WHERE EXISTS (SELECT 1 FROM kw)"
     )
     rows = fetch_all(
-        db, sql, {**params, "toks": list(tokens), "q": " | ".join(f"'{t}'" for t in tokens), "pool": KEYWORD_POOL}
+        db,
+        sql,
+        {**params, "toks": list(tokens), "q": " | ".join(f"'{t}'" for t in tokens), "pool": KEYWORD_POOL},
     )
     vector_rows = [r for r in rows if r.src == "v"]
     keyword = [r for r in rows if r.src == "k"]

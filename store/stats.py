@@ -1,5 +1,6 @@
 """The operator's overview (`memctl stats`): events by status, memories by kind and status, LLM tokens today
-per tenant, dead letters waiting, and the latest run of each kind. Read in the owner's (all-tenant) scope."""
+per tenant, LLM failures by reason (turns still waiting for the LLM, and turns made final without it), dead
+letters waiting, and the latest run of each kind. Read in the owner's (all-tenant) scope."""
 
 from __future__ import annotations
 
@@ -23,8 +24,16 @@ def overview(db: Session) -> dict[str, Any]:
             "GROUP BY tenant_id ORDER BY 2 DESC"
         )
     )
+    failures = db.execute(
+        text(
+            "SELECT llm_error AS reason, count(*) FILTER (WHERE status = 'llm_pending') AS waiting, "
+            "count(*) FILTER (WHERE status <> 'llm_pending') AS final, max(llm_attempts) AS max_attempts "
+            "FROM events WHERE llm_error IS NOT NULL GROUP BY llm_error ORDER BY 2 DESC, 3 DESC, 1"
+        )
+    )
     return {
         "events": events,
+        "llm_failures": [dict(r) for r in failures.mappings().all()],
         "dead_letters": db.execute(
             text("SELECT count(*) FROM dead_letters WHERE replayed_at IS NULL")
         ).scalar(),

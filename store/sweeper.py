@@ -26,7 +26,8 @@ def find_stuck_work(
 ) -> StuckWork:
     """Events pending for `stale_after_s` past `max_attempts` sweeps become `failed` and dead letters; the
     other stale ones count one more attempt and their sessions are returned (reason `sweep`), with, when an
-    LLM is available, sessions holding `llm_pending` events (reason `llm_retry`)."""
+    LLM is available, sessions holding `llm_pending` events due for a retry (reason `llm_retry`; a failed
+    turn's `llm_retry_at` is its backoff)."""
     cutoff = now - timedelta(seconds=stale_after_s)
     poisoned = db.execute(
         text(
@@ -64,8 +65,9 @@ def find_stuck_work(
         retry = db.execute(
             text(
                 "SELECT DISTINCT tenant_id, user_id, session_id FROM events WHERE status = 'llm_pending' "
-                "LIMIT 200"
-            )
+                "AND (llm_retry_at IS NULL OR llm_retry_at <= :now) LIMIT 200"
+            ),
+            {"now": now},
         ).all()
         sessions += [(r[0], r[1], r[2], "llm_retry") for r in retry]
     users = db.execute(

@@ -59,7 +59,9 @@ def erase_user(db: Session, tenant_id: str, user_id: str) -> dict[str, int]:
     for table in USER_TABLES:
         if table == "memories":
             # memories reference each other (superseded_by): clear the links first, then delete
-            db.execute(text("UPDATE memories SET superseded_by = NULL WHERE tenant_id = :t AND user_id = :u"), p)
+            db.execute(
+                text("UPDATE memories SET superseded_by = NULL WHERE tenant_id = :t AND user_id = :u"), p
+            )
         counts[table] = _rowcount(
             db.execute(text(f"DELETE FROM {table} WHERE tenant_id = :t AND user_id = :u"), p)
         )

@@ -26,6 +26,7 @@ class PendingEvent:
     status: str  # pending | llm_pending
     agent_id: str | None
     received_at: datetime | None = None
+    llm_attempts: int = 0  # failed LLM calls this turn was part of
 
     def turn(self) -> Turn:
         return Turn(
@@ -41,17 +42,22 @@ def load_window(
     *,
     include_llm_pending: bool,
     limit: int,
+    now: datetime | None = None,
 ) -> list[PendingEvent]:
-    """The session's first `limit` unprocessed events in event-time order (ties by receipt, then id)."""
+    """The session's first `limit` unprocessed events in event-time order (ties by receipt, then id). An
+    `llm_pending` event whose `llm_retry_at` is after `now` (a failed LLM call's backoff) is left out: a
+    failed turn does not ride along in every later window."""
     statuses = ("pending", "llm_pending") if include_llm_pending else ("pending",)
     rows = db.execute(
         text(
-            "SELECT event_id, type, role, content, source_turn_id, event_time, status, agent_id, received_at "
-            "FROM events "
+            "SELECT event_id, type, role, content, source_turn_id, event_time, status, agent_id, received_at, "
+            "llm_attempts FROM events "
             "WHERE tenant_id = :t AND user_id = :u AND session_id = :s AND status = ANY(:st) "
+            "AND (status = 'pending' OR llm_retry_at IS NULL "
+            "OR llm_retry_at <= coalesce(CAST(:now AS timestamptz), 'infinity')) "
             "ORDER BY event_time, received_at, event_id LIMIT :lim"
         ),
-        {"t": tenant_id, "u": user_id, "s": session_id, "st": list(statuses), "lim": limit},
+        {"t": tenant_id, "u": user_id, "s": session_id, "st": list(statuses), "lim": limit, "now": now},
     ).all()
     return [PendingEvent(*row) for row in rows]
 
@@ -81,6 +87,38 @@ def set_statuses(db: Session, tenant_id: str, status_of: Mapping[str, str], *, n
             ),
             {"st": status, "now": now, "t": tenant_id, "ids": ids},
         )
+
+
+@dataclass(frozen=True)
+class LLMState:
+    """What an event keeps of the LLM's last look at it: the failure's category (None: cleared), the failed
+    calls it was part of, and when it may be sent again (None: whenever)."""
+
+    event_id: str
+    error: str | None
+    attempts: int
+    retry_at: datetime | None
+
+
+def set_llm_states(db: Session, tenant_id: str, states: Sequence[LLMState]) -> None:
+    """Write each event's LLM state (one statement)."""
+    if not states:
+        return
+    db.execute(
+        text(
+            "UPDATE events e SET llm_error = v.err, llm_attempts = v.att, llm_retry_at = v.retry "
+            "FROM unnest(CAST(:ids AS text[]), CAST(:errs AS text[]), CAST(:atts AS int[]), "
+            "CAST(:retries AS timestamptz[])) AS v(id, err, att, retry) "
+            "WHERE e.tenant_id = :t AND e.event_id = v.id"
+        ),
+        {
+            "t": tenant_id,
+            "ids": [s.event_id for s in states],
+            "errs": [s.error for s in states],
+            "atts": [min(s.attempts, 32767) for s in states],
+            "retries": [s.retry_at for s in states],
+        },
+    )
 
 
 def index_turns(

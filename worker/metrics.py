@@ -14,6 +14,23 @@ LLM_BUDGET_EXHAUSTED = Counter(
     "extraction windows run rules-only because the tenant's daily budget is spent",
     ["tenant"],
 )
+LLM_FAILURES = Counter(
+    "memory_llm_failures_total",
+    "LLM calls (after retries and the repair) that gave no usable answer, by stage and reason",
+    ["stage", "reason"],
+)
+LLM_TURNS_GIVEN_UP = Counter(
+    "memory_llm_turns_given_up_total",
+    "turns made final with their rule candidates after the cap on failed LLM attempts, by reason",
+    ["reason"],
+)
+LLM_SILENT_LOSSES = Counter(
+    "memory_llm_silent_losses_total",
+    "turns the LLM owed that ended final with neither a parsed answer nor a recorded reason (must stay 0)",
+)
+LLM_BREAKER_OPENED = Counter(
+    "memory_llm_breaker_opened_total", "times an endpoint's circuit breaker opened, by stage", ["stage"]
+)
 CANDIDATES = Counter("memory_candidates_total", "memory candidates extracted", ["origin"])
 
 TASKS = Counter("memory_tasks_total", "task runs by name and outcome", ["task", "outcome"])

@@ -15,7 +15,7 @@ from shared.db.engine import get_engine, resolve_database_url, resolve_redis_url
 from shared.publisher import RedisPublisher
 from shared.settings import Settings, get_settings
 from store.embeddings import Embedder, embedder_from_settings
-from worker.llm import LLMClient, LLMConfig, OpenAIClient
+from worker.llm import CircuitBreaker, LLMClient, LLMConfig, OpenAIClient, breaker_name
 
 
 @lru_cache(maxsize=1)
@@ -62,8 +62,26 @@ def llm() -> LLMClient | None:
         timeout_s=s.openai_timeout_s,
         max_retries=s.openai_max_retries,
         structured_outputs=s.openai_structured_outputs,
+        max_output_tokens=s.openai_max_output_tokens or None,
+        temperature=s.openai_temperature if s.openai_temperature >= 0 else None,
     )
     return OpenAIClient(config)
+
+
+@lru_cache(maxsize=8)
+def breaker(stage: str) -> CircuitBreaker | None:
+    """The circuit breaker of the configured endpoint for `stage` (None without an LLM)."""
+    s = get_settings()
+    if not s.llm_configured:
+        return None
+    return CircuitBreaker(
+        publisher().redis,
+        breaker_name(stage, base_url=s.openai_base_url, model=s.openai_model),
+        threshold=s.llm_breaker_failures,
+        base_s=s.llm_breaker_base_s,
+        max_s=max(s.llm_breaker_max_s, s.llm_breaker_base_s),
+        probe_ttl_s=s.openai_timeout_s * (s.openai_max_retries + 1) * 2 + 10,
+    )
 
 
 @lru_cache(maxsize=1)

@@ -6,7 +6,8 @@ extracted, so stored candidates can be traced to the prompt that produced them.
 - `build_extraction_messages(...)` -> chat messages for ONE call per window of turns;
   `build_repair_messages(...)` -> the same conversation, the invalid reply, and a request to answer again.
 - `ExtractionAnswer` / `MemoryItem`: the answer, as a pydantic model with extra fields forbidden and enums
-  checked; `parse_extraction_answer(text)` validates a raw reply strictly (raises `pydantic.ValidationError`);
+  checked; `parse_extraction_answer(text)` validates a raw reply strictly (raises `pydantic.ValidationError`)
+  once it is read out of a fence, prose, a reasoning block or loose quoting (`core.prompts.json_answer`);
   `validate_extraction_reply(content)` gives the answer or an error summary for the repair request.
 - `extraction_json_schema_format()` is the strict `json_schema` to ask for (`extraction_response_format`
   the whole `response_format`, or `json_object` for endpoints without structured outputs).
@@ -25,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from core.extraction.candidates import Candidate, Category, Kind, Operation, Tier, Turn
 from core.prompts.common import bullets, format_turn
+from core.prompts.json_answer import json_texts
 
 PROMPT_VERSION = "extract-v2"
 SCHEMA_NAME = "memory_extraction"
@@ -61,20 +63,17 @@ class ExtractionAnswer(BaseModel):
 
 
 def parse_extraction_answer(text: str) -> ExtractionAnswer:
-    """Validate a raw model reply strictly; a single surrounding Markdown code fence is tolerated."""
-    return ExtractionAnswer.model_validate_json(_strip_code_fence(text), strict=True)
-
-
-def _strip_code_fence(text: str) -> str:
-    stripped = text.strip()
-    if stripped.startswith("```") and stripped.endswith("```") and len(stripped) > 6:
-        body = stripped[3:-3]
-        first_newline = body.find("\n")
-        # Drop an info string such as ```json.
-        if first_newline != -1 and body[:first_newline].strip().isalpha():
-            body = body[first_newline + 1 :]
-        return body.strip()
-    return stripped
+    """Validate a raw model reply strictly, once it is read out of what the model wrapped it in: a reasoning
+    block, a Markdown fence, sentences around the object, loose quoting (`core.prompts.json_answer`). The
+    first object that fits the schema wins; none fits -> the `ValidationError` of the most likely one."""
+    first_error: ValidationError | None = None
+    for candidate in json_texts(text) or [text]:
+        try:
+            return ExtractionAnswer.model_validate_json(candidate, strict=True)
+        except ValidationError as err:
+            first_error = first_error or err
+    assert first_error is not None
+    raise first_error
 
 
 def extraction_json_schema() -> dict[str, Any]:

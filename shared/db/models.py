@@ -95,6 +95,11 @@ class Event(SQLModel, table=True):
     attempts: int = 0
     received_at: datetime | None = Field(default=None, sa_column=_ts(default_now=True))
     processed_at: datetime | None = Field(default=None, sa_column=_ts(nullable=True))
+    # why the LLM has not read the turn (a category of worker.llm.failure_reason), how many failed LLM calls
+    # it was part of, and when it may be sent again (migration 0011)
+    llm_error: str | None = Field(default=None, max_length=32)
+    llm_attempts: int = Field(default=0, sa_column=Column(SmallInteger, nullable=False, server_default="0"))
+    llm_retry_at: datetime | None = Field(default=None, sa_column=_ts(nullable=True))
 
 
 class SessionState(SQLModel, table=True):

@@ -18,7 +18,20 @@ Faults (`Reply.kind`): "status" (an OpenAI-style error body with `Reply.status`,
 when `retry_after_s` is given), "timeout" (waits `delay_s` - 5 s when unset - then answers normally, so a
 client with a shorter timeout gives up first), "malformed" (200 whose content is truncated JSON),
 "refusal" (content null, `refusal` set), "down" (the connection is closed without a response).
-`delay_s` delays any reply.
+`delay_s` delays any reply; `FakeOpenAI.delay_s` delays every chat answer (a slow model near the timeout).
+
+The response zoo: how endpoints that are not the model the prompts were written for answer a 200. A `Style`
+(`Reply.style` for one reply, `FakeOpenAI.style` for every answer of the default responder) renders the
+answer's content as such an endpoint sends it:
+- content styles: "plain", "fenced" (a Markdown ```json block), "prose" (sentences before and after the
+  JSON), "think" (a `<think>...</think>` reasoning block, braces included, before the answer),
+  "single_quotes" (Python-style quoting), "trailing_commas";
+- response shapes: "length" (the content cut in half, `finish_reason: "length"`), "refusal" (content null,
+  `refusal` set), "tool_call" (content null, the answer as the arguments of a tool call), "no_choices" (an
+  empty `choices` list), "empty" (content "").
+Request checks, as stricter endpoints make them (a 400 with the offending `param`, before any scripted reply
+is consumed): `reject_json_schema` (a `json_schema` response format), `reject_json_object` (a `json_object`
+one), `reasoning_model` (`max_tokens`, or a `temperature` other than 1, like OpenAI's reasoning models).
 
 Token accounting is approximate (about one token per four characters) and totals every `usage` the server
 sent, including answers a timed-out client never read.
@@ -43,6 +56,32 @@ from types import TracebackType
 from typing import Any, Literal
 
 ReplyKind = Literal["ok", "status", "timeout", "malformed", "refusal", "down"]
+Style = Literal[
+    "plain",
+    "fenced",
+    "prose",
+    "think",
+    "single_quotes",
+    "trailing_commas",
+    "length",
+    "refusal",
+    "tool_call",
+    "no_choices",
+    "empty",
+]
+STYLES: tuple[Style, ...] = (
+    "plain",
+    "fenced",
+    "prose",
+    "think",
+    "single_quotes",
+    "trailing_commas",
+    "length",
+    "refusal",
+    "tool_call",
+    "no_choices",
+    "empty",
+)
 
 DEFAULT_CONTENT = '{"memories": []}'
 DEFAULT_TIMEOUT_DELAY_S = 5.0
@@ -68,6 +107,7 @@ class Reply:
     status: int = 200
     delay_s: float = 0
     retry_after_s: float | None = None
+    style: Style | None = None  # for "ok": how the content is sent (None: the server's `style`)
 
     def __post_init__(self) -> None:
         if self.kind == "status" and self.status < 400:
@@ -100,6 +140,10 @@ class FakeOpenAI:
         self.embedding_dim = embedding_dim
         self.default_responder: Callable[[dict[str, Any]], str] | None = None
         self.reject_json_schema = False
+        self.reject_json_object = False
+        self.reasoning_model = False
+        self.style: Style = "plain"
+        self.delay_s = 0.0
         self.calls: list[dict[str, Any]] = []
         self.embeddings_calls: list[dict[str, Any]] = []
         self.prompt_tokens = 0
@@ -179,17 +223,47 @@ class FakeOpenAI:
             self.completion_tokens = 0
             self.default_responder = None
             self.reject_json_schema = False
+            self.reject_json_object = False
+            self.reasoning_model = False
+            self.style = "plain"
+            self.delay_s = 0.0
 
     # request handling (called from server threads) ---------------------------------------------------------
 
-    def _record_chat(self, body: dict[str, Any]) -> Reply | None:
+    def _record_chat(self, body: dict[str, Any]) -> tuple[Reply | None, str | None]:
+        """The scripted reply (None: the default answer), or a 400 `Reply` and the `param` it names."""
         with self._lock:
             self.calls.append(body)
-            if self.reject_json_schema and _response_format_type(body) == "json_schema":
-                return Reply(
-                    kind="status", status=400, content="response_format json_schema is not supported"
+            rejection = self._rejection(body)
+            if rejection is not None:
+                return Reply(kind="status", status=400, content=rejection[1]), rejection[0]
+            return (self._script.popleft() if self._script else None), None
+
+    def _rejection(self, body: dict[str, Any]) -> tuple[str, str] | None:
+        """(param, message) of the 400 a stricter endpoint gives this request, or None."""
+        format_type = _response_format_type(body)
+        if self.reject_json_schema and format_type == "json_schema":
+            return (
+                "response_format",
+                "Invalid parameter: 'response_format' of type 'json_schema' is not supported.",
+            )
+        if self.reject_json_object and format_type == "json_object":
+            return (
+                "response_format",
+                "Invalid parameter: 'response_format' of type 'json_object' is not supported.",
+            )
+        if self.reasoning_model:
+            if "max_tokens" in body:
+                return "max_tokens", (
+                    "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                    "Use 'max_completion_tokens' instead."
                 )
-            return self._script.popleft() if self._script else None
+            if "temperature" in body and body["temperature"] != 1:
+                return "temperature", (
+                    f"Unsupported value: 'temperature' does not support {body['temperature']} with this "
+                    "model. Only the default (1) value is supported."
+                )
+        return None
 
     def _count_tokens(self, prompt: int, completion: int) -> None:
         with self._lock:
@@ -210,25 +284,30 @@ class FakeOpenAI:
         return not self._stopping.wait(delay_s) if delay_s > 0 else True
 
     def _chat_completion(
-        self, body: dict[str, Any], *, content: str | None, refusal: str | None
+        self,
+        body: dict[str, Any],
+        *,
+        content: str | None,
+        refusal: str | None,
+        finish_reason: str = "stop",
+        tool_calls: list[dict[str, Any]] | None = None,
+        no_choices: bool = False,
     ) -> dict[str, Any]:
         prompt_tokens = approx_tokens(_prompt_text(body))
-        completion_tokens = approx_tokens(content or refusal or "")
+        sent = content or refusal or "".join(c["function"]["arguments"] for c in tool_calls or [])
+        completion_tokens = 0 if no_choices else approx_tokens(sent)
         self._count_tokens(prompt_tokens, completion_tokens)
+        message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": refusal}
+        if tool_calls:
+            message["tool_calls"] = tool_calls
+        choices = [{"index": 0, "message": message, "finish_reason": finish_reason, "logprobs": None}]
         return {
             "id": self._new_id("chatcmpl"),
             "object": "chat.completion",
             "created": int(time.time()),
             "model": str(body.get("model") or CHAT_MODEL_ID),
             "system_fingerprint": "fake",
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": content, "refusal": refusal},
-                    "finish_reason": "stop",
-                    "logprobs": None,
-                }
-            ],
+            "choices": [] if no_choices else choices,
             "usage": {
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": completion_tokens,
@@ -258,6 +337,81 @@ class FakeOpenAI:
         }
 
 
+def _styled(fake: FakeOpenAI, body: dict[str, Any], content: str, style: Style) -> dict[str, Any]:
+    """The chat completion an endpoint of `style` sends for an answer whose plain content is `content`."""
+    if style == "length":
+        return fake._chat_completion(
+            body, content=content[: max(len(content) // 2, 1)], refusal=None, finish_reason="length"
+        )
+    if style == "refusal":
+        return fake._chat_completion(body, content=None, refusal="I'm sorry, I can't help with that.")
+    if style == "tool_call":
+        call = {
+            "id": fake._new_id("call"),
+            "type": "function",
+            "function": {"name": "record_memories", "arguments": content},
+        }
+        return fake._chat_completion(
+            body, content=None, refusal=None, finish_reason="tool_calls", tool_calls=[call]
+        )
+    if style == "no_choices":
+        return fake._chat_completion(body, content=None, refusal=None, no_choices=True)
+    if style == "empty":
+        return fake._chat_completion(body, content="", refusal=None)
+    return fake._chat_completion(body, content=render_content(content, style), refusal=None)
+
+
+def render_content(content: str, style: Style) -> str:
+    """`content` written as an endpoint of a content style writes it; not JSON: unchanged but for the
+    wrappers (a fence, prose, a reasoning block)."""
+    if style == "fenced":
+        return f"```json\n{content}\n```"
+    if style == "prose":
+        return (
+            "Sure! Here are the memories I extracted from the conversation:\n\n"
+            f"{content}\n\nLet me know if you want me to change anything."
+        )
+    if style == "think":
+        return (
+            '<think>\nThe user wants a JSON object like {"memories": [...]}. Let me look at each turn '
+            "and decide what is worth keeping {stable facts only}.\n</think>\n\n" + content
+        )
+    if style in ("single_quotes", "trailing_commas"):
+        try:
+            value = json.loads(content)
+        except json.JSONDecodeError:
+            return content
+        return _loose_json(
+            value, single_quotes=style == "single_quotes", trailing_commas=style == "trailing_commas"
+        )
+    return content
+
+
+def _loose_json(value: Any, *, single_quotes: bool, trailing_commas: bool, indent: int = 0) -> str:
+    """JSON as small local models write it: strings in single quotes, or a comma after every last item."""
+    pad, inner = "  " * indent, "  " * (indent + 1)
+    tail = "," if trailing_commas else ""
+
+    def nested(item: Any) -> str:
+        return _loose_json(
+            item, single_quotes=single_quotes, trailing_commas=trailing_commas, indent=indent + 1
+        )
+
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        items = [f"{inner}{nested(str(k))}: {nested(v)}" for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + tail + "\n" + pad + "}"
+    if isinstance(value, list):
+        if not value:
+            return "[]"
+        return "[\n" + ",\n".join(inner + nested(v) for v in value) + tail + "\n" + pad + "]"
+    if isinstance(value, str) and single_quotes:
+        body = json.dumps(value, ensure_ascii=False)[1:-1].replace('\\"', '"').replace("'", "\\'")
+        return f"'{body}'"
+    return json.dumps(value, ensure_ascii=False)
+
+
 def _response_format_type(body: dict[str, Any]) -> str | None:
     response_format = body.get("response_format")
     return response_format.get("type") if isinstance(response_format, dict) else None
@@ -285,9 +439,9 @@ def _embedding_inputs(raw: object) -> list[str]:
     return [json.dumps(raw)]
 
 
-def _error_body(status: int, message: str) -> dict[str, Any]:
+def _error_body(status: int, message: str, *, param: str | None = None) -> dict[str, Any]:
     error_type = _ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
-    return {"error": {"message": message, "type": error_type, "param": None, "code": error_type}}
+    return {"error": {"message": message, "type": error_type, "param": param, "code": error_type}}
 
 
 def _make_handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
@@ -325,7 +479,8 @@ def _make_handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 self._send_json(404, _error_body(404, f"no route POST {self.path}"))
 
         def _answer_chat(self, body: dict[str, Any]) -> None:
-            reply = fake._record_chat(body) or Reply(kind="ok", content=fake._default_content(body))
+            scripted, param = fake._record_chat(body)
+            reply = scripted or Reply(kind="ok", content=fake._default_content(body), delay_s=fake.delay_s)
             delay_s = reply.delay_s
             if reply.kind == "timeout" and delay_s <= 0:
                 delay_s = DEFAULT_TIMEOUT_DELAY_S
@@ -339,7 +494,8 @@ def _make_handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 if reply.retry_after_s is not None:
                     headers["retry-after"] = f"{reply.retry_after_s:g}"
                 message = reply.content or f"fake error {reply.status}"
-                self._send_json(reply.status, _error_body(reply.status, message), headers=headers)
+                error = _error_body(reply.status, message, param=param)
+                self._send_json(reply.status, error, headers=headers)
             elif reply.kind == "refusal":
                 refusal = reply.content or "I can't help with that."
                 self._send_json(200, fake._chat_completion(body, content=None, refusal=refusal))
@@ -348,7 +504,7 @@ def _make_handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 self._send_json(200, fake._chat_completion(body, content=content, refusal=None))
             else:  # "ok" and "timeout" (which answers after its delay)
                 content = reply.content or fake._default_content(body)
-                self._send_json(200, fake._chat_completion(body, content=content, refusal=None))
+                self._send_json(200, _styled(fake, body, content, reply.style or fake.style))
 
         def _send_json(
             self, status: int, payload: dict[str, Any], *, headers: dict[str, str] | None = None

@@ -136,3 +136,32 @@ def test_a_benchmark_on_the_locomo_data_skips_with_a_message_when_the_file_is_ab
     result = importlib.import_module(f"bench.{name}").run(60.0, True)  # returns before starting any service
     assert result["figures"] == {} and result["targets"] == []
     assert result["markdown"].startswith("Skipped: ") and str(missing) in result["markdown"]
+
+
+def test_the_extraction_section_sets_a_failing_model_next_to_the_cooperative_one() -> None:
+    from bench import extraction
+
+    figures = json.loads(json.dumps(FIXTURES["extraction"]["figures"]))
+    cooperative = figures["worker"]
+    failing = {
+        **cooperative,
+        "llm_calls": 15,
+        "calls_by_kind": {"extract": 10, "reconcile (judge)": 5},
+        "llm_calls_per_1000_turns": round(cooperative["llm_calls_per_1000_turns"] * 2, 1),
+        "prompt_tokens_per_turn": round(cooperative["prompt_tokens_per_turn"] / 2, 1),
+        "turn_status": {"llm_pending": 419},
+        "llm_failures": {"circuit_open (llm_pending)": 327, "invalid_output (llm_pending)": 92},
+    }
+    figures["failing"] = {**failing, **extraction._ratios(failing, cooperative)}
+
+    markdown = _render("extraction", figures)
+
+    assert figures["failing"]["calls_ratio"] == 2.0 and figures["failing"]["prompt_tokens_ratio"] == 0.5
+    calls_row = next(line for line in markdown.splitlines() if "always fails: LLM calls" in line)
+    assert calls_row.endswith("| 2 x | <= 1.5 x | **no** |")
+    tokens_row = next(line for line in markdown.splitlines() if "always fails: prompt tokens" in line)
+    assert tokens_row.endswith("| 0.5 x | <= 1.5 x | yes |")
+    assert "circuit_open (llm_pending) 327, invalid_output (llm_pending) 92" in markdown
+    assert extraction.failing_responder(
+        {"messages": [{"role": "user", "content": "## Conversation window\n[e1] user: hi"}]}
+    ).startswith('{"facts"')

@@ -83,3 +83,71 @@ def test_usage_adds_up_and_counts_tokens_both_ways() -> None:
     total = LLMUsage(10, 5, 1) + LLMUsage(3, 2, 2)
 
     assert total == LLMUsage(13, 7, 3) and total.tokens == 20
+
+
+# the response zoo: what each shape of a 200 becomes ---------------------------------------------------------
+
+ANSWER = '{"memories": []}'
+
+
+@pytest.mark.parametrize(
+    ("style", "content", "error"),
+    [
+        ("length", None, "truncated"),
+        ("refusal", None, "refusal"),
+        ("tool_call", ANSWER, None),  # the JSON came as the tool call's arguments
+        ("no_choices", None, "no_choices"),
+        ("empty", None, "empty_content"),
+        ("think", ANSWER, None),  # the reasoning block is removed
+        ("fenced", f"```json\n{ANSWER}\n```", None),  # left to the caller's parser
+    ],
+)
+def test_each_shape_of_a_json_answer_is_content_or_a_reason(
+    fake: FakeOpenAI, style: str, content: str | None, error: str | None
+) -> None:
+    fake.script(Reply(kind="ok", content=ANSWER, style=style))  # type: ignore[arg-type]
+
+    completion = client(fake).complete_json(MESSAGES)
+
+    assert (completion.content, completion.error) == (content, error)
+    assert completion.usage.calls == 1
+
+
+def test_a_text_answer_loses_its_reasoning_block_and_a_cut_off_text_is_kept(fake: FakeOpenAI) -> None:
+    fake.script(
+        Reply(kind="ok", content="## Decisions\n- pnpm", style="think"),
+        Reply(kind="ok", content="## Decisions\n- pnpm and more", style="length"),
+        Reply(kind="ok", content="<think>still thinking about {x}"),
+    )
+    llm = client(fake)
+
+    assert llm.complete_text(MESSAGES).content == "## Decisions\n- pnpm"
+    assert llm.complete_text(MESSAGES).content == "## Decisions\n-"  # the first half, as sent
+    assert llm.complete_text(MESSAGES).error == "truncated"
+
+
+def test_a_tool_call_without_arguments_for_a_json_answer_is_a_reason(fake: FakeOpenAI) -> None:
+    fake.script(Reply(kind="ok", content=" ", style="tool_call"))
+
+    assert client(fake).complete_json(MESSAGES).error == "tool_call"
+
+
+def test_temperature_and_max_tokens_are_sent_unless_configured_off(fake: FakeOpenAI) -> None:
+    client(fake).complete_text(MESSAGES)
+    config = LLMConfig(
+        base_url=fake.base_url, api_key="k", model="m", max_output_tokens=None, temperature=None
+    )
+    OpenAIClient(config).complete_text(MESSAGES)
+
+    assert (fake.calls[0]["temperature"], fake.calls[0]["max_tokens"]) == (0, 4096)
+    assert "temperature" not in fake.calls[1] and "max_tokens" not in fake.calls[1]
+
+
+def test_a_400_about_something_else_is_not_retried_with_other_parameters(fake: FakeOpenAI) -> None:
+    fake.script(
+        Reply(kind="status", status=400, content="This model's maximum context length is 8192 tokens.")
+    )
+
+    completion = client(fake).complete_text(MESSAGES)
+
+    assert completion.error == "http_400" and len(fake.calls) == 1

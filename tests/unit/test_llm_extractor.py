@@ -341,15 +341,58 @@ def test_a_rejected_json_schema_falls_back_to_json_object_and_remembers(
     assert sleeps.delays == []
 
 
-def test_a_400_that_json_object_mode_also_gets_keeps_json_schema(fake: FakeOpenAI, sleeps: Sleeps) -> None:
-    fake.script(Reply(kind="status", status=400), Reply(kind="status", status=400))
+def test_a_400_that_json_object_mode_and_the_prompt_alone_also_get_keeps_json_schema(
+    fake: FakeOpenAI, sleeps: Sleeps
+) -> None:
+    fake.script(*[Reply(kind="status", status=400)] * 3)
     extractor = make_extractor(fake, sleeps)
 
     result = extract(extractor)
 
     assert not result.ok and result.error == "http_400"
-    assert len(fake.calls) == 2
+    assert [call.get("response_format", {}).get("type") for call in fake.calls] == [
+        "json_schema",
+        "json_object",
+        None,
+    ]
     assert extractor.uses_json_schema
+
+
+def test_an_endpoint_rejecting_every_response_format_gets_the_prompt_alone_from_then_on(
+    fake: FakeOpenAI, sleeps: Sleeps
+) -> None:
+    fake.reject_json_schema = True
+    fake.reject_json_object = True
+    fake.default_responder = lambda body: answer(memory())
+    extractor = make_extractor(fake, sleeps)
+
+    first = extract(extractor)
+    second = extract(extractor)
+
+    assert first.ok and second.ok
+    formats = [call.get("response_format", {}).get("type") for call in fake.calls]
+    assert formats == ["json_schema", "json_object", None, None]
+    assert extractor.response_format_level == "none"
+    assert sleeps.delays == []
+
+
+def test_a_reasoning_model_gets_max_completion_tokens_and_no_temperature_from_then_on(
+    fake: FakeOpenAI, sleeps: Sleeps
+) -> None:
+    fake.reasoning_model = True
+    fake.default_responder = lambda body: answer(memory())
+    extractor = make_extractor(fake, sleeps)
+
+    first = extract(extractor)
+    second = extract(extractor)
+
+    assert first.ok and second.ok
+    assert len(fake.calls) == 4  # max_tokens rejected, temperature rejected, then one call each
+    last = fake.calls[-1]
+    assert "max_tokens" not in last and "temperature" not in last
+    assert last["max_completion_tokens"] == 4096
+    assert fake.calls[0]["max_tokens"] == 4096 and fake.calls[0]["temperature"] == 0
+    assert sleeps.delays == []
 
 
 # summaries -------------------------------------------------------------------------------------------------

@@ -50,3 +50,37 @@ class LLMClient(Protocol):
     ) -> Completion: ...
 
     def complete_text(self, messages: list[Message]) -> Completion: ...
+
+
+# Why an LLM call gave no usable answer, as a short category: stored on the events it leaves `llm_pending`
+# (`events.llm_error`), counted per category (`memory_llm_failures_total`) and shown by `memctl stats`.
+# The client's errors are already short; details (which field failed validation, which status) go to logs.
+FAILURE_REASONS = frozenset(
+    {
+        "timeout",
+        "connection_error",
+        "rate_limited",
+        "server_error",
+        "http_error",
+        "client_error",
+        "refusal",
+        "truncated",
+        "no_choices",
+        "empty_content",
+        "tool_call",
+        "invalid_output",
+        "circuit_open",
+        "budget_exhausted",
+    }
+)
+
+
+def failure_reason(error: str) -> str:
+    """The category of an error string (`"server_error_503"` -> `"server_error"`, `"invalid_output: ..."` ->
+    `"invalid_output"`, `"http_400"` -> `"http_error"`); unknown errors are `"client_error"`."""
+    head = error.split(":", 1)[0].strip()
+    if head.startswith("server_error"):
+        return "server_error"
+    if head.startswith("http_"):
+        return "http_error"
+    return head if head in FAILURE_REASONS else "client_error"

@@ -10,7 +10,7 @@ so that none stays open during the LLM call; the summary fold is a third. The pl
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import redis
@@ -35,22 +35,25 @@ from store.triggers import (
     timer_key,
 )
 from store.usage import record_usage, within_budget
-from store.window import index_turns, load_window, previous_turn_text, set_statuses
+from store.window import index_turns, load_window, previous_turn_text, set_llm_states, set_statuses
 from worker import metrics
-from worker.llm import LLMClient
+from worker.llm import CircuitBreaker, LLMClient, failure_reason
 from worker.services.llm_extraction import LLMResult, extract_candidates
 from worker.services.summary import fold_summary
 from worker.services.window import (
+    LLMOutcome,
+    LLMRetryPolicy,
     PendingEvent,
+    Settled,
     WindowPlan,
     defer_llm,
-    event_statuses,
     final_candidates,
     gate_summary,
     keyword_contexts,
     last_received_at,
     oldest_owed_at,
     plan_window,
+    settle_llm,
 )
 
 log = structlog.get_logger("worker.extract")
@@ -71,6 +74,7 @@ def extract_session(
     settings: Settings,
     llm: LLMClient | None,
     embedder: Embedder,
+    breaker: CircuitBreaker | None = None,
 ) -> dict[str, Any]:
     """Extract the session's next window, unless its idle timer fired early (`deferred`) or another run
     holds the session (`locked`: that run re-checks for pending events when it finishes, so nothing is
@@ -101,6 +105,7 @@ def extract_session(
             settings=settings,
             llm=llm,
             embedder=embedder,
+            breaker=breaker,
         )
     finally:
         try:
@@ -145,15 +150,19 @@ def run_window(
     settings: Settings,
     llm: LLMClient | None,
     embedder: Embedder,
+    breaker: CircuitBreaker | None = None,
 ) -> dict[str, Any]:
     """Extract one window of the session's pending events and fold its summary. The counts include `more`
-    (events still pending after this window)."""
+    (events still pending after this window).
+
+    The LLM part never ends silently: the answer is parsed, or every turn it owed keeps the reason
+    (`settle_llm`); an open `breaker` makes no call at all (reason `circuit_open`)."""
     policy = DebouncePolicy.from_settings(settings)
     day = now.date().isoformat()
     with session_scope(engine, tenant=tenant_id) as db:
         use_llm = llm is not None and _budget_allows_llm(db, tenant_id, day=day, settings=settings)
         events = load_window(
-            db, tenant_id, user_id, session_id, include_llm_pending=use_llm, limit=WINDOW_LIMIT
+            db, tenant_id, user_id, session_id, include_llm_pending=use_llm, limit=WINDOW_LIMIT, now=now
         )
         state = sessions.summary_state(db, tenant_id, user_id, session_id)
         summary = (state.summary if state else None) or ""
@@ -166,12 +175,29 @@ def run_window(
     if plan.llm_turns and not _llm_due(plan, events, state, reason=reason, now=now, policy=policy):
         plan = defer_llm(plan)
     result = None
+    outcome = LLMOutcome(answered=False)  # no call owed now (deferred, or no LLM configured)
     if plan.llm_turns and llm is not None:
-        result = _ask_llm(llm, tenant_id, plan, summary=summary, existing=existing)
+        gate = breaker.allow() if breaker is not None else None
+        if gate is None or gate.allowed:
+            result = _ask_llm(llm, tenant_id, plan, summary=summary, existing=existing, breaker=breaker)
+            outcome = _outcome(result)
+        else:
+            retry_at = datetime.fromtimestamp(gate.retry_at, UTC) if gate.retry_at else None
+            outcome = LLMOutcome(answered=False, reason="circuit_open", retry_at=retry_at)
+            metrics.LLM_FAILURES.labels("extract", "circuit_open").inc()
+    elif llm is not None and not use_llm and plan.needs_llm_ids:
+        outcome = LLMOutcome(answered=False, reason="budget_exhausted")
     usage = result.usage if result else None
-    llm_error = result.error if result and not result.ok else None
+    llm_error = outcome.reason
     llm_candidates = result.candidates if result and result.ok else None
     candidates = final_candidates(plan, llm_candidates)
+    settled = settle_llm(
+        events,
+        plan,
+        outcome,
+        now=now,
+        policy=LLMRetryPolicy(max_attempts=settings.llm_max_attempts, retry_s=settings.llm_retry_s),
+    )
     kept = [e.turn() for e in events if e.type == "turn" and e.event_id not in plan.skipped_ids]
     vectors = embedder.embed([t.content for t in kept]) if settings.index_turns and kept else []
     with session_scope(engine, tenant=tenant_id) as db:
@@ -185,9 +211,8 @@ def run_window(
             user_id=user_id,
             session_id=session_id,
             events=events,
-            plan=plan,
             candidates=candidates,
-            llm_ok=llm_candidates is not None,
+            settled=settled,
             now=now,
         )
         if usage is not None:
@@ -205,6 +230,12 @@ def run_window(
         more = sessions.count_pending(db, tenant_id, user_id, session_id)
     for c in candidates:
         metrics.CANDIDATES.labels(c.origin).inc()
+    if settled.given_up and llm_error:
+        metrics.LLM_TURNS_GIVEN_UP.labels(llm_error).inc(settled.given_up)
+        log.warning("llm.turns_given_up", turns=settled.given_up, reason=llm_error, detail="final with rules")
+    if settled.silent:
+        metrics.LLM_SILENT_LOSSES.inc(settled.silent)
+        log.error("llm.silent_loss", turns=settled.silent)
     if candidates:
         publisher.publish(tasknames.RECONCILE_USER, [tenant_id, user_id])
     if plan.deferred:
@@ -218,7 +249,9 @@ def run_window(
             policy=policy,
         )
     with session_scope(engine, tenant=tenant_id) as db:
-        fold_tokens = fold_summary(db, tenant_id, user_id, session_id, llm=llm if use_llm else None, day=day)
+        # a known-bad endpoint is spared the summary too (the fold falls back to the extractive summary)
+        fold_llm = llm if use_llm and (breaker is None or not breaker.is_open()) else None
+        fold_tokens = fold_summary(db, tenant_id, user_id, session_id, llm=fold_llm, day=day)
     counts.update(
         outcome="ok" if llm_error is None else "rules_only",
         llm_calls=usage.calls if usage else 0,
@@ -232,7 +265,17 @@ def run_window(
         counts["llm_deferred"] = len(plan.needs_llm_ids)
     if llm_error:
         counts["llm_error"] = llm_error
+    if settled.given_up:
+        counts["llm_given_up"] = settled.given_up
     return counts
+
+
+def _outcome(result: LLMResult) -> LLMOutcome:
+    if result.ok:
+        return LLMOutcome(answered=True)
+    return LLMOutcome(
+        answered=False, reason=failure_reason(result.error or "client_error"), called=result.usage.calls > 0
+    )
 
 
 def _llm_due(
@@ -258,9 +301,16 @@ def _llm_due(
 
 
 def _ask_llm(
-    llm: LLMClient, tenant_id: str, plan: WindowPlan, *, summary: str, existing: Sequence[str]
+    llm: LLMClient,
+    tenant_id: str,
+    plan: WindowPlan,
+    *,
+    summary: str,
+    existing: Sequence[str],
+    breaker: CircuitBreaker | None,
 ) -> LLMResult:
-    """The window's one LLM extraction call, counted; a failure is logged and leaves the rules' result."""
+    """The window's one LLM extraction call, counted and reported to the breaker; a failure is logged and
+    leaves the rules' result."""
     result = extract_candidates(
         llm,
         turns=plan.llm_turns,
@@ -269,10 +319,21 @@ def _ask_llm(
         rule_candidates=plan.prompt_candidates,
     )
     metrics.LLM_CALLS.labels(tenant_id, "extract", "ok" if result.ok else "error").inc(result.usage.calls)
-    if not result.ok:
-        log.warning(
-            "llm.extract_failed", error=result.error, detail="rule candidates kept; turns llm_pending"
-        )
+    if result.ok:
+        if breaker is not None:
+            breaker.success()
+        return result
+    reason = failure_reason(result.error or "client_error")
+    metrics.LLM_FAILURES.labels("extract", reason).inc()
+    log.warning(
+        "llm.extract_failed",
+        reason=reason,
+        error=result.error,
+        calls=result.usage.calls,
+        detail="rule candidates kept; turns llm_pending with the reason",
+    )
+    if breaker is not None and breaker.failure() is not None:
+        metrics.LLM_BREAKER_OPENED.labels("extract").inc()
     return result
 
 
@@ -311,12 +372,12 @@ def apply_outcome(
     user_id: str,
     session_id: str,
     events: Sequence[PendingEvent],
-    plan: WindowPlan,
     candidates: Sequence[Candidate],
-    llm_ok: bool,
+    settled: Settled,
     now: datetime,
 ) -> dict[str, int]:
-    """Store candidates and move each event to its final status, in one transaction (set-based)."""
+    """Store candidates and move each event to its status, with what it keeps of the LLM's outcome, in one
+    transaction (set-based)."""
     stored = insert_candidates(
         db,
         candidates,
@@ -327,8 +388,9 @@ def apply_outcome(
         event_times={e.event_id: e.event_time for e in events},
         now=now,
     )
-    status_of = event_statuses(events, plan, llm_ok=llm_ok)
+    status_of = settled.status_of
     set_statuses(db, tenant_id, status_of, now=now)
+    set_llm_states(db, tenant_id, settled.llm_states)
     sessions.refresh_counters(db, tenant_id, user_id, session_id)
     return {
         "turns": len(events),

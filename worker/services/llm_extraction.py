@@ -3,8 +3,9 @@
 `extract_candidates` never raises for LLM trouble: `ok=False` with a short `error` tells the caller to keep
 the rule candidates and mark the events `llm_pending`. The answer is validated strictly
 (`validate_extraction_reply`); source ids outside the window are dropped, and a memory left with none is
-dropped. Invalid output gets one repair request, then `ok=False` (`invalid_output: ...`); a refusal is
-`ok=False, error="refusal"`, without a repair.
+dropped; an answer whose memories all cite none is invalid. Invalid output gets one repair request, then
+`ok=False` (`invalid_output: ...`); a refusal (or any answer that is no answer: cut off, empty, no choice)
+is `ok=False` with the client's reason, without a repair.
 """
 
 from __future__ import annotations
@@ -49,19 +50,31 @@ def extract_candidates(
     )
     schema = extraction_json_schema_format()
     content, usage, error = llm.complete_json(messages, json_schema=schema)
-    answer = None
+    candidates: list[Candidate] | None = None
     if error is None:
-        answer, problem = validate_extraction_reply(content)
-        if answer is None:
+        candidates, problem = _read_answer(content, turns=turns)
+        if candidates is None:
             log.info("llm extraction answer invalid, asking once for a repair: %s", problem)
             repair = build_repair_messages(messages, bad_reply=content or "", error=str(problem))
             content, repair_usage, error = llm.complete_json(repair, json_schema=schema)
             usage += repair_usage
             if error is None:
-                answer, problem = validate_extraction_reply(content)
-                if answer is None:
+                candidates, problem = _read_answer(content, turns=turns)
+                if candidates is None:
                     error = f"invalid_output: {problem}"
-    if answer is None:
+    if candidates is None:
         log.warning("llm extraction failed: %s (calls=%d)", error, usage.calls)
         return LLMResult(candidates=[], usage=usage, ok=False, error=error)
-    return LLMResult(candidates=answer_to_candidates(answer, turns=turns), usage=usage, ok=True, error=None)
+    return LLMResult(candidates=candidates, usage=usage, ok=True, error=None)
+
+
+def _read_answer(content: str | None, *, turns: Sequence[Turn]) -> tuple[list[Candidate] | None, str | None]:
+    """The answer's candidates, or what is wrong with it. An answer whose memories all cite turns outside
+    the window stores nothing: that is a wrong answer (said, and repaired once), not an empty one."""
+    answer, problem = validate_extraction_reply(content)
+    if answer is None:
+        return None, problem
+    candidates = answer_to_candidates(answer, turns=turns)
+    if answer.memories and not candidates:
+        return None, "source_event_ids: no memory cites a bracketed turn id of the window"
+    return candidates, None

@@ -11,6 +11,7 @@ from shared.db.engine import ALL_TENANTS, session_scope
 from shared.publisher import RedisPublisher
 from store.sweeper import find_stuck_work
 from store.triggers import enqueue_extraction
+from worker.llm import CircuitBreaker
 
 
 def sweep(
@@ -21,9 +22,14 @@ def sweep(
     stale_after_s: float,
     max_attempts: int,
     llm_available: bool,
+    breaker: CircuitBreaker | None = None,
 ) -> dict[str, int]:
     """Dead-letter poison events, then re-enqueue (after the commit) the extractions of sessions with stale
-    or `llm_pending` events and the reconciliations of users whose candidates wait. Returns the counts."""
+    or `llm_pending` events due for a retry and the reconciliations of users whose candidates wait. While
+    the extraction breaker is open, `llm_pending` sessions are left alone (their windows would make no
+    call). Returns the counts."""
+    if breaker is not None and breaker.is_open():
+        llm_available = False
     with session_scope(engine, tenant=ALL_TENANTS) as db:
         stuck = find_stuck_work(
             db, now=now, stale_after_s=stale_after_s, max_attempts=max_attempts, llm_available=llm_available

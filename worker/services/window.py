@@ -3,7 +3,9 @@ turns the LLM must see, and the candidates a run stores.
 
 `plan_window` decides; `defer_llm` turns a plan into one that applies its rules now and leaves the
 LLM-needing turns `llm_pending` for a later window (see `store.triggers.llm_due` for when);
-`final_candidates` merges the LLM's answer in. `keyword_contexts` is the text each turn is indexed under.
+`final_candidates` merges the LLM's answer in; `settle_llm` gives each event its status and what it keeps of
+the LLM's outcome (the reason of a failure, the attempts, when it may be sent again; past the attempt cap
+the turn is final with its rule candidates). `keyword_contexts` is the text each turn is indexed under.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import dataclasses
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from core.extraction.candidates import Candidate, Turn
@@ -20,10 +22,15 @@ from core.extraction.gate import GateDecision, gate_window
 from core.extraction.merge import merge_candidates
 from core.extraction.rules import dedupe
 from shared.tokens import estimate_tokens
-from store.window import PendingEvent
+from store.window import LLMState, PendingEvent
+
+MAX_RETRY_DELAY_S = 24 * 3600.0
 
 __all__ = [
+    "LLMOutcome",
+    "LLMRetryPolicy",
     "PendingEvent",
+    "Settled",
     "WindowPlan",
     "defer_llm",
     "event_statuses",
@@ -33,6 +40,7 @@ __all__ = [
     "last_received_at",
     "oldest_owed_at",
     "plan_window",
+    "settle_llm",
 ]
 
 
@@ -158,6 +166,83 @@ def event_statuses(events: Sequence[PendingEvent], plan: WindowPlan, *, llm_ok: 
         else:
             status_of[e.event_id] = "extracted"
     return status_of
+
+
+@dataclass(frozen=True)
+class LLMOutcome:
+    """What became of the window's LLM part. `answered`: an answer was parsed (possibly with no memory);
+    otherwise `reason` says why not (a `worker.llm.failure_reason` category; None: no call was owed now, the
+    plan deferred it), `called` whether a call was made (only then does it count an attempt), and
+    `retry_at` when a call may be worth making again (the breaker's reopening)."""
+
+    answered: bool
+    reason: str | None = None
+    called: bool = False
+    retry_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class LLMRetryPolicy:
+    max_attempts: int  # failed calls a turn may be part of; then it is final with its rule candidates
+    retry_s: float  # backoff before a failed turn is sent again: retry_s x 2^(attempts - 1)
+
+
+@dataclass(frozen=True)
+class Settled:
+    status_of: dict[str, str]
+    llm_states: list[LLMState]
+    given_up: int  # turns made final by the attempt cap
+    silent: int  # turns the LLM owed that end final with neither an answer nor a reason (must be 0)
+
+
+def settle_llm(
+    events: Sequence[PendingEvent],
+    plan: WindowPlan,
+    outcome: LLMOutcome,
+    *,
+    now: datetime,
+    policy: LLMRetryPolicy,
+) -> Settled:
+    """Each event's status and, for the turns the LLM owed, what they keep of its outcome:
+
+    - answered: `extracted`, the reason cleared;
+    - failed after a call: one more attempt; under the cap `llm_pending` with the reason and a backoff
+      (`retry_s` doubling per attempt) before any window sends it again; at the cap `extracted` (final, its
+      rule candidates stored already) with the reason kept;
+    - failed without a call (breaker open, budget spent): `llm_pending` with the reason, sent again from
+      `outcome.retry_at` (None: whenever a window may call);
+    - deferred (no call owed yet): `llm_pending`, its state untouched.
+    """
+    status_of = event_statuses(events, plan, llm_ok=outcome.answered)
+    states: list[LLMState] = []
+    given_up = 0
+    by_id = {e.event_id: e for e in events}
+    for event_id in sorted(plan.needs_llm_ids):
+        event = by_id[event_id]
+        if outcome.answered:
+            if event.llm_attempts or event.status == "llm_pending":
+                states.append(LLMState(event_id, None, event.llm_attempts, None))
+            continue
+        if outcome.reason is None:
+            continue  # deferred
+        if not outcome.called:
+            states.append(LLMState(event_id, outcome.reason, event.llm_attempts, outcome.retry_at))
+            continue
+        attempts = event.llm_attempts + 1
+        if attempts >= policy.max_attempts:
+            status_of[event_id] = "extracted"
+            given_up += 1
+            states.append(LLMState(event_id, outcome.reason, attempts, None))
+        else:
+            delay = min(policy.retry_s * 2.0 ** (attempts - 1), MAX_RETRY_DELAY_S)
+            states.append(LLMState(event_id, outcome.reason, attempts, now + timedelta(seconds=delay)))
+    reason_of = {s.event_id: s.error for s in states}
+    silent = sum(
+        1
+        for event_id in plan.needs_llm_ids
+        if status_of[event_id] == "extracted" and not outcome.answered and not reason_of.get(event_id)
+    )
+    return Settled(status_of, states, given_up, silent)
 
 
 def keyword_contexts(events: Sequence[PendingEvent], *, before: str) -> dict[str, str]:

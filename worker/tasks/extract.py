@@ -37,4 +37,5 @@ def extract_session(
         settings=runtime.settings(),
         llm=runtime.llm(),
         embedder=runtime.embedder(),
+        breaker=runtime.breaker("extract"),
     )

@@ -61,6 +61,7 @@ def sweep(self: Any, fire_time: str | None = None, *_: Any) -> dict[str, Any]:
             stale_after_s=settings.sweep_stale_s,
             max_attempts=settings.sweep_max_attempts,
             llm_available=settings.llm_configured,
+            breaker=runtime.breaker("extract"),
         )
 
     return recorded_run(
