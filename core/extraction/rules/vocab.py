@@ -127,7 +127,8 @@ _CASE_SENSITIVE = {
     "idea": ("IDEA", "Idea"), "arch": ("Arch",), "oss": ("OSS",), "nx": ("Nx",), "travis": ("Travis",),
     "lark": ("Lark",), "discord": ("Discord",), "slack": ("Slack",), "unittest": ("unittest",),
     "poetry": ("Poetry",), "bun": ("Bun",), "express": ("Express",), "jest": ("Jest", "jest"),
-    "swarm": ("Swarm",), "flux": ("Flux",), "argo": ("Argo",), "astro": ("Astro",), "parcel": ("Parcel",), "aurora": ("Aurora",), "zig": ("Zig",),
+    "swarm": ("Swarm",), "flux": ("Flux",), "argo": ("Argo",), "astro": ("Astro",), "parcel": ("Parcel",),
+    "aurora": ("Aurora",), "zig": ("Zig",),
     "qt": ("Qt",),
 }  # fmt: skip
 # A common word is a tool's name, whatever its case, right after a verb or preposition that takes a tool.
