@@ -158,13 +158,18 @@ def parse_case(
     )  # fmt: skip
 
 
+def split_of(path: Path) -> str:
+    """A corpus file's split: its name up to the first "_", trailing digits dropped ("test2_en" is test)."""
+    return path.name.split("_", 1)[0].rstrip("0123456789")
+
+
 def load_cases(split: str | None = None, lang: str | None = None, *, directory: Path = CORPUS_DIR) -> Corpus:
     """The corpus's cases of one split (None: both) and language (None: all)."""
     locomo = _locomo_turns()
     corpus = Corpus([])
     seen: set[str] = set()
     for path in sorted(directory.glob("*.jsonl")):
-        file_split = path.name.split("_", 1)[0].rstrip("0123456789")  # "test2_en" is a later test split
+        file_split = split_of(path)
         if file_split not in SPLITS or (split is not None and file_split != split):
             continue
         for number, line in enumerate(path.read_text().splitlines(), 1):

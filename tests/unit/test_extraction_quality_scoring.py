@@ -17,6 +17,7 @@ from bench.lib.quality import (
     parse_case,
     score_single,
     score_update,
+    split_of,
 )
 
 
@@ -271,7 +272,7 @@ def _raw_cases(directory: Path) -> list[dict[str, Any]]:
     on whether the LoCoMo data is on this machine)."""
     out = []
     for path in sorted(directory.glob("*.jsonl")):
-        split = path.name.split("_", 1)[0]
+        split = split_of(path)
         for line in path.read_text(encoding="utf-8").splitlines():
             if line.strip():
                 out.append({**json.loads(line), "_split": split})
