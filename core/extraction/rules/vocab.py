@@ -51,7 +51,7 @@ project.orm: sqlalchemy=SQLAlchemy prisma=Prisma typeorm=TypeORM drizzle=Drizzle
 project.bundler: vite=Vite webpack esbuild rollup=Rollup turbopack=Turbopack parcel=Parcel
 project.build_tool: maven=Maven gradle=Gradle bazel=Bazel cmake=CMake turborepo=Turborepo nx=Nx
 project.ci: github_actions=GitHub_Actions(github_actions|gh_actions|github_action) buildkite=Buildkite
-    jenkins=Jenkins circleci=CircleCI(circleci|circle_ci) gitlab_ci=GitLab_CI(gitlab_ci|gitlab_ci/cd)
+    jenkins=Jenkins circleci=CircleCI(circleci|circle_ci) gitlab_ci=GitLab_CI(gitlab_ci)
     travis_ci=Travis_CI(travis|travis_ci) drone=Drone(drone_ci) teamcity=TeamCity argo_workflows=Argo_Workflows
     bitbucket_pipelines=Bitbucket_Pipelines azure_pipelines=Azure_Pipelines(azure_pipelines|azure_devops)
 project.hosting: vercel=Vercel netlify=Netlify heroku=Heroku fly.io=Fly.io(fly.io|flyio) render=Render
@@ -111,12 +111,20 @@ def _load_lexicon(text: str) -> dict[str, Tool]:
 
 
 _TOOLS = _load_lexicon(_TOOL_LEXICON)
-# Tool names glued to CJK text ("项目用PG") must match too, so the boundaries are ASCII-only.
-_TOOL_RE = re.compile(
-    r"(?<![A-Za-z0-9_.#+-])(?:"
-    + "|".join(re.escape(alias) for alias in sorted(_TOOLS, key=len, reverse=True))
-    + r")(?![A-Za-z0-9_#+]|\.[a-z])",
-    re.I,
+# A tool's name is a whole token of [A-Za-z0-9_.#+-] ("next.js", "c++", "k8s"), or several separated by one
+# space ("github actions"); names in Han characters ("阿里云") are found inside CJK text too ("项目用阿里云").
+_TOKEN_RE = re.compile(r"[A-Za-z0-9_.#+-]+")
+_MULTI: dict[str, list[tuple[str, ...]]] = {}
+for _alias in _TOOLS:
+    if " " in _alias and _alias.isascii():
+        _words = tuple(_alias.split(" "))
+        _MULTI.setdefault(_words[0], []).append(_words)
+for _options in _MULTI.values():
+    _options.sort(
+        key=len, reverse=True
+    )  # the longest name first: "visual studio code" before "visual studio"
+_HAN_TOOL_RE = re.compile(
+    "|".join(re.escape(a) for a in sorted(_TOOLS, key=len, reverse=True) if not a.isascii())
 )
 # Aliases that are also common words count only in these spellings ("Go", not "go").
 _CASE_SENSITIVE = {
@@ -152,19 +160,55 @@ def find_tools(text: str) -> list[tuple[Tool, int, int]]:
 @functools.lru_cache(maxsize=4096)  # the rules ask about the same sentence and clauses several times
 def _find_tools(text: str) -> tuple[tuple[Tool, int, int], ...]:
     found = []
-    for match in _TOOL_RE.finditer(text):
-        alias = match.group().lower()
-        common_word = alias in _CASE_SENSITIVE and match.group() not in _CASE_SENSITIVE[alias]
-        if common_word and not _TOOL_CONTEXT_RE.search(text, max(0, match.start() - 24), match.start()):
+    tokens = [(m.group(), m.start(), m.end()) for m in _TOKEN_RE.finditer(text)]
+    skip_to = 0
+    for index, (_token, start, _end) in enumerate(tokens):
+        if start < skip_to:
+            continue
+        hit = _name_at(text, tokens, index)
+        if hit is None:
+            continue
+        alias, start, end = hit
+        skip_to = end
+        common_word = alias in _CASE_SENSITIVE and text[start:end] not in _CASE_SENSITIVE[alias]
+        if common_word and not _TOOL_CONTEXT_RE.search(text, max(0, start - 24), start):
             continue  # "poetry class" is not Poetry; "switched to poetry" is
-        tool, end = _TOOLS[alias], match.end()
-        version = _VERSION_RE.match(text, end) if tool.slot else None
-        if version:
-            v = version.group("v")
-            tool = tool._replace(canonical=f"{tool.canonical} {v}", display=f"{tool.display} {v}")
-            end = version.end()
-        found.append((tool, match.start(), end))
+        found.append(_versioned(_TOOLS[alias], text, start, end))
+    if not text.isascii():
+        found += [
+            _versioned(_TOOLS[m.group()], text, m.start(), m.end()) for m in _HAN_TOOL_RE.finditer(text)
+        ]
+        found.sort(key=lambda hit: hit[1])
     return tuple(found)
+
+
+def _name_at(text: str, tokens: list[tuple[str, int, int]], index: int) -> tuple[str, int, int] | None:
+    """The tool name that starts at token `index` (the longest), as (alias, start, end), or None."""
+    token, start, _ = tokens[index]
+    word = token.rstrip(".-").lower()  # "Postgres." ends a sentence; "next.js" keeps its dot
+    if not word:
+        return None
+    for words in _MULTI.get(word, ()):
+        last = index + len(words) - 1
+        if last < len(tokens) and all(
+            tokens[index + k][0].rstrip(".-").lower() == w
+            and text[tokens[index + k - 1][2] : tokens[index + k][1]] == " "
+            for k, w in enumerate(words[1:], 1)
+        ):
+            return " ".join(words), start, tokens[last][1] + len(tokens[last][0].rstrip(".-"))
+    if word in _TOOLS and not token.startswith((".", "-")):  # ".github/workflows" is a path
+        return word, start, start + len(word)
+    return None
+
+
+def _versioned(tool: Tool, text: str, start: int, end: int) -> tuple[Tool, int, int]:
+    """A slotted tool with the version written right after it ("Go 1.22") in its value and its span."""
+    version = _VERSION_RE.match(text, end) if tool.slot else None
+    if version:
+        v = version.group("v")
+        tool = tool._replace(canonical=f"{tool.canonical} {v}", display=f"{tool.display} {v}")
+        end = version.end()
+    return tool, start, end
 
 
 # What marks a tool as the value being left: "from npm", "replaced Flask with", "off Mongo", "no longer X".
