@@ -40,6 +40,7 @@ class _Session:
     """What the session started itself, and what it saw."""
 
     redis: RedisServer | None = None
+    main_pid = 0
     default_port_touched: list[str] = []  # noqa: RUF012 - one per process
     servers_before: set[int] = set()  # noqa: RUF012
 
@@ -65,11 +66,16 @@ def _guard_default_port(event: str, args: tuple[Any, ...]) -> None:
 
 
 def _sigterm_as_interrupt(signum: int, frame: Any) -> None:
+    if os.getpid() != _Session.main_pid:  # a forked child inherited the handler: die as it would have
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        return
     raise KeyboardInterrupt(f"signal {signum}")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     # SIGTERM (a CI timeout, `kill`) unwinds like Ctrl-C: fixtures are torn down and the session ends cleanly
+    _Session.main_pid = os.getpid()
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     _Session.servers_before = {p.pid for p in _server_processes()}
@@ -211,7 +217,9 @@ def redis_url() -> str:
     try:
         redis.Redis.from_url(redis_py_url(url), socket_timeout=2).ping()
     except redis.RedisError as exc:
-        pytest.fail(f"Redis is not reachable at REDIS_URL={url}: {exc} (unset REDIS_URL to use a private one)")
+        pytest.fail(
+            f"Redis is not reachable at REDIS_URL={url}: {exc} (unset REDIS_URL to use a private one)"
+        )
     return url
 
 

@@ -92,7 +92,7 @@ class WorkerProcess:
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=die_with_parent,  # noqa: PLW1509
+            preexec_fn=die_with_parent,
         )
         log.close()
         if wait:
@@ -182,7 +182,7 @@ class RedisServer:
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            preexec_fn=die_with_parent,  # noqa: PLW1509 - set before exec, no threads involved
+            preexec_fn=die_with_parent,
         )
         client = redis.Redis(port=self.port, socket_timeout=1)
 

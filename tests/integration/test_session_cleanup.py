@@ -24,7 +24,7 @@ from tests.services import REPO, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-INNER = '''
+INNER = """
 import json, os, subprocess, sys, time
 from pathlib import Path
 
@@ -68,7 +68,7 @@ def test_touches_the_default_port():
     except redis.RedisError:
         pass
     _record()
-'''
+"""
 
 
 def _alive(pid: int) -> bool:
