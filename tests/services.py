@@ -20,6 +20,17 @@ import redis
 REPO = Path(__file__).resolve().parent.parent
 
 
+def die_with_parent() -> None:
+    """preexec_fn: on Linux, the child gets SIGTERM when the process that started it dies, even by SIGKILL
+    (a test run killed outright leaves nothing behind); elsewhere a no-op."""
+    if sys.platform != "linux":
+        return
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -75,7 +86,13 @@ class WorkerProcess:
         self._offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
         self.proc = subprocess.Popen(
-            args, env=self.env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            args,
+            env=self.env,
+            cwd=REPO,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=die_with_parent,
         )
         log.close()
         if wait:
@@ -139,6 +156,7 @@ class RedisServer:
     directory: Path
     port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
+    persist: bool = True  # append-only file, so a restart finds the data (the test session's own: off)
 
     @property
     def url(self) -> str:
@@ -158,16 +176,22 @@ class RedisServer:
                 "--dir",
                 str(self.directory),
                 "--appendonly",
-                "yes",
+                "yes" if self.persist else "no",
                 "--save",
                 "",
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            preexec_fn=die_with_parent,
         )
         client = redis.Redis(port=self.port, socket_timeout=1)
 
         def up() -> bool:
+            assert self.proc is not None
+            if self.proc.poll() is not None:  # e.g. the port was taken: never answer with someone else's
+                raise AssertionError(
+                    f"the private redis-server on port {self.port} exited with {self.proc.returncode}"
+                )
             try:
                 return bool(client.ping())
             except redis.RedisError:
