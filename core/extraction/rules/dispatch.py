@@ -174,13 +174,14 @@ def change_hits(clause: str, *, lang: str, blocked: Callable[[str, int], bool] |
 # A clause that speaks for the user, the team or the project and names tools: "Stack is Laravel 10 + MySQL,
 # all hosted on DigitalOcean", "我们主要是 Kotlin + Spring Boot，数据库 PostgreSQL", "前端是 Vue 3".
 _STACK_SUBJECT_RE = re.compile(
-    r"^(?:(?:and|also|plus|btw|fyi|so|oh|ok|but)\s+)*(?:i\b|i'm|i've|we\b|we're|we've|our\b|my\b|the\s+(?:whole\s+)?"
-    r"(?:stack|backend|frontend|api|app|service|project|repo|codebase|db|database|infra|cluster|site|pipeline|ci)\b|"
+    r"^(?:(?:and|also|plus|btw|fyi|so|oh|ok|but)\s+)*(?:i\b|i'm|i've|we\b|we're|we've|our\b|my\b|(?:the|this)\s+"
+    r"(?:[\w-]+\s+){0,2}?(?:stack|backend|frontend|api|app|service|project|repo|codebase|db|database|infra|cluster|site|"
+    r"pipeline|ci|layer|cache|queue|server|servers|platform|website|blog|monorepo|tests|test\s+suite)\b|"
     r"this\s+(?:repo|project|service|app|codebase)\b|(?:tech\s+)?stack\b|backend\b|frontend\b|db\b|database\b|"
     r"ci\b|infra\b|prod\b|everything\b|all\s+hosted|hosted\b|deployed\b|running\b|built\b)"
     r"|^(?:现在|目前|如今|now\s+)?\s*(?:我们?|咱们|项目|技术栈|栈|前端|后端|服务端|数据库|库|主库|CI|线上|生产|部署|服务|"
     r"整个|这个(?:项目|服务|仓库)|我们的|公司|团队|组里)"
-    r"|^(?:现在|目前|如今)?\s*[\u4e00-\u9fff]{2,6}(?=(?:都|统一|一直|现在|直接|全)*(?:用的是|用的|用|采用|使用|跑在|跑|"
+    r"|^(?:现在|目前|如今)?\s*(?:[A-Za-z]{2,10}\s*)?[\u4e00-\u9fff]{1,6}(?=(?:都|统一|一直|现在|直接|全)*(?:用的是|用的|用|采用|使用|跑在|跑|"
     r"部署在|托管在|挂在|挂|放在|走的是|走|运行在)\s*[A-Za-z])"
     r"|^[\u4e00-\u9fff]{2,6}(?=是\s*[A-Za-z][^,]{0,20}?写的)",
     re.I,
@@ -189,7 +190,7 @@ _STACK_BLOCK_RE = re.compile(
     r"\b(?:if|suppose|imagine|would|could|should\s+we|maybe|might|thinking|considering|planning|plan\s+to|want\s+to|"
     r"going\s+to|gonna|said|says|told|colleague|friend|boss|today|yesterday|tried|trying|not|never|don't|no\s+longer|"
     r"instead|than|vs|versus|or)\b|如果|要是|假如|假设|打算|准备|考虑|可能|也许|同事|朋友|老板|他们|不用|不是|没用|没上|"
-    r"不再|放弃|还是|或者|对比|比较|今天|试了|试试|[?？吗]|[A-Za-z0-9+#.]\s*[\u4e00-\u9fff]{1,3}了(?!解)|"
+    r"不再|放弃|还是|或者|对比|比较|今天|试了|试试|[?？吗]|[A-Za-z0-9+#.]\s*(?!上了|里了)[\u4e00-\u9fff]{1,3}了(?!解)|"
     r"\b(?:installed|ran|used\s+\w+\s+to|just|discuss\w*|meeting|talked|debated)\b|讨论|会上|开会|聊过|要不要|评估|隔壁|"
     r"别的组|其他组|别人|对方|客户|听说|据说",
     re.I,

@@ -75,6 +75,7 @@ project.code_hosting: github=GitHub gitlab=GitLab bitbucket=Bitbucket gitea=Gite
 project.cd: argocd=Argo_CD(argocd|argo_cd|argo) flux=Flux(flux|fluxcd) spinnaker=Spinnaker octopus=Octopus_Deploy
 project.linter: eslint=ESLint biome=Biome oxlint=Oxlint flake8=Flake8 pylint=Pylint rubocop=RuboCop
     golangci-lint=golangci-lint(golangci-lint|golangci) tslint=TSLint
+project.cache: redis=Redis(redis|valkey) memcached=Memcached dragonfly=Dragonfly(dragonflydb)
 project.queue: kafka=Kafka rabbitmq=RabbitMQ sqs=SQS(sqs|aws_sqs) nats=NATS pulsar=Pulsar
     rocketmq=RocketMQ
 user.editor: vim=Vim neovim=Neovim(neovim|nvim) emacs=Emacs pycharm=PyCharm intellij=IntelliJ(intellij|idea)
@@ -83,7 +84,7 @@ user.editor: vim=Vim neovim=Neovim(neovim|nvim) emacs=Emacs pycharm=PyCharm inte
     android_studio=Android_Studio visual_studio=Visual_Studio
 user.os: macos=macOS(macos|mac|macbook|osx|os_x) linux=Linux windows=Windows ubuntu=Ubuntu
     arch_linux=Arch_Linux(arch_linux|archlinux|arch) fedora=Fedora debian=Debian nixos=NixOS wsl=WSL(wsl|wsl2)
--: docker=Docker terraform=Terraform redis=Redis
+-: docker=Docker terraform=Terraform
     graphql=GraphQL tailwind=Tailwind_CSS(tailwind|tailwindcss) prettier=Prettier ruff=Ruff mypy
     celery=Celery nginx sentry=Sentry elasticsearch=Elasticsearch
     datadog=Datadog grafana=Grafana

@@ -86,6 +86,9 @@ _LOC_RES = (
                 r"(?=$|[\s,.;!~])"), "user.location", "zh.location.zai"),
     (re.compile(ME + r"(?:现在|目前|人)?在\s*(?P<loc>" + "|".join(sorted(_PLACES, key=len, reverse=True))
                 + r")(?=$|[\s,.;!~]|了|呢|啊|哦|这边|工作|上班|生活|住)"), "user.location", "zh.location.known"),
+    # "搬来成都之后通勤短多了": a move with the subject dropped, to a place the vocabulary knows
+    (re.compile(r"(?:^|[,\s])(?:刚|已经)?(?:搬来|搬到|搬去|搬回|搬家到)了?\s*(?P<loc>"
+                + "|".join(sorted(_PLACES, key=len, reverse=True)) + r")"), "user.location", "zh.location.moved_bare"),
     (re.compile(ME + r"是\s*(?P<loc>[\u4e00-\u9fff]{2,4}?)人(?=$|[\s,.;!~]|哦|啊|呀)"), "user.hometown",
      "zh.hometown.ren"),
 )
