@@ -318,7 +318,8 @@ _FEELING = re.compile(  # how the speaker feels or rates something: a mood, not 
     r"just\s+|too\s+|kinda\s+|kind\s+of\s+|a\s+bit\s+|feeling\s+)*(?:happy|thankful|grateful|excited|glad|proud|sad|"
     r"sorry|tired|stoked|blessed|lucky|nervous|scared|worried|amazing|awesome|great|cool|fun|nice|good|bad|hard|tough|"
     r"rough|busy|bored|thrilled|pumped|psyched|curious|confused|stuck|impressed|inspired|relieved|upset|"
-    r"frustrated|annoyed|keen|eager|fine|ok|okay|sure|ready|done|back|here|there|in\s+love)\b",
+    r"frustrated|annoyed|keen|eager|fine|ok|okay|sure|ready|done|back|here|there|in\s+love|broken|down|slow|failing|"
+    r"flaky|red|green|dead|offline|wrong|missing|empty|full|corrupted|out\s+of|cold|hot|timing\s+out|crashing)\b",
     re.I,
 )
 _EVALUATIVE = re.compile(
