@@ -122,7 +122,9 @@ def test_one_session_replayed_through_the_real_stack_is_stored_searched_scored_a
     # passages: merged results cite consecutive turns, and never more results than asked for
     project = figures["systems"]["project"]["overall_with_adversarial"]
     singles = figures["systems"]["project_turns"]["overall_with_adversarial"]
-    assert singles["source_turns_per_item"] <= 1.0 < project["source_turns_per_item"]
+    # passages cite more turns per result than single turns do (a memory may cite two turns it was told in)
+    assert singles["source_turns_per_item"] < project["source_turns_per_item"]
+    assert 1.0 < project["source_turns_per_item"]
     order = [t.dia_id for t in conv.turns]
     for q in figures["questions"]:
         assert len(q["project"]) <= 25
