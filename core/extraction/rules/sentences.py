@@ -17,6 +17,11 @@ from core.extraction.lang import normalize_lines
 _FENCE_RE = re.compile(r"(?ms)^[ \t]*(```|~~~).*?(?:^[ \t]*\1[ \t]*$|\Z)")
 _INDENTED_CODE_RE = re.compile(r"(?m)^(?: {4,}|\t).*$")
 _QUOTED_RE = re.compile(r"(?m)^[ \t]*>.*$")
+# Pasted output: log lines with a timestamp or a level, stack frames, tracebacks. Not the user's words.
+_LOG_LINE_RE = re.compile(
+    r"(?m)^[ \t]*(?:\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}|\[?(?:ERROR|WARN|WARNING|INFO|DEBUG|TRACE|FATAL)\b|"
+    r"at\s+[\w.$<>]+\(|File\s+\"[^\"]+\",\s+line\s+\d+|Traceback\s+\(most\s+recent|[\w.]+(?:Error|Exception):\s).*$"
+)
 _INLINE_CODE_RE = re.compile(r"`([^`\n]{1,80})`")
 # "Next.js", "v1.2", "Dr. Patel" and "e.g. this" keep their dot; "小王.我" (a mapped "。") ends a sentence.
 _INNER_DOT_RE = re.compile(
@@ -34,6 +39,8 @@ def clean_text(text: str) -> str:
     if "```" in text or "~~~" in text:
         text = _FENCE_RE.sub("\n", text)
     text = _QUOTED_RE.sub("", _INDENTED_CODE_RE.sub("", text))
+    if "\n" in text:
+        text = _LOG_LINE_RE.sub("", text)
     if "`" in text:
         text = _INLINE_CODE_RE.sub(r"\1", text)
     if "*" in text:  # Markdown emphasis: "**Remember**: ..."

@@ -190,7 +190,8 @@ _PROFILE_RES = (
 _SLOTTED_PROFILE_RES = (
     (re.compile(r"\bmy\s+time\s?zone\s+is\s+(?P<tz>[\w+:/-]+(?:\s*[+-]\s*\d{1,2})?)|" + I_AM + r"\s+"
                 r"(?:in|on)\s+(?P<tz2>(?:UTC|GMT)\s?[+-]\s?\d{1,2}(?::?\d{2})?|PST|PDT|EST|EDT|CST|CET|CEST|JST|"
-                r"IST|BST|AEST|MST|Pacific|Eastern|Central)(?:\s+time(?:\s*zone)?)?\b", re.I),
+                r"IST|BST|AEST|MST|(?:Central|Eastern|Western)\s+European(?:\s+Summer)?|Pacific|Eastern|Central)"
+                r"(?:\s+time(?:\s*zone)?)?\b", re.I),
      "user.timezone", "The user's timezone is {}.", "en.profile.timezone"),
     (re.compile(r"\bmy\s+(?:working\s+|work\s+|office\s+)?hours\s+are\s+[^.;!?]{0,30}?\b(?P<tz>(?-i:PST|PDT|EST|EDT|"
                 r"CST|CET|CEST|JST|IST|BST|AEST|MST|UTC|GMT)|Pacific|Eastern|Central|Mountain)\b", re.I),

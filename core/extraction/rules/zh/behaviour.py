@@ -104,7 +104,7 @@ _NOT_RULE = re.compile(  # "别担心", "不要客气", "别急": comfort, not r
     r"^(?:客气|担心|着急|急|紧|管|谢|怕|生气|难过|介意|误会|笑|忘|打扰|麻烦|理|在意|害怕|放弃|慌|紧张|"
     r"多想|想太多|骗|走|说了|吵|闹|这样|那样|动|停|哭|乱|瞎|再|劝|催)")  # "以后再说": later, not a rule
 _ONE_OFF = re.compile(
-    r"这次|先|现在|暂时|今天|明天|这个文件|这个函数|这里|这一步|这行|目前|马上|刚才|这段|上面|下面")
+    r"这一次|这回|这一回|就一次|这次|先|现在|暂时|今天|明天|这个文件|这个函数|这里|这一步|这行|目前|马上|刚才|这段|上面|下面")
 _PRONOUN = re.compile(r"它|这个|那个|这样|那样|这些|那些")
 # fmt: on
 
@@ -129,6 +129,8 @@ def rule_hits(sentence: str) -> list[Hit]:
     if clause_end:
         rest = rest[: clause_end.start()]
     core = strip_tail(rest)
+    if re.search(r"要是|如果|假如|的话|万一", core):
+        return []  # "以后要是养狗的话…": a hypothetical, not a rule
     if len(core) < 2 or _NOT_RULE.match(core) or (_ONE_OFF.search(core) and not lead):
         return []  # "先别改这个文件": about the task at hand
     if _PRONOUN.search(core) and len(_PRONOUN.sub("", core)) <= 2:
