@@ -124,7 +124,7 @@ def test_one_session_replayed_through_the_real_stack_is_stored_searched_scored_a
     singles = figures["systems"]["project_turns"]["overall_with_adversarial"]
     # passages cite more turns per result than single turns do (a memory may cite two turns it was told in)
     assert singles["source_turns_per_item"] < project["source_turns_per_item"]
-    assert 1.0 < project["source_turns_per_item"]
+    assert project["source_turns_per_item"] > 1.0
     order = [t.dia_id for t in conv.turns]
     for q in figures["questions"]:
         assert len(q["project"]) <= 25

@@ -143,7 +143,7 @@ _CASE_SENSITIVE = {
 # A common word is a tool's name, whatever its case, right after a verb or preposition that takes a tool.
 _TOOL_CONTEXT_RE = re.compile(
     r"(?:\b(?:use|uses|using|used|to|with|via|on|from|in|install|installed|run|runs|switched\s+to|moved\s+to|"
-    r"migrated\s+to)|用|换成|改用|迁到|切到)\s*$",
+    r"migrated\s+to|it's|it\s+is|that's|not)|用|换成|改用|迁到|切到)\s*$",
     re.I,
 )
 _VERSION_RE = re.compile(

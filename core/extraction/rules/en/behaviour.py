@@ -130,7 +130,8 @@ _NOT_IMPERATIVE = frozenset(
 )
 # After "always" / "from now on": the verbs a standing rule starts with.
 _IMPERATIVE_VERBS = frozenset(
-    "use write reply respond answer add put give call keep make include format explain stick run "
+    "use write reply respond answer add put give call keep make include format explain stick run say tell "
+    "flag warn admit state highlight provide "
     "test check ask show return follow mention suggest recommend start end wrap comment document "
     "type name import install commit push deploy assume default output print log send speak talk "
     "try limit cite link quote translate summarize summarise list number sort prefix indent "

@@ -158,6 +158,7 @@ _LOCATION_RES = tuple((re.compile(pattern + _PLACE_RAW, re.I), slot, rule) for p
      r"conference|trip|meeting|holiday|vacation|wedding))\b))", "user.location", "en.location.in"),
     (r"(?<![\w'])(?:i|we)(?:\s+have|'ve)?\s+" + ADV + r"(?:moved|relocated)\s+(?:back\s+)?(?:to|into)\s+",
      "user.location", "en.location.moved"),
+    (r"\bmy\s+(?:flat|apartment|house|home|place)\s+is\s+in\s+", "user.location", "en.location.my_home"),
     (r"\bmy\s+(?:current\s+)?(?:city|location|home\s+base)\s+is\s+(?:in\s+)?", "user.location",
      "en.location.my_city"),
     # subjectless after a label or a comma: "Context: data engineer, based in Nairobi"
@@ -211,6 +212,8 @@ _JOB_RES = tuple((re.compile(pattern, re.I), rule) for pattern, rule in (
      r"started\s+at)(?:\s+(?:at|for))?\s+(?P<org>" + _ORG_WORD + r"(?:\s+" + _ORG_WORD + r"){0,2})(?:(?:\s+"
      r"(?:for|since)(?:\s+[\w-]+){1,3}?)?\s+as\s+(?:(?:a|an|the)\s+)?(?P<job>(?:[\w+#./-]+\s+){0,2}?" + _ROLE
      + r")\b)?", "en.employer.work_at"),
+    # "As a night-shift nurse I sleep during the day": the user's role in apposition
+    (r"^as\s+(?:a|an)\s+" + _JOB + r"(?=\s*,?\s+i\b)" + _ORG_RAW, "en.job.as_a"),
     # "Context: data engineer, based in Nairobi": a role under a label about the user
     (r"^(?:context|about\s+me|background|bio|quick\s+intro|intro|me|role)\s*[:-]\s*(?:i'm\s+|i\s+am\s+)?(?:a\s+|an\s+)?"
      + _JOB + _ORG_RAW, "en.job.labelled"),

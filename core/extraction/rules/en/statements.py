@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 
 from core.extraction.candidates import Category, Kind, Tier
-from core.extraction.rules.en.grammar import LEAD, blocked, is_question, sentence_case, third_person
+from core.extraction.rules.en.grammar import I_AM, LEAD, blocked, is_question, sentence_case, third_person
 from core.extraction.rules.hits import Hit, fact, make
 from core.extraction.rules.vocab import find_tools
 
@@ -157,9 +157,37 @@ _NOT_NAMES = frozenset("I The A An And But So Just Also Now Today Is Was Has Had
 # fmt: on
 
 
+_CHILDREN_RE = re.compile(
+    r"\b(?:i|we)(?:'ve|\s+have)?\s+(?:got\s+)?(?:two|three|four|five|\d)\s+(?:kids|children|sons|daughters|boys|girls|"
+    r"cats|dogs)\b[^.;!?]*?(?-i:[A-Z])[a-z]+",
+    re.I,
+)
+_CONDITION_RE = re.compile(
+    I_AM
+    + r"\s+(?:also\s+)?(?:(?:red-green\s+)?colou?r\s*-?blind|dyslexic|deaf|hard\s+of\s+hearing|partially\s+sighted|"
+    r"epileptic|asthmatic|left-handed|autistic|pregnant|(?:type\s*[12]\s+)?diabetic|on\s+the\s+autism\s+spectrum)\b",
+    re.I,
+)
+
+
 def team_hits(sentence: str) -> list[Hit]:
-    """The user's team (`user.team`), and a family member or pet named."""
+    """The user's team (`user.team`), a family member or pet named, a lasting condition."""
     hits: list[Hit] = []
+    children = _CHILDREN_RE.search(sentence)
+    if children and not blocked(
+        sentence, children.start()
+    ):  # "I've got two kids, Oskar who's 9 and Wren ..."
+        cand = make(sentence_case(third_person(sentence)), Kind.SEMANTIC, Category.PROFILE, Tier.WORTH,
+                    rule="en.family.children", confidence=0.8, lang="en")  # fmt: skip
+        return [(cand, 0, len(sentence))]
+    condition = _CONDITION_RE.search(sentence)
+    if condition and not blocked(sentence, condition.start()):  # "I'm colorblind (deuteranopia)": lasting
+        close = sentence.find(")", condition.end())
+        end = close + 1 if 0 <= close - condition.end() <= 30 else condition.end()
+        cand = make(sentence_case(third_person(sentence[condition.start() : end])), Kind.SEMANTIC,
+                    Category.PROFILE, Tier.WORTH, rule="en.profile.condition", confidence=0.8,
+                    lang="en")  # fmt: skip
+        hits.append((cand, condition.start(), end))
     team = _TEAM_RE.search(sentence)
     if team and not blocked(sentence, team.start()):
         name = team.group("team").strip()
@@ -286,7 +314,7 @@ _DECISION = frozenset(
 _STATEMENT_SHORT_RE = re.compile(_STATEMENT_RE.pattern.replace(r"[\w-]+(?:\s+[\w-]+)?|my", r"[\w-]+|my", 1), re.I)
 _KNOWN_PREDICATES = _STATIVE | _DECISION | _HOBBY
 _LESSON_RE = re.compile(
-    r"\b(?:lessons?\s+(?:learned|learnt)|(?:the|a|one|big|key|main|our)\s+lesson\b|lesson\s*:|learned\s+(?:that|the\s+"
+    r"\b(?:lessons?\s+(?:learned|learnt)|(?:the|a|one|big|key|main|our)\s+lesson\b|lessons?\b(?=[^.:]{0,40}:)|learned\s+(?:that|the\s+"
     r"hard\s+way)|learnt\s+(?:that|the\s+hard\s+way)|the\s+hard\s+way|post-?mortem|takeaway|got\s+burned|got\s+bitten|"
     r"burned\s+us|bit\s+us|root\s+cause|outage|(?:prod|production|security|p[01])\s+incident|incident\s+(?:report|review))\b",
     re.I)
@@ -307,7 +335,7 @@ _MOMENT = re.compile(
 _TOPIC_LABEL_RE = re.compile(
     r"^(?:our\s+|the\s+)?(?:backups?|deploys?|deployments?|hosting|(?:tech\s+)?stack|ci|cd|ci/cd|monitoring|alerting|logging|"
     r"on-?call|releases?|auth|database|db|infra(?:structure)?|testing|tests|retention|security|secrets|branching|"
-    r"code\s+review|reviews)\s*:\s*\S", re.I)
+    r"code\s+review|reviews)(?:\s+(?:for|of|on)\s+[^:]{1,30})?\s*:\s*\S", re.I)
 _PRONOUN_REST = re.compile(r"^(?:it|that|this|them|those|these|so|too|one|out)?[\s.!]*$", re.I)
 _LESSON_LABEL = re.compile(
     r"^(?:(?:a|the|one|big|key|main|our|my)\s+)?(?:lessons?|takeaways?|post-?mortem(?:\s+takeaways?)?)"
@@ -410,6 +438,16 @@ def statement_hits(clause: str, sentence: str = "", whole: bool = False) -> list
         r"(?:somewhere|away|on|out|in|back|here|there|house)\b", rest, re.I
     ):
         return [_generic(body, Category.DECISION, Kind.SEMANTIC, "en.statement.decision", len(clause))]
+    habit = re.match(
+        r"(?:always|usually|normally|typically|never|mostly)\b", body[match.end("subj") :].strip(), re.I
+    )
+    if (
+        habit
+        and match.group("subj").lower() in ("i", "we")
+        and len(body.split()) >= 4
+        and pred not in _DECISION
+    ):
+        return [_generic(body, Category.PREFERENCE, Kind.SEMANTIC, "en.statement.habit", len(clause))]
     if (
         pred in _HOBBY
         and match.group("subj").lower() in ("i", "i'm", "im", "i've")

@@ -19,7 +19,7 @@ from core.extraction.rules.zh.grammar import ADV, LEAD, ME, blocked, strip_tail,
 _REPLY_NOUN = re.compile(r"回答|回复|答复|答案|解释|说明|输出|回应|讲解|说话")
 _STYLE_RE = re.compile(
     r"(?P<concise>简洁|简短|简单点|简单一点|短一点|短点|精简|简明|言简意赅|直接一点|直接点|直奔主题|简练|"
-    r"少说废话|别废话|不要废话|少废话|直接给(?:结论|代码|答案)|不用解释|不要解释|少解释|解释少一点|只要代码|直接上代码)|(?P<long>啰嗦|啰唆|冗长|太长|很长|长篇大论|废话)|(?P<detailed>详细|"
+    r"少说废话|别废话|不要废话|少废话|直接给(?:结论|代码|答案)|先给结论|先说结论|结论先行|不用解释|不要解释|少解释|解释少一点|只要代码|直接上代码)|(?P<long>啰嗦|啰唆|冗长|太长|很长|长篇大论|废话)|(?P<detailed>详细|"
     r"具体一点|具体点|详尽|展开讲|展开说|多解释)|(?P<bullet_points>分点|列表|要点|分条)")
 # Words about replies even when no reply noun is there.
 _STYLE_IMPLICIT = re.compile(r"啰嗦|啰唆|废话|言简意赅|长篇大论|直奔主题|分点|解释|代码|结论")

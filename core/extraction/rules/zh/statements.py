@@ -45,7 +45,7 @@ _TOPIC_RULE_RE = re.compile(  # "TS 里不许写 any", "生产环境禁止手动
     r"^(?P<topic>[^,]{1,16}?)(?:里|中|上|内|环境)?\s*(?P<mod>不许|不准|不能|禁止|不允许|不得|严禁|必须|一律|务必|别|不要|"
     r"一定要|都得|都要|只能|只许)\s*(?P<rest>[^,]{2,60})")
 # fmt: on
-_NOT_TOPIC = re.compile(r"^(?:我|你|他|她|它|这|那|今天|现在|先|刚|如果|要是|因为|所以|但|可是|不过)")
+_NOT_TOPIC = re.compile(r"^(?:我(?!们)|你|他|她|它|这|那|今天|先|刚|如果|要是|因为|所以|但|可是|不过)")
 
 
 def _rule(content: str, rule: str, end: int) -> Hit:
@@ -120,9 +120,19 @@ _NEW_MANAGER_RE = re.compile(  # "新 leader 张婷下周到岗"
 _NAME_STOP = re.compile(r"^(?:什么|啥|谁|这|那|个|很|太|特|的|了|在|有|不|也|今|刚|最|老|上|去|又|都)")
 
 
+_CHILDREN_RE = re.compile(
+    ME + r"(?:家)?有(?:两|三|四|五|\d)(?:个|只|条)(?:孩子|女儿|儿子|娃|宝宝|猫|狗)[^.;!?]*?叫"
+)
+
+
 def team_hits(sentence: str) -> list[Hit]:
     """The user's group (`user.team`), and a family member or pet named."""
     hits: list[Hit] = []
+    children = _CHILDREN_RE.search(sentence)
+    if children and not blocked(sentence, children.start()):  # "我有两个孩子，大的叫豆豆，小的叫糖糖"
+        cand = make(zh_content(sentence), Kind.SEMANTIC, Category.PROFILE, Tier.WORTH, rule="zh.family.children",
+                    confidence=0.8, lang="zh")  # fmt: skip
+        return [(cand, 0, len(sentence))]
     team = _TEAM_RE.search(sentence) or _WE_TEAM_RE.search(sentence)
     if team and not blocked(sentence, team.start()):
         name = team.group("team")
@@ -168,7 +178,9 @@ _DECISION_RE = re.compile(
 _TRIED_REJECTED_RE = re.compile(
     r"(?:评估过|考虑过|试过|调研过|看过|用过|试用过)\s*[A-Za-z][\w.+#-]*[^。]{0,30}?(?:没选|没用|没上|放弃|弃用|否掉|不用了|pass掉?|"
     r"换掉|没采用|不考虑)", re.I)
-_LESSON_RE = re.compile(r"教训|踩过坑|踩坑|事故|复盘|故障|出过事|吃过亏|血泪|翻车|挂过|宕机过|lesson", re.I)
+_LESSON_RE = re.compile(
+    r"教训|踩过坑|踩坑|事故|复盘|故障|出过事|吃过亏|血泪|翻车|挂过|宕机过|lesson|(?:上次|之前|以前)(?:因为|由于)", re.I
+)
 _POLICY_RE = re.compile(r"备份|保留\s*\d+|每天|每晚|每周|每小时|每月|凌晨|定期|轮换|值班|发版|上线窗口")
 _MOMENT = re.compile(
     r"今天|今晚|刚才|刚刚|现在在|正在|这个(?:报错|错误|问题|bug|文件|函数|组件|接口)|帮我|帮忙|请你|麻烦|能不能|"
