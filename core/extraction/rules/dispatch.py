@@ -138,6 +138,8 @@ _CHANGE_RE = re.compile(
     r"|\b(?:after|since)\s+(?:the|our|we\s+did\s+the)\s+(?:[\w.+#-]+\s+){1,3}?(?:upgrade|migration|move|switch|"
     r"rewrite|cutover|port)\b"
     r"|\b(?:after|since)\s+(?:the|our)\s+(?:upgrade|migration|move|switch|cutover)\s+to\b"
+    r"|\b(?:after|since)\s+(?:bumping|upgrading|moving|migrating|switching|porting)\b"
+    r"|\bmigrate[sd]?\s*(?:到|to)|用(?=\s*[A-Za-z][^,]{0,24}?重写)"
     r"|(?:迁到了|迁移到了|迁到|迁移到|换成了|换成|改用了|改用|升到了|升到|升级到了|升级到|切到了|切到|切换到了|切换到|"
     r"转到了|转到|换到了|换到|搬到了|搬到|重写成|重写为|用上了|上了|换了(?:台|个|一台|一个|新的?)?|统一到了?|统一成了?|"
     r"全换成了?|换回了?|迁回了?)",
@@ -147,9 +149,76 @@ _ASKED = re.compile(
     r"(?:\byou\b|\bshould\s+we\b|\bshall\s+we\b|\bwhy\s+not\b|你|要不要|是否|该不该|打算|准备|"
     r"\bplan|\bconsider|\bthinking|\bmaybe\b|\bif\b|\bsuppos\w*|\bimagine|\bassum\w*|\bwhat\s+if|"
     r"\bwould|\bcould|\bwhether|\bneed\s+to|\bwant\s+to|\bhave\s+to|假如|假设|万一|如果|要是|倘若|是不是|应该|"
-    r"得|要|想|需要|帮我|帮忙|估|算一下|对比|比较|评估)[^,;]{0,30}$",
+    r"得|要|想|需要|帮我|帮忙|估|算一下|对比|比较|评估|会上|开会|讨论|聊了?|大家|\bdiscuss\w*|\bmeeting)[^,;]{0,30}$",
     re.I,
 )
+
+
+# A change that names the slot by its noun, whatever the new value is ("moved CI over to Woodpecker", "CI is
+# now Woodpecker", "数据库换成了 TiDB"): the value is the name after the change.
+_SLOT_NOUNS = (
+    (r"ci|ci/cd|pipelines?|流水线", "project.ci"), (r"(?:the\s+)?database|db|数据库|主库", "project.database"),
+    (r"package\s+manager|包管理(?:器|工具)?", "project.package_manager"), (r"editor|ide|编辑器", "user.editor"),
+    (r"hosting|host|托管", "project.hosting"), (r"cloud|云", "project.cloud"), (r"framework|框架", "project.framework"),
+    (r"monitoring|监控", "project.monitoring"), (r"(?:message\s+)?queue|消息队列|队列", "project.queue"),
+    (r"cache|缓存", "project.cache"), (r"orm", "project.orm"), (r"bundler|build\s+tool|打包工具", "project.bundler"),
+    (r"linter|lint", "project.linter"), (r"test\s+(?:runner|framework)|测试框架", "project.test_framework"),
+    (r"phone|手机", "user.phone"),
+)  # fmt: skip
+_SLOT_NAMES = {
+    "project.ci": ("CI", "CI"), "project.database": ("database", "数据库"),
+    "project.package_manager": ("package manager", "包管理器"), "user.editor": ("editor", "编辑器"),
+    "project.hosting": ("hosting", "托管平台"), "project.cloud": ("cloud", "云服务"),
+    "project.framework": ("framework", "框架"), "project.monitoring": ("monitoring", "监控"),
+    "project.queue": ("message queue", "消息队列"), "project.cache": ("cache", "缓存"), "project.orm": ("ORM", "ORM"),
+    "project.bundler": ("build tool", "打包工具"), "project.linter": ("linter", "代码检查工具"),
+    "project.test_framework": ("test framework", "测试框架"), "user.phone": ("phone", "手机"),
+}  # fmt: skip
+_VALUE = r"(?P<val>(?-i:[A-Z0-9])[\w.+#-]*(?:\s(?-i:[A-Z0-9])[\w.+#-]*)?|[\u4e00-\u9fff]{2,6}(?=$|[\s,.;!~]|了|啦))"
+_NOUN_CHANGE_RES = tuple(
+    (re.compile(pattern.format(noun=noun, val=_VALUE), re.I), slot)
+    for noun, slot in _SLOT_NOUNS
+    for pattern in (
+        r"\b(?:moved|switched|migrated|changed|ported)\s+(?:our\s+|the\s+)?(?:{noun})\s+(?:over\s+)?(?:from\s+\S+\s+)?"
+        r"(?:to|onto)\s+(?:an?\s+|the\s+)?{val}",
+        r"(?:^|\b)(?:our\s+|the\s+)?(?:{noun})\s+(?:is|are)\s+now\s+(?:on\s+|an?\s+)?{val}",
+        r"(?:^|[,\s])(?:{noun})\s*(?:已经|现在|也)?(?:换成|改成|改用|迁到|迁移到|统一到|切到|换到)了?\s*{val}",
+    )
+)
+
+
+def is_question_like(prefix: str) -> bool:
+    """A hypothetical or planned prefix ("if we", "should we", "要是") before a change."""
+    pattern = r"\b(?:if|suppose|should|would|could|might|maybe|plan|planning|thinking)\b|如果|要是|假如|打算|准备|考虑"
+    return re.search(pattern, prefix, re.I) is not None
+
+
+def noun_change_hits(clause: str, *, lang: str) -> list[Hit]:
+    """A change of the slot a noun names, to a value the vocabulary may not know ("moved CI to Woodpecker")."""
+    from core.extraction.rules.hits import fact
+    from core.extraction.rules.vocab import find_tools
+
+    for pattern, slot in _NOUN_CHANGE_RES:
+        match = pattern.search(clause)
+        if (
+            match is None
+            or _ASKED.search(clause[: match.start()])
+            or is_question_like(clause[: match.start()])
+        ):
+            continue
+        said = match.group("val").strip()
+        tools = find_tools(said)
+        value = tools[0][0].canonical if tools and tools[0][0].slot == slot else said.lower()
+        display = tools[0][0].display if tools and tools[0][0].slot == slot else said
+        english, chinese = _SLOT_NAMES.get(slot, (slot.split(".")[-1].replace("_", " "), slot.split(".")[-1]))
+        content = (
+            f"用户的{chinese}现在是 {display}。"
+            if lang == "zh"
+            else f"The user's {english} is now {display}."
+        )
+        cand = fact(content, slot, value, rule=f"{lang}.slot.change", lang=lang)
+        return [(dataclasses.replace(cand, category=Category.DECISION), 0, len(clause))]
+    return []
 
 
 def change_hits(clause: str, *, lang: str, blocked: Callable[[str, int], bool] | None = None) -> list[Hit]:
@@ -161,6 +230,10 @@ def change_hits(clause: str, *, lang: str, blocked: Callable[[str, int], bool] |
         return []
     if blocked is not None and blocked(clause, change.start()):
         return []  # "同事说我们换成了 pnpm", "if we moved to Go": not the user's change
+    if re.search(
+        r"的可能性|的方案|的想法|的提议|\b(?:idea|proposal|option)\s+of\b", clause[change.start() :], re.I
+    ):
+        return []  # "聊了下用 Rust 重写的可能性": an idea, not a change
     tail = clause[change.start() :]
     # "after the Node 22 upgrade": the tool is inside the change's own words; else the first tool after the
     # verb ("换了台 MacBook 之后 brew 装 postgresql …": MacBook, not what is done with it next)

@@ -20,7 +20,7 @@ import re
 from core.extraction.candidates import Candidate, Category, Kind, Tier
 from core.extraction.lang import detect_lang, has_han
 from core.extraction.rules import en, zh
-from core.extraction.rules.dispatch import change_hits, opens_stack, stack_hits
+from core.extraction.rules.dispatch import change_hits, noun_change_hits, opens_stack, stack_hits
 from core.extraction.rules.en.grammar import blocked as en_blocked
 from core.extraction.rules.en.grammar import sentence_case, third_person
 from core.extraction.rules.hits import Hit, shift
@@ -126,6 +126,10 @@ def _generic_hits(clause: str, sentence: str, *, whole: bool = False, inherited:
     out: list[Hit] = []
     for cand, start, end in hits:
         rejected = _REJECTED_RE.search(clause) is not None  # "MongoDB was considered and rejected": no value
+        if (
+            topic_slot(clause) == "project.backups"
+        ):  # "备份到阿里云 OSS": a backup policy, not the project's cloud
+            rejected = True
         tool = (
             current_tool(clause)
             if cand.kind is Kind.SEMANTIC and cand.slot is None and not rejected
@@ -168,7 +172,9 @@ def sentence_hits(sentence: str) -> list[Hit]:
         if start and (en_blocked(sentence, start) or zh_blocked(sentence, start)):
             continue
         asked = en.ENGLISH.is_question(clause) or zh.CHINESE.is_question(clause)
-        for cand, s, e in change_hits(clause, lang=detect_lang(clause), blocked=_blocked):
+        lang = detect_lang(clause)
+        changes = change_hits(clause, lang=lang, blocked=_blocked) or noun_change_hits(clause, lang=lang)
+        for cand, s, e in changes:
             if cand.slot not in slots:  # told inside a question: too unsure to replace a value on its own
                 cand = dataclasses.replace(cand, confidence=0.6) if asked else cand
                 hits.append((cand, s + start, e + start))

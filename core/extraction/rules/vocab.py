@@ -33,7 +33,8 @@ project.database: postgresql=PostgreSQL(postgresql|postgres|postgre|pg|pgsql) my
     duckdb=DuckDB snowflake=Snowflake bigquery=BigQuery timescaledb=TimescaleDB oceanbase=OceanBase
     planetscale=PlanetScale aurora=Aurora
 project.language: python=Python(python|python3) typescript=TypeScript(typescript|ts) go=Go(golang|go)
-    javascript=JavaScript(javascript|js) rust=Rust java=Java kotlin=Kotlin c#=C#(c#|csharp) c++=C++(c++|cpp)
+    javascript=JavaScript(javascript|js) rust=Rust java=Java(java|jdk|openjdk) kotlin=Kotlin c#=C#(c#|csharp)
+    c++=C++(c++|cpp)
     ruby=Ruby php=PHP swift=Swift scala=Scala elixir=Elixir dart=Dart haskell=Haskell clojure=Clojure
     ocaml=OCaml zig=Zig lua=Lua perl=Perl julia=Julia erlang=Erlang f#=F#(f#|fsharp)
 project.framework: react=React(react|reactjs|react.js) vue=Vue(vue|vuejs|vue.js|vue3|vue2) angular=Angular
@@ -82,6 +83,8 @@ user.editor: vim=Vim neovim=Neovim(neovim|nvim) emacs=Emacs pycharm=PyCharm inte
     vscode=VS_Code(vscode|vs_code|visual_studio_code) sublime=Sublime_Text(sublime|sublime_text)
     cursor=Cursor zed=Zed helix=Helix xcode=Xcode webstorm=WebStorm goland=GoLand
     android_studio=Android_Studio visual_studio=Visual_Studio
+user.phone: iphone=iPhone pixel=Pixel galaxy=Samsung_Galaxy(galaxy|samsung_galaxy) huawei=Huawei(huawei|华为)
+    xiaomi=Xiaomi(xiaomi|redmi|小米|红米) oneplus=OnePlus oppo=OPPO vivo=vivo honor=Honor(honor|荣耀)
 user.os: macos=macOS(macos|mac|macbook|osx|os_x) linux=Linux windows=Windows ubuntu=Ubuntu
     arch_linux=Arch_Linux(arch_linux|archlinux|arch) fedora=Fedora debian=Debian nixos=NixOS wsl=WSL(wsl|wsl2)
 -: docker=Docker terraform=Terraform
@@ -138,7 +141,7 @@ _CASE_SENSITIVE = {
     "poetry": ("Poetry",), "bun": ("Bun",), "express": ("Express",), "jest": ("Jest", "jest"),
     "swarm": ("Swarm",), "flux": ("Flux",), "argo": ("Argo",), "astro": ("Astro",), "parcel": ("Parcel",),
     "aurora": ("Aurora",), "zig": ("Zig",),
-    "qt": ("Qt",),
+    "qt": ("Qt",), "pixel": ("Pixel",), "galaxy": ("Galaxy",), "honor": ("Honor",), "vivo": ("vivo", "Vivo"),
 }  # fmt: skip
 # A common word is a tool's name, whatever its case, right after a verb or preposition that takes a tool.
 _TOOL_CONTEXT_RE = re.compile(

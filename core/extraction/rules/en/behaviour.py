@@ -62,6 +62,8 @@ _REPLY_LANG_RE = re.compile(
 
 def _reply_mode(sentence: str) -> str | None:
     persistent = _PERSIST_RE.search(sentence) is not None
+    if re.match(r"^(?:(?:new|one|a|house|hard|standing)\s+)?rules?\b[^:]{0,30}:", sentence, re.I):
+        return "rule"  # "New rule for answers: keep them short"
     if _FEEDBACK_CUE_RE.search(sentence):
         return "feedback"
     if _PREF_CUE_RE.search(sentence):

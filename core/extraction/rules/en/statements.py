@@ -222,10 +222,17 @@ def team_hits(sentence: str) -> list[Hit]:
             hits.append((cand, family.start(), family.end()))
     manager = _MANAGER_RE.search(sentence)
     if manager and not blocked(sentence, manager.start()):  # "Ruth — my new manager", "my manager Dana"
-        name = manager.group("name") or manager.group("name2")
+        name = manager.group("name") or manager.group("name2") or manager.group("name3")
         if name not in _NOT_NAMES:
             cand = fact(f"The user's manager is {name}.", "user.manager", name, rule="en.manager", lang="en")
             hits.append((cand, manager.start(), manager.end()))
+    supervisor = _SUPERVISOR_RE.search(sentence)
+    if supervisor and not blocked(sentence, supervisor.start()):  # "my thesis supervisor is Dr. Halvorsen"
+        name = supervisor.group("name")
+        cand = fact(
+            f"The user's supervisor is {name}.", "user.supervisor", name, rule="en.supervisor", lang="en"
+        )
+        hits.append((cand, supervisor.start(), supervisor.end()))
     renamed = _RENAMED_RE.search(sentence)
     if renamed and not hits and not blocked(sentence, renamed.start()):  # "we renamed the puppy to Miso"
         who, name = renamed.group("who").lower(), renamed.group("name")
@@ -250,7 +257,13 @@ _ONE_OF = {
 }  # fmt: skip
 _MANAGER_RE = re.compile(
     r"\b(?P<name>(?-i:[A-Z][a-z]+))\s*(?:—|-|,|\()\s*my\s+(?:new\s+)?(?:manager|boss|team\s+lead|line\s+manager)\b"
-    r"|\bmy\s+(?:new\s+)?(?:manager|boss|team\s+lead|line\s+manager)(?:\s+is(?:\s+now)?|,)?\s+(?P<name2>(?-i:[A-Z][a-z]+))\b",
+    r"|\bmy\s+(?:new\s+)?(?:manager|boss|team\s+lead|line\s+manager)(?:\s+is(?:\s+now)?|,)?\s+(?P<name2>(?-i:[A-Z][a-z]+))\b"
+    r"|\b(?P<name3>(?-i:[A-Z][a-z]+))\s+is\s+(?:now\s+)?my\s+(?:new\s+)?(?:manager|boss|team\s+lead|line\s+manager)\b",
+    re.I,
+)
+_SUPERVISOR_RE = re.compile(
+    r"\bmy\s+(?:new\s+)?(?:thesis\s+|phd\s+|research\s+|doctoral\s+)?(?:supervisor|advisor|adviser|mentor)\s+(?:is\s+(?:now\s+)?|"
+    r"changed\s*[—,-]?\s*it's\s+)(?P<name>(?:(?-i:Dr|Prof)\.?\s+)?(?-i:[A-Z])[a-z]+)",
     re.I,
 )
 _RENAMED_RE = re.compile(

@@ -129,7 +129,7 @@ def rule_hits(sentence: str) -> list[Hit]:
     if clause_end:
         rest = rest[: clause_end.start()]
     core = strip_tail(rest)
-    if re.search(r"要是|如果|假如|的话|万一", core):
+    if re.search(r"要是|如果|假如|的话|万一|多半|大概|可能|估计|应该会", core):
         return []  # "以后要是养狗的话…": a hypothetical, not a rule
     if len(core) < 2 or _NOT_RULE.match(core) or (_ONE_OFF.search(core) and not lead):
         return []  # "先别改这个文件": about the task at hand

@@ -99,7 +99,8 @@ def prohibition_hits(sentence: str) -> list[Hit]:
 
 # fmt: off
 _TEAM_RE = re.compile(
-    ME + r"(?:现在|目前|已经|最近|上个月|刚)*(?:在|调到了?|调去了?|转到了?|转去了?|去了|加入了?|换到了?|是)\s*"
+    ME + r"(?:这边|现在|目前|已经|最近|上个月|这个月|这周|上周|今年|刚刚|刚|前几天)*"
+    r"(?:在|调到了?|调去了?|转到了?|转去了?|去了|加入了?|换到了?|是)\s*"
     r"(?P<team>[\u4e00-\u9fffA-Za-z]{1,8}?)\s?(?P<unit>组|团队|部门|小组|team)(?![\u4e00-\u9fff]{0,1}(?:的人|长))")
 _WE_TEAM_RE = re.compile(WE + r"(?:组|团队|部门)是\s*(?P<team>[\u4e00-\u9fffA-Za-z]{1,8}?)(?P<unit>组|团队|部门)")
 _FAMILY = r"猫|狗|猫咪|狗狗|女儿|儿子|老婆|老公|媳妇|妻子|丈夫|孩子|宝宝|闺女|男朋友|女朋友|对象|兔子|鹦鹉|仓鼠"
@@ -113,6 +114,12 @@ _MANAGER_RE = re.compile(
     r"(?:(?:是|叫)|了?[^,.;!?]{0,6}?,\s*(?:现在|目前)(?:是|换成了?))\s*(?P<name>[\u4e00-\u9fff]{2,3}|[A-Z][a-z]+)"
     r"(?=$|[\s,.;!~]|了|啦|呢|吧|哦)",
     re.I)
+_PAREN_MANAGER_RE = re.compile(  # "陈思（我现在的主管）让我…"
+    r"(?P<name>[\u4e00-\u9fff]{2,3})\s*[(（]\s*我(?:现在|目前|新)?的?(?:领导|主管|老板|经理|leader|直属领导)\s*[)）]",
+    re.I)
+_SUPERVISOR_ZH_RE = re.compile(  # "我的导师是李教授", "我换导师了，现在跟周教授"
+    r"(?:" + ME + r"的?导师(?:是|换成了?)|换导师了?[^.;!?]{0,4}?,?\s*现在跟(?:着)?)\s*"
+    r"(?P<name>[\u4e00-\u9fff]{1,2}(?:教授|老师|博士))")
 _NEW_MANAGER_RE = re.compile(  # "新 leader 张婷下周到岗"
     r"新(?:的|来的)?\s*(?:leader|领导|经理|老板|主管|负责人)\s*(?P<name>[\u4e00-\u9fff]{2,3}?|[A-Z][a-z]+)"
     r"(?=下周|下个月|明天|已经|到岗|入职|来了|上任|$|[\s,.;!~])", re.I)
@@ -140,7 +147,14 @@ def team_hits(sentence: str) -> list[Hit]:
             value = name + team.group("unit")
             cand = fact(f"用户在{value}。", "user.team", value.lower(), rule="zh.team", lang="zh")
             hits.append((cand, team.start(), team.end()))
-    manager = _MANAGER_RE.search(sentence) or _NEW_MANAGER_RE.search(sentence)
+    supervisor = _SUPERVISOR_ZH_RE.search(sentence)
+    if supervisor and not blocked(sentence, supervisor.start()):
+        name = supervisor.group("name")
+        hits.append((fact(f"用户的导师是{name}。", "user.supervisor", name, rule="zh.supervisor", lang="zh"),
+                     supervisor.start(), supervisor.end()))  # fmt: skip
+    manager = (
+        _MANAGER_RE.search(sentence) or _NEW_MANAGER_RE.search(sentence) or _PAREN_MANAGER_RE.search(sentence)
+    )
     if manager and not blocked(sentence, manager.start()) and not _NAME_STOP.match(manager.group("name")):
         name = manager.group("name")  # "我们组 leader 是张伟", "我们组换 leader 了，现在是李娜"
         cand = fact(f"用户的领导是{name}。", "user.manager", name, rule="zh.manager", lang="zh")
@@ -188,7 +202,8 @@ _MOMENT = re.compile(
     r"试试|一下|问问|随便|好奇", re.I)
 _LABEL = re.compile(
     r"^(?:(?:上次|之前|去年|那次)?(?:线上)?(?:事故|故障)(?:复盘)?(?:的)?(?:结论|教训)?|(?:吸取|血的)?教训|踩过(?:的)?坑|"
-    r"备份策略|部署(?:方式|策略)|结论|lesson(?:s)?(?:\s+learned)?(?:[^:]{0,30})?)\s*[:：]?\s*", re.I)
+    r"备份策略(?:改了|变了|更新了|调整了)?|部署(?:方式|策略)(?:改了|变了)?|结论|lesson(?:s)?(?:\s+learned)?(?:[^:]{0,30})?)\s*[:：]?\s*",
+    re.I)
 _ONE_OFF = re.compile(r"[A-Za-z0-9+#.]\s*[\u4e00-\u9fff]{1,3}了|[跑装写做改试]了|了一下|了个")
 # fmt: on
 
