@@ -34,6 +34,8 @@ class LanguageRules:
     reply: Callable[[str], list[Hit]]
     facts: Callable[[str], list[Hit]]
     rules: Callable[[str], list[Hit]]
+    # the user's words in the third person ("my daughter is 7" -> "the user's daughter is 7")
+    restate: Callable[[str], str] = lambda text: text
     # a lasting statement no other rule accounts for: (clause, its sentence, whole) -> hits; `whole`: the
     # clause is the whole sentence, tried first (a lesson is one memory of its sentence)
     generic: Callable[[str, str, bool], list[Hit]] = lambda clause, sentence, whole: []
@@ -63,9 +65,12 @@ def dispatch(sentence: str, rules: LanguageRules) -> list[Hit]:
                 must(hit, f"{rules.lang}.correction", start=0)
                 for hit in shift(inner, correction.start("rest"))
             ]
-        if _STRONG_CORRECTION.search(correction.group("marker")) and not pairs and _STATES.search(rest):
+        strong = _STRONG_CORRECTION.search(correction.group("marker")) or rules.contrast.search(
+            rest.split(".")[0] + "."
+        )
+        if strong and not pairs and _STATES.search(rest):
             # "Small correction: standups are 9:30 CET, not PST": the corrected statement itself, MUST
-            return [_corrected(rest, rules.lang, len(sentence))]
+            return [_corrected(rules.restate(rest), rules.lang, len(sentence))]
         # "No Friday deploys": a "no" that opens a statement, not a correction of one
     reply = rules.reply(sentence)
     if reply:
@@ -322,11 +327,8 @@ def _corrected(rest: str, lang: str, end: int) -> Hit:
     from core.extraction.candidates import Kind
     from core.extraction.rules.hits import make
 
-    text = rest.strip(" ,.;:!?~-")
-    if lang == "zh":
-        content = re.sub(r"我们|咱们", "用户团队", text).replace("我", "用户") + "。"
-    else:
-        content = text[:1].upper() + text[1:] + "."
+    text = rest.strip(" ,.;:!?~-。")
+    content = text + "。" if lang == "zh" else text[:1].upper() + text[1:] + "."
     cand = make(content, Kind.SEMANTIC, Category.FACT, Tier.MUST, rule=f"{lang}.correction.statement",
                 confidence=0.85, lang=lang)  # fmt: skip
     return cand, 0, end

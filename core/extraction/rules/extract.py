@@ -51,6 +51,7 @@ def analyze_turn(turn: Turn, *, roles: Sequence[str] = ("user",)) -> TurnAnalysi
     residual: list[str] = []
     previous: tuple[str, int] | None = None  # the last sentence and where its candidates start
     following = False  # a "remember these:" request came before: each later sentence is MUST
+    correcting = False  # a bare correction ("no I said Thursday.") came before: the next sentence is the fact
     for sentence in split_sentences(text):
         if len(sentence) > MAX_SENTENCE_CHARS:
             residual.append(sentence)
@@ -75,8 +76,27 @@ def analyze_turn(turn: Turn, *, roles: Sequence[str] = ("user",)) -> TurnAnalysi
             candidates[previous[1] :] = _raised(candidates[previous[1] :], previous[0], sources, turn_ids)
             previous = None
             continue
+        tail = _REMEMBER_THAT_TAIL_RE.search(sentence)
+        if tail and len(sentence[: tail.start()]) >= 8 and not is_asked(sentence[: tail.start()]):
+            # "the pre-prod cluster is called orca-pp-2, remember that so I don't have to look it up"
+            said = sentence[: tail.start()]
+            found = [dataclasses.replace(c, source_event_ids=sources, source_turn_ids=turn_ids)
+                     for c, _, _ in sentence_hits(said)]  # fmt: skip
+            candidates += _raised(found, said, sources, turn_ids)
+            previous = None
+            continue
+        if correcting and not is_asked(sentence):
+            # "no I said Thursday. standup moved to Thursdays in the new year": the fact after the "no"
+            found = [dataclasses.replace(c, source_event_ids=sources, source_turn_ids=turn_ids)
+                     for c, _, _ in sentence_hits(sentence)]  # fmt: skip
+            correcting = False
+            if found or _STATES_RE.search(sentence):
+                candidates += _raised(found, sentence, sources, turn_ids)
+                previous = None
+                continue
         start_index = len(candidates)
         hits = sentence_hits(sentence)
+        correcting = not hits and _CORRECTION_OPENER_RE.match(sentence) is not None
         for cand, _, _ in hits:
             if not _WORD_RE.search(cand.content):
                 continue  # a request with nothing to keep ("remember -、"): its span is accounted for, no memory
@@ -88,6 +108,20 @@ def analyze_turn(turn: Turn, *, roles: Sequence[str] = ("user",)) -> TurnAnalysi
     return TurnAnalysis(tuple(dedupe(candidates)), lang, text, " | ".join(residual))
 
 
+_REMEMBER_THAT_TAIL_RE = re.compile(
+    r"\s*[,;:-]\s*(?:and\s+)?(?:pls\s+|please\s+)?(?:remember|don't\s+forget|note|keep)\s+(?:that|this|it)\b"
+    r"(?:\s+in\s+mind)?(?:\s+(?:so|because|for|please|pls)\b[^.]*)?[\s.!]*$"
+    r"|\s*[,，]\s*(?:请|麻烦)?(?:你)?(?:记住|记一下|记下|记着|别忘了)(?:这个|这点|这一点|它)?[^。.!?]{0,20}$",
+    re.I,
+)
+_CORRECTION_OPENER_RE = re.compile(
+    r"^(?:no|nope|nah|wrong|not\s+quite|actually|correction|i\s+said|i\s+meant)\b|^(?:不是|不对|错了|搞错了|纠正)",
+    re.I,
+)
+_STATES_RE = re.compile(
+    r"\b(?:is|are|am|was|were|moved|changed|starts?|ends?|runs?|lives?|works?|uses?|has|have)\b|是|在|改|换|搬|用",
+    re.I,
+)
 _REMEMBER_THAT_RE = re.compile(
     r"^(?:(?:ok|okay|so|and|please|pls|also)[\s,]+)*(?:please\s+)?(?:remember|don't\s+forget|do\s+not\s+forget|"
     r"never\s+forget|keep\s+(?:that|this|it)\s+in\s+mind|bear\s+(?:that|this|it)\s+in\s+mind|note\s+that|"

@@ -123,13 +123,17 @@ _REPLY_MODES = {  # how a reply preference was said -> kind, category, tier
 # fmt: on
 
 
-def reply_hit(slot: str, value: str, *, mode: str, lang: str, rule: str, end: int) -> Hit:
-    """A `user.reply_style` / `user.reply_language` candidate; `mode` is a key of `_REPLY_MODES`."""
+def reply_hit(slot: str, value: str, *, mode: str, lang: str, rule: str, end: int, said: str = "") -> Hit:
+    """A `user.reply_style` / `user.reply_language` candidate; `mode` is a key of `_REPLY_MODES`. An
+    instruction that says more than the style ("先给结论，再展开解释") keeps its own words after it."""
     if slot == "user.reply_style":
         content = _STYLE_CONTENT[value][1 if lang == "zh" else 0]
     else:
         english, chinese = _LANGUAGE_NAMES[value]
         content = f"用户希望用{chinese}回复。" if lang == "zh" else f"The user wants replies in {english}."
+    said = said.strip(" .!。")
+    if mode != "pref" and len(said) >= (8 if lang == "zh" else 24):
+        content = f"{content[:-1]}（{said}）。" if lang == "zh" else f"{content[:-1]} ({said})."
     kind, category, tier = _REPLY_MODES[mode]
     confidence = 0.85 if tier is Tier.MUST else 0.75
     cand = make(

@@ -97,7 +97,15 @@ def reply_hits(sentence: str) -> list[Hit]:
     if value is None:
         return []
     return [
-        reply_hit("user.reply_style", value, mode=mode, lang="en", rule="en.reply.style", end=len(sentence))
+        reply_hit(
+            "user.reply_style",
+            value,
+            mode=mode,
+            lang="en",
+            rule="en.reply.style",
+            end=len(sentence),
+            said=sentence,
+        )  # fmt: skip
     ]
 
 
@@ -105,7 +113,7 @@ def reply_hits(sentence: str) -> list[Hit]:
 _RULE_RE = re.compile(
     LEAD + r"(?P<lead>(?:from\s+now\s+on|going\s+forward|moving\s+forward|in\s+(?:the\s+)?future|from\s+"
     r"here\s+on(?:\s+out)?|as\s+a\s+(?:general\s+)?rule|by\s+default|in\s+general|every\s+time|each\s+time)"
-    r"\s*[,:-]?\s*)?(?P<cond>(?:when|whenever|if\s+you|for|in|while)\s[^,]{1,60}?(?:,\s*|\s+(?=(?:please|pls|"
+    r"\s*[,:-]?\s*)?(?P<cond>(?:when|whenever|if\s+you(?:'re|\s+are)?|for|in|while)\s[^,]{1,60}?(?:,\s*|\s+(?=(?:please|pls|"
     r"assume|reply|answer|include|stick|default|always|never|don't|do\s+not)\b)))?"
     r"(?:please\s+|pls\s+)?(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?)?(?:you\s+)?"
     r"(?P<mod>don't\s+ever|do\s+not\s+ever|don't|do\s+not|dont|never\s+ever|never|always|avoid|stop|quit|"
@@ -171,7 +179,9 @@ def rule_hits(sentence: str) -> list[Hit]:
         return []
     mod = " ".join((match.group("mod") or "").lower().split())
     cond = (match.group("cond") or "").lower()
-    standing = cond.startswith(("when", "whenever", "if you"))  # "whenever you give me recipes, include ..."
+    standing = cond.startswith(
+        ("when", "whenever", "if you")
+    )  # also "if you're unsure, say so"  # "whenever you give me recipes, include ..."
     persistent = bool(match.group("lead") or tail or standing)
     if not mod and not persistent:
         return []

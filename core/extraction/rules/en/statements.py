@@ -32,8 +32,9 @@ _BANNED_RE = re.compile(
     r"(?:banned|forbidden|prohibited|not\s+allowed|disallowed|off[- ]limits|a\s+no[- ]go|not\s+permitted|"
     r"not\s+an\s+option|verboten|deprecated\s+here)\b", re.I)
 _NO_X_IN_RE = re.compile(
-    r"^(?:and\s+)?no\s+(?P<obj>(?!worries|problem|idea|luck|way|need|clue|thanks|rush|pressure)[\w.+#-]+(?:\s+"
-    r"[\w.+#-]+){0,3}?)(?:\s+(?:in|on|for|to|inside|anywhere\s+in)\s+(?:this|our|the|my)\s+[\w-]+(?:\s+[\w-]+)?|"
+    r"^(?:and\s+)?(?:please\s+|pls\s+|plz\s+)?no\s+(?P<obj>(?!worries|problem|idea|luck|way|need|clue|thanks|rush|"
+    r"pressure)[\w.+#-]+(?:\s+[\w.+#-]+){0,3}?)(?:\s+(?:in|on|for|to|inside|anywhere\s+in)\s+(?:(?:this|our|the|my|any|"
+    r"all)\s+)?[\w-]+(?:\s+[\w-]+)?|"
     r"\s*,?\s*(?:ever|period|no\s+exceptions|full\s+stop|please|pls)|\s+without\s+[^,.;]{2,40}|"
     r"\s+(?:that|which)\s+[^,.;]{3,60})", re.I)
 _WE_DONT_RE = re.compile(

@@ -75,7 +75,15 @@ def reply_hits(sentence: str) -> list[Hit]:
     if value is None:
         return []
     return [
-        reply_hit("user.reply_style", value, mode=mode, lang="zh", rule="zh.reply.style", end=len(sentence))
+        reply_hit(
+            "user.reply_style",
+            value,
+            mode=mode,
+            lang="zh",
+            rule="zh.reply.style",
+            end=len(sentence),
+            said=sentence,
+        )  # fmt: skip
     ]
 
 

@@ -189,6 +189,9 @@ _STATEMENT_RE = re.compile(
 _DECISION_RE = re.compile(
     r"^(?:当时|最后|最终|后来)?(?:评估过|考虑过|试过|调研过|看过)?[^,]{0,20}?(?:没选|没用|没上|放弃了?|弃用了?|"
     r"否掉了?|不考虑|选了|选|定了|决定用)")
+_RULE_MARKER_RE = re.compile(
+    r"[,，]?\s*(?:这|这个|这条)?(?:是|算是)?(?:我们|组里|团队|公司|项目|部门)?(?:的)?(?:硬性)?(?:规矩|规定|要求|约定|铁律)"
+    r"(?:哈|哦|啊|了)?\s*$")
 _TRIED_REJECTED_RE = re.compile(
     r"(?:评估过|考虑过|试过|调研过|看过|用过|试用过)\s*[A-Za-z][\w.+#-]*[^。]{0,30}?(?:没选|没用|没上|放弃|弃用|否掉|不用了|pass掉?|"
     r"换掉|没采用|不考虑)", re.I)
@@ -229,6 +232,11 @@ def statement_hits(clause: str, sentence: str = "", whole: bool = False) -> list
     """A lasting statement of one clause (see the module docstring); called with the whole sentence as
     `clause` first, where only a lesson or a policy counts."""
     if whole:
+        marker = _RULE_MARKER_RE.search(sentence)
+        if marker and not is_question(sentence):  # "提交信息用英文写，这是组里的规矩"
+            rule = (sentence[: marker.start()] + sentence[marker.end() :]).strip(" ,.;:!~")
+            if len(rule) >= 4:
+                return [_rule(strip_tail(rule), "zh.rule.marked", len(sentence))]
         hits = lesson_hits(sentence)
         rejected = _TRIED_REJECTED_RE.search(sentence)
         if not hits and rejected and not is_question(sentence) and not blocked(sentence, rejected.start()):
