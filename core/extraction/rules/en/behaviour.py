@@ -105,7 +105,7 @@ def reply_hits(sentence: str) -> list[Hit]:
             rule="en.reply.style",
             end=len(sentence),
             said=sentence,
-        )  # fmt: skip
+        )
     ]
 
 

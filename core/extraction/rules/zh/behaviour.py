@@ -83,7 +83,7 @@ def reply_hits(sentence: str) -> list[Hit]:
             rule="zh.reply.style",
             end=len(sentence),
             said=sentence,
-        )  # fmt: skip
+        )
     ]
 
 
