@@ -89,11 +89,12 @@ def normalize_lines(text: str) -> str:
     return "\n".join(line for line in lines if line)
 
 
+_NOT_KEY_RE = re.compile(r"[\W_]+")  # punctuation, symbols, spaces and controls
+
+
 def comparison_key(text: str) -> str:
     """Casefolded normalised text with punctuation, symbols and spaces removed (for repeat detection)."""
-    return "".join(
-        char for char in normalize_text(text).casefold() if unicodedata.category(char)[0] not in "PZSC"
-    )
+    return _NOT_KEY_RE.sub("", normalize_text(text).casefold())
 
 
 def has_han(text: str) -> bool:

@@ -180,15 +180,19 @@ _SLOT_NAMES = {
     "project.test_framework": ("test framework", "测试框架"), "user.phone": ("phone", "手机"),
 }  # fmt: skip
 _VALUE = r"(?P<val>(?-i:[A-Z0-9])[\w.+#-]*(?:\s(?-i:[A-Z0-9])[\w.+#-]*)?|[\u4e00-\u9fff]{2,6}(?=$|[\s,.;!~]|了|啦))"
+_NOUN_GROUPS = "|".join(f"(?P<n{i}>{noun})" for i, (noun, _) in enumerate(_SLOT_NOUNS))
 _NOUN_CHANGE_RES = tuple(
-    (re.compile(pattern.format(noun=noun, val=_VALUE), re.I), slot)
-    for noun, slot in _SLOT_NOUNS
+    re.compile(pattern.format(noun=_NOUN_GROUPS, val=_VALUE), re.I)
     for pattern in (
         r"\b(?:moved|switched|migrated|changed|ported)\s+(?:our\s+|the\s+)?(?:{noun})\s+(?:over\s+)?(?:from\s+\S+\s+)?"
         r"(?:to|onto)\s+(?:an?\s+|the\s+)?{val}",
         r"(?:^|\b)(?:our\s+|the\s+)?(?:{noun})\s+(?:is|are)\s+now\s+(?:on\s+|an?\s+)?{val}",
         r"(?:^|[,\s])(?:{noun})\s*(?:已经|现在|也)?(?:换成|改成|改用|迁到|迁移到|统一到|切到|换到)了?\s*{val}",
     )
+)
+# Only a clause with one of these words can hold such a change: checked first, it spares the patterns.
+_NOUN_CHANGE_CUE = re.compile(
+    r"\b(?:moved|switched|migrated|changed|ported|now)\b|换成|改成|改用|迁到|迁移到|统一到|切到|换到", re.I
 )
 
 
@@ -203,7 +207,9 @@ def noun_change_hits(clause: str, *, lang: str) -> list[Hit]:
     from core.extraction.rules.hits import fact
     from core.extraction.rules.vocab import find_tools
 
-    for pattern, slot in _NOUN_CHANGE_RES:
+    if not _NOUN_CHANGE_CUE.search(clause):
+        return []
+    for pattern in _NOUN_CHANGE_RES:
         match = pattern.search(clause)
         if (
             match is None
@@ -211,6 +217,11 @@ def noun_change_hits(clause: str, *, lang: str) -> list[Hit]:
             or is_question_like(clause[: match.start()])
         ):
             continue
+        slot = next(
+            _SLOT_NOUNS[int(name[1:])][1]
+            for name, said in match.groupdict().items()
+            if said and name[0] == "n"
+        )
         said = match.group("val").strip()
         tools = find_tools(said)
         value = tools[0][0].canonical if tools and tools[0][0].slot == slot else said.lower()

@@ -67,7 +67,8 @@ def _cut(span: str) -> str:
 
 def _tool_hits(sentence: str) -> list[Hit]:
     hits: list[Hit] = []
-    for match in statements(_TOOL_STMT_RE, sentence):
+    named = bool(find_tools(sentence))  # no tool named: only "we don't use X" can say something of tools
+    for match in statements(_TOOL_STMT_RE, sentence) if named else ():
         verb = match.group("verb").lower()
         if (verb == "on" and not match.group("be")) or blocked(sentence, match.start()):
             continue
@@ -80,7 +81,7 @@ def _tool_hits(sentence: str) -> list[Hit]:
             hits.append(
                 tool_hit(tool, match.start(), offset + end, rule="en.tool.use", lang="en", category=category)
             )
-    noun = _TOOL_NOUN_RE.search(sentence)
+    noun = _TOOL_NOUN_RE.search(sentence) if named else None
     if noun and not blocked(sentence, noun.start()):
         wanted = _NOUN_SLOT.get(" ".join(noun.group("noun").lower().split()))
         for tool, _, end in find_tools(_cut(noun.group("span"))):

@@ -58,7 +58,8 @@ def _cut(span: str) -> str:
 
 def _tool_hits(sentence: str) -> list[Hit]:
     hits: list[Hit] = []
-    for match in statements(_TOOL_STMT_RE, sentence):
+    named = bool(find_tools(sentence))  # no tool named: only "we don't use X" can say something of tools
+    for match in statements(_TOOL_STMT_RE, sentence) if named else ():
         subject_is_user = match.group("subj") == "我"
         if blocked(sentence, match.start()) or (_ONE_OFF_ACTION.search(match.group("span"))):
             continue
@@ -68,7 +69,7 @@ def _tool_hits(sentence: str) -> list[Hit]:
                 continue
             end += match.start("span")
             hits.append(tool_hit(tool, match.start(), end, rule="zh.tool.use", lang="zh", category=category))
-    noun = _TOOL_NOUN_RE.search(sentence)
+    noun = _TOOL_NOUN_RE.search(sentence) if named else None
     if noun and not blocked(sentence, noun.start()):
         wanted = _NOUN_SLOT.get(noun.group("noun").lower())
         for tool, _, end in find_tools(_cut(noun.group("span"))):
