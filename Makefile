@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench bench-quick bench-locomo demo install clean
+.PHONY: run test lint bench bench-quick bench-locomo demo chaos install clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -47,6 +47,12 @@ bench-locomo: $(STAMP)
 # A scripted walk-through of the product on the embedded (or configured) stack, in under a minute.
 demo: $(STAMP)
 	$(PY) -m bench.demo
+
+# The fault run (~3 minutes, not part of `make test`): the worker, Redis, PostgreSQL and the LLM killed and
+# restarted in turn while events stream in; exits non-zero on any lost event or a slot with two current
+# values. CHAOS_ARGS goes to `python -m bench.chaos` (`--events N`, `--rate R`, `--fault-every S`, `--down S`).
+chaos: $(STAMP)
+	$(PY) -m bench.chaos $(CHAOS_ARGS)
 
 clean:
 	rm -rf $(VENV) .memdata .pytest_cache .mypy_cache .ruff_cache

@@ -136,8 +136,9 @@ def fake_embedding(text: str, *, dim: int) -> list[float]:
 class FakeOpenAI:
     """The server and its recorded state; see the module docstring for what it answers."""
 
-    def __init__(self, *, embedding_dim: int = 8) -> None:
+    def __init__(self, *, embedding_dim: int = 8, port: int = 0) -> None:
         self.embedding_dim = embedding_dim
+        self.bind_port = port  # 0: any free port; a fixed one lets a fault run stop and restart it in place
         self.default_responder: Callable[[dict[str, Any]], str] | None = None
         self.reject_json_schema = False
         self.reject_json_object = False
@@ -162,7 +163,7 @@ class FakeOpenAI:
         if self._server is not None:
             return self
         self._stopping.clear()
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
+        server = ThreadingHTTPServer(("127.0.0.1", self.bind_port), _make_handler(self))
         server.daemon_threads = True
         self._server = server
         # A short poll interval keeps stop() fast (shutdown waits up to one interval).
