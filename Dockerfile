@@ -27,4 +27,4 @@ WORKDIR /home/app
 ENV MEMORY_DATA_DIR=/home/app/data
 
 EXPOSE 8000 5555
-CMD ["celery", "-A", "worker.app", "worker", "--loglevel", "INFO"]
+CMD ["celery", "-A", "worker.app", "worker", "--loglevel", "INFO", "--without-gossip", "--without-mingle"]
