@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from core.extraction.candidates import Category, Tier
 from core.extraction.rules.hits import Hit, must, shift, tool_hit
+from core.extraction.rules.sentences import ENUMERATOR_RE
 from core.extraction.rules.vocab import Tool, current_tool, find_tools, first_current_tool
 
 
@@ -284,15 +285,12 @@ _STACK_BLOCK_RE = re.compile(
     r"别的组|其他组|别人|对方|客户|听说|据说",
     re.I,
 )
-_ENUMERATOR_RE = re.compile(
-    r"^(?:[一二三四五六七八九十]是|第[一二三四五六七八九十]+[,、]?|\d+[)）.、]|[-*•])\s*"
-)
 
 
 def opens_stack(clause: str) -> bool:
     """A clause that introduces the user's setup ("The product is a B2B SaaS:", "技术栈：", "背景："): the clauses
     after it speak for the same subject."""
-    body = _ENUMERATOR_RE.sub("", clause.strip())
+    body = ENUMERATOR_RE.sub("", clause.strip())
     return bool(_STACK_SUBJECT_RE.match(body) or _SETUP_LABEL_RE.match(body)) and not _STACK_BLOCK_RE.search(
         body
     )
@@ -307,7 +305,7 @@ def stack_hits(clause: str, *, lang: str, inherited: bool = False) -> list[Hit]:
     """The tools a clause attributes to the user, the team or the project, each in its slot: one value per
     slot (a second tool of the same slot is left to the LLM). Nothing for a question, a hypothetical, a
     negation, a comparison or someone else's setup."""
-    body = _ENUMERATOR_RE.sub("", clause.strip())
+    body = ENUMERATOR_RE.sub("", clause.strip())
     if not (inherited or _STACK_SUBJECT_RE.match(body)) or _STACK_BLOCK_RE.search(body):
         return []
     hits: list[Hit] = []

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from core.extraction.candidates import Candidate, Category, Kind, Tier, Turn
 from core.extraction.lang import detect_lang
 from core.extraction.rules.en.grammar import sentence_case, third_person
+from core.extraction.rules.hits import Hit
 from core.extraction.rules.passes import is_asked, sentence_hits
 from core.extraction.rules.sentences import clean_text, split_sentences
 from core.extraction.rules.zh.grammar import zh_content
@@ -67,8 +68,7 @@ def analyze_turn(turn: Turn, *, roles: Sequence[str] = ("user",)) -> TurnAnalysi
             following = False  # "好，先这些。" / "that's all": the list is over
             continue
         if following and len(sentence) >= 6 and not is_asked(sentence):
-            found = [dataclasses.replace(c, source_event_ids=sources, source_turn_ids=turn_ids)
-                     for c, _, _ in sentence_hits(sentence)]  # fmt: skip
+            found = _sourced(sentence_hits(sentence), sources, turn_ids)
             candidates += _raised(found, sentence, sources, turn_ids)
             continue
         if previous is not None and _REMEMBER_THAT_RE.match(sentence):
@@ -80,15 +80,13 @@ def analyze_turn(turn: Turn, *, roles: Sequence[str] = ("user",)) -> TurnAnalysi
         if tail and len(sentence[: tail.start()]) >= 8 and not is_asked(sentence[: tail.start()]):
             # "the pre-prod cluster is called orca-pp-2, remember that so I don't have to look it up"
             said = sentence[: tail.start()]
-            found = [dataclasses.replace(c, source_event_ids=sources, source_turn_ids=turn_ids)
-                     for c, _, _ in sentence_hits(said)]  # fmt: skip
+            found = _sourced(sentence_hits(said), sources, turn_ids)
             candidates += _raised(found, said, sources, turn_ids)
             previous = None
             continue
         if correcting and not is_asked(sentence):
             # "no I said Thursday. standup moved to Thursdays in the new year": the fact after the "no"
-            found = [dataclasses.replace(c, source_event_ids=sources, source_turn_ids=turn_ids)
-                     for c, _, _ in sentence_hits(sentence)]  # fmt: skip
+            found = _sourced(sentence_hits(sentence), sources, turn_ids)
             correcting = False
             if found or _STATES_RE.search(sentence):
                 candidates += _raised(found, sentence, sources, turn_ids)
@@ -146,6 +144,11 @@ _CLOSER_RE = re.compile(
     r"^(?:(?:好|行|嗯|ok|okay|so|alright)[\s,.!]*)?(?:先|就|暂时)?(?:这些|这样|这么多)|^that'?s\s+(?:all|it)\b|^(?:ok|okay)[\s,.!]*$",
     re.I,
 )
+
+
+def _sourced(hits: list[Hit], sources: tuple[str, ...], turn_ids: tuple[str, ...]) -> list[Candidate]:
+    """The candidates of rule hits, with the turn's event and source turn ids."""
+    return [dataclasses.replace(c, source_event_ids=sources, source_turn_ids=turn_ids) for c, _, _ in hits]
 
 
 def _raised(

@@ -44,6 +44,11 @@ _TOPIC_CHANGE_RE = re.compile(
 )
 
 
+def topic_value(content: str) -> str:
+    """A topic slot's value: the statement itself, case and punctuation folded (so a restatement reinforces)."""
+    return re.sub(r"[\W_]+", " ", content.casefold()).strip()[:120]
+
+
 def _topic_change_hits(sentence: str) -> list[Hit]:
     """A single-valued topic whose value changed, the new value told after the change."""
     if not _TOPIC_CHANGE_RE.search(sentence):
@@ -55,7 +60,7 @@ def _topic_change_hits(sentence: str) -> list[Hit]:
         return []
     lang = detect_lang(sentence)
     content = zh_content(sentence) if lang == "zh" else sentence_case(third_person(sentence))
-    value = re.sub(r"[\W_]+", " ", content.casefold()).strip()[:120]
+    value = topic_value(content)
     cand = Candidate(content=content, kind=Kind.SEMANTIC, category=Category.FACT, tier=Tier.WORTH, confidence=0.8,
                      source_event_ids=(), slot=slot, value=value, lang=lang, rule=f"{lang}.topic.change")  # fmt: skip
     return [(cand, 0, len(sentence))]
@@ -123,24 +128,20 @@ def _generic_hits(clause: str, sentence: str, *, whole: bool = False, inherited:
     if not hits and (_mixed(clause) or (rules is en.ENGLISH and has_han(clause))):  # "没上 k8s": Chinese too
         other = zh.CHINESE if rules is en.ENGLISH else en.ENGLISH
         hits = other.generic(clause, sentence, whole)
+    if not hits:
+        return hits
+    # "MongoDB was considered and rejected" names no value; "备份到阿里云 OSS" is a backup policy, not the cloud
+    clause_topic = topic_slot(clause)
+    rejected = _REJECTED_RE.search(clause) is not None or clause_topic == "project.backups"
+    clause_tool = None if rejected else current_tool(clause)
     out: list[Hit] = []
     for cand, start, end in hits:
-        rejected = _REJECTED_RE.search(clause) is not None  # "MongoDB was considered and rejected": no value
-        if (
-            topic_slot(clause) == "project.backups"
-        ):  # "备份到阿里云 OSS": a backup policy, not the project's cloud
-            rejected = True
-        tool = (
-            current_tool(clause)
-            if cand.kind is Kind.SEMANTIC and cand.slot is None and not rejected
-            else None
-        )
-        topic = topic_slot(clause) if cand.slot is None and tool is None else None
+        tool = clause_tool if cand.kind is Kind.SEMANTIC and cand.slot is None else None
+        topic = clause_topic if cand.slot is None and tool is None else None
         if tool is not None:
             cand = dataclasses.replace(cand, slot=tool.slot, value=tool.canonical, confidence=0.8)
         elif topic is not None:  # one current statement per topic: its value is the statement itself
-            value = re.sub(r"[\W_]+", " ", cand.content.casefold()).strip()[:120]
-            cand = dataclasses.replace(cand, slot=topic, value=value)
+            cand = dataclasses.replace(cand, slot=topic, value=topic_value(cand.content))
         out.append((cand, start, end))
     return out
 
@@ -162,16 +163,15 @@ def sentence_hits(sentence: str) -> list[Hit]:
                 continue
             if not (asked or _CLAUSE_OPENER_RE.match(clause)) or _TASK_AT_HAND_RE.search(sentence):
                 continue  # "这段先用普通 for 循环写，别用 stream": the rule is for this piece of work
-            if start and (en_blocked(sentence, start) or zh_blocked(sentence, start)):
+            if start and _blocked(sentence, start):
                 continue
             hits += shift(_language_hits(clause), start)
-    spans = [(start, end) for _, start, end in hits]
     for start, clause in clauses:  # a change already made names the slot's new value, even in a question
         end = start + len(clause)
         slots = {cand.slot for cand, s, e in hits if cand.slot and s < end and start < e}
-        if start and (en_blocked(sentence, start) or zh_blocked(sentence, start)):
+        if start and _blocked(sentence, start):
             continue
-        asked = en.ENGLISH.is_question(clause) or zh.CHINESE.is_question(clause)
+        asked = is_asked(clause)
         lang = detect_lang(clause)
         changes = change_hits(clause, lang=lang, blocked=_blocked) or noun_change_hits(clause, lang=lang)
         for cand, s, e in changes:
@@ -190,7 +190,7 @@ def sentence_hits(sentence: str) -> list[Hit]:
         if any(s < end and start < e for s, e in spans):
             inherited = inherited or opens
             continue
-        if start and (en_blocked(sentence, start) or zh_blocked(sentence, start)):
+        if start and _blocked(sentence, start):
             continue
         hits += shift(_generic_hits(clause, sentence, inherited=inherited), start)
         inherited = inherited or opens

@@ -67,8 +67,8 @@ _CLAUSE_BREAK_RE = re.compile(
     r"|(?<=[\u4e00-\u9fff])\s*(?=(?:但是|不过|所以|然后|而且|另外|顺便|并且|可是)[\u4e00-\u9fffA-Za-z])",
     re.I,
 )
-_ENUMERATOR_RE = re.compile(
-    r"^\s*(?:[一二三四五六七八九十]是|第[一二三四五六七八九十]+[,、]?|\d+[)）、]|[(（]\d+[)）])\s*"
+ENUMERATOR_RE = re.compile(  # "一是", "第二，", "2)", "（3）", "- ": a list item's mark, not its words
+    r"^\s*(?:[一二三四五六七八九十]是|第[一二三四五六七八九十]+[,、]?|\d+[)）.、]|[(（]\d+[)）]|[-*•])\s*"
 )
 _MIN_CLAUSE = re.compile(r"[A-Za-z]{2,}.*[A-Za-z]{2,}|[\u4e00-\u9fff].*[\u4e00-\u9fff]", re.S)
 
@@ -85,7 +85,7 @@ def split_clauses(sentence: str) -> list[tuple[int, str]]:
     out.append((start, sentence[start:]))
     clauses = []
     for offset, text in out:
-        enumerator = _ENUMERATOR_RE.match(text)  # "一是不要用 Lombok", "2) all scripts must ..."
+        enumerator = ENUMERATOR_RE.match(text)  # "一是不要用 Lombok", "2) all scripts must ..."
         if enumerator:
             offset, text = offset + enumerator.end(), text[enumerator.end() :]
         if _MIN_CLAUSE.search(text):

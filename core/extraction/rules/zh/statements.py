@@ -21,6 +21,7 @@ import re
 from core.extraction.candidates import Category, Kind, Tier
 from core.extraction.rules.en.statements import family_slot
 from core.extraction.rules.hits import Hit, fact, make
+from core.extraction.rules.sentences import ENUMERATOR_RE
 from core.extraction.rules.zh.grammar import LEAD, ME, WE, blocked, is_question, strip_tail, zh_content
 
 _LEAD_RE = re.compile(LEAD)
@@ -54,14 +55,9 @@ def _rule(content: str, rule: str, end: int) -> Hit:
     return cand, 0, end
 
 
-_ENUMERATOR = re.compile(
-    r"^(?:[一二三四五六七八九十]是|第[一二三四五六七八九十]+[,、]?|\d+[)）.、]|[-*•])\s*"
-)
-
-
 def _body(sentence: str) -> str | None:
     # a Latin word first is the thing the rule is about ("ORM 就别用了"), not a filler before a request
-    text = _ENUMERATOR.sub("", sentence.strip(" ,:;!.~"))
+    text = ENUMERATOR_RE.sub("", sentence.strip(" ,:;!.~"))
     body = text if re.match(r"[A-Za-z]", text) else _LEAD_RE.sub("", text, count=1).strip(" ,:;!.~")
     return None if not body or is_question(body) else body
 
