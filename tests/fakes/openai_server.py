@@ -53,7 +53,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 ReplyKind = Literal["ok", "status", "timeout", "malformed", "refusal", "down"]
 Style = Literal[
@@ -69,19 +69,7 @@ Style = Literal[
     "no_choices",
     "empty",
 ]
-STYLES: tuple[Style, ...] = (
-    "plain",
-    "fenced",
-    "prose",
-    "think",
-    "single_quotes",
-    "trailing_commas",
-    "length",
-    "refusal",
-    "tool_call",
-    "no_choices",
-    "empty",
-)
+STYLES: tuple[Style, ...] = get_args(Style)  # every style, in the order the Literal names them
 
 DEFAULT_CONTENT = '{"memories": []}'
 DEFAULT_TIMEOUT_DELAY_S = 5.0
