@@ -19,7 +19,7 @@ from api.routes import events, health, memories, ops, search, sessions
 from shared.db.engine import get_engine, resolve_database_url, resolve_redis_url
 from shared.db.schema import check_embedding_schema
 from shared.logging import configure_logging
-from shared.publisher import RedisPublisher
+from shared.publisher import TaskPublisher
 from shared.settings import Settings, get_settings
 from store.embeddings import embedder_from_settings
 
@@ -41,7 +41,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             pre_ping=False,
         )
         check_embedding_schema(engine, embedder=settings.embedder, dim=settings.embedding_dim)
-        publisher = RedisPublisher(resolve_redis_url(settings), queue=settings.queue, timeout_s=1.0)
+        publisher = TaskPublisher(resolve_redis_url(settings), queue=settings.queue, timeout_s=1.0)
         embedder = embedder_from_settings(settings)
         access = AccessRecorder(engine).start()
         limiter = RateLimiter(
@@ -49,7 +49,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             RateLimit(per_s=settings.rate_limit_per_s, burst=settings.rate_limit_burst),
         )
         registry = CollectorRegistry()
-        registry.register(StoreCollector(engine, publisher.redis, settings.queue))
+        registry.register(StoreCollector(engine, publisher.redis, settings.queue, settings.ingest_shards))
         app.state.metrics_registry = registry
         app.state.memory = AppState(
             settings=settings,

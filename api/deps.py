@@ -15,7 +15,7 @@ from sqlmodel import Session
 from api.access import AccessRecorder
 from api.keys import Principal, authenticate
 from api.limits import RateLimiter
-from shared.publisher import RedisPublisher
+from shared.publisher import TaskPublisher
 from shared.settings import Settings
 from store.embeddings import Embedder
 
@@ -26,7 +26,7 @@ T = TypeVar("T")
 class AppState:
     settings: Settings
     engine: Engine
-    publisher: RedisPublisher
+    publisher: TaskPublisher
     embedder: Embedder
     access: AccessRecorder
     limiter: RateLimiter

@@ -16,6 +16,8 @@ from prometheus_client.registry import Collector
 from sqlalchemy import Engine, text
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from shared.stream import stream_stats
+
 API_LATENCY = Histogram(
     "memory_api_request_seconds",
     "API latency by route",
@@ -28,8 +30,8 @@ class StoreCollector(Collector):
     """Gauges computed on scrape: memories by kind and status, events by status and lag, dead letters, LLM
     tokens and calls today by tenant and stage, queue depth."""
 
-    def __init__(self, engine: Engine, redis_client: Any, queue: str):
-        self._engine, self._redis, self._queue = engine, redis_client, queue
+    def __init__(self, engine: Engine, redis_client: Any, queue: str, shards: int = 1):
+        self._engine, self._redis, self._queue, self._shards = engine, redis_client, queue, shards
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         memories = GaugeMetricFamily(
@@ -44,7 +46,18 @@ class StoreCollector(Collector):
         calls = GaugeMetricFamily(
             "memory_llm_calls_today", "LLM calls today (UTC)", labels=["tenant", "stage"]
         )
-        depth = GaugeMetricFamily("memory_queue_depth", "messages waiting in the broker queue")
+        depth = GaugeMetricFamily("memory_queue_depth", "task messages waiting in the broker queue")
+        stream = GaugeMetricFamily(
+            "memory_ingest_stream",
+            "the ingest stream: backlog (length), delivered not acknowledged (pending)",
+            labels=["what"],
+        )
+        stream_age = GaugeMetricFamily(
+            "memory_ingest_oldest_age_seconds",
+            "age of the oldest ingest entry, unread or pending",
+            labels=["what"],
+        )
+        consumers = GaugeMetricFamily("memory_ingest_consumers", "consumers in the ingest group")
         try:
             with self._engine.connect() as conn:
                 for metric, l1, l2, value in conn.execute(text("SELECT * FROM memory_stats()")).all():
@@ -64,7 +77,14 @@ class StoreCollector(Collector):
             pass
         with contextlib.suppress(Exception):
             depth.add_metric([], float(self._redis.llen(self._queue)))
-        yield from (memories, events, lag, dlq, tokens, calls, depth)
+        with contextlib.suppress(Exception):
+            st = stream_stats(self._redis, self._queue, self._shards)
+            stream.add_metric(["length"], float(st["length"]))
+            stream.add_metric(["pending"], float(st["pending"]))
+            stream_age.add_metric(["entry"], float(st["oldest_entry_age_s"]))
+            stream_age.add_metric(["pending"], float(st["oldest_pending_age_s"]))
+            consumers.add_metric([], float(len(st["consumers"])))
+        yield from (memories, events, lag, dlq, tokens, calls, depth, stream, stream_age, consumers)
 
 
 def metrics_response(registry: CollectorRegistry) -> Response:

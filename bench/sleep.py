@@ -321,12 +321,12 @@ def measure_distill_workers(svc: Services, *, tenant: str, users: int, deadline:
     """One `memory.distill` task per user on a `celery worker -c 2`; the later users are only published when
     the rate of the first ones says they fit before `deadline`."""
     from shared import tasknames
-    from shared.publisher import RedisPublisher
+    from shared.publisher import TaskPublisher
 
     queue = unique_name("bench-sleep-distill")
     out: dict[str, Any] = {"users": users, "fragments_per_user": FRAGMENTS_PER_USER, "concurrency": 2}
     worker = BenchWorker(worker_env(svc, queue), queue, svc.tmp / f"{queue}.log", 2).start()
-    publisher = RedisPublisher(svc.redis_url, queue=queue, timeout_s=5.0)
+    publisher = TaskPublisher(svc.redis_url, queue=queue, timeout_s=5.0)
     all_users = [user_id(u) for u in range(users)]
     first_wave = min(users, max(100, users // 10))
     published = 0

@@ -18,7 +18,7 @@ runs on an isolated embedded PostgreSQL (or `DATABASE_URL`) from `bench.lib.serv
   index's recall without a user filter.
 - reconciliation: candidates with status 'new' for many users (new facts, exact repeats of a stored
   memory, slot values that supersede each other) inserted set-based; `memory.reconcile_user` enqueued per
-  user by name through `shared.publisher.RedisPublisher`; a real `celery worker -c 2`; candidates/s from
+  user by name through `shared.publisher.TaskPublisher`; a real `celery worker -c 2`; candidates/s from
   the first publish to the last candidate reconciled.
 """
 
@@ -421,7 +421,7 @@ def measure_reconcile(
     svc: Services, *, tenant: str, users: int, n_users: int, per_user: int, seed: int, deadline: float
 ) -> dict[str, Any]:
     from shared import tasknames
-    from shared.publisher import RedisPublisher
+    from shared.publisher import TaskPublisher
 
     rng = random.Random(f"rec-users:{seed}")
     chosen = [user_id(u) for u in rng.sample(range(users), n_users)]
@@ -431,7 +431,7 @@ def measure_reconcile(
     queue = unique_name("bench-store-rec")
     out: dict[str, Any] = {"users": n_users, "candidates": total, "mix": mix, "concurrency": 2}
     worker = BenchWorker(worker_env(svc, queue), queue, svc.tmp / f"{queue}.log", 2).start()
-    publisher = RedisPublisher(svc.redis_url, queue=queue, timeout_s=5.0)
+    publisher = TaskPublisher(svc.redis_url, queue=queue, timeout_s=5.0)
     try:
         pg0 = postgres_cpu_s(svc.postmaster_pid)
         t0 = time.monotonic()
@@ -853,7 +853,7 @@ RECONCILE_SECTION = Section(
                 f"""{r["candidates"]:,} candidates (status 'new') for {r["users"]:,} users of the
             {r["store_memories"]:,}-memory store, inserted in one statement; mix:
             {", ".join(f"{v:,} {k}" for k, v in r["mix"].items())}. `memory.reconcile_user` published once per
-            user by name (`RedisPublisher`) to a real `celery worker -c {r["concurrency"]}` started
+            user by name (`TaskPublisher`) to a real `celery worker -c {r["concurrency"]}` started
             beforehand; time from the first publish to no candidate left 'new'."""
             )
         ),

@@ -362,12 +362,14 @@ def dlq_replay(
     from shared.contract import utcnow
     from shared.db.engine import resolve_redis_url, session_scope
     from shared.db.models import DeadLetter
-    from shared.publisher import RedisPublisher
+    from shared.stream import StreamProducer
 
     if dead_letter_id is None and not all_:
         _fail("give a dead letter id or --all", 2)
     settings = _settings()
-    publisher = RedisPublisher(resolve_redis_url(settings), queue=settings.queue, timeout_s=2.0)
+    stream = StreamProducer(
+        resolve_redis_url(settings), queue=settings.queue, shards=settings.ingest_shards, timeout_s=2.0
+    )
     replayed: list[int] = []
     with session_scope(_engine(settings)) as db:
         stmt = select(DeadLetter).where(col(DeadLetter.task_name) == tasknames.INGEST)
@@ -381,7 +383,7 @@ def dlq_replay(
             _fail(f"no dead letter {dead_letter_id}")
         now = utcnow()
         for row in rows:
-            publisher.publish(tasknames.INGEST, [replay_envelope(row.payload, row.tenant_id)])
+            stream.append(replay_envelope(row.payload, row.tenant_id))
             row.replayed_at = now
             db.add(row)
             replayed.append(int(row.id or 0))
@@ -531,10 +533,10 @@ def runs(
 
 def _enqueue(task: str, args: list[Any]) -> None:
     from shared.db.engine import resolve_redis_url
-    from shared.publisher import RedisPublisher
+    from shared.publisher import TaskPublisher
 
     settings = _settings()
-    RedisPublisher(resolve_redis_url(settings), queue=settings.queue, timeout_s=2.0).publish(task, args)
+    TaskPublisher(resolve_redis_url(settings), queue=settings.queue, timeout_s=2.0).publish(task, args)
 
 
 @app.command()
@@ -593,10 +595,12 @@ def erase(
 
 @app.command()
 def stats(as_json: JsonOpt = False) -> None:
-    """Events by status, queue depth, memories by kind and status, tokens today per tenant, LLM failures by
-    reason and the endpoints' circuit breakers, last runs."""
+    """Events by status, the ingest stream (backlog, pending, oldest age, consumers), task queue depth,
+    memories by kind and status, tokens today per tenant, LLM failures by reason and the endpoints' circuit
+    breakers, last runs."""
     from shared.db.engine import resolve_redis_url
     from shared.embedded import redis_py_url
+    from shared.stream import stream_stats
     from store.stats import overview
     from worker.llm.breaker import breaker_states
 
@@ -610,14 +614,26 @@ def stats(as_json: JsonOpt = False) -> None:
         client = redis.Redis.from_url(redis_py_url(resolve_redis_url(settings)), socket_timeout=2)
         depth = int(client.llen(settings.queue))
         breakers = breaker_states(client)
+        ingest: dict[str, Any] | None = stream_stats(client, settings.queue, settings.ingest_shards)
     except Exception:
-        depth = -1
+        depth, ingest = -1, None
     data["queue_depth"] = depth
+    data["ingest_stream"] = ingest
     data["llm_breakers"] = breakers
     if as_json:
         _print_json(data)
         return
-    out.print(f"queue depth: {depth}   dead letters: {data['dead_letters']}")
+    out.print(f"task queue depth: {depth}   dead letters: {data['dead_letters']}")
+    if ingest is None:
+        out.print("ingest stream: Redis unreachable")
+    else:
+        out.print(
+            f"ingest stream: {ingest['length']} entries (backlog), {ingest['pending']} pending, oldest entry "
+            f"{ingest['oldest_entry_age_s']} s, oldest pending {ingest['oldest_pending_age_s']} s, "
+            f"{len(ingest['consumers'])} consumer(s)"
+        )
+        for name, c in sorted(ingest["consumers"].items()):
+            out.print(f"  consumer {name}: {c['pending']} pending, idle {c['idle_ms'] / 1000:.1f} s")
     t1 = Table("event status", "count")
     for k, v in sorted(data["events"].items()):
         t1.add_row(k, str(v))

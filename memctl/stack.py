@@ -155,6 +155,8 @@ def _serve(stack: Stack, settings: Settings, *, with_scheduler: bool) -> int:
             settings.log_level,
         ],
     )
+    for i in range(settings.ingest_consumers):
+        _spawn(stack, f"ingest-{i}", [py, "-m", "worker.ingest_consumer"])
     _spawn(
         stack,
         "api",
@@ -178,6 +180,10 @@ def _serve(stack: Stack, settings: Settings, *, with_scheduler: bool) -> int:
     if with_scheduler and _scheduler_available():
         _spawn(stack, "scheduler", [py, "-m", "schedules.run"])
     console.print(f"[bold]worker[/]    queue '{settings.queue}', {settings.worker_concurrency} processes")
+    console.print(
+        f"[bold]ingest[/]    {settings.ingest_consumers} consumer(s) of the ingest stream, "
+        f"{settings.ingest_shards} shard(s)"
+    )
     console.print(
         f"[bold]api[/]       http://{settings.api_host}:{settings.api_port}  (docs at /docs), "
         f"{settings.api_workers} processes"

@@ -25,7 +25,7 @@ from schedules.runner import SchedulerRunner
 from shared.db.engine import resolve_redis_url
 from shared.errors import SettingsError
 from shared.logging import configure_logging, get_logger
-from shared.publisher import RedisPublisher
+from shared.publisher import TaskPublisher
 from shared.settings import get_settings
 
 SPEEDUP_ENV = "MEMORY_SCHEDULE_SPEEDUP"
@@ -71,7 +71,7 @@ def main() -> int:
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
 
-    publisher = RedisPublisher(resolve_redis_url(settings), queue=settings.queue, timeout_s=REDIS_TIMEOUT_S)
+    publisher = TaskPublisher(resolve_redis_url(settings), queue=settings.queue, timeout_s=REDIS_TIMEOUT_S)
     if speedup != 1:
         log.warning("scheduler_speedup", speedup=speedup, note="test-only: every period is divided")
     try:

@@ -1,14 +1,16 @@
 """The scheduler shell: APScheduler runs the jobs of `schedules.jobs`, only on the elected leader, and each
-fire enqueues its Celery task at most once per (job, scheduled fire time), across every instance.
+fire enqueues its Celery task once per (job, scheduled fire time), across every instance.
 
 Contract:
 - Every instance runs a `BackgroundScheduler` that starts paused; it is resumed when this instance wins the
   leader lock (`schedules.leader`) and paused when it loses it. On resume, fires missed while following are
   coalesced into one, and run only if still within the job's misfire grace time.
-- A fire is one atomic Redis script: if this instance still holds the leader key and the slot key
-  `memory:scheduler:fired:{queue}:{job id}:{fire time}` is new (SET NX, with a ttl), LPUSH the task message.
-  So a slot is never enqueued twice, not even during a handover, and never lost between the check and the
-  push. The task receives `(*job.args, scheduled_at_iso)` (UTC ISO 8601) and a task id derived from the slot.
+- A fire checks, in one Redis script, that this instance still holds the leader key and that the slot key
+  `memory:scheduler:fired:{queue}:{job id}:{fire time}` does not exist yet; then sends the task with Celery's
+  `send_task` and sets the slot key (with a ttl). A slot is never sent by two instances (only the leader
+  sends) and never lost between the check and the send; a crash after the send and before the mark may let
+  the next leader send it again, which the tasks absorb: each is idempotent per slot. The task receives
+  `(*job.args, scheduled_at_iso)` (UTC ISO 8601) and a task id derived from the slot.
 - Every fire logs one structured line `schedule_fire` with job, task, scheduled_at and outcome: `enqueued`,
   `skipped_duplicate`, `skipped_not_leader`, `missed` (later than the grace time) or `failed` (Redis error).
 - Jobs never pile up: `coalesce=True`, `max_instances=1`, a misfire grace time per job.
@@ -35,7 +37,7 @@ from apscheduler.schedulers.base import BaseScheduler
 from schedules.jobs import Job
 from schedules.leader import LeaderLock, leader_key
 from shared.logging import get_logger
-from shared.publisher import RedisPublisher, build_message
+from shared.publisher import TaskPublisher
 
 log = get_logger("schedules")
 
@@ -47,11 +49,11 @@ FIRED_KEY_PREFIX = "memory:scheduler:fired"
 # grace), plus room for clock skew between hosts.
 _SLOT_KEY_MARGIN_S = 60
 
-_ENQUEUE_ONCE = """
+# Whether this instance may send the slot's task: it holds the leader key and nobody sent the slot yet.
+_MAY_SEND = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 'skipped_not_leader' end
-if not redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return 'skipped_duplicate' end
-redis.call('LPUSH', KEYS[3], ARGV[3])
-return 'enqueued'
+if redis.call('EXISTS', KEYS[2]) == 1 then return 'skipped_duplicate' end
+return 'send'
 """
 
 
@@ -65,13 +67,18 @@ def slot_ttl_ms(job: Job) -> int:
 
 
 class SlotEnqueuer:
-    """Enqueues a job's task for one fire time, only while holding the leader key, at most once per slot."""
+    """Enqueues a job's task for one fire time, only while holding the leader key, once per slot.
 
-    def __init__(self, publisher: RedisPublisher, *, leader_key: str, instance_id: str):
+    The check (leader, slot not yet sent), the send (Celery's own `send_task`) and the mark of the slot are
+    three steps: a crash between the send and the mark lets the next leader send the slot again, never lose
+    it, and every scheduled task is idempotent per slot (the slot is its last argument)."""
+
+    def __init__(self, publisher: TaskPublisher, *, leader_key: str, instance_id: str):
         self.queue = publisher.queue
         self.leader_key = leader_key
         self.instance_id = instance_id
-        self._script = publisher.redis.register_script(_ENQUEUE_ONCE)
+        self._publisher = publisher
+        self._script = publisher.redis.register_script(_MAY_SEND)
 
     def slot_key(self, job_id: str, scheduled_at: datetime) -> str:
         return f"{FIRED_KEY_PREFIX}:{self.queue}:{job_id}:{slot_iso(scheduled_at)}"
@@ -80,13 +87,14 @@ class SlotEnqueuer:
         slot = slot_iso(scheduled_at)
         # the same slot always gets the same task id: a duplicate, if one ever slipped through, is visible
         task_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{self.queue}/{job.id}/{slot}"))
-        message = build_message(job.task_name, (*job.args, slot), queue=self.queue, task_id=task_id)
-        result = self._script(
-            keys=[self.leader_key, self.slot_key(job.id, scheduled_at), self.queue],
-            args=[self.instance_id, slot_ttl_ms(job), message],
-        )
-        # the script returns one of the Outcome strings
-        return cast(Outcome, result.decode() if isinstance(result, bytes) else str(result))
+        slot_key = self.slot_key(job.id, scheduled_at)
+        result = self._script(keys=[self.leader_key, slot_key], args=[self.instance_id])
+        verdict = result.decode() if isinstance(result, bytes) else str(result)
+        if verdict != "send":
+            return cast(Outcome, verdict)  # the script returns one of the Outcome strings
+        self._publisher.publish(job.task_name, (*job.args, slot), task_id=task_id)
+        self._publisher.redis.set(slot_key, self.instance_id, px=slot_ttl_ms(job))
+        return "enqueued"
 
 
 class FireTimeExecutor(BaseExecutor):
@@ -172,7 +180,7 @@ class SchedulerRunner:
 
     def __init__(
         self,
-        publisher: RedisPublisher,
+        publisher: TaskPublisher,
         jobs: Sequence[Job],
         *,
         leader_ttl_s: float,

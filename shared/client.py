@@ -3,10 +3,10 @@
 Contract:
 - `emit` / `emit_many` validate their arguments and raise `ValueError` at once when they are invalid;
 - otherwise they never raise and return within a few milliseconds: the event is redacted here (secrets
-  never leave the agent's process), published to the broker by task name, or, when the broker is
-  unreachable, appended to a local fsync'd spool file;
+  never leave the agent's process), appended to the ingest stream (`shared.stream`: one XADD), or, when the
+  broker is unreachable, appended to a local fsync'd spool file;
 - the spool is re-sent in the background after the next successful publish, by `flush()`, and at exit.
-Agents import no worker code: the only coupling is the task name in `shared.tasknames`.
+Agents import no worker code and no Celery: the only coupling is the stream's key names and envelope.
 
 With `api_url` and `api_key` the client sends to the API's `POST /v1/events` instead of the broker
 (`shared.http_publisher`): for an agent that cannot reach Redis, and the path on which the API's limits
@@ -31,9 +31,9 @@ import redis
 from shared import tasknames
 from shared.contract import MAX_BATCH, EventIn, parse_event, utcnow
 from shared.http_publisher import DEFAULT_MAX_BODY_BYTES, HttpPublisher, Unavailable
-from shared.publisher import RedisPublisher
 from shared.redaction import redact, redact_obj
 from shared.spool import Spool
+from shared.stream import StreamProducer
 
 
 def _default_broker_url() -> str:
@@ -74,6 +74,7 @@ class MemoryClient:
         *,
         broker_url: str | None = None,
         queue: str | None = None,
+        shards: int | None = None,
         spool_path: str | Path | None = None,
         agent_id: str | None = None,
         publish_timeout_s: float = 0.05,
@@ -99,12 +100,13 @@ class MemoryClient:
                 api_url, api_key or "", timeout_s=http_timeout_s, max_body_bytes=max_body_bytes
             )
         else:
-            if queue is None:
+            if queue is None or shards is None:
                 from shared.settings import get_settings
 
-                queue = get_settings().queue
-            self._publisher = RedisPublisher(
-                broker_url or _default_broker_url(), queue=queue, timeout_s=publish_timeout_s
+                queue = queue or get_settings().queue
+                shards = shards or get_settings().ingest_shards
+            self._publisher = StreamProducer(
+                broker_url or _default_broker_url(), queue=queue, shards=shards, timeout_s=publish_timeout_s
             )
         self._resend_on_timer = api_url is not None
         self._timer: threading.Timer | None = None

@@ -1,6 +1,6 @@
 """The client's HTTP transport: ingest calls sent to the API's `POST /v1/events` instead of the broker.
 
-Same interface as `shared.publisher.RedisPublisher` for what `MemoryClient` uses (`publish`,
+Same interface as `shared.publisher.TaskPublisher` for what `MemoryClient` uses (`publish`,
 `publish_many`, `close`), so the client's outage handling (spool, re-send) serves both. What the API answers
 decides what happens to a call:
 

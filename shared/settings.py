@@ -82,20 +82,29 @@ class Settings(BaseSettings):
     # 1: with late acks a prefetched message waits behind a running task. An interleaved A/B (2 processes,
     # 2,000 single-event messages, twice each) measured no gain from 4 or 16 on the 2-core machine.
     worker_prefetch: int = Field(default=1, ge=1, le=256)
-    task_time_limit_s: int = Field(default=300, ge=5)
+    task_time_limit_s: int = Field(default=150, ge=5)
     worker_max_memory_mb: int = Field(
         default=1536, ge=128
     )  # a pool child past this is replaced after its task
-    # How long a delivered-but-unacknowledged message waits before Redis hands it to another worker.
-    # Must exceed the longest task; ingest is idempotent, so an early redelivery is harmless.
-    broker_visibility_timeout_s: int = Field(default=600, ge=1)
+    # How long a task delivered to a worker that died unacknowledged waits before Redis hands it to another
+    # worker (kombu's visibility timeout; issue #14: a couple of minutes, not ten). It must exceed the time
+    # limit of the tasks (task_time_limit_s) and the longest countdown (the idle timer, a retry's backoff),
+    # or a task still running or waiting is handed out a second time. The longer sleep-time runs (distill,
+    # with its own hour-long limit) are safe anyway: a scheduled run is recorded once per slot (a second
+    # delivery ends as `duplicate_slot`), and per-user work holds the user's lock and is idempotent.
+    broker_visibility_timeout_s: int = Field(default=180, ge=1)
     ingest_db_max_retries: int = Field(default=20, ge=0)
     ingest_retry_backoff_max_s: int = Field(default=60, ge=1)
-    # an ingest message on the in-flight ledger (shared/publisher.py) that is neither queued nor held by a
-    # worker this long after it was published was lost by a killed worker: each worker checks every
-    # ingest_redeliver_check_s and puts it back (ingest is idempotent)
-    ingest_redeliver_after_s: float = Field(default=60.0, ge=1)
-    ingest_redeliver_check_s: float = Field(default=10.0, gt=0)
+    # --- the ingest stream (shared/stream.py, worker/ingest_consumer.py) ---
+    # streams per queue; events shard by a hash of (tenant, user). Producers and consumers must agree.
+    ingest_shards: int = Field(default=1, ge=1, le=1024)
+    ingest_consumers: int = Field(default=1, ge=0, le=64)  # consumer processes `memctl up` starts
+    ingest_batch: int = Field(default=500, ge=1, le=10_000)  # entries read per XREADGROUP
+    ingest_block_ms: int = Field(default=1000, ge=1, le=60_000)  # how long an idle read waits
+    # an entry pending this long with a consumer that stopped touching it is taken over by another one
+    ingest_claim_idle_s: float = Field(default=30.0, gt=0)
+    # an entry delivered this many times (each time to a consumer that died on it) is dead-lettered
+    ingest_max_deliveries: int = Field(default=5, ge=1)
     sweep_max_attempts: int = Field(default=5, ge=1)
 
     # --- extraction debounce (issue: extraction) ---

@@ -16,7 +16,7 @@ import redis
 import structlog
 
 from shared import tasknames
-from shared.publisher import RedisPublisher
+from shared.publisher import TaskPublisher
 from shared.settings import Settings
 from store.ingest import SessionCounters
 
@@ -101,7 +101,7 @@ def timer_key(tenant_id: str, user_id: str, session_id: str) -> str:
 
 
 def enqueue_extraction(
-    publisher: RedisPublisher,
+    publisher: TaskPublisher,
     tenant_id: str,
     user_id: str,
     session_id: str,
@@ -115,7 +115,7 @@ def enqueue_extraction(
 
 
 def arm_idle_timer(
-    publisher: RedisPublisher, tenant_id: str, user_id: str, session_id: str, *, delay_s: float
+    publisher: TaskPublisher, tenant_id: str, user_id: str, session_id: str, *, delay_s: float
 ) -> bool:
     """Schedule one idle check per session; later events within the delay do not add timers."""
     if not publisher.set_once(timer_key(tenant_id, user_id, session_id), delay_s):
@@ -125,25 +125,43 @@ def arm_idle_timer(
 
 
 def after_store(
-    publisher: RedisPublisher, settings: Settings, tenant_id: str, sessions: list[SessionCounters]
+    publisher: TaskPublisher, settings: Settings, tenant_id: str, sessions: list[SessionCounters]
 ) -> None:
     """Called after events are committed. Never raises: the sweeper re-enqueues whatever is missed, because
-    the pending set lives in Postgres, not in these messages."""
+    the pending set lives in Postgres, not in these messages. The idle timers of a whole batch are armed in
+    one round trip."""
     policy = DebouncePolicy.from_settings(settings)
+    due_now: list[SessionCounters] = []
+    later: list[SessionCounters] = []
     for counters in sessions:
         due = extraction_due(counters, policy=policy)
-        try:
-            if due == "now":
+        if due == "now":
+            due_now.append(counters)
+        elif due == "later":
+            later.append(counters)
+    try:
+        for counters in due_now:
+            enqueue_extraction(
+                publisher,
+                tenant_id,
+                counters.user_id,
+                counters.session_id,
+                reason="session_end" if counters.status == "ended" else "threshold",
+            )
+        armed = publisher.set_many_once(
+            [timer_key(tenant_id, c.user_id, c.session_id) for c in later], policy.idle_s
+        )
+        for counters, first in zip(later, armed, strict=True):
+            if first:
                 enqueue_extraction(
                     publisher,
                     tenant_id,
                     counters.user_id,
                     counters.session_id,
-                    reason="session_end" if counters.status == "ended" else "threshold",
+                    reason="idle",
+                    countdown_s=policy.idle_s,
                 )
-            elif due == "later":
-                arm_idle_timer(
-                    publisher, tenant_id, counters.user_id, counters.session_id, delay_s=policy.idle_s
-                )
-        except redis.RedisError as exc:
-            log.warning("trigger.enqueue_failed", session_id=counters.session_id, error=type(exc).__name__)
+    except redis.RedisError as exc:
+        log.warning(
+            "trigger.enqueue_failed", tenant_id=tenant_id, sessions=len(sessions), error=type(exc).__name__
+        )

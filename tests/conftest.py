@@ -250,8 +250,8 @@ def worker_env(database_url: str, redis_url: str, queue_name: str, tmp_path: Pat
         MEMORY_DATA_DIR=str(tmp_path / "data"),
         MEMORY_LOG_FORMAT="json",
         MEMORY_BROKER_VISIBILITY_TIMEOUT_S="8",
-        MEMORY_INGEST_REDELIVER_AFTER_S="15",
-        MEMORY_INGEST_REDELIVER_CHECK_S="2",
+        MEMORY_INGEST_CLAIM_IDLE_S="3",
+        MEMORY_INGEST_BLOCK_MS="200",
         PYTHONUNBUFFERED="1",
     )
     return env
@@ -263,13 +263,14 @@ def start_worker(worker_env: dict[str, str], queue_name: str, tmp_path: Path) ->
     started: list[WorkerProcess] = []
 
     def _start(
-        *, concurrency: int = 2, env: dict[str, str] | None = None, wait: bool = True
+        *, concurrency: int = 2, env: dict[str, str] | None = None, wait: bool = True, ingest: bool = True
     ) -> WorkerProcess:
         w = WorkerProcess(
             env={**worker_env, **(env or {})},
             queue=(env or {}).get("MEMORY_QUEUE", queue_name),
             log_path=tmp_path / f"worker-{len(started)}.log",
             concurrency=concurrency,
+            ingest=ingest,
         )
         started.append(w)
         return w.start(wait=wait)

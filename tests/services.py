@@ -51,8 +51,65 @@ def wait_for(
 
 
 @dataclass
+class ConsumerProcess:
+    """A real ingest consumer (`python -m worker.ingest_consumer`) in its own process group."""
+
+    env: dict[str, str]
+    log_path: Path
+    proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, *, wait: bool = True) -> ConsumerProcess:
+        self._offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "worker.ingest_consumer"],
+            env=self.env,
+            cwd=REPO,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=die_with_parent,
+        )
+        log.close()
+        if wait:
+            wait_for(self._ready, timeout_s=60, what="the ingest consumer to start")
+        return self
+
+    def _ready(self) -> bool:
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            raise AssertionError(f"ingest consumer exited with {self.proc.returncode}:\n{self.log_tail()}")
+        with open(self.log_path, "rb") as fh:
+            fh.seek(self._offset)
+            return b"ingest.consumer_started" in fh.read()
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(encoding="utf-8", errors="replace") if self.log_path.exists() else ""
+
+    def log_tail(self, n: int = 40) -> str:
+        return "\n".join(self.log_text().splitlines()[-n:])
+
+    def kill(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+    def stop(self, timeout_s: float = 20.0) -> None:
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+@dataclass
 class WorkerProcess:
-    """A real `celery worker` in its own process group, logging JSON lines to `log_path`."""
+    """A real `celery worker` in its own process group, logging JSON lines to `log_path`, with (by default)
+    an ingest consumer beside it, as `memctl up` runs them: killing or stopping one does both."""
 
     env: dict[str, str]
     queue: str
@@ -60,8 +117,14 @@ class WorkerProcess:
     concurrency: int = 2
     extra_args: list[str] = field(default_factory=list)
     proc: subprocess.Popen[bytes] | None = None
+    ingest: bool = True
+    consumer: ConsumerProcess | None = None
 
     def start(self, *, wait: bool = True) -> WorkerProcess:
+        if self.ingest:
+            self.consumer = ConsumerProcess(
+                env=self.env, log_path=self.log_path.with_name(self.log_path.stem + "-ingest.log")
+            ).start(wait=wait)
         name = f"test-{uuid.uuid4().hex[:8]}@%h"
         args = [
             sys.executable,
@@ -114,12 +177,17 @@ class WorkerProcess:
         return "\n".join(self.log_text().splitlines()[-n:])
 
     def kill(self) -> None:
-        """SIGKILL the whole process group: the main process and every pool child, no warm shutdown."""
+        """SIGKILL the whole process group: the main process and every pool child, no warm shutdown (and the
+        ingest consumer beside it)."""
+        if self.consumer is not None:
+            self.consumer.kill()
         if self.proc and self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
 
     def stop(self, timeout_s: float = 20.0) -> None:
+        if self.consumer is not None:
+            self.consumer.stop(timeout_s)
         if self.proc and self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGTERM)
             try:

@@ -40,3 +40,19 @@ TASK_SECONDS = Histogram(
     ["task"],
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 120),
 )
+
+INGEST_ENTRIES = Counter("memory_ingest_entries_total", "ingest stream entries handled by the consumers")
+INGEST_EVENTS = Counter(
+    "memory_ingest_events_total", "events handled by the ingest consumers, by outcome", ["outcome"]
+)
+INGEST_CLAIMED = Counter(
+    "memory_ingest_claimed_total", "ingest entries taken over from a consumer that stopped touching them"
+)
+INGEST_RETRIES = Counter(
+    "memory_ingest_retries_total", "ingest batches retried after an error that was not the payload's"
+)
+INGEST_BATCH_SECONDS = Histogram(
+    "memory_ingest_batch_seconds",
+    "time to store, acknowledge and trigger one ingest batch",
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10),
+)

@@ -12,7 +12,7 @@ from sqlalchemy import Engine
 
 from core.reconcile import Policy, calibrated_policy
 from shared.db.engine import get_engine, resolve_database_url, resolve_redis_url
-from shared.publisher import RedisPublisher
+from shared.publisher import TaskPublisher
 from shared.settings import Settings, get_settings
 from store.embeddings import Embedder, embedder_from_settings
 from worker.llm import CircuitBreaker, LLMClient, LLMConfig, OpenAIClient, breaker_name
@@ -37,10 +37,12 @@ def settings() -> Settings:
 
 
 @lru_cache(maxsize=1)
-def publisher() -> RedisPublisher:
-    """Enqueues follow-up tasks by name (the same lean publisher the agents use)."""
+def publisher() -> TaskPublisher:
+    """Enqueues follow-up tasks by name, with the worker's own Celery application (its connection pool)."""
+    from worker.app import app
+
     s = get_settings()
-    return RedisPublisher(resolve_redis_url(s), queue=s.queue, timeout_s=2.0)
+    return TaskPublisher(resolve_redis_url(s), queue=s.queue, timeout_s=2.0, app=app)
 
 
 @lru_cache(maxsize=1)

@@ -117,6 +117,7 @@ class BenchWorker:
     log_path: Path
     concurrency: int
     extra_args: list[str] = field(default_factory=list)  # appended to the celery command line
+    ingest: bool = True  # an ingest consumer beside it, as `memctl up` runs them (not sampled)
     ready_at: float = 0.0
     sampler: ProcessSampler | None = None
     _proc: Any = field(default=None, repr=False)
@@ -130,6 +131,7 @@ class BenchWorker:
             log_path=self.log_path,
             concurrency=self.concurrency,
             extra_args=self.extra_args,
+            ingest=self.ingest,
         )
         self._proc.start(wait=True)  # polls the log every 0.1 s: `ready_at` is late by at most that
         self.ready_at = time.monotonic()
@@ -151,6 +153,55 @@ class BenchWorker:
         if self._proc is not None:
             self._proc.stop()
         return stats
+
+
+@dataclass
+class BenchConsumers:
+    """`n` real ingest consumers (`python -m worker.ingest_consumer`, the tests' `ConsumerProcess`), sampled
+    for RSS and CPU while they run; `ready_at` is the monotonic time the last one said it started."""
+
+    env: dict[str, str]
+    log_dir: Path
+    n: int
+    ready_at: float = 0.0
+    samplers: list[ProcessSampler] = field(default_factory=list)
+    _procs: list[Any] = field(default_factory=list, repr=False)
+
+    def start(self) -> BenchConsumers:
+        from tests.services import ConsumerProcess
+
+        self._procs = [
+            ConsumerProcess(env=self.env, log_path=self.log_dir / f"consumer-{i}.log").start(wait=False)
+            for i in range(self.n)
+        ]
+        for proc in self._procs:  # started together, then waited for: their imports overlap
+            _wait_ready(proc)
+        self.ready_at = time.monotonic()
+        self.samplers = [
+            ProcessSampler(p.proc.pid, main_role="consumer", child_role="consumer").start()
+            for p in self._procs
+        ]
+        return self
+
+    def alive(self) -> bool:
+        return all(p.alive() for p in self._procs)
+
+    def log_tail(self, n: int = 30) -> str:
+        return "\n".join(str(p.log_tail(n)) for p in self._procs)
+
+    def stop(self) -> dict[int, ProcStats]:
+        stats: dict[int, ProcStats] = {}
+        for sampler in self.samplers:
+            stats.update(sampler.stop())
+        for p in self._procs:
+            p.stop()
+        return stats
+
+
+def _wait_ready(proc: Any) -> None:
+    from tests.services import wait_for
+
+    wait_for(proc._ready, timeout_s=60, what="an ingest consumer to start")
 
 
 def postgres_cpu_s(postmaster_pid: int | None) -> float | None:

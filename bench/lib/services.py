@@ -78,10 +78,12 @@ def redis_client(url: str) -> redis.Redis:
 
 
 def drop_queue(redis_url: str, queue: str, *, tenant: str | None = None) -> None:
-    """Delete a benchmark queue, kombu's binding keys for it and the tenant's debounce timers (keys of other
-    queues and tenants on the server are left alone)."""
+    """Delete a benchmark queue, its ingest stream, kombu's binding keys for it and the tenant's debounce
+    timers (keys of other queues and tenants on the server are left alone)."""
+    from shared.stream import stream_key
+
     r = redis_client(redis_url)
-    r.delete(queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")
+    r.delete(queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}", stream_key(queue))
     if tenant:
         keys = list(r.scan_iter(match=f"memory:debounce:{tenant}:*", count=1000))
         for start in range(0, len(keys), 500):

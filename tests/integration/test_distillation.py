@@ -13,7 +13,7 @@ from sqlalchemy import text
 
 from shared import tasknames
 from shared.db.vectors import vector_literal
-from shared.publisher import RedisPublisher
+from shared.publisher import TaskPublisher
 from store.embeddings import HashingEmbedder
 from store.memories import snapshot
 from tests.fakes.openai_server import FakeOpenAI
@@ -89,7 +89,7 @@ def test_twenty_deployment_fragments_consolidate_and_a_second_run_changes_nothin
             "OPENAI_TIMEOUT_S": "1",
         }
     )
-    pub = RedisPublisher(redis_url, queue=queue_name)
+    pub = TaskPublisher(redis_url, queue=queue_name)
     pub.publish(tasknames.DISTILL, [None, tenant, "dev"])
     wait_for(lambda: len(_runs(engine, tenant)) == 1, timeout_s=60, what="the distill run")
     _outcome, mode, counts, detail = _runs(engine, tenant)[0]
@@ -134,7 +134,7 @@ def test_with_an_llm_distillation_makes_one_call_per_user_and_keeps_uncovered_fr
     with FakeOpenAI() as fake:
         fake.default_responder = answer
         start_worker(env={"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": fake.base_url})
-        RedisPublisher(redis_url, queue=queue_name).publish(tasknames.DISTILL, [None, tenant, "dev"])
+        TaskPublisher(redis_url, queue=queue_name).publish(tasknames.DISTILL, [None, tenant, "dev"])
         wait_for(lambda: len(_runs(engine, tenant)) == 1, timeout_s=60, what="the distill run")
         # one distillation call for the user (the working-memory rewrite is a separate stage)
         distill_calls = [c for c in fake.calls if "consolidate" in c["messages"][0]["content"]]

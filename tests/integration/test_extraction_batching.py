@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import text
 
 from shared import tasknames
-from shared.publisher import RedisPublisher
+from shared.publisher import TaskPublisher
 from tests.fakes.openai_server import FakeOpenAI
 from tests.services import memory_client, wait_for
 
@@ -157,7 +157,7 @@ def test_the_sweeper_sends_turns_left_llm_pending(
         lambda: _settled(engine, tenant, turns=4, llm_pending=4), timeout_s=30, what="the deferred window"
     )
     assert _calls(fake_llm, tenant) == []
-    RedisPublisher(redis_url, queue=queue_name).publish(tasknames.SWEEP, [])
+    TaskPublisher(redis_url, queue=queue_name).publish(tasknames.SWEEP, [])
     wait_for(
         lambda: _settled(engine, tenant, turns=4, llm_pending=0), timeout_s=60, what="the sweeper's call"
     )

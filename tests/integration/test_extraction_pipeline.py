@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import text
 
 from shared import tasknames
-from shared.publisher import RedisPublisher
+from shared.publisher import TaskPublisher
 from tests.fakes.openai_server import FakeOpenAI, Reply
 from tests.services import memory_client, queue_depth, wait_for
 
@@ -227,7 +227,7 @@ def test_windows_run_in_event_time_order_even_when_triggers_are_repeated_or_out_
             event_time=T0 + timedelta(minutes=i),
         )
     wait_for(lambda: sum(_statuses(engine, tenant).values()) == 8, timeout_s=30, what="events stored")
-    pub = RedisPublisher(redis_url, queue=queue_name)
+    pub = TaskPublisher(redis_url, queue=queue_name)
     for reason in ("threshold", "threshold", "backlog", "session_end"):
         pub.publish(tasknames.EXTRACT_SESSION, [tenant, "u1", "s1", reason])
     wait_for(lambda: _drained(engine, tenant, 8), timeout_s=60, what="extraction")
@@ -263,7 +263,7 @@ def test_a_lost_timer_is_finished_by_a_re_sent_trigger(start_worker, engine, ten
             {"t": tenant},
         )
     start_worker()
-    RedisPublisher(redis_url, queue=queue_name).publish(
+    TaskPublisher(redis_url, queue=queue_name).publish(
         tasknames.EXTRACT_SESSION, [tenant, "u1", "s1", "sweep"]
     )
     wait_for(lambda: _drained(engine, tenant, 2), timeout_s=30, what="the re-sent trigger's extraction")

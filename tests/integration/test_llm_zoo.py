@@ -22,7 +22,7 @@ from prometheus_client import CollectorRegistry, multiprocess
 from sqlalchemy import text
 
 from shared import tasknames
-from shared.publisher import RedisPublisher
+from shared.publisher import TaskPublisher
 from tests.fakes.openai_server import FakeOpenAI
 from tests.services import REPO, memory_client, wait_for
 
@@ -238,7 +238,7 @@ def test_a_failing_model_costs_a_bounded_number_of_calls_and_its_failures_show_i
 
     # past the backoff the failed turns are due: a trigger sends them (second attempt -> the cap of 2)
     time.sleep(RETRY_S + 0.5)
-    RedisPublisher(redis_url, queue=queue_name).publish(
+    TaskPublisher(redis_url, queue=queue_name).publish(
         tasknames.EXTRACT_SESSION, [tenant, "u1", "a", "llm_retry"]
     )
     wait_for(lambda: len(fake_llm.calls) == 6, timeout_s=30, what="the retry's call")

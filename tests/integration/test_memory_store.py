@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy import text
 
 from shared import tasknames
-from shared.publisher import RedisPublisher
+from shared.publisher import TaskPublisher
 from tests.services import memory_client, queue_depth, wait_for
 
 pytestmark = pytest.mark.integration
@@ -226,7 +226,7 @@ def test_eight_workers_on_400_conflicting_candidates_for_20_users_keep_one_curre
             rows,
         )
     start_worker(concurrency=8)
-    pub = RedisPublisher(redis_url, queue=queue_name)
+    pub = TaskPublisher(redis_url, queue=queue_name)
     for _ in range(3):  # every user triggered several times, so workers race on the same users
         for user in rng.sample(users, len(users)):
             pub.publish(tasknames.RECONCILE_USER, [tenant, user])
@@ -264,7 +264,7 @@ def test_similar_but_unclear_candidates_are_judged_by_the_llm_in_one_call(
     with FakeOpenAI() as fake:
         fake.default_responder = lambda request: _json.dumps({"verdicts": [{"id": 0, "verdict": "update"}]})
         start_worker(env={"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": fake.base_url})
-        pub = RedisPublisher(redis_url, queue=queue_name)
+        pub = TaskPublisher(redis_url, queue=queue_name)
         _insert_candidate(engine, tenant, "The user prefers concise answers.", 0)
         pub.publish(tasknames.RECONCILE_USER, [tenant, "u"])
         wait_for(lambda: _settled(engine, tenant), timeout_s=30, what="the first memory")
@@ -306,7 +306,7 @@ def test_the_judge_does_not_call_the_llm_once_the_tenant_budget_is_spent(
     with FakeOpenAI() as fake:
         fake.default_responder = lambda request: _json.dumps({"verdicts": [{"id": 0, "verdict": "update"}]})
         worker = start_worker(env={"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": fake.base_url})
-        RedisPublisher(redis_url, queue=queue_name).publish(tasknames.RECONCILE_USER, [tenant, "u"])
+        TaskPublisher(redis_url, queue=queue_name).publish(tasknames.RECONCILE_USER, [tenant, "u"])
         wait_for(lambda: _settled(engine, tenant), timeout_s=30, what="both candidates reconciled")
         assert fake.calls == []
     assert "llm.budget_exhausted" in worker.log_text()

@@ -10,9 +10,8 @@ import httpx
 import pytest
 from sqlalchemy import text
 
-from shared import tasknames
 from shared.client import MemoryClient
-from shared.publisher import RedisPublisher
+from shared.stream import StreamProducer
 from tests.services import queue_depth, wait_for
 from tests.unit.test_redaction import SECRET_CASES as _PARAMS
 
@@ -48,37 +47,34 @@ def test_no_secret_reaches_postgres_or_the_logs(
     client = MemoryClient(
         tenant, broker_url=redis_url, queue=queue_name, spool_path=tmp_path / "s.jsonl", flush_at_exit=False
     )
-    raw = RedisPublisher(redis_url, queue=queue_name)
+    raw = StreamProducer(redis_url, queue=queue_name, timeout_s=2)
     expected_rows = 0
     for i, (sentence, _secret, _kind) in enumerate(SECRET_CASES):
         client.emit(
             user_id="u", session_id="s", content=sentence, event_id=f"client-{i}", metadata={"note": sentence}
         )
-        # straight onto the queue: the worker must redact on its own
-        raw.publish(
-            tasknames.INGEST,
-            [
-                {
-                    "tenant_id": tenant,
-                    "events": [
-                        {
-                            "event_id": f"raw-{i}",
-                            "user_id": "u",
-                            "session_id": "s",
-                            "content": sentence,
-                            "metadata": {"k": [sentence]},
-                        },
-                        # invalid (unknown role): dead-lettered with its payload, which must be redacted too
-                        {
-                            "event_id": f"bad-{i}",
-                            "user_id": "u",
-                            "session_id": "s",
-                            "role": "hacker",
-                            "content": sentence,
-                        },
-                    ],
-                }
-            ],
+        # straight onto the stream: the consumer must redact on its own
+        raw.append(
+            {
+                "tenant_id": tenant,
+                "events": [
+                    {
+                        "event_id": f"raw-{i}",
+                        "user_id": "u",
+                        "session_id": "s",
+                        "content": sentence,
+                        "metadata": {"k": [sentence]},
+                    },
+                    # invalid (unknown role): dead-lettered with its payload, which must be redacted too
+                    {
+                        "event_id": f"bad-{i}",
+                        "user_id": "u",
+                        "session_id": "s",
+                        "role": "hacker",
+                        "content": sentence,
+                    },
+                ],
+            }
         )
         r = httpx.post(
             f"{api_server}/v1/events",

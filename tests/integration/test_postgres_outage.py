@@ -1,19 +1,27 @@
-"""PostgreSQL down for a few seconds during ingest: the worker retries with backoff and loses nothing."""
+"""PostgreSQL down for 20 s during ingest: the ingest consumer keeps the batch pending, retries with backoff, and
+every event is stored once when the database is back."""
 
 from __future__ import annotations
 
 import time
 
 import pytest
+import redis
 from sqlalchemy import text
 
 from shared.client import MemoryClient
 from shared.db.engine import get_engine
 from shared.db.migrate import migrate
-from shared.embedded import start_postgres
+from shared.embedded import redis_py_url, start_postgres
+from shared.stream import stream_stats
 from tests.services import wait_for
 
 pytestmark = pytest.mark.integration
+
+
+def _drained(url: str, queue: str) -> bool:
+    stats = stream_stats(redis.Redis.from_url(redis_py_url(url)), queue, 1)
+    return stats["length"] == 0 and stats["pending"] == 0
 
 
 def test_events_sent_while_postgres_is_down_are_stored_once_it_is_back(
@@ -23,7 +31,7 @@ def test_events_sent_while_postgres_is_down_are_stored_once_it_is_back(
     try:
         migrate(pg.url)
         engine = get_engine(pg.url)
-        start_worker(env={"DATABASE_URL": pg.url, "MEMORY_INGEST_RETRY_BACKOFF_MAX_S": "2"})
+        worker = start_worker(env={"DATABASE_URL": pg.url})
         client = MemoryClient(
             tenant,
             broker_url=redis_url,
@@ -48,7 +56,9 @@ def test_events_sent_while_postgres_is_down_are_stored_once_it_is_back(
         engine.dispose()
         for n in range(200):
             client.emit(user_id="u", session_id="s", content=f"during {n}", event_id=f"b-{n}")
-        time.sleep(4)  # the worker meets a dead database and schedules retries
+        time.sleep(20)  # the consumer meets a dead database and retries, the entries pending meanwhile
+        assert worker.consumer is not None and worker.consumer.alive()
+        assert '"ingest.retry"' in worker.consumer.log_text()
         pg.server.start()  # type: ignore[attr-defined]
 
         wait_for(
@@ -59,6 +69,7 @@ def test_events_sent_while_postgres_is_down_are_stored_once_it_is_back(
                 text("SELECT turn_count FROM sessions WHERE tenant_id = :t"), {"t": tenant}
             ).scalar()
         assert turns == 300
+        wait_for(lambda: _drained(redis_url, queue_name), timeout_s=30, what="the stream to drain")
         client.close()
     finally:
         get_engine(pg.url).dispose()

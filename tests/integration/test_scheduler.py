@@ -24,7 +24,7 @@ from schedules.leader import LeaderLock, leader_key, pid_of
 from schedules.runner import FIRED_KEY_PREFIX, SlotEnqueuer
 from shared import tasknames
 from shared.embedded import redis_py_url
-from shared.publisher import RedisPublisher
+from shared.publisher import TaskPublisher
 from tests.services import REPO, wait_for
 
 pytestmark = pytest.mark.integration
@@ -46,13 +46,13 @@ class Enqueued:
 
 
 def _read_queue(client: redis.Redis, queue: str) -> list[Enqueued]:
-    """Every message on the list, oldest first, decoded from kombu's envelope."""
+    """Every message on the list, oldest first, decoded from the envelope Celery wrote (origin: gen<pid>@host)."""
     found = []
     for raw in reversed(client.lrange(queue, 0, -1)):
         envelope = json.loads(raw)
         args, _kwargs, _embed = json.loads(base64.b64decode(envelope["body"]))
         origin = envelope["headers"]["origin"]
-        found.append(Enqueued(envelope["headers"]["task"], args, int(origin.split("@")[0])))
+        found.append(Enqueued(envelope["headers"]["task"], args, int(origin.split("@")[0].removeprefix("gen"))))
     return found
 
 
@@ -113,7 +113,7 @@ def test_a_leader_that_stops_renewing_is_replaced_once_its_ttl_runs_out(
 def test_a_slot_is_enqueued_once_even_when_two_instances_fire_it_across_a_handover(
     redis_url: str, client: redis.Redis, queue_name: str, cleanup: None
 ) -> None:
-    publisher = RedisPublisher(redis_url, queue=queue_name, timeout_s=2)
+    publisher = TaskPublisher(redis_url, queue=queue_name, timeout_s=2)
     key = leader_key(queue_name)
     old, new = LeaderLock(client, key=key, ttl_s=5), LeaderLock(client, key=key, ttl_s=5)
     old_enqueuer = SlotEnqueuer(publisher, leader_key=key, instance_id=old.instance_id)

@@ -13,7 +13,7 @@ from shared import tasknames
 from shared.client import MemoryClient
 from shared.contract import EventIn
 from shared.db.engine import session_scope
-from shared.publisher import RedisPublisher
+from shared.publisher import TaskPublisher
 from store.ingest import store_events
 from store.sessions import sessions_to_close
 from tests.memory_rows import insert_memory
@@ -63,7 +63,7 @@ def test_the_sweeper_requeues_stuck_events_once_and_dead_letters_poison_ones(
     )
     _insert_pending(engine, tenant, "poison", ["Please remember that I love tea."], attempts=5)
     start_worker(env={"MEMORY_SWEEP_STALE_S": "60", "MEMORY_SWEEP_MAX_ATTEMPTS": "5"})
-    pub = RedisPublisher(redis_url, queue=queue_name)
+    pub = TaskPublisher(redis_url, queue=queue_name)
     pub.publish(tasknames.SWEEP, ["2026-11-29T10:00:00+00:00"])
     pub.publish(tasknames.SWEEP, ["2026-11-29T10:00:00+00:00"])  # the same slot delivered twice: runs once
     wait_for(
@@ -148,7 +148,7 @@ def test_ended_and_idle_sessions_become_searchable_episodes(
         content="Please remember that I prefer concise answers.",
         event_id="idle-0",
     )
-    pub = RedisPublisher(redis_url, queue=queue_name)
+    pub = TaskPublisher(redis_url, queue=queue_name)
 
     def episodes():
         pub.publish(tasknames.CLOSE_IDLE_SESSIONS, [None])

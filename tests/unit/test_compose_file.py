@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 COMPOSE_TEXT = (REPO / "docker-compose.yml").read_text(encoding="utf-8")
 COMPOSE: dict[str, Any] = yaml.safe_load(COMPOSE_TEXT)
 SERVICES: dict[str, Any] = COMPOSE["services"]
-APP_SERVICES = ("migrate", "worker", "api", "flower", "scheduler")
+APP_SERVICES = ("migrate", "ingest", "worker", "api", "flower", "scheduler")
 REQUIRED_SECRETS = ("POSTGRES_PASSWORD",)
 _VAR = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?P<rest>[^}]*)\}")
 
@@ -208,3 +208,12 @@ def test_the_image_copies_every_package_the_distribution_includes() -> None:
     lines = [line.split() for line in (REPO / "Dockerfile").read_text(encoding="utf-8").splitlines()]
     copied = {words[1].rstrip("/") for words in lines if words[:1] == ["COPY"] and len(words) == 3}
     assert packages <= copied, f"not copied into the image: {sorted(packages - copied)}"
+
+
+def test_the_ingest_consumers_are_a_service_of_their_own_scaled_with_replicas():
+    ingest = SERVICES["ingest"]
+    assert ingest["command"] == ["python", "-m", "worker.ingest_consumer"]
+    assert ingest["deploy"]["replicas"] >= 2
+    assert (REPO / "worker" / "ingest_consumer.py").exists()
+    assert ingest["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
+    assert ingest["depends_on"]["redis"]["condition"] == "service_healthy"

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import random
+import zlib
 
 import pytest
 
 from shared.errors import SettingsError
-from shared.publisher import build_message
 from shared.settings import load_settings
 from shared.spool import Spool
+from shared.stream import shard_of, split_by_shard, stream_key, stream_keys
 from shared.tokens import estimate_tokens
 from store.dead_letters import storable_payload
 from worker.retry import retry_countdown
@@ -51,16 +51,29 @@ def test_unset_services_mean_the_embedded_stack(monkeypatch):
     assert s.database_url is None and s.redis_url is None and not s.llm_configured
 
 
-def test_published_messages_have_the_layout_a_celery_worker_consumes():
-    raw = json.loads(
-        build_message("memory.ingest", [{"tenant_id": "t", "events": []}], queue="q", task_id="abc")
-    )
-    assert raw["headers"]["task"] == "memory.ingest" and raw["headers"]["id"] == "abc"
-    assert raw["properties"]["delivery_info"] == {"exchange": "", "routing_key": "q"}
-    args, kwargs, embed = json.loads(base64.b64decode(raw["body"]))
-    assert args == [{"tenant_id": "t", "events": []}] and kwargs == {} and "callbacks" in embed
-    # user content never appears outside the body (Celery logs argsrepr)
-    assert "tenant_id" not in raw["headers"]["argsrepr"]
+def test_stream_keys_carry_one_hash_tag_per_shard_and_shards_are_stable():
+    assert stream_key("memory", 0) == "memory:ingest:{memory:0}"
+    assert stream_keys("q", 3) == ["memory:ingest:{q:0}", "memory:ingest:{q:1}", "memory:ingest:{q:2}"]
+    assert shard_of("t", "u", 1) == 0
+    # crc32, not Python's per-process salted hash: the same user lands on the same shard in every process
+    assert shard_of("t", "alice", 8) == zlib.crc32(b"t\x1falice") % 8
+    seen = {shard_of("t", f"user-{i}", 4) for i in range(200)}
+    assert seen == {0, 1, 2, 3}
+
+
+def test_an_envelope_splits_by_the_shard_of_each_events_user_and_keeps_its_tenant():
+    users = [f"user-{i}" for i in range(20)]
+    envelope = {"tenant_id": "t", "events": [{"user_id": u, "event_id": u} for u in users]}
+    assert split_by_shard(envelope, 1) == [(0, envelope)]
+    parts = split_by_shard(envelope, 4)
+    assert len(parts) > 1
+    regrouped = sorted(e["user_id"] for _, part in parts for e in part["events"])
+    assert regrouped == sorted(users)
+    for shard, part in parts:
+        assert part["tenant_id"] == "t"
+        assert all(shard_of("t", e["user_id"], 4) == shard for e in part["events"])
+    # what is not an envelope goes whole to shard 0, where the consumer dead-letters it with the reason
+    assert split_by_shard("nope", 4) == [(0, "nope")]
 
 
 def test_the_spool_drains_in_order_and_keeps_what_failed_to_send(tmp_path):

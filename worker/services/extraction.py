@@ -21,7 +21,7 @@ from sqlmodel import Session
 from core.extraction.candidates import Candidate
 from shared import tasknames
 from shared.db.engine import session_scope
-from shared.publisher import RedisPublisher
+from shared.publisher import TaskPublisher
 from shared.settings import Settings
 from store import sessions
 from store.candidates import existing_memories, insert_candidates
@@ -64,7 +64,7 @@ EXISTING_MEMORY_TOKENS = 300  # budget for "what we already know" in the extract
 
 def extract_session(
     engine: Engine,
-    publisher: RedisPublisher,
+    publisher: TaskPublisher,
     tenant_id: str,
     user_id: str,
     session_id: str,
@@ -118,7 +118,7 @@ def extract_session(
 
 
 def _defer_if_not_idle(
-    publisher: RedisPublisher,
+    publisher: TaskPublisher,
     tenant_id: str,
     user_id: str,
     session_id: str,
@@ -140,7 +140,7 @@ def _defer_if_not_idle(
 
 def run_window(
     engine: Engine,
-    publisher: RedisPublisher,
+    publisher: TaskPublisher,
     tenant_id: str,
     user_id: str,
     session_id: str,
@@ -347,7 +347,7 @@ def _budget_allows_llm(db: Session, tenant_id: str, *, day: str, settings: Setti
 
 
 def _keep_idle_timer(
-    publisher: RedisPublisher,
+    publisher: TaskPublisher,
     tenant_id: str,
     user_id: str,
     session_id: str,

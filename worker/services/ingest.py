@@ -1,13 +1,17 @@
-"""Storing one queue envelope: valid events stored exactly once, invalid ones and poison payloads
-dead-lettered with the reason.
+"""Storing a batch of ingest envelopes: valid events stored exactly once in one transaction, invalid ones and
+poison entries dead-lettered with the reason.
 
-Only payload errors are handled here (a value the database refuses, a constraint the payload breaks): any
-other error, the dead letter's own write included, propagates for the task to retry, so the message stays
-in Redis until it is stored or dead-lettered, never acked and lost.
+Only payload errors are handled here (a value the database refuses, a constraint the payload breaks), and
+they never cost the rest of the batch: the batch is split in halves and retried until the bad entry is
+alone, and that one is dead-lettered. Any other error (connection loss, a missing role or table during a
+deploy, a bug) propagates: the caller keeps the entries pending and retries, so nothing is acknowledged
+before it is committed.
 """
 
 from __future__ import annotations
 
+import json
+from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -15,87 +19,159 @@ from typing import Any
 import structlog
 from sqlalchemy import Engine
 from sqlalchemy.exc import DataError, IntegrityError
+from sqlmodel import Session
 
 from shared import tasknames
+from shared.contract import EventIn
 from shared.db.engine import ALL_TENANTS, session_scope
 from store.dead_letters import record_dead_letter
-from store.ingest import SessionCounters, SplitEnvelope, store_events
+from store.ingest import Rejected, SessionCounters, split_envelope, store_events
 
 log = structlog.get_logger("worker.ingest")
 
 # Only these mean "this payload can never be stored": a value the database refuses (bad encoding, out of
-# range) or a constraint it breaks. Everything else (connection loss, a missing role or table during a
-# deploy, a bug) is retried with backoff by the task.
+# range) or a constraint it breaks.
 _PAYLOAD_ERRORS = (DataError, IntegrityError)
 
 
 @dataclass
-class Ingested:
-    counts: dict[str, Any]  # what the task returns
-    tenant_id: str = ""
-    sessions: list[SessionCounters] = field(default_factory=list)  # sessions that received new events
+class Item:
+    """One stream entry: its id, and the envelope it carries (or why it carries none)."""
+
+    entry_id: str
+    envelope: Any = None
+    poison: str | None = None  # set: dead-letter the raw entry with this reason, store nothing
+
+    @classmethod
+    def decode(cls, entry_id: str, raw: bytes | None) -> Item:
+        if raw is None:
+            return cls(entry_id, None, "stream entry without the envelope field")
+        try:
+            return cls(entry_id, json.loads(raw))
+        except (ValueError, UnicodeDecodeError) as exc:
+            return cls(entry_id, raw.decode("utf-8", "replace")[:4096], f"not a JSON envelope: {exc}")
 
 
-def dead_letter_call(engine: Engine, envelope: Any, *, n_args: int, n_kwargs: int, now: datetime) -> Ingested:
-    """A task call that is not one envelope: the whole call dead-lettered, in the all-tenant scope."""
+@dataclass
+class BatchResult:
+    received: int = 0  # events in the envelopes
+    inserted: int = 0
+    duplicates: int = 0
+    dead_lettered: int = 0  # dead letters written (an event, an envelope or an entry)
+    isolated: int = 0  # entries stored or dead-lettered on their own after their batch was refused
+    sessions: dict[str, list[SessionCounters]] = field(
+        default_factory=dict
+    )  # tenant -> sessions with new rows
+
+    def add(self, other: BatchResult) -> None:
+        self.received += other.received
+        self.inserted += other.inserted
+        self.duplicates += other.duplicates
+        self.dead_lettered += other.dead_lettered
+        self.isolated += other.isolated
+        for tenant, sessions in other.sessions.items():
+            self.sessions.setdefault(tenant, []).extend(sessions)
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "received": self.received,
+            "inserted": self.inserted,
+            "duplicates": self.duplicates,
+            "dead_lettered": self.dead_lettered,
+            "isolated": self.isolated,
+        }
+
+
+def store_items(
+    engine: Engine, items: list[Item], *, now: datetime, known_tenants: set[str] | None = None
+) -> BatchResult:
+    """Store the items in one transaction; on a payload error, split and retry until it is isolated."""
+    known = known_tenants if known_tenants is not None else set()
+    try:
+        return _store_once(engine, items, now=now, known_tenants=known)
+    except _PAYLOAD_ERRORS as exc:
+        if len(items) == 1:
+            return _dead_letter_item(engine, items[0], exc, now=now)
+        mid = len(items) // 2
+        out = BatchResult()
+        for half in (items[:mid], items[mid:]):
+            part = store_items(engine, half, now=now, known_tenants=known)
+            part.isolated += len(half) if len(half) == 1 else 0
+            out.add(part)
+        return out
+
+
+def _store_once(engine: Engine, items: list[Item], *, now: datetime, known_tenants: set[str]) -> BatchResult:
+    out = BatchResult()
+    events: dict[str, list[EventIn]] = defaultdict(list)
+    rejected: list[Rejected] = []
+    for item in items:
+        if item.poison is not None:
+            rejected.append(Rejected({"entry_id": item.entry_id, "raw": item.envelope}, item.poison))
+            continue
+        split = split_envelope(item.envelope, now=now)
+        out.received += len(split.events) + sum(1 for r in split.rejected if r.event_id is not None)
+        if split.tenant_id and split.events:
+            events[split.tenant_id].extend(split.events)
+        rejected.extend(split.rejected)
+    # the worker's all-tenant scope: one transaction for every tenant of the batch
+    with session_scope(engine, tenant=ALL_TENANTS) as session:
+        for tenant_id, tenant_events in events.items():
+            result = store_events(
+                session, tenant_id, tenant_events, now=now, ensure_tenant=tenant_id not in known_tenants
+            )
+            out.inserted += len(result.inserted)
+            out.duplicates += result.duplicates
+            if result.sessions:
+                out.sessions[tenant_id] = result.sessions
+        _record(session, rejected, now=now)
+    out.dead_lettered += len(rejected)
+    known_tenants.update(events)
+    if rejected:
+        log.warning("ingest.rejected", count=len(rejected), reasons=[r.reason[:200] for r in rejected[:20]])
+    return out
+
+
+def _record(session: Session, rejected: list[Rejected], *, now: datetime) -> None:
+    for rej in rejected:
+        record_dead_letter(
+            session,
+            task_name=tasknames.INGEST,
+            payload=rej.payload,
+            reason=rej.reason,
+            now=now,
+            tenant_id=rej.tenant_id,
+            event_id=rej.event_id,
+        )
+
+
+def _dead_letter_item(engine: Engine, item: Item, exc: BaseException, *, now: datetime) -> BatchResult:
+    orig = getattr(exc, "orig", None) or exc
+    envelope = item.envelope if isinstance(item.envelope, dict) else None
+    tenant_id = envelope.get("tenant_id") if envelope else None
     with session_scope(engine, tenant=ALL_TENANTS) as session:
         record_dead_letter(
             session,
             task_name=tasknames.INGEST,
-            payload=envelope,
+            payload=item.envelope,
+            reason=f"database rejected the payload: {type(orig).__name__}",
             now=now,
-            reason=f"task called with {n_args} positional and {n_kwargs} keyword "
-            "arguments; expected one envelope",
+            tenant_id=tenant_id if isinstance(tenant_id, str) else None,
         )
-    return Ingested({"outcome": "dead_lettered", "dead_lettered": 1})
+    log.warning("ingest.poison", entry_id=item.entry_id, error=type(orig).__name__)
+    return BatchResult(dead_lettered=1)
 
 
-def store_envelope(
-    engine: Engine, envelope: Any, split: SplitEnvelope, *, now: datetime, ensure_tenant: bool
-) -> Ingested:
-    """Store the valid events of `split` and dead-letter its rejected ones in one transaction; a payload
-    the database refuses is dead-lettered whole (`envelope`) in a second one."""
-    # a dead letter without a tenant (a malformed envelope) is written in the worker's all-tenant scope
-    scope = split.tenant_id or ALL_TENANTS
-    try:
-        with session_scope(engine, tenant=scope) as session:
-            result = (
-                store_events(
-                    session, split.tenant_id or "", split.events, now=now, ensure_tenant=ensure_tenant
-                )
-                if split.events
-                else None
-            )
-            for rej in split.rejected:
-                record_dead_letter(
-                    session,
-                    task_name=tasknames.INGEST,
-                    payload=rej.payload,
-                    reason=rej.reason,
-                    now=now,
-                    tenant_id=rej.tenant_id,
-                    event_id=rej.event_id,
-                )
-    except _PAYLOAD_ERRORS as exc:
-        with session_scope(engine, tenant=scope) as session:
-            record_dead_letter(
-                session,
-                task_name=tasknames.INGEST,
-                payload=envelope,
-                reason=f"database rejected the payload: {type(exc.orig or exc).__name__}",
-                now=now,
-                tenant_id=split.tenant_id,
-            )
-        return Ingested({"outcome": "dead_lettered", "received": len(split.events), "dead_lettered": 1})
-    if split.rejected:
-        log.warning(
-            "ingest.rejected", count=len(split.rejected), reasons=[r.reason[:200] for r in split.rejected]
+def dead_letter_undeliverable(engine: Engine, item: Item, deliveries: int, *, now: datetime) -> None:
+    """An entry that every consumer taking it died on: kept with the reason, never tried again."""
+    envelope = item.envelope if isinstance(item.envelope, dict) else None
+    tenant_id = envelope.get("tenant_id") if envelope else None
+    with session_scope(engine, tenant=ALL_TENANTS) as session:
+        record_dead_letter(
+            session,
+            task_name=tasknames.INGEST,
+            payload=item.envelope,
+            reason=f"delivered {deliveries} times, each time to a consumer that stopped before storing it",
+            now=now,
+            tenant_id=tenant_id if isinstance(tenant_id, str) else None,
         )
-    counts = {
-        "outcome": "ok" if not split.rejected else "partial",
-        "received": len(split.events) + len(split.rejected),
-        "inserted": len(result.inserted) if result else 0,
-        "duplicates": result.duplicates if result else 0,
-        "dead_lettered": len(split.rejected),
-    }
-    return Ingested(counts, split.tenant_id or "", result.sessions if result and result.inserted else [])

@@ -18,7 +18,7 @@ from core.reconcile import Decision, Op, PendingCandidate, Policy, decide, judge
 from shared import tasknames
 from shared.db.engine import session_scope
 from shared.db.vectors import set_search_params, vector_literal
-from shared.publisher import RedisPublisher
+from shared.publisher import TaskPublisher
 from store.candidates import load_new_candidates, mark_reconciled
 from store.distillation import count_fragments
 from store.embeddings import Embedder
@@ -110,7 +110,7 @@ def _apply_and_mark(
 
 def reconcile_backlog(
     engine: Engine,
-    publisher: RedisPublisher,
+    publisher: TaskPublisher,
     tenant_id: str,
     user_id: str,
     *,
@@ -175,7 +175,7 @@ def _judge_llm(
 
 
 def _distill_if_crowded(
-    engine: Engine, publisher: RedisPublisher, tenant_id: str, user_id: str, *, threshold: int
+    engine: Engine, publisher: TaskPublisher, tenant_id: str, user_id: str, *, threshold: int
 ) -> None:
     """Distill a user early when their active fragments pass the threshold (at most once an hour)."""
     with session_scope(engine, tenant=tenant_id) as db:

@@ -8,7 +8,7 @@ from sqlalchemy import Engine
 
 from shared import tasknames
 from shared.db.engine import ALL_TENANTS, session_scope
-from shared.publisher import RedisPublisher
+from shared.publisher import TaskPublisher
 from store.sweeper import find_stuck_work
 from store.triggers import enqueue_extraction
 from worker.llm import CircuitBreaker
@@ -16,7 +16,7 @@ from worker.llm import CircuitBreaker
 
 def sweep(
     engine: Engine,
-    publisher: RedisPublisher,
+    publisher: TaskPublisher,
     *,
     now: datetime,
     stale_after_s: float,
