@@ -208,7 +208,8 @@ def _wait(what: str, ready: Callable[[], bool], stack: Stack, name: str, timeout
 
 
 def start_processes(stack: Stack, settings: Any) -> str:
-    """The worker (`celery -A worker.app worker`) and the API (uvicorn) in parallel; waits for both."""
+    """The ingest consumer, the worker (`celery -A worker.app worker`) and the API (uvicorn) in parallel;
+    waits for all three."""
     import httpx
 
     env = dict(os.environ)
@@ -225,6 +226,7 @@ def start_processes(stack: Stack, settings: Any) -> str:
          "--without-mingle", "--without-heartbeat", "-n", f"demo-{os.getpid()}@%h", "--loglevel", "INFO"],
         env,
     )  # fmt: skip
+    consumer = stack.spawn("ingest", [py, "-m", "worker.ingest_consumer"], env)
     port = _free_port()
     api_url = f"http://127.0.0.1:{port}"
     api = stack.spawn(
@@ -241,11 +243,14 @@ def start_processes(stack: Stack, settings: Any) -> str:
         except httpx.HTTPError:
             return False
 
+    ingest_log = stack.log_dir / "ingest.log"
+    ingest_s = _wait("ingest consumer", lambda: b"ingest.consumer_started" in ingest_log.read_bytes(), stack, "ingest")
     worker_s = _wait("worker", lambda: b" ready." in log.read_bytes(), stack, "worker")
     api_s = _wait("API", api_up, stack, "api")
     say(
         f"worker     celery worker on queue '{settings.queue}' (pid {worker.pid}), ready after {worker_s:.1f} s"
     )
+    say(f"ingest     consumer of the ingest stream (pid {consumer.pid}), started after {ingest_s:.1f} s")
     say(f"api        {api_url} (pid {api.pid}), ready {api_s:.1f} s later")
     return api_url
 

@@ -74,6 +74,7 @@ class IngestConsumer:
         self._next_claim = 0.0
         self._known_tenants: set[str] = set()
         self._groups_ready = False
+        self._turn = 0
 
     # --- the loop ---------------------------------------------------------------------------------------
 
@@ -106,16 +107,23 @@ class IngestConsumer:
             self._next_claim = time.monotonic() + self.claim_every_s
             for key in self.keys:
                 handled += self.handle(key, self.claim(key), stop, claimed=True)
-        response: Any = self.redis.xreadgroup(
-            GROUP,
-            self.name,
-            dict.fromkeys(self.keys, ">"),
-            count=self.settings.ingest_batch,
-            block=self.settings.ingest_block_ms,
-        )
-        for key, entries in response or []:
-            handled += self.handle(_s(key), entries, stop)
+        if len(self.keys) == 1:
+            handled += self._read(self.keys[0], self.settings.ingest_block_ms, stop)
+            return handled
+        # several shards: one key per read, since a Redis Cluster serves one slot per command (each shard's
+        # key has its own hash tag); block only when no shard had anything, on each shard in turn
+        for key in self.keys:
+            handled += self._read(key, None, stop)
+        if not handled:
+            self._turn = (self._turn + 1) % len(self.keys)
+            handled += self._read(self.keys[self._turn], self.settings.ingest_block_ms, stop)
         return handled
+
+    def _read(self, key: str, block_ms: int | None, stop: threading.Event | None) -> int:
+        response: Any = self.redis.xreadgroup(
+            GROUP, self.name, {key: ">"}, count=self.settings.ingest_batch, block=block_ms
+        )
+        return sum(self.handle(_s(k), entries, stop) for k, entries in response or [])
 
     def ensure_groups(self) -> None:
         if self._groups_ready:

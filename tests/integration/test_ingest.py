@@ -350,7 +350,7 @@ def test_a_message_queued_by_an_older_version_is_drained_onto_the_stream_and_sto
 
 
 def test_stats_show_the_backlog_pending_entries_their_age_and_the_consumers(
-    worker_env, redis_url, queue_name, tenant, tmp_path
+    worker_env, redis_url, queue_name, tenant, tmp_path, api_server
 ):
     producer = StreamProducer(redis_url, queue=queue_name, timeout_s=2)
     client = _redis(redis_url)
@@ -378,6 +378,13 @@ def test_stats_show_the_backlog_pending_entries_their_age_and_the_consumers(
     assert out.returncode == 0, out.stderr
     shown = json.loads(out.stdout)["ingest_stream"]
     assert shown["length"] == 7 and shown["pending"] == 3 and "reader-a" in shown["consumers"]
+    # and so does /metrics
+    import httpx
+
+    metrics = httpx.get(f"{api_server}/metrics", timeout=10).text
+    assert 'memory_ingest_stream{what="length"} 7.0' in metrics
+    assert 'memory_ingest_stream{what="pending"} 3.0' in metrics
+    assert "memory_ingest_consumers 1.0" in metrics
 
 
 def test_tasks_held_by_a_killed_worker_run_again_after_the_visibility_timeout(
@@ -412,3 +419,34 @@ def test_tasks_held_by_a_killed_worker_run_again_after_the_visibility_timeout(
 
     wait_for(swept, timeout_s=60, interval_s=0.5, what="the sweep the killed worker held")
     assert time.monotonic() - killed_at < 60
+
+
+def test_events_sharded_over_several_streams_are_all_stored_by_consumers_reading_every_shard(
+    database_url, engine, tenant, redis_url, queue_name
+):
+    from shared.stream import stream_keys
+    from worker.ingest_consumer import IngestConsumer
+
+    settings = load_settings(
+        database_url=database_url,
+        redis_url=redis_url,
+        queue=queue_name,
+        ingest_shards=4,
+        ingest_block_ms=50,
+        debounce_idle_s=3600,
+    )
+    client = _redis(redis_url)
+    publisher = TaskPublisher(redis_url, queue=queue_name, timeout_s=2)
+    consumers = [IngestConsumer(client, engine, settings, publisher=publisher, name=n) for n in ("a", "b")]
+    producer = StreamProducer(redis_url, queue=queue_name, shards=4, timeout_s=2)
+    events = [{"event_id": f"sh-{i}", "user_id": f"user-{i % 20}", "session_id": "s"} for i in range(200)]
+    for start in range(0, 200, 10):  # envelopes of 10 events spanning several users: split per shard
+        producer.append({"tenant_id": tenant, "events": events[start : start + 10]})
+    lengths = [client.xlen(k) for k in stream_keys(queue_name, 4)]
+    assert sum(1 for n in lengths if n) >= 3, lengths  # spread over the shards
+    for _ in range(20):
+        if sum(c.step() for c in consumers) == 0 and _count(engine, tenant) == 200:
+            break
+    assert _count(engine, tenant) == 200
+    stats = stream_stats(client, queue_name, 4)
+    assert stats["length"] == 0 and stats["pending"] == 0

@@ -68,14 +68,15 @@ def test_make_run_on_an_unconfigured_machine_reaches_healthz_and_stops_cleanly(t
                 _stop(proc)
                 raise AssertionError(log_path.read_text(errors="replace")[-4000:]) from None
             if attempt == 0:
-                _worker_metrics_reach_the_api(data_dir, port)
+                _consumer_metrics_reach_the_api(data_dir, port)
             assert _stop(proc) in (0, 2, -signal.SIGTERM, 143)
             wait_for(lambda: not _servers_for(data_dir), timeout_s=30, what="embedded servers to stop")
     assert "stopped." in log_path.read_text(errors="replace")
 
 
-def _worker_metrics_reach_the_api(data_dir: str, port: int) -> None:
-    """An event through the embedded broker is ingested, and the worker's task counter shows in /metrics."""
+def _consumer_metrics_reach_the_api(data_dir: str, port: int) -> None:
+    """An event through the embedded broker is stored by the ingest consumer `make run` started, and the
+    consumer's counter shows in /metrics."""
     from shared.client import MemoryClient
     from shared.embedded import _redis_socket_path
 
@@ -91,6 +92,6 @@ def _worker_metrics_reach_the_api(data_dir: str, port: int) -> None:
 
     def counted() -> bool:
         text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
-        return 'memory_tasks_total{outcome="ok",task="memory.ingest"}' in text
+        return 'memory_ingest_events_total{outcome="inserted"} 1.0' in text
 
-    wait_for(counted, timeout_s=60, interval_s=1, what="the worker's task counter in /metrics")
+    wait_for(counted, timeout_s=60, interval_s=1, what="the ingest consumer's counter in /metrics")
