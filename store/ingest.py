@@ -5,17 +5,18 @@ Services never commit: the task that calls them owns the transaction.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import text
 from sqlalchemy.dialects.postgresql import insert
 from sqlmodel import Session
 
 from shared.contract import EventIn, is_safe_id, parse_event
-from shared.db.models import Event, SessionState, Tenant
+from shared.db.models import Tenant
+from shared.db.raw import fetch_all
 from shared.errors import ContractError
 from shared.redaction import redact_obj, redact_with_report
 from shared.tokens import estimate_tokens
@@ -122,12 +123,55 @@ def event_row(tenant_id: str, event: EventIn, *, now: datetime) -> dict[str, Any
     }
 
 
+# One statement per batch whatever its size: the rows travel as one array per column and are unnested by the
+# server. A multi-row VALUES built by SQLAlchemy cost ~0.5 ms of client CPU per event to compile and bind
+# (BENCHMARKS.md, ingest: "Where the time goes"); this costs a few microseconds.
+_INSERT_EVENTS = """
+INSERT INTO events (tenant_id, event_id, schema_version, type, user_id, agent_id, session_id, role, content,
+                    token_count, event_time, source_turn_id, metadata, redactions, status, attempts, received_at)
+SELECT :tenant_id, e.event_id, e.schema_version, e.type, e.user_id, e.agent_id, e.session_id, e.role, e.content,
+       e.token_count, e.event_time, e.source_turn_id, e.metadata::jsonb, e.redactions::jsonb, 'pending', 0,
+       :received_at
+FROM unnest(:event_id::text[], :schema_version::smallint[], :type::text[], :user_id::text[], :agent_id::text[],
+            :session_id::text[], :role::text[], :content::text[], :token_count::int[],
+            :event_time::timestamptz[], :source_turn_id::text[], :metadata::text[], :redactions::text[])
+     AS e(event_id, schema_version, type, user_id, agent_id, session_id, role, content, token_count, event_time,
+          source_turn_id, metadata, redactions)
+ON CONFLICT DO NOTHING
+RETURNING event_id
+"""
+
+_BUMP_SESSIONS = """
+INSERT INTO sessions AS s (tenant_id, user_id, session_id, agent_id, status, pending_count, pending_tokens,
+                           turn_count, first_event_at, last_event_at, ended_at, updated_at)
+SELECT :tenant_id, v.user_id, v.session_id, v.agent_id, v.status, v.turns, v.tokens, v.turns, v.first_at,
+       v.last_at, v.ended_at, :now
+FROM unnest(:user_id::text[], :session_id::text[], :agent_id::text[], :status::text[], :turns::int[],
+            :tokens::int[], :first_at::timestamptz[], :last_at::timestamptz[], :ended_at::timestamptz[])
+     AS v(user_id, session_id, agent_id, status, turns, tokens, first_at, last_at, ended_at)
+ON CONFLICT (tenant_id, user_id, session_id) DO UPDATE SET
+    pending_count = s.pending_count + excluded.pending_count,
+    pending_tokens = s.pending_tokens + excluded.pending_tokens,
+    turn_count = s.turn_count + excluded.turn_count,
+    first_event_at = LEAST(s.first_event_at, excluded.first_event_at),
+    last_event_at = GREATEST(s.last_event_at, excluded.last_event_at),
+    ended_at = COALESCE(excluded.ended_at, s.ended_at),
+    -- an explicit end wins; a new turn re-opens a session the idle sweeper had closed
+    status = CASE WHEN excluded.status = 'ended' THEN 'ended'
+                  WHEN s.status = 'closed' THEN 'open' ELSE s.status END,
+    agent_id = COALESCE(s.agent_id, excluded.agent_id),
+    updated_at = excluded.updated_at
+RETURNING user_id, session_id, pending_count, pending_tokens, status, last_event_at
+"""
+
+
 def store_events(
     session: Session, tenant_id: str, events: list[EventIn], *, now: datetime, ensure_tenant: bool = True
 ) -> StoreResult:
     """Insert events with ON CONFLICT DO NOTHING; bump the counters of the sessions that got new rows.
 
-    Re-delivering the same events changes nothing: only rows actually inserted count.
+    Re-delivering the same events changes nothing: only rows actually inserted count. Two statements (three
+    with `ensure_tenant`) whatever the number of events.
     """
     if not events:
         return StoreResult([], 0, [])
@@ -136,11 +180,17 @@ def store_events(
     unique_rows = list({r["event_id"]: r for r in reversed(rows)}.values())[::-1]
     if ensure_tenant:
         session.execute(insert(Tenant).values(id=tenant_id).on_conflict_do_nothing())
-    table = Event.__table__  # type: ignore[attr-defined]
-    result = session.execute(
-        insert(table).values(unique_rows).on_conflict_do_nothing().returning(table.c.event_id)
-    )
-    inserted = {row[0] for row in result}
+    columns = {
+        name: [r[name] for r in unique_rows]
+        for name in ("event_id", "schema_version", "type", "user_id", "agent_id", "session_id", "role",
+                     "content", "token_count", "event_time", "source_turn_id")
+    }  # fmt: skip
+    columns["metadata"] = [json.dumps(r["metadata"], ensure_ascii=False) for r in unique_rows]
+    columns["redactions"] = [json.dumps(r["redactions"], ensure_ascii=False) for r in unique_rows]
+    inserted = {
+        row.event_id
+        for row in fetch_all(session, _INSERT_EVENTS, {"tenant_id": tenant_id, "received_at": now, **columns})
+    }
     new_rows = [r for r in unique_rows if r["event_id"] in inserted]
     touched = _bump_sessions(session, tenant_id, new_rows, now=now)
     return StoreResult([r["event_id"] for r in new_rows], len(rows) - len(new_rows), touched)
@@ -154,56 +204,19 @@ def _bump_sessions(
         groups[(r["user_id"], r["session_id"])].append(r)
     if not groups:
         return []
-    values = []
+    cols: dict[str, list[Any]] = defaultdict(list)
     for (user_id, session_id), rs in sorted(groups.items()):
         turns = [r for r in rs if r["type"] == "turn"]
-        ended = any(r["type"] == "session_end" for r in rs)
+        ends = [r["event_time"] for r in rs if r["type"] == "session_end"]
         times = [r["event_time"] for r in rs]
-        values.append(
-            {
-                "tenant_id": tenant_id,
-                "user_id": user_id,
-                "session_id": session_id,
-                "agent_id": next((r["agent_id"] for r in rs if r["agent_id"]), None),
-                "status": "ended" if ended else "open",
-                "pending_count": len(turns),
-                "pending_tokens": sum(r["token_count"] for r in turns),
-                "turn_count": len(turns),
-                "first_event_at": min(times),
-                "last_event_at": max(times),
-                "ended_at": max(r["event_time"] for r in rs if r["type"] == "session_end") if ended else None,
-                "updated_at": now,
-            }
-        )
-    table = SessionState.__table__  # type: ignore[attr-defined]
-    stmt = insert(table).values(values)
-    ex = stmt.excluded
-    stmt = stmt.on_conflict_do_update(
-        index_elements=["tenant_id", "user_id", "session_id"],
-        set_={
-            "pending_count": table.c.pending_count + ex.pending_count,
-            "pending_tokens": table.c.pending_tokens + ex.pending_tokens,
-            "turn_count": table.c.turn_count + ex.turn_count,
-            "first_event_at": text("LEAST(sessions.first_event_at, excluded.first_event_at)"),
-            "last_event_at": text("GREATEST(sessions.last_event_at, excluded.last_event_at)"),
-            "ended_at": text("COALESCE(excluded.ended_at, sessions.ended_at)"),
-            # an explicit end wins; a new turn re-opens a session the idle sweeper had closed
-            "status": text(
-                "CASE WHEN excluded.status = 'ended' THEN 'ended' "
-                "WHEN sessions.status = 'closed' THEN 'open' ELSE sessions.status END"
-            ),
-            "agent_id": text("COALESCE(sessions.agent_id, excluded.agent_id)"),
-            "updated_at": ex.updated_at,
-        },
-    )
-    returned = session.execute(
-        stmt.returning(
-            table.c.user_id,
-            table.c.session_id,
-            table.c.pending_count,
-            table.c.pending_tokens,
-            table.c.status,
-            table.c.last_event_at,
-        )
-    )
+        cols["user_id"].append(user_id)
+        cols["session_id"].append(session_id)
+        cols["agent_id"].append(next((r["agent_id"] for r in rs if r["agent_id"]), None))
+        cols["status"].append("ended" if ends else "open")
+        cols["turns"].append(len(turns))
+        cols["tokens"].append(sum(r["token_count"] for r in turns))
+        cols["first_at"].append(min(times))
+        cols["last_at"].append(max(times))
+        cols["ended_at"].append(max(ends) if ends else None)
+    returned = fetch_all(session, _BUMP_SESSIONS, {"tenant_id": tenant_id, "now": now, **cols})
     return [SessionCounters(*row) for row in returned]

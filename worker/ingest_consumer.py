@@ -46,7 +46,9 @@ from worker.services.ingest import BatchResult, Item, dead_letter_undeliverable,
 log = structlog.get_logger("worker.ingest")
 
 BACKOFF_MAX_S = 5.0  # a database outage is retried at least this often
-STALE_CONSUMER_S = 3600.0  # a consumer with nothing pending and idle this long is removed from the group
+STALE_CONSUMER_S = 3600.0
+# events per transaction: entries carry up to 500 events each (emit_many), a read up to `ingest_batch` entries
+MAX_EVENTS_PER_TXN = 1000  # a consumer with nothing pending and idle this long is removed from the group
 
 
 def consumer_name() -> str:
@@ -164,32 +166,41 @@ class IngestConsumer:
     def handle(
         self, key: str, entries: list[Any], stop: threading.Event | None = None, *, claimed: bool = False
     ) -> int:
-        if not entries:
-            return 0
-        started = time.perf_counter()
+        """Store, acknowledge and trigger `entries`, in transactions of at most MAX_EVENTS_PER_TXN events;
+        return how many entries were settled (fewer only when stopping during an outage)."""
         items = [Item.decode(_s(entry_id), fields.get(FIELD)) for entry_id, fields in entries]
-        ids = [item.entry_id for item in items]
-        undeliverable = 0
-        if claimed:
-            items, undeliverable = self._drop_undeliverable(key, items)
-        result = self._store_with_retry(key, items, ids, stop) if items else BatchResult()
-        if result is None:
-            return 0  # stopping during an outage: the entries stay pending for the next consumer
-        self._ack(key, ids)
-        for tenant_id, sessions in result.sessions.items():
-            after_store(self.publisher, self.settings, tenant_id, sessions)
-        counts = result.counts()
-        counts["dead_lettered"] += undeliverable
-        duration_ms = round((time.perf_counter() - started) * 1000, 2)
-        log.info(
-            "ingest.batch", stream=key, entries=len(ids), claimed=claimed, duration_ms=duration_ms, **counts
-        )
-        metrics.INGEST_ENTRIES.inc(len(ids))
-        metrics.INGEST_EVENTS.labels("inserted").inc(result.inserted)
-        metrics.INGEST_EVENTS.labels("duplicate").inc(result.duplicates)
-        metrics.INGEST_EVENTS.labels("dead_lettered").inc(counts["dead_lettered"])
-        metrics.INGEST_BATCH_SECONDS.observe(duration_ms / 1000)
-        return len(ids)
+        settled = 0
+        if claimed and items:
+            items, dropped = self._drop_undeliverable(key, items)
+            if dropped:
+                self._ack(key, dropped)
+                metrics.INGEST_EVENTS.labels("dead_lettered").inc(len(dropped))
+                settled += len(dropped)
+        for chunk in _chunks(items, MAX_EVENTS_PER_TXN):
+            started = time.perf_counter()
+            ids = [item.entry_id for item in chunk]
+            result = self._store_with_retry(key, chunk, ids, stop)
+            if result is None:
+                return settled  # stopping during an outage: the rest stays pending for the next consumer
+            self._ack(key, ids)
+            settled += len(ids)
+            for tenant_id, sessions in result.sessions.items():
+                after_store(self.publisher, self.settings, tenant_id, sessions)
+            duration_ms = round((time.perf_counter() - started) * 1000, 2)
+            log.info(
+                "ingest.batch",
+                stream=key,
+                entries=len(ids),
+                claimed=claimed,
+                duration_ms=duration_ms,
+                **result.counts(),
+            )
+            metrics.INGEST_ENTRIES.inc(len(ids))
+            metrics.INGEST_EVENTS.labels("inserted").inc(result.inserted)
+            metrics.INGEST_EVENTS.labels("duplicate").inc(result.duplicates)
+            metrics.INGEST_EVENTS.labels("dead_lettered").inc(result.dead_lettered)
+            metrics.INGEST_BATCH_SECONDS.observe(duration_ms / 1000)
+        return settled
 
     def _store_with_retry(
         self, key: str, items: list[Item], ids: list[str], stop: threading.Event | None
@@ -217,8 +228,8 @@ class IngestConsumer:
                 if stop is None:
                     time.sleep(wait)
 
-    def _drop_undeliverable(self, key: str, items: list[Item]) -> tuple[list[Item], int]:
-        """Dead-letter (and keep out of the batch) the claimed entries delivered too many times."""
+    def _drop_undeliverable(self, key: str, items: list[Item]) -> tuple[list[Item], list[str]]:
+        """Dead-letter the claimed entries delivered too many times; return the others and the dropped ids."""
         limit = self.settings.ingest_max_deliveries
         info = self.redis.xpending_range(
             key,
@@ -230,13 +241,13 @@ class IngestConsumer:
         )
         deliveries = {_s(p["message_id"]): int(p["times_delivered"]) for p in info}
         keep: list[Item] = []
-        dropped = 0
+        dropped: list[str] = []
         for item in items:
             n = deliveries.get(item.entry_id, 1)
             if n > limit:
                 dead_letter_undeliverable(self.engine, item, n, now=utcnow())
                 log.error("ingest.undeliverable", stream=key, entry_id=item.entry_id, deliveries=n)
-                dropped += 1
+                dropped.append(item.entry_id)
             else:
                 keep.append(item)
         return keep, dropped
@@ -264,6 +275,23 @@ class IngestConsumer:
                     self.redis.xgroup_delconsumer(key, GROUP, c["name"])
         except redis.ResponseError:
             pass
+
+
+def _chunks(items: list[Item], max_events: int) -> list[list[Item]]:
+    """Consecutive runs of items holding at most `max_events` events each (an item is never split)."""
+    out: list[list[Item]] = []
+    current: list[Item] = []
+    events = 0
+    for item in items:
+        n = item.event_count()
+        if current and events + n > max_events:
+            out.append(current)
+            current, events = [], 0
+        current.append(item)
+        events += n
+    if current:
+        out.append(current)
+    return out
 
 
 def _s(value: Any) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import signal
 import subprocess
 import sys
 import time
@@ -92,21 +93,33 @@ def test_a_thousand_events_from_another_process_are_stored_once_and_re_emitting_
 def test_consumers_killed_with_sigkill_at_random_points_of_a_10000_event_stream_lose_and_duplicate_nothing(
     worker_env, engine, tenant, redis_url, queue_name, tmp_path
 ):
-    """Two consumers share the group; three times, one of them is SIGKILLed at a random moment and a new one
+    """Two consumers share the group; three times, one of them is killed at a random moment and a new one
     started. What the dead one held is taken over by the others after the claim idle time (3 s here); every
-    entry it held is stored within 60 s of the kill."""
+    entry it held is stored within 60 s of the kill.
+
+    A consumer holds entries only for the few milliseconds of a batch, so a bare SIGKILL at a random moment
+    almost never finds it holding any: the victim is first frozen (SIGSTOP) for a random 0.2-1 s, during
+    which Redis keeps handing it entries (its blocking read was already sent), then SIGKILLed."""
     seed = int(os.environ.get("MEMORY_TEST_SEED") or time.time())
     rng = random.Random(seed)
-    env = {**worker_env, "MEMORY_INGEST_BATCH": "200", "MEMORY_DEBOUNCE_IDLE_S": "3600"}
+    # a long blocking read: a frozen consumer stays in Redis's queue of blocked readers and is handed entries
+    env = {
+        **worker_env,
+        "MEMORY_INGEST_BATCH": "200",
+        "MEMORY_INGEST_BLOCK_MS": "5000",
+        "MEMORY_DEBOUNCE_IDLE_S": "3600",
+    }
     consumers = [ConsumerProcess(env=env, log_path=tmp_path / f"consumer-{i}.log").start() for i in range(2)]
     client = _redis(redis_url)
     key = stream_key(queue_name)
-    emitter = _emitter(env, tenant, 10_000, "--pause-every", "100", "--pause-s", "0.02")
+    emitter = _emitter(env, tenant, 10_000, "--pause-every", "50", "--pause-s", "0.1")  # ~25 s of stream
     kills: list[tuple[float, list[str]]] = []
     try:
         for round_ in range(3):
             time.sleep(rng.uniform(0.5, 3.0))
             victim = consumers.pop(rng.randrange(len(consumers)))
+            os.killpg(victim.proc.pid, signal.SIGSTOP)  # type: ignore[union-attr]
+            time.sleep(rng.uniform(0.2, 1.0))
             victim.kill()
             name = f"{os.uname().nodename}-{victim.proc.pid}"  # type: ignore[union-attr]
             held = [
@@ -170,7 +183,7 @@ def test_an_entry_stored_by_a_consumer_that_died_before_acking_is_not_stored_twi
     a._ack = die  # type: ignore[method-assign]
     producer = StreamProducer(redis_url, queue=queue_name, timeout_s=2)
     events = [
-        {"event_id": f"e-{i}", "user_id": "u", "session_id": "s", "content": f"turn {i}"} for i in range(5)
+        {"event_id": f"died-{i}", "user_id": "u", "session_id": "s", "content": f"turn {i}"} for i in range(5)
     ]
     producer.append({"tenant_id": tenant, "events": events})
     with pytest.raises(SystemExit):

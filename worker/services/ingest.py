@@ -42,6 +42,10 @@ class Item:
     envelope: Any = None
     poison: str | None = None  # set: dead-letter the raw entry with this reason, store nothing
 
+    def event_count(self) -> int:
+        events = self.envelope.get("events") if isinstance(self.envelope, dict) else None
+        return len(events) if isinstance(events, list) else 1
+
     @classmethod
     def decode(cls, entry_id: str, raw: bytes | None) -> Item:
         if raw is None:
