@@ -46,9 +46,9 @@ from worker.services.ingest import BatchResult, Item, dead_letter_undeliverable,
 log = structlog.get_logger("worker.ingest")
 
 BACKOFF_MAX_S = 5.0  # a database outage is retried at least this often
-STALE_CONSUMER_S = 3600.0
+STALE_CONSUMER_S = 3600.0  # a consumer with nothing pending and idle this long is removed from the group
 # events per transaction: entries carry up to 500 events each (emit_many), a read up to `ingest_batch` entries
-MAX_EVENTS_PER_TXN = 1000  # a consumer with nothing pending and idle this long is removed from the group
+MAX_EVENTS_PER_TXN = 1000
 
 
 def consumer_name() -> str:
@@ -93,11 +93,14 @@ class IngestConsumer:
             try:
                 self.step(stop)
                 failures = 0
-            except redis.RedisError as exc:
+            except Exception as exc:  # the entries in hand stay pending: this consumer claims them back later
                 failures += 1
-                self._groups_ready = False  # a restarted Redis without its data has no group
                 wait = min(BACKOFF_MAX_S, 0.25 * 2 ** min(failures, 6))
-                log.warning("ingest.redis_unavailable", error=type(exc).__name__, retry_in_s=wait)
+                if isinstance(exc, redis.RedisError):
+                    self._groups_ready = False  # a restarted Redis without its data has no group
+                    log.warning("ingest.redis_unavailable", error=type(exc).__name__, retry_in_s=wait)
+                else:
+                    log.exception("ingest.step_failed", error=type(exc).__name__, retry_in_s=wait)
                 stop.wait(wait)
         log.info("ingest.consumer_stopped", consumer=self.name)
 
