@@ -40,6 +40,8 @@ app = Celery("memory")
 app.conf.update(
     broker_url=kombu_url(resolve_redis_url(_settings)),
     broker_connection_retry_on_startup=True,
+    # a broker outage of any length is waited out (the default gives up after 100 attempts, ~45 min)
+    broker_connection_max_retries=None,
     broker_transport_options=broker_transport_options(_settings.broker_visibility_timeout_s),
     task_serializer="json",
     accept_content=["json"],
@@ -56,6 +58,12 @@ app.conf.update(
     worker_hijack_root_logger=False,
     worker_redirect_stdouts=False,
     worker_send_task_events=True,
+    # No remote control (nothing here uses it; Flower reads the events). Its mailbox is a Redis PUBSUB
+    # subscription, and when Redis stops that socket reports the loss first: kombu then closes the task
+    # channel while its BRPOP is still pending, the close fails half-way, the transport is detached, and the
+    # second close restores the unacked (ETA, running) messages through a client of None: AttributeError
+    # "'NoneType' object has no attribute 'hostname'", which celery treats as unrecoverable and exits.
+    worker_enable_remote_control=False,
     task_send_sent_event=False,
     # KiB. A pool child with MiniLM loaded holds ~475 MB: a lower cap recycled it after every task and
     # reloaded torch each time (10 s per extraction on the LoCoMo replay)
