@@ -19,7 +19,11 @@ set up or did not drain). It prints the result as markdown and writes it to `ben
   stop PostgreSQL (`pg_ctl stop`) and start it on the same data folder; stop the fake LLM and start it on
   the same port. Each part stays down `--down` seconds. The cycle repeats while the stream lasts.
 - drained: every accepted event stored, none `pending` or `llm_pending`, no candidate `new`, and nothing
-  changed for QUIET_S seconds; a worker found dead meanwhile is started again (and counted).
+  changed for QUIET_S seconds.
+- worker restarts: the run starts the worker once, and again after each of its own SIGKILLs. Whenever it finds
+  the worker dead otherwise (checked before each fault and while draining) it starts it again, as a
+  supervisor would, and counts it with the fault it followed and the worker's last error line: the summary
+  prints that count (it should be 0: the worker reconnects after a Redis or PostgreSQL outage).
 - figures: accepted (emit calls that returned), stored (distinct event ids of the run's tenant),
   duplicated (rows beyond one per event id: the primary key (tenant_id, event_id) should keep it 0),
   dead-lettered (rows of `dead_letters`, and their total count), slots with two current values (active
@@ -148,6 +152,8 @@ class Stack:
     env: dict[str, str]
     worker: Any = None  # bench.lib.processes.BenchWorker
     worker_starts: int = 0
+    sigkills: int = 0
+    found_dead: list[str] = field(default_factory=list)  # per unexpected restart: after what, and why
 
     @property
     def database_url(self) -> str:
@@ -159,7 +165,20 @@ class Stack:
         self.worker = BenchWorker(self.env, self.queue, self.tmp / "worker.log", 2).start()
         self.worker_starts += 1
 
+    def ensure_worker(self, after: str) -> bool:
+        """Start the worker again when it is found dead (not by the run's SIGKILL); True when it was."""
+        if self.worker is None or self.worker.alive():
+            return False
+        last = next(
+            (line for line in reversed(self.worker.log_tail(200).splitlines()) if "rror" in line), "no error"
+        )
+        self.found_dead.append(f"after {after}: {last.strip()[:160]}")
+        progress(f"chaos: the worker is dead (after {after}); starting a new one")
+        self.start_worker()
+        return True
+
     def kill_worker(self) -> None:
+        self.sigkills += 1
         if self.worker is not None:
             if self.worker.sampler is not None:
                 self.worker.sampler.stop()
@@ -230,9 +249,7 @@ def drain(stack: Stack, accepted: int) -> dict[str, Any]:
     last_change = t0
     while True:
         now = time.monotonic()
-        if not stack.worker.alive():
-            progress("chaos: the worker is dead; starting a new one")
-            stack.start_worker()
+        stack.ensure_worker("the faults, while draining")
         try:
             with raw_connection(stack.database_url) as conn:
                 st = _state(conn, stack.tenant)
@@ -296,12 +313,15 @@ def render(t: Tally, info: dict[str, Any]) -> str:
         f"{f.name} at {f.started_at:.0f} s (down {f.down_s:.0f} s, back in {f.restart_s:.1f} s)"
         for f in info["faults"]
     )
+    dead = info.get("found_dead", [])
     lines = [
         "## Fault run (`make chaos`)",
         "",
         f"{info['events']:,} events at {info['rate']:g}/s from {USERS} users through `MemoryClient` into a "
         f"private stack (embedded PostgreSQL, redis-server with AOF, `celery worker -c 2`, the fake LLM), a "
-        f"fault every {info['fault_every']:g} s: {faults}. Worker started {info['worker_starts']} times; "
+        f"fault every {info['fault_every']:g} s: {faults}. Worker started {info['worker_starts']} times "
+        f"(once at the start, {info.get('sigkills', 0)} after its SIGKILL, {len(dead)} after it was found "
+        f"dead otherwise); "
         f"{info['spooled']:,} emit calls spooled during the outages; "
         f"{'drained' if info['drained'] else 'NOT drained'} {info['drain_s']} s after the stream "
         f"({info['stream_s']:.0f} s).",
@@ -317,6 +337,8 @@ def render(t: Tally, info: dict[str, Any]) -> str:
         "",
         f"**Verdict: {'PASS' if not problems else 'FAIL: ' + '; '.join(problems)}.**",
     ]
+    if dead:
+        lines.append("\nWorker found dead and restarted: " + "; ".join(dead))
     if info.get("emit_errors"):
         lines.append(f"\nemit raised {len(info['emit_errors'])} times, e.g. {info['emit_errors'][0]}")
     return "\n".join(lines) + "\n"
@@ -365,6 +387,8 @@ def run(events: int, rate: float, fault_every: float, down_s: float) -> tuple[Ta
         cycle = _faults(stack)
         while stream.is_alive():
             stream.join(timeout=fault_every)
+            if faults:
+                stack.ensure_worker(faults[-1].name)
             if not stream.is_alive():
                 break
             name, stop, start = cycle[len(faults) % len(cycle)]
@@ -394,6 +418,8 @@ def run(events: int, rate: float, fault_every: float, down_s: float) -> tuple[Ta
         }
         info.update(drain(stack, len(stream.accepted)))
         info["worker_starts"] = stack.worker_starts
+        info["sigkills"] = stack.sigkills
+        info["found_dead"] = stack.found_dead
         tally = count(stack, stream.accepted)
         return tally, render(tally, info), bool(info["drained"])
     finally:
