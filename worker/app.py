@@ -16,7 +16,7 @@ from shared.db.engine import dispose_inherited_engines, resolve_redis_url
 from shared.embedded import kombu_url
 from shared.logging import configure_logging
 from shared.settings import get_settings
-from worker import metrics
+from worker import broker, metrics
 
 
 def broker_transport_options(visibility_timeout_s: int) -> dict[str, int]:
@@ -36,6 +36,7 @@ def broker_transport_options(visibility_timeout_s: int) -> dict[str, int]:
 
 _settings = get_settings()
 
+broker.use_for_redis_urls()  # a channel that finishes closing when Redis is gone: see worker/broker.py
 app = Celery("memory")
 app.conf.update(
     broker_url=kombu_url(resolve_redis_url(_settings)),
@@ -58,12 +59,9 @@ app.conf.update(
     worker_hijack_root_logger=False,
     worker_redirect_stdouts=False,
     worker_send_task_events=True,
-    # No remote control (nothing here uses it; Flower reads the events). Its mailbox is a Redis PUBSUB
-    # subscription, and when Redis stops that socket reports the loss first: kombu then closes the task
-    # channel while its BRPOP is still pending, the close fails half-way, the transport is detached, and the
-    # second close restores the unacked (ETA, running) messages through a client of None: AttributeError
-    # "'NoneType' object has no attribute 'hostname'", which celery treats as unrecoverable and exits.
-    worker_enable_remote_control=False,
+    # kept on: its mailbox's PUBSUB socket is always polled, so a busy worker (prefetch full, no BRPOP
+    # pending) still notices a lost broker and reconnects (tests/integration/test_broker_outage.py)
+    worker_enable_remote_control=True,
     task_send_sent_event=False,
     # KiB. A pool child with MiniLM loaded holds ~475 MB: a lower cap recycled it after every task and
     # reloaded torch each time (10 s per extraction on the LoCoMo replay)
