@@ -56,6 +56,7 @@ QUIET_S = 5.0
 DRAIN_LIMIT_S = 180.0
 VISIBILITY_TIMEOUT_S = 20
 RESULT_PATH = REPO / "bench" / "results" / "chaos.md"
+STUCK_PATH = REPO / "bench" / "results" / "chaos-not-drained.json"  # what a run that did not drain left
 
 # (slot statement template, values): the rules turn each into a slotted memory, a later value supersedes
 SLOT_STATEMENTS = (
@@ -307,6 +308,42 @@ def count(stack: Stack, accepted: list[str]) -> Tally:
     )
 
 
+def stuck(stack: Stack) -> dict[str, Any]:
+    """What a run that did not drain left behind, for the operator: the events still waiting, the broker's
+    queue and unacknowledged messages, and the end of the worker's log."""
+    import redis
+
+    from bench.lib.db import raw_connection
+    from shared.embedded import redis_py_url
+
+    out: dict[str, Any] = {}
+    try:
+        with raw_connection(stack.database_url) as conn:
+            out["events"] = [
+                [str(v) for v in row]
+                for row in conn.execute(
+                    "SELECT event_id, session_id, status, llm_error, received_at FROM events "
+                    "WHERE tenant_id = %s AND status IN ('pending', 'llm_pending') ORDER BY received_at",
+                    (stack.tenant,),
+                )
+            ]
+    except Exception as exc:
+        out["events"] = repr(exc)
+    try:
+        r = redis.Redis.from_url(redis_py_url(stack.redis.url), socket_timeout=2)
+        out["redis"] = {
+            "queue": r.llen(stack.queue),
+            "unacked": r.hlen("unacked"),
+            "unacked_index": r.zcard("unacked_index"),
+            "unacked_mutex_ttl_s": r.ttl("unacked_mutex"),
+            "keys": sorted(k.decode() for k in r.scan_iter(count=1000))[:200],
+        }
+    except Exception as exc:
+        out["redis"] = repr(exc)
+    out["worker_log"] = stack.worker.log_tail(400).splitlines() if stack.worker is not None else []
+    return out
+
+
 def render(t: Tally, info: dict[str, Any]) -> str:
     problems = verdict(t)
     faults = "; ".join(
@@ -417,6 +454,12 @@ def run(events: int, rate: float, fault_every: float, down_s: float) -> tuple[Ta
             "emit_errors": stream.errors,
         }
         info.update(drain(stack, len(stream.accepted)))
+        if not info["drained"]:
+            import json
+
+            STUCK_PATH.parent.mkdir(parents=True, exist_ok=True)
+            STUCK_PATH.write_text(json.dumps(stuck(stack), indent=1), encoding="utf-8")
+            progress(f"chaos: not drained; what was left is in {STUCK_PATH}")
         info["worker_starts"] = stack.worker_starts
         info["sigkills"] = stack.sigkills
         info["found_dead"] = stack.found_dead
