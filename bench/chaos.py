@@ -19,7 +19,11 @@ set up or did not drain). It prints the result as markdown and writes it to `ben
   stop PostgreSQL (`pg_ctl stop`) and start it on the same data folder; stop the fake LLM and start it on
   the same port. Each part stays down `--down` seconds. The cycle repeats while the stream lasts.
 - drained: every accepted event stored, none `pending` or `llm_pending`, no candidate `new`, and nothing
-  changed for QUIET_S seconds; a worker found dead meanwhile is started again (and counted).
+  changed for QUIET_S seconds.
+- worker restarts: the run starts the worker once, and again after each of its own SIGKILLs. Whenever it finds
+  the worker dead otherwise (checked before each fault and while draining) it starts it again, as a
+  supervisor would, and counts it with the fault it followed and the worker's last error line: the summary
+  prints that count (it should be 0: the worker reconnects after a Redis or PostgreSQL outage).
 - figures: accepted (emit calls that returned), stored (distinct event ids of the run's tenant),
   duplicated (rows beyond one per event id: the primary key (tenant_id, event_id) should keep it 0),
   dead-lettered (rows of `dead_letters`, and their total count), slots with two current values (active
@@ -52,6 +56,7 @@ QUIET_S = 5.0
 DRAIN_LIMIT_S = 180.0
 VISIBILITY_TIMEOUT_S = 20
 RESULT_PATH = REPO / "bench" / "results" / "chaos.md"
+STUCK_PATH = REPO / "bench" / "results" / "chaos-not-drained.json"  # what a run that did not drain left
 
 # (slot statement template, values): the rules turn each into a slotted memory, a later value supersedes
 SLOT_STATEMENTS = (
@@ -148,6 +153,8 @@ class Stack:
     env: dict[str, str]
     worker: Any = None  # bench.lib.processes.BenchWorker
     worker_starts: int = 0
+    sigkills: int = 0
+    found_dead: list[str] = field(default_factory=list)  # per unexpected restart: after what, and why
 
     @property
     def database_url(self) -> str:
@@ -159,7 +166,20 @@ class Stack:
         self.worker = BenchWorker(self.env, self.queue, self.tmp / "worker.log", 2).start()
         self.worker_starts += 1
 
+    def ensure_worker(self, after: str) -> bool:
+        """Start the worker again when it is found dead (not by the run's SIGKILL); True when it was."""
+        if self.worker is None or self.worker.alive():
+            return False
+        last = next(
+            (line for line in reversed(self.worker.log_tail(200).splitlines()) if "rror" in line), "no error"
+        )
+        self.found_dead.append(f"after {after}: {last.strip()[:160]}")
+        progress(f"chaos: the worker is dead (after {after}); starting a new one")
+        self.start_worker()
+        return True
+
     def kill_worker(self) -> None:
+        self.sigkills += 1
         if self.worker is not None:
             if self.worker.sampler is not None:
                 self.worker.sampler.stop()
@@ -230,9 +250,7 @@ def drain(stack: Stack, accepted: int) -> dict[str, Any]:
     last_change = t0
     while True:
         now = time.monotonic()
-        if not stack.worker.alive():
-            progress("chaos: the worker is dead; starting a new one")
-            stack.start_worker()
+        stack.ensure_worker("the faults, while draining")
         try:
             with raw_connection(stack.database_url) as conn:
                 st = _state(conn, stack.tenant)
@@ -290,18 +308,57 @@ def count(stack: Stack, accepted: list[str]) -> Tally:
     )
 
 
+def stuck(stack: Stack) -> dict[str, Any]:
+    """What a run that did not drain left behind, for the operator: the events still waiting, the broker's
+    queue and unacknowledged messages, and the end of the worker's log."""
+    import redis
+
+    from bench.lib.db import raw_connection
+    from shared.embedded import redis_py_url
+
+    out: dict[str, Any] = {}
+    try:
+        with raw_connection(stack.database_url) as conn:
+            out["events"] = [
+                [str(v) for v in row]
+                for row in conn.execute(
+                    "SELECT event_id, session_id, status, llm_error, received_at FROM events "
+                    "WHERE tenant_id = %s AND status IN ('pending', 'llm_pending') ORDER BY received_at",
+                    (stack.tenant,),
+                )
+            ]
+    except Exception as exc:
+        out["events"] = repr(exc)
+    try:
+        r = redis.Redis.from_url(redis_py_url(stack.redis.url), socket_timeout=2)
+        out["redis"] = {
+            "queue": r.llen(stack.queue),
+            "unacked": r.hlen("unacked"),
+            "unacked_index": r.zcard("unacked_index"),
+            "unacked_mutex_ttl_s": r.ttl("unacked_mutex"),
+            "keys": sorted(k.decode() for k in r.scan_iter(count=1000))[:200],
+        }
+    except Exception as exc:
+        out["redis"] = repr(exc)
+    out["worker_log"] = stack.worker.log_tail(400).splitlines() if stack.worker is not None else []
+    return out
+
+
 def render(t: Tally, info: dict[str, Any]) -> str:
     problems = verdict(t)
     faults = "; ".join(
         f"{f.name} at {f.started_at:.0f} s (down {f.down_s:.0f} s, back in {f.restart_s:.1f} s)"
         for f in info["faults"]
     )
+    dead = info.get("found_dead", [])
     lines = [
         "## Fault run (`make chaos`)",
         "",
         f"{info['events']:,} events at {info['rate']:g}/s from {USERS} users through `MemoryClient` into a "
         f"private stack (embedded PostgreSQL, redis-server with AOF, `celery worker -c 2`, the fake LLM), a "
-        f"fault every {info['fault_every']:g} s: {faults}. Worker started {info['worker_starts']} times; "
+        f"fault every {info['fault_every']:g} s: {faults}. Worker started {info['worker_starts']} times "
+        f"(once at the start, {info.get('sigkills', 0)} after its SIGKILL, {len(dead)} after it was found "
+        f"dead otherwise); "
         f"{info['spooled']:,} emit calls spooled during the outages; "
         f"{'drained' if info['drained'] else 'NOT drained'} {info['drain_s']} s after the stream "
         f"({info['stream_s']:.0f} s).",
@@ -317,6 +374,8 @@ def render(t: Tally, info: dict[str, Any]) -> str:
         "",
         f"**Verdict: {'PASS' if not problems else 'FAIL: ' + '; '.join(problems)}.**",
     ]
+    if dead:
+        lines.append("\nWorker found dead and restarted: " + "; ".join(dead))
     if info.get("emit_errors"):
         lines.append(f"\nemit raised {len(info['emit_errors'])} times, e.g. {info['emit_errors'][0]}")
     return "\n".join(lines) + "\n"
@@ -365,6 +424,8 @@ def run(events: int, rate: float, fault_every: float, down_s: float) -> tuple[Ta
         cycle = _faults(stack)
         while stream.is_alive():
             stream.join(timeout=fault_every)
+            if faults:
+                stack.ensure_worker(faults[-1].name)
             if not stream.is_alive():
                 break
             name, stop, start = cycle[len(faults) % len(cycle)]
@@ -393,7 +454,15 @@ def run(events: int, rate: float, fault_every: float, down_s: float) -> tuple[Ta
             "emit_errors": stream.errors,
         }
         info.update(drain(stack, len(stream.accepted)))
+        if not info["drained"]:
+            import json
+
+            STUCK_PATH.parent.mkdir(parents=True, exist_ok=True)
+            STUCK_PATH.write_text(json.dumps(stuck(stack), indent=1), encoding="utf-8")
+            progress(f"chaos: not drained; what was left is in {STUCK_PATH}")
         info["worker_starts"] = stack.worker_starts
+        info["sigkills"] = stack.sigkills
+        info["found_dead"] = stack.found_dead
         tally = count(stack, stream.accepted)
         return tally, render(tally, info), bool(info["drained"])
     finally:

@@ -596,8 +596,8 @@ def erase(
 @app.command()
 def stats(as_json: JsonOpt = False) -> None:
     """Events by status, the ingest stream (backlog, pending, oldest age, consumers), task queue depth,
-    memories by kind and status, tokens today per tenant, LLM failures by reason and the endpoints' circuit
-    breakers, last runs."""
+    memories by kind and status, tokens today per tenant, LLM failures by reason (turns) and by stage (every
+    stage that did without the LLM, and what it did instead), the endpoints' circuit breakers, last runs."""
     from shared.db.engine import resolve_redis_url
     from shared.embedded import redis_py_url
     from shared.stream import stream_stats
@@ -650,6 +650,10 @@ def stats(as_json: JsonOpt = False) -> None:
     for r in data["llm_failures"]:
         t_fail.add_row(r["reason"], str(r["waiting"]), str(r["final"]), str(r["max_attempts"]))
     out.print(t_fail)
+    t_stage = Table("LLM stage", "failure reason", "did instead", "today", "total")
+    for r in data["llm_failures_by_stage"]:
+        t_stage.add_row(r["stage"], r["reason"], r["action"], str(r["today"]), str(r["total"]))
+    out.print(t_stage)
     for b in breakers:
         until = b["open_until"]
         state = "closed"

@@ -1,6 +1,7 @@
 """The operator's overview (`memctl stats`): events by status, memories by kind and status, LLM tokens today
-per tenant, LLM failures by reason (turns still waiting for the LLM, and turns made final without it), dead
-letters waiting, and the latest run of each kind. Read in the owner's (all-tenant) scope."""
+per tenant, LLM failures by reason (turns still waiting for the LLM, and turns made final without it), LLM
+failures by stage and reason (every time a stage did without the LLM, and what it did instead), dead letters
+waiting, and the latest run of each kind. Read in the owner's (all-tenant) scope."""
 
 from __future__ import annotations
 
@@ -31,9 +32,18 @@ def overview(db: Session) -> dict[str, Any]:
             "FROM events WHERE llm_error IS NOT NULL GROUP BY llm_error ORDER BY 2 DESC, 3 DESC, 1"
         )
     )
+    by_stage = db.execute(
+        text(
+            "SELECT stage, reason, action, "
+            "coalesce(sum(count) FILTER (WHERE day = to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD')), 0) "
+            "AS today, sum(count) AS total, max(last_at) AS last_at "
+            "FROM llm_failures GROUP BY stage, reason, action ORDER BY stage, total DESC, reason, action"
+        )
+    )
     return {
         "events": events,
         "llm_failures": [dict(r) for r in failures.mappings().all()],
+        "llm_failures_by_stage": [dict(r) for r in by_stage.mappings().all()],
         "dead_letters": db.execute(
             text("SELECT count(*) FROM dead_letters WHERE replayed_at IS NULL")
         ).scalar(),

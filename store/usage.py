@@ -1,4 +1,5 @@
-"""LLM usage per tenant, day and stage (`llm_usage`), and the tenant's daily token budget."""
+"""LLM usage per tenant, day and stage (`llm_usage`), the tenant's daily token budget, and the times a stage
+did without the LLM (`llm_failures`, by stage, reason and what it did instead)."""
 
 from __future__ import annotations
 
@@ -40,6 +41,21 @@ def record_usage(
         },
     )
     db.execute(stmt)
+
+
+def record_failure(
+    db: Session, tenant_id: str, *, day: str, stage: str, reason: str, action: str, count: int = 1
+) -> None:
+    """Count `count` fallbacks of `stage` for `reason` (a `worker.llm.FAILURE_REASONS` category) on `day`;
+    `action` is what the stage did instead (`deterministic` or `deferred`)."""
+    db.execute(
+        text(
+            "INSERT INTO llm_failures (tenant_id, day, stage, reason, action, count, last_at) "
+            "VALUES (:t, :d, :s, :r, :a, :n, now()) ON CONFLICT (tenant_id, day, stage, reason, action) "
+            "DO UPDATE SET count = llm_failures.count + excluded.count, last_at = excluded.last_at"
+        ),
+        {"t": tenant_id, "d": day, "s": stage, "r": reason[:32], "a": action[:16], "n": count},
+    )
 
 
 def tokens_used_today(db: Session, tenant_id: str, *, day: str) -> int:

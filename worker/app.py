@@ -16,7 +16,7 @@ from shared.db.engine import dispose_inherited_engines, resolve_redis_url
 from shared.embedded import kombu_url
 from shared.logging import configure_logging
 from shared.settings import get_settings
-from worker import metrics
+from worker import broker, metrics
 
 
 def broker_transport_options(visibility_timeout_s: int) -> dict[str, int]:
@@ -36,10 +36,13 @@ def broker_transport_options(visibility_timeout_s: int) -> dict[str, int]:
 
 _settings = get_settings()
 
+broker.use_for_redis_urls()  # a channel that finishes closing when Redis is gone: see worker/broker.py
 app = Celery("memory")
 app.conf.update(
     broker_url=kombu_url(resolve_redis_url(_settings)),
     broker_connection_retry_on_startup=True,
+    # a broker outage of any length is waited out (the default gives up after 100 attempts, ~45 min)
+    broker_connection_max_retries=None,
     broker_transport_options=broker_transport_options(_settings.broker_visibility_timeout_s),
     task_serializer="json",
     accept_content=["json"],
@@ -56,6 +59,9 @@ app.conf.update(
     worker_hijack_root_logger=False,
     worker_redirect_stdouts=False,
     worker_send_task_events=True,
+    # kept on: its mailbox's PUBSUB socket is always polled, so a busy worker (prefetch full, no BRPOP
+    # pending) still notices a lost broker and reconnects (tests/integration/test_broker_outage.py)
+    worker_enable_remote_control=True,
     task_send_sent_event=False,
     # KiB. A pool child with MiniLM loaded holds ~475 MB: a lower cap recycled it after every task and
     # reloaded torch each time (10 s per extraction on the LoCoMo replay)

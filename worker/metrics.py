@@ -28,6 +28,12 @@ LLM_SILENT_LOSSES = Counter(
     "memory_llm_silent_losses_total",
     "turns the LLM owed that ended final with neither a parsed answer nor a recorded reason (must stay 0)",
 )
+LLM_FALLBACKS = Counter(
+    "memory_llm_fallbacks_total",
+    "stage runs that did without the LLM (a failed call, or none behind an open breaker), by stage, reason "
+    "and what they did instead (deterministic: the stage's no-LLM path; deferred: turns kept llm_pending)",
+    ["stage", "reason", "action"],
+)
 LLM_BREAKER_OPENED = Counter(
     "memory_llm_breaker_opened_total", "times an endpoint's circuit breaker opened, by stage", ["stage"]
 )

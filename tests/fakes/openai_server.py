@@ -5,7 +5,8 @@ so the real `openai` SDK, its HTTP stack, its retries and its timeouts are exerc
 
 Endpoints:
 - `POST /v1/chat/completions`: answers with scripted `Reply`s, consumed in order; when the script is empty,
-  with `default_responder(request_json)` (or `'{"memories": []}'` when no responder is set). Every request
+  with `default_responder(request_json)` (or `'{"memories": []}'` when no responder is set): the content of
+  the answer, or a whole `Reply` (a fault for some kinds of request only, e.g. one prompt). Every request
   body is recorded in `calls`, including the ones answered with a fault. `response_format` is accepted and
   ignored, unless `reject_json_schema` is set: then a `json_schema` response format gets a 400 (like
   endpoints without structured outputs) before any scripted reply is consumed.
@@ -127,7 +128,7 @@ class FakeOpenAI:
     def __init__(self, *, embedding_dim: int = 8, port: int = 0) -> None:
         self.embedding_dim = embedding_dim
         self.bind_port = port  # 0: any free port; a fixed one lets a fault run stop and restart it in place
-        self.default_responder: Callable[[dict[str, Any]], str] | None = None
+        self.default_responder: Callable[[dict[str, Any]], str | Reply] | None = None
         self.reject_json_schema = False
         self.reject_json_object = False
         self.reasoning_model = False
@@ -264,9 +265,17 @@ class FakeOpenAI:
             self._next_id += 1
             return f"{prefix}-fake-{self._next_id}"
 
-    def _default_content(self, body: dict[str, Any]) -> str:
+    def _default_reply(self, body: dict[str, Any]) -> Reply:
+        """The answer when no scripted reply is queued: the responder's, a content or a whole `Reply`."""
         responder = self.default_responder
-        return responder(body) if responder is not None else DEFAULT_CONTENT
+        answer = responder(body) if responder is not None else DEFAULT_CONTENT
+        if isinstance(answer, Reply):
+            return answer
+        return Reply(kind="ok", content=answer, delay_s=self.delay_s)
+
+    def _default_content(self, body: dict[str, Any]) -> str:
+        answer = self._default_reply(body)
+        return answer.content if answer.kind == "ok" else DEFAULT_CONTENT
 
     def _wait(self, delay_s: float) -> bool:
         """Sleep up to `delay_s`; False when the server is stopping meanwhile."""
@@ -469,7 +478,7 @@ def _make_handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
 
         def _answer_chat(self, body: dict[str, Any]) -> None:
             scripted, param = fake._record_chat(body)
-            reply = scripted or Reply(kind="ok", content=fake._default_content(body), delay_s=fake.delay_s)
+            reply = scripted or fake._default_reply(body)
             delay_s = reply.delay_s
             if reply.kind == "timeout" and delay_s <= 0:
                 delay_s = DEFAULT_TIMEOUT_DELAY_S

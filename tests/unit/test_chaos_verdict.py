@@ -39,3 +39,27 @@ def test_the_stream_has_unique_event_ids_and_changing_slot_values():
     assert len({e["event_id"] for e in events}) == len(events)
     editor = {e["content"] for e in events if e["user_id"] == "user-2" and "editor" in e["content"]}
     assert len(editor) > 1
+
+
+def test_the_summary_counts_the_worker_restarts_the_run_had_to_make_besides_its_sigkills():
+    from bench.chaos import Fault, render
+
+    info = {
+        "events": 10,
+        "rate": 5.0,
+        "fault_every": 12.0,
+        "faults": [Fault("worker (SIGKILL)", 12, 3, 1.5), Fault("redis", 27, 3, 0.0)],
+        "stream_s": 30.0,
+        "spooled": 0,
+        "emit_errors": [],
+        "drain_s": 4.0,
+        "drained": True,
+        "worker_starts": 3,
+        "sigkills": 1,
+        "found_dead": ["after redis: Unrecoverable error: AttributeError(...)"],
+    }
+    text = render(_tally(), info)
+    assert "Worker started 3 times (once at the start, 1 after its SIGKILL, 1 after it was found dead" in text
+    assert "Worker found dead and restarted: after redis: Unrecoverable error" in text
+    info.update(worker_starts=2, found_dead=[])
+    assert "0 after it was found dead otherwise" in render(_tally(), info)

@@ -53,6 +53,21 @@ def test_scripted_replies_are_consumed_in_order_then_the_default_responder_takes
     assert len(fake.calls) == 3
 
 
+def test_the_default_responder_may_answer_some_requests_with_a_fault(fake: FakeOpenAI) -> None:
+    def responder(body: dict[str, Any]) -> str | Reply:
+        if "judge" in body["messages"][0]["content"]:
+            return Reply(kind="status", status=503)
+        return "fine"
+
+    fake.default_responder = responder
+    client = make_client(fake)
+
+    assert chat(client).choices[0].message.content == "fine"
+    with pytest.raises(openai.InternalServerError):
+        client.chat.completions.create(model="fake-chat", messages=[{"role": "system", "content": "judge"}])
+    assert len(fake.calls) == 2
+
+
 def test_usage_is_reported_and_totalled(fake: FakeOpenAI) -> None:
     fake.script(Reply(kind="ok", content="x" * 40))
     completion = chat(make_client(fake))

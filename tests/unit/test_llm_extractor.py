@@ -401,11 +401,11 @@ def test_a_reasoning_model_gets_max_completion_tokens_and_no_temperature_from_th
 def test_summarize_returns_the_rewritten_summary_and_its_usage(fake: FakeOpenAI, sleeps: Sleeps) -> None:
     fake.script(Reply(kind="ok", content="## Decisions\n- use pnpm\n"))
 
-    summary, usage = summarize(
+    summary, usage, error = summarize(
         make_extractor(fake, sleeps), previous_summary="## Decisions\n- none", turns=WINDOW
     )
 
-    assert summary == "## Decisions\n- use pnpm"
+    assert summary == "## Decisions\n- use pnpm" and error is None
     assert usage.calls == 1 and usage.prompt_tokens == fake.prompt_tokens
     system_prompt = fake.calls[0]["messages"][0]["content"]
     assert all(section in system_prompt for section in SUMMARY_SECTIONS)
@@ -415,9 +415,11 @@ def test_summarize_returns_the_rewritten_summary_and_its_usage(fake: FakeOpenAI,
 def test_summarize_gives_none_when_the_llm_is_down(fake: FakeOpenAI, sleeps: Sleeps) -> None:
     fake.script(*[Reply(kind="status", status=503) for _ in range(2)])
 
-    summary, usage = summarize(make_extractor(fake, sleeps, max_retries=1), previous_summary="", turns=WINDOW)
+    summary, usage, error = summarize(
+        make_extractor(fake, sleeps, max_retries=1), previous_summary="", turns=WINDOW
+    )
 
-    assert summary is None
+    assert summary is None and error is not None and error.startswith("server_error")
     assert usage.calls == 2
 
 

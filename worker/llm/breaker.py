@@ -5,7 +5,8 @@
   transport errors after the client's own retries, refusals, output that failed validation after its
   repair); `success()` resets the count.
 - Open: after `threshold` consecutive failures, no call is made until `open_until`; the callers fall back
-  (rules only, turns `llm_pending` with reason `circuit_open`). The open period doubles with each opening
+  (extraction: rules only, turns `llm_pending` with reason `circuit_open`; the other stages: their no-LLM
+  path, see `worker.services.llm_stage`). The open period doubles with each opening
   since the last success: `base_s`, 2 x `base_s`, ... up to `max_s`.
 - Half-open: once `open_until` has passed, one caller (a Redis `SET NX` token) makes a probe call; its
   success closes the breaker, its failure opens it again for the next, longer period.

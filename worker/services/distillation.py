@@ -1,5 +1,7 @@
 """Distillation of one user's fragments, with the LLM when configured (one batched call per user per run)
-and deterministically otherwise. Fragments become `consolidated`; the new memory carries the lineage.
+and deterministically otherwise. Fragments become `consolidated`; the new memory carries the lineage. The
+LLM's part is stage `distill`, with its own breaker: a failed call, none behind an open breaker, or none
+because the run's token cap is spent, distills deterministically and says so (`worker.services.llm_stage`).
 
 `distill_users` is the whole run of the `memory.distill` task: per user a run record, then one transaction
 under the per-user lock that distills the fragments and rewrites the working memory."""
@@ -25,7 +27,8 @@ from store.distillation import load_fragments, users_to_distill, write_consolida
 from store.embeddings import Embedder
 from store.memories import lock_user
 from store.runs import finish_run, last_run_start, start_run
-from worker.llm import LLMClient
+from worker.llm import CircuitBreaker, LLMClient
+from worker.services import llm_stage
 from worker.services.runs import slot_key
 from worker.services.working_memory import rewrite_working_memory
 
@@ -43,20 +46,18 @@ class DistillResult:
 
 
 def _llm_rewrite(
-    llm: LLMClient, clusters: Sequence[Sequence[Fragment]], *, token_cap: int
+    llm: LLMClient, messages: list[dict[str, str]], clusters: Sequence[Sequence[Fragment]]
 ) -> tuple[list[Consolidated], int, str | None]:
-    """One call for all clusters; returns the validated rewrites (covering 2+ fragments each), tokens used."""
-    messages = build_distill_messages(clusters)
-    if estimate_tokens(messages[0]["content"] + messages[1]["content"]) > token_cap:
-        return [], 0, "token cap for this run reached"
+    """One call for all clusters; returns the validated rewrites (covering 2+ fragments each), tokens used,
+    and the error (a `worker.llm.failure_reason` string) when the answer is unusable."""
     content, usage, error = llm.complete_json(messages)
     tokens = usage.tokens
     if error or not content:
-        return [], tokens, error or "empty answer"
+        return [], tokens, error or "empty_content"
     try:
         answer = parse_distill_answer(content)
     except ValidationError as exc:
-        return [], tokens, f"invalid answer: {exc.error_count()} errors"
+        return [], tokens, f"invalid_output: {exc.error_count()} errors"
     return answer_to_rewrites(answer, clusters), tokens, None
 
 
@@ -71,6 +72,7 @@ def distill_user(
     actor: str,
     new_since: datetime | None,
     token_cap: int,
+    breaker: CircuitBreaker | None = None,
 ) -> DistillResult:
     """Cluster and rewrite one user's fragments (caller holds the per-user lock and commits)."""
     fragments = load_fragments(db, tenant_id, user_id)
@@ -82,11 +84,34 @@ def distill_user(
     tokens = 0
     mode = "deterministic"
     if llm is not None:
-        rewrites, tokens, error = _llm_rewrite(llm, clusters, token_cap=token_cap)
-        mode = "llm"
-        if error:
-            errors.append(f"llm: {error}; deterministic path used")
+        messages = build_distill_messages(clusters)
+        reason = None
+        if estimate_tokens(messages[0]["content"] + messages[1]["content"]) > token_cap:
+            reason = (
+                "budget_exhausted"  # the run's token cap: not the endpoint's fault, the breaker is not told
+            )
+        else:
+            reason = llm_stage.gate(llm_stage.DISTILL, breaker)
+        if reason is None:
+            rewrites, tokens, error = _llm_rewrite(llm, messages, clusters)
+            mode = "llm"
+            if error:
+                reason = llm_stage.failed(llm_stage.DISTILL, breaker, error, clusters=len(clusters))
+            else:
+                llm_stage.succeeded(breaker)
+        if reason is not None:
+            errors.append(f"llm: {reason}; deterministic path used")
             mode = "deterministic"
+            llm_stage.fell_back(
+                db,
+                llm_stage.DISTILL,
+                tenant_id,
+                reason=reason,
+                action=llm_stage.DETERMINISTIC,
+                now=now,
+                clusters=len(clusters),
+                detail="deterministic distillation",
+            )
     if not rewrites and mode == "deterministic":
         rewrites = [consolidate(members) for members in clusters]
     # with the LLM, fragments it left out stay active, as promised: no deterministic merge behind its back
@@ -123,6 +148,8 @@ def distill_users(
     token_cap: int,
     embedder: Embedder,
     llm: LLMClient | None,
+    distill_breaker: CircuitBreaker | None = None,
+    working_memory_breaker: CircuitBreaker | None = None,
 ) -> dict[str, int]:
     """Distill `only` this (tenant, user), or every user with new fragments, and rewrite their working
     memory. Each user gets a run record (its slot, for a scheduled run, runs once) and one transaction
@@ -164,8 +191,11 @@ def distill_users(
                     actor=actor,
                     new_since=since,
                     token_cap=cap,
+                    breaker=distill_breaker,
                 )
-                wm, wm_tokens = rewrite_working_memory(db, t, u, now=now, llm=llm if cap > 0 else None)
+                wm, wm_tokens = rewrite_working_memory(
+                    db, t, u, now=now, llm=llm if cap > 0 else None, breaker=working_memory_breaker
+                )
         except Exception as exc:
             finish_run(
                 engine, run_id, outcome="error", counts={"errors": 1}, now=utcnow(), detail=repr(exc)[:500]

@@ -1,7 +1,9 @@
 """Sessions closed into episodes: what happened, its outcome and lesson, searchable like memories.
 
 An episode is written by the LLM when one is configured (validated), else assembled deterministically from
-the session's summary, turns and remembered candidates (`core.episodes`).
+the session's summary, turns and remembered candidates (`core.episodes`). The LLM's part is stage `episode`,
+with its own breaker: a failed call, or none behind an open breaker, writes the deterministic episode and
+says so (`worker.services.llm_stage`).
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from store import sessions
 from store.candidates import session_memories
 from store.embeddings import Embedder
 from store.episodes import upsert_episode
-from worker.llm import LLMClient
+from worker.llm import CircuitBreaker, LLMClient
+from worker.services import llm_stage
 
 
 def close_session(
@@ -32,6 +35,7 @@ def close_session(
     embedder: Embedder,
     llm: LLMClient | None,
     now: datetime,
+    breaker: CircuitBreaker | None = None,
 ) -> dict[str, Any]:
     """Write (or rewrite) the session's episode and mark the session closed. Idempotent per session."""
     state = sessions.lock_for_closing(db, tenant_id, user_id, session_id)
@@ -42,14 +46,30 @@ def close_session(
     tokens = 0
     mode = "deterministic"
     episode: EpisodeText | None = None
-    if llm is not None and turns:
+    reason = llm_stage.gate(llm_stage.EPISODE, breaker) if llm is not None and turns else None
+    if llm is not None and turns and reason is None:
         content, usage, error = llm.complete_json(build_episode_messages(summary=state.summary, turns=turns))
         tokens = usage.tokens
         episode = parse_episode_answer(content) if not error else None
         if episode is not None:
             mode = "llm"
+            llm_stage.succeeded(breaker)
+        else:
+            error = error or "invalid_output: not an episode"
+            reason = llm_stage.failed(llm_stage.EPISODE, breaker, error, session_id=session_id)
     if episode is None:
         episode = deterministic_episode(turns, summary=state.summary or "", memories=memories)
+        if reason is not None:
+            llm_stage.fell_back(
+                db,
+                llm_stage.EPISODE,
+                tenant_id,
+                reason=reason,
+                action=llm_stage.DETERMINISTIC,
+                now=now,
+                session_id=session_id,
+                detail="deterministic episode",
+            )
     if turns:
         upsert_episode(
             db,
@@ -75,6 +95,7 @@ def close_idle_sessions(
     settle_s: float,
     embedder: Embedder,
     llm: LLMClient | None,
+    breaker: CircuitBreaker | None = None,
 ) -> dict[str, int]:
     """Close every session that ended (and settled) or went idle into its episode, one transaction per
     session. Returns the sessions closed, the episodes written and the LLM tokens spent."""
@@ -83,7 +104,9 @@ def close_idle_sessions(
     totals = {"sessions": 0, "episodes": 0, "tokens": 0}
     for tenant_id, user_id, session_id in todo:
         with session_scope(engine, tenant=tenant_id) as db:
-            out = close_session(db, tenant_id, user_id, session_id, embedder=embedder, llm=llm, now=now)
+            out = close_session(
+                db, tenant_id, user_id, session_id, embedder=embedder, llm=llm, now=now, breaker=breaker
+            )
         totals["sessions"] += 1
         totals["episodes"] += out.get("episodes", 0)
         totals["tokens"] += out.get("tokens", 0)

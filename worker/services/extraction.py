@@ -38,6 +38,7 @@ from store.usage import record_usage, within_budget
 from store.window import index_turns, load_window, previous_turn_text, set_llm_states, set_statuses
 from worker import metrics
 from worker.llm import CircuitBreaker, LLMClient, failure_reason
+from worker.services import llm_stage
 from worker.services.llm_extraction import LLMResult, extract_candidates
 from worker.services.summary import fold_summary
 from worker.services.window import (
@@ -75,6 +76,7 @@ def extract_session(
     llm: LLMClient | None,
     embedder: Embedder,
     breaker: CircuitBreaker | None = None,
+    summary_breaker: CircuitBreaker | None = None,
 ) -> dict[str, Any]:
     """Extract the session's next window, unless its idle timer fired early (`deferred`) or another run
     holds the session (`locked`: that run re-checks for pending events when it finishes, so nothing is
@@ -106,6 +108,7 @@ def extract_session(
             llm=llm,
             embedder=embedder,
             breaker=breaker,
+            summary_breaker=summary_breaker,
         )
     finally:
         try:
@@ -151,12 +154,15 @@ def run_window(
     llm: LLMClient | None,
     embedder: Embedder,
     breaker: CircuitBreaker | None = None,
+    summary_breaker: CircuitBreaker | None = None,
 ) -> dict[str, Any]:
     """Extract one window of the session's pending events and fold its summary. The counts include `more`
     (events still pending after this window).
 
     The LLM part never ends silently: the answer is parsed, or every turn it owed keeps the reason
-    (`settle_llm`); an open `breaker` makes no call at all (reason `circuit_open`)."""
+    (`settle_llm`) and the fallback is said and counted (stage `extract`); an open `breaker` makes no call at
+    all (reason `circuit_open`). The summary fold has its own breaker (`summary_breaker`, stage
+    `summarize`)."""
     policy = DebouncePolicy.from_settings(settings)
     day = now.date().isoformat()
     with session_scope(engine, tenant=tenant_id) as db:
@@ -183,8 +189,8 @@ def run_window(
             outcome = _outcome(result)
         else:
             retry_at = datetime.fromtimestamp(gate.retry_at, UTC) if gate.retry_at else None
-            outcome = LLMOutcome(answered=False, reason="circuit_open", retry_at=retry_at)
-            metrics.LLM_FAILURES.labels("extract", "circuit_open").inc()
+            outcome = LLMOutcome(answered=False, reason=llm_stage.CIRCUIT_OPEN, retry_at=retry_at)
+            metrics.LLM_FAILURES.labels(llm_stage.EXTRACT, llm_stage.CIRCUIT_OPEN).inc()
     elif llm is not None and not use_llm and plan.needs_llm_ids:
         outcome = LLMOutcome(answered=False, reason="budget_exhausted")
     usage = result.usage if result else None
@@ -227,6 +233,19 @@ def run_window(
             )
             metrics.LLM_TOKENS.labels(tenant_id, "extract", "in").inc(usage.prompt_tokens)
             metrics.LLM_TOKENS.labels(tenant_id, "extract", "out").inc(usage.completion_tokens)
+        if llm_error:
+            waiting = counts["llm_pending"]
+            llm_stage.fell_back(
+                db,
+                llm_stage.EXTRACT,
+                tenant_id,
+                reason=llm_error,
+                action=llm_stage.DEFERRED if waiting else llm_stage.DETERMINISTIC,
+                now=now,
+                session_id=session_id,
+                turns_waiting=waiting,
+                detail="rule candidates kept; turns llm_pending" if waiting else "rule candidates final",
+            )
         more = sessions.count_pending(db, tenant_id, user_id, session_id)
     for c in candidates:
         metrics.CANDIDATES.labels(c.origin).inc()
@@ -249,9 +268,16 @@ def run_window(
             policy=policy,
         )
     with session_scope(engine, tenant=tenant_id) as db:
-        # a known-bad endpoint is spared the summary too (the fold falls back to the extractive summary)
-        fold_llm = llm if use_llm and (breaker is None or not breaker.is_open()) else None
-        fold_tokens = fold_summary(db, tenant_id, user_id, session_id, llm=fold_llm, day=day)
+        fold_tokens = fold_summary(
+            db,
+            tenant_id,
+            user_id,
+            session_id,
+            llm=llm if use_llm else None,
+            day=day,
+            now=now,
+            breaker=summary_breaker,
+        )
     counts.update(
         outcome="ok" if llm_error is None else "rules_only",
         llm_calls=usage.calls if usage else 0,

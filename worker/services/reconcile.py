@@ -1,5 +1,8 @@
 """The reconcile shell: a user's new candidates decided (pure, `core.reconcile`) and applied (store), under the
-per-user advisory lock; similar-but-unclear pairs are judged by the LLM in one call per batch.
+per-user advisory lock; similar-but-unclear pairs are judged by the LLM in one call per batch (stage
+`reconcile`, with its own breaker). Without a verdict (a failed call, or none behind an open breaker) each pair
+gets the decision it gets with no LLM (a slot keeps its value and the candidate is held, else it is added),
+and the fallback is said and counted (`worker.services.llm_stage`).
 
 `reconcile_backlog` is the whole run of the `memory.reconcile_user` task: batches of `BATCH` candidates, one
 transaction each, then an early distillation when the user's fragments pile up."""
@@ -24,19 +27,24 @@ from store.distillation import count_fragments
 from store.embeddings import Embedder
 from store.memories import apply_decision, lock_user, nearest, slot_rows
 from store.usage import record_usage, within_budget
-from worker.llm import LLMClient, LLMUsage
+from worker.llm import CircuitBreaker, LLMClient, LLMUsage
+from worker.services import llm_stage
 
 log = structlog.get_logger("worker.reconcile")
 
 BATCH = 200
 
 
-def judge_pairs(llm: LLMClient, pairs: Sequence[tuple[str, str]]) -> tuple[dict[int, str], LLMUsage]:
-    """One LLM call for every similar-but-unclear pair of a batch; {} on any failure (callers then ADD)."""
+def judge_pairs(
+    llm: LLMClient, pairs: Sequence[tuple[str, str]]
+) -> tuple[dict[int, str], LLMUsage, str | None]:
+    """One LLM call for every similar-but-unclear pair of a batch: the verdicts by pair number, the usage, and
+    why there are none (the client's error, or `invalid_output` for an answer with no valid verdict)."""
     content, usage, error = llm.complete_json(build_judge_messages(pairs))
     if error:
-        return {}, usage
-    return parse_judge_answer(content, pairs=len(pairs)), usage
+        return {}, usage, error
+    verdicts = parse_judge_answer(content, pairs=len(pairs))
+    return verdicts, usage, None if verdicts else "invalid_output: no verdict for any pair"
 
 
 def reconcile_user(
@@ -50,6 +58,7 @@ def reconcile_user(
     now: datetime,
     limit: int = 200,
     llm: LLMClient | None = None,
+    breaker: CircuitBreaker | None = None,
 ) -> dict[str, int]:
     """Reconcile the user's new candidates, oldest event first, under the per-user lock. Caller commits.
 
@@ -76,17 +85,36 @@ def reconcile_user(
         _apply_and_mark(db, tenant_id, user_id, c, decision, vec, actor=actor, now=now, counts=counts)
     if deferred:
         assert llm is not None  # `decide` defers to the judge only when an LLM is available
-        verdicts, usage = judge_pairs(llm, [(old, c.content) for c, _v, _d, old in deferred])
-        counts["llm_calls"] = usage.calls
-        counts["llm_tokens"] = usage.tokens
+        verdicts: dict[int, str] = {}
+        reason = llm_stage.gate(llm_stage.RECONCILE, breaker)
+        if reason is None:
+            verdicts, usage, error = judge_pairs(llm, [(old, c.content) for c, _v, _d, old in deferred])
+            counts["llm_calls"] = usage.calls
+            counts["llm_tokens"] = usage.tokens
+            if error is None:
+                llm_stage.succeeded(breaker)
+            else:
+                reason = llm_stage.failed(llm_stage.RECONCILE, breaker, error, pairs=len(deferred))
+        if reason is not None:
+            llm_stage.fell_back(
+                db,
+                llm_stage.RECONCILE,
+                tenant_id,
+                reason=reason,
+                action=llm_stage.DETERMINISTIC,
+                now=now,
+                pairs=len(deferred),
+                detail="each pair decided as without an LLM: a slot keeps its value, else added",
+            )
+        why = reason or "none for this pair"
         for n, (c, vec, decision, _old) in enumerate(deferred):
             verdict = verdicts.get(n)
             if verdict:
                 final = judged(decision, verdict)
             elif decision.extra.get("slot"):  # never a second current value in a slot
-                final = Decision(Op.HOLD, decision.reason + "; no LLM verdict", decision.target_ids)
+                final = Decision(Op.HOLD, f"{decision.reason}; no LLM verdict ({why})", decision.target_ids)
             else:
-                final = Decision(Op.ADD, decision.reason + "; no LLM verdict")
+                final = Decision(Op.ADD, f"{decision.reason}; no LLM verdict ({why})")
             _apply_and_mark(db, tenant_id, user_id, c, final, vec, actor=actor, now=now, counts=counts)
     return counts
 
@@ -121,6 +149,7 @@ def reconcile_backlog(
     clock: Callable[[], datetime],
     daily_token_budget: int,
     distill_fragment_threshold: int,
+    breaker: CircuitBreaker | None = None,
 ) -> dict[str, int]:
     """Reconcile every new candidate of the user, a batch of `BATCH` per transaction, until a batch comes
     back short (`clock` dates each batch and its usage). Returns the decisions by op plus `llm_calls` and
@@ -138,6 +167,7 @@ def reconcile_backlog(
                 now=clock(),
                 limit=BATCH,
                 llm=_judge_llm(db, llm, tenant_id, now=clock(), daily_token_budget=daily_token_budget),
+                breaker=breaker,
             )
             if counts.get("llm_calls"):
                 record_usage(

@@ -38,4 +38,5 @@ def extract_session(
         llm=runtime.llm(),
         embedder=runtime.embedder(),
         breaker=runtime.breaker("extract"),
+        summary_breaker=runtime.breaker("summarize"),
     )

@@ -81,6 +81,7 @@ def close_idle_sessions(self: Any, fire_time: str | None = None, *_: Any) -> dic
             settle_s=settings.session_end_settle_s,
             embedder=runtime.embedder(),
             llm=runtime.llm(),
+            breaker=runtime.breaker("episode"),
         )
 
     return recorded_run(
@@ -102,5 +103,7 @@ def distill(
         token_cap=runtime.settings().distill_token_cap,
         embedder=runtime.embedder(),
         llm=runtime.llm(),
+        distill_breaker=runtime.breaker("distill"),
+        working_memory_breaker=runtime.breaker("working_memory"),
     )
     return {"outcome": "ok", **totals}

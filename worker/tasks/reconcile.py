@@ -31,6 +31,7 @@ def reconcile_user(self: Any, tenant_id: str, user_id: str) -> dict[str, Any]:
         clock=utcnow,
         daily_token_budget=settings.daily_token_budget,
         distill_fragment_threshold=settings.distill_fragment_threshold,
+        breaker=runtime.breaker("reconcile"),
     )
     decisions = sum(v for k, v in totals.items() if not k.startswith("llm_"))
     return {"outcome": "ok", "candidates": decisions, **totals}
