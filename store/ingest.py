@@ -96,7 +96,7 @@ class SessionCounters:
 class StoreResult:
     inserted: list[str]
     duplicates: int
-    sessions: list[SessionCounters]  # sessions that received new events
+    sessions: list[SessionCounters]  # sessions that received new events, then those of the duplicates
 
 
 def event_row(tenant_id: str, event: EventIn, *, now: datetime) -> dict[str, Any]:
@@ -165,6 +165,14 @@ RETURNING user_id, session_id, pending_count, pending_tokens, status, last_event
 """
 
 
+_SESSIONS_OF = """
+SELECT s.user_id, s.session_id, s.pending_count, s.pending_tokens, s.status, s.last_event_at
+FROM sessions s JOIN unnest(:user_id::text[], :session_id::text[]) AS k(user_id, session_id)
+  ON s.user_id = k.user_id AND s.session_id = k.session_id
+WHERE s.tenant_id = :tenant_id
+"""
+
+
 def store_events(
     session: Session, tenant_id: str, events: list[EventIn], *, now: datetime, ensure_tenant: bool = True
 ) -> StoreResult:
@@ -193,6 +201,24 @@ def store_events(
     }
     new_rows = [r for r in unique_rows if r["event_id"] in inserted]
     touched = _bump_sessions(session, tenant_id, new_rows, now=now)
+    # A re-delivery inserts nothing, but its first delivery may have been committed by a consumer that then
+    # lost Redis before firing the triggers: the sessions of duplicates are returned too (their counters as
+    # they are), so that the caller re-fires what is due. Triggers are idempotent.
+    seen = {(c.user_id, c.session_id) for c in touched}
+    again = sorted({(r["user_id"], r["session_id"]) for r in unique_rows} - seen)
+    if again:
+        touched += [
+            SessionCounters(*row)
+            for row in fetch_all(
+                session,
+                _SESSIONS_OF,
+                {
+                    "tenant_id": tenant_id,
+                    "user_id": [u for u, _ in again],
+                    "session_id": [s for _, s in again],
+                },
+            )
+        ]
     return StoreResult([r["event_id"] for r in new_rows], len(rows) - len(new_rows), touched)
 
 

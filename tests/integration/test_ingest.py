@@ -21,6 +21,7 @@ from shared.embedded import redis_py_url
 from shared.publisher import TaskPublisher
 from shared.settings import load_settings
 from shared.stream import GROUP, StreamProducer, stream_key, stream_stats
+from store.triggers import timer_key
 from tests.services import REPO, ConsumerProcess, RedisServer, memory_client, wait_for
 
 pytestmark = pytest.mark.integration
@@ -191,10 +192,13 @@ def test_an_entry_stored_by_a_consumer_that_died_before_acking_is_not_stored_twi
     assert _count(engine, tenant) == 5  # committed
     assert stream_stats(client, queue_name, 1)["pending"] == 1  # but never acknowledged
     time.sleep(0.3)
+    assert not client.exists(timer_key(tenant, "u", "s"))  # `a` died before firing the session's trigger
     assert b.step() == 1  # taken over from `a`
     assert _count(engine, tenant) == 5
     assert _turns_counted(engine, tenant) == 5
     assert _drained(redis_url, queue_name)
+    # the re-delivery inserted nothing, but it fired the trigger `a` never fired: the idle timer is armed
+    assert client.exists(timer_key(tenant, "u", "s"))
 
 
 def test_a_redis_restart_mid_stream_loses_nothing_the_client_accepted(
