@@ -237,6 +237,7 @@ def remember(
         )
     response.status_code = 201 if written else 200
     found = read_memory(db, memory_id) if memory_id is not None else None
+    db.commit()  # before the answer: the caller's next read sees the memory
     return Remembered(
         op=str(decision.op),  # type: ignore[arg-type]
         reason=decision.reason,
@@ -299,7 +300,9 @@ def patch_memory(
         actor=f"api_key:{principal.key_id}",
         now=now,
     )
-    return Memory(**_memory(db, memory_id).model_dump())
+    edited = Memory(**_memory(db, memory_id).model_dump())
+    db.commit()  # before the answer (the session dependency would commit after it): read-your-writes
+    return edited
 
 
 @router.delete("/memories/{memory_id}", response_model=Memory)
@@ -315,7 +318,9 @@ def forget_memory(principal: WriterDep, db: SessionDep, memory_id: UUID) -> Any:
         event_ids=(),
         now=utcnow(),
     )
-    return Memory(**_memory(db, memory_id).model_dump())
+    forgotten = Memory(**_memory(db, memory_id).model_dump())
+    db.commit()  # before the answer: the caller's next read no longer sees it
+    return forgotten
 
 
 @router.get("/users/{user_id}/context", response_model=ContextResponse)
@@ -355,4 +360,6 @@ async def user_context(
 def erase(principal: WriterDep, db: SessionDep, user_id: UserId) -> Any:
     if not user_known(db, principal.tenant_id, user_id):
         raise HTTPException(404, f"no user {user_id!r}")
-    return Erased(user_id=user_id, deleted=erase_user(db, principal.tenant_id, user_id))
+    erased = Erased(user_id=user_id, deleted=erase_user(db, principal.tenant_id, user_id))
+    db.commit()  # before the answer: the caller's next read finds nothing
+    return erased

@@ -52,7 +52,9 @@ def pop_turn(principal: WriterDep, db: SessionDep, session_id: SessionId, user_i
     """Delete the session's most recent turn and return it (`turn` null when the session has none): an
     agent's undo. Memories already extracted from it stay."""
     owner = _owner(db, principal, session_id, user_id)
-    return Popped(turn=pop_last_turn(db, principal.tenant_id, owner, session_id))
+    popped = Popped(turn=pop_last_turn(db, principal.tenant_id, owner, session_id))
+    db.commit()  # before the answer: the caller's next read must not see the turn
+    return popped
 
 
 @router.delete(
@@ -67,6 +69,7 @@ def delete_session(
     Memories and episodes already made from it stay; `DELETE /v1/users/{user_id}` erases everything."""
     owner = _owner(db, principal, session_id, user_id)
     deleted = clear_session(db, principal.tenant_id, owner, session_id)
+    db.commit()  # before the answer: the caller's next read must not see the turns
     return Cleared(session_id=session_id, user_id=owner, deleted_events=deleted)
 
 
