@@ -209,9 +209,9 @@ def build_server(
             for m in page.items
         ]
 
-    async def _working_memory(ctx: Context, user: str) -> str:
+    async def _working_memory(memory_cm: AbstractAsyncContextManager[AsyncMemory], user: str) -> str:
         try:
-            async with memory_for(ctx) as client:
+            async with memory_cm as client:
                 document = await client.working_memory(user)
         except (APIError, ConnectionFailed) as exc:
             raise ResourceError(str(_fail(exc))) from exc
@@ -225,9 +225,10 @@ def build_server(
         mime_type="text/markdown",
     )
     async def user_working_memory(user_id: str, ctx: Context) -> str:
-        return await _working_memory(ctx, user_id)
+        return await _working_memory(memory_for(ctx), user_id)
 
-    if default_user:
+    if default_user and isinstance(memory, AsyncMemory):  # one client (stdio): no request to take a key from
+        own = memory
 
         @server.resource(
             "memory://working-memory",
@@ -235,8 +236,9 @@ def build_server(
             description=f"The working memory of {default_user}: where the current work stands.",
             mime_type="text/markdown",
         )
-        async def own_working_memory(ctx: Context) -> str:
-            return await _working_memory(ctx, default_user)
+        async def own_working_memory() -> str:
+            assert default_user is not None
+            return await _working_memory(_one(own)(None), default_user)  # type: ignore[arg-type]
 
     return server
 
