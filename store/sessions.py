@@ -4,8 +4,9 @@ back (`session_window`: the summary and the most recent turns)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import text
 from sqlmodel import Session
@@ -201,6 +202,7 @@ class WindowTurn:
     content: str
     event_time: datetime
     source_turn_id: str | None
+    metadata: dict[str, Any] = field(default_factory=dict)  # the event's (redacted) metadata, as sent
 
 
 @dataclass(frozen=True)
@@ -244,7 +246,7 @@ def session_window(
         return None
     turns = db.execute(
         text(
-            "SELECT event_id, role, content, event_time, source_turn_id FROM events "
+            "SELECT event_id, role, content, event_time, source_turn_id, metadata FROM events "
             "WHERE tenant_id = :t AND user_id = :u AND session_id = :s AND type = 'turn' "
             "ORDER BY event_time DESC, event_id DESC LIMIT :n"
         ),
@@ -271,7 +273,7 @@ def pop_last_turn(db: Session, tenant_id: str, user_id: str, session_id: str) ->
             "DELETE FROM events WHERE tenant_id = :t AND event_id = ("
             "  SELECT event_id FROM events WHERE tenant_id = :t AND user_id = :u AND session_id = :s "
             "  AND type = 'turn' ORDER BY event_time DESC, event_id DESC LIMIT 1 FOR UPDATE) "
-            "RETURNING event_id, role, content, event_time, source_turn_id"
+            "RETURNING event_id, role, content, event_time, source_turn_id, metadata"
         ),
         key,
     ).first()

@@ -131,6 +131,7 @@ class WindowTurn:
     content: str
     event_time: datetime
     source_turn_id: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
