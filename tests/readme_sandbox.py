@@ -91,7 +91,7 @@ def _run_mcp_config(block: str, env: dict[str, str]) -> dict[str, Any]:
             tools = await client.list_tools()
             context = await client.call_tool("get_context", {"query": "package manager"})
             out["tools"][name] = sorted(t.name for t in tools.tools)
-            out["stdout"] += context.content[0].text + "\n"
+            out["stdout"] += str(getattr(context.content[0], "text", "")) + "\n"
             if context.is_error:
                 out["rc"] = 1
 

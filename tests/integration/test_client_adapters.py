@@ -31,7 +31,9 @@ class State(TypedDict):
 
 def _learn(state: State, runtime: Runtime) -> dict[str, Any]:
     assert runtime.store is not None
-    runtime.store.put((state["user"], "semantic"), "package-manager", {"content": "Uses pnpm as the package manager"})
+    runtime.store.put(
+        (state["user"], "semantic"), "package-manager", {"content": "Uses pnpm as the package manager"}
+    )
     runtime.store.put(
         (state["user"], "procedural"), "orm", {"content": "Never suggest an ORM", "why": "perf"}
     )
@@ -157,7 +159,7 @@ def test_the_agents_sdk_runner_keeps_its_session_in_memory_and_calls_recall_memo
                 items = await session.get_items()
                 kinds = [i.get("type") or i.get("role") for i in items]
                 assert kinds == ["user", "function_call", "function_call_output", "assistant"]
-                assert json.loads(items[1]["arguments"]) == {"query": "package manager"}  # type: ignore[typeddict-item]
+                assert json.loads(str(items[1]["arguments"])) == {"query": "package manager"}  # type: ignore[typeddict-item]
                 assert items[1]["call_id"] == items[2]["call_id"]  # type: ignore[typeddict-item]
 
                 fake.script(Reply(kind="ok", content="It was pnpm."))

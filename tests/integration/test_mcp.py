@@ -28,12 +28,16 @@ pytestmark = pytest.mark.integration
 TOOLS = {"remember", "recall", "get_context", "forget", "list_memories"}
 
 
+def _text(content: Any) -> str:
+    return str(getattr(content, "text", ""))
+
+
 def _result(result: Any) -> Any:
     assert not result.is_error, result.content
     if result.structured_content is not None:
         data = result.structured_content
         return data["result"] if isinstance(data, dict) and set(data) == {"result"} else data
-    return json.loads(result.content[0].text)
+    return json.loads(_text(result.content[0]))
 
 
 def _http(url: str, key: str, user: str | None = None) -> Client:
@@ -61,8 +65,8 @@ async def _exercise(client: Client, *, user_arg: dict[str, str]) -> dict[str, An
         )
     )
     out["recall"] = _result(await client.call_tool("recall", {"query": "package manager pnpm", **user_arg}))
-    out["context"] = (
-        (await client.call_tool("get_context", {"query": "set up a project", **user_arg})).content[0].text
+    out["context"] = _text(
+        (await client.call_tool("get_context", {"query": "set up a project", **user_arg})).content[0]
     )
     out["listed"] = _result(await client.call_tool("list_memories", user_arg))
     out["forget"] = _result(await client.call_tool("forget", {"memory_id": out["rule"]["memory_id"]}))
@@ -106,19 +110,19 @@ def test_mcp_over_http_on_the_api_with_the_api_keys_and_tenant_isolation(api_ser
             templates = await client.list_resource_templates()
             assert any("working-memory" in t.uri_template for t in templates.resource_templates)
             read = await client.read_resource("memory://users/alice/working-memory")
-            assert "migrating CI" in read.contents[0].text
+            assert "migrating CI" in _text(read.contents[0])
             # a tool error comes back as an error result the model can read, not a crash
             missing = await client.call_tool("forget", {"memory_id": "00000000-0000-0000-0000-000000000000"})
-            assert missing.is_error and "404" in missing.content[0].text
+            assert missing.is_error and "404" in _text(missing.content[0])
         remembered = out["remember"]["memory_id"]
         # another tenant's key: the same user id names nobody, the memory id is not there
         async with _http(api_server, other_key) as other:
             assert _result(await other.call_tool("recall", {"query": "pnpm", "user_id": "alice"})) == []
             assert _result(await other.call_tool("list_memories", {"user_id": "alice"})) == []
             refused = await other.call_tool("forget", {"memory_id": remembered})
-            assert refused.is_error and "404" in refused.content[0].text
+            assert refused.is_error and "404" in _text(refused.content[0])
             nobody = await other.call_tool("recall", {"query": "pnpm"})
-            assert nobody.is_error and "no user" in nobody.content[0].text
+            assert nobody.is_error and "no user" in _text(nobody.content[0])
         with engine.connect() as conn:
             status = conn.execute(
                 text("SELECT status FROM memories WHERE id = :i"), {"i": remembered}
@@ -154,7 +158,7 @@ def test_memctl_mcp_serves_the_tools_on_stdio_for_a_tenant_and_user(database_url
         async with Client(params, read_timeout_seconds=60) as client:
             out = await _exercise(client, user_arg={})
             own = await client.read_resource("memory://working-memory")  # the --user's own document
-            out["working_memory"] = own.contents[0].text
+            out["working_memory"] = _text(own.contents[0])
             return out
 
     out = asyncio.run(scenario())
