@@ -90,6 +90,14 @@ def test_a_compiled_langgraph_graph_remembers_and_recalls_through_the_store(api_
         hit = store.search(("alice",), query="deploy argocd", limit=1)[0]
         assert hit.key == extracted.memory.id and hit.value["content"] == "Deploys with ArgoCD"
         assert store.get(("alice", "semantic"), extracted.memory.id) is not None
+        # a value holding a secret: redacted before it leaves the process, and still a whole JSON object
+        store.put(
+            ("alice", "semantic"),
+            "db",
+            {"content": "Staging database", "password": "hunter22!", "port": 5432},
+        )
+        db = store.get(("alice", "semantic"), "db")
+        assert db is not None and db.value["port"] == 5432 and "hunter22" not in json.dumps(db.value)
         with pytest.raises(InvalidNamespaceError, match="kind"):
             store.put(("alice", "notes"), "k", {"content": "x"})
         with pytest.raises(InvalidNamespaceError, match="prefix naming the user"):

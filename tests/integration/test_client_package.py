@@ -15,7 +15,7 @@ from sqlalchemy import text
 
 from api.app import create_app
 from api.keys import create_key
-from memory_client import AsyncMemory, BadRequest, Forbidden, Memory, NotFound
+from memory_client import AsyncMemory, BadRequest, Forbidden, Memory, NotFound, RateLimited
 from shared.db.engine import session_scope
 from shared.settings import load_settings
 from store.working_memory import write_document
@@ -174,8 +174,8 @@ def test_async_memory_round_trips_the_same_surface(api_server, api_key, engine, 
 class _Api:
     """The real API on a fixed port, stopped and started again in place (an outage and a restart)."""
 
-    def __init__(self, database_url: str, redis_url: str, queue: str):
-        self.settings = load_settings(database_url=database_url, redis_url=redis_url, queue=queue)
+    def __init__(self, database_url: str, redis_url: str, queue: str, **settings: object):
+        self.settings = load_settings(database_url=database_url, redis_url=redis_url, queue=queue, **settings)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self._server: uvicorn.Server | None = None
@@ -236,3 +236,48 @@ def test_http_emit_loses_nothing_while_the_api_is_down_for_ten_seconds(  # type:
     finally:
         memory.close()
         api.stop()
+
+
+def test_a_429_is_retried_after_retry_after_and_surfaces_once_retries_are_spent(  # type: ignore[no-untyped-def]
+    database_url, redis_url, queue_name, engine, tenant
+):
+    api = _Api(database_url, redis_url, queue_name, rate_limit_per_s=2.0, rate_limit_burst=1)
+    api.start()
+    key = _key(engine, tenant)
+    try:
+        patient = Memory(api.url, key, retries=5, flush_at_exit=False)
+        impatient = Memory(api.url, key, retries=0, flush_at_exit=False)
+        with patient, impatient:
+            done = [patient.remember("frank", f"Fact number {n}").op for n in range(4)]  # 2/s, burst 1
+            assert done == ["add"] * 4  # each 429 waited out (the server's Retry-After), none lost
+            with pytest.raises(RateLimited) as limited:
+                for _ in range(5):
+                    impatient.search("frank", "fact")
+            assert limited.value.status == 429 and limited.value.retry_after_s is not None
+    finally:
+        api.stop()
+
+
+def test_the_redis_fast_path_appends_to_the_stream_the_consumers_read(  # type: ignore[no-untyped-def]
+    api_server, api_key, redis_url, queue_name, start_worker, engine, tenant, tmp_path
+):
+    start_worker()
+    memory = Memory(
+        api_server,
+        api_key,
+        redis_url=redis_url,
+        queue=queue_name,
+        tenant_id=tenant,
+        spool_path=tmp_path / "r.jsonl",
+        flush_at_exit=False,
+    )
+    try:
+        ids = [memory.emit(user_id="gina", session_id="s", content=f"turn {n}") for n in range(5)]
+        assert memory.emitter.spooled == 0
+        wait_for(
+            lambda: len(_stored(engine, tenant)) == 5, timeout_s=60, what="the consumer to store the events"
+        )
+        assert _stored(engine, tenant) == sorted(ids)
+        assert [t.content for t in memory.window("s").turns] == [f"turn {n}" for n in range(5)]
+    finally:
+        memory.close()

@@ -44,6 +44,7 @@ from memory_client.api import AsyncMemory, Memory
 from memory_client.contract import is_safe_id
 from memory_client.errors import NotFound
 from memory_client.models import MemoryRecord, SearchResult
+from memory_client.redaction import redact_obj
 
 KINDS = ("semantic", "episodic", "procedural")
 SLOT_PREFIX = "lg."
@@ -91,7 +92,10 @@ def _fits(pattern: tuple[str, ...], part: tuple[str, ...]) -> bool:
 
 
 def _encode(key: str, value: dict[str, Any]) -> str:
-    return json.dumps({"key": key, "value": value}, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    # redacted as a structure first (a field named like a secret loses its value whole), so that redacting the
+    # JSON text again (the client and the server both do) finds nothing left to cut and the JSON stays whole
+    clean = redact_obj(value)
+    return json.dumps({"key": key, "value": clean}, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
 def _decoded(record: MemoryRecord | SearchResult) -> tuple[str, dict[str, Any]]:
