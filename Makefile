@@ -27,7 +27,7 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy shared core store worker schedules api memctl
+	$(VENV)/bin/mypy shared core store worker schedules api memctl memory_client
 	$(VENV)/bin/lint-imports
 
 # Every benchmark, rewriting its section of BENCHMARKS.md. Quick mode (smaller workloads, a first look):

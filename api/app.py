@@ -10,7 +10,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from prometheus_client import CollectorRegistry
 
-from api import problems
+from api import mcp, problems
 from api.access import AccessRecorder
 from api.deps import AppState
 from api.limits import BodyLimitMiddleware, RateLimit, RateLimiter
@@ -59,7 +59,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             access=access,
             limiter=limiter,
         )
-        yield
+        async with mcp_sessions:
+            yield
         access.stop()
         limiter.close()
         publisher.close()
@@ -72,6 +73,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     problems.install(app)
+    mcp_sessions = mcp.install(app)  # /mcp: the MCP server over streamable HTTP, with the same keys
     # every route may answer these (api.limits); documented once here
     too_large: dict[int | str, dict[str, Any]] = {
         413: {"description": "request body over MEMORY_MAX_BODY_BYTES (events: MEMORY_MAX_EVENTS_BODY_BYTES)"}

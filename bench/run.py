@@ -50,6 +50,7 @@ BENCHMARKS: list[str] = [
     "bench.store",
     "bench.sleep",
     "bench.api_load",
+    "bench.client",
     "bench.extraction",
     "bench.extraction_quality",
     "bench.locomo",

@@ -154,6 +154,55 @@ def keys_revoke(key_id: str) -> None:
 
 
 @app.command()
+def mcp(
+    tenant: Annotated[str, typer.Option(help="the tenant whose memory the tools reach")],
+    user: Annotated[
+        str | None, typer.Option(help="the default user of the tools (else each call names one)")
+    ] = None,
+    read_only: Annotated[bool, typer.Option("--read-only", help="recall and read only")] = False,
+) -> None:
+    """Serve the MCP tools (remember, recall, get_context, forget, list_memories) on stdio, for a desktop or
+    IDE agent on this machine. The tools run the API's routes in this process (no server needed, the
+    database of `make run` or DATABASE_URL) with an API key made for this run and revoked when it ends."""
+    import asyncio
+
+    import httpx
+
+    from api.app import create_app
+    from api.keys import create_key, revoke_key
+    from memory_client.api import AsyncMemory
+    from memory_client.mcp import build_server
+    from shared.contract import is_safe_id, utcnow
+    from shared.db.engine import session_scope
+
+    if not is_safe_id(tenant) or (user is not None and not is_safe_id(user)):
+        _fail("--tenant and --user must be 1-128 characters from A-Z a-z 0-9 . _ : @ -", 2)
+    settings = _settings()
+    engine = _engine(settings)
+    with session_scope(engine) as session:
+        key, row = create_key(session, tenant, name="memctl mcp (this run only)", read_only=read_only)
+
+    async def serve() -> None:
+        api = create_app(settings)
+        async with api.router.lifespan_context(api):
+            memory = AsyncMemory(
+                "http://memctl-mcp.internal", key, transport=httpx.ASGITransport(app=api), flush_at_exit=False
+            )
+            try:
+                await build_server(memory, default_user=user).run_stdio_async()
+            finally:
+                await memory.aclose()
+
+    try:
+        asyncio.run(serve())
+    except KeyboardInterrupt:
+        pass
+    finally:
+        with session_scope(engine) as session:
+            revoke_key(session, row.id, now=utcnow())
+
+
+@app.command()
 def emit(
     tenant: Annotated[str, typer.Option(help="tenant id")],
     user: Annotated[str | None, typer.Option(help="user id")] = None,

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
+from memory_client.stream import redis_py_url as redis_py_url  # its home: agents translate URLs too
 from shared.errors import EmbeddedStackError
 
 DATABASE_NAME = "memory"
@@ -200,11 +201,6 @@ def start_redis(data_dir: Path, *, timeout_s: float = 10.0) -> EmbeddedRedis:
     )
 
 
-def redis_py_url(url: str) -> str:
-    """Translate a kombu URL to one redis-py understands (`redis+socket://` -> `unix://`)."""
-    if url.startswith("redis+socket://"):
-        return "unix://" + url[len("redis+socket://") :]
-    return url
 
 
 def kombu_url(url: str) -> str:

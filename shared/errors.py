@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from memory_client.errors import ContractError as _ClientContractError
+
 
 class MemoryError_(Exception):
     """Root of every error this project raises on purpose."""
@@ -11,15 +13,11 @@ class SettingsError(MemoryError_):
     """The configuration is invalid; the message names the variable and the problem."""
 
 
-class ContractError(MemoryError_, ValueError):
-    """An event or batch violates the event contract.
+class ContractError(MemoryError_, _ClientContractError):
+    """An event or batch violates the event contract (`memory_client.contract`: the rules are the client's).
 
     `errors` is a list of {"field": "events.0.role", "message": "..."} dicts, one per violation.
     """
-
-    def __init__(self, errors: list[dict[str, str]]):
-        self.errors = errors
-        super().__init__("; ".join(f"{e['field']}: {e['message']}" for e in errors) or "invalid event")
 
 
 class EmbeddedStackError(MemoryError_):

@@ -5,127 +5,40 @@ One Redis Stream per (queue, shard) with one consumer group. A producer appends 
 store them, then XACK and XDEL them (so the stream's length is the backlog: nothing accepted is ever trimmed
 away unread); a dead consumer's entries are taken over with XAUTOCLAIM (see `worker/ingest_consumer.py`).
 
-Sharding: events shard over `shards` streams by a hash of (tenant, user), N = 1 by default. Every key of a
-shard carries the hash tag `{queue:shard}`, so a Redis Cluster may place each shard on its own node while the
-keys of one shard stay together. Only Redis is needed here (no Celery): agents import this module.
+The producer side (key names, the entry's field, the envelope's encoding, sharding, `StreamProducer`) is the
+client package's (`memory_client.stream`): agents append with it without installing the server, and the
+server's consumers read exactly what it writes because they import the same definitions from there. This
+module adds what only the server needs: the operators' view of the streams.
 """
 
 from __future__ import annotations
 
-import json
-import zlib
-from collections import defaultdict
-from collections.abc import Sequence
 from typing import Any
 
 import redis
-from redis.backoff import NoBackoff
-from redis.retry import Retry
 
-from shared import tasknames
-from shared.embedded import redis_py_url
+from memory_client.stream import (
+    FIELD,
+    GROUP,
+    StreamProducer,
+    encode,
+    shard_of,
+    split_by_shard,
+    stream_key,
+    stream_keys,
+)
 
-GROUP = "ingest"
-FIELD = b"e"  # the entry's one field: the JSON envelope
-
-
-def stream_key(queue: str, shard: int = 0) -> str:
-    return f"memory:ingest:{{{queue}:{shard}}}"
-
-
-def stream_keys(queue: str, shards: int) -> list[str]:
-    return [stream_key(queue, i) for i in range(shards)]
-
-
-def shard_of(tenant_id: str, user_id: str, shards: int) -> int:
-    """Stable across processes and versions (crc32, not Python's salted hash)."""
-    if shards <= 1:
-        return 0
-    return zlib.crc32(f"{tenant_id}\x1f{user_id}".encode()) % shards
-
-
-def encode(envelope: Any) -> bytes:
-    return json.dumps(envelope, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-
-
-def split_by_shard(envelope: Any, shards: int) -> list[tuple[int, Any]]:
-    """The envelope as one part per shard its events belong to (one part when N = 1 or malformed)."""
-    if shards <= 1 or not isinstance(envelope, dict) or not isinstance(envelope.get("events"), list):
-        return [(0, envelope)]
-    tenant = str(envelope.get("tenant_id"))
-    parts: dict[int, list[Any]] = defaultdict(list)
-    for event in envelope["events"]:
-        user = str(event.get("user_id")) if isinstance(event, dict) else ""
-        parts[shard_of(tenant, user, shards)].append(event)
-    if len(parts) == 1:
-        return [(next(iter(parts)), envelope)]
-    return [(shard, {**envelope, "events": events}) for shard, events in sorted(parts.items())]
-
-
-class StreamProducer:
-    """Appends ingest envelopes to the stream; raises `redis.RedisError` on broker trouble, never retries
-    (the client spools). Speaks the client's transport interface: `publish(task_name, args)` with the task
-    name `memory.ingest` and one envelope, as spooled calls are written."""
-
-    def __init__(self, url: str, *, queue: str, shards: int = 1, timeout_s: float = 0.05):
-        if shards < 1:
-            raise ValueError("shards must be >= 1")
-        self.queue = queue
-        self.shards = shards
-        self._keys = stream_keys(queue, shards)
-        self._redis = redis.Redis.from_url(
-            redis_py_url(url),
-            socket_timeout=timeout_s,
-            socket_connect_timeout=timeout_s,
-            retry=Retry(NoBackoff(), 0),
-            health_check_interval=0,
-        )
-
-    @property
-    def redis(self) -> redis.Redis:
-        return self._redis
-
-    def append(self, envelope: Any) -> None:
-        parts = split_by_shard(envelope, self.shards)
-        if len(parts) == 1:
-            shard, part = parts[0]
-            self._redis.xadd(self._keys[shard], {FIELD: encode(part)})
-            return
-        pipe = self._redis.pipeline(transaction=False)
-        for shard, part in parts:
-            pipe.xadd(self._keys[shard], {FIELD: encode(part)})
-        pipe.execute()
-
-    def append_many(self, envelopes: Sequence[Any]) -> None:
-        if not envelopes:
-            return
-        pipe = self._redis.pipeline(transaction=False)
-        for envelope in envelopes:
-            for shard, part in split_by_shard(envelope, self.shards):
-                pipe.xadd(self._keys[shard], {FIELD: encode(part)})
-        pipe.execute()
-
-    # the client's transport interface (calls as the spool stores them)
-    def publish(self, task_name: str, args: Sequence[Any]) -> None:
-        self.append(_envelope_of(task_name, args))
-
-    def publish_many(self, calls: Sequence[tuple[str, Sequence[Any]]]) -> None:
-        self.append_many([_envelope_of(t, a) for t, a in calls])
-
-    def ping(self) -> bool:
-        try:
-            return bool(self._redis.ping())
-        except redis.RedisError:
-            return False
-
-    def close(self) -> None:
-        self._redis.close()
-
-
-def _envelope_of(task_name: str, args: Sequence[Any]) -> Any:
-    if task_name != tasknames.INGEST or len(args) != 1:
-        raise ValueError(f"the ingest stream takes one envelope per {tasknames.INGEST} call, not {task_name}")
-    return args[0]
+__all__ = [
+    "FIELD",
+    "GROUP",
+    "StreamProducer",
+    "encode",
+    "shard_of",
+    "split_by_shard",
+    "stream_key",
+    "stream_keys",
+    "stream_stats",
+]
 
 
 def _id_ms(entry_id: Any) -> int:

@@ -401,3 +401,26 @@ def _update_with_history(
     write_history(
         db, memory_id=memory_id, op=op, before=before, after=snapshot(db, memory_id), reason=reason, **hist
     )
+
+
+def remember(
+    db: Session,
+    tenant_id: str,
+    user_id: str,
+    c: PendingCandidate,
+    vec: str,
+    *,
+    policy: Any,
+    actor: str,
+    now: datetime,
+) -> tuple[Decision, str | None]:
+    """An explicit memory (a user, a UI or a tool said "remember this"), reconciled like an extracted one,
+    under the same per-user lock: the same decisions (`core.reconcile.decide`) applied the same way, with
+    history rows naming `actor`. No LLM judges here: a similar-but-unclear pair is added, as the worker
+    does without one. Returns the decision and the memory the candidate ended up in. Caller commits."""
+    from core.reconcile import decide
+
+    lock_user(db, tenant_id, user_id)
+    rows = slot_rows(db, tenant_id, user_id, c.slot) if c.slot else []
+    decision = decide(c, neighbours=nearest(db, tenant_id, user_id, vec), slot_rows=rows, policy=policy)
+    return decision, apply_decision(db, tenant_id, user_id, c, decision, vec, actor=actor, now=now)

@@ -92,6 +92,7 @@ def list_memories(
     statuses: Sequence[str] = ("active",),
     kinds: Sequence[str] = (),
     category: str | None = None,
+    slot: str | None = None,
     limit: int = 50,
     offset: int = 0,
     order: Literal["importance", "timeline"] = "importance",
@@ -104,6 +105,7 @@ def list_memories(
                 f"SELECT {_COLS} FROM {_FROM} WHERE tenant_id = :t AND user_id = :u AND status = ANY(:st) "
                 "AND (CAST(:kinds AS text[]) IS NULL OR kind = ANY(:kinds)) "
                 "AND (CAST(:cat AS text) IS NULL OR category = :cat) "
+                "AND (CAST(:slot AS text) IS NULL OR slot = :slot) "
                 f"ORDER BY {_ORDER[order]} LIMIT :n OFFSET :o"
             ),
             {
@@ -112,6 +114,7 @@ def list_memories(
                 "st": list(statuses),
                 "kinds": list(kinds) if kinds else None,
                 "cat": category,
+                "slot": slot,
                 "n": limit + 1,
                 "o": offset,
             },

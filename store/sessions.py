@@ -4,8 +4,9 @@ back (`session_window`: the summary and the most recent turns)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import text
 from sqlmodel import Session
@@ -201,6 +202,7 @@ class WindowTurn:
     content: str
     event_time: datetime
     source_turn_id: str | None
+    metadata: dict[str, Any] = field(default_factory=dict)  # the event's (redacted) metadata, as sent
 
 
 @dataclass(frozen=True)
@@ -244,7 +246,7 @@ def session_window(
         return None
     turns = db.execute(
         text(
-            "SELECT event_id, role, content, event_time, source_turn_id FROM events "
+            "SELECT event_id, role, content, event_time, source_turn_id, metadata FROM events "
             "WHERE tenant_id = :t AND user_id = :u AND session_id = :s AND type = 'turn' "
             "ORDER BY event_time DESC, event_id DESC LIMIT :n"
         ),
@@ -259,3 +261,41 @@ def session_window(
         summarized_through=state[3],
         turns=[WindowTurn(*r) for r in reversed(turns)],
     )
+
+
+def pop_last_turn(db: Session, tenant_id: str, user_id: str, session_id: str) -> WindowTurn | None:
+    """Delete the session's most recent turn (an agent framework's "pop the last item": an undo or an edited
+    message) and return it; None when the session has no turn. The turn leaves the window and the turn
+    index; memories already extracted from it stay (their history names the event: forget them to undo)."""
+    key = _key(tenant_id, user_id, session_id)
+    row = db.execute(
+        text(
+            "DELETE FROM events WHERE tenant_id = :t AND event_id = ("
+            "  SELECT event_id FROM events WHERE tenant_id = :t AND user_id = :u AND session_id = :s "
+            "  AND type = 'turn' ORDER BY event_time DESC, event_id DESC LIMIT 1 FOR UPDATE) "
+            "RETURNING event_id, role, content, event_time, source_turn_id, metadata"
+        ),
+        key,
+    ).first()
+    if row is None:
+        return None
+    db.execute(
+        text(
+            "UPDATE sessions SET turn_count = greatest(turn_count - 1, 0), updated_at = now() "
+            "WHERE tenant_id = :t AND user_id = :u AND session_id = :s"
+        ),
+        key,
+    )
+    refresh_counters(db, tenant_id, user_id, session_id)
+    return WindowTurn(*row)
+
+
+def clear_session(db: Session, tenant_id: str, user_id: str, session_id: str) -> int:
+    """Delete the session's events and its state (summary, counters): the conversation starts again under
+    the same id. Memories and episodes already made from it stay. Returns how many events were deleted."""
+    key = _key(tenant_id, user_id, session_id)
+    deleted = db.execute(
+        text("DELETE FROM events WHERE tenant_id = :t AND user_id = :u AND session_id = :s RETURNING 1"), key
+    ).all()
+    db.execute(text("DELETE FROM sessions WHERE tenant_id = :t AND user_id = :u AND session_id = :s"), key)
+    return len(deleted)

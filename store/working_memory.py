@@ -86,3 +86,30 @@ def write_document(
         ),
         {"t": tenant_id, "u": user_id, "a": agent_id, "c": content, "m": mode, "h": source_hash, "now": now},
     )
+
+
+@dataclass(frozen=True)
+class WorkingMemoryView:
+    """The working-memory document as readers get it."""
+
+    user_id: str
+    agent_id: str
+    content: str
+    version: int
+    updated_at: datetime
+
+
+def read_document(db: Session, tenant_id: str, user_id: str, agent_id: str = "") -> WorkingMemoryView | None:
+    """The current document of (user, agent) (`""`: the user's own), or None before the first."""
+    row = db.execute(
+        text(
+            "SELECT content, version, updated_at FROM working_memory WHERE tenant_id = :t AND user_id = :u "
+            "AND agent_id = :a"
+        ),
+        {"t": tenant_id, "u": user_id, "a": agent_id},
+    ).first()
+    if row is None:
+        return None
+    return WorkingMemoryView(
+        user_id=user_id, agent_id=agent_id, content=row[0], version=row[1], updated_at=row[2]
+    )

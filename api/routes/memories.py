@@ -10,14 +10,17 @@ from datetime import datetime, timedelta
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
-from fastapi import APIRouter, HTTPException, Path, Query
+from fastapi import APIRouter, HTTPException, Path, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
 from sqlmodel import Session
 
 from api.deps import BearerKey, PrincipalDep, SessionDep, StateDep, WriterDep, in_tenant
 from api.keys import Principal
-from shared.contract import ID_PATTERN, CleanText, utcnow
+from core.extraction.lang import detect_lang
+from core.reconcile import Op, PendingCandidate, calibrated_policy
+from shared.contract import ID_PATTERN, MAX_FUTURE, CleanText, SafeId, utcnow
 from shared.db.vectors import vector_literal
+from shared.redaction import redact
 from store import memories as repo
 from store.context import user_context as build_user_context
 from store.memory_views import get_memory as read_memory
@@ -25,6 +28,7 @@ from store.memory_views import list_memories as read_memories
 from store.memory_views import memory_history
 from store.models import MemoryPublic
 from store.users import erase_user, user_exists, user_known
+from store.working_memory import read_document
 
 router = APIRouter(prefix="/v1", tags=["memories"])
 
@@ -68,6 +72,56 @@ class MemoryPatch(BaseModel):
     kind: Kind | None = None
 
 
+class MemoryIn(BaseModel):
+    """An explicit memory: what a user, a UI or a tool asked to remember."""
+
+    model_config = ConfigDict(extra="forbid")
+    user_id: SafeId
+    content: Annotated[
+        CleanText, Field(min_length=1, max_length=4000, description="the memory, one statement")
+    ]
+    kind: Kind = "semantic"
+    category: Category = "fact"
+    slot: Annotated[
+        str | None,
+        Field(
+            max_length=128,
+            pattern=ID_PATTERN,
+            description="a subject-attribute slot (`home.city`): one current value per slot; a new value "
+            "supersedes the old one, the same value reinforces it",
+        ),
+    ] = None
+    value: Annotated[
+        CleanText | None,
+        Field(min_length=1, max_length=16_000, description="the slot's value (default: the content)"),
+    ] = None
+    pinned: bool = False
+    ttl_days: Annotated[float | None, Field(gt=0, le=36500, description="expire this many days from now")] = (
+        None
+    )
+    valid_from: datetime | None = Field(default=None, description="when it became true; default: now")
+    idempotency_key: Annotated[
+        SafeId | None,
+        Field(description="the same key sent again (a retry) changes nothing the second time"),
+    ] = None
+
+
+class Remembered(BaseModel):
+    """What reconciliation did with an explicit memory, and the memory it ended up in."""
+
+    op: Literal["add", "reinforce", "supersede", "history", "noop"]
+    reason: str
+    memory: Memory | None
+
+
+class WorkingMemory(BaseModel):
+    user_id: str
+    agent_id: str
+    content: str
+    version: int
+    updated_at: datetime
+
+
 class ContextResponse(BaseModel):
     user_id: str
     context: str
@@ -101,6 +155,7 @@ def list_memories(
     status: Annotated[list[Status] | None, Query(max_length=5)] = None,
     kind: Annotated[list[Kind] | None, Query(max_length=3)] = None,
     category: Annotated[Category | None, Query()] = None,
+    slot: Annotated[str | None, Query(max_length=128, pattern=ID_PATTERN)] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
 ) -> Any:
@@ -112,12 +167,97 @@ def list_memories(
         statuses=status or ["active"],
         kinds=kind or [],
         category=category,
+        slot=slot,
         limit=limit,
         offset=offset,
     )
     return MemoryPage(
         items=[Memory(**m.model_dump()) for m in items], next_offset=offset + limit if more else None
     )
+
+
+@router.post(
+    "/memories",
+    response_model=Remembered,
+    status_code=201,
+    responses={200: {"model": Remembered, "description": "an existing memory reinforced (or nothing to do)"}},
+)
+def remember(
+    principal: WriterDep, db: SessionDep, state: StateDep, body: MemoryIn, response: Response
+) -> Any:
+    """Remember one statement now, reconciled like an extracted memory (same slot: supersede or reinforce; a
+    near duplicate: reinforce), with history naming the key. 201 when a memory row was written, 200 when an
+    existing one was reinforced or the same request was already applied."""
+    now = utcnow()
+    valid_from = body.valid_from or now
+    if valid_from.tzinfo is None:
+        valid_from = valid_from.replace(tzinfo=now.tzinfo)
+    if valid_from > now + MAX_FUTURE:
+        raise HTTPException(422, "valid_from is more than a day ahead of the server clock")
+    content = redact(body.content)  # the client redacted already; the server never trusts that
+    value = redact(body.value) if body.value is not None else (content if body.slot else None)
+    candidate = PendingCandidate(
+        content=content,
+        kind=body.kind,
+        op="remember",
+        event_time=valid_from,
+        source_event_ids=(f"remember:{body.idempotency_key}",) if body.idempotency_key else (),
+        slot=body.slot,
+        value=value,
+        category=body.category,
+        tier="must",
+        confidence=1.0,
+        lang=detect_lang(content),
+    )
+    vec = vector_literal(state.embedder.embed([content])[0])
+    decision, memory_id = repo.remember(
+        db,
+        principal.tenant_id,
+        body.user_id,
+        candidate,
+        vec,
+        policy=calibrated_policy(state.settings.embedder),
+        actor=f"api_key:{principal.key_id}",
+        now=now,
+    )
+    written = decision.op in (Op.ADD, Op.SUPERSEDE, Op.HISTORY)
+    if memory_id is not None and written and (body.pinned or body.ttl_days is not None):
+        changes: dict[str, Any] = {"pinned": body.pinned}
+        if body.ttl_days is not None:
+            changes["expires_at"] = now + timedelta(days=body.ttl_days)
+        repo.edit(
+            db,
+            memory_id,
+            tenant_id=principal.tenant_id,
+            user_id=body.user_id,
+            changes=changes,
+            reason="remembered via API: " + ", ".join(sorted(changes)),
+            actor=f"api_key:{principal.key_id}",
+            now=now,
+        )
+    response.status_code = 201 if written else 200
+    found = read_memory(db, memory_id) if memory_id is not None else None
+    db.commit()  # before the answer: the caller's next read sees the memory
+    return Remembered(
+        op=str(decision.op),  # type: ignore[arg-type]
+        reason=decision.reason,
+        memory=Memory(**found.model_dump()) if found is not None else None,
+    )
+
+
+@router.get(
+    "/users/{user_id}/working-memory",
+    response_model=WorkingMemory,
+    responses={404: {"description": "no such user, or no working memory written for them yet"}},
+)
+def working_memory(principal: PrincipalDep, db: SessionDep, user_id: UserId) -> Any:
+    """The user's working memory: one document (where things stand, what was decided, what is next),
+    rewritten as a whole by the worker."""
+    found = read_document(db, principal.tenant_id, user_id)
+    if found is None:
+        _require_user(db, principal.tenant_id, user_id)
+        raise HTTPException(404, f"no working memory for user {user_id!r} yet")
+    return WorkingMemory(**found.__dict__)
 
 
 @router.get("/memories/{memory_id}", response_model=MemoryWithHistory)
@@ -137,7 +277,9 @@ def patch_memory(
     now = utcnow()
     changes: dict[str, Any] = {}
     if body.content is not None:
-        changes.update(content=body.content, embedding=vector_literal(state.embedder.embed([body.content])[0]))
+        changes.update(
+            content=body.content, embedding=vector_literal(state.embedder.embed([body.content])[0])
+        )
     if body.pinned is not None:
         changes["pinned"] = body.pinned
     if body.clear_ttl:
@@ -158,7 +300,9 @@ def patch_memory(
         actor=f"api_key:{principal.key_id}",
         now=now,
     )
-    return Memory(**_memory(db, memory_id).model_dump())
+    edited = Memory(**_memory(db, memory_id).model_dump())
+    db.commit()  # before the answer (the session dependency would commit after it): read-your-writes
+    return edited
 
 
 @router.delete("/memories/{memory_id}", response_model=Memory)
@@ -174,7 +318,9 @@ def forget_memory(principal: WriterDep, db: SessionDep, memory_id: UUID) -> Any:
         event_ids=(),
         now=utcnow(),
     )
-    return Memory(**_memory(db, memory_id).model_dump())
+    forgotten = Memory(**_memory(db, memory_id).model_dump())
+    db.commit()  # before the answer: the caller's next read no longer sees it
+    return forgotten
 
 
 @router.get("/users/{user_id}/context", response_model=ContextResponse)
@@ -214,4 +360,6 @@ async def user_context(
 def erase(principal: WriterDep, db: SessionDep, user_id: UserId) -> Any:
     if not user_known(db, principal.tenant_id, user_id):
         raise HTTPException(404, f"no user {user_id!r}")
-    return Erased(user_id=user_id, deleted=erase_user(db, principal.tenant_id, user_id))
+    erased = Erased(user_id=user_id, deleted=erase_user(db, principal.tenant_id, user_id))
+    db.commit()  # before the answer: the caller's next read finds nothing
+    return erased

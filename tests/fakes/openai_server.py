@@ -97,6 +97,7 @@ class Reply:
     delay_s: float = 0
     retry_after_s: float | None = None
     style: Style | None = None  # for "ok": how the content is sent (None: the server's `style`)
+    tool_name: str = "record_memories"  # the function a "tool_call" style answer calls (agents' tools)
 
     def __post_init__(self) -> None:
         if self.kind == "status" and self.status < 400:
@@ -335,7 +336,9 @@ class FakeOpenAI:
         }
 
 
-def _styled(fake: FakeOpenAI, body: dict[str, Any], content: str, style: Style) -> dict[str, Any]:
+def _styled(
+    fake: FakeOpenAI, body: dict[str, Any], content: str, style: Style, tool_name: str = "record_memories"
+) -> dict[str, Any]:
     """The chat completion an endpoint of `style` sends for an answer whose plain content is `content`."""
     if style == "length":
         return fake._chat_completion(
@@ -347,7 +350,7 @@ def _styled(fake: FakeOpenAI, body: dict[str, Any], content: str, style: Style) 
         call = {
             "id": fake._new_id("call"),
             "type": "function",
-            "function": {"name": "record_memories", "arguments": content},
+            "function": {"name": tool_name, "arguments": content},
         }
         return fake._chat_completion(
             body, content=None, refusal=None, finish_reason="tool_calls", tool_calls=[call]
@@ -502,7 +505,7 @@ def _make_handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 self._send_json(200, fake._chat_completion(body, content=content, refusal=None))
             else:  # "ok" and "timeout" (which answers after its delay)
                 content = reply.content or fake._default_content(body)
-                self._send_json(200, _styled(fake, body, content, reply.style or fake.style))
+                self._send_json(200, _styled(fake, body, content, reply.style or fake.style, reply.tool_name))
 
         def _send_json(
             self, status: int, payload: dict[str, Any], *, headers: dict[str, str] | None = None

@@ -607,7 +607,7 @@ def test_a_log_field_named_after_a_secret_is_masked_whatever_its_value() -> None
 
 
 def test_the_gate_words_of_the_windowed_rules_are_found_by_one_scan() -> None:
-    from shared.redaction import _WINDOW_WORDS
+    from memory_client.redaction import _WINDOW_WORDS
 
     # one word inside another would hide it from the non-overlapping scan
     assert [(a, b) for a in _WINDOW_WORDS for b in _WINDOW_WORDS if a != b and a in b] == []

@@ -1,0 +1,757 @@
+"""Redact secrets and personal identifiers from free text before it is stored, logged or dead-lettered.
+
+Contract (pure functions, no I/O, never raise on any ``str``):
+
+* ``redact(text) -> str`` returns ``text`` with every detected secret replaced by a typed placeholder
+  ``[REDACTED:<type>]``; everything else is kept byte for byte.
+* ``redact_with_report(text) -> (str, {type: count})`` does the same and counts replacements per type;
+  types with no replacement are absent (a clean text gives ``{}``).
+* ``redact_obj(obj) -> object`` rebuilds dicts (keys and values), lists, tuples and sets with every ``str``
+  inside redacted; the value of a key that names a secret (``secret_kind_of_name``: ``password``,
+  ``client_secret``, ``SecretAccessKey``, ``Authorization``, ``密钥``...) is replaced whole, numbers
+  included; any other value is returned as is. Event metadata goes through it before it is stored.
+
+Types: ``card`` (Luhn-valid with a known issuer prefix and length), ``cn_id`` (18-character Chinese resident
+ID with a valid MOD 11-2 check digit and birth date), ``ssn`` (US ``AAA-GG-SSSS``, or 9 labelled digits),
+``api_key`` (OpenAI, Anthropic, AWS, GitHub, Slack, Google, Stripe, ``Bearer`` tokens), ``jwt``,
+``private_key`` (a whole PEM block, or to the end of the text when the END line is missing) and ``password``
+(English or Chinese "password is ..." phrases and ``scheme://user:password@host`` URLs; only the value is
+replaced, the lead-in words stay).
+
+Built from the forms secrets are written in, not from examples (the table of cases is
+``tests/data/redaction_cases.jsonl``; its test split is scored only as a whole):
+
+* a label that names a secret, in any spelling (``password``, ``DB_PASSWORD``, ``pw``, ``pwd``, ``passwd``,
+  ``pass``, ``PIN``, 密码, 口令, 授权码 -> ``password``; ``secret``, ``client_secret``, ``SecretAccessKey``,
+  ``api_key``, ``x-api-key``, ``token``, 密钥, 秘钥, 令牌 -> ``api_key``; ``private key``, 私钥 ->
+  ``private_key``), then any connector ("is", "是", "为", ":", "：", "=", "->", "——", a quote of nested JSON)
+  or just a space, in any surrounding language. After a key or token label the value must look generated
+  (long, letters with digits or mixed case, not a version); after a password label any value counts except
+  stand-ins (``<your-password>``, ``${VAR}``, ``****``), words of prose and lengths ("12 characters",
+  "8位"); after a bare space a plain word counts only when a user was just named;
+* pairs: ``user / pass: bob / hunter2``, ``login: admin / hunter2``, ``creds deploy:s3cret``,
+  ``账号密码 ops/Ops_2024!``, ``用 test01 / Test0101 登录`` (only the password goes), and the value first:
+  "hunter2 is my password"; HTTP ``Basic`` credentials (base64 of ``user:password``);
+* numbers written whole or in groups with spaces or dashes, the checksum deciding (Luhn and issuer for
+  cards, the MOD 11-2 check character and birth date for Chinese IDs, SSA rules for SSNs).
+
+Redaction is idempotent: a placeholder never matches any rule, so ``redact(redact(x)) == redact(x)``.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, cast
+
+# A rule's action: given a match, return (replacement text, number of secrets replaced in it).
+_Action = Callable[[re.Match[str]], tuple[str, int]]
+
+# Every placeholder starts with this; value patterns refuse to start on it, which is what makes reruns no-ops.
+_MARK = "[REDACTED:"
+
+
+def _tag(kind: str) -> str:
+    return f"{_MARK}{kind}]"
+
+
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    kind: str
+    pattern: re.Pattern[str]
+    action: _Action
+    # Lower-case substrings of which any match must contain one: a cheap `in` test skips the regex scan
+    # on the (common) texts that cannot match. Empty means always scan.
+    gate: tuple[str, ...] = ()
+    # Labelled rules: a pattern for the label alone. The full pattern is then tried at every label found
+    # near an occurrence of a gate word (a `str.find`, not a regex scan of the whole text), so a long turn
+    # costs little more than its gate words, and a rejected label ("AccessKey Secret: ...", whose value
+    # "Secret" is no key) never hides a later one inside its match. `WINDOW`: head / value reach.
+    head: re.Pattern[str] | None = None
+    windowed: bool = False
+
+
+def _swap(kind: str, check: Callable[[str], bool] | None = None) -> _Action:
+    """Replace the group named ``v`` (or the whole match) by the placeholder when ``check`` accepts it."""
+    tag = _tag(kind)
+
+    def action(m: re.Match[str]) -> tuple[str, int]:
+        whole = m.group()
+        start, end = m.span("v") if "v" in m.re.groupindex else m.span()
+        if check is not None and not check(m.string[start:end]):
+            return whole, 0
+        base = m.start()
+        return whole[: start - base] + tag + whole[end - base :], 1
+
+    return action
+
+
+# Flags: re.ASCII keeps case-folding and \s/\w ASCII-only, so odd Unicode ("ſ", Kelvin sign) can never
+# satisfy a case-insensitive label on a second run when the gate skipped the rule on the first.
+_I = re.IGNORECASE | re.ASCII
+
+# ---------------------------------------------------------------- numbers: cards, Chinese IDs, SSNs
+
+
+def _luhn_ok(digits: str) -> bool:
+    total = 0
+    for i, ch in enumerate(reversed(digits)):
+        n = ord(ch) - 48
+        if i % 2:
+            n = n * 2 - 9 if n > 4 else n * 2
+        total += n
+    return total % 10 == 0
+
+
+def _issuer_ok(d: str) -> bool:
+    """Known issuer prefix *and* a length that issuer uses: rejects most Luhn-valid accidents (IMEIs...)."""
+    n, p2, p3, p4 = len(d), int(d[:2]), int(d[:3]), int(d[:4])
+    if d[0] == "4":  # Visa
+        return n in (13, 16, 19)
+    if 51 <= p2 <= 55 or 2221 <= p4 <= 2720:  # Mastercard
+        return n == 16
+    if p2 in (34, 37):  # Amex
+        return n == 15
+    if p4 == 6011 or p2 in (62, 65) or 644 <= p3 <= 649 or 3528 <= p4 <= 3589:  # Discover, UnionPay, JCB
+        return 16 <= n <= 19
+    if p2 in (36, 38) or 300 <= p3 <= 305:  # Diners
+        return 14 <= n <= 19
+    return False
+
+
+# Speed: patterns start with a literal or character class and check the character before it with a
+# lookbehind placed after that first character, so the regex engine can skip ahead to candidate positions.
+#
+# A run of digit groups joined by single spaces/dashes. Possessive quantifiers: a run glued to a letter or a
+# longer number fails as a whole instead of backtracking into a shorter "card". A decimal point before or
+# after means a float (0.4111...); a "+" before means a phone number (+4...).
+# The (?=...{12}) pre-check rejects short numbers (dates, prices) without a Python callback per number.
+_DIGIT_RUN = re.compile(
+    r"[0-9](?<![0-9A-Za-z_+][0-9])(?<![0-9]\.[0-9])(?=[0-9 -]{12})"
+    r"[0-9]*+(?:[ -][0-9]++)*+(?![0-9A-Za-z_]|[.,][0-9])"
+)
+_GROUP = re.compile(r"[0-9]+")
+
+
+def _card_end(run: str, groups: list[tuple[int, int]], i: int) -> int | None:
+    """Index of the last group of the longest card starting at group ``i``, or None."""
+    if run[groups[i][0]] not in "23456":  # no issuer prefix starts with 0, 1, 7, 8 or 9
+        return None
+    best, digits = None, ""
+    for j in range(i, len(groups)):
+        s, e = groups[j]
+        # Grouped cards use groups of 3-7 digits (4-4-4-4, 4-6-5, 4-4-4-4-3).
+        if j > i and not (3 <= e - s <= 7 and 3 <= groups[i][1] - groups[i][0] <= 7):
+            break
+        digits += run[s:e]
+        if len(digits) > 19:
+            break
+        if len(digits) >= 13 and _issuer_ok(digits) and _luhn_ok(digits):
+            best = j
+    return best
+
+
+def _card_action(m: re.Match[str]) -> tuple[str, int]:
+    run = m.group()
+    if len(run) - run.count(" ") - run.count("-") < 13:  # most runs are dates, prices, counts
+        return run, 0
+    groups = [g.span() for g in _GROUP.finditer(run)]
+    # A run may hold a card next to other numbers ("qty 2 4111 1111 1111 1111"): try every start group.
+    out, last, i, found = [], 0, 0, 0
+    while i < len(groups):
+        j = _card_end(run, groups, i)
+        if j is None:
+            i += 1
+            continue
+        out += [run[last : groups[i][0]], _tag("card")]
+        last, i, found = groups[j][1], j + 1, found + 1
+    out.append(run[last:])
+    return "".join(out), found
+
+
+_CN_WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
+# 18 characters, the last a digit or X, written whole or in groups joined by single spaces or dashes
+# ("110105 19491231 002X", "4401-0619-7511-0345-69"): the checksum and the birth date decide.
+_CN_ID_RUN = re.compile(
+    r"[1-9](?<![0-9A-Za-z_+][1-9])(?<![0-9][.-][1-9])(?<![0-9] [1-9])(?=[0-9 -]{13})"
+    r"[0-9]*+(?:[ -][0-9]++)*+(?:(?<=[0-9])[Xx])?(?![0-9A-Za-z_]|[.,][0-9])"
+)
+_ID_GROUP = re.compile(r"[0-9]+[Xx]?")
+
+
+def _cn_id_action(m: re.Match[str]) -> tuple[str, int]:
+    run = m.group()
+    if len(run) - run.count(" ") - run.count("-") < 18:
+        return run, 0
+    groups = [g.span() for g in _ID_GROUP.finditer(run)]
+    out, last, found, i = [], 0, 0, 0
+    while i < len(groups):
+        chars, j, hit = "", i, None
+        while j < len(groups) and len(chars) < 18:
+            chars += run[groups[j][0] : groups[j][1]]
+            if len(chars) == 18 and "X" not in chars[:17].upper() and _cn_id_ok(chars):
+                hit = j
+            j += 1
+        if hit is None:
+            i += 1
+            continue
+        out += [run[last : groups[i][0]], _tag("cn_id")]
+        last, i, found = groups[hit][1], hit + 1, found + 1
+    out.append(run[last:])
+    return "".join(out), found
+
+
+def _cn_id_ok(s: str) -> bool:
+    check = "10X98765432"[sum(int(c) * w for c, w in zip(s, _CN_WEIGHTS, strict=False)) % 11]
+    if s[17].upper() != check:
+        return False
+    try:
+        _dt.date(int(s[6:10]), int(s[10:12]), int(s[12:14]))
+    except ValueError:
+        return False
+    return True
+
+
+def _ssn_ok(digits: str) -> bool:
+    """SSA never issues area 000, 666 or 9xx, group 00 or serial 0000."""
+    area, group, serial = digits[:3], digits[3:5], digits[5:]
+    return area not in ("000", "666") and area[0] != "9" and group != "00" and serial != "0000"
+
+
+# Dashes or spaces, the same separator twice; not a slice of a longer dashed number (phone 1-555-12-3456).
+_SSN = re.compile(
+    r"[0-9](?<![0-9A-Za-z_+][0-9])(?<![0-9][.-][0-9])[0-9]{2}([ -])[0-9]{2}\1[0-9]{4}(?![0-9A-Za-z_]|-[0-9])"
+)
+# Nine bare digits are only an SSN when labelled so.
+_SSN_LABELLED = re.compile(
+    r"s(?<![A-Za-z]s)(?:sn|ocial[ _-]?security(?:[ _-]?(?:number|num|no))?)(?![A-Za-z])"
+    r"\.?[ \t]*(?:[:#=]|is|was)?[ \t]*(?P<v>[0-9]{9})(?![0-9A-Za-z_])",
+    _I,
+)
+
+# ---------------------------------------------------------------- tokens and keys
+
+
+def _has_digit(s: str) -> bool:
+    return any(c.isdigit() for c in s)
+
+
+def _openai_like(s: str) -> bool:
+    # Real keys are random: a digit plus upper case or a long alphanumeric stretch. "sk-" + hyphenated words
+    # (sk-learn-style prose) is not a key.
+    longest = max(len(p) for p in re.split(r"[-_]", s))
+    return _has_digit(s) and (any(c.isupper() for c in s) or longest >= 12)
+
+
+def _bearer_action(m: re.Match[str]) -> tuple[str, int]:
+    token = m.group("v").rstrip(".")  # a sentence-ending full stop is not part of the token
+    if len(token) < 20 or not _has_digit(token) or not any(c.isalpha() for c in token):
+        return m.group(), 0
+    return m.group("lead") + _tag("api_key") + m.group("v")[len(token) :], 1
+
+
+# (pattern, extra check on the match, gate words). Each token is bounded so a longer word never leaks a slice.
+_START, _END = r"(?<![A-Za-z0-9_-])", r"(?![A-Za-z0-9_-])"
+_API_RULES: list[tuple[str, Callable[[str], bool] | None, tuple[str, ...]]] = [
+    (r"sk-(?<![A-Za-z0-9_-]sk-)[A-Za-z0-9_-]{20,400}" + _END, _openai_like, ("sk-",)),  # + Anthropic sk-ant-
+    (_START + r"(?:AKIA|ASIA)[A-Z0-9]{16}" + _END, None, ("akia", "asia")),
+    (_START + r"gh[pousr]_[A-Za-z0-9]{30,255}" + _END, None, ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
+    (_START + r"github_pat_[A-Za-z0-9_]{22,255}" + _END, None, ("github_pat_",)),
+    (_START + r"xox[abprs]-[A-Za-z0-9-]{10,250}" + _END, _has_digit, ("xox",)),
+    (r"(?:https?://)?hooks\.slack\.com/(?:services|workflows|triggers)/[\w/-]{8,}", None, ("hooks.slack",)),
+    (_START + r"AIza[A-Za-z0-9_-]{35}" + _END, None, ("aiza",)),
+    (_START + r"[sr]k_(?:live|test)_[A-Za-z0-9]{16,247}" + _END, _has_digit, ("_live_", "_test_")),
+]
+_AWS_SECRET = re.compile(
+    r"(?<![A-Za-z])(?:aws[ _-]?secret[ _-]?(?:access[ _-]?)?key|secret[ _-]?access[ _-]?key)(?:[ _-]?id)?"
+    r"[\"']?[ \t]*(?:[:=]|=>|is)[ \t]*[\"']?(?P<v>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",
+    _I,
+)
+_BEARER = re.compile(r"(?<![A-Za-z])(?P<lead>bearer[ \t]+)(?P<v>[\w.~+/-]{20,}=*)(?![\w.~+/=-])", _I)
+_JWT = re.compile(r"eyJ(?<![A-Za-z0-9_-]eyJ)[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}(?:\.[A-Za-z0-9_-]+)?")
+# The lazy body stops at the first END line; `\Z` takes a truncated block to the end of the text.
+_PEM_NAME = r"[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
+_PRIVATE_KEY = re.compile(r"-----BEGIN " + _PEM_NAME + r"[\s\S]*?(?:-----END " + _PEM_NAME + r"|\Z)")
+
+# ---------------------------------------------------------------- passwords
+
+# scheme://user:password@host (the scheme itself is irrelevant, so the scan starts at the "://" literal);
+# greedy up to the last "@" of the authority, since passwords may contain "@".
+_URL_PASSWORD = re.compile(r"://[^\s:/?#@\[\]]*:(?P<v>(?!\[REDACTED:)[^\s/?#]+)(?=@)")
+# Labels that name a secret, in any of their written forms: `password`, `DB_PASSWORD`, `clientSecret`,
+# `SecretAccessKey`, `x-api-key`, `HF_TOKEN`, `密钥`... An ASCII head must start a word (after a non-letter,
+# `_`, or at a camelCase step: checked in `_head_starts_word`) and end one (`token_count`, `passwords`,
+# `passport`, `AccessKeyId` are not labels). Three families, one placeholder type each.
+_HEAD_PW = (
+    r"(?P<ph>pass(?:word|wd|code|phrase)s?|pwd|pw|pass|(?-i:PIN))(?![A-Za-z0-9_])"
+    r"|(?P<pz>密码|密碼|口令|授权码|授權碼)"
+)
+_KEY_WORDS = (
+    r"(?:aws[ _-]?)?secret(?:[ _-]?access)?(?:[ _-]?key)?|(?:api|access|signing|encryption|master|account"
+    r"|auth|app|client|consumer|shared[ _-]?access|webhook|license)[ _-]?key|api[ _-]?token|token"
+)
+_HEAD_KEY = r"(?P<ph>" + _KEY_WORDS + r")(?![A-Za-z0-9_])|(?P<pz>密钥|秘钥|密鑰|令牌)"
+_HEAD_PRIVATE = r"(?P<ph>private[ _-]?key)(?![A-Za-z0-9_])|(?P<pz>私钥|私鑰)"
+# What may stand between a label and its value. `strong`: punctuation or a verb ("is", "是", ":", "->",
+# "——"); otherwise only spaces (or nothing after a Chinese label: "密码123456"), which asks more of the value.
+_QUALIFIER = r"(?:[ \t]+(?:for|to|of|on|at)(?:[ \t]+[\w@.'-]+){1,4}?)?(?:[ \t]*[(（][^()（）\n]{1,24}[)）])?"
+_STRONG = (
+    r"\\{0,3}[\"']?[ \t]*(?::=|=>|->|→|[:=：＝]|[—–]+|-(?=[ \t]))"
+    r"|[ \t]+(?:is|was|are|equals|set[ \t]+to|changed[ \t]+to|to)(?![A-Za-z'])"
+    r"(?:[ \t]+(?:now|still|just|set[ \t]+to|changed[ \t]+to))?[ \t]*[:：]?"
+    r"|[ \t]*(?:就|也|还|都|仍)?(?:是|为|為|改成了?|改为|设为|设置为|设置成|换成了?)[ \t]*[:：]?"
+)
+# A qualifier ("for my router", "(temporary)") needs a strong connector after it.
+# Without one, spaces; nothing at all only after a Chinese label ("密码123456").
+_WEAK = r"(?:[ \t]+|(?<=[^\x00-\x7f]))"
+_CONNECTOR = r"(?:(?P<strong>" + _QUALIFIER + r"(?:" + _STRONG + r"))|" + _WEAK + ")"
+_ANY_CONNECTOR = r"(?:" + _QUALIFIER + r"(?:" + _STRONG + r")|" + _WEAK + ")"
+# The value: quoted (anything up to the closing quote, escaped quotes of nested JSON included) or a bare run
+# of printable ASCII, which stops at spaces, CJK text ("密码是abc123请保密") and placeholders. A bare value
+# never starts with a quote, a bracket or a connector character, so reruns cannot re-read a placeholder.
+_VALUE = (
+    r"[ \t]*(?P<q>\\{0,3}[\"'`“‘「『])?(?P<v>(?!\[REDACTED:)"
+    r"(?(q)[^\n\"'`“”‘’「」『』\\]{1,200}|(?![\"'`:=>\]\[])(?:(?!\[REDACTED:)[\x21-\x7e])+))"
+)
+
+
+def _labelled(heads: str) -> re.Pattern[str]:
+    return re.compile(r"(?P<lead>(?P<label>" + heads + ")" + _CONNECTOR + ")" + _VALUE, _I)
+
+
+_PW_LABELLED = _labelled(_HEAD_PW)
+_KEY_LABELLED = _labelled(_HEAD_KEY)
+_PRIVATE_LABELLED = _labelled(_HEAD_PRIVATE)
+
+# Words that follow "password is/:" in ordinary prose or config ("password is required", "password: null").
+_NOT_A_PASSWORD_WORDS = """
+    a an the this that it its not no now also still just only very too so set reset changed updated
+    required needed necessary optional mandatory missing empty blank none null nil true false undefined
+    incorrect correct wrong right invalid valid expired weak strong secure insecure safe unsafe short
+    long case sensitive same different hidden masked encrypted hashed stored saved sent shown displayed
+    visible known unknown forgotten lost compromised leaked being been be in on at of for to by with
+    from and or but your my our their his her he she they we you i me him them what which who where when
+    how why here there below above attached provided protected locked typed entered accepted rejected ok
+    okay fine good bad great simple easy hard complex random unique ready available unavailable disabled
+    enabled active inactive default please see something anything nothing everything important private
+    confidential based managed generated rotated written printed listed given shared used reused common
+    obvious predictable mine yours ours theirs then enter type click use check change choose create
+    confirm must should can cannot will would may might is was were are equals
+"""
+_NOT_A_PASSWORD = frozenset(_NOT_A_PASSWORD_WORDS.split())
+_PW_TRAILING = ".,;:)]}>'\"。，；：！？）」』】”’\\"  # not ! or ?: often part of the password
+# Values that stand for a secret without being one: masks, template slots, env references, "n/a".
+_PW_STAND_IN = re.compile(
+    r"[*•xX-]+|<[^<>]*>|\$\{[^}]*\}|\{\{\S*|\$[A-Z_][A-Z0-9_]*|%s|n/?a|tbd|todo|xxx+|your[_-]\w*", _I
+)
+_LENGTH_WORD = re.compile(
+    r"[ \t]*(?:characters?|chars?|digits?|letters?|symbols?|long\b|位|个字符|字符|字节)", _I
+)
+# "pass: 142, fail: 3" counts tests.
+_TEST_COUNTS = re.compile(r"\b(?:fail(?:ed|s|ures?)?|skip(?:ped|s)?|errors?|xfail(?:ed)?)\b", _I)
+# A user named just before: "username admin password admin", "账号 root 密码 toor".
+_USER_BEFORE = re.compile(
+    r"(?:user(?:[ _-]?name)?|login|account|acct|用户名?|账号|帐号|账户)[^\n]{0,40}\Z", _I
+)
+_VERSION = re.compile(r"v?[0-9]+(?:\.[0-9]+)+(?:[-+.][0-9A-Za-z.]+)?", _I)
+_KEY_CUT = re.compile(r"[,;&|<>(){}\[\]\"'`]")
+
+
+def _head_starts_word(m: re.Match[str]) -> bool:
+    """An ASCII head starts a word: after a non-alphanumeric character, or at a camelCase step."""
+    start = m.start("label")
+    if m.group("pz") is not None or start == 0:
+        return True
+    before, first = m.string[start - 1], m.string[start]
+    if not (before.isascii() and before.isalnum()):
+        return True
+    return (before.islower() or before.isdigit()) and first.isupper()
+
+
+def _token_like(s: str) -> bool:
+    """A value that looks generated: long, letters with digits (or mixed case), not a version or a word."""
+    if len(s) < 8 or _VERSION.fullmatch(s) or not any(c.isalpha() for c in s):
+        return False
+    if any(c.isdigit() for c in s):
+        return True
+    return len(s) >= 12 and any(c.isupper() for c in s) and any(c.islower() for c in s)
+
+
+def _stand_in(s: str) -> bool:
+    return _PW_STAND_IN.fullmatch(s) is not None
+
+
+def _plain_word(s: str) -> bool:
+    return s.replace("-", "").isalpha() and s.isascii()
+
+
+def _labelled_value(m: re.Match[str], *, generated: bool) -> tuple[int, int] | None:
+    """The span of the secret in a labelled match, or None when the value is no secret.
+
+    ``generated``: the label names a key or token, whose values are generated strings (`_token_like`);
+    otherwise (passwords) any value counts, except stand-ins, words of prose and, after a bare space,
+    plain words (unless a user was just named: "username admin password admin")."""
+    text, v0, v1 = m.string, m.start("v"), m.end("v")
+    if text.endswith(_MARK, 0, m.start("label")) or text.startswith(_MARK, v1) or not _head_starts_word(m):
+        return None
+    if m.group("q"):
+        secret = m.group("v")
+    else:
+        value = m.group("v")
+        if generated and (cut := _KEY_CUT.search(value)):
+            value = value[: cut.start()]
+        secret = value.rstrip(_PW_TRAILING)
+        v1 = v0 + len(secret)
+    if not secret or _stand_in(secret) or _stand_in(m.group("v")):
+        return None
+    if generated:
+        return (v0, v1) if _token_like(secret) else None
+    if m.group("q"):
+        return v0, v1
+    label = m.group("label").lower()
+    strong = m.group("strong") is not None
+    if _plain_word(secret) and (
+        secret.split("-")[0].lower() in _NOT_A_PASSWORD
+        or (not strong and not _USER_BEFORE.search(text, max(0, m.start() - 60), m.start()))
+    ):
+        return None
+    if secret.rstrip("+").isdigit():
+        if _LENGTH_WORD.match(text, v1) is not None:  # "the password is 12 characters long", "密码至少8位"
+            return None
+        if label == "pass" and _TEST_COUNTS.search(text, v1, v1 + 60):  # "pass: 142, fail: 3"
+            return None
+    if label == "pin" and not secret.isdigit():
+        return None
+    if label == "pwd" and secret[0] in "/~":  # PWD=/home/me is the shell's working directory
+        return None
+    return v0, v1
+
+
+def _labelled_action(kind: str, *, generated: bool) -> _Action:
+    tag = _tag(kind)
+
+    def action(m: re.Match[str]) -> tuple[str, int]:
+        span = _labelled_value(m, generated=generated)
+        if span is None:
+            return m.group(), 0
+        base = m.start()
+        whole = m.group()
+        return whole[: span[0] - base] + tag + whole[span[1] - base :], 1
+
+    return action
+
+
+# Pairs: "user/pass: bob / hunter2", "账号/密码：admin/123456", "login: admin / hunter2", "creds deploy:s3cret",
+# "log in with admin / admin", "账号密码 ops/Ops_2024!". Only the second of the pair is replaced.
+_PAIR_VALUE = r"(?P<v>(?!\[REDACTED:)(?![\"'`:=>\]\[/])(?:(?!\[REDACTED:)[\x21-\x7e])+)"
+_PAIR_HEAD_TEXT = (
+    r"(?P<label>(?:user(?:[ _-]?name)?|login|account|acct|e-?mail|用户名?|账号|帐号|账户)[ \t]*"
+    r"(?:/|／|&|\+|and|和|及)[ \t]*(?:pass(?:word|wd)?|pwd|pw|密码|口令))(?![A-Za-z0-9_])"
+)
+_PAIR_HEAD = re.compile(_PAIR_HEAD_TEXT, _I)
+_PAIR_LABELLED = re.compile(
+    r"(?P<lead>" + _PAIR_HEAD_TEXT + _ANY_CONNECTOR + r"[ \t]*"
+    r"(?P<user>[^\s/／:,，|\"'`]{1,64})(?:[ \t]*[/／|,，][ \t]*|:|[ \t]+))" + _PAIR_VALUE,
+    _I,
+)
+_CREDENTIAL_HEAD_TEXT = (
+    r"(?P<label>(?:log(?:ged)?|sign(?:ed)?)[ \t-]?in(?:[ \t]+(?:with|as|using))?|creds?|credentials?"
+    r"|ssh(?:[ \t]+in)?[ \t]+(?:with|as|using)|账号密码|帐号密码|账号|帐号|登录信息|登录账号|登录|凭据|凭证)"
+    r"(?![A-Za-z0-9_])"
+)
+_CREDENTIAL_HEAD = re.compile(_CREDENTIAL_HEAD_TEXT, _I)
+_CREDENTIALS = re.compile(
+    r"(?P<lead>" + _CREDENTIAL_HEAD_TEXT + _ANY_CONNECTOR + r"[ \t]*"
+    r"(?P<user>[A-Za-z0-9_.@+-]{1,64})(?:[ \t]*[/／][ \t]*|:))" + _PAIR_VALUE,
+    _I,
+)
+# "用 test01 / Test0101 登录"
+_CREDENTIALS_ZH = re.compile(
+    r"(?P<lead>用[ \t]*(?P<user>[A-Za-z0-9_.@+-]{1,64})[ \t]*[/／:][ \t]*)"
+    r"(?P<v>(?!\[REDACTED:)[\x21-\x7e]{1,64}?)[ \t]*(?=登录|登陆|登入|登錄)"
+)
+
+
+def _pair_action(m: re.Match[str]) -> tuple[str, int]:
+    text, start = m.string, m.start()
+    label = m.groupdict().get("label") or ""
+    if label and not _head_starts_word_at(text, m.start("label")):
+        return m.group(), 0
+    user, value = m.group("user"), m.group("v")
+    secret = value.rstrip(_PW_TRAILING)
+    if (
+        not secret
+        or text.startswith(_MARK, m.end())
+        or text.endswith(_MARK, 0, start)
+        or not any(c.isalpha() for c in user)  # "login: 2024-03-15 / 10:30"
+        or _stand_in(secret)
+        or (_plain_word(secret) and secret.lower() in _NOT_A_PASSWORD)
+    ):
+        return m.group(), 0
+    return m.group("lead") + _tag("password") + value[len(secret) :], 1
+
+
+def _head_starts_word_at(text: str, start: int) -> bool:
+    if start == 0:
+        return True
+    before = text[start - 1]
+    return not (before.isascii() and before.isalnum())
+
+
+# The value first: "hunter2 is my password", "Abc123 是我的邮箱密码".
+_PW_BEFORE = re.compile(
+    r"(?P<v>[\x21-\x7e](?<![\x21-\x7e][\x21-\x7e])[\x21-\x7e]{2,63})"
+    r"(?=[ \t]+(?:is|was)[ \t]+(?:(?:my|our|the|his|her|their|your)[ \t]+)?(?:[\w-]+[ \t]+){0,2}?"
+    r"(?:password|passcode|passphrase|pwd|pin)(?![A-Za-z0-9])"
+    r"|[ \t]*(?:就|也)?是(?:我|我们|他|她|你)的?[^\s，。,]{0,6}?(?:密码|口令))",
+    _I,
+)
+
+
+def _pw_before_action(m: re.Match[str]) -> tuple[str, int]:
+    value = m.group("v")
+    secret = value.lstrip("\"'`“‘「『(").rstrip(_PW_TRAILING)
+    if (
+        not secret
+        or _MARK in value
+        or "]" in value
+        or _stand_in(secret)
+        or _plain_word(secret)
+        or (secret.isdigit() and len(secret) < 4)
+    ):
+        return value, 0
+    lead = value[: value.index(secret)]
+    return lead + _tag("password") + value[len(lead) + len(secret) :], 1
+
+
+# HTTP basic auth: base64 of "user:password".
+_BASIC = re.compile(r"(?<![A-Za-z])(?P<lead>basic[ \t]+)(?P<v>[A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])", _I)
+
+
+def _basic_action(m: re.Match[str]) -> tuple[str, int]:
+    raw = m.group("v")
+    try:
+        decoded = base64.b64decode(raw + "=" * (-len(raw) % 4), validate=True).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        return m.group(), 0
+    if ":" not in decoded or not decoded.isprintable():
+        return m.group(), 0
+    return m.group("lead") + _tag("password"), 1
+
+
+# ---------------------------------------------------------------- rule table (order matters)
+
+_DIGITS = tuple("0123456789")
+_to_private = _labelled_action("private_key", generated=True)
+_to_api_key = _labelled_action("api_key", generated=True)
+_to_password = _labelled_action("password", generated=False)
+_PW_BEFORE_GATE = ("pass", "pw", "pin", "密码", "口令")
+_PW_GATE = ("pass", "pw", "pin", "密码", "密碼", "口令", "授权码", "授權碼")
+_KEY_GATE = ("secret", "key", "token", "密钥", "秘钥", "密鑰", "令牌")
+_PRIVATE_GATE = ("private", "私钥", "私鑰")
+_PAIR_GATE = ("pass", "pw", "密码", "口令")
+_CREDENTIAL_GATE = ("log", "sign", "cred", "ssh", "账号", "帐号", "登录", "凭据", "凭证")
+_RULES: tuple[_Rule, ...] = (
+    # Multi-line and structured secrets first, so their inner digits/words never feed the narrower rules.
+    _Rule("private_key", _PRIVATE_KEY, _swap("private_key"), ("private key",)),
+    _Rule("jwt", _JWT, _swap("jwt"), ("eyj",)),
+    *(_Rule("api_key", re.compile(p, re.ASCII), _swap("api_key", c), g) for p, c, g in _API_RULES),
+    _Rule("api_key", _AWS_SECRET, _swap("api_key"), ("secret",)),
+    _Rule("api_key", _BEARER, _bearer_action, ("bearer",)),
+    _Rule("password", _URL_PASSWORD, _swap("password"), ("://",)),
+    _Rule("password", _BASIC, _basic_action, ("basic",)),
+    # Pairs before single labels, so that only the password of "user / pass" is replaced.
+    _Rule("password", _PAIR_LABELLED, _pair_action, _PAIR_GATE, _PAIR_HEAD, True),
+    _Rule("password", _CREDENTIALS, _pair_action, _CREDENTIAL_GATE, _CREDENTIAL_HEAD, True),
+    _Rule("password", _CREDENTIALS_ZH, _pair_action, ("登录", "登陆", "登入", "登錄")),
+    _Rule("private_key", _PRIVATE_LABELLED, _to_private, _PRIVATE_GATE, re.compile(_HEAD_PRIVATE, _I), True),
+    _Rule("api_key", _KEY_LABELLED, _to_api_key, _KEY_GATE, re.compile(_HEAD_KEY, _I), True),
+    _Rule("password", _PW_LABELLED, _to_password, _PW_GATE, re.compile(_HEAD_PW, _I), True),
+    _Rule("password", _PW_BEFORE, _pw_before_action, _PW_BEFORE_GATE, None, True),
+    # Chinese IDs before cards: an 18-digit ID starting 62/65/35 could also pass as a Luhn-valid card.
+    _Rule("cn_id", _CN_ID_RUN, _cn_id_action, _DIGITS),
+    _Rule("card", _DIGIT_RUN, _card_action, _DIGITS),
+    _Rule("ssn", _SSN, _swap("ssn", lambda s: _ssn_ok(s[:3] + s[4:6] + s[7:])), _DIGITS),
+    _Rule("ssn", _SSN_LABELLED, _swap("ssn", _ssn_ok), ("ssn", "social")),
+)
+
+
+_WINDOW_WORDS = tuple(dict.fromkeys(word for rule in _RULES if rule.windowed for word in rule.gate))
+# Longest first; no word is a prefix of another (checked by the tests), so every occurrence is found.
+_GATE_SCAN = re.compile("|".join(re.escape(w) for w in sorted(_WINDOW_WORDS, key=len, reverse=True)))
+
+
+def _apply(rule: _Rule, text: str) -> tuple[str, int]:
+    found = 0
+
+    def replace(m: re.Match[str]) -> str:
+        nonlocal found
+        new, n = rule.action(m)
+        found += n
+        return new
+
+    return rule.pattern.sub(replace, text), found
+
+
+_BACK, _AHEAD = 40, 24  # how far a label reaches before / after its gate word
+
+
+def _windows(rule: _Rule, text: str, hits: list[tuple[int, str]]) -> list[tuple[int, int]]:
+    """Spans of ``text`` around each of the rule's gate words, merged."""
+    merged: list[tuple[int, int]] = []
+    for at, word in hits:
+        if word not in rule.gate:
+            continue
+        start, end = max(0, at - _BACK), at + len(word) + _AHEAD
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], end)
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _gate_hits(text: str) -> list[tuple[int, str]]:
+    """Where the windowed rules' gate words occur (one scan for all of them); the whole text when
+    lower() changes offsets (a few non-ASCII letters do)."""
+    low = text.lower()
+    if len(low) != len(text):
+        return [(0, word) for word in _WINDOW_WORDS] + [(len(text), word) for word in _WINDOW_WORDS]
+    return [(m.start(), m.group()) for m in _GATE_SCAN.finditer(low)]
+
+
+def _apply_windowed(rule: _Rule, text: str, hits: list[tuple[int, str]]) -> tuple[str, int]:
+    out: list[str] = []
+    found = done = 0
+    for start, end in _windows(rule, text, hits):
+        if rule.head is None:  # the pattern ends inside the window (its label is a lookahead)
+            candidates = rule.pattern.finditer(text, max(start, done), end)
+        else:
+            candidates = (
+                m
+                for h in rule.head.finditer(text, max(start, done), end)
+                if (m := rule.pattern.match(text, h.start())) is not None
+            )
+        for m in candidates:
+            if m.start() < done:
+                continue
+            new, n = rule.action(m)
+            if n:
+                out += [text[done : m.start()], new]
+                found += n
+                done = m.end()
+    if not found:
+        return text, 0
+    out.append(text[done:])
+    return "".join(out), found
+
+
+def redact_with_report(text: str) -> tuple[str, dict[str, int]]:
+    """Return ``text`` with secrets replaced by ``[REDACTED:<type>]`` and the number replaced per type."""
+    counts: dict[str, int] = {}
+    if not text:
+        return text, counts
+    # Gating on the input is safe: placeholders never complete a match, so no rule can need a gate
+    # word that only a placeholder supplied.
+    lowered = text.lower()
+    present: dict[str, bool] = {}  # gate word -> found in the input (several rules share words)
+    hits: list[tuple[int, str]] | None = None  # gate words of the windowed rules in the text as it is now
+    for rule in _RULES:
+        if rule.windowed:
+            if hits is None:
+                hits = _gate_hits(text)
+            if not hits:
+                continue
+            text, found = _apply_windowed(rule, text, hits)
+        else:
+            if rule.gate:
+                for word in rule.gate:
+                    hit = present.get(word)
+                    if hit is None:
+                        hit = present[word] = word in lowered
+                    if hit:
+                        break
+                else:
+                    continue
+            text, found = _apply(rule, text)
+        if found:
+            hits = None
+            counts[rule.kind] = counts.get(rule.kind, 0) + found
+    return text, counts
+
+
+def redact(text: str) -> str:
+    """Return ``text`` with secrets replaced by ``[REDACTED:<type>]`` placeholders."""
+    return redact_with_report(text)[0]
+
+
+# A mapping key that names a secret: its value is a secret whatever it looks like ({"password": "hunter2"},
+# {"SecretAccessKey": ...}, {"Authorization": "Basic ..."}, {"pin": 4821}). The key must end with the head
+# (`password_reset`, `token_count`, `secret_name` are not secrets) and the head must start a word.
+_SECRET_NAME = re.compile(
+    r"(?:\A|(?<=[^A-Za-z0-9])|(?-i:(?<=[a-z0-9])(?=[A-Z])))(?:"
+    r"(?P<private_key>private[ _-]?key)"
+    r"|(?P<password>pass(?:word|wd|code|phrase)s?|(?<=[_ .-])pass|pwd|pw|pin|credentials?"
+    r"|(?:proxy[ _-]?)?authorization)"
+    r"|(?P<api_key>" + _KEY_WORDS + r")"
+    r")[ \t]*\Z"
+    r"|(?P<private_key_zh>私钥|私鑰)[ \t]*\Z|(?P<password_zh>密码|密碼|口令|授权码|授權碼)[ \t]*\Z"
+    r"|(?P<api_key_zh>密钥|秘钥|密鑰|令牌)[ \t]*\Z",
+    _I,
+)
+
+
+def secret_kind_of_name(name: str) -> str | None:
+    """The placeholder type for the value of a field called ``name`` when that name labels a secret."""
+    m = _SECRET_NAME.search(name)
+    if m is None:
+        return None
+    group = m.lastgroup or ""
+    return group.removesuffix("_zh")
+
+
+def _redact_named(kind: str, value: object) -> object:
+    """The value of a field whose name labels a secret: any scalar but a stand-in is replaced whole."""
+    if isinstance(value, str):
+        text = value.strip()
+        if not text or _MARK in text or _stand_in(text) or text.lower() in ("null", "none", "true", "false"):
+            return redact(value)
+        return _tag(kind)
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int | float):
+        return _tag(kind)
+    if isinstance(value, list | tuple | set | frozenset) and not hasattr(value, "_fields"):
+        return type(value)(_redact_named(kind, v) for v in value)
+    return redact_obj(value)
+
+
+def redact_field(name: object, value: object) -> object:
+    """The value of a field called ``name``, redacted: whole when the name labels a secret, else as
+    ``redact_obj``."""
+    kind = secret_kind_of_name(name) if isinstance(name, str) else None
+    return redact_obj(value) if kind is None else _redact_named(kind, value)
+
+
+def redact_obj(obj: object) -> object:
+    """Rebuild containers with every ``str`` inside (dict keys included) redacted; other values as is.
+
+    The value of a key that names a secret (``secret_kind_of_name``: "password", "client_secret",
+    "SecretAccessKey", "密钥"...) is replaced whole, numbers included. Dicts come back as plain dicts, lists
+    as lists, tuples as tuples (named tuples keep their type), sets as sets. Two keys that redact to the
+    same text collapse into one, the later value winning.
+    """
+    if isinstance(obj, str):
+        return redact(obj)
+    if isinstance(obj, dict):
+        return {redact_obj(k): redact_field(k, v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [redact_obj(v) for v in obj]
+    if isinstance(obj, tuple):
+        items = [redact_obj(v) for v in obj]
+        return cast(Any, type(obj))(*items) if hasattr(obj, "_fields") else tuple(items)
+    if isinstance(obj, set | frozenset):
+        return type(obj)(redact_obj(v) for v in obj)
+    return obj
