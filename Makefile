@@ -11,9 +11,11 @@ $(PY):
 	$(PY) -m pip install --quiet --upgrade pip
 
 # Reinstall when the project's dependencies change. torch is pinned to the CPU build first: an unpinned
-# torch (pulled in by sentence-transformers) would download a multi-GB CUDA build.
-$(STAMP): pyproject.toml | $(PY)
+# torch (pulled in by sentence-transformers) would download a multi-GB CUDA build. The client package
+# (clients/python) comes before the server, which depends on it by name and version.
+$(STAMP): pyproject.toml clients/python/pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet "torch==2.13.0"
+	$(PY) -m pip install --quiet -e "./clients/python[all]"
 	$(PY) -m pip install --quiet -e ".[dev,local-embeddings]"
 	touch $(STAMP)
 
@@ -27,7 +29,7 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy shared core store worker schedules api memctl memory_client
+	$(VENV)/bin/mypy shared core store worker schedules api memctl clients/python/memory_client
 	$(VENV)/bin/lint-imports
 
 # Every benchmark, rewriting its section of BENCHMARKS.md. Quick mode (smaller workloads, a first look):
