@@ -313,3 +313,26 @@ def _main() -> None:  # pragma: no cover - a report for people, not a test
 
 if __name__ == "__main__":
     _main()
+
+
+# The independent held-back set (tests/data/REDACTION_HOLDOUT.md), written by an author who had not read the
+# redactor. Scored once, before the redactor was changed for it: 53 of 61 secrets caught (0.869), 49 of 50
+# look-alikes kept (0.980). The forms it showed missing were then added as forms (mysql's attached -p, shell
+# assignments of *PASSWORD names, user:password where the sentence speaks of signing in, more
+# service-prefixed tokens, checksummed Dutch, Brazilian and Spanish ID numbers, a question after a password
+# label); it is a regression set now, every case must pass, and it no longer measures generalisation.
+HOLDOUT_PATH = DATA / "redaction_holdout.jsonl"
+
+
+def _holdout() -> list[dict[str, Any]]:
+    return [json.loads(line) for line in HOLDOUT_PATH.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("case", _holdout(), ids=lambda c: c["id"])
+def test_every_case_of_the_former_holdout_set_passes(case: dict[str, Any]) -> None:
+    out = redact(case["text"])
+    if case["secrets"]:
+        for secret in case["secrets"]:
+            assert secret not in out, (case["id"], out)
+    else:
+        assert out == case["text"], case["id"]

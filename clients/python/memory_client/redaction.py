@@ -14,7 +14,8 @@ Contract (pure functions, no I/O, never raise on any ``str``):
 Types: ``card`` (Luhn-valid with a known issuer prefix and length), ``cn_id`` (18-character Chinese resident
 ID with a valid MOD 11-2 check digit and birth date), ``ssn`` (US ``AAA-GG-SSSS``, or 9 labelled digits),
 ``api_key`` (OpenAI, Anthropic, AWS, GitHub, Slack, Google, Stripe, ``Bearer`` tokens), ``jwt``,
-``private_key`` (a whole PEM block, or to the end of the text when the END line is missing) and ``password``
+``private_key`` (a whole PEM block, or to the end of the text when the END line is missing), ``national_id``
+(a Dutch BSN, a Brazilian CPF or a Spanish DNI / NIE with a valid check) and ``password``
 (English or Chinese "password is ..." phrases and ``scheme://user:password@host`` URLs; only the value is
 replaced, the lead-in words stay).
 
@@ -32,6 +33,9 @@ Built from the forms secrets are written in, not from examples (the table of cas
 * pairs: ``user / pass: bob / hunter2``, ``login: admin / hunter2``, ``creds deploy:s3cret``,
   ``账号密码 ops/Ops_2024!``, ``用 test01 / Test0101 登录`` (only the password goes), and the value first:
   "hunter2 is my password"; HTTP ``Basic`` credentials (base64 of ``user:password``);
+* shell and command-line forms: ``PGPASSWORD='...'``, ``MYSQL_PWD=...``, ``mysql -u me -pSECRET``,
+  ``sshpass -p SECRET``; ``user:password`` where the sentence speaks of signing in ("basic auth", "login",
+  登录), the second half looking like a password;
 * numbers written whole or in groups with spaces or dashes, the checksum deciding (Luhn and issuer for
   cards, the MOD 11-2 check character and birth date for Chinese IDs, SSA rules for SSNs).
 
@@ -264,6 +268,20 @@ _API_RULES: list[tuple[str, Callable[[str], bool] | None, tuple[str, ...]]] = [
     (r"(?:https?://)?hooks\.slack\.com/(?:services|workflows|triggers)/[\w/-]{8,}", None, ("hooks.slack",)),
     (_START + r"AIza[A-Za-z0-9_-]{35}" + _END, None, ("aiza",)),
     (_START + r"[sr]k_(?:live|test)_[A-Za-z0-9]{16,247}" + _END, _has_digit, ("_live_", "_test_")),
+    # More tokens whose prefix names the service (the forms GitHub's secret-scanning partner patterns and
+    # the gitleaks default rules list): Stripe webhook signing secrets, Alibaba Cloud AccessKey IDs,
+    # Tencent Cloud SecretIds, GitLab, Hugging Face, npm, PyPI, SendGrid, Shopify, DigitalOcean, Slack apps.
+    (_START + r"whsec_[A-Za-z0-9+/=]{24,}" + _END, None, ("whsec_",)),
+    (_START + r"LTAI[A-Za-z0-9]{12,30}" + _END, _has_digit, ("ltai",)),
+    (_START + r"AKID[A-Za-z0-9]{13,40}" + _END, _has_digit, ("akid",)),
+    (_START + r"glpat-[A-Za-z0-9_-]{20,}" + _END, None, ("glpat-",)),
+    (_START + r"hf_[A-Za-z]{30,}" + _END, None, ("hf_",)),
+    (_START + r"npm_[A-Za-z0-9]{36}" + _END, None, ("npm_",)),
+    (_START + r"pypi-[A-Za-z0-9_-]{50,}" + _END, None, ("pypi-",)),
+    (_START + r"SG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{16,64}" + _END, None, ("sg.",)),
+    (_START + r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}" + _END, None, ("shpat_", "shpss_", "shpca_", "shppa_")),
+    (_START + r"dop_v1_[a-f0-9]{64}" + _END, None, ("dop_v1_",)),
+    (_START + r"xapp-[0-9]-[A-Za-z0-9-]{10,}" + _END, None, ("xapp-",)),
 ]
 _AWS_SECRET = re.compile(
     r"(?<![A-Za-z])(?:aws[ _-]?secret[ _-]?(?:access[ _-]?)?key|secret[ _-]?access[ _-]?key)(?:[ _-]?id)?"
@@ -413,8 +431,9 @@ def _labelled_value(m: re.Match[str], *, generated: bool) -> tuple[int, int] | N
         return v0, v1
     label = m.group("label").lower()
     strong = m.group("strong") is not None
-    if _plain_word(secret) and (
-        secret.split("-")[0].lower() in _NOT_A_PASSWORD
+    word = secret.rstrip("?!")  # "where does compose read DB_PASSWORD from?": a question, no value
+    if _plain_word(word) and (
+        word.split("-")[0].lower() in _NOT_A_PASSWORD
         or (not strong and not _USER_BEFORE.search(text, max(0, m.start() - 60), m.start()))
     ):
         return None
@@ -527,6 +546,70 @@ def _pw_before_action(m: re.Match[str]) -> tuple[str, int]:
     return lead + _tag("password") + value[len(lead) + len(secret) :], 1
 
 
+# A shell assignment whose name ends with a password word, glued or not: `PGPASSWORD='...' psql`,
+# `MYSQL_PWD=...`, `export REDISCLI_AUTH=...` (the labelled rules need the word to start a name).
+_ENV_PASSWORD = re.compile(
+    r"(?<![A-Za-z0-9_])(?P<lead>[A-Z][A-Z0-9_]*?(?:PASSWORD|PASSWD|PASS|PWD|_AUTH)[ \t]*=[ \t]*(?P<q>['\"]?))"
+    r"(?P<v>(?!\[REDACTED:)[^\s'\"]+)"
+)
+# A password given on a command line: the mysql family's attached `-pSECRET`, `sshpass -p SECRET`.
+_CLI_PASSWORD = re.compile(
+    r"(?P<lead>(?<![\w-])(?:mysql|mariadb|mysqldump|mysqladmin|mysqlimport|mysqlsh)(?![\w-])[^\n`]*?[ \t]-p"
+    r"(?P<q>['\"]?))(?P<v>(?!\[REDACTED:)[^\s'\"-][^\s'\"]*)"
+    r"|(?P<lead2>(?<![\w-])sshpass[ \t]+-p[ \t]*(?P<q2>['\"]?))(?P<v2>(?!\[REDACTED:)[^\s'\"-][^\s'\"]*)"
+)
+
+
+def _assigned_action(m: re.Match[str]) -> tuple[str, int]:
+    groups = m.groupdict()
+    lead_name, value_name = ("lead", "v") if groups.get("v") is not None else ("lead2", "v2")
+    quoted = bool(groups.get("q") or groups.get("q2"))
+    value = m.group(value_name)
+    secret = value if quoted else value.rstrip(_PW_TRAILING)
+    if (
+        not secret
+        or _stand_in(secret)
+        or _stand_in(value)
+        or (_plain_word(secret) and secret.lower() in _NOT_A_PASSWORD)
+    ):
+        return m.group(), 0
+    lead_end = m.end(lead_name) - m.start()
+    whole = m.group()
+    return whole[:lead_end] + _tag("password") + whole[lead_end + len(secret) :], 1
+
+
+# `user:password` where the sentence speaks of signing in: "use jdoe:Summer-Rain-4417 for the staging basic
+# auth". The second half must look like a password (a letter and a digit or a symbol, 6+ characters): not a
+# port, a time, an image tag or a version.
+_AUTH_WORDS = re.compile(
+    r"\b(?:basic[ \t]+auth|auth(?:entication|enticate)?|log(?:ged)?[ \t-]?in|sign(?:ed)?[ \t-]?in|creds?"
+    r"|credentials?)\b|登录|登陆|登入|账号|帐号|认证|凭据",
+    _I,
+)
+_USER_COLON_PASS = re.compile(
+    r"(?P<lead>(?<![\w@./:%\[-])(?P<user>[A-Za-z][A-Za-z0-9_.+-]{0,63}):)"
+    r"(?P<v>(?!\[REDACTED:)(?!//)[^\s:/@,，;；'\"`\[\]]{6,64})(?=[\s,，;；.。)]|\Z)"
+)
+
+
+def _user_pass_action(m: re.Match[str]) -> tuple[str, int]:
+    text = m.string
+    secret = m.group("v").rstrip(_PW_TRAILING)
+    window = text[max(0, m.start() - 60) : m.end() + 60]
+    has_letter = any(c.isalpha() for c in secret)
+    has_other = any(c.isdigit() or not c.isalnum() for c in secret)
+    if (
+        len(secret) < 6
+        or not (has_letter and has_other)
+        or _VERSION.fullmatch(secret.lstrip("v"))
+        or _stand_in(secret)
+        or _AUTH_WORDS.search(window) is None
+        or m.group("user").lower() in {"http", "https", "image", "tag", "version", "port", "host", "at", "time"}
+    ):
+        return m.group(), 0
+    return m.group("lead") + _tag("password") + m.group("v")[len(secret) :], 1
+
+
 # HTTP basic auth: base64 of "user:password".
 _BASIC = re.compile(r"(?<![A-Za-z])(?P<lead>basic[ \t]+)(?P<v>[A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])", _I)
 
@@ -540,6 +623,69 @@ def _basic_action(m: re.Match[str]) -> tuple[str, int]:
     if ":" not in decoded or not decoded.isprintable():
         return m.group(), 0
     return m.group("lead") + _tag("password"), 1
+
+
+# ---------------------------------------------------------------- other national ID numbers
+
+# Numbers that carry their own check, named by their label (a bare 9-digit run passes the Dutch 11-proof
+# one time in eleven, so the label is required where the check is that weak): the Dutch BSN (11-proof),
+# the Brazilian CPF (two check digits; its dotted form is distinctive enough alone), the Spanish DNI / NIE
+# (a check letter).
+_BSN = re.compile(
+    r"(?P<lead>(?<![A-Za-z])(?:bsn|burgerservicenummer|sofi[ -]?nummer)\b[^0-9\n]{0,24})"
+    r"(?P<v>(?<![0-9])[0-9]{4}[ .]?[0-9]{2}[ .]?[0-9]{3}|[0-9]{9})(?![0-9])",
+    _I,
+)
+_CPF = re.compile(
+    r"(?P<lead>)(?P<v>(?<![0-9.])[0-9]{3}\.[0-9]{3}\.[0-9]{3}-[0-9]{2}(?![0-9]))"
+    r"|(?P<lead2>(?<![A-Za-z])cpf\b[^0-9\n]{0,16})(?P<v2>(?<![0-9])[0-9]{11}(?![0-9]))",
+    _I,
+)
+_DNI = re.compile(
+    r"(?P<lead>(?<![A-Za-z])(?:dni|nie|nif)\b[^0-9A-Za-z\n]{0,16})"
+    r"(?P<v>(?<![0-9A-Za-z])[XYZxyz]?[0-9]{7,8}[ -]?[A-Za-z](?![0-9A-Za-z]))",
+    _I,
+)
+_DNI_LETTERS = "TRWAGMYFPDXBNJZSQVHLCKE"
+
+
+def _bsn_ok(s: str) -> bool:
+    d = [int(c) for c in s if c.isdigit()]
+    if len(d) != 9 or (d[0] == 0 and d[1] == 0):
+        return False
+    total = sum(x * w for x, w in zip(d[:8], range(9, 1, -1), strict=True)) - d[8]
+    return total % 11 == 0
+
+
+def _cpf_ok(s: str) -> bool:
+    d = [int(c) for c in s if c.isdigit()]
+    if len(d) != 11 or len(set(d)) == 1:
+        return False
+    for n in (9, 10):
+        check = sum(x * w for x, w in zip(d[:n], range(n + 1, 1, -1), strict=True)) * 10 % 11 % 10
+        if check != d[n]:
+            return False
+    return True
+
+
+def _dni_ok(s: str) -> bool:
+    raw = s.replace(" ", "").replace("-", "").upper()
+    body, letter = raw[:-1], raw[-1]
+    body = body.replace("X", "0", 1).replace("Y", "1", 1).replace("Z", "2", 1) if body[0] in "XYZ" else body
+    return body.isdigit() and len(body) == 8 and _DNI_LETTERS[int(body) % 23] == letter
+
+
+def _checked_action(check: Callable[[str], bool]) -> _Action:
+    tag = _tag("national_id")
+
+    def action(m: re.Match[str]) -> tuple[str, int]:
+        groups = m.groupdict()
+        lead, value = ("lead", "v") if groups.get("v") is not None else ("lead2", "v2")
+        if not check(m.group(value)):
+            return m.group(), 0
+        return (m.group(lead) or "") + tag, 1
+
+    return action
 
 
 # ---------------------------------------------------------------- rule table (order matters)
@@ -563,6 +709,8 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("api_key", _BEARER, _bearer_action, ("bearer",)),
     _Rule("password", _URL_PASSWORD, _swap("password"), ("://",)),
     _Rule("password", _BASIC, _basic_action, ("basic",)),
+    _Rule("password", _ENV_PASSWORD, _assigned_action, ("pass", "pwd", "_auth")),
+    _Rule("password", _CLI_PASSWORD, _assigned_action, ("mysql", "mariadb", "sshpass")),
     # Pairs before single labels, so that only the password of "user / pass" is replaced.
     _Rule("password", _PAIR_LABELLED, _pair_action, _PAIR_GATE, _PAIR_HEAD, True),
     _Rule("password", _CREDENTIALS, _pair_action, _CREDENTIAL_GATE, _CREDENTIAL_HEAD, True),
@@ -576,6 +724,12 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("card", _DIGIT_RUN, _card_action, _DIGITS),
     _Rule("ssn", _SSN, _swap("ssn", lambda s: _ssn_ok(s[:3] + s[4:6] + s[7:])), _DIGITS),
     _Rule("ssn", _SSN_LABELLED, _swap("ssn", _ssn_ok), ("ssn", "social")),
+    _Rule("national_id", _BSN, _checked_action(_bsn_ok), ("bsn", "burgerservice", "sofi")),
+    _Rule("national_id", _CPF, _checked_action(_cpf_ok), ("-", "cpf")),
+    _Rule("national_id", _DNI, _checked_action(_dni_ok), ("dni", "nie", "nif")),
+    # last: a user:password pair needs the sentence to speak of signing in, and must not eat what the
+    # narrower rules above recognise
+    _Rule("password", _USER_COLON_PASS, _user_pass_action, (":",)),
 )
 
 
