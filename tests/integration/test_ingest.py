@@ -113,20 +113,35 @@ def test_consumers_killed_with_sigkill_at_random_points_of_a_10000_event_stream_
     consumers = [ConsumerProcess(env=env, log_path=tmp_path / f"consumer-{i}.log").start() for i in range(2)]
     client = _redis(redis_url)
     key = stream_key(queue_name)
-    emitter = _emitter(env, tenant, 10_000, "--pause-every", "50", "--pause-s", "0.1")  # ~25 s of stream
+    emitter = _emitter(env, tenant, 10_000, "--pause-every", "50", "--pause-s", "0.15")  # ~35 s of stream
     kills: list[tuple[float, list[str]]] = []
     try:
         for round_ in range(3):
             time.sleep(rng.uniform(0.5, 3.0))
             victim = consumers.pop(rng.randrange(len(consumers)))
-            os.killpg(victim.proc.pid, signal.SIGSTOP)  # type: ignore[union-attr]
-            time.sleep(rng.uniform(0.2, 1.0))
-            victim.kill()
             name = f"{os.uname().nodename}-{victim.proc.pid}"  # type: ignore[union-attr]
-            held = [
-                p["message_id"].decode()
-                for p in client.xpending_range(key, GROUP, min="-", max="+", count=100_000, consumername=name)
-            ]
+
+            def holding(name: str = name) -> list[str]:
+                return [
+                    p["message_id"].decode()
+                    for p in client.xpending_range(
+                        key, GROUP, min="-", max="+", count=100_000, consumername=name
+                    )
+                ]
+
+            # freeze it at a random moment until Redis has handed it entries (a frozen consumer blocked in
+            # its read keeps getting them; one frozen between reads gets none: thaw and try again)
+            for _ in range(20):
+                os.killpg(victim.proc.pid, signal.SIGSTOP)  # type: ignore[union-attr]
+                deadline = time.monotonic() + 1.0
+                while not holding() and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                if holding():
+                    break
+                os.killpg(victim.proc.pid, signal.SIGCONT)  # type: ignore[union-attr]
+                time.sleep(rng.uniform(0.05, 0.3))
+            victim.kill()
+            held = holding()
             kills.append((time.monotonic(), held))
             consumers.append(ConsumerProcess(env=env, log_path=tmp_path / f"consumer-r{round_}.log").start())
             # what the dead consumer held leaves the pending list (stored, acked, deleted) within 60 s
