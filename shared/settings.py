@@ -16,6 +16,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from shared.errors import SettingsError
 
+HNSW_MAX_DIM = 2000  # pgvector: "column cannot have more than 2000 dimensions for hnsw index"
+
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="MEMORY_", extra="ignore", case_sensitive=False)
@@ -122,7 +124,9 @@ class Settings(BaseSettings):
 
     # --- embeddings and the memory store ---
     embedder: Literal["hashing", "local", "openai"] = "hashing"
-    embedding_dim: int = Field(default=384, ge=8, le=4096)
+    # pgvector's HNSW index on a `vector` column holds at most 2,000 dimensions (`HNSW_MAX_DIM`): a larger
+    # dimension would build the tables and then fail at the index, so it is refused here, with the way out
+    embedding_dim: int = Field(default=384, ge=8)
     embedding_model: str = Field(
         default="text-embedding-3-small",
         validation_alias=AliasChoices("OPENAI_EMBEDDING_MODEL", "MEMORY_EMBEDDING_MODEL"),
@@ -154,6 +158,17 @@ class Settings(BaseSettings):
 
     # --- client ---
     spool_path: Path | None = None
+
+    @field_validator("embedding_dim")
+    @classmethod
+    def _check_embedding_dim(cls, v: int) -> int:
+        if v > HNSW_MAX_DIM:
+            raise ValueError(
+                f"at most {HNSW_MAX_DIM} dimensions: pgvector's HNSW index on a vector column stops at "
+                f"{HNSW_MAX_DIM}. Use an embedding model of at most {HNSW_MAX_DIM} dimensions "
+                "(text-embedding-3-small: 1536, all-MiniLM-L6-v2: 384)"
+            )
+        return v
 
     @field_validator("log_level", mode="before")
     @classmethod
