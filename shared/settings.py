@@ -145,6 +145,11 @@ class Settings(BaseSettings):
     session_end_settle_s: float = Field(default=10.0, ge=0)
     sweep_stale_s: float = Field(default=600.0, ge=1)  # pending events older than this are re-enqueued
     retention_days: float = Field(default=30.0, ge=0)  # archived rows are purged after this
+    # transcripts are short-lived: a processed turn's text is scrubbed after this (the row keeps its ids, time
+    # and the text's SHA-256), and decided candidates are deleted after this; per tenant:
+    # tenants.settings.retention.turn_days / candidate_days
+    turn_retention_days: float = Field(default=90.0, gt=0)
+    candidate_retention_days: float = Field(default=30.0, gt=0)
     distill_at: str = Field(default="03:00", pattern=r"^([01]\d|2[0-3]):[0-5]\d$")
     distill_timezone: str = "UTC"
     distill_token_cap: int = Field(default=50_000, ge=0)  # per tenant per run
