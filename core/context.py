@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from shared.tokens import estimate_tokens
 
@@ -28,6 +29,15 @@ class ContextItem:
     text: str
     kind: str | None = None
     category: str | None = None
+    expires_at: datetime | None = None  # a temporary memory: marked as such in the block
+
+
+def line_of(item: ContextItem) -> str:
+    """The item's text, marked "(temporary, until YYYY-MM-DD)" when it expires, so the agent does not treat
+    a state of the week as a lasting fact."""
+    if item.expires_at is None:
+        return item.text
+    return f"{item.text} (temporary, until {item.expires_at.date().isoformat()})"
 
 
 def section_of(item: ContextItem) -> str:
@@ -77,7 +87,7 @@ def build_context(
         heading_cost = estimate_tokens(heading) + 1
         section_lines: list[str] = []
         for item in buckets[key]:
-            line = item.text if key == "working" else f"- {item.text}"
+            line = item.text if key == "working" else f"- {line_of(item)}"
             cost = estimate_tokens(line) + 1
             extra = cost + (heading_cost if not section_lines else 0)
             if used + extra > max_tokens:

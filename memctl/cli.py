@@ -732,6 +732,7 @@ def reembed(
 
     from shared.db.engine import session_scope
     from shared.db.vectors import vector_literal
+    from shared.settings import HNSW_MAX_DIM
     from store.embeddings import make_embedder
 
     settings = _settings()
@@ -743,6 +744,11 @@ def reembed(
         openai_api_key=settings.openai_api_key,
         openai_model=settings.embedding_model,
     )
+    if emb.dim > HNSW_MAX_DIM:  # the OpenAI embedder's dimension is the model's, not MEMORY_EMBEDDING_DIM
+        _fail(
+            f"the {name} embedder gives {emb.dim}-dimensional vectors; pgvector's HNSW index holds at most "
+            f"{HNSW_MAX_DIM}: choose a smaller model (OPENAI_EMBEDDING_MODEL=text-embedding-3-small: 1536)"
+        )
     engine = _engine(settings)
     marker = f"reembed:{name}:{emb.dim}"
     with session_scope(engine) as db:

@@ -16,6 +16,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from shared.errors import SettingsError
 
+HNSW_MAX_DIM = 2000  # pgvector: "column cannot have more than 2000 dimensions for hnsw index"
+
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="MEMORY_", extra="ignore", case_sensitive=False)
@@ -122,7 +124,9 @@ class Settings(BaseSettings):
 
     # --- embeddings and the memory store ---
     embedder: Literal["hashing", "local", "openai"] = "hashing"
-    embedding_dim: int = Field(default=384, ge=8, le=4096)
+    # pgvector's HNSW index on a `vector` column holds at most 2,000 dimensions (`HNSW_MAX_DIM`): a larger
+    # dimension would build the tables and then fail at the index, so it is refused here, with the way out
+    embedding_dim: int = Field(default=384, ge=8)
     embedding_model: str = Field(
         default="text-embedding-3-small",
         validation_alias=AliasChoices("OPENAI_EMBEDDING_MODEL", "MEMORY_EMBEDDING_MODEL"),
@@ -141,6 +145,11 @@ class Settings(BaseSettings):
     session_end_settle_s: float = Field(default=10.0, ge=0)
     sweep_stale_s: float = Field(default=600.0, ge=1)  # pending events older than this are re-enqueued
     retention_days: float = Field(default=30.0, ge=0)  # archived rows are purged after this
+    # transcripts are short-lived: a processed turn's text is scrubbed after this (the row keeps its ids, time
+    # and the text's SHA-256), and decided candidates are deleted after this; per tenant:
+    # tenants.settings.retention.turn_days / candidate_days
+    turn_retention_days: float = Field(default=90.0, gt=0)
+    candidate_retention_days: float = Field(default=30.0, gt=0)
     distill_at: str = Field(default="03:00", pattern=r"^([01]\d|2[0-3]):[0-5]\d$")
     distill_timezone: str = "UTC"
     distill_token_cap: int = Field(default=50_000, ge=0)  # per tenant per run
@@ -154,6 +163,17 @@ class Settings(BaseSettings):
 
     # --- client ---
     spool_path: Path | None = None
+
+    @field_validator("embedding_dim")
+    @classmethod
+    def _check_embedding_dim(cls, v: int) -> int:
+        if v > HNSW_MAX_DIM:
+            raise ValueError(
+                f"at most {HNSW_MAX_DIM} dimensions: pgvector's HNSW index on a vector column stops at "
+                f"{HNSW_MAX_DIM}. Use an embedding model of at most {HNSW_MAX_DIM} dimensions "
+                "(text-embedding-3-small: 1536, all-MiniLM-L6-v2: 384)"
+            )
+        return v
 
     @field_validator("log_level", mode="before")
     @classmethod

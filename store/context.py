@@ -31,15 +31,16 @@ def user_context(
 ) -> ContextBlock:
     params = {"t": tenant_id, "u": user_id}
     standing = [
-        ContextItem(id=str(r[0]), text=r[1], kind=r[2], category=r[3])
+        ContextItem(id=str(r[0]), text=r[1], kind=r[2], category=r[3], expires_at=r[4])
         for r in db.execute(
             text(
-                "SELECT id, content, kind, category FROM memories WHERE tenant_id = :t AND user_id = :u "
-                "AND status = 'active' AND (kind = 'procedural' OR category IN ('feedback', 'constraint', "
+                "SELECT id, content, kind, category, expires_at FROM memories WHERE tenant_id = :t "
+                "AND user_id = :u AND status = 'active' AND (expires_at IS NULL OR expires_at > :now) "
+                "AND (kind = 'procedural' OR category IN ('feedback', 'constraint', "
                 "'decision', 'profile', 'preference')) ORDER BY pinned DESC, importance DESC, "
                 f"evidence_count DESC, last_confirmed_at DESC LIMIT {STANDING_LIMIT}"
             ),
-            params,
+            {**params, "now": now},
         ).all()
     ]
     relevant: list[ContextItem] = []
@@ -57,7 +58,10 @@ def user_context(
             ef_search=ef_search,
             query_vector=vec,
         )
-        relevant = [ContextItem(id=h.id, text=h.content, kind=h.kind, category=h.category) for h in hits]
+        relevant = [
+            ContextItem(id=h.id, text=h.content, kind=h.kind, category=h.category, expires_at=h.expires_at)
+            for h in hits
+        ]
         relevant += [
             ContextItem(id=f"episode:{r[0]}", text=r[1], kind="episodic")
             for r in db.execute(

@@ -20,6 +20,7 @@ from sqlmodel import Session
 
 from core import keywords
 from core.reconcile import Decision, Existing, Op, PendingCandidate, content_key
+from core.temporal import infer_expiry
 from store.models import MEMORY_COLUMNS
 
 NEIGHBOURS = 5
@@ -185,6 +186,8 @@ def insert_memory(
     valid_to: datetime | None = None,
     superseded_by: str | None = None,
 ) -> str:
+    # a temporary state ("this week", "明天", "until Friday") expires relative to when it was said
+    expiry = infer_expiry(c.content, c.event_time)
     row = {
         "tenant_id": tenant_id,
         "user_id": user_id,
@@ -204,6 +207,7 @@ def insert_memory(
         "recorded_at": now,
         "last_confirmed_at": now,
         "superseded_by": superseded_by,
+        "expires_at": expiry.expires_at if expiry else None,
         "source_event_ids": list(c.source_event_ids),
         "source_turn_ids": list(c.source_turn_ids),
         "embedding": vec,

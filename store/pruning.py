@@ -114,3 +114,67 @@ def purge(
         {"cutoff": cutoff, "now": now, "actor": actor, "tenant": tenant_id},
     )
     return {"purged": _rowcount(gone)}
+
+
+def _retention_days(key: str) -> str:
+    """The tenant's `settings.retention.<key>` (days) when it is a positive number, else the default param."""
+    return (
+        f"COALESCE(CASE WHEN jsonb_typeof(t.settings->'retention'->'{key}') = 'number' "
+        f"AND (t.settings->'retention'->>'{key}')::float8 > 0 THEN (t.settings->'retention'->>'{key}')::float8 END, "
+        f"CAST(:{key} AS float8))"
+    )
+
+
+TRANSCRIPT_BATCH = 5000
+
+
+def purge_transcripts(
+    db: Session,
+    *,
+    now: datetime,
+    turn_days: float,
+    candidate_days: float,
+    tenant_id: str | None = None,
+    batch: int = TRANSCRIPT_BATCH,
+) -> dict[str, int]:
+    """Retention of what transcripts leave behind (every tenant, or only `tenant_id`; a tenant's
+    `settings.retention.turn_days` / `candidate_days` override the defaults):
+
+    - a turn older than its retention has its text scrubbed (content '', no embedding, no keyword document),
+      the row kept with its ids, time, status and `content_sha256` (the text's SHA-256), so a re-sent event is
+      still a duplicate and memories still cite it; a turn not yet processed (`pending`, `llm_pending`) is
+      never scrubbed;
+    - a decided candidate (reconciled or rejected) older than its retention is deleted; new ones wait.
+
+    In batches of `batch` rows (each statement bounded), repeated until a batch comes back short."""
+    scrubbed = 0
+    while True:
+        result = db.execute(
+            text(
+                "WITH due AS (SELECT e.tenant_id, e.event_id FROM events e LEFT JOIN tenants t ON t.id = e.tenant_id "
+                "  WHERE e.content_purged_at IS NULL AND e.status NOT IN ('pending', 'llm_pending') "
+                "  AND (CAST(:tenant AS text) IS NULL OR e.tenant_id = :tenant) "
+                "  AND e.event_time < CAST(:now AS timestamptz) - make_interval(secs => "
+                f"{_retention_days('turn_days')} * 86400) "
+                "  LIMIT :batch FOR UPDATE OF e SKIP LOCKED) "
+                "UPDATE events e SET content_sha256 = encode(sha256(convert_to(e.content, 'UTF8')), 'hex'), "
+                "content = '', embedding = NULL, search_tokens = NULL, content_purged_at = :now "
+                "FROM due WHERE e.tenant_id = due.tenant_id AND e.event_id = due.event_id"
+            ),
+            {"now": now, "tenant": tenant_id, "turn_days": turn_days, "batch": batch},
+        )
+        n = _rowcount(result)
+        scrubbed += n
+        if n < batch:
+            break
+    gone = db.execute(
+        text(
+            "DELETE FROM candidates c USING candidates c2 LEFT JOIN tenants t ON t.id = c2.tenant_id "
+            "WHERE c.id = c2.id AND c.status <> 'new' "
+            "AND (CAST(:tenant AS text) IS NULL OR c.tenant_id = :tenant) "
+            "AND c.created_at < CAST(:now AS timestamptz) - make_interval(secs => "
+            f"{_retention_days('candidate_days')} * 86400)"
+        ),
+        {"now": now, "tenant": tenant_id, "candidate_days": candidate_days},
+    )
+    return {"turns_scrubbed": scrubbed, "candidates_purged": _rowcount(gone)}

@@ -49,13 +49,14 @@ class SearchHit:
     value: str | None = None
     valid_from: datetime | None = None
     valid_to: datetime | None = None
+    expires_at: datetime | None = None  # a temporary memory's end (TTL set or inferred)
     session_id: str | None = None
     source_event_ids: list[str] = field(default_factory=list)
     source_turn_ids: list[str] = field(default_factory=list)
 
 
 _MEMORY_COLS = (
-    "id, kind, category, content, status, slot, value, valid_from, valid_to, importance, "
+    "id, kind, category, content, status, slot, value, valid_from, valid_to, expires_at, importance, "
     "greatest(last_confirmed_at, coalesce((SELECT a.last_accessed_at FROM memory_access a "
     "WHERE a.memory_id = memories.id), last_confirmed_at)) AS touch, "
     "source_event_ids, source_turn_ids, "
@@ -78,6 +79,9 @@ def _memory_where(f: SearchFilters, params: dict[str, Any]) -> str:
     else:
         where.append("status = ANY(:statuses)")
         params["statuses"] = list(f.statuses)
+        if "now" in params and set(f.statuses) == {"active"}:
+            # a memory whose TTL has passed is not served as current, even before the prune archives it
+            where.append("(expires_at IS NULL OR expires_at > :now)")
     if f.kinds:
         where.append("kind = ANY(:kinds)")
         params["kinds"] = list(f.kinds)
@@ -123,7 +127,7 @@ def search(
     vector_list: list[tuple[float, str, Any, dict[str, Any]]] = []  # (distance, key, row, meta)
     keyword_list: list[tuple[float, str, Any, dict[str, Any]]] = []  # (-bm25, key, row, meta)
     if include_memories:
-        params: dict[str, Any] = {"t": tenant_id, "u": user_id, "v": vec, "n": n}
+        params: dict[str, Any] = {"t": tenant_id, "u": user_id, "v": vec, "n": n, "now": now}
         where = _memory_where(f, params)
         vector_rows, keyword_rows = candidates(
             db, table="memories", where=where, params=params, cols=_MEMORY_COLS, tokens=toks, n=n
@@ -215,6 +219,7 @@ def _memory_hit(r: Any, score: float) -> SearchHit:
         value=r.value,
         valid_from=r.valid_from,
         valid_to=r.valid_to,
+        expires_at=r.expires_at,
         source_event_ids=list(r.source_event_ids or []),
         source_turn_ids=list(r.source_turn_ids or []),
     )

@@ -53,6 +53,7 @@ class SearchResult(BaseModel):
     value: str | None = None
     valid_from: datetime | None = None
     valid_to: datetime | None = None
+    expires_at: datetime | None = None  # a temporary memory's end (set by PATCH or inferred from the text)
     session_id: str | None = None
     source_event_ids: list[str]
     source_turn_ids: list[str]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, Column, DateTime, Identity, Index, SmallInteger, Text, func, text
+from sqlalchemy import CHAR, BigInteger, Column, DateTime, Identity, Index, SmallInteger, Text, func, text
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlmodel import Field, SQLModel
 
@@ -100,6 +100,9 @@ class Event(SQLModel, table=True):
     llm_error: str | None = Field(default=None, max_length=32)
     llm_attempts: int = Field(default=0, sa_column=Column(SmallInteger, nullable=False, server_default="0"))
     llm_retry_at: datetime | None = Field(default=None, sa_column=_ts(nullable=True))
+    # a turn past retention keeps its row and the SHA-256 of its scrubbed text (migration 0012)
+    content_sha256: str | None = Field(default=None, sa_column=Column(CHAR(64), nullable=True))
+    content_purged_at: datetime | None = Field(default=None, sa_column=_ts(nullable=True))
 
 
 class SessionState(SQLModel, table=True):

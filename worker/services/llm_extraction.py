@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from core.extraction.candidates import Candidate, Turn
+from core.limits import fit_candidate
 from core.prompts.extraction import (
     answer_to_candidates,
     build_extraction_messages,
@@ -77,4 +78,20 @@ def _read_answer(content: str | None, *, turns: Sequence[Turn]) -> tuple[list[Ca
     candidates = answer_to_candidates(answer, turns=turns)
     if answer.memories and not candidates:
         return None, "source_event_ids: no memory cites a bracketed turn id of the window"
-    return candidates, None
+    return _fitted(candidates), None
+
+
+def _fitted(candidates: Sequence[Candidate]) -> list[Candidate]:
+    """Every candidate held to the column limits before anything is written (`core.limits`): a field that
+    does not fit is dropped or cut with a log line, and the window goes on."""
+    out: list[Candidate] = []
+    for candidate in candidates:
+        fitted, notes = fit_candidate(candidate)
+        for note in notes:
+            log.warning(
+                "llm extraction answer field does not fit its column: %s (events %s)",
+                note,
+                ",".join(candidate.source_event_ids),
+            )
+        out.append(fitted)
+    return out

@@ -43,8 +43,19 @@ def purge(self: Any, fire_time: str | None = None, *_: Any) -> dict[str, Any]:
     actor = _actor(self, fire_time)
 
     def body(now: datetime) -> dict[str, int]:
+        settings = runtime.settings()
         with session_scope(runtime.engine(), tenant=ALL_TENANTS) as db:
-            return pruning.purge(db, now=now, policy=_policy(), actor=actor)
+            counts = pruning.purge(db, now=now, policy=_policy(), actor=actor)
+            # one scheduled purge for everything past retention: archived memories, turn text, candidates
+            counts.update(
+                pruning.purge_transcripts(
+                    db,
+                    now=now,
+                    turn_days=settings.turn_retention_days,
+                    candidate_days=settings.candidate_retention_days,
+                )
+            )
+            return counts
 
     return recorded_run(runtime.engine(), kind="purge", actor=actor, fire_time=fire_time, body=body)
 
