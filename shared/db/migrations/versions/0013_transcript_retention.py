@@ -1,7 +1,7 @@
 """events keep their ids, time and a hash once their text is past retention: content_sha256, content_purged_at
 
-Revision ID: 0012_transcript_retention
-Revises: 0011_llm_failure_state
+Revision ID: 0013_transcript_retention
+Revises: 0012_llm_failures
 Create Date: 2026-12-03
 
 Turn text was kept forever. The daily purge now scrubs a processed turn's text (and its embedding and keyword
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from alembic import op
 
-revision = "0012_transcript_retention"
-down_revision = "0011_llm_failure_state"
+revision = "0013_transcript_retention"
+down_revision = "0012_llm_failures"
 branch_labels = None
 depends_on = None
 
