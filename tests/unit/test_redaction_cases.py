@@ -321,11 +321,22 @@ if __name__ == "__main__":
 # assignments of *PASSWORD names, user:password where the sentence speaks of signing in, more
 # service-prefixed tokens, checksummed Dutch, Brazilian and Spanish ID numbers, a question after a password
 # label); it is a regression set now, every case must pass, and it no longer measures generalisation.
-HOLDOUT_PATH = DATA / "redaction_holdout.jsonl"
+#
+# The second one (tests/data/REDACTION_HOLDOUT2.md), written the same way after the first was folded in, scored
+# once on the redactor of that time: 87 of 101 secret strings (0.861), 50 of 60 secret cases, 58 of 60
+# look-alikes kept (0.967). Misses: national IDs of more countries (UK NINO, Taiwan, Hong Kong, Aadhaar,
+# an unlabelled-looking DNI), an IBAN, WeCom and Feishu webhook URLs, backup codes, a Huawei AK/SK pair;
+# broken: a `${VAR:?message}` reference and "password: it's in 1Password". Folded in the same way.
+HOLDOUT_PATHS = (DATA / "redaction_holdout.jsonl", DATA / "redaction_holdout2.jsonl")
 
 
 def _holdout() -> list[dict[str, Any]]:
-    return [json.loads(line) for line in HOLDOUT_PATH.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [
+        json.loads(line)
+        for path in HOLDOUT_PATHS
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
 
 
 @pytest.mark.parametrize("case", _holdout(), ids=lambda c: c["id"])

@@ -15,7 +15,8 @@ Types: ``card`` (Luhn-valid with a known issuer prefix and length), ``cn_id`` (1
 ID with a valid MOD 11-2 check digit and birth date), ``ssn`` (US ``AAA-GG-SSSS``, or 9 labelled digits),
 ``api_key`` (OpenAI, Anthropic, AWS, GitHub, Slack, Google, Stripe, ``Bearer`` tokens), ``jwt``,
 ``private_key`` (a whole PEM block, or to the end of the text when the END line is missing), ``national_id``
-(a Dutch BSN, a Brazilian CPF or a Spanish DNI / NIE with a valid check) and ``password``
+(a Dutch BSN, a Brazilian CPF, a Spanish DNI / NIE, a Taiwan or Hong Kong ID, an Aadhaar number with a
+valid check; a UK National Insurance number after its label), ``iban`` (valid mod 97) and ``password``
 (English or Chinese "password is ..." phrases and ``scheme://user:password@host`` URLs; only the value is
 replaced, the lead-in words stay).
 
@@ -266,6 +267,13 @@ _API_RULES: list[tuple[str, Callable[[str], bool] | None, tuple[str, ...]]] = [
     (_START + r"github_pat_[A-Za-z0-9_]{22,255}" + _END, None, ("github_pat_",)),
     (_START + r"xox[abprs]-[A-Za-z0-9-]{10,250}" + _END, _has_digit, ("xox",)),
     (r"(?:https?://)?hooks\.slack\.com/(?:services|workflows|triggers)/[\w/-]{8,}", None, ("hooks.slack",)),
+    # chat-bot webhooks whose URL is the credential: WeCom (企业微信) and Feishu / Lark
+    (r"(?:https?://)?qyapi\.weixin\.qq\.com/cgi-bin/webhook/send\?key=[\w-]{16,}", None, ("qyapi.weixin",)),
+    (
+        r"(?:https?://)?open\.(?:feishu\.cn|larksuite\.com)/open-apis/bot/v2/hook/[\w-]{16,}",
+        None,
+        ("/bot/v2/hook/",),
+    ),
     (_START + r"AIza[A-Za-z0-9_-]{35}" + _END, None, ("aiza",)),
     (_START + r"[sr]k_(?:live|test)_[A-Za-z0-9]{16,247}" + _END, _has_digit, ("_live_", "_test_")),
     # More tokens whose prefix names the service (the forms GitHub's secret-scanning partner patterns and
@@ -402,6 +410,25 @@ def _stand_in(s: str) -> bool:
     return _PW_STAND_IN.fullmatch(s) is not None
 
 
+# Prose where a value would be: "DB password: it's in 1Password", "password: they're rotated nightly".
+_CONTRACTION = re.compile(r"[a-z]+'(?:s|re|ll|d|ve|m|t)", re.ASCII)
+
+
+def _inside_reference(text: str, at: int) -> bool:
+    """`at` is inside a shell reference opened on its line: the label of `${POSTGRES_PASSWORD:?set it}`."""
+    opened = text.rfind("${", 0, at)
+    return opened != -1 and "}" not in text[opened:at] and "\n" not in text[opened:at]
+
+
+def _reference_at(text: str, at: int) -> bool:
+    """A shell reference starts at `at` and closes on the same line: `${VAR:?set it in .env}`."""
+    if not text.startswith("${", at):
+        return False
+    end = text.find("}", at)
+    newline = text.find("\n", at)
+    return end != -1 and (newline == -1 or end < newline)
+
+
 def _plain_word(s: str) -> bool:
     return s.replace("-", "").isalpha() and s.isascii()
 
@@ -423,7 +450,13 @@ def _labelled_value(m: re.Match[str], *, generated: bool) -> tuple[int, int] | N
             value = value[: cut.start()]
         secret = value.rstrip(_PW_TRAILING)
         v1 = v0 + len(secret)
-    if not secret or _stand_in(secret) or _stand_in(m.group("v")):
+    if (
+        not secret
+        or _stand_in(secret)
+        or _stand_in(m.group("v"))
+        or _reference_at(text, v0)
+        or _inside_reference(text, m.start("label"))
+    ):
         return None
     if generated:
         return (v0, v1) if _token_like(secret) else None
@@ -432,6 +465,8 @@ def _labelled_value(m: re.Match[str], *, generated: bool) -> tuple[int, int] | N
     label = m.group("label").lower()
     strong = m.group("strong") is not None
     word = secret.rstrip("?!")  # "where does compose read DB_PASSWORD from?": a question, no value
+    if _CONTRACTION.fullmatch(word):  # "DB password: it's in 1Password": prose, not a value
+        return None
     if _plain_word(word) and (
         word.split("-")[0].lower() in _NOT_A_PASSWORD
         or (not strong and not _USER_BEFORE.search(text, max(0, m.start() - 60), m.start()))
@@ -604,7 +639,8 @@ def _user_pass_action(m: re.Match[str]) -> tuple[str, int]:
         or _VERSION.fullmatch(secret.lstrip("v"))
         or _stand_in(secret)
         or _AUTH_WORDS.search(window) is None
-        or m.group("user").lower() in {"http", "https", "image", "tag", "version", "port", "host", "at", "time"}
+        or m.group("user").lower()
+        in {"http", "https", "image", "tag", "version", "port", "host", "at", "time"}
     ):
         return m.group(), 0
     return m.group("lead") + _tag("password") + m.group("v")[len(secret) :], 1
@@ -642,7 +678,7 @@ _CPF = re.compile(
     _I,
 )
 _DNI = re.compile(
-    r"(?P<lead>(?<![A-Za-z])(?:dni|nie|nif)\b[^0-9A-Za-z\n]{0,16})"
+    r"(?P<lead>(?<![A-Za-z])(?:dni|nie|nif)\b[^0-9\n]{0,16}?)"
     r"(?P<v>(?<![0-9A-Za-z])[XYZxyz]?[0-9]{7,8}[ -]?[A-Za-z](?![0-9A-Za-z]))",
     _I,
 )
@@ -675,8 +711,135 @@ def _dni_ok(s: str) -> bool:
     return body.isdigit() and len(body) == 8 and _DNI_LETTERS[int(body) % 23] == letter
 
 
-def _checked_action(check: Callable[[str], bool]) -> _Action:
-    tag = _tag("national_id")
+# UK National Insurance number (no checksum: the format and its label decide), Taiwan and Hong Kong IDs
+# (check digits), India's Aadhaar (Verhoeff), IBANs (ISO 13616 mod 97, strong enough without a label).
+_NINO = re.compile(
+    r"(?P<lead>(?<![A-Za-z])(?:national[ \t]+insurance|nino|ni[ \t]+(?:number|no))\b[^\n]{0,40}?)"
+    r"(?P<v>(?<![A-Za-z0-9])(?!BG|GB|NK|KN|TN|NT|ZZ)[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z]"
+    r"(?:[ \t]?[0-9]{2}){3}[ \t]?[A-D](?![A-Za-z0-9]))",
+    _I,
+)
+_TW_ID = re.compile(r"(?P<lead>)(?P<v>(?<![A-Za-z0-9])[A-Z][12][0-9]{8}(?![A-Za-z0-9]))")
+_HKID = re.compile(
+    r"(?P<lead>)(?P<v>(?<![A-Za-z0-9])[A-Z]{1,2}[0-9]{6}[ \t]?(?:\([0-9A]\)|[0-9A])(?![A-Za-z0-9]))"
+)
+_AADHAAR = re.compile(
+    r"(?P<lead>(?<![A-Za-z])(?:aadhaar|aadhar|uidai|आधार)[^0-9\n]{0,24}?)"
+    r"(?P<v>(?<![0-9])[2-9][0-9]{3}[ -]?[0-9]{4}[ -]?[0-9]{4}(?![0-9]))",
+    _I,
+)
+_IBAN = re.compile(
+    r"(?P<lead>)(?P<v>(?<![A-Za-z0-9])[A-Z]{2}[0-9]{2}(?:[ ]?[A-Z0-9]{4}){2,7}(?:[ ]?[A-Z0-9]{1,3})?(?![A-Za-z0-9]))"
+)
+_ID_CARD_WORDS = (
+    "身分",
+    "身份",
+    "hkid",
+    "id card",
+    "identity",
+    "台灣",
+    "台湾",
+    "香港",
+    "統一編號",
+    "统一编号",
+)
+_TW_LETTERS = "ABCDEFGHJKLMNPQRSTUVXYWZIO"  # A=10 ... in the order of the check's letter codes
+
+
+def _tw_id_ok(s: str) -> bool:
+    code = _TW_LETTERS.index(s[0]) + 10
+    digits = [code // 10, code % 10, *(int(c) for c in s[1:])]
+    weights = (1, 9, 8, 7, 6, 5, 4, 3, 2, 1, 1)
+    return sum(d * w for d, w in zip(digits, weights, strict=True)) % 10 == 0
+
+
+def _hkid_ok(s: str) -> bool:
+    raw = s.replace(" ", "").replace("\t", "").replace("(", "").replace(")", "")
+    letters, digits, check = raw[:-7], raw[-7:-1], raw[-1]
+    values = ([36] if len(letters) == 1 else []) + [ord(c) - 55 for c in letters] + [int(c) for c in digits]
+    total = sum(v * w for v, w in zip(values, range(9, 1, -1), strict=True))
+    expected = (11 - total % 11) % 11
+    return check == ("A" if expected == 10 else str(expected))
+
+
+def _verhoeff_ok(s: str) -> bool:
+    d = (
+        (0, 1, 2, 3, 4, 5, 6, 7, 8, 9), (1, 2, 3, 4, 0, 6, 7, 8, 9, 5), (2, 3, 4, 0, 1, 7, 8, 9, 5, 6),
+        (3, 4, 0, 1, 2, 8, 9, 5, 6, 7), (4, 0, 1, 2, 3, 9, 5, 6, 7, 8), (5, 9, 8, 7, 6, 0, 4, 3, 2, 1),
+        (6, 5, 9, 8, 7, 1, 0, 4, 3, 2), (7, 6, 5, 9, 8, 2, 1, 0, 4, 3), (8, 7, 6, 5, 9, 3, 2, 1, 0, 4),
+        (9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+    )  # fmt: skip
+    p = (
+        (0, 1, 2, 3, 4, 5, 6, 7, 8, 9), (1, 5, 7, 6, 2, 8, 3, 0, 9, 4), (5, 8, 0, 3, 7, 9, 6, 1, 4, 2),
+        (8, 9, 1, 6, 0, 4, 3, 5, 2, 7), (9, 4, 5, 3, 1, 2, 6, 8, 7, 0), (4, 2, 8, 6, 5, 7, 3, 9, 0, 1),
+        (2, 7, 9, 3, 8, 0, 6, 4, 1, 5), (7, 0, 4, 6, 9, 1, 3, 2, 5, 8),
+    )  # fmt: skip
+    c = 0
+    for i, ch in enumerate(reversed([x for x in s if x.isdigit()])):
+        c = d[c][p[i % 8][int(ch)]]
+    return c == 0
+
+
+def _iban_ok(s: str) -> bool:
+    raw = s.replace(" ", "")
+    if not 15 <= len(raw) <= 34:
+        return False
+    moved = raw[4:] + raw[:4]
+    return int("".join(str(int(c, 36)) for c in moved)) % 97 == 1
+
+
+# An access key and its secret given as a pair: "AK/SK：<id> / <secret>", "access key / secret key: a / b".
+_AK_SK = re.compile(
+    r"(?P<lead>(?<![A-Za-z])(?:ak|access[ _-]?key(?:[ _-]?id)?)[ \t]*[/／&][ \t]*"
+    r"(?:sk|secret(?:[ _-]?(?:access[ _-]?)?key)?)(?![A-Za-z0-9])[ \t]*(?:[:：=][ \t]*|is[ \t]+)?"
+    r"[A-Za-z0-9_+/=-]{8,128}[ \t]*[/／,，|][ \t]*)(?P<v>[A-Za-z0-9_+/=-]{16,128})(?![A-Za-z0-9_+/=-])",
+    _I,
+)
+# One-time recovery / backup codes listed after their label: each code goes (a code has a digit, 6 to 24
+# characters, groups joined by dashes).
+_CODES = re.compile(
+    r"(?P<label>(?:recovery|backup|2fa|two[ -]factor)[ \t]+codes?|恢复码|备用码|救援码|备份码|恢復碼|備用碼)"
+    r"(?P<body>[^\n]{0,40}?[:：\n](?:[ \t,，;；:：\n]+"
+    r"(?=[A-Za-z0-9-]*[0-9])[A-Za-z0-9]{3,}(?:-[A-Za-z0-9]{3,})*(?![\w-])){1,32})",
+    _I,
+)
+_CODE_GATE = (
+    "recovery code", "backup code", "2fa code", "two-factor code", "two factor code",
+    "恢复码", "备用码", "救援码", "备份码", "恢復碼", "備用碼",
+)  # fmt: skip
+_AK_SK_GATE = ("ak/", "ak /", "ak／", "ak&", "access key", "access_key", "access-key", "accesskey")
+_CODE_TOKEN = re.compile(r"(?<![\w-])(?=[A-Za-z0-9-]*[0-9])[A-Za-z0-9]{3,}(?:-[A-Za-z0-9]{3,})*(?![\w-])")
+
+
+def _codes_action(m: re.Match[str]) -> tuple[str, int]:
+    found = 0
+
+    def one(c: re.Match[str]) -> str:
+        nonlocal found
+        code = c.group()
+        letters = code.replace("-", "")
+        one_case = letters == letters.lower() or letters == letters.upper()  # not a word like "1Password"
+        if not 6 <= len(code) <= 24 or _VERSION.fullmatch(code) or not one_case:
+            return code
+        found += 1
+        return _tag("password")
+
+    body = _CODE_TOKEN.sub(one, m.group("body"))
+    return (m.group("label") + body, found) if found else (m.group(), 0)
+
+
+def _swap_value(kind: str) -> _Action:
+    """Replace the match's `v` group only (the lead is kept)."""
+
+    def action(m: re.Match[str]) -> tuple[str, int]:
+        whole, base = m.group(), m.start()
+        return whole[: m.start("v") - base] + _tag(kind) + whole[m.end("v") - base :], 1
+
+    return action
+
+
+def _checked_action(check: Callable[[str], bool], kind: str = "national_id") -> _Action:
+    tag = _tag(kind)
 
     def action(m: re.Match[str]) -> tuple[str, int]:
         groups = m.groupdict()
@@ -724,15 +887,34 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("card", _DIGIT_RUN, _card_action, _DIGITS),
     _Rule("ssn", _SSN, _swap("ssn", lambda s: _ssn_ok(s[:3] + s[4:6] + s[7:])), _DIGITS),
     _Rule("ssn", _SSN_LABELLED, _swap("ssn", _ssn_ok), ("ssn", "social")),
-    _Rule("national_id", _BSN, _checked_action(_bsn_ok), ("bsn", "burgerservice", "sofi")),
-    _Rule("national_id", _CPF, _checked_action(_cpf_ok), ("-", "cpf")),
-    _Rule("national_id", _DNI, _checked_action(_dni_ok), ("dni", "nie", "nif")),
+    _Rule(
+        "national_id",
+        _BSN,
+        _checked_action(_bsn_ok),
+        ("bsn", "burgerservice", "sofinummer", "sofi-", "sofi "),
+    ),
+    _Rule("national_id", _CPF, _checked_action(_cpf_ok), _DIGITS),
+    _Rule("national_id", _DNI, _checked_action(_dni_ok), ("dni", "nif", "nie ", "nie:", "nie：")),
+    _Rule("national_id", _NINO, _checked_action(lambda v: True), ("insurance", "nino", "ni no", "ni number")),
+    # a letter and 9 digits passes the Taiwan check one time in ten: only where an identity card is named
+    _Rule("national_id", _TW_ID, _checked_action(_tw_id_ok), _ID_CARD_WORDS),
+    _Rule("national_id", _HKID, _checked_action(_hkid_ok), _ID_CARD_WORDS),
+    _Rule("national_id", _AADHAAR, _checked_action(_verhoeff_ok), ("aadhaar", "aadhar", "uidai", "आधार")),
+    _Rule("iban", _IBAN, _checked_action(_iban_ok, "iban"), _DIGITS),
+    _Rule("api_key", _AK_SK, _swap_value("api_key"), _AK_SK_GATE),
+    _Rule("password", _CODES, _codes_action, _CODE_GATE),
     # last: a user:password pair needs the sentence to speak of signing in, and must not eat what the
     # narrower rules above recognise
     _Rule("password", _USER_COLON_PASS, _user_pass_action, (":",)),
 )
 
 
+# One compiled search per distinct gate (a C-level scan instead of a Python loop over its words).
+_GATE_RES = {
+    id(rule.gate): re.compile("|".join(re.escape(w) for w in sorted(rule.gate, key=len, reverse=True)))
+    for rule in _RULES
+    if rule.gate and not rule.windowed
+}
 _WINDOW_WORDS = tuple(dict.fromkeys(word for rule in _RULES if rule.windowed for word in rule.gate))
 # Longest first; no word is a prefix of another (checked by the tests), so every occurrence is found.
 _GATE_SCAN = re.compile("|".join(re.escape(w) for w in sorted(_WINDOW_WORDS, key=len, reverse=True)))
@@ -810,7 +992,9 @@ def redact_with_report(text: str) -> tuple[str, dict[str, int]]:
     # Gating on the input is safe: placeholders never complete a match, so no rule can need a gate
     # word that only a placeholder supplied.
     lowered = text.lower()
-    present: dict[str, bool] = {}  # gate word -> found in the input (several rules share words)
+    # gate -> one of its words is in the input (several rules share a gate: the digits, the password words);
+    # keyed by the tuple's identity, each distinct gate is looked for once
+    present: dict[int, bool] = {}
     hits: list[tuple[int, str]] | None = None  # gate words of the windowed rules in the text as it is now
     for rule in _RULES:
         if rule.windowed:
@@ -821,13 +1005,10 @@ def redact_with_report(text: str) -> tuple[str, dict[str, int]]:
             text, found = _apply_windowed(rule, text, hits)
         else:
             if rule.gate:
-                for word in rule.gate:
-                    hit = present.get(word)
-                    if hit is None:
-                        hit = present[word] = word in lowered
-                    if hit:
-                        break
-                else:
+                hit = present.get(id(rule.gate))
+                if hit is None:
+                    hit = present[id(rule.gate)] = _GATE_RES[id(rule.gate)].search(lowered) is not None
+                if not hit:
                     continue
             text, found = _apply(rule, text)
         if found:
