@@ -111,15 +111,27 @@ def build_server(
             ),
         ] = None,
         user_id: UserArg = None,
+        scope: Annotated[
+            Literal["user", "agent", "app"],
+            Field(
+                description="user (default): about this user, read by every agent; agent: only for the agent "
+                "named by agent_id, with this user; app: shared knowledge every user of the app gets"
+            ),
+        ] = "user",
+        agent_id: Annotated[
+            str | None, Field(description="the agent an agent-scope memory belongs to (scope agent only)")
+        ] = None,
     ) -> dict[str, Any]:
-        user = _user(ctx, user_id, default_user)
+        user = None if scope == "app" else _user(ctx, user_id, default_user)
         try:
             async with memory_for(ctx) as client:
-                done = await client.remember(user, content, kind=kind, slot=slot)
+                done = await client.remember(
+                    user, content, kind=kind, slot=slot, scope=scope, agent_id=agent_id
+                )
         except (APIError, ConnectionFailed) as exc:
             raise _fail(exc) from exc
         memory_id = done.memory.id if done.memory else None
-        return {"op": done.op, "memory_id": memory_id, "reason": done.reason}
+        return {"op": done.op, "memory_id": memory_id, "reason": done.reason, "scope": scope}
 
     @server.tool(
         description="Search what is remembered about the user, most relevant first. Use it for a specific "

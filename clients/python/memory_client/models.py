@@ -93,6 +93,9 @@ class SearchResult:
     value: str | None = None
     valid_from: datetime | None = None
     valid_to: datetime | None = None
+    expires_at: datetime | None = None  # a temporary memory's end
+    scope: str | None = None  # a memory's: user | agent | app
+    agent_id: str | None = None  # an agent-scope memory's agent
     session_id: str | None = None
     source_event_ids: list[str] = field(default_factory=list)
     source_turn_ids: list[str] = field(default_factory=list)
