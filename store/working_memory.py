@@ -20,13 +20,14 @@ class Document:
 
 
 def active_items(db: Session, tenant_id: str, user_id: str) -> list[WMItem]:
-    """The user's 200 most important active memories (latest confirmed first among equals)."""
+    """The user's 200 most important active user-scope memories (latest confirmed first among equals): the
+    user's document is not made of one agent's own memories."""
     return [
         WMItem(*r)
         for r in db.execute(
             text(
                 "SELECT kind, category, content FROM memories WHERE tenant_id = :t AND user_id = :u AND "
-                "status = 'active' ORDER BY importance DESC, last_confirmed_at DESC LIMIT 200"
+                "scope = 'user' AND status = 'active' ORDER BY importance DESC, last_confirmed_at DESC LIMIT 200"
             ),
             {"t": tenant_id, "u": user_id},
         ).all()
