@@ -81,7 +81,8 @@ def user_context(
                 text(
                     "SELECT id, what_happened || CASE WHEN outcome <> '' THEN ' Outcome: ' || outcome ELSE '' END "
                     "|| CASE WHEN lesson <> '' THEN ' Lesson: ' || lesson ELSE '' END FROM episodes "
-                    "WHERE tenant_id = :t AND user_id = :u ORDER BY embedding <=> CAST(:v AS vector) "
+                    "WHERE tenant_id = :t AND user_id = :u AND deleted_at IS NULL "
+                    "ORDER BY embedding <=> CAST(:v AS vector) "
                     f"LIMIT {EPISODES_K}"
                 ),
                 {**params, "v": vec},
