@@ -702,9 +702,14 @@ class AsyncMemory(_Base):
             )
         )
 
-    async def context(self, user_id: str, *, query: str = "", max_tokens: int = 1000) -> Context:
-        """A ready-to-inject block (standing rules, relevant memories, working memory) for a model call."""
-        return await self._run(_Requests.context(user_id, query=query, max_tokens=max_tokens))
+    async def context(
+        self, user_id: str, *, query: str = "", max_tokens: int = 1000, agent_id: str | None = None
+    ) -> Context:
+        """A ready-to-inject block (standing rules, relevant memories, working memory) for a model call;
+        with `agent_id`, that agent's own memories join the user's and the app's (labelled)."""
+        return await self._run(
+            _Requests.context(user_id, query=query, max_tokens=max_tokens, agent_id=agent_id)
+        )
 
     async def memories(
         self,

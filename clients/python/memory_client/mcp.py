@@ -135,18 +135,22 @@ def build_server(
 
     @server.tool(
         description="Search what is remembered about the user, most relevant first. Use it for a specific "
-        "question ('which package manager do they use?'). Returns each memory's id, text, kind and score."
+        "question ('which package manager do they use?'). Returns each memory's id, text, kind, score and "
+        "scope (user, agent or app)."
     )
     async def recall(
         query: Annotated[str, Field(description="what to look for, in natural language", min_length=1)],
         ctx: Context,
         k: Annotated[int, Field(ge=1, le=50, description="how many results")] = 5,
         user_id: UserArg = None,
+        agent_id: Annotated[
+            str | None, Field(description="the agent asking: its own (agent-scope) memories are included")
+        ] = None,
     ) -> list[dict[str, Any]]:
         user = _user(ctx, user_id, default_user)
         try:
             async with memory_for(ctx) as client:
-                hits = await client.search(user, query, k=k)
+                hits = await client.search(user, query, k=k, agent_id=agent_id)
         except NotFound:
             return []  # nothing is known about this user yet
         except (APIError, ConnectionFailed) as exc:
@@ -158,6 +162,7 @@ def build_server(
                 "kind": h.kind,
                 "category": h.category,
                 "score": round(h.score, 4),
+                "scope": h.scope,
             }
             for h in hits
         ]
@@ -172,11 +177,14 @@ def build_server(
         query: Annotated[str, Field(description="the task or question at hand (optional)")] = "",
         max_tokens: Annotated[int, Field(ge=16, le=32000, description="size budget of the block")] = 800,
         user_id: UserArg = None,
+        agent_id: Annotated[
+            str | None, Field(description="the agent asking: its own (agent-scope) memories are included")
+        ] = None,
     ) -> str:
         user = _user(ctx, user_id, default_user)
         try:
             async with memory_for(ctx) as client:
-                block = await client.context(user, query=query, max_tokens=max_tokens)
+                block = await client.context(user, query=query, max_tokens=max_tokens, agent_id=agent_id)
         except NotFound:
             return "Nothing is remembered about this user yet."
         except (APIError, ConnectionFailed) as exc:
