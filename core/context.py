@@ -30,14 +30,20 @@ class ContextItem:
     kind: str | None = None
     category: str | None = None
     expires_at: datetime | None = None  # a temporary memory: marked as such in the block
+    scope: str | None = None  # user | agent | app: an agent's own and the app's shared memories are labelled
+
+
+SCOPE_LABELS = {"agent": "[agent] ", "app": "[app] "}
 
 
 def line_of(item: ContextItem) -> str:
-    """The item's text, marked "(temporary, until YYYY-MM-DD)" when it expires, so the agent does not treat
-    a state of the week as a lasting fact."""
+    """The item's text, labelled "[agent]" (this agent's own memory) or "[app]" (shared by every user of the
+    app) when it is not the user's own, and marked "(temporary, until YYYY-MM-DD)" when it expires, so the
+    agent does not treat a state of the week as a lasting fact."""
+    text = SCOPE_LABELS.get(item.scope or "", "") + item.text
     if item.expires_at is None:
-        return item.text
-    return f"{item.text} (temporary, until {item.expires_at.date().isoformat()})"
+        return text
+    return f"{text} (temporary, until {item.expires_at.date().isoformat()})"
 
 
 def section_of(item: ContextItem) -> str:

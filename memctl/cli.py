@@ -21,8 +21,12 @@ if TYPE_CHECKING:
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Operate the memory worker.")
 keys_app = typer.Typer(no_args_is_help=True, help="API keys (bound to one tenant).")
 dlq_app = typer.Typer(no_args_is_help=True, help="The dead-letter queue.")
+episodes_app = typer.Typer(
+    no_args_is_help=True, help="Episodes (one per closed session): list, show, edit, delete."
+)
 app.add_typer(keys_app, name="keys")
 app.add_typer(dlq_app, name="dlq")
+app.add_typer(episodes_app, name="episodes")
 
 out = Console()
 err = Console(stderr=True)
@@ -483,6 +487,130 @@ def memories(
             str(r["valid_to"] or "")[:16],
         )
     out.print(table)
+
+
+def _episode_or_fail(db: Any, tenant: str, episode_id: str) -> Any:
+    from uuid import UUID
+
+    from store.episodes import get_episode
+
+    try:
+        UUID(episode_id)
+    except ValueError:
+        _fail(f"not an episode id: {episode_id!r}", 2)
+    found = get_episode(db, tenant, episode_id)
+    if found is None:
+        _fail(f"no episode {episode_id} in tenant {tenant!r}")
+    return found
+
+
+@episodes_app.command("list")
+def episodes_list(
+    user: str,
+    tenant: Annotated[str, typer.Option(help="tenant id")],
+    limit: Annotated[int, typer.Option(min=1, max=5000)] = 50,
+    as_json: JsonOpt = False,
+) -> None:
+    """The user's episodes, latest first."""
+    from store.episodes import list_episodes
+
+    with _scoped(_settings(), tenant) as db:
+        found, _more = list_episodes(db, tenant, user, limit=limit)
+    rows = [e.__dict__ for e in found]
+    if as_json:
+        _print_json(rows)
+        return
+    table = Table("id", "session", "ended", "what happened", "lesson")
+    for r in rows:
+        table.add_row(
+            str(r["id"]),
+            r["session_id"],
+            str(r["ended_at"] or "")[:16],
+            r["what_happened"][:60],
+            r["lesson"][:40],
+        )
+    out.print(table)
+
+
+@episodes_app.command("show")
+def episodes_show(
+    episode_id: str, tenant: Annotated[str, typer.Option(help="tenant id")], as_json: JsonOpt = False
+) -> None:
+    """One episode in full."""
+    with _scoped(_settings(), tenant) as db:
+        found = _episode_or_fail(db, tenant, episode_id)
+    if as_json:
+        _print_json(found.__dict__)
+        return
+    for name in (
+        "id",
+        "user_id",
+        "session_id",
+        "ended_at",
+        "what_happened",
+        "outcome",
+        "lesson",
+        "edited_at",
+    ):
+        out.print(f"[bold]{name}[/]: {getattr(found, name) or ''}")
+
+
+@episodes_app.command("edit")
+def episodes_edit(
+    episode_id: str,
+    tenant: Annotated[str, typer.Option(help="tenant id")],
+    what_happened: Annotated[str | None, typer.Option(help="what happened in the session")] = None,
+    outcome: Annotated[str | None, typer.Option(help="how it ended")] = None,
+    lesson: Annotated[str | None, typer.Option(help="the lesson (an empty string removes it)")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Correct an episode; the user's working memory is rewritten from it."""
+    from shared.contract import utcnow
+    from shared.redaction import redact
+    from store.embeddings import embedder_from_settings
+    from store.episodes import edit_episode, get_episode
+    from store.working_memory import rebuild_document
+
+    changes = {
+        k: redact(v)
+        for k, v in {"what_happened": what_happened, "outcome": outcome, "lesson": lesson}.items()
+        if v is not None
+    }
+    if not changes:
+        _fail("nothing to change: give --what-happened, --outcome or --lesson", 2)
+    if changes.get("what_happened") == "":
+        _fail("--what-happened cannot be empty", 2)
+    settings = _settings()
+    now = utcnow()
+    with _scoped(settings, tenant) as db:
+        found = _episode_or_fail(db, tenant, episode_id)
+        edit_episode(db, tenant, found, changes=changes, embedder=embedder_from_settings(settings), now=now)
+        rebuild_document(db, tenant, found.user_id, now=now)
+        edited = get_episode(db, tenant, episode_id)
+    if as_json:
+        _print_json(edited.__dict__ if edited else None)
+    else:
+        out.print(f"edited episode {episode_id}")
+
+
+@episodes_app.command("delete")
+def episodes_delete(
+    episode_id: str, tenant: Annotated[str, typer.Option(help="tenant id")], as_json: JsonOpt = False
+) -> None:
+    """Delete an episode for good: it never comes back into context or working memory."""
+    from shared.contract import utcnow
+    from store.episodes import delete_episode
+    from store.working_memory import rebuild_document
+
+    now = utcnow()
+    with _scoped(_settings(), tenant) as db:
+        found = _episode_or_fail(db, tenant, episode_id)
+        delete_episode(db, tenant, episode_id, now=now)
+        rewritten = rebuild_document(db, tenant, found.user_id, now=now)
+    if as_json:
+        _print_json({"id": episode_id, "deleted": True, "working_memory_rewritten": rewritten})
+    else:
+        out.print(f"deleted episode {episode_id}")
 
 
 @app.command()

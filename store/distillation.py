@@ -19,11 +19,11 @@ from store.models import MEMORY_COLUMNS
 
 
 def count_fragments(db: Session, tenant_id: str, user_id: str) -> int:
-    """The user's active memories without a slot (pinned ones included)."""
+    """The user's active user-scope memories without a slot (pinned ones included)."""
     value = db.execute(
         text(
             "SELECT count(*) FROM memories WHERE tenant_id = :t AND user_id = :u AND status = 'active' "
-            "AND slot IS NULL"
+            "AND slot IS NULL AND scope = 'user'"
         ),
         {"t": tenant_id, "u": user_id},
     ).scalar()
@@ -31,13 +31,14 @@ def count_fragments(db: Session, tenant_id: str, user_id: str) -> int:
 
 
 def load_fragments(db: Session, tenant_id: str, user_id: str) -> list[Fragment]:
-    """The user's fragments (active, unslotted, unpinned memories), oldest recorded first."""
+    """The user's fragments (active, unslotted, unpinned user-scope memories), oldest recorded first: an
+    agent's or the app's memories are never folded into the user's own."""
     rows = db.execute(
         text(
             "SELECT id, kind, category, content, evidence_count, importance, last_confirmed_at, recorded_at, "
             "embedding::text AS emb, source_event_ids, source_turn_ids, slot, valid_from FROM memories "
             "WHERE tenant_id = :t AND user_id = :u AND status = 'active' AND NOT pinned AND slot IS NULL "
-            "ORDER BY recorded_at, id"
+            "AND scope = 'user' ORDER BY recorded_at, id"
         ),
         {"t": tenant_id, "u": user_id},
     ).all()
@@ -205,7 +206,7 @@ def users_to_distill(db: Session, *, min_fragments: int = 2) -> list[tuple[str, 
             "SELECT m.tenant_id, m.user_id FROM memories m "
             "LEFT JOIN LATERAL (SELECT max(started_at) AS last FROM consolidation_runs r WHERE r.kind = 'distill' "
             "  AND r.tenant_id = m.tenant_id AND r.user_id = m.user_id AND r.outcome IN ('ok', 'partial')) lr ON true "
-            "WHERE m.status = 'active' AND m.slot IS NULL AND NOT m.pinned "
+            "WHERE m.status = 'active' AND m.slot IS NULL AND NOT m.pinned AND m.scope = 'user' "
             "GROUP BY m.tenant_id, m.user_id "
             "HAVING count(*) >= :n AND max(m.recorded_at) > coalesce(max(lr.last), '-infinity'::timestamptz)"
         ),

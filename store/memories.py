@@ -22,6 +22,7 @@ from core import keywords
 from core.reconcile import Decision, Existing, Op, PendingCandidate, content_key
 from core.temporal import infer_expiry
 from store.models import MEMORY_COLUMNS
+from store.scopes import Owner
 
 NEIGHBOURS = 5
 # the columns a history row's `before` / `after` snapshot holds (what a change can alter)
@@ -77,27 +78,36 @@ def _existing(row: Any, similarity: float = 0.0) -> Existing:
     )
 
 
-def nearest(db: Session, tenant_id: str, user_id: str, vec: str, *, k: int = NEIGHBOURS) -> list[Existing]:
+# reconciliation compares a memory with its own owner's rows only: a user's chat never reinforces, supersedes
+# or forgets an agent's or the app's memory, and an agent's explicit memory never touches the user's
+_SAME_OWNER = "agent_id IS NOT DISTINCT FROM CAST(:a AS varchar)"
+
+
+def nearest(
+    db: Session, tenant_id: str, user_id: str, vec: str, *, k: int = NEIGHBOURS, agent_id: str | None = None
+) -> list[Existing]:
     rows = db.execute(
         text(
             "SELECT id, content, kind, status, valid_from, valid_to, slot, value, source_event_ids, "
             "1 - (embedding <=> CAST(:v AS vector)) AS sim FROM memories "
-            "WHERE tenant_id = :t AND user_id = :u AND status = 'active' "
+            f"WHERE tenant_id = :t AND user_id = :u AND {_SAME_OWNER} AND status = 'active' "
             "ORDER BY embedding <=> CAST(:v AS vector) LIMIT :k"
         ),
-        {"t": tenant_id, "u": user_id, "v": vec, "k": k},
+        {"t": tenant_id, "u": user_id, "a": agent_id, "v": vec, "k": k},
     ).all()
     return [_existing(r, float(r.sim or 0.0)) for r in rows]
 
 
-def slot_rows(db: Session, tenant_id: str, user_id: str, slot: str) -> list[Existing]:
+def slot_rows(
+    db: Session, tenant_id: str, user_id: str, slot: str, *, agent_id: str | None = None
+) -> list[Existing]:
     rows = db.execute(
         text(
             "SELECT id, content, kind, status, valid_from, valid_to, slot, value, source_event_ids FROM memories "
-            "WHERE tenant_id = :t AND user_id = :u AND slot = :s AND status <> 'deleted' "
+            f"WHERE tenant_id = :t AND user_id = :u AND {_SAME_OWNER} AND slot = :s AND status <> 'deleted' "
             "ORDER BY valid_from FOR UPDATE"
         ),
-        {"t": tenant_id, "u": user_id, "s": slot},
+        {"t": tenant_id, "u": user_id, "a": agent_id, "s": slot},
     ).all()
     return [_existing(r) for r in rows]
 
@@ -185,13 +195,18 @@ def insert_memory(
     status: str = "active",
     valid_to: datetime | None = None,
     superseded_by: str | None = None,
+    owner: Owner | None = None,
 ) -> str:
+    """Insert one memory of `owner` (default: user scope of `user_id`; the candidate's own `agent_id`, the
+    agent that heard it, never makes it agent scope)."""
+    owner = owner or Owner("user", user_id)
     # a temporary state ("this week", "明天", "until Friday") expires relative to when it was said
     expiry = infer_expiry(c.content, c.event_time)
     row = {
         "tenant_id": tenant_id,
-        "user_id": user_id,
-        "scope": "user",
+        "user_id": owner.user_id,
+        "scope": owner.scope,
+        "agent_id": owner.agent_id,
         "kind": c.kind,
         "category": c.category,
         "content": c.content,
@@ -241,8 +256,11 @@ def apply_decision(
     *,
     actor: str,
     now: datetime,
+    owner: Owner | None = None,
 ) -> str | None:
-    """Apply one decision with its history rows; return the memory the candidate ended up in."""
+    """Apply one decision with its history rows; return the memory the candidate ended up in. New rows
+    belong to `owner` (default: user scope of `user_id`)."""
+    owner = owner or Owner("user", user_id)
     hist: _HistoryCommon = {
         "tenant_id": tenant_id,
         "user_id": user_id,
@@ -251,7 +269,7 @@ def apply_decision(
         "now": now,
     }
     if d.op == Op.ADD:
-        mid = insert_memory(db, tenant_id, user_id, c, vec, now=now)
+        mid = insert_memory(db, tenant_id, user_id, c, vec, now=now, owner=owner)
         write_history(
             db, memory_id=mid, op="add", before=None, after=snapshot(db, mid), reason=d.reason, **hist
         )
@@ -281,7 +299,7 @@ def apply_decision(
             ),
             {"vt": c.event_time, "now": now, "id": old},
         )
-        mid = insert_memory(db, tenant_id, user_id, c, vec, now=now)
+        mid = insert_memory(db, tenant_id, user_id, c, vec, now=now, owner=owner)
         db.execute(text("UPDATE memories SET superseded_by = :new WHERE id = :id"), {"new": mid, "id": old})
         write_history(
             db, memory_id=old, op="supersede", before=before, after=snapshot(db, old), reason=d.reason, **hist
@@ -307,15 +325,23 @@ def apply_decision(
             status="superseded",
             valid_to=d.valid_to,
             superseded_by=d.superseded_by,
+            owner=owner,
         )
         # the row that was current just before this late value now ends where the late value begins
         db.execute(
             text(
                 "UPDATE memories SET valid_to = :vf, superseded_by = :mid WHERE tenant_id = :t AND user_id = :u "
-                "AND slot = :slot AND id <> :mid AND valid_from < :vf AND (valid_to IS NULL OR valid_to > :vf) "
-                "AND status = 'superseded'"
+                f"AND {_SAME_OWNER} AND slot = :slot AND id <> :mid AND valid_from < :vf "
+                "AND (valid_to IS NULL OR valid_to > :vf) AND status = 'superseded'"
             ),
-            {"vf": c.event_time, "mid": mid, "t": tenant_id, "u": user_id, "slot": c.slot},
+            {
+                "vf": c.event_time,
+                "mid": mid,
+                "t": tenant_id,
+                "u": user_id,
+                "a": owner.agent_id,
+                "slot": c.slot,
+            },
         )
         write_history(
             db, memory_id=mid, op="history", before=None, after=snapshot(db, mid), reason=d.reason, **hist
@@ -410,7 +436,7 @@ def _update_with_history(
 def remember(
     db: Session,
     tenant_id: str,
-    user_id: str,
+    owner: Owner,
     c: PendingCandidate,
     vec: str,
     *,
@@ -421,10 +447,15 @@ def remember(
     """An explicit memory (a user, a UI or a tool said "remember this"), reconciled like an extracted one,
     under the same per-user lock: the same decisions (`core.reconcile.decide`) applied the same way, with
     history rows naming `actor`. No LLM judges here: a similar-but-unclear pair is added, as the worker
-    does without one. Returns the decision and the memory the candidate ended up in. Caller commits."""
+    does without one. It is compared with `owner`'s memories only (an agent's or the app's slots are their
+    own). Returns the decision and the memory the candidate ended up in. Caller commits."""
     from core.reconcile import decide
 
-    lock_user(db, tenant_id, user_id)
-    rows = slot_rows(db, tenant_id, user_id, c.slot) if c.slot else []
-    decision = decide(c, neighbours=nearest(db, tenant_id, user_id, vec), slot_rows=rows, policy=policy)
-    return decision, apply_decision(db, tenant_id, user_id, c, decision, vec, actor=actor, now=now)
+    user_id, agent_id = owner.user_id, owner.agent_id
+    lock_user(db, tenant_id, user_id)  # app scope: one lock for the tenant's shared memories
+    rows = slot_rows(db, tenant_id, user_id, c.slot, agent_id=agent_id) if c.slot else []
+    neighbours = nearest(db, tenant_id, user_id, vec, agent_id=agent_id)
+    decision = decide(c, neighbours=neighbours, slot_rows=rows, policy=policy)
+    return decision, apply_decision(
+        db, tenant_id, user_id, c, decision, vec, actor=actor, now=now, owner=owner
+    )

@@ -19,6 +19,7 @@ from core.scoring import TURN_IMPORTANCE, Ranked, rank
 from shared.db.raw import fetch_all
 from shared.db.vectors import set_search_params, vector_literal
 from store.embeddings import Embedder
+from store.scopes import reader_where
 
 CANDIDATES_PER_LIST = 40
 # BM25 outranks single-turn MiniLM on conversational recall (LoCoMo dev: 52.5 vs 40.1 R@5 over raw turns);
@@ -50,13 +51,16 @@ class SearchHit:
     valid_from: datetime | None = None
     valid_to: datetime | None = None
     expires_at: datetime | None = None  # a temporary memory's end (TTL set or inferred)
+    scope: str | None = None  # a memory's: user | agent | app
+    agent_id: str | None = None  # an agent-scope memory's agent
     session_id: str | None = None
     source_event_ids: list[str] = field(default_factory=list)
     source_turn_ids: list[str] = field(default_factory=list)
 
 
 _MEMORY_COLS = (
-    "id, kind, category, content, status, slot, value, valid_from, valid_to, expires_at, importance, "
+    "id, kind, category, content, status, slot, value, valid_from, valid_to, expires_at, importance, scope, "
+    "agent_id, "
     "greatest(last_confirmed_at, coalesce((SELECT a.last_accessed_at FROM memory_access a "
     "WHERE a.memory_id = memories.id), last_confirmed_at)) AS touch, "
     "source_event_ids, source_turn_ids, "
@@ -66,7 +70,9 @@ _MEMORY_COLS = (
 
 
 def _memory_where(f: SearchFilters, params: dict[str, Any]) -> str:
-    where = ["tenant_id = :t", "user_id = :u"]
+    """`params` holds the tenant (`t`) and the user (`u`): the user's memories, the app's and, with
+    `f.agent_id`, that agent's (`store.scopes.reader_where`), ranked together."""
+    where = ["tenant_id = :t", reader_where(params, user_id=params["u"], agent_id=f.agent_id)]
     if f.as_of is not None:
         # what was current then (valid time, from the events' own times), whatever happened later;
         # forgotten memories stay forgotten for every as_of
@@ -91,9 +97,6 @@ def _memory_where(f: SearchFilters, params: dict[str, Any]) -> str:
     if f.scope:
         where.append("scope = :scope")
         params["scope"] = f.scope
-    if f.agent_id:
-        where.append("(agent_id IS NULL OR agent_id = :agent)")
-        params["agent"] = f.agent_id
     return " AND ".join(where)
 
 
@@ -220,6 +223,8 @@ def _memory_hit(r: Any, score: float) -> SearchHit:
         valid_from=r.valid_from,
         valid_to=r.valid_to,
         expires_at=r.expires_at,
+        scope=r.scope,
+        agent_id=r.agent_id,
         source_event_ids=list(r.source_event_ids or []),
         source_turn_ids=list(r.source_turn_ids or []),
     )

@@ -3,13 +3,15 @@ rewritten as a whole; every replaced version goes to history."""
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import text
 from sqlmodel import Session
 
-from core.episodes import WMItem
+from core.episodes import WMItem, working_memory_document
+from store.episodes import recent_episodes
 
 
 @dataclass(frozen=True)
@@ -20,13 +22,14 @@ class Document:
 
 
 def active_items(db: Session, tenant_id: str, user_id: str) -> list[WMItem]:
-    """The user's 200 most important active memories (latest confirmed first among equals)."""
+    """The user's 200 most important active user-scope memories (latest confirmed first among equals): the
+    user's document is not made of one agent's own memories."""
     return [
         WMItem(*r)
         for r in db.execute(
             text(
                 "SELECT kind, category, content FROM memories WHERE tenant_id = :t AND user_id = :u AND "
-                "status = 'active' ORDER BY importance DESC, last_confirmed_at DESC LIMIT 200"
+                "scope = 'user' AND status = 'active' ORDER BY importance DESC, last_confirmed_at DESC LIMIT 200"
             ),
             {"t": tenant_id, "u": user_id},
         ).all()
@@ -113,3 +116,24 @@ def read_document(db: Session, tenant_id: str, user_id: str, agent_id: str = "")
     return WorkingMemoryView(
         user_id=user_id, agent_id=agent_id, content=row[0], version=row[1], updated_at=row[2]
     )
+
+
+def rebuild_document(db: Session, tenant_id: str, user_id: str, *, now: datetime) -> bool:
+    """Rewrite the user's existing document deterministically from the current memories and episodes (the
+    previous version to history), when a change the worker does not see (an episode the user edited or
+    deleted) may leave it saying something no longer true. No LLM here: the worker's next rewrite may
+    polish it. False when there is no document or nothing changed."""
+    current = lock_document(db, tenant_id, user_id, "")
+    if current is None:
+        return False
+    content = working_memory_document(
+        active_items(db, tenant_id, user_id), recent_episodes(db, tenant_id, user_id)
+    )
+    if content == current.content:
+        return False
+    archive_document(db, tenant_id, user_id, "", current, now=now)
+    source_hash = hashlib.sha256(content.encode("utf-8")).hexdigest()
+    write_document(
+        db, tenant_id, user_id, "", content=content, mode="deterministic", source_hash=source_hash, now=now
+    )
+    return True

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 from uuid import UUID
 
 from fastapi import APIRouter, HTTPException, Path, Query, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from sqlmodel import Session
 
 from api.deps import BearerKey, PrincipalDep, SessionDep, StateDep, WriterDep, in_tenant
@@ -27,6 +27,7 @@ from store.memory_views import get_memory as read_memory
 from store.memory_views import list_memories as read_memories
 from store.memory_views import memory_history
 from store.models import MemoryPublic
+from store.scopes import Owner
 from store.users import erase_user, user_exists, user_known
 from store.working_memory import read_document
 
@@ -73,10 +74,24 @@ class MemoryPatch(BaseModel):
 
 
 class MemoryIn(BaseModel):
-    """An explicit memory: what a user, a UI or a tool asked to remember."""
+    """An explicit memory: what a user, a UI or a tool asked to remember, for the user (scope `user`), for
+    one agent's own use with that user (`agent`, with `agent_id`), or for every user of the app (`app`)."""
 
     model_config = ConfigDict(extra="forbid")
-    user_id: SafeId
+    user_id: Annotated[
+        SafeId | None,
+        Field(description="the user it is about; required for user and agent scope, not used for app scope"),
+    ] = None
+    scope: Annotated[
+        Literal["user", "agent", "app"],
+        Field(
+            description="user: the user's own memory, every agent reads it; agent: only `agent_id` reads it "
+            "(with this user); app: shared by every user of the tenant"
+        ),
+    ] = "user"
+    agent_id: Annotated[
+        SafeId | None, Field(description="the agent an agent-scope memory belongs to (agent scope only)")
+    ] = None
     content: Annotated[
         CleanText, Field(min_length=1, max_length=4000, description="the memory, one statement")
     ]
@@ -104,6 +119,19 @@ class MemoryIn(BaseModel):
         SafeId | None,
         Field(description="the same key sent again (a retry) changes nothing the second time"),
     ] = None
+
+    @model_validator(mode="after")
+    def _owner_given(self) -> MemoryIn:
+        if self.scope != "app" and self.user_id is None:
+            raise ValueError(f"a {self.scope}-scope memory needs user_id")
+        if self.scope == "agent" and self.agent_id is None:
+            raise ValueError("an agent-scope memory needs agent_id")
+        if self.scope != "agent" and self.agent_id is not None:
+            raise ValueError("agent_id is only for scope 'agent'")
+        return self
+
+    def owner(self) -> Owner:
+        return Owner.of(self.scope, user_id=self.user_id, agent_id=self.agent_id)
 
 
 class Remembered(BaseModel):
@@ -186,8 +214,10 @@ def remember(
     principal: WriterDep, db: SessionDep, state: StateDep, body: MemoryIn, response: Response
 ) -> Any:
     """Remember one statement now, reconciled like an extracted memory (same slot: supersede or reinforce; a
-    near duplicate: reinforce), with history naming the key. 201 when a memory row was written, 200 when an
-    existing one was reinforced or the same request was already applied."""
+    near duplicate: reinforce) against the memories of the same owner (the user's, the agent's or the
+    app's), with history naming the key. An app-scope memory is stored under the user id `*app`. 201 when a
+    memory row was written, 200 when an existing one was reinforced or the same request was already
+    applied."""
     now = utcnow()
     valid_from = body.valid_from or now
     if valid_from.tzinfo is None:
@@ -210,10 +240,11 @@ def remember(
         lang=detect_lang(content),
     )
     vec = vector_literal(state.embedder.embed([content])[0])
+    owner = body.owner()
     decision, memory_id = repo.remember(
         db,
         principal.tenant_id,
-        body.user_id,
+        owner,
         candidate,
         vec,
         policy=calibrated_policy(state.settings.embedder),
@@ -229,7 +260,7 @@ def remember(
             db,
             memory_id,
             tenant_id=principal.tenant_id,
-            user_id=body.user_id,
+            user_id=owner.user_id,
             changes=changes,
             reason="remembered via API: " + ", ".join(sorted(changes)),
             actor=f"api_key:{principal.key_id}",
@@ -330,6 +361,14 @@ async def user_context(
     user_id: UserId,
     query: Annotated[CleanText, Query(max_length=4000)] = "",
     max_tokens: Annotated[int, Query(ge=16, le=32_000)] = 1000,
+    agent_id: Annotated[
+        str | None,
+        Query(
+            max_length=128,
+            pattern=ID_PATTERN,
+            description="the agent asking: its own memories join the user's and the app's (labelled [agent])",
+        ),
+    ] = None,
 ) -> Any:
     # called by agents on every turn: one thread hand-off for authentication, the block and the commit
     def build(db: Session, principal: Principal) -> ContextResponse:
@@ -343,6 +382,7 @@ async def user_context(
             embedder=state.embedder,
             now=utcnow(),
             ef_search=state.settings.hnsw_ef_search,
+            agent_id=agent_id,
         )
         state.access.note(principal.tenant_id, (i for i in block.included if len(i) == 36))
         return ContextResponse(

@@ -37,7 +37,15 @@ class SearchRequest(BaseModel):
         "(up to 3 consecutive turns, citing each)",
     )
     include_memories: bool = True
-    agent_id: Annotated[str | None, Field(max_length=128, pattern=ID_PATTERN)] = None
+    agent_id: Annotated[
+        str | None,
+        Field(
+            max_length=128,
+            pattern=ID_PATTERN,
+            description="the agent asking: its own (agent-scope) memories are ranked with the user's and the "
+            "app's; without it, agents' own memories are left out",
+        ),
+    ] = None
     as_of: datetime | None = Field(default=None, description="answer with what was current at this time")
 
 
@@ -54,6 +62,8 @@ class SearchResult(BaseModel):
     valid_from: datetime | None = None
     valid_to: datetime | None = None
     expires_at: datetime | None = None  # a temporary memory's end (set by PATCH or inferred from the text)
+    scope: Literal["user", "agent", "app"] | None = None  # a memory's scope (whose it is)
+    agent_id: str | None = None  # an agent-scope memory's agent
     session_id: str | None = None
     source_event_ids: list[str]
     source_turn_ids: list[str]

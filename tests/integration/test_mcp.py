@@ -20,6 +20,7 @@ from sqlalchemy import text
 
 from api.keys import create_key
 from shared.db.engine import session_scope
+from store.scopes import APP_USER
 from store.working_memory import write_document
 from tests.services import REPO
 
@@ -188,3 +189,43 @@ def test_the_client_packages_memory_mcp_serves_the_tools_on_stdio_through_the_ap
             return await _exercise(client, user_arg={"user_id": "dave"})  # no default user: named per call
 
     _check(asyncio.run(scenario()))
+
+
+def test_the_mcp_remember_tool_writes_app_and_agent_memories(api_server, api_key):  # type: ignore[no-untyped-def]
+    async def scenario() -> dict[str, Any]:
+        async with _http(api_server, api_key, user="judy") as client:
+            app = _result(
+                await client.call_tool("remember", {"content": "Office closes at 6pm", "scope": "app"})
+            )
+            agent = _result(
+                await client.call_tool(
+                    "remember", {"content": "Judy likes tables", "scope": "agent", "agent_id": "writer"}
+                )
+            )
+            as_writer = _result(
+                await client.call_tool("recall", {"query": "Judy likes tables", "agent_id": "writer"})
+            )
+            as_other = _result(
+                await client.call_tool("recall", {"query": "Judy likes tables", "agent_id": "reviewer"})
+            )
+            block = (
+                await client.call_tool("get_context", {"query": "tables", "agent_id": "writer"})
+            ).content[0]
+            assert {h["id"]: h["scope"] for h in as_writer}.get(agent["memory_id"]) == "agent"
+            assert agent["memory_id"] not in {h["id"] for h in as_other}
+            assert "[agent] Judy likes tables" in _text(block)
+            return {"app": app, "agent": agent}
+
+    out = asyncio.run(scenario())
+    got = {
+        name: httpx2.get(
+            f"{api_server}/v1/memories/{done['memory_id']}", headers={"Authorization": f"Bearer {api_key}"}
+        ).json()
+        for name, done in out.items()
+    }
+    assert (got["app"]["scope"], got["app"]["user_id"]) == ("app", APP_USER)
+    assert (got["agent"]["scope"], got["agent"]["user_id"], got["agent"]["agent_id"]) == (
+        "agent",
+        "judy",
+        "writer",
+    )

@@ -4,6 +4,9 @@ An episode is written by the LLM when one is configured (validated), else assemb
 the session's summary, turns and remembered candidates (`core.episodes`). The LLM's part is stage `episode`,
 with its own breaker: a failed call, or none behind an open breaker, writes the deterministic episode and
 says so (`worker.services.llm_stage`).
+
+Closing a session also rewrites the user's working memory (from that episode and the current memories) in
+the same transaction: "where we are" changes when a session ends.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from store.embeddings import Embedder
 from store.episodes import upsert_episode
 from worker.llm import CircuitBreaker, LLMClient
 from worker.services import llm_stage
+from worker.services.working_memory import rewrite_working_memory
 
 
 def close_session(
@@ -36,8 +40,11 @@ def close_session(
     llm: LLMClient | None,
     now: datetime,
     breaker: CircuitBreaker | None = None,
+    working_memory_breaker: CircuitBreaker | None = None,
 ) -> dict[str, Any]:
-    """Write (or rewrite) the session's episode and mark the session closed. Idempotent per session."""
+    """Write (or rewrite) the session's episode, rewrite the user's working memory from it and the current
+    memories (nothing is rewritten when neither changed), and mark the session closed. Idempotent per
+    session."""
     state = sessions.lock_for_closing(db, tenant_id, user_id, session_id)
     if state is None:
         return {"episodes": 0}
@@ -83,8 +90,17 @@ def close_session(
             vector=vector_literal(embedder.embed([episode.as_text()])[0]),
             now=now,
         )
+    # the agent-less document (agent_id ''): the one the context block reads
+    wm_changed, wm_tokens = rewrite_working_memory(
+        db, tenant_id, user_id, now=now, llm=llm, breaker=working_memory_breaker
+    )
     sessions.mark_closed(db, tenant_id, user_id, session_id, now=now)
-    return {"episodes": 1 if turns else 0, "tokens": tokens, "mode": mode}
+    return {
+        "episodes": 1 if turns else 0,
+        "tokens": tokens + wm_tokens,
+        "mode": mode,
+        "working_memory": int(wm_changed),
+    }
 
 
 def close_idle_sessions(
@@ -96,18 +112,28 @@ def close_idle_sessions(
     embedder: Embedder,
     llm: LLMClient | None,
     breaker: CircuitBreaker | None = None,
+    working_memory_breaker: CircuitBreaker | None = None,
 ) -> dict[str, int]:
     """Close every session that ended (and settled) or went idle into its episode, one transaction per
     session. Returns the sessions closed, the episodes written and the LLM tokens spent."""
     with session_scope(engine, tenant=ALL_TENANTS) as db:
         todo = sessions.sessions_to_close(db, now=now, idle_s=idle_s, settle_s=settle_s)
-    totals = {"sessions": 0, "episodes": 0, "tokens": 0}
+    totals = {"sessions": 0, "episodes": 0, "tokens": 0, "working_memory": 0}
     for tenant_id, user_id, session_id in todo:
         with session_scope(engine, tenant=tenant_id) as db:
             out = close_session(
-                db, tenant_id, user_id, session_id, embedder=embedder, llm=llm, now=now, breaker=breaker
+                db,
+                tenant_id,
+                user_id,
+                session_id,
+                embedder=embedder,
+                llm=llm,
+                now=now,
+                breaker=breaker,
+                working_memory_breaker=working_memory_breaker,
             )
         totals["sessions"] += 1
         totals["episodes"] += out.get("episodes", 0)
         totals["tokens"] += out.get("tokens", 0)
+        totals["working_memory"] += out.get("working_memory", 0)
     return totals

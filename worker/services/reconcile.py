@@ -4,6 +4,10 @@ per-user advisory lock; similar-but-unclear pairs are judged by the LLM in one c
 gets the decision it gets with no LLM (a slot keeps its value and the candidate is held, else it is added),
 and the fallback is said and counted (`worker.services.llm_stage`).
 
+A batch that replaced or forgot memories the user's working memory mentions rewrites that document in the
+same transaction (`worker.services.working_memory.refresh_if_stale`): a read after the change never finds
+the old value there.
+
 `reconcile_backlog` is the whole run of the `memory.reconcile_user` task: batches of `BATCH` candidates, one
 transaction each, then an early distillation when the user's fragments pile up."""
 
@@ -17,7 +21,7 @@ from sqlalchemy import Engine
 from sqlmodel import Session
 
 from core.prompts.judge import build_judge_messages, parse_judge_answer
-from core.reconcile import Decision, Op, PendingCandidate, Policy, decide, judged
+from core.reconcile import Decision, Existing, Op, PendingCandidate, Policy, decide, judged
 from shared import tasknames
 from shared.db.engine import session_scope
 from shared.db.vectors import set_search_params, vector_literal
@@ -29,10 +33,12 @@ from store.memories import apply_decision, lock_user, nearest, slot_rows
 from store.usage import record_usage, within_budget
 from worker.llm import CircuitBreaker, LLMClient, LLMUsage
 from worker.services import llm_stage
+from worker.services.working_memory import refresh_if_stale
 
 log = structlog.get_logger("worker.reconcile")
 
 BATCH = 200
+_DECISIONS = {str(op) for op in Op}
 
 
 def judge_pairs(
@@ -59,36 +65,43 @@ def reconcile_user(
     limit: int = 200,
     llm: LLMClient | None = None,
     breaker: CircuitBreaker | None = None,
+    working_memory_breaker: CircuitBreaker | None = None,
 ) -> dict[str, int]:
     """Reconcile the user's new candidates, oldest event first, under the per-user lock. Caller commits.
 
     Clear cases are applied one by one; similar-but-unclear ones are judged together in one LLM call at the
-    end of the batch (or added, without an LLM)."""
+    end of the batch (or added, without an LLM). When memories were replaced or forgotten and the working
+    memory mentions one of them, it is rewritten here (counted as `working_memory`)."""
     lock_user(db, tenant_id, user_id)
     cands = load_new_candidates(db, tenant_id, user_id, limit=limit)
     counts: dict[str, int] = {}
     if not cands:
         return counts
-    deferred: list[tuple[PendingCandidate, str, Decision, str]] = []
+    deferred: list[tuple[PendingCandidate, str, Decision, Existing]] = []
+    seen: dict[str, Existing] = {}  # the rows decisions were taken against, by id
+    ended: list[tuple[str, str | None]] = []  # content and value of the memories replaced or forgotten
     vectors = [vector_literal(v) for v in embedder.embed([c.content for c in cands])]
     set_search_params(db, ef_search=100)
     for c, vec in zip(cands, vectors, strict=True):
         rows = slot_rows(db, tenant_id, user_id, c.slot) if c.slot else []
         neighbours = nearest(db, tenant_id, user_id, vec)
+        seen.update((n.id, n) for n in [*neighbours, *rows])
         decision = decide(
             c, neighbours=neighbours, slot_rows=rows, policy=policy, llm_available=llm is not None
         )
         if decision.op == Op.JUDGE:
-            target = next(n for n in [*neighbours, *rows] if n.id == decision.target_ids[0])
-            deferred.append((c, vec, decision, target.content))
+            deferred.append((c, vec, decision, seen[decision.target_ids[0]]))
             continue
         _apply_and_mark(db, tenant_id, user_id, c, decision, vec, actor=actor, now=now, counts=counts)
+        ended += _ended(decision, seen)
     if deferred:
         assert llm is not None  # `decide` defers to the judge only when an LLM is available
         verdicts: dict[int, str] = {}
         reason = llm_stage.gate(llm_stage.RECONCILE, breaker)
         if reason is None:
-            verdicts, usage, error = judge_pairs(llm, [(old, c.content) for c, _v, _d, old in deferred])
+            verdicts, usage, error = judge_pairs(
+                llm, [(old.content, c.content) for c, _v, _d, old in deferred]
+            )
             counts["llm_calls"] = usage.calls
             counts["llm_tokens"] = usage.tokens
             if error is None:
@@ -116,7 +129,23 @@ def reconcile_user(
             else:
                 final = Decision(Op.ADD, f"{decision.reason}; no LLM verdict ({why})")
             _apply_and_mark(db, tenant_id, user_id, c, final, vec, actor=actor, now=now, counts=counts)
+            ended += _ended(final, seen)
+    if ended:
+        refreshed, tokens = refresh_if_stale(
+            db, tenant_id, user_id, ended, now=now, llm=llm, breaker=working_memory_breaker
+        )
+        if refreshed:
+            counts["working_memory"] = 1
+        if tokens:
+            counts["llm_working_memory_tokens"] = tokens
     return counts
+
+
+def _ended(decision: Decision, seen: dict[str, Existing]) -> list[tuple[str, str | None]]:
+    """The memories a decision ended (replaced or forgotten): their content and value."""
+    if decision.op not in (Op.SUPERSEDE, Op.FORGET):
+        return []
+    return [(seen[i].content, seen[i].value) for i in decision.target_ids if i in seen]
 
 
 def _apply_and_mark(
@@ -150,6 +179,7 @@ def reconcile_backlog(
     daily_token_budget: int,
     distill_fragment_threshold: int,
     breaker: CircuitBreaker | None = None,
+    working_memory_breaker: CircuitBreaker | None = None,
 ) -> dict[str, int]:
     """Reconcile every new candidate of the user, a batch of `BATCH` per transaction, until a batch comes
     back short (`clock` dates each batch and its usage). Returns the decisions by op plus `llm_calls` and
@@ -168,6 +198,7 @@ def reconcile_backlog(
                 limit=BATCH,
                 llm=_judge_llm(db, llm, tenant_id, now=clock(), daily_token_budget=daily_token_budget),
                 breaker=breaker,
+                working_memory_breaker=working_memory_breaker,
             )
             if counts.get("llm_calls"):
                 record_usage(
@@ -179,9 +210,19 @@ def reconcile_backlog(
                     prompt_tokens=counts.get("llm_tokens", 0),
                     completion_tokens=0,
                 )
-        for k, v in counts.items():  # llm_* are usage, not decisions
+            if counts.get("llm_working_memory_tokens"):
+                record_usage(
+                    db,
+                    tenant_id,
+                    day=clock().date().isoformat(),
+                    stage="working_memory",
+                    calls=1,
+                    prompt_tokens=counts["llm_working_memory_tokens"],
+                    completion_tokens=0,
+                )
+        for k, v in counts.items():  # llm_* are usage, working_memory a rewrite, not decisions
             totals[k] = totals.get(k, 0) + v
-        if sum(v for k, v in counts.items() if not k.startswith("llm_")) < BATCH:
+        if sum(v for k, v in counts.items() if k in _DECISIONS) < BATCH:
             break
     if totals:
         _distill_if_crowded(engine, publisher, tenant_id, user_id, threshold=distill_fragment_threshold)

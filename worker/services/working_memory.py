@@ -6,6 +6,7 @@ deterministic document and says so (`worker.services.llm_stage`)."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from datetime import datetime
 
 from sqlmodel import Session
@@ -68,3 +69,32 @@ def rewrite_working_memory(
         db, tenant_id, user_id, agent_id, content=document, mode=mode, source_hash=source_hash, now=now
     )
     return True, tokens
+
+
+def mentions(document: str, changed: Iterable[tuple[str, str | None]]) -> bool:
+    """Whether the document names a memory that just stopped being current (its text, or its slot's value):
+    a rewritten document would say something else."""
+    folded = document.casefold()
+    return any(
+        (content and content.casefold() in folded) or (value and value.casefold() in folded)
+        for content, value in changed
+    )
+
+
+def refresh_if_stale(
+    db: Session,
+    tenant_id: str,
+    user_id: str,
+    changed: Iterable[tuple[str, str | None]],
+    *,
+    now: datetime,
+    llm: LLMClient | None = None,
+    breaker: CircuitBreaker | None = None,
+) -> tuple[bool, int]:
+    """Rewrite the user's working memory in the transaction that replaced or forgot memories (`changed`: the
+    old rows' content and value) when the document mentions one of them, so the context block never shows
+    a slot's old value under "Working memory" beside its new one. Returns (changed, LLM tokens)."""
+    current = wm_store.read_document(db, tenant_id, user_id)
+    if current is None or not mentions(current.content, changed):
+        return False, 0
+    return rewrite_working_memory(db, tenant_id, user_id, now=now, llm=llm, breaker=breaker)

@@ -93,6 +93,7 @@ def close_idle_sessions(self: Any, fire_time: str | None = None, *_: Any) -> dic
             embedder=runtime.embedder(),
             llm=runtime.llm(),
             breaker=runtime.breaker("episode"),
+            working_memory_breaker=runtime.breaker("working_memory"),
         )
 
     return recorded_run(

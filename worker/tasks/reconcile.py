@@ -32,6 +32,7 @@ def reconcile_user(self: Any, tenant_id: str, user_id: str) -> dict[str, Any]:
         daily_token_budget=settings.daily_token_budget,
         distill_fragment_threshold=settings.distill_fragment_threshold,
         breaker=runtime.breaker("reconcile"),
+        working_memory_breaker=runtime.breaker("working_memory"),
     )
-    decisions = sum(v for k, v in totals.items() if not k.startswith("llm_"))
+    decisions = sum(v for k, v in totals.items() if not k.startswith("llm_") and k != "working_memory")
     return {"outcome": "ok", "candidates": decisions, **totals}

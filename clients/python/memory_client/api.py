@@ -58,6 +58,7 @@ T = TypeVar("T")
 Kind = Literal["semantic", "episodic", "procedural"]
 Category = Literal["profile", "preference", "constraint", "decision", "lesson", "feedback", "fact"]
 Status = Literal["active", "superseded", "consolidated", "archived", "deleted"]
+Scope = Literal["user", "agent", "app"]
 
 DEFAULT_API_URL = "http://127.0.0.1:8000"
 _RETRY_STATUSES = frozenset({429, 502, 503, 504})
@@ -126,8 +127,10 @@ class _Requests:
         )
 
     @staticmethod
-    def context(user_id: str, *, query: str = "", max_tokens: int = 1000) -> _Call[Context]:
-        params = _params(query=redact(query) or None, max_tokens=max_tokens)
+    def context(
+        user_id: str, *, query: str = "", max_tokens: int = 1000, agent_id: str | None = None
+    ) -> _Call[Context]:
+        params = _params(query=redact(query) or None, max_tokens=max_tokens, agent_id=agent_id)
         return _Call("GET", f"/v1/users/{_path(user_id)}/context", _decoder(Context), params=params)
 
     @staticmethod
@@ -210,7 +213,7 @@ class _Requests:
 
     @staticmethod
     def remember(
-        user_id: str,
+        user_id: str | None,
         content: str,
         *,
         kind: Kind = "semantic",
@@ -221,10 +224,12 @@ class _Requests:
         ttl_days: float | None = None,
         valid_from: datetime | None = None,
         idempotency_key: str | None = None,
+        scope: Scope = "user",
+        agent_id: str | None = None,
     ) -> _Call[Remembered]:
         body: dict[str, Any] = {
-            "user_id": user_id,
             "content": redact(content),
+            "scope": scope,
             "kind": kind,
             "category": category,
             "pinned": pinned,
@@ -233,6 +238,8 @@ class _Requests:
         }
         body.update(
             _params(
+                user_id=user_id,
+                agent_id=agent_id,
                 slot=slot,
                 value=redact(value) if value is not None else None,
                 ttl_days=ttl_days,
@@ -506,9 +513,12 @@ class Memory(_Base):
             )
         )
 
-    def context(self, user_id: str, *, query: str = "", max_tokens: int = 1000) -> Context:
-        """A ready-to-inject block (standing rules, relevant memories, working memory) for a model call."""
-        return self._run(_Requests.context(user_id, query=query, max_tokens=max_tokens))
+    def context(
+        self, user_id: str, *, query: str = "", max_tokens: int = 1000, agent_id: str | None = None
+    ) -> Context:
+        """A ready-to-inject block (standing rules, relevant memories, working memory) for a model call;
+        with `agent_id`, that agent's own memories join the user's and the app's (labelled)."""
+        return self._run(_Requests.context(user_id, query=query, max_tokens=max_tokens, agent_id=agent_id))
 
     def memories(
         self,
@@ -575,7 +585,7 @@ class Memory(_Base):
 
     def remember(
         self,
-        user_id: str,
+        user_id: str | None,
         content: str,
         *,
         kind: Kind = "semantic",
@@ -586,8 +596,12 @@ class Memory(_Base):
         ttl_days: float | None = None,
         valid_from: datetime | None = None,
         idempotency_key: str | None = None,
+        scope: Scope = "user",
+        agent_id: str | None = None,
     ) -> Remembered:
-        """Remember one statement now, reconciled like extracted memories (a slot holds one current value)."""
+        """Remember one statement now, reconciled like extracted memories (a slot holds one current value).
+        `scope`: "user" (the default: every agent of the user reads it), "agent" (only `agent_id` reads it),
+        or "app" (every user of the tenant reads it; `user_id` may be None)."""
         return self._run(
             _Requests.remember(
                 user_id,
@@ -600,6 +614,8 @@ class Memory(_Base):
                 ttl_days=ttl_days,
                 valid_from=valid_from,
                 idempotency_key=idempotency_key,
+                scope=scope,
+                agent_id=agent_id,
             )
         )
 
@@ -686,9 +702,14 @@ class AsyncMemory(_Base):
             )
         )
 
-    async def context(self, user_id: str, *, query: str = "", max_tokens: int = 1000) -> Context:
-        """A ready-to-inject block (standing rules, relevant memories, working memory) for a model call."""
-        return await self._run(_Requests.context(user_id, query=query, max_tokens=max_tokens))
+    async def context(
+        self, user_id: str, *, query: str = "", max_tokens: int = 1000, agent_id: str | None = None
+    ) -> Context:
+        """A ready-to-inject block (standing rules, relevant memories, working memory) for a model call;
+        with `agent_id`, that agent's own memories join the user's and the app's (labelled)."""
+        return await self._run(
+            _Requests.context(user_id, query=query, max_tokens=max_tokens, agent_id=agent_id)
+        )
 
     async def memories(
         self,
@@ -755,7 +776,7 @@ class AsyncMemory(_Base):
 
     async def remember(
         self,
-        user_id: str,
+        user_id: str | None,
         content: str,
         *,
         kind: Kind = "semantic",
@@ -766,8 +787,12 @@ class AsyncMemory(_Base):
         ttl_days: float | None = None,
         valid_from: datetime | None = None,
         idempotency_key: str | None = None,
+        scope: Scope = "user",
+        agent_id: str | None = None,
     ) -> Remembered:
-        """Remember one statement now, reconciled like extracted memories (a slot holds one current value)."""
+        """Remember one statement now, reconciled like extracted memories (a slot holds one current value).
+        `scope`: "user" (the default: every agent of the user reads it), "agent" (only `agent_id` reads it),
+        or "app" (every user of the tenant reads it; `user_id` may be None)."""
         return await self._run(
             _Requests.remember(
                 user_id,
@@ -780,6 +805,8 @@ class AsyncMemory(_Base):
                 ttl_days=ttl_days,
                 valid_from=valid_from,
                 idempotency_key=idempotency_key,
+                scope=scope,
+                agent_id=agent_id,
             )
         )
 

@@ -111,30 +111,46 @@ def build_server(
             ),
         ] = None,
         user_id: UserArg = None,
+        scope: Annotated[
+            Literal["user", "agent", "app"],
+            Field(
+                description="user (default): about this user, read by every agent; agent: only for the agent "
+                "named by agent_id, with this user; app: shared knowledge every user of the app gets"
+            ),
+        ] = "user",
+        agent_id: Annotated[
+            str | None, Field(description="the agent an agent-scope memory belongs to (scope agent only)")
+        ] = None,
     ) -> dict[str, Any]:
-        user = _user(ctx, user_id, default_user)
+        user = None if scope == "app" else _user(ctx, user_id, default_user)
         try:
             async with memory_for(ctx) as client:
-                done = await client.remember(user, content, kind=kind, slot=slot)
+                done = await client.remember(
+                    user, content, kind=kind, slot=slot, scope=scope, agent_id=agent_id
+                )
         except (APIError, ConnectionFailed) as exc:
             raise _fail(exc) from exc
         memory_id = done.memory.id if done.memory else None
-        return {"op": done.op, "memory_id": memory_id, "reason": done.reason}
+        return {"op": done.op, "memory_id": memory_id, "reason": done.reason, "scope": scope}
 
     @server.tool(
         description="Search what is remembered about the user, most relevant first. Use it for a specific "
-        "question ('which package manager do they use?'). Returns each memory's id, text, kind and score."
+        "question ('which package manager do they use?'). Returns each memory's id, text, kind, score and "
+        "scope (user, agent or app)."
     )
     async def recall(
         query: Annotated[str, Field(description="what to look for, in natural language", min_length=1)],
         ctx: Context,
         k: Annotated[int, Field(ge=1, le=50, description="how many results")] = 5,
         user_id: UserArg = None,
+        agent_id: Annotated[
+            str | None, Field(description="the agent asking: its own (agent-scope) memories are included")
+        ] = None,
     ) -> list[dict[str, Any]]:
         user = _user(ctx, user_id, default_user)
         try:
             async with memory_for(ctx) as client:
-                hits = await client.search(user, query, k=k)
+                hits = await client.search(user, query, k=k, agent_id=agent_id)
         except NotFound:
             return []  # nothing is known about this user yet
         except (APIError, ConnectionFailed) as exc:
@@ -146,6 +162,7 @@ def build_server(
                 "kind": h.kind,
                 "category": h.category,
                 "score": round(h.score, 4),
+                "scope": h.scope,
             }
             for h in hits
         ]
@@ -160,11 +177,14 @@ def build_server(
         query: Annotated[str, Field(description="the task or question at hand (optional)")] = "",
         max_tokens: Annotated[int, Field(ge=16, le=32000, description="size budget of the block")] = 800,
         user_id: UserArg = None,
+        agent_id: Annotated[
+            str | None, Field(description="the agent asking: its own (agent-scope) memories are included")
+        ] = None,
     ) -> str:
         user = _user(ctx, user_id, default_user)
         try:
             async with memory_for(ctx) as client:
-                block = await client.context(user, query=query, max_tokens=max_tokens)
+                block = await client.context(user, query=query, max_tokens=max_tokens, agent_id=agent_id)
         except NotFound:
             return "Nothing is remembered about this user yet."
         except (APIError, ConnectionFailed) as exc:

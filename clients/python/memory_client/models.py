@@ -94,6 +94,8 @@ class SearchResult:
     valid_from: datetime | None = None
     valid_to: datetime | None = None
     expires_at: datetime | None = None  # a temporary memory's end (set by an edit or inferred from its text)
+    scope: str | None = None  # a memory's: user | agent | app
+    agent_id: str | None = None  # an agent-scope memory's agent
     session_id: str | None = None
     source_event_ids: list[str] = field(default_factory=list)
     source_turn_ids: list[str] = field(default_factory=list)
