@@ -40,13 +40,14 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from bench.lib.paths import REPO
 from bench.lib.progress import progress
 
-EVENTS = 1_500
+EVENTS = 2_000  # 80 s at 25/s: room for all four faults (worker, Redis, PostgreSQL, the LLM) and their recoveries
 RATE = 25.0
 FAULT_EVERY_S = 12.0
 DOWN_S = 3.0
@@ -56,6 +57,7 @@ QUIET_S = 5.0
 DRAIN_LIMIT_S = 180.0
 VISIBILITY_TIMEOUT_S = 20
 RESULT_PATH = REPO / "bench" / "results" / "chaos.md"
+SWEEP_EVERY_S = 10.0  # while draining, the scheduler's sweep (every 5 minutes in production)
 STUCK_PATH = REPO / "bench" / "results" / "chaos-not-drained.json"  # what a run that did not drain left
 
 # (slot statement template, values): the rules turn each into a slotted memory, a later value supersedes
@@ -244,13 +246,23 @@ def _state(conn: Any, tenant: str) -> tuple[int, int, int, int]:
 
 def drain(stack: Stack, accepted: int) -> dict[str, Any]:
     from bench.lib.db import raw_connection
+    from shared import tasknames
+    from shared.publisher import TaskPublisher
 
     t0 = time.monotonic()
     last: Any = None
     last_change = t0
+    next_sweep = t0
+    publisher = TaskPublisher(stack.redis.url, queue=stack.queue, timeout_s=2.0)
     while True:
         now = time.monotonic()
         stack.ensure_worker("the faults, while draining")
+        if now >= next_sweep:  # the scheduler's sweep, on the run's compressed clock (every SWEEP_EVERY_S)
+            next_sweep = now + SWEEP_EVERY_S
+            try:
+                publisher.publish(tasknames.SWEEP, [datetime.now(UTC).isoformat()])
+            except Exception as exc:
+                progress(f"chaos: sweep not sent: {exc!r}")
         try:
             with raw_connection(stack.database_url) as conn:
                 st = _state(conn, stack.tenant)
@@ -355,7 +367,8 @@ def render(t: Tally, info: dict[str, Any]) -> str:
         "## Fault run (`make chaos`)",
         "",
         f"{info['events']:,} events at {info['rate']:g}/s from {USERS} users through `MemoryClient` into a "
-        f"private stack (embedded PostgreSQL, redis-server with AOF, `celery worker -c 2`, the fake LLM), a "
+        f"private stack (embedded PostgreSQL, redis-server with AOF, `celery worker -c 2` with an ingest "
+        f"consumer beside it, the fake LLM; while draining, the scheduler's sweep every {SWEEP_EVERY_S:.0f} s), a "
         f"fault every {info['fault_every']:g} s: {faults}. Worker started {info['worker_starts']} times "
         f"(once at the start, {info.get('sigkills', 0)} after its SIGKILL, {len(dead)} after it was found "
         f"dead otherwise); "
@@ -407,6 +420,10 @@ def run(events: int, rate: float, fault_every: float, down_s: float) -> tuple[Ta
             OPENAI_API_KEY="bench-fake",
             OPENAI_BASE_URL=llm.base_url,
             MEMORY_BROKER_VISIBILITY_TIMEOUT_S=str(VISIBILITY_TIMEOUT_S),
+            # the production clocks, compressed like the run: a turn the LLM failed is sent again after 5 s
+            # (600 s), the sweeper re-sends events pending for 10 s (600 s) and runs every SWEEP_EVERY_S
+            MEMORY_LLM_RETRY_S="5",
+            MEMORY_SWEEP_STALE_S="10",
         )
         stack = Stack(tmp, queue, tenant, redis_srv, pg, llm, env)
         stack.start_worker()
