@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 
 from core.extraction.candidates import Category, Tier
-from core.extraction.rules.hits import Hit, must, shift, tool_hit
+from core.extraction.rules.hits import Hit, must, shift, tool_hit, without_insert
 from core.extraction.rules.sentences import ENUMERATOR_RE
 from core.extraction.rules.vocab import Tool, current_tool, find_tools, first_current_tool
 
@@ -40,9 +40,24 @@ class LanguageRules:
     # a lasting statement no other rule accounts for: (clause, its sentence, whole) -> hits; `whole`: the
     # clause is the whole sentence, tried first (a lesson is one memory of its sentence)
     generic: Callable[[str, str, bool], list[Hit]] = lambda clause, sentence, whole: []
+    # the clause with the subject the language dropped put back ("been on Zed ..." -> "I've been on Zed ..."),
+    # where it went and its length; None when nothing was dropped
+    with_subject: Callable[[str], tuple[str, int, int] | None] = lambda clause: None
 
 
 def dispatch(sentence: str, rules: LanguageRules) -> list[Hit]:
+    """All of one language's rule hits for one normalised sentence (`_dispatch`); when there are none and
+    the sentence dropped its first-person subject ("moved to Lyon in May", "搬到杭州了"), those of the
+    sentence with the subject put back."""
+    hits = _dispatch(sentence, rules)
+    dropped = None if hits else rules.with_subject(sentence)
+    if dropped is None:
+        return hits
+    text, at, added = dropped
+    return without_insert(_dispatch(text, rules), at, added)
+
+
+def _dispatch(sentence: str, rules: LanguageRules) -> list[Hit]:
     """All of one language's rule hits for one normalised sentence: forget / remember requests alone; tool
     pairs; a correction's fact raised to MUST; a short reply; else rules and facts (a fact stated against
     another value is a correction too)."""

@@ -6,7 +6,8 @@
   (`slot_kind`); `tool_hit` "The user's project uses X." / "用户的项目使用 X。" in the tool's slot;
   `reply_hit` a `user.reply_style` / `user.reply_language` candidate. Content is in the hit's `lang`.
 - `must` raises a hit to MUST (an explicit remember / correction around it); `shift` moves spans by an
-  offset; `statements` finds every subject-verb statement of a pattern, nested ones included.
+  offset, `without_insert` maps them back over text inserted (a dropped subject put back); `statements`
+  finds every subject-verb statement of a pattern, nested ones included.
 - `forget_target` names the slot (and value) a forget request is about, in either language.
 """
 
@@ -71,6 +72,16 @@ def must(hit: Hit, prefix: str, *, start: int = 0, end: int | None = None) -> Hi
 
 def shift(hits: list[Hit], offset: int) -> list[Hit]:
     return [(cand, start + offset, end + offset) for cand, start, end in hits]
+
+
+def without_insert(hits: list[Hit], at: int, added: int) -> list[Hit]:
+    """Spans found in a text with `added` characters inserted at `at` (a dropped subject put back), mapped
+    back onto the text as it was said."""
+
+    def back(pos: int) -> int:
+        return pos if pos <= at else max(at, pos - added)
+
+    return [(cand, back(start), back(end)) for cand, start, end in hits]
 
 
 def statements(pattern: re.Pattern[str], sentence: str) -> list[re.Match[str]]:

@@ -23,10 +23,12 @@ from core.extraction.rules import en, zh
 from core.extraction.rules.dispatch import change_hits, noun_change_hits, opens_stack, stack_hits
 from core.extraction.rules.en.grammar import blocked as en_blocked
 from core.extraction.rules.en.grammar import sentence_case, third_person
+from core.extraction.rules.en.grammar import with_subject as en_with_subject
 from core.extraction.rules.hits import Hit, shift
 from core.extraction.rules.sentences import split_clauses
 from core.extraction.rules.vocab import current_tool, topic_slot
 from core.extraction.rules.zh.grammar import blocked as zh_blocked
+from core.extraction.rules.zh.grammar import with_subject as zh_with_subject
 from core.extraction.rules.zh.grammar import zh_content
 
 _LATIN_WORD_RE = re.compile(r"[A-Za-z]{2,}")
@@ -98,6 +100,12 @@ def _blocked(text: str, at: int) -> bool:
     return en_blocked(text, at) or zh_blocked(text, at)
 
 
+def _dropped_subject(clause: str) -> bool:
+    """A clause whose first-person subject was dropped ("now on the payments team", "搬到杭州了"): a statement
+    of its own, like one that opens with a subject."""
+    return (en_with_subject(clause) or zh_with_subject(clause)) is not None
+
+
 def _mixed(text: str) -> bool:
     return has_han(text) and len(_LATIN_WORD_RE.findall(text)) >= 2
 
@@ -161,7 +169,8 @@ def sentence_hits(sentence: str) -> list[Hit]:
             end = start + len(clause)
             if any(s <= start and end <= e for s, e in spans):
                 continue
-            if not (asked or _CLAUSE_OPENER_RE.match(clause)) or _TASK_AT_HAND_RE.search(sentence):
+            opens = asked or _CLAUSE_OPENER_RE.match(clause) or _dropped_subject(clause)
+            if not opens or _TASK_AT_HAND_RE.search(sentence):
                 continue  # "这段先用普通 for 循环写，别用 stream": the rule is for this piece of work
             if start and _blocked(sentence, start):
                 continue

@@ -18,7 +18,7 @@ from __future__ import annotations
 from core.extraction.rules.dispatch import LanguageRules, dispatch
 from core.extraction.rules.en.behaviour import reply_hits, rule_hits, when_you_hits
 from core.extraction.rules.en.facts import CORRECTION_CUE, NEGATING, fact_hits
-from core.extraction.rules.en.grammar import is_question, third_person
+from core.extraction.rules.en.grammar import is_question, third_person, with_subject
 from core.extraction.rules.en.requests import (
     CONTRAST_RE,
     CORRECTION_RE,
@@ -47,6 +47,7 @@ ENGLISH = LanguageRules(
     rules=lambda sentence: rule_hits(FILLER.sub(" ", sentence)) or prohibition_hits(sentence),
     generic=generic_hits,
     restate=third_person,
+    with_subject=with_subject,
 )
 
 

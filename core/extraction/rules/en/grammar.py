@@ -5,6 +5,8 @@
 - `blocked(sentence, start)`: the text before `start` makes the statement not the user's own current fact
   (a quotation, a hypothetical, an unsure clause, reported speech).
 - `is_question`, `third_person` ("I always deploy" -> "the user always deploys"), `sentence_case`.
+- `with_subject(clause)`: the clause with the "I" chat drops before a verb of state or change put back
+  ("been on Zed for a month now" -> "I've been on Zed for a month now").
 """
 
 from __future__ import annotations
@@ -130,3 +132,27 @@ def is_question(sentence: str) -> bool:
     if _POLITE_RE.match(sentence):
         return False
     return sentence.rstrip().endswith("?") or _QUESTION_START.match(sentence) is not None
+
+
+# Chat drops the first person before a verb of state or change: "been on Zed for a month now", "moved to Lyon
+# in May", "started at Acme last week", "switched teams, ...". A verb in its base form ("use pnpm") is an
+# imperative, and a verb with its own subject needs nothing put back.
+_DROPPED_I_RE = re.compile(
+    LEAD
+    + r"(?:(?:just|recently|finally|also|now|already|officially|actually)\s+)*(?P<verb>been|moved|relocated|"
+    r"switched|started|joined|transferred|left|quit|became|got\s+(?:promoted|transferred|moved|hired)|went|"
+    r"(?P<now>now|currently|these\s+days)\s+(?:on|at|in|with|based)\b)",
+    re.I,
+)
+
+
+def with_subject(clause: str) -> tuple[str, int, int] | None:
+    """The clause with the dropped "I" put back, where it went and how long it is; None when nothing was
+    dropped."""
+    match = _DROPPED_I_RE.match(clause)
+    if match is None:
+        return None
+    at = match.start("verb")
+    verb = match.group("verb").lower()
+    added = "I've " if verb == "been" else "I'm " if match.group("now") else "I "  # "now at Stripe"
+    return clause[:at] + added + clause[at:], at, len(added)

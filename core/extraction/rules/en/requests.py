@@ -109,7 +109,10 @@ _VAGUE = re.compile(
 _FORGET_VERBS = ("forget", "stop", "don't", "do not", "unlearn")
 # "I live in Munich, not Berlin": a fact stated against another value is a correction.
 CONTRAST_RE = re.compile(
-    r",?\s+(?:not|rather\s+than|instead\s+of)\s+(?:in\s+|at\s+|the\s+|an?\s+)?[\w.+#-]+(?:\s+[\w.+#-]+){0,2}"
+    r",?\s+(?:not|rather\s+than|instead\s+of)\s+(?:in\s+|at\s+|the\s+|an?\s+)?"
+    # a value, not a verb or a degree ("not going back", "not sure", "not too bad")
+    r"(?!\w+ing\b|(?:sure|yet|bad|really|so|too|very|that|quite|much|ideal|great|happy|anymore|ever)\b)"
+    r"[\w.+#-]+(?:\s+[\w.+#-]+){0,2}"
     r"[.!]*$",
     re.I,
 )

@@ -6,6 +6,8 @@
   (a quotation, a hypothetical, an unsure clause, reported speech).
 - `is_question`, `zh_content` (我 -> 用户, spaces around Latin words, ending in 。), `strip_tail` (drops
   trailing particles: "了", "呢", "吧" ...).
+- `with_subject(clause)`: the clause with the "我" Chinese drops before a verb of state or change put back
+  ("从这周开始转岗到算法组了" -> "从这周开始我转岗到算法组了").
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ WE = r"(?:我们|咱们)"
 ADV = (
     r"(?:这边|那边|这里|日常|平常|现在|目前|一直|还|也|就|都|刚|刚刚|才|最近|已经|平时|平常|一般|通常|主要|基本上?|其实|本身|"
     r"真的|确实|比较|很|挺|非常|特别|超|蛮|更|最|总是|向来|始终|长期|常年|本来就|又|如今|早就|早已|"
-    r"本人|自己|上个月|上周|去年|前年|今年|前几天|前阵子|年初|年底|上半年|下半年|这个月|这周)*"
+    r"本人|自己|正式|上个月|上周|去年|前年|今年|前几天|前阵子|年初|年底|上半年|下半年|这个月|这周)*"
 )
 LEAD = (  # fillers before a request; a short Latin chunk too ("ok, 记住…")
     r"^(?:[A-Za-z']{1,10}(?:\s+[A-Za-z']{1,10}){0,2}\s*[,:;!.]?\s*(?=[\u4e00-\u9fff]))?(?:(?:还有|另外|"
@@ -83,3 +85,23 @@ def is_question(sentence: str) -> bool:
     if _POLITE.match(stripped) and not re.search(r"你记得|还记得|记不记得", stripped):
         return False
     return stripped.endswith("?") or bool(_QUESTION_END.search(stripped) or _QUESTION_ANY.search(stripped))
+
+
+# Chinese drops the subject before a verb of state or change ("搬到杭州了", "从这周开始转岗到算法组了", "现在用的是
+# Arch"): the clause is the user's own. A bare "用 X" is an imperative and gets nothing.
+_DROPPED_ME_RE = re.compile(
+    LEAD
+    + r"(?:从[^,.;!?]{1,6}?(?:开始|起)\s*,?\s*)?(?="
+    + ADV
+    + r"(?:搬到|搬去|搬回|搬家到|调到|调去|转岗|转到|转组|"
+    r"加入了|入职了?|跳槽到|跳槽去|住在|用的是|一直用|一直在用|平时用|开始吃|不再吃|改吃))"
+)
+
+
+def with_subject(clause: str) -> tuple[str, int, int] | None:
+    """The clause with the dropped "我" put back, where it went and how long it is; None when nothing was
+    dropped."""
+    match = _DROPPED_ME_RE.match(clause)
+    if match is None:
+        return None
+    return clause[: match.end()] + "我" + clause[match.end() :], match.end(), 1

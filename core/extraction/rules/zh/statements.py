@@ -22,7 +22,7 @@ from core.extraction.candidates import Category, Kind, Tier
 from core.extraction.rules.en.statements import family_slot
 from core.extraction.rules.hits import Hit, fact, make
 from core.extraction.rules.sentences import ENUMERATOR_RE
-from core.extraction.rules.zh.grammar import LEAD, ME, WE, blocked, is_question, strip_tail, zh_content
+from core.extraction.rules.zh.grammar import ADV, LEAD, ME, WE, blocked, is_question, strip_tail, zh_content
 
 _LEAD_RE = re.compile(LEAD)
 # fmt: off
@@ -95,8 +95,7 @@ def prohibition_hits(sentence: str) -> list[Hit]:
 
 # fmt: off
 _TEAM_RE = re.compile(
-    ME + r"(?:这边|现在|目前|已经|最近|上个月|这个月|这周|上周|今年|刚刚|刚|前几天)*"
-    r"(?:在|调到了?|调去了?|转到了?|转去了?|去了|加入了?|换到了?|是)\s*"
+    ME + ADV + r"(?:在|调到了?|调去了?|转到了?|转去了?|去了|加入了?|换到了?|转岗到了?|调岗到了?|转组到了?|是)\s*"
     r"(?P<team>[\u4e00-\u9fffA-Za-z]{1,8}?)\s?(?P<unit>组|团队|部门|小组|team)(?![\u4e00-\u9fff]{0,1}(?:的人|长))")
 _WE_TEAM_RE = re.compile(WE + r"(?:组|团队|部门)是\s*(?P<team>[\u4e00-\u9fffA-Za-z]{1,8}?)(?P<unit>组|团队|部门)")
 _FAMILY = r"猫|狗|猫咪|狗狗|女儿|儿子|老婆|老公|媳妇|妻子|丈夫|孩子|宝宝|闺女|男朋友|女朋友|对象|兔子|鹦鹉|仓鼠"

@@ -1,0 +1,56 @@
+"""Linguistic forms the rules read as a whole class (issue #12), each tested with fresh examples written from
+the form, in both languages where it exists in both: what must be found, and the near misses that must not.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from core.extraction.candidates import Turn
+from core.extraction.rules import extract_turn
+
+
+def _slots(text: str) -> dict[str | None, str | None]:
+    return {c.slot: c.value for c in extract_turn(Turn("e1", "user", text))}
+
+
+def _contents(text: str) -> list[str]:
+    return [c.content for c in extract_turn(Turn("e1", "user", text))]
+
+
+# --- a dropped first-person subject ("been on Helix for a month", "搬到厦门了") -------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "slot", "value"),
+    [
+        ("been on Emacs since the spring, honestly not going back", "user.editor", "emacs"),
+        ("relocated to Ghent over the summer, the commute is short now", "user.location", "Ghent"),
+        ("changed roles in May, now on the billing team", "user.team", "billing team"),
+        ("just joined Miro as a staff engineer", "user.employer", "Miro"),
+        ("上个月搬到厦门了，离海边很近", "user.location", "厦门"),
+        ("从下周起转岗到风控组，交接文档写好了", "user.team", "风控组"),
+        ("平时用的是 Neovim，插件不多", "user.editor", "neovim"),
+    ],
+)
+def test_a_statement_whose_first_person_subject_was_dropped_is_the_users(
+    text: str, slot: str, value: str
+) -> None:
+    assert _slots(text).get(slot) == value
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "use pnpm for the install step",  # an imperative: a base-form verb is not a dropped subject
+        "用 pnpm 重新装一下依赖",
+        "moved the button to the left, can you check the layout?",  # a one-off action names no slot value
+    ],
+)
+def test_an_imperative_or_a_one_off_action_is_not_a_dropped_subject(text: str) -> None:
+    assert not {s for s in _slots(text) if s and s.startswith("user.")}
+
+
+def test_a_negated_verb_after_a_comma_is_no_contrast_with_another_value() -> None:
+    found = extract_turn(Turn("e1", "user", "been on Sublime Text for weeks now, not going back"))
+    assert [(c.slot, c.value, c.tier.value) for c in found] == [("user.editor", "sublime", "worth")]
