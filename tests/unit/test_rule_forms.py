@@ -54,3 +54,38 @@ def test_an_imperative_or_a_one_off_action_is_not_a_dropped_subject(text: str) -
 def test_a_negated_verb_after_a_comma_is_no_contrast_with_another_value() -> None:
     found = extract_turn(Turn("e1", "user", "been on Sublime Text for weeks now, not going back"))
     assert [(c.slot, c.value, c.tier.value) for c in found] == [("user.editor", "sublime", "worth")]
+
+
+# --- a change that names the value it leaves ("got rid of Heroku, it's Render now") ---------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "slot", "value"),
+    [
+        ("we got rid of Travis, it's all CircleCI now", "project.ci", "circleci"),
+        ("tore out MobX last year, it's Zustand now", "project.state_management", "zustand"),
+        ("Memcached 已经下掉了，现在全走 Redis", "project.cache", "redis"),
+        ("我们已经不用 Webpack 了，全部换成 Vite", "project.bundler", "vite"),
+        ("we build with Vite, never webpack", "project.bundler", "vite"),
+    ],
+)
+def test_the_value_a_change_leaves_is_never_the_current_one(text: str, slot: str, value: str) -> None:
+    found = extract_turn(Turn("e1", "user", text))
+    assert [(c.slot, c.value) for c in found if c.slot == slot] == [(slot, value)]
+
+
+@pytest.mark.parametrize(
+    ("text", "new", "old"),
+    [
+        ("we moved the monorepo to Yarn, so stop suggesting npm ci", "Yarn", "npm"),
+        ("仓库已经迁到 Gitea 了，以后别再给我 GitHub 的链接", "Gitea", "GitHub"),
+    ],
+)
+def test_a_rule_about_the_value_a_change_left_keeps_the_change_with_it(text: str, new: str, old: str) -> None:
+    rules = [c for c in extract_turn(Turn("e1", "user", text)) if c.slot is None]
+    assert rules and all(new in c.content and old in c.content for c in rules)
+
+
+def test_no_longer_using_a_tool_is_a_change_of_state_not_a_rule_for_the_agent() -> None:
+    found = extract_turn(Turn("e1", "user", "我们早就不用 Jenkins 了"))
+    assert not [c for c in found if c.kind.value == "procedural"]

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from core.extraction.candidates import Category, Tier
 from core.extraction.rules.hits import Hit, must, shift, tool_hit, without_insert
 from core.extraction.rules.sentences import ENUMERATOR_RE
-from core.extraction.rules.vocab import Tool, current_tool, find_tools, first_current_tool
+from core.extraction.rules.vocab import Tool, current_tool, find_tools, first_current_tool, named_as_left
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,7 +97,9 @@ def _dispatch(sentence: str, rules: LanguageRules) -> list[Hit]:
     return pairs + rules.rules(sentence) + facts
 
 
-_SOFT_NEGATIONS = ("from", "over", "instead", "rather", "从", "替换", "代替")
+# a value left by a change or a choice ("from npm", "no longer Jenkins", "不用 Jenkins 了"), not corrected
+_SOFT_NEGATIONS = ("from", "over", "instead", "rather", "no longer", "replac", "ditch", "drop", "从", "替换", "代替",
+                   "不用", "不再", "换掉")  # fmt: skip
 _TOOL_AS_MODIFIER = re.compile(
     r"\s*(?:script|scripts|command|commands|package|packages|version|registry|lock\s*file|lockfile|cache|one|"
     r"config|file|files|module|modules|docs|api|client|driver|server|image|container|plugin|error|issue|bug)\b",
@@ -283,7 +285,9 @@ _STACK_SUBJECT_RE = re.compile(
     r"(?:[\w-]+\s+){0,2}?(?:stack|backend|frontend|api|app|service|project|repo|codebase|db|database|infra|cluster|site|"
     r"pipeline|ci|layer|cache|queue|server|servers|platform|website|blog|monorepo|tests|test\s+suite)\b|"
     r"this\s+(?:repo|project|service|app|codebase)\b|(?:tech\s+)?stack\b|backend\b|frontend\b|db\b|database\b|"
-    r"ci\b|infra\b|prod\b|everything\b|all\s+hosted|hosted\b|deployed\b|running\b|built\b)"
+    r"ci\b|infra\b|prod\b|everything\b|all\s+hosted|hosted\b|deployed\b|running\b|built\b|"
+    # "it's all Zustand now", "all on Buildkite these days": the current state, told after a change
+    r"(?:it's|it\s+is|all|everything's)\s+(?=[^,;]*\b(?:now|these\s+days|nowadays)\b))"
     r"|^(?:现在|目前|如今|now\s+)?\s*(?:我们?|咱们|项目|技术栈|栈|前端|后端|服务端|数据库|库|主库|CI|线上|生产|部署|服务|"
     r"整个|这个(?:项目|服务|仓库)|我们的|公司|团队|组里)"
     r"|^(?:现在|目前|如今)?\s*(?:[A-Za-z]{2,10}\s*)?[\u4e00-\u9fff]{1,6}(?=(?:都|统一|一直|现在|直接|全)*(?:用的是|用的|用|采用|使用|跑在|跑|"
@@ -325,8 +329,10 @@ def stack_hits(clause: str, *, lang: str, inherited: bool = False) -> list[Hit]:
         return []
     hits: list[Hit] = []
     seen: set[str] = set()
-    for tool, _, _ in find_tools(body):
+    for tool, start, _ in find_tools(body):
         if tool.slot is None or tool.slot in seen or tool.slot.startswith("user."):
+            continue
+        if named_as_left(body, start):  # "we got rid of Heroku": not the current value
             continue
         seen.add(tool.slot)
         hits.append(tool_hit(tool, 0, len(clause), rule=f"{lang}.tool.stack", lang=lang))

@@ -26,7 +26,7 @@ from core.extraction.rules.en.grammar import sentence_case, third_person
 from core.extraction.rules.en.grammar import with_subject as en_with_subject
 from core.extraction.rules.hits import Hit, shift
 from core.extraction.rules.sentences import split_clauses
-from core.extraction.rules.vocab import current_tool, topic_slot
+from core.extraction.rules.vocab import current_tool, find_tools, topic_slot
 from core.extraction.rules.zh.grammar import blocked as zh_blocked
 from core.extraction.rules.zh.grammar import with_subject as zh_with_subject
 from core.extraction.rules.zh.grammar import zh_content
@@ -96,6 +96,9 @@ _REJECTED_RE = re.compile(
 )
 
 
+_NO_REFERENT_RE = re.compile(r"^\s*(?:(?:and|so|but)\s+)?(?:it's|it\s+is)\b", re.I)
+
+
 def _blocked(text: str, at: int) -> bool:
     return en_blocked(text, at) or zh_blocked(text, at)
 
@@ -126,7 +129,9 @@ def _generic_hits(clause: str, sentence: str, *, whole: bool = False, inherited:
     rules = en.ENGLISH if detect_lang(clause) == "en" else zh.CHINESE
     if not whole:
         stack = stack_hits(clause, lang=rules.lang, inherited=inherited)
-        if len(stack) == 1:  # one tool: the clause's own words ("定了用 Go 重写网关") say more than "uses Go"
+        # one tool: the clause's own words ("定了用 Go 重写网关") say more than "uses Go", unless its subject
+        # names nothing ("it's all Zustand now")
+        if len(stack) == 1 and not _NO_REFERENT_RE.match(clause):
             cand, start, end = stack[0]
             words = zh_content(clause) if rules.lang == "zh" else sentence_case(third_person(clause.strip()))
             return [(dataclasses.replace(cand, content=words), start, end)]
@@ -150,6 +155,34 @@ def _generic_hits(clause: str, sentence: str, *, whole: bool = False, inherited:
             cand = dataclasses.replace(cand, slot=tool.slot, value=tool.canonical, confidence=0.8)
         elif topic is not None:  # one current statement per topic: its value is the statement itself
             cand = dataclasses.replace(cand, slot=topic, value=topic_value(cand.content))
+        out.append((cand, start, end))
+    return out
+
+
+def _old_values_folded(sentence: str, hits: list[Hit]) -> list[Hit]:
+    """A sentence that gives a slot its current value and also names the value it replaces ("换成 pnpm 了，以后
+    别再写 npm install", "we got rid of Jenkins, it's all Buildkite now"): a rule about the old value keeps the
+    whole sentence, so that it names the new one too; a statement that only names the old value is dropped
+    (the slotted value tells the change, and the old value must not stay current beside it)."""
+    current = {cand.slot: cand.value or "" for cand, _, _ in hits if cand.slot and cand.value}
+    if not current:
+        return hits
+    out: list[Hit] = []
+    for cand, start, end in hits:
+        left = cand.slot is None and any(
+            tool.slot in current and not current[tool.slot].startswith(tool.canonical)
+            for tool, _, _ in find_tools(cand.content)
+        )
+        if left and cand.tier is Tier.MUST:
+            lang = detect_lang(sentence)
+            words = (
+                zh_content(sentence).replace(",", "，")
+                if lang == "zh"
+                else sentence_case(third_person(sentence))
+            )
+            cand = dataclasses.replace(cand, content=words)
+        elif left:
+            continue
         out.append((cand, start, end))
     return out
 
@@ -203,4 +236,4 @@ def sentence_hits(sentence: str) -> list[Hit]:
             continue
         hits += shift(_generic_hits(clause, sentence, inherited=inherited), start)
         inherited = inherited or opens
-    return hits
+    return _old_values_folded(sentence, hits)

@@ -218,20 +218,24 @@ def _versioned(tool: Tool, text: str, start: int, end: int) -> tuple[Tool, int, 
 # What marks a tool as the value being left: "from npm", "replaced Flask with", "off Mongo", "no longer X".
 _OLD_VALUE_RE = re.compile(
     r"(?:\b(?:from|off|replaced|replacing|replace|instead\s+of|rather\s+than|no\s+longer(?:\s+use)?|not|ditched|"
-    r"dropped|left|leaving|away\s+from|over|than|retired|killed|sunset|deprecated|against|ruled\s+out|rejected)|从|"
-    r"不再用?|替换掉?|换掉|弃用|放弃了?|不用|不是|而不是|代替|取代|没用|没上|没选|不选|否掉)\s*(?:the\s+|our\s+|using\s+)?$",
+    r"dropped|left|leaving|away\s+from|over|than|retired|killed|sunset|deprecated|against|ruled\s+out|rejected|"
+    r"ripped\s+out|tore\s+out|got\s+rid\s+of|removed|phased\s+out|gave\s+up(?:\s+on)?|never|without|"
+    r"(?:don't|do\s+not|stop)\s+(?:use|using|suggest|write|writing))|从|不再用?|替换掉?|换掉|弃用|放弃了?|不用|不是|"
+    r"而不是|代替|取代|没用|没上|没选|不选|否掉|下掉了?|干掉了?|去掉了?|拿掉了?|(?:别|不要)再?(?:用|写|推荐))"
+    r"\s*(?:the\s+|our\s+|using\s+)?$",
     re.I,
 )
+
+
+def named_as_left(text: str, start: int) -> bool:
+    """The tool named at `start` is the value being left ("moved off Vercel", "got rid of Heroku", "从 npm")."""
+    return _OLD_VALUE_RE.search(text[max(0, start - 24) : start]) is not None
 
 
 def first_current_tool(text: str) -> Tool | None:
     """The first slotted tool of `text` not named as the value left ("moved off Vercel onto Cloudflare")."""
     return next(
-        (
-            t
-            for t, start, _ in find_tools(text)
-            if t.slot and not _OLD_VALUE_RE.search(text[max(0, start - 24) : start])
-        ),
+        (t for t, start, _ in find_tools(text) if t.slot and not named_as_left(text, start)),
         None,
     )
 
@@ -240,11 +244,7 @@ def current_tool(text: str) -> Tool | None:
     """The one slotted tool `text` names as the current value: tools named as the value left ("moved off
     Mongo to DynamoDB", "从 Jenkins 换成 GitHub Actions") do not count; None when there is no such tool or
     when two slots or two values remain."""
-    current = [
-        tool
-        for tool, start, _ in find_tools(text)
-        if tool.slot and not _OLD_VALUE_RE.search(text[max(0, start - 24) : start])
-    ]
+    current = [tool for tool, start, _ in find_tools(text) if tool.slot and not named_as_left(text, start)]
     if len({(t.slot, t.canonical) for t in current}) != 1:
         return None
     return current[0]

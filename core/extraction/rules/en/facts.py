@@ -14,7 +14,7 @@ from core.extraction.candidates import Category, Kind, Tier
 from core.extraction.rules.en.grammar import ADV, I_AM, I_WORD, SPAN, blocked, third_person
 from core.extraction.rules.en.identity import job_hits, name_hits, place_hits
 from core.extraction.rules.hits import Hit, fact, make, statements, tool_hit
-from core.extraction.rules.vocab import find_tools
+from core.extraction.rules.vocab import find_tools, named_as_left
 
 # fmt: off
 _TOOL_STMT_RE = re.compile(
@@ -75,9 +75,12 @@ def _tool_hits(sentence: str) -> list[Hit]:
         subject_is_user = match.group("subj").lower() == "i"
         category = Category.DECISION if verb.startswith(_DECISION_VERBS) else None
         offset = match.start("span")
-        for tool, _, end in find_tools(_cut(match.group("span"))):
+        span = _cut(match.group("span"))
+        for tool, start, end in find_tools(span):
             if tool.slot and tool.slot.startswith("user.") and not subject_is_user:
                 continue  # "we use Linux servers" says nothing about the user's own OS
+            if named_as_left(span, start):
+                continue  # "we use pnpm, never npm"
             hits.append(
                 tool_hit(tool, match.start(), offset + end, rule="en.tool.use", lang="en", category=category)
             )

@@ -13,7 +13,7 @@ import re
 
 from core.extraction.candidates import Category, Kind, Tier
 from core.extraction.rules.hits import Hit, fact, make, statements, tool_hit
-from core.extraction.rules.vocab import find_tools
+from core.extraction.rules.vocab import find_tools, named_as_left
 from core.extraction.rules.zh.grammar import ADV, LEAD, ME, WE, blocked, strip_tail, zh_content
 from core.extraction.rules.zh.identity import job_hits, name_hits, place_hits
 
@@ -35,10 +35,11 @@ _NOUN_SLOT = {
     "orm": "project.orm", "编辑器": "user.editor", "ide": "user.editor", "操作系统": "user.os",
     "云服务": "project.cloud", "云": "project.cloud",
 }
-# A list ("React,TypeScript 和 pnpm") goes on across commas; the next statement ("，前端用 Vue") ends it.
+# A list ("React,TypeScript 和 pnpm") goes on across commas; the next statement ("，前端用 Vue", "，以后别再写
+# npm run") ends it: a comma ends the span unless a list item (a Latin name) follows.
 _SPAN_CUT = re.compile(
     r"而不是|不是|而非|因为|但是|但|所以|不过|而且|可是|来做|做|作为|当|替代|代替|"
-    r",(?=[^,]{0,8}?(?:用|使用|采用|基于|换成|是))")
+    r",(?=[^,]{0,8}?(?:用|使用|采用|基于|换成|是))|,(?!\s*[A-Za-z])")
 _NO_USE_RE = re.compile(
     r"(?P<subj>" + WE + r"|" + ME + r"|项目)" + ADV + r"(?:不用|不使用|从不用|从来不用)\s*"
     r"(?P<obj>[^,.;!?]{1,30})")
@@ -64,9 +65,12 @@ def _tool_hits(sentence: str) -> list[Hit]:
         if blocked(sentence, match.start()) or (_ONE_OFF_ACTION.search(match.group("span"))):
             continue
         category = Category.DECISION if match.group("verb").startswith(_DECISION_VERBS) else None
-        for tool, _, end in find_tools(_cut(match.group("span"))):
+        span = _cut(match.group("span"))
+        for tool, start, end in find_tools(span):
             if tool.slot and tool.slot.startswith("user.") and not subject_is_user:
                 continue
+            if named_as_left(span, start):
+                continue  # "我们用 pnpm,别再用 npm"
             end += match.start("span")
             hits.append(tool_hit(tool, match.start(), end, rule="zh.tool.use", lang="zh", category=category))
     noun = _TOOL_NOUN_RE.search(sentence) if named else None
@@ -78,7 +82,12 @@ def _tool_hits(sentence: str) -> list[Hit]:
                     tool_hit(tool, noun.start(), noun.start("span") + end, rule="zh.tool.noun", lang="zh")
                 )
     no_use = _NO_USE_RE.search(sentence)
-    if no_use and not blocked(sentence, no_use.start()):
+    # "我们已经不用 Jenkins 了" / "早就不用 X 了": a change of state, not a rule; what replaced X is the fact
+    changed = no_use is not None and (
+        re.search(r"已经|早就|早已|不再|现在", no_use.group()) is not None
+        or re.match(r"[^,.;!?]*?了", sentence[no_use.start("obj") :]) is not None
+    )
+    if no_use and not changed and not blocked(sentence, no_use.start()):
         obj = strip_tail(_cut(no_use.group("obj")))
         if obj and not re.match(r"[它这那]|担心|管|急|谢", obj):
             if no_use.group("subj") == "我":
