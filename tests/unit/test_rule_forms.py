@@ -89,3 +89,37 @@ def test_a_rule_about_the_value_a_change_left_keeps_the_change_with_it(text: str
 def test_no_longer_using_a_tool_is_a_change_of_state_not_a_rule_for_the_agent() -> None:
     found = extract_turn(Turn("e1", "user", "我们早就不用 Jenkins 了"))
     assert not [c for c in found if c.kind.value == "procedural"]
+
+
+# --- a slot named by its noun, a copula, a name ("CI is Woodpecker", "我们调度用的是 Airflow") --------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "slot", "value"),
+    [
+        ("our issue tracker is YouTrack, tickets are in English", "project.tracker", "youtrack"),
+        ("CI is Concourse and the deploys are manual", "project.ci", "concourse"),
+        ("the container registry is Harbor", "project.registry", "harbor"),
+        ("Warehouse is Redshift, transforms run nightly", "project.warehouse", "redshift"),
+        ("我们 CI 是 Woodpecker，镜像自己构建", "project.ci", "woodpecker"),
+        ("调度平台用的是 Airflow，帮我写个 DAG", "project.workflow", "airflow"),
+        ("项目管理工具是禅道", "project.tracker", "zentao"),
+        ("our orchestrator is Flyte", "project.workflow", "flyte"),  # a name the vocabulary does not know
+    ],
+)
+def test_a_slot_named_by_its_noun_takes_the_name_after_the_copula(text: str, slot: str, value: str) -> None:
+    assert _slots(text).get(slot) == value
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the database is slow again",  # no name after the copula
+        "is the tracker Jira or Linear?",  # a question
+        "if the registry were Harbor, would that work?",  # a hypothetical
+        "my colleague's editor is Emacs",  # someone else's
+        "如果数据库是 TiDB 会怎样",
+    ],
+)
+def test_a_noun_with_a_copula_and_no_stated_name_is_no_slot_value(text: str) -> None:
+    assert not [s for s in _slots(text) if s]

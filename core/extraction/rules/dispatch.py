@@ -177,8 +177,9 @@ _ASKED = re.compile(
 )
 
 
-# A change that names the slot by its noun, whatever the new value is ("moved CI over to Woodpecker", "CI is
-# now Woodpecker", "数据库换成了 TiDB"): the value is the name after the change.
+# A slot named by its noun, whatever its value is: a change ("moved CI over to Woodpecker", "CI is now
+# Woodpecker", "数据库换成了 TiDB") or a state ("CI is Drone", "Data warehouse is BigQuery", "我们 CI 是 Drone",
+# "调度用的是 DolphinScheduler"): the value is the name after the verb.
 _SLOT_NOUNS = (
     (r"ci|ci/cd|pipelines?|流水线", "project.ci"), (r"(?:the\s+)?database|db|数据库|主库", "project.database"),
     (r"package\s+manager|包管理(?:器|工具)?", "project.package_manager"), (r"editor|ide|编辑器", "user.editor"),
@@ -186,7 +187,11 @@ _SLOT_NOUNS = (
     (r"monitoring|监控", "project.monitoring"), (r"(?:message\s+)?queue|消息队列|队列", "project.queue"),
     (r"cache|缓存", "project.cache"), (r"orm", "project.orm"), (r"bundler|build\s+tool|打包工具", "project.bundler"),
     (r"linter|lint", "project.linter"), (r"test\s+(?:runner|framework)|测试框架", "project.test_framework"),
-    (r"phone|手机", "user.phone"),
+    (r"phone|手机", "user.phone"), (r"(?:data\s+)?warehouse|数仓|数据仓库", "project.warehouse"),
+    (r"(?:issue\s+|bug\s+)?tracker|工单系统|需求管理|项目管理工具", "project.tracker"),
+    (r"(?:container\s+|image\s+|docker\s+)?registry|镜像仓库", "project.registry"),
+    (r"(?:job\s+|workflow\s+)?(?:scheduler|orchestrator)|调度(?:系统|平台|工具)?", "project.workflow"),
+    (r"shell", "user.shell"), (r"(?:operating\s+system|os)|操作系统", "user.os"),
 )  # fmt: skip
 _SLOT_NAMES = {
     "project.ci": ("CI", "CI"), "project.database": ("database", "数据库"),
@@ -196,6 +201,9 @@ _SLOT_NAMES = {
     "project.queue": ("message queue", "消息队列"), "project.cache": ("cache", "缓存"), "project.orm": ("ORM", "ORM"),
     "project.bundler": ("build tool", "打包工具"), "project.linter": ("linter", "代码检查工具"),
     "project.test_framework": ("test framework", "测试框架"), "user.phone": ("phone", "手机"),
+    "project.warehouse": ("data warehouse", "数据仓库"), "project.tracker": ("issue tracker", "工单系统"),
+    "project.registry": ("container registry", "镜像仓库"), "project.workflow": ("job scheduler", "调度系统"),
+    "user.shell": ("shell", "shell"), "user.os": ("operating system", "操作系统"),
 }  # fmt: skip
 _VALUE = r"(?P<val>(?-i:[A-Z0-9])[\w.+#-]*(?:\s(?-i:[A-Z0-9])[\w.+#-]*)?|[\u4e00-\u9fff]{2,6}(?=$|[\s,.;!~]|了|啦))"
 _NOUN_GROUPS = "|".join(f"(?P<n{i}>{noun})" for i, (noun, _) in enumerate(_SLOT_NOUNS))
@@ -212,6 +220,20 @@ _NOUN_CHANGE_RES = tuple(
 _NOUN_CHANGE_CUE = re.compile(
     r"\b(?:moved|switched|migrated|changed|ported|now)\b|换成|改成|改用|迁到|迁移到|统一到|切到|换到", re.I
 )
+# The state: the noun first in its clause (after "our" / "the" / one modifier: "Data warehouse is ..."), a
+# copula or a verb of use, and a name that ends the statement. A Han value counts only when it is in the
+# vocabulary ("工单系统是禅道"); a lower-case word is no name ("the database is slow").
+_STATE_END = r"(?=\s*$|\s*[,.;!(（]|\s+(?:and|but|with|for|now|these|since|too|btw)\b|\s*[\u4e00-\u9fff])"
+_NOUN_STATE_RES = tuple(
+    re.compile(pattern.format(noun=_NOUN_GROUPS, val=_VALUE.replace("(?=$|", "(?=$|[\u4e00-\u9fff]|")), re.I)
+    for pattern in (
+        r"^(?:(?:and|so|also|btw|fyi)\s+)*(?:our\s+|the\s+|my\s+)?(?:[\w-]+\s+)?(?:{noun})\s+(?:is|are|=)\s+"
+        r"(?:all\s+)?(?:on\s+)?{val}" + _STATE_END,
+        r"^(?:[\u4e00-\u9fff]{{0,4}}?的|我们的?|我的|咱们的?|项目的?)?\s*(?:{noun})\s*(?:现在|目前|一直|都|主要|统一)*"
+        r"(?:是|用的是|用的|用|走的是|走|跑在|选的是)\s*{val}" + _STATE_END,
+    )
+)
+_NOUN_STATE_CUE = re.compile("|".join(noun for noun, _ in _SLOT_NOUNS), re.I)
 
 
 def is_question_like(prefix: str) -> bool:
@@ -220,11 +242,34 @@ def is_question_like(prefix: str) -> bool:
     return re.search(pattern, prefix, re.I) is not None
 
 
+def _noun_value_hit(clause: str, match: re.Match[str], *, lang: str, change: bool) -> list[Hit]:
+    """The slot a noun names, with the name after it as its value (the vocabulary's spelling when it knows
+    the name in that slot); a Han name only when the vocabulary knows it."""
+    from core.extraction.rules.hits import fact
+
+    slot = next(
+        _SLOT_NOUNS[int(name[1:])][1] for name, said in match.groupdict().items() if said and name[0] == "n"
+    )
+    said = match.group("val").strip()
+    tools = find_tools(said)
+    if not said.isascii() and not tools:
+        return []
+    known = tools[0][0] if tools and tools[0][0].slot == slot else None
+    value, display = (known.canonical, known.display) if known else (said.lower(), said)
+    english, chinese = _SLOT_NAMES[slot]
+    now = ("现在" if lang == "zh" else "now ") if change else ""
+    content = (
+        f"用户的{chinese}{now}是 {display}。" if lang == "zh" else f"The user's {english} is {now}{display}."
+    )
+    cand = fact(content, slot, value, rule=f"{lang}.slot.{'change' if change else 'state'}", lang=lang)
+    end = (
+        len(clause) if change else match.end()
+    )  # a state accounts for itself: "..., and all X are Y" is more
+    return [(dataclasses.replace(cand, category=Category.DECISION) if change else cand, 0, end)]
+
+
 def noun_change_hits(clause: str, *, lang: str) -> list[Hit]:
     """A change of the slot a noun names, to a value the vocabulary may not know ("moved CI to Woodpecker")."""
-    from core.extraction.rules.hits import fact
-    from core.extraction.rules.vocab import find_tools
-
     if not _NOUN_CHANGE_CUE.search(clause):
         return []
     for pattern in _NOUN_CHANGE_RES:
@@ -235,23 +280,20 @@ def noun_change_hits(clause: str, *, lang: str) -> list[Hit]:
             or is_question_like(clause[: match.start()])
         ):
             continue
-        slot = next(
-            _SLOT_NOUNS[int(name[1:])][1]
-            for name, said in match.groupdict().items()
-            if said and name[0] == "n"
-        )
-        said = match.group("val").strip()
-        tools = find_tools(said)
-        value = tools[0][0].canonical if tools and tools[0][0].slot == slot else said.lower()
-        display = tools[0][0].display if tools and tools[0][0].slot == slot else said
-        english, chinese = _SLOT_NAMES.get(slot, (slot.split(".")[-1].replace("_", " "), slot.split(".")[-1]))
-        content = (
-            f"用户的{chinese}现在是 {display}。"
-            if lang == "zh"
-            else f"The user's {english} is now {display}."
-        )
-        cand = fact(content, slot, value, rule=f"{lang}.slot.change", lang=lang)
-        return [(dataclasses.replace(cand, category=Category.DECISION), 0, len(clause))]
+        return _noun_value_hit(clause, match, lang=lang, change=True)
+    return []
+
+
+def noun_state_hits(clause: str, *, lang: str) -> list[Hit]:
+    """The value of the slot a noun names, stated ("CI is Drone", "我们 CI 是 Drone"); the caller has ruled
+    out a question, a hypothetical and someone else's statement."""
+    if not _NOUN_STATE_CUE.search(clause):
+        return []
+    body = ENUMERATOR_RE.sub("", clause.strip())
+    for pattern in _NOUN_STATE_RES:
+        match = pattern.match(body)
+        if match is not None and not _STACK_BLOCK_RE.search(body):
+            return _noun_value_hit(clause, match, lang=lang, change=False)
     return []
 
 

@@ -20,7 +20,13 @@ import re
 from core.extraction.candidates import Candidate, Category, Kind, Tier
 from core.extraction.lang import detect_lang, has_han
 from core.extraction.rules import en, zh
-from core.extraction.rules.dispatch import change_hits, noun_change_hits, opens_stack, stack_hits
+from core.extraction.rules.dispatch import (
+    change_hits,
+    noun_change_hits,
+    noun_state_hits,
+    opens_stack,
+    stack_hits,
+)
 from core.extraction.rules.en.grammar import blocked as en_blocked
 from core.extraction.rules.en.grammar import sentence_case, third_person
 from core.extraction.rules.en.grammar import with_subject as en_with_subject
@@ -128,6 +134,9 @@ def _generic_hits(clause: str, sentence: str, *, whole: bool = False, inherited:
     the value it replaces however each was said."""
     rules = en.ENGLISH if detect_lang(clause) == "en" else zh.CHINESE
     if not whole:
+        state = [] if is_asked(clause) else noun_state_hits(clause, lang=rules.lang)
+        if state:  # "CI is Drone", "调度用的是 DolphinScheduler": a slot named by its noun
+            return state
         stack = stack_hits(clause, lang=rules.lang, inherited=inherited)
         # one tool: the clause's own words ("定了用 Go 重写网关") say more than "uses Go", unless its subject
         # names nothing ("it's all Zustand now")

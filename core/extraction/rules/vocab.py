@@ -28,6 +28,7 @@ project.package_manager: pnpm npm yarn=Yarn bun=Bun pip(pip|pip3) poetry=Poetry 
     conda=Conda(conda|miniconda) cargo=Cargo composer=Composer bundler=Bundler
 project.database: postgresql=PostgreSQL(postgresql|postgres|postgre|pg|pgsql) mysql=MySQL mariadb=MariaDB
     sqlite=SQLite(sqlite|sqlite3) mongodb=MongoDB(mongodb|mongo) oracle=Oracle(oracle_db) dynamodb=DynamoDB
+    redshift=Redshift dameng=DM(达梦) opengauss=openGauss polardb=PolarDB
     sql_server=SQL_Server(sql_server|sqlserver|mssql) clickhouse=ClickHouse cockroachdb=CockroachDB
     cassandra=Cassandra supabase=Supabase firebase=Firebase(firebase|firestore) neo4j=Neo4j tidb=TiDB
     duckdb=DuckDB snowflake=Snowflake bigquery=BigQuery timescaledb=TimescaleDB oceanbase=OceanBase
@@ -53,18 +54,22 @@ project.bundler: vite=Vite webpack esbuild rollup=Rollup turbopack=Turbopack par
 project.build_tool: maven=Maven gradle=Gradle bazel=Bazel cmake=CMake turborepo=Turborepo nx=Nx
 project.ci: github_actions=GitHub_Actions(github_actions|gh_actions|github_action) buildkite=Buildkite
     jenkins=Jenkins circleci=CircleCI(circleci|circle_ci) gitlab_ci=GitLab_CI(gitlab_ci)
-    travis_ci=Travis_CI(travis|travis_ci) drone=Drone(drone_ci) teamcity=TeamCity argo_workflows=Argo_Workflows
+    travis_ci=Travis_CI(travis|travis_ci) drone=Drone(drone|drone_ci) teamcity=TeamCity argo_workflows=Argo_Workflows
+    woodpecker=Woodpecker(woodpecker|woodpecker_ci) concourse=Concourse(concourse_ci) bamboo=Bamboo
     bitbucket_pipelines=Bitbucket_Pipelines azure_pipelines=Azure_Pipelines(azure_pipelines|azure_devops)
 project.hosting: vercel=Vercel netlify=Netlify heroku=Heroku fly.io=Fly.io(fly.io|flyio) render=Render
     railway=Railway cloudflare=Cloudflare(cloudflare|cloudflare_workers|cloudflare_pages) hetzner=Hetzner
     digitalocean=DigitalOcean(digitalocean|digital_ocean) linode=Linode ec2=EC2
     cloud_run=Cloud_Run app_engine=App_Engine eks=EKS gke=GKE aks=AKS lambda=AWS_Lambda(aws_lambda)
-    ovh=OVH vultr=Vultr
+    ovh=OVH vultr=Vultr github_pages=GitHub_Pages(github_pages|gh_pages) firebase_hosting=Firebase_Hosting
+    coolify=Coolify dokku=Dokku
 project.orchestration: kubernetes=Kubernetes(kubernetes|k8s|k3s) ecs=ECS(ecs|aws_ecs|fargate) nomad=Nomad
     docker_swarm=Docker_Swarm(docker_swarm|swarm) docker_compose=Docker_Compose(docker_compose|docker-compose)
+    openshift=OpenShift rancher=Rancher ack=ACK cce=CCE tke=TKE
 project.cloud: aws=AWS gcp=GCP(gcp|google_cloud) azure=Azure aliyun=Alibaba_Cloud(aliyun|alibaba_cloud|阿里云)
     tencent_cloud=Tencent_Cloud(tencent_cloud|腾讯云) huawei_cloud=Huawei_Cloud(huawei_cloud|华为云)
-project.tracker: jira=Jira linear=Linear trello=Trello asana=Asana youtrack=YouTrack
+project.tracker: jira=Jira linear=Linear trello=Trello asana=Asana youtrack=YouTrack zentao=ZenTao(zentao|禅道)
+    clickup=ClickUp shortcut=Shortcut tapd=TAPD(tapd) pingcode=PingCode
 project.chat: slack=Slack microsoft_teams=Microsoft_Teams(microsoft_teams|ms_teams) discord=Discord
     feishu=Feishu(feishu|lark|飞书) dingtalk=DingTalk(dingtalk|钉钉) wecom=WeCom(wecom|企业微信|企微)
 project.monitoring: prometheus=Prometheus zabbix=Zabbix new_relic=New_Relic(new_relic|newrelic)
@@ -74,6 +79,14 @@ project.state_management: redux=Redux(redux|redux_toolkit|rtk) zustand=Zustand m
 project.code_hosting: github=GitHub gitlab=GitLab bitbucket=Bitbucket gitea=Gitea gitee=Gitee(gitee|码云)
     codeberg=Codeberg
 project.cd: argocd=Argo_CD(argocd|argo_cd|argo) flux=Flux(flux|fluxcd) spinnaker=Spinnaker octopus=Octopus_Deploy
+project.registry: docker_hub=Docker_Hub(docker_hub|dockerhub) ghcr=GHCR(ghcr|ghcr.io|github_container_registry)
+    ecr=ECR(ecr|aws_ecr) harbor=Harbor(harbor) quay=Quay(quay|quay.io) acr=ACR swr=SWR gcr=GCR(gcr|gcr.io)
+    artifact_registry=Artifact_Registry
+project.workflow: airflow=Airflow(airflow|apache_airflow) dagster=Dagster prefect=Prefect
+    dolphinscheduler=DolphinScheduler(dolphinscheduler|dolphin_scheduler) temporal=Temporal luigi=Luigi
+    argo_events=Argo_Events
+user.shell: bash=Bash zsh=Zsh(zsh|oh-my-zsh|oh_my_zsh) fish=Fish(fish_shell) powershell=PowerShell(powershell|pwsh)
+    nushell=Nushell(nushell|nu_shell)
 project.linter: eslint=ESLint biome=Biome oxlint=Oxlint flake8=Flake8 pylint=Pylint rubocop=RuboCop
     golangci-lint=golangci-lint(golangci-lint|golangci) tslint=TSLint
 project.cache: redis=Redis(redis|valkey) memcached=Memcached dragonfly=Dragonfly(dragonflydb)
@@ -96,6 +109,18 @@ user.os: macos=macOS(macos|mac|macbook|osx|os_x) linux=Linux windows=Windows ubu
     numpy=NumPy pytorch=PyTorch(pytorch|torch) tensorflow=TensorFlow storybook=Storybook cypress=Cypress
     playwright=Playwright selenium=Selenium opentelemetry=OpenTelemetry(opentelemetry|otel) vault=Vault
     minio=MinIO oss=OSS
+    dbt=dbt(dbt|dbt_core|dbt_cloud) fivetran=Fivetran airbyte=Airbyte spark=Spark(spark|pyspark|spark_sql)
+    flink=Flink hive=Hive trino=Trino presto=Presto kafka_connect=Kafka_Connect debezium=Debezium
+    notion=Notion confluence=Confluence obsidian=Obsidian figma=Figma postman=Postman
+    proxmox=Proxmox(proxmox|proxmox_ve) unraid=Unraid truenas=TrueNAS nextcloud=Nextcloud
+    home_assistant=Home_Assistant backblaze=Backblaze(backblaze|backblaze_b2) wasabi=Wasabi r2=R2(cloudflare_r2)
+    loki=Loki elk=ELK(elk|elastic_stack) kibana=Kibana logstash=Logstash jaeger=Jaeger splunk=Splunk
+    postgis=PostGIS pgvector=pgvector timescale=Timescale keycloak=Keycloak auth0=Auth0 stripe=Stripe
+    grpc=gRPC(grpc) kong=Kong traefik=Traefik caddy=Caddy envoy=Envoy istio=Istio
+    jupyter=Jupyter(jupyter|jupyterlab) mlflow=MLflow ray=Ray(ray) dvc=DVC
+    wordpress=WordPress hugo=Hugo hexo=Hexo jekyll=Jekyll gatsby=Gatsby
+    element_plus=Element_Plus(element_plus|element-plus|element_ui) ant_design=Ant_Design(antd|ant_design)
+    mui=MUI(mui|material_ui) shadcn=shadcn/ui(shadcn|shadcn/ui) bootstrap=Bootstrap
 """
 _ENTRY_RE = re.compile(r"([^\s=(]+)(?:=([^\s(]+))?(?:\(([^)]*)\))?")
 
@@ -142,6 +167,14 @@ _CASE_SENSITIVE = {
     "swarm": ("Swarm",), "flux": ("Flux",), "argo": ("Argo",), "astro": ("Astro",), "parcel": ("Parcel",),
     "aurora": ("Aurora",), "zig": ("Zig",),
     "qt": ("Qt",), "pixel": ("Pixel",), "galaxy": ("Galaxy",), "honor": ("Honor",), "vivo": ("vivo", "Vivo"),
+    "harbor": ("Harbor",), "temporal": ("Temporal",), "prefect": ("Prefect",), "luigi": ("Luigi",),
+    "spark": ("Spark",), "hive": ("Hive",), "presto": ("Presto",), "notion": ("Notion",), "ray": ("Ray",),
+    "loki": ("Loki",), "kong": ("Kong",), "envoy": ("Envoy",), "caddy": ("Caddy",), "hugo": ("Hugo",),
+    "shortcut": ("Shortcut",), "bamboo": ("Bamboo",), "concourse": ("Concourse",), "woodpecker": ("Woodpecker",),
+    "fish": ("Fish", "fish"), "bash": ("Bash", "bash"), "quay": ("Quay",), "wasabi": ("Wasabi",),
+    "r2": ("R2",), "ack": ("ACK",), "acr": ("ACR",), "swr": ("SWR",), "tke": ("TKE",), "cce": ("CCE",),
+    "mui": ("MUI",), "bootstrap": ("Bootstrap",), "stripe": ("Stripe",), "ecr": ("ECR",), "elk": ("ELK",),
+    "rancher": ("Rancher",), "flink": ("Flink",), "trino": ("Trino",), "dvc": ("DVC",),
 }  # fmt: skip
 # A common word is a tool's name, whatever its case, right after a verb or preposition that takes a tool.
 _TOOL_CONTEXT_RE = re.compile(
