@@ -123,3 +123,74 @@ def test_a_slot_named_by_its_noun_takes_the_name_after_the_copula(text: str, slo
 )
 def test_a_noun_with_a_copula_and_no_stated_name_is_no_slot_value(text: str) -> None:
     assert not [s for s in _slots(text) if s]
+
+
+# --- standing rules in more phrasings, both languages -----------------------------------------------------------
+
+
+def _rules(text: str) -> list[str]:
+    return [
+        c.content
+        for c in extract_turn(Turn("e1", "user", text))
+        if c.tier.value == "must" and c.kind.value == "procedural"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "word"),
+    [
+        ("favour small pure functions over classes", "pure functions"),  # a verb that is a rule by itself
+        ("steer clear of regex for parsing HTML", "regex"),
+        ("stick with the stdlib logging module", "logging"),
+        (
+            "whenever you name branches, kebab-case and a ticket id first",
+            "kebab-case",
+        ),  # a spec of the output
+        ("when you suggest commands for me, no sudo and no curl pipes", "sudo"),
+        ("pls no jQuery answers", "jQuery"),  # asked for, no qualifier needed
+        ("I need SI units throughout", "SI units"),  # a requirement made standing by its scope
+        ("I want docstrings in every function", "docstrings"),
+        ("Never US date formats, always ISO", "US date"),  # "US" in capitals is the country
+        ("改代码的时候别动不动就加新依赖", "新依赖"),  # "动不动" is no "动" (move)
+        ("给示例的时候带上类型注解", "类型注解"),  # a condition on the output, no rule word
+        ("解释的时候少用缩写", "缩写"),  # 少用: use less
+        ("优先用内置函数，实在不行再引库", "内置函数"),
+        ("有条规矩你要知道：晚上十点以后不许发版", "十点"),  # a rule after its label
+        ("组里的约定是提交信息用英文写", "英文"),
+        ("函数名统一用小驼峰，注释用中文就行", "小驼峰"),  # conventions as topic and comment
+        ("函数名统一用小驼峰，注释用中文就行", "注释"),
+        ("第三，所有接口都不许返回裸字符串", "裸字符串"),  # a topic, then the rule word, in a later clause
+    ],
+)
+def test_a_standing_rule_is_must_in_its_own_words(text: str, word: str) -> None:
+    assert any(word in rule for rule in _rules(text)), _contents(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "when you get a chance, the logs are below",  # a condition, then no specification
+        "写代码的时候我发现一个奇怪的 bug",  # what happened while writing, not how to write
+        "我家猫叫团子，特别能吃",  # 特别 holds 别, no "don't"
+        "我在地铁上，回复慢了别介意",  # comfort, not a rule
+        "日志写得有点乱",  # a topic and a verb, but no convention
+        "which is why the build broke",  # a relative clause, no rule
+    ],
+)
+def test_near_misses_of_a_standing_rule_are_no_rule(text: str) -> None:
+    assert _rules(text) == []
+
+
+def test_which_is_why_opens_a_relative_clause_not_a_question() -> None:
+    text = "Our readers are in Australia, which is why I need metric units throughout."
+    assert any("metric units" in rule for rule in _rules(text))
+
+
+def test_a_mixed_remember_request_keeps_what_follows() -> None:
+    found = extract_turn(Turn("e1", "user", "remember 一下：季度汇报每季度末交给 Omar"))
+    assert [(c.tier.value, c.content) for c in found] == [("must", "季度汇报每季度末交给 Omar。")]
+
+
+def test_an_english_verb_of_liking_after_the_chinese_subject_is_a_preference_not_a_rule() -> None:
+    found = extract_turn(Turn("e1", "user", "我 prefer 组合式写法"))
+    assert [(c.tier.value, c.category.value) for c in found] == [("worth", "preference")]

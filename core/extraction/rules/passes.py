@@ -33,9 +33,9 @@ from core.extraction.rules.en.grammar import with_subject as en_with_subject
 from core.extraction.rules.hits import Hit, shift
 from core.extraction.rules.sentences import split_clauses
 from core.extraction.rules.vocab import current_tool, find_tools, topic_slot
+from core.extraction.rules.zh.grammar import BIE, zh_content
 from core.extraction.rules.zh.grammar import blocked as zh_blocked
 from core.extraction.rules.zh.grammar import with_subject as zh_with_subject
-from core.extraction.rules.zh.grammar import zh_content
 
 _LATIN_WORD_RE = re.compile(r"[A-Za-z]{2,}")
 
@@ -84,7 +84,11 @@ _CLAUSE_OPENER_RE = re.compile(
     r"if\s+you\b)"
     r"|^(?:还有|另外|而且|然后|对了|顺便)?\s*(?:请|麻烦|别|不要|不许|不准|不能|禁止|严禁|永远|千万|一定|必须|务必|以后|今后|"
     r"之后|从现在|记住|记得|别忘|忘掉|忘了|删|其实|不是|纠正|更正|我说的是|应该是|叫我|称呼|用|一律|都用|统一|只能|"
-    r"所有|[A-Za-z][\w.+#-]*\s*(?:就|也|都|千万|一定|以后)?(?:别|不要|不许|不准|禁止))",
+    r"所有|[A-Za-z][\w.+#-]*\s*(?:就|也|都|千万|一定|以后)?(?:别|不要|不许|不准|禁止))"
+    # a topic, then a rule word: "任何变更都不能在 10 点以后上线", "注释别用拼音"
+    r"|^[^,]{1,16}?(?:不许|不准|不能|禁止|不允许|不得|严禁|必须|一律|务必|一定要|只能|只许|"
+    + BIE
+    + r"|不要)",
     re.I,
 )
 

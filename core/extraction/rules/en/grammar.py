@@ -83,7 +83,12 @@ def _conjugate(verb: str) -> str:
     low = verb.lower()
     if low in _VERB_MAP:
         return _VERB_MAP[low]
-    if low in _UNCHANGED_VERBS or low.endswith(("ed", "n't")) or "'" in low:
+    if (
+        low in _UNCHANGED_VERBS
+        or (low.endswith("ed") and not low.endswith("eed"))
+        or low.endswith("n't")
+        or "'" in low
+    ):
         return verb
     if low.endswith("y") and len(low) > 2 and low[-2] not in "aeiou":
         return verb[:-1] + "ies"
@@ -102,7 +107,10 @@ def third_person(text: str) -> str:
 
     text = _CONTRACTION_RE.sub(lambda m: _PRONOUN_MAP[" ".join(m.group().lower().split())], text)
     text = _SUBJECT_VERB_RE.sub(subject_verb, text)
-    return _PRONOUN_RE.sub(lambda m: _PRONOUN_MAP[m.group().lower()], text)
+    # "US" / "UK" spelled in capitals is a country, not "us"
+    return _PRONOUN_RE.sub(
+        lambda m: m.group() if m.group() == "US" else _PRONOUN_MAP[m.group().lower()], text
+    )
 
 
 def sentence_case(text: str) -> str:
@@ -119,7 +127,7 @@ LEAD = (  # fillers before a request; a short non-Latin chunk too ("好的，rem
 _QUESTION_START = re.compile(
     r"^(?:(?:and|so|but|also|oh|hey|ok|okay|btw|well)\b[\s,]*)*(?:do(?!\s+not\b)|does|did|can|could|would|will|"
     r"is|are|was|were|should|shall|have|has|am|what|what's|whats|where|where's|who|who's|whom|whose|why|how|"
-    r"which)\b", re.I)
+    r"which(?!\s+(?:is\s+why|means|is\s+how|is\s+what)\b))\b", re.I)  # "which is why ...": a relative clause
 _POLITE_RE = re.compile(  # "could you remember ...?" asks for something: not a question about a fact
     LEAD + r"(?:please\s+)?(?:can|could|would|will)\s+you\s+(?:please\s+|also\s+|just\s+)*(?:remember|note|"
     r"keep\s+in\s+mind|make\s+a\s+note|forget|stop\s+remembering|delete|erase|remove|call\s+me|address\s+me|"

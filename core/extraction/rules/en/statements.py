@@ -37,6 +37,11 @@ _NO_X_IN_RE = re.compile(
     r"all)\s+)?[\w-]+(?:\s+[\w-]+)?|"
     r"\s*,?\s*(?:ever|period|no\s+exceptions|full\s+stop|please|pls)|\s+without\s+[^,.;]{2,40}|"
     r"\s+(?:that|which)\s+[^,.;]{3,60})", re.I)
+_PLEASE_NO_RE = re.compile(
+    r"^(?:please|pls|plz)\s+no\s+(?P<obj>(?!worries|problem|rush|pressure|need)[\w.+#-]+(?:\s+[\w.+#-]+){0,4}?)"
+    r"(?:\s+(?:lol|thanks|thx|ty|haha|ok|okay|thank\s+you))?[\s.!]*$",
+    re.I,
+)
 _WE_DONT_RE = re.compile(
     r"^we\s+(?:don't|do\s+not|dont|never)\s+(?!know|think|have|need|want|care|see|get|understand|mind|"
     r"like|remember|usually|really|use\b|live|work|own|speak|go|agree|do\s+that|do\s+this|do\s+it)(?P<rest>[a-z][\w\s.'/-]{2,80}?)(?:\s+(?:here|in\s+this\s+\w+|on\s+"
@@ -124,6 +129,9 @@ def prohibition_hits(sentence: str) -> list[Hit]:
     no_x = _NO_X_IN_RE.match(body)
     if no_x:
         return [_rule(third_person(body), "en.rule.no_x", end=len(sentence))]
+    asked_no = _PLEASE_NO_RE.match(body)
+    if asked_no:  # "pls no apt-get commands lol": asked for, so no qualifier is needed
+        return [_rule(f"No {third_person(asked_no.group('obj'))}", "en.rule.no_x", end=len(sentence))]
     we_dont = _WE_DONT_RE.match(body)
     if we_dont and not re.search(r"\b(?:anymore|any\s+more|no\s+longer|yet)\b", body, re.I):
         return [_rule(f"Do not {third_person(we_dont.group('rest'))}", "en.rule.we_dont", end=len(sentence))]

@@ -103,13 +103,13 @@ def _tool_hits(sentence: str) -> list[Hit]:
 
 # fmt: off
 _LIKE_RE = re.compile(
-    ME + ADV + r"(?P<verb>不太喜欢|不喜欢|不爱|讨厌|反感|受不了|烦|厌恶|不习惯|更喜欢|喜欢|爱|偏好|偏爱|"
-    r"喜爱|更倾向于?|倾向于?|习惯|钟爱)\s*(?P<obj>[^,.;!?]{1,40})")
+    ME + r"\s*" + ADV + r"(?P<verb>不太喜欢|不喜欢|不爱|讨厌|反感|受不了|烦|厌恶|不习惯|更喜欢|喜欢|爱|偏好|偏爱|"
+    r"喜爱|更倾向于?|倾向于?|习惯|钟爱|(?i:prefer|like|love|hate|enjoy)(?=\s))\s*(?P<obj>[^,.;!?]{1,40})")
 _OBJ_CUT = re.compile(r"因为|但是|但|所以|不过|而且|可是|然而|的话|,")
 _OBJ_REJECT = re.compile(  # "我喜欢你的方案": feedback on this task, not a preference
     r"^(?:你|您|它|他|她|这|那|哪|什么|吗|上了|了|着|过|得|一下)|你的|这个(?:方案|回答|答案|想法|版本)|这么|那么|"
     r"这样|这次|今天")
-_PREFERS = re.compile(r"偏好|偏爱|更喜欢|比较喜欢|习惯|钟爱|倾向")
+_PREFERS = re.compile(r"偏好|偏爱|更喜欢|比较喜欢|习惯|钟爱|倾向|prefer", re.I)
 _DIET_RE = re.compile(ME + ADV + r"(?P<diet>吃素|是素食者|是素食主义者|是吃素的|是纯素食?者|是纯素|吃纯素)")
 _ALLERGY_RE = re.compile(ME + ADV + r"对\s*(?P<obj>[^,.;!?]{1,12}?)\s*过敏")
 _NO_EAT_RE = re.compile(
@@ -118,7 +118,7 @@ _TIMEZONE_RE = re.compile(
     ME + r"(?:的)?(?:时区是|在)\s*(?P<tz>东[一二三四五六七八九十]+区|UTC\s?[+-]\s?\d{1,2}|"
     r"GMT\s?[+-]\s?\d{1,2})")
 # fmt: on
-_NEGATIVE = ("不", "讨厌", "反感", "受不了", "烦", "厌恶")
+_NEGATIVE = ("不", "讨厌", "反感", "受不了", "烦", "厌恶", "hate", "Hate")
 
 
 def _pref_hits(sentence: str) -> list[Hit]:

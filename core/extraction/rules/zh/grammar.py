@@ -1,7 +1,8 @@
 """Chinese grammar the rules share. Pure: no I/O.
 
 - Pattern pieces: `ME` ("我" as a subject, not "给我" / "我们"), `WE` ("我们" / "咱们"), `ADV` (adverbs and
-  time words between subject and verb), `LEAD` (fillers before a request: "好的，另外…").
+  time words between subject and verb), `LEAD` (fillers before a request: "好的，另外…"), `BIE` ("别" as
+  "don't", not "别的" / "特别").
 - `blocked(sentence, start)`: the text before `start` makes the statement not the user's own current fact
   (a quotation, a hypothetical, an unsure clause, reported speech).
 - `is_question`, `zh_content` (我 -> 用户, spaces around Latin words, ending in 。), `strip_tail` (drops
@@ -21,8 +22,10 @@ WE = r"(?:我们|咱们)"
 ADV = (
     r"(?:这边|那边|这里|日常|平常|现在|目前|一直|还|也|就|都|刚|刚刚|才|最近|已经|平时|平常|一般|通常|主要|基本上?|其实|本身|"
     r"真的|确实|比较|很|挺|非常|特别|超|蛮|更|最|总是|向来|始终|长期|常年|本来就|又|如今|早就|早已|"
-    r"本人|自己|正式|上个月|上周|去年|前年|今年|前几天|前阵子|年初|年底|上半年|下半年|这个月|这周)*"
+    r"本人|个人|自己|正式|上个月|上周|去年|前年|今年|前几天|前阵子|年初|年底|上半年|下半年|这个月|这周)*"
 )
+# "别" the imperative "don't", not "other" (别的, 别人) nor inside a word (特别, 区别, 分别, 级别)
+BIE = r"(?<![特区分级告类个性识辨差鉴派])别(?![的人处家样致扭])"
 LEAD = (  # fillers before a request; a short Latin chunk too ("ok, 记住…")
     r"^(?:[A-Za-z']{1,10}(?:\s+[A-Za-z']{1,10}){0,2}\s*[,:;!.]?\s*(?=[\u4e00-\u9fff]))?(?:(?:还有|另外|"
     r"对了|顺便说一下|顺便|补充一下|补充|然后|而且|并且|哦|噢|嗯|嗯嗯|诶|哎|那个|好的|好|ok|okay|"

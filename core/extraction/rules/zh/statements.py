@@ -2,6 +2,8 @@
 
 The same classes as `en.statements`, in Chinese grammar:
 
+- `labelled_rule_hits`: a rule after its label ("有个规矩你要知道：…", "团队习惯是…") and a convention as topic and
+  comment ("变量名用英文", "缩进统一用四个空格") -> MUST.
 - `prohibition_hits`: a thing forbidden, object first or after a topic ("lodash 别用了", "ORM 是禁用的",
   "TS 里不许写 any", "项目里禁用 moment.js"), and modal rules on a thing ("生产库的 migration 必须先在
   staging 跑一遍", "所有金额一律用 BigDecimal") -> MUST.
@@ -22,7 +24,18 @@ from core.extraction.candidates import Category, Kind, Tier
 from core.extraction.rules.en.statements import family_slot
 from core.extraction.rules.hits import Hit, fact, make
 from core.extraction.rules.sentences import ENUMERATOR_RE
-from core.extraction.rules.zh.grammar import ADV, LEAD, ME, WE, blocked, is_question, strip_tail, zh_content
+from core.extraction.rules.zh.behaviour import NOT_RULE
+from core.extraction.rules.zh.grammar import (
+    ADV,
+    BIE,
+    LEAD,
+    ME,
+    WE,
+    blocked,
+    is_question,
+    strip_tail,
+    zh_content,
+)
 
 _LEAD_RE = re.compile(LEAD)
 # fmt: off
@@ -43,8 +56,8 @@ _BANNED_RES = (
                + _OBJ),
 )
 _TOPIC_RULE_RE = re.compile(  # "TS 里不许写 any", "生产环境禁止手动执行 DML"
-    r"^(?P<topic>[^,]{1,16}?)(?:里|中|上|内|环境)?\s*(?P<mod>不许|不准|不能|禁止|不允许|不得|严禁|必须|一律|务必|别|不要|"
-    r"一定要|都得|都要|只能|只许)\s*(?P<rest>[^,]{2,60})")
+    r"^(?P<topic>[^,]{1,16}?)(?:里|中|上|内|环境)?\s*(?P<mod>不许|不准|不能|禁止|不允许|不得|严禁|必须|一律|务必|" + BIE
+    + r"|不要|一定要|都得|都要|只能|只许)\s*(?P<rest>[^,]{2,60})")
 # fmt: on
 _NOT_TOPIC = re.compile(r"^(?:我(?!们)|你|他|她|它|这|那|今天|先|刚|如果|要是|因为|所以|但|可是|不过)")
 
@@ -74,6 +87,46 @@ def banned_hits(sentence: str) -> list[Hit]:
     return []
 
 
+# A rule announced by its label, the rule after it ("有个规矩你要知道：…", "我们这规定，…", "团队习惯是…"): the
+# team's, the project's or unattributed, not the user's own habit ("我的习惯是…" is a preference).
+_RULE_LABEL_RE = re.compile(
+    r"^(?:有(?:一|两|几|三)?(?:个|条)|(?:" + WE + r"|团队|组里|公司|项目|部门)?(?:这边|这里|这)?(?:的)?)"
+    r"(?:硬性?的?)?(?:规矩|规定|要求|约定|铁律|红线|习惯|规范|惯例|原则)"
+    r"(?:是|你要知道|你得知道|你要记住|要记住|记一下|说一下)?\s*[:,]?\s*(?P<rest>[^:]{4,200})$"
+)
+# A convention on a part of the code or of the answer, stated as topic and comment ("变量名用英文", "缩进统一用四个
+# 空格", "注释写中文就行", "日期格式一律 YYYY-MM-DD"): how the agent must write it.
+_CONVENTION_RE = re.compile(
+    r"^(?P<noun>(?:代码)?注释|变量名|函数名|类名|方法名|文件名|表名|字段名|列名|命名|缩进|提交信息|commit\s*message|"
+    r"分支名|日志|文档|字符串|引号|代码风格|代码示例|示例代码|示例|命令|单位|日期格式|时间格式|金额|编码|行宽|换行|"
+    r"(?:SQL\s*)?关键字|报错信息|错误信息|返回值|接口返回)\s*(?:统一|都|一律|全部|全都|必须|一定要|要|得|请)*\s*"
+    r"(?:用|写成?|使用|采用|保持|遵循|按|走)(?![得了过着])\s*(?P<spec>[^,.;!?]{1,30}?)(?:就行|就好|即可|就可以|吧|哈|哦)?$",
+    re.I,
+)
+
+
+def labelled_rule_hits(sentence: str) -> list[Hit]:
+    """A rule announced by its label ("有个规矩你要知道：早上 5 点到 7 点不许发版"), or a convention stated as topic
+    and comment ("变量名用英文，注释用中文就行"), MUST."""
+    body = _body(sentence)
+    if body is None:
+        return []
+    label = _RULE_LABEL_RE.match(body)
+    if label and not blocked(body, label.start("rest")):
+        rest = ENUMERATOR_RE.sub("", label.group("rest"))  # "有两条硬规定：第一，…"
+        return [_rule(strip_tail(rest), "zh.rule.labelled", len(sentence))]
+    hits: list[Hit] = []
+    offset = 0
+    for part in body.split(","):
+        start = offset + len(part) - len(part.lstrip())
+        offset += len(part) + 1
+        convention = _CONVENTION_RE.match(part.strip())
+        if convention and not blocked(body, start):
+            cand, _, _ = _rule(strip_tail(part.strip()), "zh.rule.convention", 0)
+            hits.append((cand, start, start + len(part.strip())))
+    return hits
+
+
 def prohibition_hits(sentence: str) -> list[Hit]:
     """Things forbidden or required in the user's work, however phrased (see the module docstring)."""
     body = _body(sentence)
@@ -87,6 +140,7 @@ def prohibition_hits(sentence: str) -> list[Hit]:
         topic
         and not blocked(body, topic.start("mod"))
         and not _NOT_TOPIC.match(topic.group("topic"))
+        and not NOT_RULE.match(topic.group("rest"))  # "回复慢点别介意": comfort, not a rule
         and not re.search(r"今天|这次|(?<!必须)(?<!要)先|马上", body)
     ):
         return [_rule(strip_tail(body), "zh.rule.modal", len(sentence))]
