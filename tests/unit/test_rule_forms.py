@@ -160,6 +160,20 @@ def _rules(text: str) -> list[str]:
         ("函数名统一用小驼峰，注释用中文就行", "小驼峰"),  # conventions as topic and comment
         ("函数名统一用小驼峰，注释用中文就行", "注释"),
         ("第三，所有接口都不许返回裸字符串", "裸字符串"),  # a topic, then the rule word, in a later clause
+        ("I don't want any disclaimers in the answers", "disclaimers"),  # what the user does not want
+        ("I never want you to run migrations for me", "migrations"),
+        ("you're not allowed to rebase shared branches", "rebase"),  # a modal on "you"
+        ("under no circumstances log card numbers", "card numbers"),
+        ("only ever use prepared statements", "prepared statements"),
+        ("changelog entries are mandatory for every release", "entries"),  # an obligation on a thing
+        ("API keys are never hardcoded", "API keys"),  # a practice in the passive
+        ("our convention is kebab-case for file names", "kebab-case"),  # a labelled convention
+        ("cut the small talk in your replies", "small talk"),  # about all the agent's output
+        ("我不希望你在回复里用英文缩写", "英文缩写"),
+        ("不用给我讲历史背景", "历史背景"),
+        ("集成测试是必须的", "集成测试"),
+        ("生产密码从来不写进配置文件", "生产密码"),
+        ("合并之前务必先跑完整测试", "完整测试"),  # 先: first in a sequence after a condition, not "for now"
     ],
 )
 def test_a_standing_rule_is_must_in_its_own_words(text: str, word: str) -> None:
@@ -175,6 +189,13 @@ def test_a_standing_rule_is_must_in_its_own_words(text: str, word: str) -> None:
         "我在地铁上，回复慢了别介意",  # comfort, not a rule
         "日志写得有点乱",  # a topic and a verb, but no convention
         "which is why the build broke",  # a relative clause, no rule
+        "I don't want to deal with this today",  # the user's mood, not a rule for the agent
+        "Lisbon is a must-visit city",
+        "you can't be serious",
+        "the rule is simple",
+        "let me know if you need any suggestions",
+        "我不想今天加班",
+        "他从不迟到",
     ],
 )
 def test_near_misses_of_a_standing_rule_are_no_rule(text: str) -> None:

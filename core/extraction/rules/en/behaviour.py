@@ -5,7 +5,8 @@
 - `rule_hits`: standing rules ("don't use ORMs", "never suggest jQuery", "from now on, use pnpm"), MUST;
   a rule about the task at hand ("don't change this file yet") is none.
 - `when_you_hits`: "I hate it when you add emojis" -> the rule "Do not add emojis.".
-- `need_hits`: "I need British spelling throughout" -> a standing requirement, MUST.
+- `need_hits`: "I need British spelling throughout" -> a standing requirement, MUST; `dont_want_hits`: "I don't
+  want any emojis in the answers" -> the rule, MUST.
 """
 
 from __future__ import annotations
@@ -117,10 +118,12 @@ _RULE_RE = re.compile(
     r"here\s+on(?:\s+out)?|as\s+a\s+(?:general\s+)?rule|by\s+default|in\s+general|every\s+time|each\s+time)"
     r"\s*[,:-]?\s*)?(?P<cond>(?:when|whenever|if\s+you(?:'re|\s+are)?|for|in|while)\s[^,]{1,60}?(?:,\s*|\s+(?=(?:please|pls|"
     r"assume|reply|answer|include|stick|default|always|never|don't|do\s+not)\b)))?"
-    r"(?:please\s+|pls\s+)?(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?)?(?:you\s+)?"
+    r"(?:please\s+|pls\s+)?(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?)?(?:you(?:'re|\s+are)?\s+)?"
     r"(?P<mod>don't\s+ever|do\s+not\s+ever|don't|do\s+not|dont|never\s+ever|never|always|avoid|stop|quit|"
     r"should\s+never|should\s+always|must\s+always|must\s+never|shouldn't|should\s+not|must\s+not|mustn't|"
-    r"make\s+sure\s+to|make\s+sure\s+you|be\s+sure\s+to|remember\s+to|no\s+more|please)?\s*"
+    r"make\s+sure\s+to|make\s+sure\s+you|be\s+sure\s+to|remember\s+to|no\s+more|"
+    r"not\s+allowed\s+to|can't|cannot|may\s+not|must|"
+    r"under\s+no\s+circumstances(?:\s+should\s+you)?|at\s+no\s+point(?:\s+should\s+you)?|only\s+ever|please)?\s*"
     r"(?P<rest>[a-z][^\n]{1,200})$", re.I)
 _TAIL_PERSIST_RE = re.compile(
     r"[\s,]*(?:from\s+now\s+on|going\s+forward|moving\s+forward|in\s+(?:the\s+)?future|from\s+here\s+on(?:\s+out)?"
@@ -132,6 +135,10 @@ _MOD_CANON = {
     "must never": "never", "always": "always", "should always": "always", "must always": "always",
     "make sure to": "always", "make sure you": "always", "be sure to": "always", "remember to": "remember to",
     "avoid": "avoid", "stop": "stop", "quit": "stop", "please": "always", "no more": "no more", "": "always",
+    "not allowed to": "do not", "can't": "do not",
+    "cannot": "do not", "may not": "do not", "must": "always", "under no circumstances": "never",
+    "under no circumstances should you": "never", "at no point": "never", "at no point should you": "never",
+    "only ever": "only ever",
 }
 # After "don't" / "never": "don't worry", "never mind" are not rules for the agent.
 _NOT_IMPERATIVE = frozenset(
@@ -152,7 +159,8 @@ _IMPERATIVE_VERBS = frozenset(
     "speculate hallucinate lie pad sugarcoat flatter overexplain apologize apologise prefer double- "
     "check verify review read go let set leave respect stay avoid skip emit raise throw catch "
     "handle validate sign annotate declare store cache touch open close copy paste bump pin upgrade "
-    "downgrade switch target support mark tag greet address refer refrain steer favor favour lean".split()
+    "downgrade switch target support mark tag greet address refer refrain steer favor favour lean drop cut omit trim "
+    "ditch spell".split()
 )
 _ONE_OFF = re.compile(
     r"\b(?:yet|this\s+time|for\s+now|right\s+now|today|tonight|tomorrow|at\s+the\s+moment|(?:this|these)\s+(?:file|"
@@ -168,6 +176,39 @@ _WHEN_YOU_RE = re.compile(
     I_WORD + r"\s*" + ADV + r"(?:don't\s+like|do\s+not\s+like|hate|dislike|can't\s+stand|cannot\s+stand)\s+"
     r"(?:it\s+)?when\s+you(?P<be>'re|\s+are)?\s+(?P<x>[^.;!?]{2,80})", re.I)
 # fmt: on
+
+
+_ALL_OUTPUT_RE = re.compile(
+    r"\b(?:your|all)\s+(?:future\s+)?(?:answers|responses|replies|explanations|suggestions|code\s+examples|"
+    r"examples|snippets|outputs|messages|summaries|commit\s+messages|prs|pull\s+requests)\b",
+    re.I,
+)
+# "I don't want any emojis in the answers", "I never want you to touch prod": what the user does not want,
+# a rule for the agent.
+_DONT_WANT_RE = re.compile(
+    I_WORD + r"\s*" + ADV + r"(?:don't|do\s+not|never)\s+want\s+(?:(?P<you>you\s+(?:to\s+)?)|(?=any\b|more\b|"
+    r"to\s+see\b|(?:\w+\s+)?(?:emojis|comments|explanations|caveats|disclaimers|apologies)\b))"
+    r"(?P<rest>[a-z][^.;!?]{2,80})",
+    re.I,
+)
+
+
+def dont_want_hits(sentence: str) -> list[Hit]:
+    """ "I don't want any emojis in the answers": the rule, MUST."""
+    match = _DONT_WANT_RE.search(sentence)
+    if (
+        match is None
+        or blocked(sentence, match.start(), hypothetical=True)
+        or _ONE_OFF.search(match.group("rest"))
+    ):
+        return []
+    rest = third_person(match.group("rest").strip(" ,"))
+    you = match.group("you") or ""
+    agent = ("the agent to " if "to" in you else "the agent ") if you else ""
+    content = sentence_case(f"the user does not want {agent}{rest}")
+    cand = make(content, Kind.PROCEDURAL, Category.CONSTRAINT, Tier.MUST, rule="en.rule.dont_want",
+                confidence=0.85, lang="en")  # fmt: skip
+    return [(cand, match.start(), match.end())]
 
 
 # Verbs that say "as a rule" by themselves, with no "always" or "from now on" around them.
@@ -206,7 +247,8 @@ def rule_hits(sentence: str) -> list[Hit]:
     standing = cond.startswith(
         ("when", "whenever", "if you")
     )  # also "if you're unsure, say so"  # "whenever you give me recipes, include ..."
-    persistent = bool(match.group("lead") or tail or standing)
+    # "skip the preamble in your answers": about all the agent's output, not this one
+    persistent = bool(match.group("lead") or tail or standing or _ALL_OUTPUT_RE.search(match.group("rest")))
     standing_verb = _STANDING_VERB_RE.match(match.group("rest")) and not re.search(
         r"我|\bi\b", body[: match.start("rest")], re.I
     )  # "我 prefer X" / "I prefer X": the user's preference, not an instruction

@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 
 from core.extraction.candidates import Category, Kind, Tier
+from core.extraction.rules.en.facts import OBJ_PRONOUN
 from core.extraction.rules.en.grammar import I_AM, LEAD, blocked, is_question, sentence_case, third_person
 from core.extraction.rules.hits import Hit, fact, make
 from core.extraction.rules.vocab import find_tools
@@ -50,8 +51,18 @@ _RATHER_YOU_RE = re.compile(
     r"\bi(?:'d|\s+would)\s+(?:rather|prefer(?:\s+it\s+if)?)\s+you\s+(?:didn't|did\s+not|not|never|don't|stop)\s+"
     r"(?P<rest>[a-z][^.;!?]{2,80})", re.I)
 _RULE_LABEL_RE = re.compile(
-    r"^(?:(?:ground|house|hard|team|golden|one|general|standing)\s+)?rules?(?:\s+(?:for|in|on)\s+[^:]{1,30})?"
-    r"\s*[:-]\s*(?P<rest>.{4,200})$", re.I)
+    r"^(?:(?:our|the|a|team|house|company|repo|project)\s+)?(?:(?:ground|house|hard|team|golden|one|general|standing|"
+    r"coding|code|naming|style)\s+)?(?:rules?|conventions?|polic(?:y|ies)|standards?|style\s+guide|norms?|"
+    r"guidelines?)(?:\s+(?:for|in|on)\s+[^:]{1,30}|\s+here)?\s*(?:[:-]|\s+(?:is|are)\s+(?:that\s+|to\s+)?)\s*"
+    r"(?P<rest>.{4,200})$", re.I)
+# An obligation stated of a thing ("code review is mandatory for every PR", "tests are a must"): MUST.
+_REQUIRED_RE = re.compile(
+    r"(?:^|(?<=[\s,:]))" + _THING + r"\s+(?:is|are)\s+(?:(?:absolutely|strictly|always|now|also)\s+)?"
+    r"(?:mandatory|required|compulsory|obligatory|non-negotiable|a\s+hard\s+requirement)\b(?!-)", re.I)
+# A practice held as a rule, in the passive: "secrets are never committed", "PRs always get squashed".
+_PASSIVE_RULE_RE = re.compile(
+    r"^(?:all\s+|every\s+|any\s+|our\s+|the\s+)?" + _THING + r"\s+(?:is|are|get|gets)\s+(?:never|always)\s+"
+    r"(?:[a-z]+ed|[a-z]+en|built|run|kept|put|sent|made|done|set|written|shown|read)\b", re.I)
 _MODAL_RULE_RE = re.compile(
     r"^(?:all\s+|every\s+|any\s+|each\s+)?(?P<subj>(?!(?:i|we|you|it|this|that|he|she|they|because|since|as|so|"
     r"and|but|if|when|until|which|who|there|here|what|how|why|where|then|also|just)\b)"
@@ -113,8 +124,13 @@ def prohibition_hits(sentence: str) -> list[Hit]:
     if not body or is_question(body):
         return []
     label = _RULE_LABEL_RE.match(body)
-    if label:
-        return [_rule(third_person(label.group("rest")), "en.rule.labelled", end=len(sentence))]
+    if label and (":" in body[: label.start("rest")] or len(label.group("rest").split()) >= 3):
+        # "Rule for this repo: ..." keeps what follows; "our convention is ..." the whole statement
+        said = label.group("rest") if re.match(r"(?:\w+\s+)?rules?\b", body, re.I) else body
+        return [_rule(third_person(said), "en.rule.labelled", end=len(sentence))]
+    required = _REQUIRED_RE.search(body) or _PASSIVE_RULE_RE.match(body)
+    if required and not blocked(body, required.start()) and required.group("obj").lower() not in OBJ_PRONOUN:
+        return [_rule(third_person(body), "en.rule.required", end=len(sentence))]
     banned = _BANNED_RE.search(body)
     if banned and not blocked(body, banned.start()):
         obj = banned.group("obj").strip("`'\" ")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from core.extraction.rules.dispatch import LanguageRules, dispatch
 from core.extraction.rules.hits import Hit
-from core.extraction.rules.zh.behaviour import reply_hits, rule_hits
+from core.extraction.rules.zh.behaviour import dont_want_hits, reply_hits, rule_hits
 from core.extraction.rules.zh.facts import CORRECTION_CUE, NEGATING, fact_hits, inherited_hits
 from core.extraction.rules.zh.grammar import is_question, with_subject, zh_content
 from core.extraction.rules.zh.requests import CONTRAST_RE, CORRECTION_RE, forget_hits, remember_hits
@@ -39,6 +39,7 @@ CHINESE = LanguageRules(
         or rule_hits(sentence)
         or prohibition_hits(sentence)
         or labelled_rule_hits(sentence)
+        or dont_want_hits(sentence)
     ),
     generic=generic_hits,
     restate=lambda text: zh_content(text).rstrip("。"),

@@ -3,7 +3,7 @@
 - `reply_hits`: reply language and style ("以后回答都用中文", "我喜欢简洁的回复", "你的回答太啰嗦了"), as a
   preference, a rule or feedback by how it was said.
 - `rule_hits`: standing rules ("别用 ORM", "永远不要…", "以后都用 pnpm"), MUST; comfort ("别担心") and the
-  task at hand ("先别改这个文件") are none.
+  task at hand ("先别改这个文件") are none. `dont_want_hits`: "我不希望你…", "不用给我…" -> the rule, MUST.
 """
 
 from __future__ import annotations
@@ -136,6 +136,30 @@ _NOT_INSTRUCTION = re.compile(  # "写代码的时候我发现…", "写测试�
 )
 
 
+# What the user does not want the agent to do ("我不希望你在代码里加太多注释", "我不想看到 any 类型", "不用给我解释
+# 原理"): a rule, MUST.
+_DONT_WANT_RE = re.compile(
+    r"(?:"
+    + ME
+    + ADV
+    + r"(?:不希望|不想看到|不想再看到|不要看到|不需要|不想要)|^"
+    + LEAD
+    + r"(?:以后|之后|今后)?"
+    r"(?:都)?(?:不用|不必|无需|没必要)(?:再)?给我)\s*(?:你)?(?P<rest>[^,.;!?]{2,40})"
+)
+
+
+def dont_want_hits(sentence: str) -> list[Hit]:
+    """ "我不希望你在代码里加太多注释": what the user does not want, a rule."""
+    match = _DONT_WANT_RE.search(sentence)
+    if match is None or blocked(sentence, match.start()) or _ONE_OFF.search(match.group("rest")):
+        return []
+    content = zh_content(strip_tail(sentence[match.start() : match.end()]))
+    cand = make(content, Kind.PROCEDURAL, Category.CONSTRAINT, Tier.MUST, rule="zh.rule.dont_want",
+                confidence=0.85, lang="zh")  # fmt: skip
+    return [(cand, match.start(), match.end())]
+
+
 def _output_rule_hits(sentence: str) -> list[Hit]:
     match = _OUTPUT_RULE_RE.match(sentence.rstrip(" .!~"))
     if match is None or _NOT_INSTRUCTION.match(match.group("rest")) or _ONE_OFF.search(match.group("rest")):
@@ -163,7 +187,10 @@ def rule_hits(sentence: str) -> list[Hit]:
     core = strip_tail(rest)
     if re.search(r"要是|如果|假如|的话|万一|多半|大概|可能|估计|应该会", core):
         return []  # "以后要是养狗的话…": a hypothetical, not a rule
-    if len(core) < 2 or NOT_RULE.match(core) or (_ONE_OFF.search(core) and not lead):
+    one_off = _ONE_OFF.search(core)
+    if one_off and one_off.group() == "先" and match.group("cond"):
+        one_off = None  # "上线前务必先在预发验证": first in a standing sequence, not "for now"
+    if len(core) < 2 or NOT_RULE.match(core) or (one_off and not lead):
         return []  # "先别改这个文件": about the task at hand
     if _PRONOUN.search(core) and len(_PRONOUN.sub("", core)) <= 2:
         return []  # "不要这样做"

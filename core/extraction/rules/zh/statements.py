@@ -105,12 +105,24 @@ _CONVENTION_RE = re.compile(
 )
 
 
+# An obligation stated of a thing ("单元测试是必须的", "代码评审必不可少"), or a practice never broken ("密钥从来不
+# 提交到仓库"): MUST.
+_REQUIRED_RE = re.compile(
+    r"^(?P<obj>[^,]{2,20}?)\s*(?:是|都是|也是)?(?:必须的|必需的|必不可少的?|硬性要求|强制的|强制要求|少不了的)"
+    r"|^(?P<obj2>[^,]{2,20}?)\s*(?:从来|从|绝)不\s*(?P<verb>[^,]{2,20})"
+)
+
+
 def labelled_rule_hits(sentence: str) -> list[Hit]:
     """A rule announced by its label ("有个规矩你要知道：早上 5 点到 7 点不许发版"), or a convention stated as topic
     and comment ("变量名用英文，注释用中文就行"), MUST."""
     body = _body(sentence)
     if body is None:
         return []
+    required = _REQUIRED_RE.match(body)
+    subject = required and (required.group("obj") or required.group("obj2"))
+    if subject and not _NOT_TOPIC.match(subject) and not re.match(r"我们|咱们", subject):
+        return [_rule(strip_tail(body), "zh.rule.required", len(sentence))]
     label = _RULE_LABEL_RE.match(body)
     if label and not blocked(body, label.start("rest")):
         rest = ENUMERATOR_RE.sub("", label.group("rest"))  # "有两条硬规定：第一，…"
