@@ -215,3 +215,49 @@ def test_a_mixed_remember_request_keeps_what_follows() -> None:
 def test_an_english_verb_of_liking_after_the_chinese_subject_is_a_preference_not_a_rule() -> None:
     found = extract_turn(Turn("e1", "user", "我 prefer 组合式写法"))
     assert [(c.tier.value, c.category.value) for c in found] == [("worth", "preference")]
+
+
+# --- the user's setup in more shapes ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "slot", "value"),
+    [
+        # an aside in parentheses stays inside its clause
+        ("my side project (a tiny recipe site, maybe 50 users) runs on Render", "project.hosting", "render"),
+        ("day to day it's mostly Elixir for me", "project.language", "elixir"),  # "for me" says whose
+        (
+            "对了我们 Python 还是 3.8，新语法别用",
+            "project.language",
+            "python",
+        ),  # a lead-in before the subject
+        ("我们的图片都存在 COS 上", "project.storage", "cos"),  # 存在 ... 上: where things are kept
+        ("we tore Webpack out in May and went with Vite", "project.bundler", "vite"),  # "tore X out"
+        ("CI 改用 Buildkite 了，the old Jenkins box is gone", "project.ci", "buildkite"),  # "X is gone"
+    ],
+)
+def test_the_users_setup_is_read_through_asides_lead_ins_and_removals(
+    text: str, slot: str, value: str
+) -> None:
+    assert [(c.slot, c.value) for c in extract_turn(Turn("e1", "user", text)) if c.slot == slot] == [
+        (slot, value)
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "we use Flask and FastAPI side by side",
+        "I'm on Fedora with WSL for work",
+        "我们前端用 Svelte 和 Vue 3",
+    ],
+)
+def test_two_values_of_a_slot_in_one_sentence_are_one_memory_that_names_both(text: str) -> None:
+    slotted = [c for c in extract_turn(Turn("e1", "user", text)) if c.slot]
+    assert len(slotted) == 1  # neither replaces the other; a later value of the slot retires both
+    tools = [t for t in ("Flask", "FastAPI", "Fedora", "WSL", "Svelte", "Vue") if t in text]
+    assert all(t in slotted[0].content for t in tools)
+
+
+def test_an_alternative_question_without_its_mark_states_no_choice() -> None:
+    assert not [c for c in extract_turn(Turn("e1", "user", "我们用 Redis 还是 Memcached 好")) if c.slot]

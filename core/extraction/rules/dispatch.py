@@ -168,6 +168,18 @@ _CHANGE_RE = re.compile(
     r"全换成了?|换回了?|迁回了?)",
     re.I,
 )
+_REMOVAL_RE = re.compile(
+    r"\b(?:got\s+rid\s+of|ripped\s+out|tore\s+out|removed|phased\s+out|dropped|ditched|retired|killed|no\s+longer|"
+    r"anymore|any\s+more|never|stop\s+(?:using|writing|suggesting))\b|不再|不用|下掉|干掉|去掉|换掉|弃用|别再|不要再",
+    re.I,
+)
+
+
+def names_change(sentence: str) -> bool:
+    """The sentence tells a change, or names a value as left ("switched to", "got rid of", "不再用")."""
+    return _CHANGE_RE.search(sentence) is not None or _REMOVAL_RE.search(sentence) is not None
+
+
 _ASKED = re.compile(
     r"(?:\byou\b|\bshould\s+we\b|\bshall\s+we\b|\bwhy\s+not\b|你|要不要|是否|该不该|打算|准备|"
     r"\bplan|\bconsider|\bthinking|\bmaybe\b|\bif\b|\bsuppos\w*|\bimagine|\bassum\w*|\bwhat\s+if|"
@@ -233,7 +245,6 @@ _NOUN_STATE_RES = tuple(
         r"(?:是|用的是|用的|用|走的是|走|跑在|选的是)\s*{val}" + _STATE_END,
     )
 )
-_NOUN_STATE_CUE = re.compile("|".join(noun for noun, _ in _SLOT_NOUNS), re.I)
 
 
 def is_question_like(prefix: str) -> bool:
@@ -287,9 +298,7 @@ def noun_change_hits(clause: str, *, lang: str) -> list[Hit]:
 def noun_state_hits(clause: str, *, lang: str) -> list[Hit]:
     """The value of the slot a noun names, stated ("CI is Drone", "我们 CI 是 Drone"); the caller has ruled
     out a question, a hypothetical and someone else's statement."""
-    if not _NOUN_STATE_CUE.search(clause):
-        return []
-    body = ENUMERATOR_RE.sub("", clause.strip())
+    body = ENUMERATOR_RE.sub("", clause.strip())  # the patterns are anchored: they fail fast
     for pattern in _NOUN_STATE_RES:
         match = pattern.match(body)
         if match is not None and not _STACK_BLOCK_RE.search(body):
@@ -325,15 +334,19 @@ def change_hits(clause: str, *, lang: str, blocked: Callable[[str, int], bool] |
 _STACK_SUBJECT_RE = re.compile(
     r"^(?:(?:and|also|plus|btw|fyi|so|oh|ok|but)\s+)*(?:i\b|i'm|i've|we\b|we're|we've|our\b|my\b|(?:the|this)\s+"
     r"(?:[\w-]+\s+){0,2}?(?:stack|backend|frontend|api|app|service|project|repo|codebase|db|database|infra|cluster|site|"
-    r"pipeline|ci|layer|cache|queue|server|servers|platform|website|blog|monorepo|tests|test\s+suite)\b|"
+    r"pipeline|ci|layer|cache|queue|server|servers|platform|website|blog|monorepo|tests|test\s+suite|product|saas|"
+    r"startup|tool|box|machine|laptop|homelab|home\s+lab|setup)\b|"
     r"this\s+(?:repo|project|service|app|codebase)\b|(?:tech\s+)?stack\b|backend\b|frontend\b|db\b|database\b|"
     r"ci\b|infra\b|prod\b|everything\b|all\s+hosted|hosted\b|deployed\b|running\b|built\b|"
     # "it's all Zustand now", "all on Buildkite these days": the current state, told after a change
-    r"(?:it's|it\s+is|all|everything's)\s+(?=[^,;]*\b(?:now|these\s+days|nowadays)\b))"
-    r"|^(?:现在|目前|如今|now\s+)?\s*(?:我们?|咱们|项目|技术栈|栈|前端|后端|服务端|数据库|库|主库|CI|线上|生产|部署|服务|"
-    r"整个|这个(?:项目|服务|仓库)|我们的|公司|团队|组里)"
+    # "day to day it's mostly Kotlin for me": the user's, said by "for me"
+    r"(?:(?:day\s+to\s+day|these\s+days|mostly|mainly),?\s+)?(?:it's|it\s+is|all|everything's)\s+"
+    r"(?=[^,;]*\b(?:now|these\s+days|nowadays|for\s+(?:me|us))\b))"
+    r"|^(?:(?:顺便说一?下|顺便|对了|另外|还有|补充一?下|说一?下|btw|fyi)[,\s]*)?(?:现在|目前|如今|now\s+)?\s*"
+    r"(?:我们?|咱们|项目|技术栈|栈|前端|后端|服务端|数据库|库|主库|CI|线上|生产|部署|服务|整个|这个(?:项目|服务|仓库)|我们的|"
+    r"公司|团队|组里)"
     r"|^(?:现在|目前|如今)?\s*(?:[A-Za-z]{2,10}\s*)?[\u4e00-\u9fff]{1,6}(?=(?:都|统一|一直|现在|直接|全)*(?:用的是|用的|用|采用|使用|跑在|跑|"
-    r"部署在|托管在|挂在|挂|放在|走的是|走|运行在)\s*[A-Za-z])"
+    r"部署在|部署到|托管在|托管到|挂在|挂|放在|放到|存在|存放在|存到|走的是|走|运行在)\s*[A-Za-z])"
     r"|^[\u4e00-\u9fff]{2,6}(?=是\s*[A-Za-z][^,]{0,20}?写的)",
     re.I,
 )
@@ -341,11 +354,14 @@ _STACK_BLOCK_RE = re.compile(
     r"\b(?:if|suppose|imagine|would|could|should\s+we|maybe|might|thinking|considering|planning|plan\s+to|want\s+to|"
     r"going\s+to|gonna|said|says|told|colleague|friend|boss|today|yesterday|tried|trying|not|never|don't|no\s+longer|"
     r"instead|than|vs|versus|or)\b|如果|要是|假如|假设|打算|准备|考虑|可能|也许|同事|朋友|老板|他们|不用|不是|没用|没上|"
-    r"不再|放弃|还是|或者|对比|比较|今天|试了|试试|[?？吗]|[A-Za-z0-9+#.]\s*(?!上了|里了)[\u4e00-\u9fff]{1,3}了(?!解)|"
+    r"不再|放弃|还是[^,]{0,20}?(?:好|呢|吧|更)|或者|对比|比较|今天|试了|试试|[?？吗]|[A-Za-z0-9+#.]\s*(?!上了|里了)[\u4e00-\u9fff]{1,3}了(?!解)|"
     r"\b(?:installed|ran|used\s+\w+\s+to|just|discuss\w*|meeting|talked|debated)\b|讨论|会上|开会|聊过|要不要|评估|隔壁|"
     r"别的组|其他组|别人|对方|客户|听说|据说",
     re.I,
 )
+
+
+_ASIDE_RE = re.compile(r"\s*[(（][^()（）]{1,80}[)）]")
 
 
 def opens_stack(clause: str) -> bool:
@@ -363,20 +379,19 @@ _SETUP_LABEL_RE = re.compile(
 
 
 def stack_hits(clause: str, *, lang: str, inherited: bool = False) -> list[Hit]:
-    """The tools a clause attributes to the user, the team or the project, each in its slot: one value per
-    slot (a second tool of the same slot is left to the LLM). Nothing for a question, a hypothetical, a
-    negation, a comparison or someone else's setup."""
+    """The tools a clause attributes to the user, the team or the project, each in its slot (a second value
+    of a slot is named with the first: see `passes`). Nothing for a question, a hypothetical, a negation, a
+    comparison or someone else's setup."""
     body = ENUMERATOR_RE.sub("", clause.strip())
-    if not (inherited or _STACK_SUBJECT_RE.match(body)) or _STACK_BLOCK_RE.search(body):
+    said = _ASIDE_RE.sub("", body) if "(" in body else body  # an aside ("(maybe 50 users)") blocks nothing
+    if not (inherited or _STACK_SUBJECT_RE.match(body)) or _STACK_BLOCK_RE.search(said):
         return []
     hits: list[Hit] = []
-    seen: set[str] = set()
-    for tool, start, _ in find_tools(body):
-        if tool.slot is None or tool.slot in seen or tool.slot.startswith("user."):
+    for tool, start, end in find_tools(body):
+        if tool.slot is None or tool.slot.startswith("user."):
             continue
-        if named_as_left(body, start):  # "we got rid of Heroku": not the current value
+        if named_as_left(body, start, end):  # "we got rid of Heroku", "the Jenkins box is gone": not current
             continue
-        seen.add(tool.slot)
         hits.append(tool_hit(tool, 0, len(clause), rule=f"{lang}.tool.stack", lang=lang))
     return hits
 

@@ -22,6 +22,7 @@ from core.extraction.lang import detect_lang, has_han
 from core.extraction.rules import en, zh
 from core.extraction.rules.dispatch import (
     change_hits,
+    names_change,
     noun_change_hits,
     noun_state_hits,
     opens_stack,
@@ -144,7 +145,8 @@ def _generic_hits(clause: str, sentence: str, *, whole: bool = False, inherited:
         stack = stack_hits(clause, lang=rules.lang, inherited=inherited)
         # one tool: the clause's own words ("定了用 Go 重写网关") say more than "uses Go", unless its subject
         # names nothing ("it's all Zustand now")
-        if len(stack) == 1 and not _NO_REFERENT_RE.match(clause):
+        # (two values of one slot, "Django with HTMX": the clause's words name both)
+        if len({cand.slot for cand, _, _ in stack}) == 1 and not _NO_REFERENT_RE.match(clause):
             cand, start, end = stack[0]
             words = zh_content(clause) if rules.lang == "zh" else sentence_case(third_person(clause.strip()))
             return [(dataclasses.replace(cand, content=words), start, end)]
@@ -178,8 +180,8 @@ def _old_values_folded(sentence: str, hits: list[Hit]) -> list[Hit]:
     whole sentence, so that it names the new one too; a statement that only names the old value is dropped
     (the slotted value tells the change, and the old value must not stay current beside it)."""
     current = {cand.slot: cand.value or "" for cand, _, _ in hits if cand.slot and cand.value}
-    if not current:
-        return hits
+    if not current or not names_change(sentence):  # "Django with HTMX": two values in use, nothing left
+        return _one_value_per_slot(hits)
     out: list[Hit] = []
     for cand, start, end in hits:
         left = cand.slot is None and any(
@@ -197,6 +199,33 @@ def _old_values_folded(sentence: str, hits: list[Hit]) -> list[Hit]:
         elif left:
             continue
         out.append((cand, start, end))
+    return out
+
+
+def _one_value_per_slot(hits: list[Hit]) -> list[Hit]:
+    """Two values of one slot in one sentence that names no change ("I'm on Windows with WSL", "Django with
+    HTMX"): both are in use, so they are one memory in the slot, valued by the first, that names both (a
+    later value of the slot retires them together; neither replaces the other)."""
+    first: dict[str, int] = {}
+    out: list[Hit] = []
+    for cand, start, end in hits:
+        if cand.slot is None or cand.slot not in first:
+            if cand.slot:
+                first[cand.slot] = len(out)
+            out.append((cand, start, end))
+            continue
+        kept, kept_start, kept_end = out[first[cand.slot]]
+        if cand.value == kept.value:
+            out.append((cand, start, end))
+            continue
+        named = cand.value or ""
+        tool = find_tools(cand.content)
+        name = tool[-1][0].display if tool else named
+        if name.casefold() not in kept.content.casefold():
+            end_mark = "。" if kept.content.endswith("。") else "."
+            extra = f"（和 {name}）" if end_mark == "。" else f" (with {name})"
+            kept = dataclasses.replace(kept, content=kept.content.rstrip("。.") + extra + end_mark)
+        out[first[cand.slot]] = (kept, min(kept_start, start), max(kept_end, end))
     return out
 
 

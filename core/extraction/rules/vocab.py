@@ -65,7 +65,7 @@ project.hosting: vercel=Vercel netlify=Netlify heroku=Heroku fly.io=Fly.io(fly.i
     coolify=Coolify dokku=Dokku
 project.orchestration: kubernetes=Kubernetes(kubernetes|k8s|k3s) ecs=ECS(ecs|aws_ecs|fargate) nomad=Nomad
     docker_swarm=Docker_Swarm(docker_swarm|swarm) docker_compose=Docker_Compose(docker_compose|docker-compose)
-    openshift=OpenShift rancher=Rancher ack=ACK cce=CCE tke=TKE
+    openshift=OpenShift ack=ACK cce=CCE tke=TKE
 project.cloud: aws=AWS gcp=GCP(gcp|google_cloud) azure=Azure aliyun=Alibaba_Cloud(aliyun|alibaba_cloud|阿里云)
     tencent_cloud=Tencent_Cloud(tencent_cloud|腾讯云) huawei_cloud=Huawei_Cloud(huawei_cloud|华为云)
 project.tracker: jira=Jira linear=Linear trello=Trello asana=Asana youtrack=YouTrack zentao=ZenTao(zentao|禅道)
@@ -85,6 +85,9 @@ project.registry: docker_hub=Docker_Hub(docker_hub|dockerhub) ghcr=GHCR(ghcr|ghc
 project.workflow: airflow=Airflow(airflow|apache_airflow) dagster=Dagster prefect=Prefect
     dolphinscheduler=DolphinScheduler(dolphinscheduler|dolphin_scheduler) temporal=Temporal luigi=Luigi
     argo_events=Argo_Events
+project.storage: s3=S3(s3|aws_s3) oss=OSS(oss|aliyun_oss) minio=MinIO r2=R2(r2|cloudflare_r2)
+    backblaze=Backblaze(backblaze|backblaze_b2|b2) wasabi=Wasabi gcs=GCS(gcs|google_cloud_storage) cos=COS(cos)
+    azure_blob=Azure_Blob(azure_blob|azure_blob_storage)
 user.shell: bash=Bash zsh=Zsh(zsh|oh-my-zsh|oh_my_zsh) fish=Fish(fish_shell) powershell=PowerShell(powershell|pwsh)
     nushell=Nushell(nushell|nu_shell)
 project.linter: eslint=ESLint biome=Biome oxlint=Oxlint flake8=Flake8 pylint=Pylint rubocop=RuboCop
@@ -104,16 +107,15 @@ user.os: macos=macOS(macos|mac|macbook|osx|os_x) linux=Linux windows=Windows ubu
     graphql=GraphQL tailwind=Tailwind_CSS(tailwind|tailwindcss) prettier=Prettier ruff=Ruff mypy
     celery=Celery nginx sentry=Sentry elasticsearch=Elasticsearch
     datadog=Datadog grafana=Grafana
-    ansible=Ansible helm=Helm pulumi=Pulumi s3=S3(s3|aws_s3) jquery=jQuery
+    ansible=Ansible helm=Helm pulumi=Pulumi jquery=jQuery
     lodash=Lodash moment.js=Moment.js(moment.js|momentjs) axios=Axios pandas=pandas
     numpy=NumPy pytorch=PyTorch(pytorch|torch) tensorflow=TensorFlow storybook=Storybook cypress=Cypress
     playwright=Playwright selenium=Selenium opentelemetry=OpenTelemetry(opentelemetry|otel) vault=Vault
-    minio=MinIO oss=OSS
     dbt=dbt(dbt|dbt_core|dbt_cloud) fivetran=Fivetran airbyte=Airbyte spark=Spark(spark|pyspark|spark_sql)
     flink=Flink hive=Hive trino=Trino presto=Presto kafka_connect=Kafka_Connect debezium=Debezium
-    notion=Notion confluence=Confluence obsidian=Obsidian figma=Figma postman=Postman
+    rancher=Rancher notion=Notion confluence=Confluence obsidian=Obsidian figma=Figma postman=Postman
     proxmox=Proxmox(proxmox|proxmox_ve) unraid=Unraid truenas=TrueNAS nextcloud=Nextcloud
-    home_assistant=Home_Assistant backblaze=Backblaze(backblaze|backblaze_b2) wasabi=Wasabi r2=R2(cloudflare_r2)
+    home_assistant=Home_Assistant
     loki=Loki elk=ELK(elk|elastic_stack) kibana=Kibana logstash=Logstash jaeger=Jaeger splunk=Splunk
     postgis=PostGIS pgvector=pgvector timescale=Timescale keycloak=Keycloak auth0=Auth0 stripe=Stripe
     grpc=gRPC(grpc) kong=Kong traefik=Traefik caddy=Caddy envoy=Envoy istio=Istio
@@ -172,7 +174,8 @@ _CASE_SENSITIVE = {
     "loki": ("Loki",), "kong": ("Kong",), "envoy": ("Envoy",), "caddy": ("Caddy",), "hugo": ("Hugo",),
     "shortcut": ("Shortcut",), "bamboo": ("Bamboo",), "concourse": ("Concourse",), "woodpecker": ("Woodpecker",),
     "fish": ("Fish", "fish"), "bash": ("Bash", "bash"), "quay": ("Quay",), "wasabi": ("Wasabi",),
-    "r2": ("R2",), "ack": ("ACK",), "acr": ("ACR",), "swr": ("SWR",), "tke": ("TKE",), "cce": ("CCE",),
+    "r2": ("R2",), "b2": ("B2",), "cos": ("COS",), "ack": ("ACK",), "acr": ("ACR",), "swr": ("SWR",),
+    "tke": ("TKE",), "cce": ("CCE",),
     "mui": ("MUI",), "bootstrap": ("Bootstrap",), "stripe": ("Stripe",), "ecr": ("ECR",), "elk": ("ELK",),
     "rancher": ("Rancher",), "flink": ("Flink",), "trino": ("Trino",), "dvc": ("DVC",),
 }  # fmt: skip
@@ -252,7 +255,8 @@ def _versioned(tool: Tool, text: str, start: int, end: int) -> tuple[Tool, int, 
 _OLD_VALUE_RE = re.compile(
     r"(?:\b(?:from|off|replaced|replacing|replace|instead\s+of|rather\s+than|no\s+longer(?:\s+use)?|not|ditched|"
     r"dropped|left|leaving|away\s+from|over|than|retired|killed|sunset|deprecated|against|ruled\s+out|rejected|"
-    r"ripped\s+out|tore\s+out|got\s+rid\s+of|removed|phased\s+out|gave\s+up(?:\s+on)?|never|without|"
+    r"ripped(?:\s+out)?|tore(?:\s+out)?|pulled(?:\s+out)?|got\s+rid\s+of|removed|phased\s+out|gave\s+up(?:\s+on)?|"
+    r"scrapped|dumped|binned|abandoned|never|without|"
     r"(?:don't|do\s+not|stop)\s+(?:use|using|suggest|write|writing))|从|不再用?|替换掉?|换掉|弃用|放弃了?|不用|不是|"
     r"而不是|代替|取代|没用|没上|没选|不选|否掉|下掉了?|干掉了?|去掉了?|拿掉了?|(?:别|不要)再?(?:用|写|推荐))"
     r"\s*(?:the\s+|our\s+|using\s+)?$",
@@ -260,15 +264,27 @@ _OLD_VALUE_RE = re.compile(
 )
 
 
-def named_as_left(text: str, start: int) -> bool:
-    """The tool named at `start` is the value being left ("moved off Vercel", "got rid of Heroku", "从 npm")."""
-    return _OLD_VALUE_RE.search(text[max(0, start - 24) : start]) is not None
+# What marks a tool as gone, after it: "the Jenkins box is gone", "Jenkins 已经下线了".
+_GONE_AFTER_RE = re.compile(
+    r"\s*(?:[\w.-]+\s+){0,2}?(?:is|are|'s)\s+(?:now\s+)?(?:gone|dead|retired|history|deprecated|decommissioned)\b"
+    r"|\s*(?:[\w.-]+\s+){0,1}?out\b(?=.{0,30}\b(?:and|for|in\s+favou?r)\b)"  # "ripped yarn out ... and went with"
+    r"|\s*(?:已经|早就|早)?(?:没了|下线了|下掉了|退役了|不用了|废弃了|停用了|淘汰了)",
+    re.I,
+)
+
+
+def named_as_left(text: str, start: int, end: int | None = None) -> bool:
+    """The tool named at `start` (ending at `end`) is the value being left ("moved off Vercel", "got rid of
+    Heroku", "从 npm", "the Jenkins box is gone")."""
+    if _OLD_VALUE_RE.search(text[max(0, start - 24) : start]) is not None:
+        return True
+    return end is not None and _GONE_AFTER_RE.match(text, end) is not None
 
 
 def first_current_tool(text: str) -> Tool | None:
     """The first slotted tool of `text` not named as the value left ("moved off Vercel onto Cloudflare")."""
     return next(
-        (t for t, start, _ in find_tools(text) if t.slot and not named_as_left(text, start)),
+        (t for t, start, end in find_tools(text) if t.slot and not named_as_left(text, start, end)),
         None,
     )
 
@@ -277,7 +293,9 @@ def current_tool(text: str) -> Tool | None:
     """The one slotted tool `text` names as the current value: tools named as the value left ("moved off
     Mongo to DynamoDB", "从 Jenkins 换成 GitHub Actions") do not count; None when there is no such tool or
     when two slots or two values remain."""
-    current = [tool for tool, start, _ in find_tools(text) if tool.slot and not named_as_left(text, start)]
+    current = [
+        tool for tool, start, end in find_tools(text) if tool.slot and not named_as_left(text, start, end)
+    ]
     if len({(t.slot, t.canonical) for t in current}) != 1:
         return None
     return current[0]

@@ -195,7 +195,7 @@ _DONT_WANT_RE = re.compile(
 
 def dont_want_hits(sentence: str) -> list[Hit]:
     """ "I don't want any emojis in the answers": the rule, MUST."""
-    match = _DONT_WANT_RE.search(sentence)
+    match = _DONT_WANT_RE.search(sentence) if "want" in sentence else None
     if (
         match is None
         or blocked(sentence, match.start(), hypothetical=True)
@@ -300,9 +300,14 @@ _NEED_RE = re.compile(
 )
 
 
+_NEED_CUE = re.compile(
+    r"throughout|everywhere|across\s+the|at\s+all|\b(?:all|every|each)\b|from\s+now|forward|always", re.I
+)
+
+
 def need_hits(sentence: str) -> list[Hit]:
     """ "I need metric units throughout": a standing requirement, MUST."""
-    match = _NEED_RE.search(sentence)
+    match = _NEED_RE.search(sentence) if _NEED_CUE.search(sentence) else None
     if match is None or blocked(sentence, match.start(), hypothetical=True):
         return []
     content = sentence_case(third_person(sentence[match.start() : match.end()]))

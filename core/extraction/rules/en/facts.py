@@ -79,7 +79,7 @@ def _tool_hits(sentence: str) -> list[Hit]:
         for tool, start, end in find_tools(span):
             if tool.slot and tool.slot.startswith("user.") and not subject_is_user:
                 continue  # "we use Linux servers" says nothing about the user's own OS
-            if named_as_left(span, start):
+            if named_as_left(span, start, end):
                 continue  # "we use pnpm, never npm"
             hits.append(
                 tool_hit(tool, match.start(), offset + end, rule="en.tool.use", lang="en", category=category)

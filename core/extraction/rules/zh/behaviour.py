@@ -149,9 +149,12 @@ _DONT_WANT_RE = re.compile(
 )
 
 
+_DONT_WANT_CUE = re.compile(r"不希望|不想|不要看到|不需要|不用|不必|无需|没必要")
+
+
 def dont_want_hits(sentence: str) -> list[Hit]:
     """ "我不希望你在代码里加太多注释": what the user does not want, a rule."""
-    match = _DONT_WANT_RE.search(sentence)
+    match = _DONT_WANT_RE.search(sentence) if _DONT_WANT_CUE.search(sentence) else None
     if match is None or blocked(sentence, match.start()) or _ONE_OFF.search(match.group("rest")):
         return []
     content = zh_content(strip_tail(sentence[match.start() : match.end()]))

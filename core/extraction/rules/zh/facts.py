@@ -52,6 +52,9 @@ _DECISION_VERBS = ("换成", "改用", "迁移到", "切换到", "转到", "选"
 _ONE_OFF_ACTION = re.compile(r"^[^,]*?[A-Za-z0-9+#.]\s*[\u4e00-\u9fff]{1,3}了")
 
 
+_ALTERNATIVE = re.compile(r"还是[^,]{0,20}?(?:好|呢|吧|更|比较)|或者|或是|要么")
+
+
 def _cut(span: str) -> str:
     match = _SPAN_CUT.search(span)
     return span[: match.start()] if match else span
@@ -64,12 +67,14 @@ def _tool_hits(sentence: str) -> list[Hit]:
         subject_is_user = match.group("subj") == "我"
         if blocked(sentence, match.start()) or (_ONE_OFF_ACTION.search(match.group("span"))):
             continue
+        if _ALTERNATIVE.search(match.group("span")):
+            continue  # "我们用 React 还是 Vue 好": a choice still open
         category = Category.DECISION if match.group("verb").startswith(_DECISION_VERBS) else None
         span = _cut(match.group("span"))
         for tool, start, end in find_tools(span):
             if tool.slot and tool.slot.startswith("user.") and not subject_is_user:
                 continue
-            if named_as_left(span, start):
+            if named_as_left(span, start, end):
                 continue  # "我们用 pnpm,别再用 npm"
             end += match.start("span")
             hits.append(tool_hit(tool, match.start(), end, rule="zh.tool.use", lang="zh", category=category))

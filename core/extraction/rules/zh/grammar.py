@@ -82,12 +82,20 @@ _POLITE = re.compile(  # "能帮我记住…吗" / "你能不能别那么啰嗦"
 )
 
 
+# An alternative question without its mark: "用 React 还是 Vue 好", "选 A 还是 B 呢"
+_ALTERNATIVE_QUESTION = re.compile(r"[^,]还是[^,]{1,20}?(?:好|呢|吧|合适|更好|比较好|划算)$")
+
+
 @functools.lru_cache(maxsize=4096)
 def is_question(sentence: str) -> bool:
     stripped = sentence.rstrip(" .!~")
     if _POLITE.match(stripped) and not re.search(r"你记得|还记得|记不记得", stripped):
         return False
-    return stripped.endswith("?") or bool(_QUESTION_END.search(stripped) or _QUESTION_ANY.search(stripped))
+    return stripped.endswith("?") or bool(
+        _QUESTION_END.search(stripped)
+        or _QUESTION_ANY.search(stripped)
+        or _ALTERNATIVE_QUESTION.search(stripped)
+    )
 
 
 # Chinese drops the subject before a verb of state or change ("搬到杭州了", "从这周开始转岗到算法组了", "现在用的是
