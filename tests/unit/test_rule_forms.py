@@ -261,3 +261,22 @@ def test_two_values_of_a_slot_in_one_sentence_are_one_memory_that_names_both(tex
 
 def test_an_alternative_question_without_its_mark_states_no_choice() -> None:
     assert not [c for c in extract_turn(Turn("e1", "user", "我们用 Redis 还是 Memcached 好")) if c.slot]
+
+
+# --- what is not the user's own fact -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "our biggest rival Parcelly is on Rails apparently",  # hearsay
+        "supposedly the new team lead uses Emacs",
+        "our vendor hosts everything on Azure",  # someone else's setup
+        "the client's stack is Angular with .NET",
+        "竞品好像是用 Rust 写的",
+        "听说甲方那边用的是 Oracle",
+        "友商的后端是 Java",
+    ],
+)
+def test_hearsay_and_other_parties_setups_are_not_the_users(text: str) -> None:
+    assert extract_turn(Turn("e1", "user", text)) == []

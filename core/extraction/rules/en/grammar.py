@@ -38,9 +38,25 @@ _SELF_BEFORE = re.compile(r"(?:^|\W)(?:i|i've|i\s+have|i've\s+already|i\s+alread
 # fmt: on
 
 
+# Hearsay anywhere in the sentence: "our competitor runs on Elixir apparently" is not the user's own fact.
+_HEARSAY = re.compile(
+    r"\b(?:apparently|reportedly|supposedly|allegedly|rumou?r\s+(?:is|has\s+it)|word\s+is|i\s+(?:hear|heard|read)\s+"
+    r"(?:that\s+)?(?:they|he|she|it))\b",
+    re.I,
+)
+
+
+@functools.lru_cache(maxsize=1024)
+def hearsay(sentence: str) -> bool:
+    return _HEARSAY.search(sentence) is not None
+
+
 def blocked(sentence: str, start: int, *, hypothetical: bool = True) -> bool:
-    """True when the text before `start` makes the statement not the user's own current fact."""
+    """True when the text before `start` makes the statement not the user's own current fact, or the
+    sentence tells it as hearsay ("apparently")."""
     prefix = sentence[:start]
+    if hearsay(sentence):
+        return True
     if not prefix:
         return False
     if prefix.count('"') % 2 == 1:  # inside a quotation

@@ -399,7 +399,8 @@ _NOT_STATEMENT = re.compile(  # the verb says the clause is about thinking, want
     r"did|discussed|talked|had\s+a|mean|meant|know|knew|forgot|remember|asked|said|told|agree|agreed)\b", re.I)
 _PERSON_OWNER = re.compile(  # someone else's fact: "our designer uses Figma", "my colleague ..."
     r"^(?:our|my)\s+(?:\w+\s+)?(?:colleague|coworker|co-worker|boss|manager|friend|designer|intern|pm|cto|ceo|"
-    r"client|customer|users?|neighbou?r|teammate|contractor|lead|cousin|uncle|aunt)s?\b", re.I)
+    r"client|customer|users?|neighbou?r|teammate|contractor|lead|cousin|uncle|aunt|competitor|rival|vendor|partner|"
+    r"supplier|landlord|sister|brother|mom|dad|wife|husband)s?\b", re.I)
 # fmt: on
 
 

@@ -40,8 +40,20 @@ _REPORTED = re.compile(
 # fmt: on
 
 
+_HEARSAY = re.compile(r"好像|貌似|似乎|据说|听说|传闻|据传")
+
+
+@functools.lru_cache(maxsize=1024)
+def hearsay(sentence: str) -> bool:
+    """Hearsay anywhere in the sentence ("竞品好像是用 Go 写的"): not the user's own fact."""
+    return _HEARSAY.search(sentence) is not None
+
+
 def blocked(sentence: str, start: int, *, hypothetical: bool = True) -> bool:
-    """True when the text before `start` makes the statement not the user's own current fact."""
+    """True when the text before `start` makes the statement not the user's own current fact, or the
+    sentence tells it as hearsay ("好像", "据说")."""
+    if hearsay(sentence):
+        return True
     prefix = sentence[:start]
     if prefix.count('"') % 2 == 1:  # inside a quotation
         return True
