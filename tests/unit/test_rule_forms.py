@@ -280,3 +280,67 @@ def test_an_alternative_question_without_its_mark_states_no_choice() -> None:
 )
 def test_hearsay_and_other_parties_setups_are_not_the_users(text: str) -> None:
     assert extract_turn(Turn("e1", "user", text)) == []
+
+
+# --- who the user is, told in passing --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "slot", "value"),
+    [
+        (
+            "I'm Noor, QA lead at a travel startup called Wayfarer, based in Porto",
+            "user.employer",
+            "Wayfarer",
+        ),
+        ("I work for a tiny design studio called Foldline", "user.employer", "Foldline"),
+        ("I'll be a data scientist at Meridian Labs from June", "user.employer", "Meridian Labs"),
+        ("as a nurse in pediatrics I work odd shifts", "user.job", "nurse in pediatrics"),
+        ("我在拼多多做搜索推荐", "user.employer", "拼多多"),
+        ("我在一家基金公司做风控", "user.job", "风控"),
+        ("我在一家做跨境物流的公司上班，公司叫云舟", "user.employer", "云舟"),
+        ("my native language is Tagalog", "user.native_language", "Tagalog"),
+        ("我的母语是闽南语", "user.native_language", "闽南语"),
+        ("我这台是 Fedora，装东西老报错", "user.os", "fedora"),
+        ("我这边 ThinkPad 装的 Ubuntu", "user.os", "ubuntu"),
+        ("my dev box runs Arch", "user.os", "arch linux"),
+    ],
+)
+def test_who_the_user_is_in_passing_fills_its_slot(text: str, slot: str, value: str) -> None:
+    assert _slots(text).get(slot) == value
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("writing my PhD dissertation on coral bleaching at James Cook University", ["coral bleaching"]),
+        ("for my dissertation (MA linguistics, Leiden) I need a corpus tool", ["MA linguistics"]),
+        ("我在读博，方向是蛋白质折叠", ["读博", "蛋白质折叠"]),
+        ("my English is a bit rusty", ["English"]),
+        ("我日语一般，看文档比较吃力", ["日语一般"]),
+        ("my son Mateo is 4 and can't have dairy", ["Mateo", "dairy"]),
+        ("我们家不吃香菜", ["不吃香菜"]),
+        ("我家三个孩子，一个两岁一个五岁一个九岁", ["三个孩子"]),
+        ("our family doesn't eat beef", ["beef"]),
+    ],
+)
+def test_a_fact_about_the_user_keeps_what_it_says(text: str, words: list[str]) -> None:
+    contents = _contents(text)
+    assert any(all(w in c for w in words) for c in contents), contents
+
+
+@pytest.mark.parametrize(
+    ("text", "wrong"),
+    [
+        ("我在家做饭呢，等下再说", "user.job"),  # what the user is doing, not a line of work
+        ("我在公司加班", "user.job"),
+        ("Honestly, my brother is the one who codes", "user.family.brother"),
+    ],
+)
+def test_the_moment_is_not_who_the_user_is(text: str, wrong: str) -> None:
+    assert wrong not in _slots(text)
+
+
+def test_a_job_told_with_the_employer_keeps_the_employer_out_of_the_jobs_words() -> None:
+    found = {c.slot: c.content for c in extract_turn(Turn("e1", "user", "我在星河科技做后端"))}
+    assert found["user.employer"] == "用户在星河科技工作。" and "星河" not in found["user.job"]

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import re
 
+from core.extraction.candidates import Category, Kind, Tier
 from core.extraction.rules.en.grammar import ADV, I_AM, I_WORD, blocked
-from core.extraction.rules.hits import Hit, fact
+from core.extraction.rules.hits import Hit, fact, make
 from core.extraction.rules.vocab import find_tools, is_tool
 
 _NAME_STOP = frozenset(
@@ -199,7 +200,9 @@ _ROLE = (
     r"statistician|pharmacist|dentist|therapist|veterinarian|pilot|officer|strategist|owner)s?"
 )
 _ORG_WORD = r"(?-i:[A-Z\u4e00-\u9fff])[\w&.'-]*"  # organisations are capitalised words, also under re.I
-_ORG_RAW = r"(?:\s+(?:at|for|with)\s+(?P<org>" + _ORG_WORD + r"(?:\s+" + _ORG_WORD + r"){0,2}))?"
+# "at Acme", and "at a logistics startup called Fretly": an organisation described, then named
+_ORG_NAMED = r"(?:(?:a|an|the|this)\s+(?:[\w-]+\s+){0,4}?(?:called|named)\s+)?"
+_ORG_RAW = r"(?:\s+(?:at|for|with)\s+" + _ORG_NAMED + r"(?P<org>" + _ORG_WORD + r"(?:\s+" + _ORG_WORD + r"){0,2}))?"
 _JOB = r"(?P<job>(?:[\w+#./-]+\s+){0,3}?" + _ROLE + r")\b"
 _JOB_RES = tuple((re.compile(pattern, re.I), rule) for pattern, rule in (
     (I_AM + r"\s+(?:[A-Z][\w'-]*\s*,\s*)?" + ADV + r"(?:a|an)\s+" + _JOB + _ORG_RAW, "en.job.i_am"),
@@ -209,11 +212,17 @@ _JOB_RES = tuple((re.compile(pattern, re.I), rule) for pattern, rule in (
     (r"\bmy\s+(?:job|role|title|job\s+title|position|profession|occupation)\s+is\s+(?:(?:a|an|the)\s+)?"
      + _JOB + _ORG_RAW, "en.job.my_job"),
     (I_WORD + r"(?:\s+have|'ve)?\s+" + ADV + r"(?:work|am\s+working|'m\s+working|been\s+working|intern|joined|"
-     r"started\s+at)(?:\s+(?:at|for))?\s+(?P<org>" + _ORG_WORD + r"(?:\s+" + _ORG_WORD + r"){0,2})(?:(?:\s+"
+     r"started\s+at)(?:\s+(?:at|for))?\s+" + _ORG_NAMED + r"(?P<org>" + _ORG_WORD + r"(?:\s+" + _ORG_WORD
+     + r"){0,2})(?:(?:\s+"
      r"(?:for|since)(?:\s+[\w-]+){1,3}?)?\s+as\s+(?:(?:a|an|the)\s+)?(?P<job>(?:[\w+#./-]+\s+){0,2}?" + _ROLE
      + r")\b)?", "en.employer.work_at"),
     # "As a night-shift nurse I sleep during the day": the user's role in apposition
-    (r"^as\s+(?:a|an)\s+" + _JOB + r"(?=\s*,?\s+i\b)" + _ORG_RAW, "en.job.as_a"),
+    # "as a postdoc in marine ecology I ...": the field goes with the role
+    (r"^as\s+(?:a|an)\s+(?P<job>(?:[\w+#./-]+\s+){0,3}?" + _ROLE + r"(?:\s+(?:in|of|for)\s+(?:[\w-]+\s+){0,2}?"
+     r"[\w-]+)?)(?=\s*,?\s+i\b)" + _ORG_RAW, "en.job.as_a"),
+    # "I'll be a PM at Lumen Health": a job about to start, at a named organisation
+    (r"(?<![\w'])(?:i'll|i\s+will)\s+be\s+(?:a|an|the)\s+" + _JOB + r"\s+(?:at|for|with)\s+" + _ORG_NAMED
+     + r"(?P<org>" + _ORG_WORD + r"(?:\s+" + _ORG_WORD + r"){0,2})", "en.job.will_be"),
     # "Context: data engineer, based in Nairobi": a role under a label about the user
     (r"^(?:context|about\s+me|background|bio|quick\s+intro|intro|me|role)\s*[:-]\s*(?:i'm\s+|i\s+am\s+)?(?:a\s+|an\s+)?"
      + _JOB + _ORG_RAW, "en.job.labelled"),
@@ -261,8 +270,38 @@ def _names_tech(value: str) -> bool:
     return is_tool(value) and (not tools or tools[0][0].slot in _TECH_SLOTS)
 
 
+# Studies the user is in: "writing my PhD thesis on soil microbiomes at Wageningen", "for my thesis (MSc
+# statistics, Uppsala)", "I'm doing a master's in data science".
+_STUDY_RE = re.compile(
+    r"(?:(?<![\w'])(?:i'm|i\s+am)\s+)?(?:writing|doing|finishing|working\s+on|defending|studying\s+for)\s+(?:my|a)\s+"
+    r"(?P<what>(?:(?:phd|ph\.d\.?|master'?s|msc|mphil|bachelor'?s|bsc|doctoral|undergrad(?:uate)?)\s+)?"
+    r"(?:thesis|dissertation|phd|master'?s|msc|degree)(?:\s+(?:on|about|in)\s+[^,.;!?()—-]{2,60}?)?"
+    r"(?:\s+at\s+"
+    + _ORG_WORD
+    + r"(?:\s+"
+    + _ORG_WORD
+    + r"){0,2})?)(?=\s*(?:$|[,.;!?()—-]|\s(?:and|but|so)\b))"
+    r"|\bfor\s+my\s+(?P<what2>thesis|dissertation|phd|master'?s)\s*\((?P<aside>[^()]{3,60})\)",
+    re.I,
+)
+
+
+def _study_hits(sentence: str) -> list[Hit]:
+    match = _STUDY_RE.search(sentence)
+    if match is None or blocked(sentence, match.start()):
+        return []
+    if match.group("what"):
+        content = f"The user is working on a {match.group('what').strip()}."
+    else:
+        content = f"The user is working on a {match.group('what2')} ({match.group('aside').strip()})."
+    cand = make(content, Kind.SEMANTIC, Category.PROFILE, Tier.WORTH, rule="en.profile.studies", confidence=0.8,
+                lang="en")  # fmt: skip
+    return [(cand, match.start(), match.end())]
+
+
 def job_hits(sentence: str) -> list[Hit]:
-    hits: list[Hit] = []
+    """The user's job and employer, and the studies they are in."""
+    hits: list[Hit] = _study_hits(sentence)
     for pattern, rule in _JOB_RES:
         match = pattern.search(sentence)
         if match is None or blocked(sentence, match.start()):

@@ -45,7 +45,7 @@ _PLEASE_NO_RE = re.compile(
 )
 _WE_DONT_RE = re.compile(
     r"^we\s+(?:don't|do\s+not|dont|never)\s+(?!know|think|have|need|want|care|see|get|understand|mind|"
-    r"like|remember|usually|really|use\b|live|work|own|speak|go|agree|do\s+that|do\s+this|do\s+it)(?P<rest>[a-z][\w\s.'/-]{2,80}?)(?:\s+(?:here|in\s+this\s+\w+|on\s+"
+    r"like|remember|usually|really|use\b|live|work|own|speak|go|agree|eat|drink|do\s+that|do\s+this|do\s+it)(?P<rest>[a-z][\w\s.'/-]{2,80}?)(?:\s+(?:here|in\s+this\s+\w+|on\s+"
     r"this\s+\w+|at\s+all|ever))?[.!]*$", re.I)
 _RATHER_YOU_RE = re.compile(
     r"\bi(?:'d|\s+would)\s+(?:rather|prefer(?:\s+it\s+if)?)\s+you\s+(?:didn't|did\s+not|not|never|don't|stop)\s+"
@@ -179,6 +179,12 @@ _FAMILY_RE = re.compile(
     r"(?:a|an|another|our|my)\s+(?:new\s+|little\s+)?(?:[\w-]+\s+)?(?P<who3>" + _FAMILY + r")\b[^.;!?]{0,40}?\b"
     r"(?:(?:her|his|its|their)\s+name\s+is|named|called)\s+(?P<name3>(?-i:[A-Z][a-z]+))"
     r"|\b(?P<name4>(?-i:[A-Z][a-z]+)),\s+(?:my|our)\s+(?P<who4>" + _FAMILY + r")\b", re.I)
+# What a sentence says of a family member after naming them, up to a request or a new clause of its own.
+_FAMILY_MORE_RE = re.compile(
+    r"\s*,?\s*(?:who\s+)?(?:is|has|won't|can't|doesn't|does\s+not|loves|hates|likes|goes|eats|refuses|"
+    r"needs|gets|was\s+born)\b[^.;!?]*?(?=\s*(?:,\s*(?:so|can|could|please|and\s+i)\b|\s-\s|—|$|[.;!?]))",
+    re.I,
+)
 _NOT_NAMES = frozenset("I The A An And But So Just Also Now Today Is Was Has Had Who".split())
 # fmt: on
 
@@ -240,8 +246,11 @@ def team_hits(sentence: str) -> list[Hit]:
     if family and not blocked(sentence, family.start()):
         who = next(g for g in (family.group(k) for k in ("who", "who2", "who3", "who4")) if g).lower()
         name = next(g for g in (family.group(k) for k in ("name", "name2", "name3", "name4")) if g)
-        if name not in _NOT_NAMES:
+        if name not in _NOT_NAMES and not name.endswith("ly"):  # "Thankfully, my son ...": no name
             content = f"The user's {who} is named {name}."
+            said = _FAMILY_MORE_RE.match(sentence, family.end())
+            if said:  # "my daughter Ines is 7 and won't eat anything spicy": what is said of them too
+                content = sentence_case(third_person(sentence[family.start() : said.end()]))
             slot = family_slot(who, sentence)
             cand = make(content, Kind.SEMANTIC, Category.PROFILE, Tier.WORTH, rule="en.family", confidence=0.8,
                         lang="en", slot=slot, value=name if slot else None)  # fmt: skip

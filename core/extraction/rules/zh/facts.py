@@ -19,10 +19,12 @@ from core.extraction.rules.zh.identity import job_hits, name_hits, place_hits
 
 # fmt: off
 _TOOL_STMT_RE = re.compile(
-    r"(?P<subj>" + WE + r"(?:的)?(?:团队|公司|项目|组|后端|前端)?|" + ME + r"|(?:这个|我们的|我的|该|本)?"
+    r"(?P<subj>" + WE + r"(?:的)?(?:团队|公司|项目|组|后端|前端)?|" + ME
+    + r"(?:这台|这边|的?(?:电脑|笔记本|机器|手机|本子|主力机))?|(?:这个|我们的|我的|该|本)?"
     r"(?:项目|团队|公司|后端|前端|服务端|仓库|代码库|工程|应用|系统|服务))" + ADV + r"(?:主要|现在|目前|"
     r"一直|都|统一|全部|全都|全)*(?P<verb>用的是|使用的是|用的|用|使用|采用|在用|是用|基于|换成了?|改用了?|"
-    r"迁移到了?|切换到了?|转到了?|上了|用上了|选了|选的是|选择了)\s*(?P<span>(?:[^.;!?]|\.(?=\w)){1,80})")
+    r"迁移到了?|切换到了?|转到了?|上了|用上了|选了|选的是|选择了|(?<=[台边脑本器机])(?:是|装的是|跑的是|系统是|:)?)"
+    r"\s*(?P<span>(?:[^.;!?]|\.(?=\w)){1,80})")
 _TOOL_NOUN_RE = re.compile(
     r"(?:(?:我们|我|咱们)?(?:的)?(?:项目|团队|公司)?(?:的)?)(?P<noun>技术栈|数据库|包管理器|包管理工具|"
     r"编程语言|开发语言|语言|前端框架|后端框架|框架|ORM|编辑器|IDE|操作系统|云服务|云)(?:用的是|用的|是|"
@@ -64,13 +66,17 @@ def _tool_hits(sentence: str) -> list[Hit]:
     hits: list[Hit] = []
     named = bool(find_tools(sentence))  # no tool named: only "we don't use X" can say something of tools
     for match in statements(_TOOL_STMT_RE, sentence) if named else ():
-        subject_is_user = match.group("subj") == "我"
+        subject_is_user = match.group("subj").startswith("我") and not match.group("subj").startswith("我们")
+        if not match.group("verb") and not subject_is_user:
+            continue  # a bare name after a subject is the user's device ("我这边 MacBook M3") or nothing
         if blocked(sentence, match.start()) or (_ONE_OFF_ACTION.search(match.group("span"))):
             continue
         if _ALTERNATIVE.search(match.group("span")):
             continue  # "我们用 React 还是 Vue 好": a choice still open
         category = Category.DECISION if match.group("verb").startswith(_DECISION_VERBS) else None
         span = _cut(match.group("span"))
+        if not match.group("verb"):  # "我这边 MacBook M3，Docker 老崩": the device, not the list after it
+            span = span.split(",")[0]
         for tool, start, end in find_tools(span):
             if tool.slot and tool.slot.startswith("user.") and not subject_is_user:
                 continue
@@ -117,8 +123,16 @@ _OBJ_REJECT = re.compile(  # "我喜欢你的方案": feedback on this task, not
 _PREFERS = re.compile(r"偏好|偏爱|更喜欢|比较喜欢|习惯|钟爱|倾向|prefer", re.I)
 _DIET_RE = re.compile(ME + ADV + r"(?P<diet>吃素|是素食者|是素食主义者|是吃素的|是纯素食?者|是纯素|吃纯素)")
 _ALLERGY_RE = re.compile(ME + ADV + r"对\s*(?P<obj>[^,.;!?]{1,12}?)\s*过敏")
-_NO_EAT_RE = re.compile(
-    ME + ADV + r"不(?P<verb>吃|喝)\s*(?P<obj>[\u4e00-\u9fff]{1,6}?)(?=$|[\s,.;:!?]|的|了|哦|啊)")
+_NO_EAT_RE = re.compile(  # the household eats what the user eats: "我们家不吃辣"
+    r"(?:" + ME + r"|我们家|我家|家里)" + ADV + r"(?:都|一般)?不(?P<verb>吃|喝)\s*(?P<obj>[\u4e00-\u9fff]{1,6}?)"
+    r"(?=$|[\s,.;:!?]|的|了|哦|啊)")
+_LANGUAGES = r"英语|英文|日语|日文|韩语|法语|德语|西班牙语|俄语|中文|普通话|粤语|广东话|上海话|闽南语|四川话"
+_NATIVE_RE = re.compile(
+    ME + r"(?:的)?母语是\s*(?P<lang>" + _LANGUAGES + r"|[\u4e00-\u9fff]{2,4}?语)|(?P<lang2>" + _LANGUAGES + r")是"
+    + ME + r"的母语")
+_LEVEL_RE = re.compile(  # how well the user speaks a language: "我英语一般", "我日语过了 N2"
+    ME + r"(?:的)?(?:" + _LANGUAGES + r")\s*(?:水平|能力|口语|阅读)?\s*(?:一般|不好|不太好|很差|比较差|很烂|不行|"
+    r"不太行|还行|还可以|不错|很好|挺好|流利|很流利|熟练|过了?\s*\S{1,4}|只会一点|会一点)")
 _TIMEZONE_RE = re.compile(
     ME + r"(?:的)?(?:时区是|在)\s*(?P<tz>东[一二三四五六七八九十]+区|UTC\s?[+-]\s?\d{1,2}|"
     r"GMT\s?[+-]\s?\d{1,2})")
@@ -170,14 +184,30 @@ def _profile_hits(sentence: str) -> list[Hit]:
     match = _DIET_RE.search(sentence)
     if match and not blocked(sentence, match.start()):
         value = "vegan" if "纯素" in match.group("diet") else "vegetarian"
-        content = "用户是纯素食者。" if value == "vegan" else "用户吃素。"
+        content = "用户是纯素食者。" if value == "vegan" else "用户是素食者（吃素）。"
         hits.append((fact(content, "user.diet", value, rule="zh.profile.diet", lang="zh"), *match.span()))
+    native = _NATIVE_RE.search(sentence)
+    if native and not blocked(sentence, native.start()):
+        lang = native.group("lang") or native.group("lang2")
+        cand = fact(f"用户的母语是{lang}。", "user.native_language", lang, rule="zh.profile.native_language",
+                    lang="zh")  # fmt: skip
+        hits.append((cand, *native.span()))
+    level = _LEVEL_RE.search(sentence)
+    if level and not blocked(sentence, level.start()):
+        cand = make(zh_content(level.group()), Kind.SEMANTIC, Category.PROFILE, Tier.WORTH,
+                    rule="zh.profile.language_level", confidence=0.8, lang="zh")  # fmt: skip
+        hits.append((cand, *level.span()))
     for pattern, rule in ((_ALLERGY_RE, "zh.profile.allergy"), (_NO_EAT_RE, "zh.profile.no_eat")):
         match = pattern.search(sentence)
         if match is None or blocked(sentence, match.start()) or match.group("obj") in ("了", "饭", "东西"):
             continue
         groups = match.groupdict()
-        text = f"用户不{groups['verb']}{groups['obj']}" if "verb" in groups else f"用户对{groups['obj']}过敏"
+        household = "家里" if match.group().startswith(("我们家", "我家", "家里")) else ""
+        text = (
+            f"用户{household}不{groups['verb']}{groups['obj']}"
+            if "verb" in groups
+            else f"用户对{groups['obj']}过敏"
+        )
         content = zh_content(text)
         cand = make(
             content, Kind.SEMANTIC, Category.PROFILE, Tier.WORTH, rule=rule, confidence=0.8, lang="zh"
