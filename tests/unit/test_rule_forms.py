@@ -344,3 +344,88 @@ def test_the_moment_is_not_who_the_user_is(text: str, wrong: str) -> None:
 def test_a_job_told_with_the_employer_keeps_the_employer_out_of_the_jobs_words() -> None:
     found = {c.slot: c.content for c in extract_turn(Turn("e1", "user", "我在星河科技做后端"))}
     assert found["user.employer"] == "用户在星河科技工作。" and "星河" not in found["user.job"]
+
+
+# --- lasting statements in the user's words, more subjects and predicates ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("our nightly build gets kicked off at 2am UTC", ["2am"]),  # gets: a stative verb
+        ("most of our users are on Android tablets", ["Android tablets"]),  # a quantified subject
+        ("the main product is a note-taking app for lawyers", ["note-taking app"]),
+        ("we gave up on GraphQL last year, too much overhead", ["GraphQL"]),  # decided, whenever it was
+        ("I commute by train, about an hour each way", ["train"]),
+        ("my kids can't have peanuts", ["peanuts"]),  # the household's needs
+        ("去年我们放弃了 Serverless，现在全是容器", ["Serverless"]),  # a time word before the subject
+        ("我们的客户主要在欧洲", ["欧洲"]),  # how things are spread
+        ("所有东西我们都自建", ["自建"]),
+        ("每个 MR 都会跑一遍安全扫描", ["安全扫描"]),
+        ("我跟室友住在南京", ["南京"]),  # a companion between the subject and the verb
+        ("我在初中教数学", ["教数学"]),
+        ("我在学西班牙语，刚入门", ["西班牙语"]),
+        ("我自己开了个咖啡馆", ["咖啡馆"]),
+        ("我有点散光，晚上看屏幕吃力", ["散光"]),
+        ("日志都打到 Loki，告警走钉钉", ["Loki"]),
+        ("我们部署在 k8s 上，用 Harbor 放镜像", ["Harbor"]),  # the next clause keeps the subject
+    ],
+)
+def test_a_lasting_statement_is_kept_in_the_users_words(text: str, words: list[str]) -> None:
+    contents = _contents(text)
+    assert any(all(w in c for w in words) for c in contents), contents
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "My brother is a pilot.",  # someone else's job
+        "my sister is vegan and lives in Bergen",  # a relative outside the household
+        "我老婆是护士",
+        "我们公司在深圳",  # where the company is, not how the user's things are spread
+        "I'm reading a great book right now",
+        "we've come a long way",
+    ],
+)
+def test_someone_elses_facts_and_the_moment_are_no_lasting_statement(text: str) -> None:
+    assert _contents(text) == []
+
+
+# --- named as the user named it; said in passing inside requests ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        (
+            "we're on Postgres 16 for everything",
+            ["PostgreSQL", "Postgres"],
+        ),  # the user's own name for the tool
+        ("我们团队用钉钉沟通", ["钉钉"]),
+        ("我们用 k8s 部署", ["k8s"]),
+        ("as someone who writes mostly Elixir, how would you do this in Go?", ["Elixir"]),
+        ("my son has a gluten intolerance so nothing with wheat please", ["gluten"]),  # the household's needs
+        ("我儿子对花生过敏，菜谱里别放", ["花生过敏"]),
+        ("我们家去年搬到了厦门，孩子上学的事怎么办", ["厦门"]),
+        ("FYI I'm now heading the mobile team, so expect Swift questions", ["mobile team"]),
+        ("我现在带移动端组，之后 iOS 的问题会比较多", ["移动端组"]),
+    ],
+)
+def test_what_is_said_in_passing_keeps_the_users_words(text: str, words: list[str]) -> None:
+    contents = _contents(text)
+    assert any(all(w in c for w in words) for c in contents), contents
+
+
+@pytest.mark.parametrize(
+    ("text", "asked"),
+    [
+        ("我已经换成 Helix 了，Go 的 LSP 怎么配", "Go"),  # the question after the change asks about Go
+        ("我用的是 ThinkPad，Docker 镜像该选哪个", "Docker"),
+    ],
+)
+def test_a_question_after_a_comma_lends_no_value_to_the_statement_before_it(text: str, asked: str) -> None:
+    assert not any(asked in c for c in _contents(text))
+
+
+def test_what_will_happen_is_no_standing_rule() -> None:
+    assert _rules("之后 Kafka 的问题会比较多") == []

@@ -346,7 +346,8 @@ _STACK_SUBJECT_RE = re.compile(
     r"(?:我们?|咱们|项目|技术栈|栈|前端|后端|服务端|数据库|库|主库|CI|线上|生产|部署|服务|整个|这个(?:项目|服务|仓库)|我们的|"
     r"公司|团队|组里)"
     r"|^(?:现在|目前|如今)?\s*(?:[A-Za-z]{2,10}\s*)?[\u4e00-\u9fff]{1,6}(?=(?:都|统一|一直|现在|直接|全)*(?:用的是|用的|用|采用|使用|跑在|跑|"
-    r"部署在|部署到|托管在|托管到|挂在|挂|放在|放到|存在|存放在|存到|走的是|走|运行在)\s*[A-Za-z])"
+    r"部署在|部署到|托管在|托管到|挂在|挂|放在|放到|存在|存放在|存到|走的是|走|运行在|进|接入|接的是|打到|推到|发到|写到)"
+    r"\s*[A-Za-z])"
     r"|^[\u4e00-\u9fff]{2,6}(?=是\s*[A-Za-z][^,]{0,20}?写的)",
     re.I,
 )
@@ -382,19 +383,20 @@ _SETUP_LABEL_RE = re.compile(
 
 def stack_hits(clause: str, *, lang: str, inherited: bool = False) -> list[Hit]:
     """The tools a clause attributes to the user, the team or the project, each in its slot (a second value
-    of a slot is named with the first: see `passes`). Nothing for a question, a hypothetical, a negation, a
-    comparison or someone else's setup."""
+    of a slot is named with the first: see `passes`), or in none when several can be in use (Docker,
+    Notion). Nothing for a question, a hypothetical, a negation, a comparison or someone else's setup."""
     body = ENUMERATOR_RE.sub("", clause.strip())
     said = _ASIDE_RE.sub("", body) if "(" in body else body  # an aside ("(maybe 50 users)") blocks nothing
     if not (inherited or _STACK_SUBJECT_RE.match(body)) or _STACK_BLOCK_RE.search(said):
         return []
     hits: list[Hit] = []
     for tool, start, end in find_tools(body):
-        if tool.slot is None or tool.slot.startswith("user."):
+        if tool.slot and tool.slot.startswith("user."):
             continue
         if named_as_left(body, start, end):  # "we got rid of Heroku", "the Jenkins box is gone": not current
             continue
-        hits.append(tool_hit(tool, 0, len(clause), rule=f"{lang}.tool.stack", lang=lang))
+        cand, _, _ = tool_hit(tool, 0, len(clause), rule=f"{lang}.tool.stack", lang=lang)
+        hits.append((cand if tool.slot else dataclasses.replace(cand, value=None), 0, len(clause)))
     return hits
 
 

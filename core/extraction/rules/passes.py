@@ -107,6 +107,14 @@ _REJECTED_RE = re.compile(
 )
 
 
+# A clause that goes on with the subject of the one before it (Chinese topic chains, English ellipsis):
+# "我们部署在 k8s 上，用 ArgoCD 做 GitOps", "we're on Postgres, using pgbouncer in front".
+_CHAIN_RE = re.compile(
+    r"^\s*(?:(?:也|还|都|再|并且|同时)\s*)?(?:用|用的是|采用|基于|跑在|部署在|托管在|放在|存在|走)\s*[A-Za-z]"
+    r"|^\s*(?:and\s+|also\s+|plus\s+)?(?:using|with|hosted\s+on|deployed\s+(?:on|to)|running\s+on|backed\s+by)\s+"
+    r"(?-i:[A-Z])",
+    re.I,
+)
 _NO_REFERENT_RE = re.compile(r"^\s*(?:(?:and|so|but)\s+)?(?:it's|it\s+is)\b", re.I)
 
 
@@ -143,11 +151,12 @@ def _generic_hits(clause: str, sentence: str, *, whole: bool = False, inherited:
         if state:  # "CI is Drone", "调度用的是 DolphinScheduler": a slot named by its noun
             return state
         stack = stack_hits(clause, lang=rules.lang, inherited=inherited)
-        # one tool: the clause's own words ("定了用 Go 重写网关") say more than "uses Go", unless its subject
-        # names nothing ("it's all Zustand now")
-        # (two values of one slot, "Django with HTMX": the clause's words name both)
-        if len({cand.slot for cand, _, _ in stack}) == 1 and not _NO_REFERENT_RE.match(clause):
-            cand, start, end = stack[0]
+        # one slot named (with tools in none beside it, or a second value of it: "Django with HTMX"), or
+        # only tools in no slot: one memory in the clause's own words ("定了用 Go 重写网关" says more than "uses
+        # Go"), unless its subject names nothing ("it's all Zustand now")
+        slots = {cand.slot for cand, _, _ in stack if cand.slot}
+        if stack and len(slots) <= 1 and not _NO_REFERENT_RE.match(clause):
+            cand, start, end = next((hit for hit in stack if hit[0].slot), stack[0])
             words = zh_content(clause) if rules.lang == "zh" else sentence_case(third_person(clause.strip()))
             return [(dataclasses.replace(cand, content=words), start, end)]
         if stack:
@@ -268,14 +277,18 @@ def sentence_hits(sentence: str) -> list[Hit]:
         hits = _topic_change_hits(sentence)
     spans = [(start, end) for _, start, end in hits]
     inherited = False  # after "The product is ...:" / "技术栈：" the clauses speak for the user's setup
+    chained = False  # "我们部署在 k8s 上，用 ArgoCD 做 GitOps": the next clause keeps the subject
     for start, clause in clauses:  # what no rule named: a lasting statement of the clause, if it is one
         end = start + len(clause)
-        opens = sentence[end : end + 2].lstrip()[:1] in (":", "：") and opens_stack(clause)
+        speaks = opens_stack(clause)
+        opens = sentence[end : end + 2].lstrip()[:1] in (":", "：") and speaks
+        if chained and _CHAIN_RE.match(clause):
+            inherited, chained = True, False
         if any(s < end and start < e for s, e in spans):
-            inherited = inherited or opens
+            inherited, chained = inherited or opens, speaks
             continue
         if start and _blocked(sentence, start):
             continue
         hits += shift(_generic_hits(clause, sentence, inherited=inherited), start)
-        inherited = inherited or opens
+        inherited, chained = inherited or opens, speaks
     return _old_values_folded(sentence, hits)

@@ -3,8 +3,8 @@
 - `find_tools(text)` -> the known tools named in `text`, with their spans, in order. Tool names glued to CJK
   text ("项目用PG") match too; aliases that are also common words count only in their own spelling ("Go").
 - `is_tool(text)`: `text` is exactly one of the lexicon's names (the name and place rules reject those).
-- A `Tool` has one canonical spelling (its slot's value), a display name for content, and its slot (None
-  where several can be in use at once).
+- A `Tool` has one canonical spelling (its slot's value), a display name for content, its slot (None
+  where several can be in use at once), and how the text named it (`said`: "PG", "飞书").
 - `LANGUAGE_CODES`: a language's name, in English or Chinese, -> its code ("mandarin" / "中文" -> "zh").
 """
 
@@ -19,6 +19,7 @@ class Tool(NamedTuple):
     canonical: str  # the slot value: lower-case, one spelling per tool ("postgresql" for "PG")
     display: str  # how content names it
     slot: str | None  # None: several can be in use at once (docker, redis, ...)
+    said: str = ""  # how the text named it ("PG", "飞书", "k8s"), when found in a text
 
 
 # One line per slot: `canonical[=Display][(alias|alias)]`; "_" stands for a space. "-" means no slot.
@@ -248,7 +249,7 @@ def _versioned(tool: Tool, text: str, start: int, end: int) -> tuple[Tool, int, 
         v = version.group("v")
         tool = tool._replace(canonical=f"{tool.canonical} {v}", display=f"{tool.display} {v}")
         end = version.end()
-    return tool, start, end
+    return tool._replace(said=text[start:end].strip()), start, end
 
 
 # What marks a tool as the value being left: "from npm", "replaced Flask with", "off Mongo", "no longer X".

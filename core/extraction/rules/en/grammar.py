@@ -170,9 +170,17 @@ _DROPPED_I_RE = re.compile(
 )
 
 
+_AS_SOMEONE_WHO_RE = re.compile(
+    r"^as\s+(?:someone|somebody|a\s+person|a\s+guy|a\s+dev|a\s+developer|one)\s+who\s+", re.I
+)
+
+
 def with_subject(clause: str) -> tuple[str, int, int] | None:
     """The clause with the dropped "I" put back, where it went and how long it is; None when nothing was
-    dropped."""
+    dropped. "as someone who writes mostly Kotlin" is said of the user, as "I write mostly Kotlin"."""
+    who = _AS_SOMEONE_WHO_RE.match(clause)
+    if who:
+        return "I " + clause[who.end() :], 0, 2 - who.end()
     match = _DROPPED_I_RE.match(clause)
     if match is None:
         return None

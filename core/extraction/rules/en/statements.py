@@ -161,7 +161,8 @@ def prohibition_hits(sentence: str) -> list[Hit]:
 
 # fmt: off
 _TEAM_RE = re.compile(
-    r"(?<![\w'])(?:i'm|i\s+am|i've\s+been|i\s+work|i'm\s+working|i\s+joined|i\s+moved|i\s+switched|"
+    r"(?<![\w'])(?:i'm\s+(?:now\s+|currently\s+)?(?:leading|running|managing|heading)|i\s+(?:now\s+)?head|i'm|i\s+am|"
+    r"i've\s+been|i\s+work|i'm\s+working|i\s+joined|i\s+moved|i\s+switched|"
     r"i\s+transferred|i\s+got\s+moved|i\s+got\s+transferred|i'm\s+now|i\s+sit|i\s+lead|i\s+run|i\s+manage)\s+"
     r"(?:now\s+|currently\s+|still\s+|officially\s+)?(?:on|in|with|to|into|over\s+to)?\s*(?:the\s+)?"
     r"(?P<team>(?-i:[A-Za-z][\w&/-]*)(?:\s+[\w&/-]+){0,2}?)\s+(?:team|squad|group|org|department|dept)\b",
@@ -179,6 +180,21 @@ _FAMILY_RE = re.compile(
     r"(?:a|an|another|our|my)\s+(?:new\s+|little\s+)?(?:[\w-]+\s+)?(?P<who3>" + _FAMILY + r")\b[^.;!?]{0,40}?\b"
     r"(?:(?:her|his|its|their)\s+name\s+is|named|called)\s+(?P<name3>(?-i:[A-Z][a-z]+))"
     r"|\b(?P<name4>(?-i:[A-Z][a-z]+)),\s+(?:my|our)\s+(?P<who4>" + _FAMILY + r")\b", re.I)
+_FAMILY_ROLE_RE = re.compile(
+    # the household: a partner, the children (a sibling's or a parent's diet is theirs, not the user's)
+    r"^(?:(?:and|also|btw|oh)\s+)*(?:my|our)\s+(?:\w+\s+)?(?:wife|husband|partner|girlfriend|boyfriend|fiancee?|son|"
+    r"daughter|kid|child|children|baby|toddler|twins)s?\s+(?:is|are|works|work|lives|live|has|"
+    r"teaches|studies|runs|goes|go|can't|won't|doesn't|don't)\s+(?P<rest>[^.;!?]{3,80}?)(?=\s*(?:,?\s*(?:so|but|can|"
+    r"could|please|pls)\b|$|[.;!?]))",
+    re.I,
+)
+# What the user's own life must allow for in a family member's facts (their job alone is theirs: "my wife is
+# a nurse" stores nothing)
+_FAMILY_NEEDS_RE = re.compile(
+    r"\b(?:allerg\w*|eat|eats|food|spicy|dairy|gluten|(?:pea)?nuts?|meat|pork|vegetarian|vegan|celiac|diabetic|school|"
+    r"kindergarten|daycare|wheelchair|night\s+shifts?|shifts?|lives\s+with\s+(?:me|us))\b",
+    re.I,
+)
 # What a sentence says of a family member after naming them, up to a request or a new clause of its own.
 _FAMILY_MORE_RE = re.compile(
     r"\s*,?\s*(?:who\s+)?(?:is|has|won't|can't|doesn't|does\s+not|loves|hates|likes|goes|eats|refuses|"
@@ -255,6 +271,18 @@ def team_hits(sentence: str) -> list[Hit]:
             cand = make(content, Kind.SEMANTIC, Category.PROFILE, Tier.WORTH, rule="en.family", confidence=0.8,
                         lang="en", slot=slot, value=name if slot else None)  # fmt: skip
             hits.append((cand, family.start(), family.end()))
+    role = None if family else _FAMILY_ROLE_RE.match(sentence)
+    if (
+        role
+        and _FAMILY_NEEDS_RE.search(role.group())
+        and not blocked(sentence, role.start())
+        and not (_MOMENT.search(role.group()))
+    ):
+        # "my partner is a nurse and works night shifts": what the user's household is, in their words
+        end = role.end()
+        cand = make(sentence_case(third_person(sentence[:end])), Kind.SEMANTIC, Category.PROFILE, Tier.WORTH,
+                    rule="en.family.said", confidence=0.75, lang="en")  # fmt: skip
+        hits.append((cand, 0, end))
     manager = _MANAGER_RE.search(sentence)
     if manager and not blocked(sentence, manager.start()):  # "Ruth — my new manager", "my manager Dana"
         name = manager.group("name") or manager.group("name2") or manager.group("name3")
@@ -323,9 +351,9 @@ _SUBJECT = (
     r"(?:i|i'm|i've|im|we|we're|we've|our\s+(?:whole\s+|entire\s+)?[\w-]+(?:\s+[\w-]+)?|my\s+(?:team|company|"
     r"project|setup|stack|startup|org|day\s+job|workplace|side\s+project|home\s+lab|homelab|[\w-]+\s+(?:team|"
     r"project|app))|this\s+(?:repo|project|service|app|codebase|team|monorepo|product|company|package|library)|"
-    r"the\s+(?:team|whole\s+team|project|repo|app|service|codebase|stack|product|company|backend|frontend|api|"
-    r"infra|cluster|database|db|[\w-]+\s+service|[\w-]+\s+app)|everything|prod|production|staging|"
-    r"ci|backups?|deploys?|releases?)"
+    r"the\s+(?:main\s+|core\s+|whole\s+|entire\s+)?(?:team|project|repo|app|service|codebase|stack|product|"
+    r"company|backend|frontend|api|infra|cluster|database|db|[\w-]+\s+service|[\w-]+\s+app)|everything|prod|"
+    r"production|staging|ci|backups?|deploys?|releases?|(?:most|all|half|much)\s+of\s+our\s+[\w-]+)"
 )
 _STATEMENT_RE = re.compile(
     r"^(?P<subj>" + _SUBJECT + r")(?:'s|'re|'m|'ve)?\s+(?:(?:all|mostly|mainly|also|still|now|currently|"
@@ -338,7 +366,9 @@ _STATIVE = frozenset(
     "have has is are am lives on in based from part a an the standardize standardized "
     "require requires need needs cover covers go goes page pages alert alerts mirror mirrors replicate "
     "replicates sync syncs pin pins vendor vendors test tests review reviews squash squashes rebase "
-    "rebases merge merges do does sign signs encrypt encrypts rotate rotates".split()
+    "rebases merge merges do does sign signs encrypt encrypts rotate rotates get gets comes take takes "
+    "self-host self-hosts commute commutes drive drives cycle cycles bike bikes walk walks teach teaches "
+    "talk talks".split()
 )
 _BARE_DECISION_RE = re.compile(  # "not going with Kubernetes, too much ops", "Chose Hetzner over AWS"
     r"^(?:the\s+reason\s+(?:why\s+)?(?:we|i)\s+(?:use|chose|picked|went\s+with|switched\s+to|moved\s+to)\b|"
@@ -358,6 +388,11 @@ _DECISION = frozenset(
     "picked chose chosen went settled decided adopted switched moved migrated replaced ruled rejected "
     "dropped ditched abandoned backed gave stopped tried considered evaluated opted standardized "
     "standardised bumped upgraded downgraded retired deprecated killed sunset".split()
+)
+_DECIDED_RE = re.compile(  # decided whenever it was: "we gave up on microservices last year"
+    r"(?:gave\s+up\s+on|ruled\s+out|decided|abandoned|ditched|dropped|switched|migrated|stopped\s+using|"
+    r"moved\s+(?:away\s+from|off|to\s+a)|standardi[sz]ed)\b",
+    re.I,
 )
 _STATEMENT_SHORT_RE = re.compile(_STATEMENT_RE.pattern.replace(r"[\w-]+(?:\s+[\w-]+)?|my", r"[\w-]+|my", 1), re.I)
 _KNOWN_PREDICATES = _STATIVE | _DECISION | _HOBBY
@@ -481,8 +516,8 @@ def statement_hits(clause: str, sentence: str = "", whole: bool = False) -> list
     past = re.search(
         r"\b(?:last\s+(?:week|weekend|night|month|year|time)|yesterday|ago|earlier)\b", body, re.I
     )
-    if pred in _DECISION and past and not find_tools(body):
-        return []  # "we adopted a cat last weekend": an event; a tool change keeps its time
+    if pred in _DECISION and past and not find_tools(body) and not _DECIDED_RE.match(f"{pred} {rest}"):
+        return []  # "we adopted a cat last weekend": an event; a tool change or a decision keeps its time
     if pred in _DECISION and not re.match(
         r"(?:somewhere|away|on|out|in|back|here|there|house)\b", rest, re.I
     ):

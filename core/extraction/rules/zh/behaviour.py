@@ -190,6 +190,8 @@ def rule_hits(sentence: str) -> list[Hit]:
     core = strip_tail(rest)
     if re.search(r"要是|如果|假如|的话|万一|多半|大概|可能|估计|应该会", core):
         return []  # "以后要是养狗的话…": a hypothetical, not a rule
+    if not mod and re.search(r"会(?:比较|很|更|有|多|少)|问题", core):
+        return []  # "之后 Spark 的问题会比较多": what will happen, not what to do
     one_off = _ONE_OFF.search(core)
     if one_off and one_off.group() == "先" and match.group("cond"):
         one_off = None  # "上线前务必先在预发验证": first in a standing sequence, not "for now"

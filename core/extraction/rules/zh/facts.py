@@ -41,7 +41,8 @@ _NOUN_SLOT = {
 # npm run") ends it: a comma ends the span unless a list item (a Latin name) follows.
 _SPAN_CUT = re.compile(
     r"而不是|不是|而非|因为|但是|但|所以|不过|而且|可是|来做|做|作为|当|替代|代替|"
-    r",(?=[^,]{0,8}?(?:用|使用|采用|基于|换成|是))|,(?!\s*[A-Za-z])")
+    r",(?=[^,]{0,8}?(?:用|使用|采用|基于|换成|是))"
+    r"|,(?!\s*[A-Za-z][\w.+#-]*(?:\s+[A-Za-z][\w.+#-]*)?(?:\s*v?[\d.]+)?\s*(?:$|[,+/]|和|及|与|、|以及))")
 _NO_USE_RE = re.compile(
     r"(?P<subj>" + WE + r"|" + ME + r"|项目)" + ADV + r"(?:不用|不使用|从不用|从来不用)\s*"
     r"(?P<obj>[^,.;!?]{1,30})")

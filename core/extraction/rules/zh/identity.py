@@ -47,6 +47,7 @@ _ROLE_ANY = (
     r"lead|architect)|firmware\s开发)"
 )
 # fmt: on
+IS_ROLE = re.compile(_ROLE_ANY + r"$")  # "护士", "产品经理": a line of work, not a name
 
 
 def name_hits(sentence: str) -> list[Hit]:
@@ -79,10 +80,11 @@ _LOC_END = (
 _LOC_REJECT = re.compile(
     r"家|公司|这|那|哪|宿舍|酒店|宾馆|朋友|同学|学校|里|楼|附近|^(?:得|的|了|过|着|一个|一家|在)")
 _LOC_RES = (
-    (re.compile(ME + ADV + r"(?:住在|住|居住在|定居在?|生活在|常驻|坐标|base在|人在)\s*" + _LOC + _LOC_END,
+    (re.compile(ME + ADV + r"(?:(?:跟|和|与|同)[\u4e00-\u9fff]{1,5}?(?:一起)?)?(?:住在|住|居住在|定居在?|生活在|"
+                r"常驻|坐标|base在|人在)\s*" + _LOC + _LOC_END,
                 re.I), "user.location", "zh.location.live"),
-    (re.compile(ME + ADV + r"(?:搬到|搬去|搬来|搬家到|搬回|移居到?|迁居到?|搬回到)了?\s*" + _LOC
-                + _LOC_END), "user.location", "zh.location.moved"),
+    (re.compile(r"(?:" + ME + r"|我们|我们家|我家)" + ADV + r"(?:搬到|搬去|搬来|搬家到|搬回|移居到?|迁居到?|"
+                r"搬回到)了?\s*" + _LOC + _LOC_END), "user.location", "zh.location.moved"),
     (re.compile(ME + ADV + r"(?:来自|出生在|出生于|老家是|老家在)\s*" + _LOC + _LOC_END), "user.hometown",
      "zh.hometown.from"),
     (re.compile(ME + r"(?:现在|目前|一直|常年|长期)+在\s*(?P<loc>[\u4e00-\u9fff]{2,6}?)(?:生活|定居)?"
@@ -131,7 +133,7 @@ _JOB_RES = tuple((re.compile(pattern), rule) for pattern, rule in (
      r"[\u4e00-\u9fffA-Za-z+# ]{0,8}?" + _ROLE_ANY + r")(?:工作|的工作)?(?=$|[\s,.;:!?]|了|呢|啊|哦)",
      "zh.job.zai_zuo"),
     # "我在小红书做推荐算法", "我在一家券商做量化": a line of work at a place, whatever its name
-    (ME + ADV + r"在\s*(?P<org>[\u4e00-\u9fffA-Za-z0-9& ]{2,12}?)\s*(?:做|搞|负责|干)\s*(?P<job>"
+    (ME + ADV + r"在\s*(?P<org>[\u4e00-\u9fffA-Za-z0-9& ]{2,12}?)\s*(?:做|搞|负责|干|教|带)\s*(?P<job>"
      r"[\u4e00-\u9fffA-Za-z+#/ ]{2,10}?)(?:工作|的工作|方向|相关)?(?=$|[\s,.;:!?]|了|呢|啊|哦)", "zh.job.zai_zuo_any"),
     # "公司叫鲜达", "我们公司叫海帆": the employer named
     (r"(?:^|[,\s])(?:" + ME + r"|我们)?(?:的|所在的)?公司(?:的名字|名字)?(?:叫做?|名叫|是)\s*"
@@ -158,16 +160,21 @@ _JOB_RES = tuple((re.compile(pattern), rule) for pattern, rule in (
     (r"(?:跳槽|入职|加入了?|跳到|换到|去了)(?:了)?[^,.;!?]{0,4}?(?:,\s*)?(?:现在|目前)?(?:在|到)?\s*"
      r"(?P<org>[\u4e00-\u9fffA-Za-z]{2,6}?)(?=$|[\s,.;!?]|了|做|工作|上班)", "zh.employer.changed"),
 ))
-_ORG_REJECT = re.compile(  # "我在想做个产品", "我在一家公司…", "我是他们的…": not organisations
-    r"^(?:想|学|写|搞|弄|看|找|用|考虑|准备|试|做|给|帮|跟|和|家|一家|一个|某|这|那|他|她|你|我|大|小)"
-    r"|这|那|哪|家里|们")
-_KIND_OF_PLACE = re.compile(r"^(?:一家|一个|某)")  # "一家券商": a kind of employer, not its name
+_ORG_REJECT = re.compile(  # "我在想做个产品", "我在一家公司…", "我是他们的…", "我是组里唯一的前端": not organisations
+    r"^(?:想|学|写|搞|弄|看|找|用|考虑|准备|试|做|给|帮|跟|和|家|一家|一个|某|这|那|他|她|你|我|大|小|组里|团队里)"
+    r"|这|那|哪|家里|们|唯一|仅有|第一个")
+# "一家券商", "银行", "高中": a kind of employer, not its name
+_KIND_OF_PLACE = re.compile(
+    r"^(?:一家|一个|某)|^(?:高中|初中|小学|中学|大学|学校|医院|银行|工厂|机房|公司|研究所|实验室|政府|事业单位|国企|外企)$"
+)
 _NOT_WORK = re.compile(  # "我在家做饭", "我在公司加班": what the user is doing, not a line of work
     r"饭|菜|家务|作业|运动|加班|梦|事|什么|啥|一下|准备|测试一下|实验一下|这个|那个|公司|上班")
 # Studies the user is in: "我在读研，方向是 NLP", "我在准备考研，目标是浙大计算机", "我在写毕业论文".
-_STUDY_RE = re.compile(
-    ME + ADV + r"(?:在|正在)?\s*(?:读研|读博|读研究生|读博士|读本科|读大学|读大[一二三四]|读高[一二三]|准备考研|考研|"
-    r"备考|写毕业论文|写论文|写硕士论文|写博士论文|念研究生|念博士)[^.;!?]{0,30}?(?=$|[.;!?]|,\s*(?:帮|请|能|你|麻烦|求))"
+_STUDY_RE = re.compile(  # also what the user is learning, the business they run, a lasting condition
+    ME + ADV + r"(?:(?:在|正在)?\s*(?:学|自学)(?!一下|这|那|怎么|着)[\u4e00-\u9fffA-Za-z]{2,8}|(?:开了|开)"
+    r"(?:个|一家|一个)[\u4e00-\u9fff]{0,8}?(?:店|公司|工作室|餐厅|咖啡馆|诊所|网店|淘宝店)|有点?(?:近视|远视|散光|色盲|色弱|红绿色盲|"
+    r"糖尿病|高血压|哮喘|腰椎间盘突出|颈椎病|失眠|焦虑症|抑郁症)|(?:在|正在)?\s*(?:读研|读博|读研究生|读博士|读本科|读大学|"
+    r"读大[一二三四]|读高[一二三]|准备考研|考研|备考|写毕业论文|写论文|写硕士论文|写博士论文|念研究生|念博士))[^.;!?]{0,30}?(?=$|[.;!?]|,\s*(?:帮|请|能|你|麻烦|求))"
 )
 # fmt: on
 
@@ -192,8 +199,8 @@ def job_hits(sentence: str) -> list[Hit]:
             or (_ORG_REJECT.search(org) and not _KIND_OF_PLACE.match(org))
         ):
             continue  # "我在家做饭": not a line of work; a role already found says it better
-        if org and (_ORG_REJECT.search(org) or find_tools(org)):
-            org = ""  # "我在一家创业公司做算法工程师": the job still holds
+        if org and (_ORG_REJECT.search(org) or find_tools(org) or _KIND_OF_PLACE.match(org)):
+            org = ""  # "我在一家创业公司做算法工程师", "我在银行做测试": the job still holds
         if org and is_place(org):  # "我在上海工作": where the user lives
             cand = fact(
                 f"用户在{org}工作。", "user.location", org, rule=rule + ".place", lang="zh", conf=0.75
