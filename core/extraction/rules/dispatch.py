@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable
 
 from core.extraction.candidates import Category, Tier
+from core.extraction.lang import has_han
 from core.extraction.rules.hits import Hit, must, shift, tool_hit, without_insert
 from core.extraction.rules.sentences import ENUMERATOR_RE
 from core.extraction.rules.vocab import Tool, current_tool, find_tools, first_current_tool, named_as_left
@@ -247,6 +248,18 @@ _NOUN_STATE_RES = tuple(
 )
 
 
+# A word of each slot noun, to spare the patterns a clause that names none
+_STATE_NOUN_WORDS = frozenset(
+    "ci ci/cd pipeline pipelines database db package editor ide host hosting cloud framework monitoring queue "
+    "cache orm bundler build linter lint test phone warehouse tracker registry scheduler orchestrator shell os "
+    "operating".split()
+)
+_STATE_NOUN_HAN = re.compile(
+    r"流水线|数据库|主库|包管理|编辑器|托管|云|框架|监控|队列|缓存|打包|测试框架|手机|数仓|数据仓库|工单|需求管理|项目管理|"
+    r"镜像仓库|调度|操作系统"
+)
+
+
 def is_question_like(prefix: str) -> bool:
     """A hypothetical or planned prefix ("if we", "should we", "要是") before a change."""
     pattern = r"\b(?:if|suppose|should|would|could|might|maybe|plan|planning|thinking)\b|如果|要是|假如|打算|准备|考虑"
@@ -298,7 +311,12 @@ def noun_change_hits(clause: str, *, lang: str) -> list[Hit]:
 def noun_state_hits(clause: str, *, lang: str) -> list[Hit]:
     """The value of the slot a noun names, stated ("CI is Drone", "我们 CI 是 Drone"); the caller has ruled
     out a question, a hypothetical and someone else's statement."""
-    body = ENUMERATOR_RE.sub("", clause.strip())  # the patterns are anchored: they fail fast
+    head = clause[:40]
+    if _STATE_NOUN_WORDS.isdisjoint(head.lower().split()) and not (
+        has_han(head) and _STATE_NOUN_HAN.search(head)
+    ):
+        return []  # the noun comes first in its clause, or not at all
+    body = ENUMERATOR_RE.sub("", clause.strip())
     for pattern in _NOUN_STATE_RES:
         match = pattern.match(body)
         if match is not None and not _STACK_BLOCK_RE.search(body):

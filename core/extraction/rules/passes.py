@@ -9,7 +9,8 @@
 4. with nothing yet: a lesson over the whole sentence, or a topic whose value changed in a later clause;
 5. each clause still unaccounted for: a stack of tools, or a lasting statement in the user's words, in the
    slot of the value it names (a tool or a single-valued topic).
-A clause after a hypothetical or reported one is never the user's statement.
+A clause after a hypothetical or reported one is never the user's statement, nor is anything in a sentence
+told as hearsay ("apparently", "好像").
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from core.extraction.rules.dispatch import (
     stack_hits,
 )
 from core.extraction.rules.en.grammar import blocked as en_blocked
+from core.extraction.rules.en.grammar import hearsay as en_hearsay
 from core.extraction.rules.en.grammar import sentence_case, third_person
 from core.extraction.rules.en.grammar import with_subject as en_with_subject
 from core.extraction.rules.hits import Hit, shift
@@ -36,14 +38,17 @@ from core.extraction.rules.sentences import split_clauses
 from core.extraction.rules.vocab import current_tool, find_tools, topic_slot
 from core.extraction.rules.zh.grammar import BIE, zh_content
 from core.extraction.rules.zh.grammar import blocked as zh_blocked
+from core.extraction.rules.zh.grammar import hearsay as zh_hearsay
 from core.extraction.rules.zh.grammar import with_subject as zh_with_subject
 
 _LATIN_WORD_RE = re.compile(r"[A-Za-z]{2,}")
 
 
 def is_asked(sentence: str) -> bool:
-    """A question in either language."""
-    return en.ENGLISH.is_question(sentence) or zh.CHINESE.is_question(sentence)
+    """A question in either language (without Han characters, the Chinese test is only its question mark)."""
+    if en.ENGLISH.is_question(sentence):
+        return True
+    return zh.CHINESE.is_question(sentence) if has_han(sentence) else sentence.rstrip(" .!~").endswith("?")
 
 
 _TOPIC_CHANGE_RE = re.compile(
@@ -119,7 +124,8 @@ _NO_REFERENT_RE = re.compile(r"^\s*(?:(?:and|so|but)\s+)?(?:it's|it\s+is)\b", re
 
 
 def _blocked(text: str, at: int) -> bool:
-    return en_blocked(text, at) or zh_blocked(text, at)
+    # without Han characters the Chinese test adds nothing to the English one (its words are all Han)
+    return en_blocked(text, at) or (has_han(text) and zh_blocked(text, at))
 
 
 def _dropped_subject(clause: str) -> bool:
@@ -147,8 +153,9 @@ def _generic_hits(clause: str, sentence: str, *, whole: bool = False, inherited:
     the value it replaces however each was said."""
     rules = en.ENGLISH if detect_lang(clause) == "en" else zh.CHINESE
     if not whole:
-        state = [] if is_asked(clause) else noun_state_hits(clause, lang=rules.lang)
-        if state:  # "CI is Drone", "调度用的是 DolphinScheduler": a slot named by its noun
+        # "CI is Drone", "调度用的是 DolphinScheduler": a slot named by its noun
+        state = noun_state_hits(clause, lang=rules.lang)
+        if state and not is_asked(clause):
             return state
         stack = stack_hits(clause, lang=rules.lang, inherited=inherited)
         # one slot named (with tools in none beside it, or a second value of it: "Django with HTMX"), or
@@ -188,6 +195,8 @@ def _old_values_folded(sentence: str, hits: list[Hit]) -> list[Hit]:
     别再写 npm install", "we got rid of Jenkins, it's all Buildkite now"): a rule about the old value keeps the
     whole sentence, so that it names the new one too; a statement that only names the old value is dropped
     (the slotted value tells the change, and the old value must not stay current beside it)."""
+    if len(hits) < 2:
+        return hits
     current = {cand.slot: cand.value or "" for cand, _, _ in hits if cand.slot and cand.value}
     if not current or not names_change(sentence):  # "Django with HTMX": two values in use, nothing left
         return _one_value_per_slot(hits)
@@ -242,6 +251,8 @@ def sentence_hits(sentence: str) -> list[Hit]:
     """The sentence's hits, then those of each clause no hit accounts for: a fact stated in passing inside
     a request ("this service is on Go 1.22, can you check the build?"), a rule after a fact ("数据库用
     PostgreSQL，不要用 ORM"). A clause after a hypothetical or reported one is not the user's statement."""
+    if en_hearsay(sentence) or zh_hearsay(sentence):
+        return []  # "our competitor runs on Elixir apparently", "竞品好像是用 Go 写的": nothing is the user's own
     hits = _language_hits(sentence)
     clauses = split_clauses(sentence) or [(0, sentence)]
     if len(clauses) > 1:
@@ -277,18 +288,17 @@ def sentence_hits(sentence: str) -> list[Hit]:
         hits = _topic_change_hits(sentence)
     spans = [(start, end) for _, start, end in hits]
     inherited = False  # after "The product is ...:" / "技术栈：" the clauses speak for the user's setup
-    chained = False  # "我们部署在 k8s 上，用 ArgoCD 做 GitOps": the next clause keeps the subject
+    before = ""  # "我们部署在 k8s 上，用 ArgoCD 做 GitOps": the next clause keeps the subject
     for start, clause in clauses:  # what no rule named: a lasting statement of the clause, if it is one
         end = start + len(clause)
-        speaks = opens_stack(clause)
-        opens = sentence[end : end + 2].lstrip()[:1] in (":", "：") and speaks
-        if chained and _CHAIN_RE.match(clause):
-            inherited, chained = True, False
+        opens = sentence[end : end + 2].lstrip()[:1] in (":", "：") and opens_stack(clause)
+        chained = bool(before) and _CHAIN_RE.match(clause) is not None and opens_stack(before)
+        before = clause
         if any(s < end and start < e for s, e in spans):
-            inherited, chained = inherited or opens, speaks
+            inherited = inherited or opens
             continue
         if start and _blocked(sentence, start):
             continue
-        hits += shift(_generic_hits(clause, sentence, inherited=inherited), start)
-        inherited, chained = inherited or opens, speaks
+        hits += shift(_generic_hits(clause, sentence, inherited=inherited or chained), start)
+        inherited = inherited or opens
     return _old_values_folded(sentence, hits)

@@ -74,22 +74,16 @@ ENUMERATOR_RE = re.compile(  # "一是", "第二，", "2)", "（3）", "- ": a l
 _MIN_CLAUSE = re.compile(r"[A-Za-z]{2,}.*[A-Za-z]{2,}|[\u4e00-\u9fff].*[\u4e00-\u9fff]", re.S)
 
 
-def _parenthesised(sentence: str) -> list[bool]:
-    """For each position of the sentence: inside an open parenthesis (an aside, closed within 80 chars)."""
-    inside = [False] * (len(sentence) + 1)
-    for match in re.finditer(r"[(（][^()（）]{1,80}[)）]", sentence):
-        for index in range(match.start() + 1, match.end() - 1):
-            inside[index] = True
-    return inside
+_ASIDE_RE = re.compile(r"[(（][^()（）]{1,80}[)）]")  # an aside, closed within 80 characters
 
 
 def split_clauses(sentence: str) -> list[tuple[int, str]]:
     """(offset, clause) for each clause of one sentence; clauses too short to say anything are left out."""
     out: list[tuple[int, str]] = []
     start = 0
-    inside = _parenthesised(sentence) if "(" in sentence else None
+    asides = [m.span() for m in _ASIDE_RE.finditer(sentence)] if "(" in sentence or "（" in sentence else ()
     for match in _CLAUSE_BREAK_RE.finditer(sentence):
-        if match.start() <= start or (inside is not None and inside[match.start()]):
+        if match.start() <= start or any(s < match.start() < e for s, e in asides):
             continue  # "my SaaS (tiny invoicing tool, ~300 users) runs on ...": an aside is part of its clause
         out.append((start, sentence[start : match.start()]))
         start = match.end()

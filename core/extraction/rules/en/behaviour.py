@@ -247,13 +247,19 @@ def rule_hits(sentence: str) -> list[Hit]:
     standing = cond.startswith(
         ("when", "whenever", "if you")
     )  # also "if you're unsure, say so"  # "whenever you give me recipes, include ..."
-    # "skip the preamble in your answers": about all the agent's output, not this one
-    persistent = bool(match.group("lead") or tail or standing or _ALL_OUTPUT_RE.search(match.group("rest")))
-    standing_verb = _STANDING_VERB_RE.match(match.group("rest")) and not re.search(
-        r"我|\bi\b", body[: match.start("rest")], re.I
-    )  # "我 prefer X" / "I prefer X": the user's preference, not an instruction
-    if not mod and not persistent and not standing_verb:
-        return []
+    persistent = bool(match.group("lead") or tail or standing)
+    standing_verb = False
+    if not mod and not persistent:
+        # "skip the preamble in your answers": about all the agent's output, not this one
+        rest_said = match.group("rest")
+        persistent = ("your" in rest_said or "all" in rest_said) and _ALL_OUTPUT_RE.search(
+            rest_said
+        ) is not None
+        standing_verb = _STANDING_VERB_RE.match(match.group("rest")) is not None and not re.search(
+            r"我|\bi\b", body[: match.start("rest")], re.I
+        )  # "我 prefer X" / "I prefer X": the user's preference, not an instruction
+        if not persistent and not standing_verb:
+            return []
     rest = match.group("rest").strip(" ,")
     first, canon = rest.split()[0].lower(), _MOD_CANON[mod]
     if not mod and standing_verb:
@@ -307,7 +313,15 @@ _NEED_CUE = re.compile(
 
 def need_hits(sentence: str) -> list[Hit]:
     """ "I need metric units throughout": a standing requirement, MUST."""
-    match = _NEED_RE.search(sentence) if _NEED_CUE.search(sentence) else None
+    wants = (
+        "need" in sentence
+        or "want" in sentence
+        or "require" in sentence
+        or "expect" in sentence
+        or ("like" in sentence)
+    )
+    wants = wants and _NEED_CUE.search(sentence) is not None
+    match = _NEED_RE.search(sentence) if wants else None
     if match is None or blocked(sentence, match.start(), hypothetical=True):
         return []
     content = sentence_case(third_person(sentence[match.start() : match.end()]))

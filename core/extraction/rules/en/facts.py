@@ -242,7 +242,14 @@ def _profile_hits(sentence: str) -> list[Hit]:
                     rule="en.profile.diet", confidence=0.85, lang="en", slot=slot,
                     value=_DIET_SLOTTED.get(diet))  # fmt: skip
         hits.append((cand, match.start(), match.end()))
+    low = sentence.lower()
+    allergy, eats = "allerg" in low, "eat" in low or "drink" in low
+    language = "my " in low or "fluent" in low or "conversational" in low or "beginner" in low
+    possible = {"en.profile.allergy": allergy, "en.profile.allergy_noun": allergy, "en.profile.no_eat": eats,
+                "en.profile.language_level": language}  # fmt: skip
     for pattern, template, rule in _PROFILE_RES:
+        if not possible[rule]:
+            continue  # the pattern cannot match without one of its words: spare the search
         match = pattern.search(sentence)
         if match is None or blocked(sentence, match.start()):
             continue

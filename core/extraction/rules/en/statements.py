@@ -59,7 +59,6 @@ _RULE_LABEL_RE = re.compile(
 _REQUIRED_RE = re.compile(
     r"(?:^|(?<=[\s,:]))" + _THING + r"\s+(?:is|are)\s+(?:(?:absolutely|strictly|always|now|also)\s+)?"
     r"(?:mandatory|required|compulsory|obligatory|non-negotiable|a\s+hard\s+requirement)\b(?!-)", re.I)
-_REQUIRED_CUE = re.compile(r"mandatory|required|compulsory|obligatory|non-negotiable|hard\s+requirement", re.I)
 # A practice held as a rule, in the passive: "secrets are never committed", "PRs always get squashed".
 _PASSIVE_RULE_RE = re.compile(
     r"^(?:all\s+|every\s+|any\s+|our\s+|the\s+)?" + _THING + r"\s+(?:is|are|get|gets)\s+(?:never|always)\s+"
@@ -129,7 +128,17 @@ def prohibition_hits(sentence: str) -> list[Hit]:
         # "Rule for this repo: ..." keeps what follows; "our convention is ..." the whole statement
         said = label.group("rest") if re.match(r"(?:\w+\s+)?rules?\b", body, re.I) else body
         return [_rule(third_person(said), "en.rule.labelled", end=len(sentence))]
-    required = (_REQUIRED_CUE.search(body) and _REQUIRED_RE.search(body)) or _PASSIVE_RULE_RE.match(body)
+    low = body.lower()
+    obliged = (
+        "mandatory" in low
+        or "required" in low
+        or "compulsory" in low
+        or "obligatory" in low
+        or ("non-negotiable" in low or "requirement" in low)
+    )
+    required = (obliged and _REQUIRED_RE.search(body)) or (
+        (" never " in low or " always " in low) and _PASSIVE_RULE_RE.match(body)
+    )
     if required and not blocked(body, required.start()) and required.group("obj").lower() not in OBJ_PRONOUN:
         return [_rule(third_person(body), "en.rule.required", end=len(sentence))]
     banned = _BANNED_RE.search(body)

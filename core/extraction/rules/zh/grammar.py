@@ -43,17 +43,14 @@ _REPORTED = re.compile(
 _HEARSAY = re.compile(r"好像|貌似|似乎|据说|听说|传闻|据传")
 
 
-@functools.lru_cache(maxsize=1024)
 def hearsay(sentence: str) -> bool:
     """Hearsay anywhere in the sentence ("竞品好像是用 Go 写的"): not the user's own fact."""
     return _HEARSAY.search(sentence) is not None
 
 
 def blocked(sentence: str, start: int, *, hypothetical: bool = True) -> bool:
-    """True when the text before `start` makes the statement not the user's own current fact, or the
-    sentence tells it as hearsay ("好像", "据说")."""
-    if hearsay(sentence):
-        return True
+    """True when the text before `start` makes the statement not the user's own current fact (hearsay,
+    "好像", "据说", is ruled out for the whole sentence: `hearsay`)."""
     prefix = sentence[:start]
     if prefix.count('"') % 2 == 1:  # inside a quotation
         return True
@@ -95,7 +92,7 @@ _POLITE = re.compile(  # "能帮我记住…吗" / "你能不能别那么啰嗦"
 
 
 # An alternative question without its mark: "用 React 还是 Vue 好", "选 A 还是 B 呢"
-_ALTERNATIVE_QUESTION = re.compile(r"[^,]还是[^,]{1,20}?(?:好|呢|吧|合适|更好|比较好|划算)$")
+_ALTERNATIVE_QUESTION = re.compile(r"(?<=[^,])还是[^,]{1,20}?(?:好|呢|吧|合适|更好|比较好|划算)$")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -106,12 +103,13 @@ def is_question(sentence: str) -> bool:
     return stripped.endswith("?") or bool(
         _QUESTION_END.search(stripped)
         or _QUESTION_ANY.search(stripped)
-        or _ALTERNATIVE_QUESTION.search(stripped)
+        or ("还是" in stripped and _ALTERNATIVE_QUESTION.search(stripped))
     )
 
 
 # Chinese drops the subject before a verb of state or change ("搬到杭州了", "从这周开始转岗到算法组了", "现在用的是
 # Arch"): the clause is the user's own. A bare "用 X" is an imperative and gets nothing.
+_DROPPED_VERBS = re.compile(r"搬|调到|调去|转岗|转到|转组|加入了|入职|跳槽|住在|用|吃")
 _DROPPED_ME_RE = re.compile(
     LEAD
     + r"(?:从[^,.;!?]{1,6}?(?:开始|起)\s*,?\s*)?(?="
@@ -124,6 +122,8 @@ _DROPPED_ME_RE = re.compile(
 def with_subject(clause: str) -> tuple[str, int, int] | None:
     """The clause with the dropped "我" put back, where it went and how long it is; None when nothing was
     dropped."""
+    if _DROPPED_VERBS.search(clause) is None:
+        return None
     match = _DROPPED_ME_RE.match(clause)
     if match is None:
         return None
