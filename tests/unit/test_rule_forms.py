@@ -429,3 +429,35 @@ def test_a_question_after_a_comma_lends_no_value_to_the_statement_before_it(text
 
 def test_what_will_happen_is_no_standing_rule() -> None:
     assert _rules("之后 Kafka 的问题会比较多") == []
+
+
+# --- a change told in passing, in more shapes -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "slot", "value"),
+    [
+        (
+            "we ditched Oracle, everything is on MariaDB now",
+            "project.database",
+            "mariadb",
+        ),  # the value after it
+        (
+            "I don't use macOS anymore, I'm completely on Linux now",
+            "user.os",
+            "linux",
+        ),  # "completely" as an adverb
+        ("I've been pescatarian since spring", "user.diet", "pescatarian"),  # a perfect of state
+        ("我从去年开始吃素了", "user.diet", "vegetarian"),
+        ("我现在在苏州了，之前在无锡", "user.location", "苏州"),  # 了 ends the place
+    ],
+)
+def test_a_change_told_in_passing_gives_the_new_value(text: str, slot: str, value: str) -> None:
+    assert _slots(text).get(slot) == value
+
+
+@pytest.mark.parametrize(
+    "text", ["we ruled out Cassandra, too much ops", "DynamoDB was evaluated and rejected"]
+)
+def test_a_value_rejected_is_no_value_of_the_slot(text: str) -> None:
+    assert not [s for s in _slots(text) if s]

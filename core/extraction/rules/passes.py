@@ -35,7 +35,7 @@ from core.extraction.rules.en.grammar import sentence_case, third_person
 from core.extraction.rules.en.grammar import with_subject as en_with_subject
 from core.extraction.rules.hits import Hit, shift
 from core.extraction.rules.sentences import split_clauses
-from core.extraction.rules.vocab import current_tool, find_tools, topic_slot
+from core.extraction.rules.vocab import current_tool, find_tools, named_as_left, topic_slot
 from core.extraction.rules.zh.grammar import BIE, zh_content
 from core.extraction.rules.zh.grammar import blocked as zh_blocked
 from core.extraction.rules.zh.grammar import hearsay as zh_hearsay
@@ -176,8 +176,20 @@ def _generic_hits(clause: str, sentence: str, *, whole: bool = False, inherited:
         return hits
     # "MongoDB was considered and rejected" names no value; "备份到阿里云 OSS" is a backup policy, not the cloud
     clause_topic = topic_slot(clause)
-    rejected = _REJECTED_RE.search(clause) is not None or clause_topic == "project.backups"
-    clause_tool = None if rejected else current_tool(clause)
+    rejected = _REJECTED_RE.search(clause)
+    if clause_topic == "project.backups":
+        clause_tool = None
+    elif (
+        rejected
+    ):  # "we dropped MySQL, everything is on Postgres now": the one value named after the rejection
+        after = {
+            (tool.slot, tool.canonical): tool
+            for tool, start, end in find_tools(clause)
+            if tool.slot and start >= rejected.end() and not named_as_left(clause, start, end)
+        }
+        clause_tool = next(iter(after.values())) if len(after) == 1 else None
+    else:
+        clause_tool = current_tool(clause)
     out: list[Hit] = []
     for cand, start, end in hits:
         tool = clause_tool if cand.kind is Kind.SEMANTIC and cand.slot is None else None

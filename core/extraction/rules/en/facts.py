@@ -173,7 +173,8 @@ def _pref_hits(sentence: str) -> list[Hit]:
 
 # fmt: off
 _DIET_RE = re.compile(
-    r"(?:" + I_AM + r"\s+" + ADV + r"|(?:(?<![\w'])i\s+)?(?:went|turned|became|have\s+gone|'ve\s+gone|gone|"
+    r"(?:" + I_AM + r"\s+" + ADV + r"|(?<![\w'])i(?:'ve|\s+have)\s+been\s+" + ADV
+    + r"|(?:(?<![\w'])i\s+)?(?:went|turned|became|have\s+gone|'ve\s+gone|gone|"
     r"switched\s+to\s+being)\s+(?:fully\s+|full\s+|completely\s+)?)(?:a\s+)?(?:strict\s+)?"
     r"(?P<diet>vegetarian|vegan|pescatarian|pescetarian|keto|halal|kosher|lactose[- ]intolerant|gluten[- ]free|"
     r"celiac|coeliac|diabetic)\b", re.I)

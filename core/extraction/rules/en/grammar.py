@@ -18,7 +18,8 @@ import re
 ADV = (
     r"(?:(?:currently|now|still|also|actually|really|just|recently|mostly|mainly|primarily|usually|generally|"
     r"normally|basically|definitely|always|honestly|personally|typically|only|all|both|already|finally|"
-    r"officially|permanently|much|strongly|totally|very\s+much|kind\s+of|kinda|pretty\s+much)\s+)*"
+    r"officially|permanently|much|strongly|totally|fully|completely|entirely|exclusively|very\s+much|kind\s+of|kinda|"
+    r"pretty\s+much)\s+)*"
 )
 I_WORD = r"(?<![\w'])i"
 I_AM = r"(?<![\w'])(?:i'm|i\s+am|im)"

@@ -122,7 +122,9 @@ _OBJ_REJECT = re.compile(  # "我喜欢你的方案": feedback on this task, not
     r"^(?:你|您|它|他|她|这|那|哪|什么|吗|上了|了|着|过|得|一下)|你的|这个(?:方案|回答|答案|想法|版本)|这么|那么|"
     r"这样|这次|今天")
 _PREFERS = re.compile(r"偏好|偏爱|更喜欢|比较喜欢|习惯|钟爱|倾向|prefer", re.I)
-_DIET_RE = re.compile(ME + ADV + r"(?P<diet>吃素|是素食者|是素食主义者|是吃素的|是纯素食?者|是纯素|吃纯素)")
+_DIET_RE = re.compile(
+    ME + ADV + r"(?:从[\u4e00-\u9fff\d]{1,6}?)?(?:开始|起|改成|改为)?"
+    r"(?P<diet>吃素|是素食者|是素食主义者|是吃素的|是纯素食?者|是纯素|吃纯素)")
 _ALLERGY_RE = re.compile(ME + ADV + r"对\s*(?P<obj>[^,.;!?]{1,12}?)\s*过敏")
 _NO_EAT_RE = re.compile(  # the household eats what the user eats: "我们家不吃辣"
     r"(?:" + ME + r"|我们家|我家|家里)" + ADV + r"(?:都|一般)?不(?P<verb>吃|喝)\s*(?P<obj>[\u4e00-\u9fff]{1,6}?)"

@@ -88,7 +88,7 @@ _LOC_RES = (
     (re.compile(ME + ADV + r"(?:来自|出生在|出生于|老家是|老家在)\s*" + _LOC + _LOC_END), "user.hometown",
      "zh.hometown.from"),
     (re.compile(ME + r"(?:现在|目前|一直|常年|长期)+在\s*(?P<loc>[\u4e00-\u9fff]{2,6}?)(?:生活|定居)?"
-                r"(?=$|[\s,.;!~])"), "user.location", "zh.location.zai"),
+                r"(?=$|[\s,.;!~]|了|啦|呢)"), "user.location", "zh.location.zai"),
     (re.compile(ME + r"(?:现在|目前|人)?在\s*(?P<loc>" + "|".join(sorted(_PLACES, key=len, reverse=True))
                 + r")(?=$|[\s,.;!~]|了|呢|啊|哦|这边|工作|上班|生活|住)"), "user.location", "zh.location.known"),
     # "搬来成都之后通勤短多了": a move with the subject dropped, to a place the vocabulary knows
