@@ -461,3 +461,24 @@ def test_a_change_told_in_passing_gives_the_new_value(text: str, slot: str, valu
 )
 def test_a_value_rejected_is_no_value_of_the_slot(text: str) -> None:
     assert not [s for s in _slots(text) if s]
+
+
+@pytest.mark.parametrize(
+    ("text", "word"),
+    [
+        (
+            "save this: the staging bastion is bastion-2.internal",
+            "bastion-2",
+        ),  # a weak verb made explicit by ":"
+        ("nope, the retro is on Thursdays, I mixed it up", "Thursdays"),  # a correction owned as a mistake
+        ("don't you dare delete the fixtures", "fixtures"),
+        ("please always re-run the linter after edits", "linter"),  # a hyphenated verb
+    ],
+)
+def test_requests_and_corrections_in_more_phrasings_are_must(text: str, word: str) -> None:
+    found = extract_turn(Turn("e1", "user", text))
+    assert any(c.tier.value == "must" and word in c.content for c in found), [c.content for c in found]
+
+
+def test_a_weak_note_without_a_colon_is_still_task_talk() -> None:
+    assert extract_turn(Turn("e1", "user", "note that the parser returns None on empty input")) == []

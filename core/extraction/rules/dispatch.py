@@ -82,8 +82,10 @@ def _dispatch(sentence: str, rules: LanguageRules) -> list[Hit]:
                 must(hit, f"{rules.lang}.correction", start=0)
                 for hit in shift(inner, correction.start("rest"))
             ]
-        strong = _STRONG_CORRECTION.search(correction.group("marker")) or rules.contrast.search(
-            rest.split(".")[0] + "."
+        strong = (
+            _STRONG_CORRECTION.search(correction.group("marker"))
+            or rules.contrast.search(rest.split(".")[0] + ".")
+            or _OWN_MISTAKE.search(rest)  # "nah, the standup is at 9:15, I mixed it up"
         )
         if strong and not pairs and _STATES.search(rest):
             # "Small correction: standups are 9:30 CET, not PST": the corrected statement itself, MUST
@@ -418,6 +420,11 @@ def stack_hits(clause: str, *, lang: str, inherited: bool = False) -> list[Hit]:
     return hits
 
 
+_OWN_MISTAKE = re.compile(
+    r"\b(?:i\s+mixed\s+(?:it|them|that)\s+up|i\s+misspoke|my\s+(?:bad|mistake)|typo|i\s+was\s+wrong)\b|我说错了|我记错了|"
+    r"打错了|写错了",
+    re.I,
+)
 _STRONG_CORRECTION = re.compile(
     r"correct|clarify|i\s+meant|i\s+mean|wrong|incorrect|not\s+right|纠正|更正|说错|搞错|记错|错了|不对|应该是",
     re.I,

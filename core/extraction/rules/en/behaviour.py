@@ -119,7 +119,8 @@ _RULE_RE = re.compile(
     r"\s*[,:-]?\s*)?(?P<cond>(?:when|whenever|if\s+you(?:'re|\s+are)?|for|in|while)\s[^,]{1,60}?(?:,\s*|\s+(?=(?:please|pls|"
     r"assume|reply|answer|include|stick|default|always|never|don't|do\s+not)\b)))?"
     r"(?:please\s+|pls\s+)?(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?)?(?:you(?:'re|\s+are)?\s+)?"
-    r"(?P<mod>don't\s+ever|do\s+not\s+ever|don't|do\s+not|dont|never\s+ever|never|always|avoid|stop|quit|"
+    r"(?P<mod>don't\s+(?:you\s+)?ever|do\s+not\s+ever|don't\s+you\s+dare|don't|do\s+not|dont|never\s+ever|never|always|"
+    r"avoid|stop|quit|"
     r"should\s+never|should\s+always|must\s+always|must\s+never|shouldn't|should\s+not|must\s+not|mustn't|"
     r"make\s+sure\s+to|make\s+sure\s+you|be\s+sure\s+to|remember\s+to|no\s+more|"
     r"not\s+allowed\s+to|can't|cannot|may\s+not|must|"
@@ -129,7 +130,8 @@ _TAIL_PERSIST_RE = re.compile(
     r"[\s,]*(?:from\s+now\s+on|going\s+forward|moving\s+forward|in\s+(?:the\s+)?future|from\s+here\s+on(?:\s+out)?"
     r"|every\s+time|always|by\s+default)[\s.!]*$", re.I)
 _MOD_CANON = {
-    "don't ever": "do not ever", "do not ever": "do not ever", "don't": "do not", "do not": "do not",
+    "don't ever": "do not ever", "do not ever": "do not ever", "don't you ever": "do not ever",
+    "don't you dare": "do not", "don't": "do not", "do not": "do not",
     "dont": "do not", "shouldn't": "do not", "should not": "do not", "must not": "do not",
     "mustn't": "do not", "never ever": "never", "never": "never", "should never": "never",
     "must never": "never", "always": "always", "should always": "always", "must always": "always",
@@ -262,6 +264,8 @@ def rule_hits(sentence: str) -> list[Hit]:
             return []
     rest = match.group("rest").strip(" ,")
     first, canon = rest.split()[0].lower(), _MOD_CANON[mod]
+    if "-" in first and first.rsplit("-", 1)[-1] in _IMPERATIVE_VERBS:
+        first = first.rsplit("-", 1)[-1]  # "double-check", "re-run": the verb is the last part
     if not mod and standing_verb:
         canon = ""  # "prefer composition over inheritance", "stick to the standard library": standing as said
     if canon == "no more":  # "No more emojis please": a noun, not a verb

@@ -72,7 +72,7 @@ def remember_hits(sentence: str) -> list[Hit] | None:
     explicit = match.group("sep") or match.group("det") in ("this", "the following")
     if not explicit and not (_PAYLOAD_START.match(payload) and _IS_STATEMENT.search(payload)):
         return []  # "remember that bug", "don't forget the semicolon": a thing, not a statement
-    if match.group("weak") and not _PERSONAL.match(payload):
+    if match.group("weak") and match.group("sep") != ":" and not _PERSONAL.match(payload):
         return None  # "note that the function returns None": task talk, not a request to remember
     offset = match.start("p") + match.group("p").find(payload)
     request = _NEXT_REQUEST.search(payload)
