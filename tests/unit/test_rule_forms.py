@@ -482,3 +482,16 @@ def test_requests_and_corrections_in_more_phrasings_are_must(text: str, word: st
 
 def test_a_weak_note_without_a_colon_is_still_task_talk() -> None:
     assert extract_turn(Turn("e1", "user", "note that the parser returns None on empty input")) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "我在试着装 Kafka，一直报错",  # trying, right now: the moment
+        "我朋友的公司用 Supabase",  # someone else's company
+        "同事的项目用 Svelte",
+        "I'm trying to get Redis running locally",
+    ],
+)
+def test_trying_now_and_someone_elses_setup_are_not_the_users_stack(text: str) -> None:
+    assert extract_turn(Turn("e1", "user", text)) == []

@@ -41,6 +41,9 @@ _REPORTED = re.compile(
 
 
 _HEARSAY = re.compile(r"好像|貌似|似乎|据说|听说|传闻|据传")
+_SOMEONE_ELSES = re.compile(
+    r"(?:朋友|同事|老板|客户|他|她|他们|她们|别人|对方|邻居|室友|亲戚|同学|隔壁组?)的?\s*$"
+)
 
 
 def hearsay(sentence: str) -> bool:
@@ -58,6 +61,8 @@ def blocked(sentence: str, start: int, *, hypothetical: bool = True) -> bool:
         clause = prefix[prefix.rfind(",") + 1 :]
         if _HYPOTHETICAL.search(prefix) or _UNSURE.search(clause) or "的话" in sentence[start : start + 30]:
             return True
+    if _SOMEONE_ELSES.search(prefix):  # "我朋友的公司用 Supabase": someone else's
+        return True
     # "他说我…" is reported; "我说过…" / "跟你说…" are the user's own words.
     return any(
         not prefix[max(0, m.start() - 2) : m.start()].endswith(("我", "你"))
