@@ -495,3 +495,16 @@ def test_a_weak_note_without_a_colon_is_still_task_talk() -> None:
 )
 def test_trying_now_and_someone_elses_setup_are_not_the_users_stack(text: str) -> None:
     assert extract_turn(Turn("e1", "user", text)) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("这阵子开始吃蛋和奶了，现在算蛋奶素", "lacto_ovo"),  # the state now, its subject dropped
+        ("我是蛋奶素", "lacto_ovo"),
+        ("I'm ovo-lacto vegetarian now", "lacto_ovo"),
+        ("我吃纯素", "vegan"),
+    ],
+)
+def test_a_diet_is_one_value_of_its_slot(text: str, value: str) -> None:
+    assert _slots(text).get("user.diet") == value

@@ -176,13 +176,16 @@ _DIET_RE = re.compile(
     r"(?:" + I_AM + r"\s+" + ADV + r"|(?<![\w'])i(?:'ve|\s+have)\s+been\s+" + ADV
     + r"|(?:(?<![\w'])i\s+)?(?:went|turned|became|have\s+gone|'ve\s+gone|gone|"
     r"switched\s+to\s+being)\s+(?:fully\s+|full\s+|completely\s+)?)(?:a\s+)?(?:strict\s+)?"
-    r"(?P<diet>vegetarian|vegan|pescatarian|pescetarian|keto|halal|kosher|lactose[- ]intolerant|gluten[- ]free|"
+    r"(?P<diet>lacto[- ]ovo(?:[- ]vegetarian)?|ovo[- ]lacto(?:[- ]vegetarian)?|vegetarian|vegan|pescatarian|"
+    r"pescetarian|keto|halal|kosher|lactose[- ]intolerant|gluten[- ]free|"
     r"celiac|coeliac|diabetic)\b", re.I)
 _NO_LONGER_DIET_RE = re.compile(
     I_AM + r"\s+(?:no\s+longer|not)\s+(?:a\s+)?(?P<diet>vegetarian|vegan|pescatarian|keto)"
     r"(?:\s+(?:anymore|any\s+more))?"
     r"|(?<![\w'])i\s+(?:stopped|quit|gave\s+up)\s+being\s+(?:a\s+)?(?P<diet2>vegetarian|vegan|pescatarian)", re.I)
 _DIET_SLOTTED = {"vegetarian": "vegetarian", "vegan": "vegan", "pescatarian": "pescatarian",
+                 "lacto-ovo": "lacto_ovo", "lacto-ovo-vegetarian": "lacto_ovo", "ovo-lacto": "lacto_ovo",
+                 "ovo-lacto-vegetarian": "lacto_ovo",
                  "pescetarian": "pescatarian", "keto": "keto", "halal": "halal", "kosher": "kosher"}
 _PROFILE_RES = (
     (re.compile(I_AM + r"\s+" + ADV + r"(?:(?:very|severely|mildly|a\s+bit)\s+)?allergic\s+to\s+"

@@ -124,7 +124,9 @@ _OBJ_REJECT = re.compile(  # "我喜欢你的方案": feedback on this task, not
 _PREFERS = re.compile(r"偏好|偏爱|更喜欢|比较喜欢|习惯|钟爱|倾向|prefer", re.I)
 _DIET_RE = re.compile(
     ME + ADV + r"(?:从[\u4e00-\u9fff\d]{1,6}?)?(?:开始|起|改成|改为)?"
-    r"(?P<diet>吃素|是素食者|是素食主义者|是吃素的|是纯素食?者|是纯素|吃纯素)")
+    r"(?P<diet>吃素|是素食者|是素食主义者|是吃素的|是纯素食?者|是纯素|吃纯素|(?:是|算是?)?蛋奶素|(?:是|算是?)?奶素)"
+    # the subject dropped, the state told as it is now: "现在算蛋奶素"
+    r"|(?:^|[,\s])(?:现在|目前|如今)(?:算是?|是|改成|改吃)(?P<diet2>蛋奶素|奶素|纯素|素食者?)")
 _ALLERGY_RE = re.compile(ME + ADV + r"对\s*(?P<obj>[^,.;!?]{1,12}?)\s*过敏")
 _NO_EAT_RE = re.compile(  # the household eats what the user eats: "我们家不吃辣"
     r"(?:" + ME + r"|我们家|我家|家里)" + ADV + r"(?:都|一般)?不(?P<verb>吃|喝)\s*(?P<obj>[\u4e00-\u9fff]{1,6}?)"
@@ -186,8 +188,10 @@ def _profile_hits(sentence: str) -> list[Hit]:
         return [(cand, *stopped.span())]
     match = _DIET_RE.search(sentence)
     if match and not blocked(sentence, match.start()):
-        value = "vegan" if "纯素" in match.group("diet") else "vegetarian"
-        content = "用户是纯素食者。" if value == "vegan" else "用户是素食者（吃素）。"
+        diet = match.group("diet") or match.group("diet2")
+        value = "vegan" if "纯素" in diet else "lacto_ovo" if "奶" in diet else "vegetarian"
+        contents = {"vegan": "用户是纯素食者。", "lacto_ovo": "用户吃蛋奶素（蛋奶素食者）。"}
+        content = contents.get(value, "用户是素食者（吃素）。")
         hits.append((fact(content, "user.diet", value, rule="zh.profile.diet", lang="zh"), *match.span()))
     native = _NATIVE_RE.search(sentence)
     if native and not blocked(sentence, native.start()):
