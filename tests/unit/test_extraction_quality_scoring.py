@@ -303,4 +303,6 @@ def test_the_corpus_has_the_shape_issue_12_asks_for() -> None:
     assert 2 * chinese >= total, shape  # half Chinese (zh or mixed)
     assert 4 * nothing >= total, shape  # a quarter must yield nothing
     assert updates >= 100, shape
-    assert {"dev", "test"} <= splits, shape
+    # between rounds the corpus has no test split: a scored test split moves to dev, and the next round's
+    # test split is added when its independent author is done (the corpus README)
+    assert "dev" in splits and splits <= {"dev", "test"}, shape

@@ -14,9 +14,10 @@ import re
 from collections.abc import Callable
 
 from core.extraction.candidates import Category, Tier
-from core.extraction.rules.hits import Hit, must, shift, tool_hit
+from core.extraction.lang import has_han
+from core.extraction.rules.hits import Hit, must, shift, tool_hit, without_insert
 from core.extraction.rules.sentences import ENUMERATOR_RE
-from core.extraction.rules.vocab import Tool, current_tool, find_tools, first_current_tool
+from core.extraction.rules.vocab import Tool, current_tool, find_tools, first_current_tool, named_as_left
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,9 +41,24 @@ class LanguageRules:
     # a lasting statement no other rule accounts for: (clause, its sentence, whole) -> hits; `whole`: the
     # clause is the whole sentence, tried first (a lesson is one memory of its sentence)
     generic: Callable[[str, str, bool], list[Hit]] = lambda clause, sentence, whole: []
+    # the clause with the subject the language dropped put back ("been on Zed ..." -> "I've been on Zed ..."),
+    # where it went and its length; None when nothing was dropped
+    with_subject: Callable[[str], tuple[str, int, int] | None] = lambda clause: None
 
 
 def dispatch(sentence: str, rules: LanguageRules) -> list[Hit]:
+    """All of one language's rule hits for one normalised sentence (`_dispatch`); when there are none and
+    the sentence dropped its first-person subject ("moved to Lyon in May", "搬到杭州了"), those of the
+    sentence with the subject put back."""
+    hits = _dispatch(sentence, rules)
+    dropped = None if hits else rules.with_subject(sentence)
+    if dropped is None:
+        return hits
+    text, at, added = dropped
+    return without_insert(_dispatch(text, rules), at, added)
+
+
+def _dispatch(sentence: str, rules: LanguageRules) -> list[Hit]:
     """All of one language's rule hits for one normalised sentence: forget / remember requests alone; tool
     pairs; a correction's fact raised to MUST; a short reply; else rules and facts (a fact stated against
     another value is a correction too)."""
@@ -66,8 +82,10 @@ def dispatch(sentence: str, rules: LanguageRules) -> list[Hit]:
                 must(hit, f"{rules.lang}.correction", start=0)
                 for hit in shift(inner, correction.start("rest"))
             ]
-        strong = _STRONG_CORRECTION.search(correction.group("marker")) or rules.contrast.search(
-            rest.split(".")[0] + "."
+        strong = (
+            _STRONG_CORRECTION.search(correction.group("marker"))
+            or rules.contrast.search(rest.split(".")[0] + ".")
+            or _OWN_MISTAKE.search(rest)  # "nah, the standup is at 9:15, I mixed it up"
         )
         if strong and not pairs and _STATES.search(rest):
             # "Small correction: standups are 9:30 CET, not PST": the corrected statement itself, MUST
@@ -82,7 +100,9 @@ def dispatch(sentence: str, rules: LanguageRules) -> list[Hit]:
     return pairs + rules.rules(sentence) + facts
 
 
-_SOFT_NEGATIONS = ("from", "over", "instead", "rather", "从", "替换", "代替")
+# a value left by a change or a choice ("from npm", "no longer Jenkins", "不用 Jenkins 了"), not corrected
+_SOFT_NEGATIONS = ("from", "over", "instead", "rather", "no longer", "replac", "ditch", "drop", "从", "替换", "代替",
+                   "不用", "不再", "换掉")  # fmt: skip
 _TOOL_AS_MODIFIER = re.compile(
     r"\s*(?:script|scripts|command|commands|package|packages|version|registry|lock\s*file|lockfile|cache|one|"
     r"config|file|files|module|modules|docs|api|client|driver|server|image|container|plugin|error|issue|bug)\b",
@@ -151,6 +171,18 @@ _CHANGE_RE = re.compile(
     r"全换成了?|换回了?|迁回了?)",
     re.I,
 )
+_REMOVAL_RE = re.compile(
+    r"\b(?:got\s+rid\s+of|ripped\s+out|tore\s+out|removed|phased\s+out|dropped|ditched|retired|killed|no\s+longer|"
+    r"anymore|any\s+more|never|stop\s+(?:using|writing|suggesting))\b|不再|不用|下掉|干掉|去掉|换掉|弃用|别再|不要再",
+    re.I,
+)
+
+
+def names_change(sentence: str) -> bool:
+    """The sentence tells a change, or names a value as left ("switched to", "got rid of", "不再用")."""
+    return _CHANGE_RE.search(sentence) is not None or _REMOVAL_RE.search(sentence) is not None
+
+
 _ASKED = re.compile(
     r"(?:\byou\b|\bshould\s+we\b|\bshall\s+we\b|\bwhy\s+not\b|你|要不要|是否|该不该|打算|准备|"
     r"\bplan|\bconsider|\bthinking|\bmaybe\b|\bif\b|\bsuppos\w*|\bimagine|\bassum\w*|\bwhat\s+if|"
@@ -160,8 +192,9 @@ _ASKED = re.compile(
 )
 
 
-# A change that names the slot by its noun, whatever the new value is ("moved CI over to Woodpecker", "CI is
-# now Woodpecker", "数据库换成了 TiDB"): the value is the name after the change.
+# A slot named by its noun, whatever its value is: a change ("moved CI over to Woodpecker", "CI is now
+# Woodpecker", "数据库换成了 TiDB") or a state ("CI is Drone", "Data warehouse is BigQuery", "我们 CI 是 Drone",
+# "调度用的是 DolphinScheduler"): the value is the name after the verb.
 _SLOT_NOUNS = (
     (r"ci|ci/cd|pipelines?|流水线", "project.ci"), (r"(?:the\s+)?database|db|数据库|主库", "project.database"),
     (r"package\s+manager|包管理(?:器|工具)?", "project.package_manager"), (r"editor|ide|编辑器", "user.editor"),
@@ -169,7 +202,11 @@ _SLOT_NOUNS = (
     (r"monitoring|监控", "project.monitoring"), (r"(?:message\s+)?queue|消息队列|队列", "project.queue"),
     (r"cache|缓存", "project.cache"), (r"orm", "project.orm"), (r"bundler|build\s+tool|打包工具", "project.bundler"),
     (r"linter|lint", "project.linter"), (r"test\s+(?:runner|framework)|测试框架", "project.test_framework"),
-    (r"phone|手机", "user.phone"),
+    (r"phone|手机", "user.phone"), (r"(?:data\s+)?warehouse|数仓|数据仓库", "project.warehouse"),
+    (r"(?:issue\s+|bug\s+)?tracker|工单系统|需求管理|项目管理工具", "project.tracker"),
+    (r"(?:container\s+|image\s+|docker\s+)?registry|镜像仓库", "project.registry"),
+    (r"(?:job\s+|workflow\s+)?(?:scheduler|orchestrator)|调度(?:系统|平台|工具)?", "project.workflow"),
+    (r"shell", "user.shell"), (r"(?:operating\s+system|os)|操作系统", "user.os"),
 )  # fmt: skip
 _SLOT_NAMES = {
     "project.ci": ("CI", "CI"), "project.database": ("database", "数据库"),
@@ -179,6 +216,9 @@ _SLOT_NAMES = {
     "project.queue": ("message queue", "消息队列"), "project.cache": ("cache", "缓存"), "project.orm": ("ORM", "ORM"),
     "project.bundler": ("build tool", "打包工具"), "project.linter": ("linter", "代码检查工具"),
     "project.test_framework": ("test framework", "测试框架"), "user.phone": ("phone", "手机"),
+    "project.warehouse": ("data warehouse", "数据仓库"), "project.tracker": ("issue tracker", "工单系统"),
+    "project.registry": ("container registry", "镜像仓库"), "project.workflow": ("job scheduler", "调度系统"),
+    "user.shell": ("shell", "shell"), "user.os": ("operating system", "操作系统"),
 }  # fmt: skip
 _VALUE = r"(?P<val>(?-i:[A-Z0-9])[\w.+#-]*(?:\s(?-i:[A-Z0-9])[\w.+#-]*)?|[\u4e00-\u9fff]{2,6}(?=$|[\s,.;!~]|了|啦))"
 _NOUN_GROUPS = "|".join(f"(?P<n{i}>{noun})" for i, (noun, _) in enumerate(_SLOT_NOUNS))
@@ -195,6 +235,31 @@ _NOUN_CHANGE_RES = tuple(
 _NOUN_CHANGE_CUE = re.compile(
     r"\b(?:moved|switched|migrated|changed|ported|now)\b|换成|改成|改用|迁到|迁移到|统一到|切到|换到", re.I
 )
+# The state: the noun first in its clause (after "our" / "the" / one modifier: "Data warehouse is ..."), a
+# copula or a verb of use, and a name that ends the statement. A Han value counts only when it is in the
+# vocabulary ("工单系统是禅道"); a lower-case word is no name ("the database is slow").
+_STATE_END = r"(?=\s*$|\s*[,.;!(（]|\s+(?:and|but|with|for|now|these|since|too|btw)\b|\s*[\u4e00-\u9fff])"
+_NOUN_STATE_RES = tuple(
+    re.compile(pattern.format(noun=_NOUN_GROUPS, val=_VALUE.replace("(?=$|", "(?=$|[\u4e00-\u9fff]|")), re.I)
+    for pattern in (
+        r"^(?:(?:and|so|also|btw|fyi)\s+)*(?:our\s+|the\s+|my\s+)?(?:[\w-]+\s+)?(?:{noun})\s+(?:is|are|=)\s+"
+        r"(?:all\s+)?(?:on\s+)?{val}" + _STATE_END,
+        r"^(?:[\u4e00-\u9fff]{{0,4}}?的|我们的?|我的|咱们的?|项目的?)?\s*(?:{noun})\s*(?:现在|目前|一直|都|主要|统一)*"
+        r"(?:是|用的是|用的|用|走的是|走|跑在|选的是)\s*{val}" + _STATE_END,
+    )
+)
+
+
+# A word of each slot noun, to spare the patterns a clause that names none
+_STATE_NOUN_WORDS = frozenset(
+    "ci ci/cd pipeline pipelines database db package editor ide host hosting cloud framework monitoring queue "
+    "cache orm bundler build linter lint test phone warehouse tracker registry scheduler orchestrator shell os "
+    "operating".split()
+)
+_STATE_NOUN_HAN = re.compile(
+    r"流水线|数据库|主库|包管理|编辑器|托管|云|框架|监控|队列|缓存|打包|测试框架|手机|数仓|数据仓库|工单|需求管理|项目管理|"
+    r"镜像仓库|调度|操作系统"
+)
 
 
 def is_question_like(prefix: str) -> bool:
@@ -203,11 +268,34 @@ def is_question_like(prefix: str) -> bool:
     return re.search(pattern, prefix, re.I) is not None
 
 
+def _noun_value_hit(clause: str, match: re.Match[str], *, lang: str, change: bool) -> list[Hit]:
+    """The slot a noun names, with the name after it as its value (the vocabulary's spelling when it knows
+    the name in that slot); a Han name only when the vocabulary knows it."""
+    from core.extraction.rules.hits import fact
+
+    slot = next(
+        _SLOT_NOUNS[int(name[1:])][1] for name, said in match.groupdict().items() if said and name[0] == "n"
+    )
+    said = match.group("val").strip()
+    tools = find_tools(said)
+    if not said.isascii() and not tools:
+        return []
+    known = tools[0][0] if tools and tools[0][0].slot == slot else None
+    value, display = (known.canonical, known.display) if known else (said.lower(), said)
+    english, chinese = _SLOT_NAMES[slot]
+    now = ("现在" if lang == "zh" else "now ") if change else ""
+    content = (
+        f"用户的{chinese}{now}是 {display}。" if lang == "zh" else f"The user's {english} is {now}{display}."
+    )
+    cand = fact(content, slot, value, rule=f"{lang}.slot.{'change' if change else 'state'}", lang=lang)
+    end = (
+        len(clause) if change else match.end()
+    )  # a state accounts for itself: "..., and all X are Y" is more
+    return [(dataclasses.replace(cand, category=Category.DECISION) if change else cand, 0, end)]
+
+
 def noun_change_hits(clause: str, *, lang: str) -> list[Hit]:
     """A change of the slot a noun names, to a value the vocabulary may not know ("moved CI to Woodpecker")."""
-    from core.extraction.rules.hits import fact
-    from core.extraction.rules.vocab import find_tools
-
     if not _NOUN_CHANGE_CUE.search(clause):
         return []
     for pattern in _NOUN_CHANGE_RES:
@@ -218,23 +306,23 @@ def noun_change_hits(clause: str, *, lang: str) -> list[Hit]:
             or is_question_like(clause[: match.start()])
         ):
             continue
-        slot = next(
-            _SLOT_NOUNS[int(name[1:])][1]
-            for name, said in match.groupdict().items()
-            if said and name[0] == "n"
-        )
-        said = match.group("val").strip()
-        tools = find_tools(said)
-        value = tools[0][0].canonical if tools and tools[0][0].slot == slot else said.lower()
-        display = tools[0][0].display if tools and tools[0][0].slot == slot else said
-        english, chinese = _SLOT_NAMES.get(slot, (slot.split(".")[-1].replace("_", " "), slot.split(".")[-1]))
-        content = (
-            f"用户的{chinese}现在是 {display}。"
-            if lang == "zh"
-            else f"The user's {english} is now {display}."
-        )
-        cand = fact(content, slot, value, rule=f"{lang}.slot.change", lang=lang)
-        return [(dataclasses.replace(cand, category=Category.DECISION), 0, len(clause))]
+        return _noun_value_hit(clause, match, lang=lang, change=True)
+    return []
+
+
+def noun_state_hits(clause: str, *, lang: str) -> list[Hit]:
+    """The value of the slot a noun names, stated ("CI is Drone", "我们 CI 是 Drone"); the caller has ruled
+    out a question, a hypothetical and someone else's statement."""
+    head = clause[:40]
+    if _STATE_NOUN_WORDS.isdisjoint(head.lower().split()) and not (
+        has_han(head) and _STATE_NOUN_HAN.search(head)
+    ):
+        return []  # the noun comes first in its clause, or not at all
+    body = ENUMERATOR_RE.sub("", clause.strip())
+    for pattern in _NOUN_STATE_RES:
+        match = pattern.match(body)
+        if match is not None and not _STACK_BLOCK_RE.search(body):
+            return _noun_value_hit(clause, match, lang=lang, change=False)
     return []
 
 
@@ -266,25 +354,37 @@ def change_hits(clause: str, *, lang: str, blocked: Callable[[str, int], bool] |
 _STACK_SUBJECT_RE = re.compile(
     r"^(?:(?:and|also|plus|btw|fyi|so|oh|ok|but)\s+)*(?:i\b|i'm|i've|we\b|we're|we've|our\b|my\b|(?:the|this)\s+"
     r"(?:[\w-]+\s+){0,2}?(?:stack|backend|frontend|api|app|service|project|repo|codebase|db|database|infra|cluster|site|"
-    r"pipeline|ci|layer|cache|queue|server|servers|platform|website|blog|monorepo|tests|test\s+suite)\b|"
+    r"pipeline|ci|layer|cache|queue|server|servers|platform|website|blog|monorepo|tests|test\s+suite|product|saas|"
+    r"startup|tool|box|machine|laptop|homelab|home\s+lab|setup)\b|"
     r"this\s+(?:repo|project|service|app|codebase)\b|(?:tech\s+)?stack\b|backend\b|frontend\b|db\b|database\b|"
-    r"ci\b|infra\b|prod\b|everything\b|all\s+hosted|hosted\b|deployed\b|running\b|built\b)"
-    r"|^(?:现在|目前|如今|now\s+)?\s*(?:我们?|咱们|项目|技术栈|栈|前端|后端|服务端|数据库|库|主库|CI|线上|生产|部署|服务|"
-    r"整个|这个(?:项目|服务|仓库)|我们的|公司|团队|组里)"
+    r"ci\b|infra\b|prod\b|everything\b|all\s+hosted|hosted\b|deployed\b|running\b|built\b|"
+    # "it's all Zustand now", "all on Buildkite these days": the current state, told after a change
+    # "day to day it's mostly Kotlin for me": the user's, said by "for me"
+    r"(?:(?:day\s+to\s+day|these\s+days|mostly|mainly),?\s+)?(?:it's|it\s+is|all|everything's)\s+"
+    r"(?=[^,;]*\b(?:now|these\s+days|nowadays|for\s+(?:me|us))\b))"
+    r"|^(?:(?:顺便说一?下|顺便|对了|另外|还有|补充一?下|说一?下|btw|fyi)[,\s]*)?(?:现在|目前|如今|now\s+)?\s*"
+    r"(?:我们?|咱们|项目|技术栈|栈|前端|后端|服务端|数据库|库|主库|CI|线上|生产|部署|服务|整个|这个(?:项目|服务|仓库)|我们的|"
+    r"公司|团队|组里)"
     r"|^(?:现在|目前|如今)?\s*(?:[A-Za-z]{2,10}\s*)?[\u4e00-\u9fff]{1,6}(?=(?:都|统一|一直|现在|直接|全)*(?:用的是|用的|用|采用|使用|跑在|跑|"
-    r"部署在|托管在|挂在|挂|放在|走的是|走|运行在)\s*[A-Za-z])"
+    r"部署在|部署到|托管在|托管到|挂在|挂|放在|放到|存在|存放在|存到|走的是|走|运行在|进|接入|接的是|打到|推到|发到|写到)"
+    r"\s*[A-Za-z])"
     r"|^[\u4e00-\u9fff]{2,6}(?=是\s*[A-Za-z][^,]{0,20}?写的)",
     re.I,
 )
 _STACK_BLOCK_RE = re.compile(
     r"\b(?:if|suppose|imagine|would|could|should\s+we|maybe|might|thinking|considering|planning|plan\s+to|want\s+to|"
     r"going\s+to|gonna|said|says|told|colleague|friend|boss|today|yesterday|tried|trying|not|never|don't|no\s+longer|"
+    r"competitors?|rivals?|vendors?|partners?|suppliers?|clients?|customers?|apparently|reportedly|supposedly|"
     r"instead|than|vs|versus|or)\b|如果|要是|假如|假设|打算|准备|考虑|可能|也许|同事|朋友|老板|他们|不用|不是|没用|没上|"
-    r"不再|放弃|还是|或者|对比|比较|今天|试了|试试|[?？吗]|[A-Za-z0-9+#.]\s*(?!上了|里了)[\u4e00-\u9fff]{1,3}了(?!解)|"
+    r"不再|放弃|还是[^,]{0,20}?(?:好|呢|吧|更)|或者|对比|比较|今天|试了|试试|[?？吗]|[A-Za-z0-9+#.]\s*(?!上了|里了)[\u4e00-\u9fff]{1,3}了(?!解)|"
     r"\b(?:installed|ran|used\s+\w+\s+to|just|discuss\w*|meeting|talked|debated)\b|讨论|会上|开会|聊过|要不要|评估|隔壁|"
+    r"竞品|竞争对手|友商|甲方|供应商|合作方|外包|好像|貌似|似乎|试着|尝试|正在|在试|在装|在配|在调|"
     r"别的组|其他组|别人|对方|客户|听说|据说",
     re.I,
 )
+
+
+_ASIDE_RE = re.compile(r"\s*[(（][^()（）]{1,80}[)）]")
 
 
 def opens_stack(clause: str) -> bool:
@@ -302,22 +402,29 @@ _SETUP_LABEL_RE = re.compile(
 
 
 def stack_hits(clause: str, *, lang: str, inherited: bool = False) -> list[Hit]:
-    """The tools a clause attributes to the user, the team or the project, each in its slot: one value per
-    slot (a second tool of the same slot is left to the LLM). Nothing for a question, a hypothetical, a
-    negation, a comparison or someone else's setup."""
+    """The tools a clause attributes to the user, the team or the project, each in its slot (a second value
+    of a slot is named with the first: see `passes`), or in none when several can be in use (Docker,
+    Notion). Nothing for a question, a hypothetical, a negation, a comparison or someone else's setup."""
     body = ENUMERATOR_RE.sub("", clause.strip())
-    if not (inherited or _STACK_SUBJECT_RE.match(body)) or _STACK_BLOCK_RE.search(body):
+    said = _ASIDE_RE.sub("", body) if "(" in body else body  # an aside ("(maybe 50 users)") blocks nothing
+    if not (inherited or _STACK_SUBJECT_RE.match(body)) or _STACK_BLOCK_RE.search(said):
         return []
     hits: list[Hit] = []
-    seen: set[str] = set()
-    for tool, _, _ in find_tools(body):
-        if tool.slot is None or tool.slot in seen or tool.slot.startswith("user."):
+    for tool, start, end in find_tools(body):
+        if tool.slot and tool.slot.startswith("user."):
             continue
-        seen.add(tool.slot)
-        hits.append(tool_hit(tool, 0, len(clause), rule=f"{lang}.tool.stack", lang=lang))
+        if named_as_left(body, start, end):  # "we got rid of Heroku", "the Jenkins box is gone": not current
+            continue
+        cand, _, _ = tool_hit(tool, 0, len(clause), rule=f"{lang}.tool.stack", lang=lang)
+        hits.append((cand if tool.slot else dataclasses.replace(cand, value=None), 0, len(clause)))
     return hits
 
 
+_OWN_MISTAKE = re.compile(
+    r"\b(?:i\s+mixed\s+(?:it|them|that)\s+up|i\s+misspoke|my\s+(?:bad|mistake)|typo|i\s+was\s+wrong)\b|我说错了|我记错了|"
+    r"打错了|写错了",
+    re.I,
+)
 _STRONG_CORRECTION = re.compile(
     r"correct|clarify|i\s+meant|i\s+mean|wrong|incorrect|not\s+right|纠正|更正|说错|搞错|记错|错了|不对|应该是",
     re.I,

@@ -6,7 +6,8 @@
   (`slot_kind`); `tool_hit` "The user's project uses X." / "用户的项目使用 X。" in the tool's slot;
   `reply_hit` a `user.reply_style` / `user.reply_language` candidate. Content is in the hit's `lang`.
 - `must` raises a hit to MUST (an explicit remember / correction around it); `shift` moves spans by an
-  offset; `statements` finds every subject-verb statement of a pattern, nested ones included.
+  offset, `without_insert` maps them back over text inserted (a dropped subject put back); `statements`
+  finds every subject-verb statement of a pattern, nested ones included.
 - `forget_target` names the slot (and value) a forget request is about, in either language.
 """
 
@@ -73,6 +74,16 @@ def shift(hits: list[Hit], offset: int) -> list[Hit]:
     return [(cand, start + offset, end + offset) for cand, start, end in hits]
 
 
+def without_insert(hits: list[Hit], at: int, added: int) -> list[Hit]:
+    """Spans found in a text with `added` characters inserted at `at` (a dropped subject put back), mapped
+    back onto the text as it was said."""
+
+    def back(pos: int) -> int:
+        return pos if pos <= at else max(at, pos - added)
+
+    return [(cand, back(start), back(end)) for cand, start, end in hits]
+
+
 def statements(pattern: re.Pattern[str], sentence: str) -> list[re.Match[str]]:
     """All matches of a subject-verb-span pattern, a later statement allowed inside an earlier one's span."""
     found: list[re.Match[str]] = []
@@ -83,18 +94,28 @@ def statements(pattern: re.Pattern[str], sentence: str) -> list[re.Match[str]]:
     return found
 
 
+def named(tool: Tool, lang: str) -> str:
+    """A tool's display name, with the words the user named it by when they differ."""
+    said = " ".join(tool.said.split())
+    if not said or said.casefold() == tool.display.casefold():
+        return tool.display
+    if lang == "zh":
+        return f"{said}（{tool.display}）" if not said.isascii() else f"{tool.display}（{said}）"
+    return f"{tool.display} ({said})"
+
+
 def tool_hit(
     tool: Tool, start: int, end: int, *, rule: str, lang: str, category: Category | None = None,
     tier: Tier = Tier.WORTH, confidence: float = 0.85,
 ) -> Hit:  # fmt: skip
-    """ "The user's project uses X." / "用户的项目使用 X。" for a tool in its slot."""
+    """ "The user's project uses X." / "用户的项目使用 X。" for a tool in its slot, named as the user named it too
+    ("PostgreSQL (Postgres)", "飞书（Feishu）")."""
     user_level = tool.slot is not None and tool.slot.startswith("user.")
+    name = named(tool, lang)
     if lang == "zh":
-        content = f"用户使用 {tool.display}。" if user_level else f"用户的项目使用 {tool.display}。"
+        content = f"用户使用 {name}。" if user_level else f"用户的项目使用 {name}。"
     else:
-        content = (
-            f"The user uses {tool.display}." if user_level else f"The user's project uses {tool.display}."
-        )
+        content = f"The user uses {name}." if user_level else f"The user's project uses {name}."
     kind, default_category = slot_kind(tool.slot)
     category = category or default_category
     cand = make(content, kind, category, tier, rule=rule, confidence=confidence, lang=lang, slot=tool.slot,

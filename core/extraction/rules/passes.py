@@ -9,7 +9,8 @@
 4. with nothing yet: a lesson over the whole sentence, or a topic whose value changed in a later clause;
 5. each clause still unaccounted for: a stack of tools, or a lasting statement in the user's words, in the
    slot of the value it names (a tool or a single-valued topic).
-A clause after a hypothetical or reported one is never the user's statement.
+A clause after a hypothetical or reported one is never the user's statement, nor is anything in a sentence
+told as hearsay ("apparently", "好像").
 """
 
 from __future__ import annotations
@@ -20,21 +21,34 @@ import re
 from core.extraction.candidates import Candidate, Category, Kind, Tier
 from core.extraction.lang import detect_lang, has_han
 from core.extraction.rules import en, zh
-from core.extraction.rules.dispatch import change_hits, noun_change_hits, opens_stack, stack_hits
+from core.extraction.rules.dispatch import (
+    change_hits,
+    names_change,
+    noun_change_hits,
+    noun_state_hits,
+    opens_stack,
+    stack_hits,
+)
 from core.extraction.rules.en.grammar import blocked as en_blocked
+from core.extraction.rules.en.grammar import hearsay as en_hearsay
 from core.extraction.rules.en.grammar import sentence_case, third_person
+from core.extraction.rules.en.grammar import with_subject as en_with_subject
 from core.extraction.rules.hits import Hit, shift
 from core.extraction.rules.sentences import split_clauses
-from core.extraction.rules.vocab import current_tool, topic_slot
+from core.extraction.rules.vocab import current_tool, find_tools, named_as_left, topic_slot
+from core.extraction.rules.zh.grammar import BIE, zh_content
 from core.extraction.rules.zh.grammar import blocked as zh_blocked
-from core.extraction.rules.zh.grammar import zh_content
+from core.extraction.rules.zh.grammar import hearsay as zh_hearsay
+from core.extraction.rules.zh.grammar import with_subject as zh_with_subject
 
 _LATIN_WORD_RE = re.compile(r"[A-Za-z]{2,}")
 
 
 def is_asked(sentence: str) -> bool:
-    """A question in either language."""
-    return en.ENGLISH.is_question(sentence) or zh.CHINESE.is_question(sentence)
+    """A question in either language (without Han characters, the Chinese test is only its question mark)."""
+    if en.ENGLISH.is_question(sentence):
+        return True
+    return zh.CHINESE.is_question(sentence) if has_han(sentence) else sentence.rstrip(" .!~").endswith("?")
 
 
 _TOPIC_CHANGE_RE = re.compile(
@@ -76,7 +90,11 @@ _CLAUSE_OPENER_RE = re.compile(
     r"if\s+you\b)"
     r"|^(?:还有|另外|而且|然后|对了|顺便)?\s*(?:请|麻烦|别|不要|不许|不准|不能|禁止|严禁|永远|千万|一定|必须|务必|以后|今后|"
     r"之后|从现在|记住|记得|别忘|忘掉|忘了|删|其实|不是|纠正|更正|我说的是|应该是|叫我|称呼|用|一律|都用|统一|只能|"
-    r"所有|[A-Za-z][\w.+#-]*\s*(?:就|也|都|千万|一定|以后)?(?:别|不要|不许|不准|禁止))",
+    r"所有|[A-Za-z][\w.+#-]*\s*(?:就|也|都|千万|一定|以后)?(?:别|不要|不许|不准|禁止))"
+    # a topic, then a rule word: "任何变更都不能在 10 点以后上线", "注释别用拼音"
+    r"|^[^,]{1,16}?(?:不许|不准|不能|禁止|不允许|不得|严禁|必须|一律|务必|一定要|只能|只许|"
+    + BIE
+    + r"|不要)",
     re.I,
 )
 
@@ -94,8 +112,26 @@ _REJECTED_RE = re.compile(
 )
 
 
+# A clause that goes on with the subject of the one before it (Chinese topic chains, English ellipsis):
+# "我们部署在 k8s 上，用 ArgoCD 做 GitOps", "we're on Postgres, using pgbouncer in front".
+_CHAIN_RE = re.compile(
+    r"^\s*(?:(?:也|还|都|再|并且|同时)\s*)?(?:用|用的是|采用|基于|跑在|部署在|托管在|放在|存在|走)\s*[A-Za-z]"
+    r"|^\s*(?:and\s+|also\s+|plus\s+)?(?:using|with|hosted\s+on|deployed\s+(?:on|to)|running\s+on|backed\s+by)\s+"
+    r"(?-i:[A-Z])",
+    re.I,
+)
+_NO_REFERENT_RE = re.compile(r"^\s*(?:(?:and|so|but)\s+)?(?:it's|it\s+is)\b", re.I)
+
+
 def _blocked(text: str, at: int) -> bool:
-    return en_blocked(text, at) or zh_blocked(text, at)
+    # without Han characters the Chinese test adds nothing to the English one (its words are all Han)
+    return en_blocked(text, at) or (has_han(text) and zh_blocked(text, at))
+
+
+def _dropped_subject(clause: str) -> bool:
+    """A clause whose first-person subject was dropped ("now on the payments team", "搬到杭州了"): a statement
+    of its own, like one that opens with a subject."""
+    return (en_with_subject(clause) or zh_with_subject(clause)) is not None
 
 
 def _mixed(text: str) -> bool:
@@ -117,9 +153,17 @@ def _generic_hits(clause: str, sentence: str, *, whole: bool = False, inherited:
     the value it replaces however each was said."""
     rules = en.ENGLISH if detect_lang(clause) == "en" else zh.CHINESE
     if not whole:
+        # "CI is Drone", "调度用的是 DolphinScheduler": a slot named by its noun
+        state = noun_state_hits(clause, lang=rules.lang)
+        if state and not is_asked(clause):
+            return state
         stack = stack_hits(clause, lang=rules.lang, inherited=inherited)
-        if len(stack) == 1:  # one tool: the clause's own words ("定了用 Go 重写网关") say more than "uses Go"
-            cand, start, end = stack[0]
+        # one slot named (with tools in none beside it, or a second value of it: "Django with HTMX"), or
+        # only tools in no slot: one memory in the clause's own words ("定了用 Go 重写网关" says more than "uses
+        # Go"), unless its subject names nothing ("it's all Zustand now")
+        slots = {cand.slot for cand, _, _ in stack if cand.slot}
+        if stack and len(slots) <= 1 and not _NO_REFERENT_RE.match(clause):
+            cand, start, end = next((hit for hit in stack if hit[0].slot), stack[0])
             words = zh_content(clause) if rules.lang == "zh" else sentence_case(third_person(clause.strip()))
             return [(dataclasses.replace(cand, content=words), start, end)]
         if stack:
@@ -132,8 +176,20 @@ def _generic_hits(clause: str, sentence: str, *, whole: bool = False, inherited:
         return hits
     # "MongoDB was considered and rejected" names no value; "备份到阿里云 OSS" is a backup policy, not the cloud
     clause_topic = topic_slot(clause)
-    rejected = _REJECTED_RE.search(clause) is not None or clause_topic == "project.backups"
-    clause_tool = None if rejected else current_tool(clause)
+    rejected = _REJECTED_RE.search(clause)
+    if clause_topic == "project.backups":
+        clause_tool = None
+    elif (
+        rejected
+    ):  # "we dropped MySQL, everything is on Postgres now": the one value named after the rejection
+        after = {
+            (tool.slot, tool.canonical): tool
+            for tool, start, end in find_tools(clause)
+            if tool.slot and start >= rejected.end() and not named_as_left(clause, start, end)
+        }
+        clause_tool = next(iter(after.values())) if len(after) == 1 else None
+    else:
+        clause_tool = current_tool(clause)
     out: list[Hit] = []
     for cand, start, end in hits:
         tool = clause_tool if cand.kind is Kind.SEMANTIC and cand.slot is None else None
@@ -146,10 +202,69 @@ def _generic_hits(clause: str, sentence: str, *, whole: bool = False, inherited:
     return out
 
 
+def _old_values_folded(sentence: str, hits: list[Hit]) -> list[Hit]:
+    """A sentence that gives a slot its current value and also names the value it replaces ("换成 pnpm 了，以后
+    别再写 npm install", "we got rid of Jenkins, it's all Buildkite now"): a rule about the old value keeps the
+    whole sentence, so that it names the new one too; a statement that only names the old value is dropped
+    (the slotted value tells the change, and the old value must not stay current beside it)."""
+    if len(hits) < 2:
+        return hits
+    current = {cand.slot: cand.value or "" for cand, _, _ in hits if cand.slot and cand.value}
+    if not current or not names_change(sentence):  # "Django with HTMX": two values in use, nothing left
+        return _one_value_per_slot(hits)
+    out: list[Hit] = []
+    for cand, start, end in hits:
+        left = cand.slot is None and any(
+            tool.slot in current and not current[tool.slot].startswith(tool.canonical)
+            for tool, _, _ in find_tools(cand.content)
+        )
+        if left and cand.tier is Tier.MUST:
+            lang = detect_lang(sentence)
+            words = (
+                zh_content(sentence).replace(",", "，")
+                if lang == "zh"
+                else sentence_case(third_person(sentence))
+            )
+            cand = dataclasses.replace(cand, content=words)
+        elif left:
+            continue
+        out.append((cand, start, end))
+    return out
+
+
+def _one_value_per_slot(hits: list[Hit]) -> list[Hit]:
+    """Two values of one slot in one sentence that names no change ("I'm on Windows with WSL", "Django with
+    HTMX"): both are in use, so they are one memory in the slot, valued by the first, that names both (a
+    later value of the slot retires them together; neither replaces the other)."""
+    first: dict[str, int] = {}
+    out: list[Hit] = []
+    for cand, start, end in hits:
+        if cand.slot is None or cand.slot not in first:
+            if cand.slot:
+                first[cand.slot] = len(out)
+            out.append((cand, start, end))
+            continue
+        kept, kept_start, kept_end = out[first[cand.slot]]
+        if cand.value == kept.value:
+            out.append((cand, start, end))
+            continue
+        named = cand.value or ""
+        tool = find_tools(cand.content)
+        name = tool[-1][0].display if tool else named
+        if name.casefold() not in kept.content.casefold():
+            end_mark = "。" if kept.content.endswith("。") else "."
+            extra = f"（和 {name}）" if end_mark == "。" else f" (with {name})"
+            kept = dataclasses.replace(kept, content=kept.content.rstrip("。.") + extra + end_mark)
+        out[first[cand.slot]] = (kept, min(kept_start, start), max(kept_end, end))
+    return out
+
+
 def sentence_hits(sentence: str) -> list[Hit]:
     """The sentence's hits, then those of each clause no hit accounts for: a fact stated in passing inside
     a request ("this service is on Go 1.22, can you check the build?"), a rule after a fact ("数据库用
     PostgreSQL，不要用 ORM"). A clause after a hypothetical or reported one is not the user's statement."""
+    if en_hearsay(sentence) or zh_hearsay(sentence):
+        return []  # "our competitor runs on Elixir apparently", "竞品好像是用 Go 写的": nothing is the user's own
     hits = _language_hits(sentence)
     clauses = split_clauses(sentence) or [(0, sentence)]
     if len(clauses) > 1:
@@ -161,7 +276,8 @@ def sentence_hits(sentence: str) -> list[Hit]:
             end = start + len(clause)
             if any(s <= start and end <= e for s, e in spans):
                 continue
-            if not (asked or _CLAUSE_OPENER_RE.match(clause)) or _TASK_AT_HAND_RE.search(sentence):
+            opens = asked or _CLAUSE_OPENER_RE.match(clause) or _dropped_subject(clause)
+            if not opens or _TASK_AT_HAND_RE.search(sentence):
                 continue  # "这段先用普通 for 循环写，别用 stream": the rule is for this piece of work
             if start and _blocked(sentence, start):
                 continue
@@ -184,14 +300,17 @@ def sentence_hits(sentence: str) -> list[Hit]:
         hits = _topic_change_hits(sentence)
     spans = [(start, end) for _, start, end in hits]
     inherited = False  # after "The product is ...:" / "技术栈：" the clauses speak for the user's setup
+    before = ""  # "我们部署在 k8s 上，用 ArgoCD 做 GitOps": the next clause keeps the subject
     for start, clause in clauses:  # what no rule named: a lasting statement of the clause, if it is one
         end = start + len(clause)
         opens = sentence[end : end + 2].lstrip()[:1] in (":", "：") and opens_stack(clause)
+        chained = bool(before) and _CHAIN_RE.match(clause) is not None and opens_stack(before)
+        before = clause
         if any(s < end and start < e for s, e in spans):
             inherited = inherited or opens
             continue
         if start and _blocked(sentence, start):
             continue
-        hits += shift(_generic_hits(clause, sentence, inherited=inherited), start)
+        hits += shift(_generic_hits(clause, sentence, inherited=inherited or chained), start)
         inherited = inherited or opens
-    return hits
+    return _old_values_folded(sentence, hits)

@@ -3,7 +3,8 @@
 - `clean_text(text)`: fenced code blocks, indented code and "> quoted" lines dropped (pasted code and quoted
   text are not the user's statements); inline `code` and Markdown emphasis keep their text; lines normalised.
 - `split_clauses(sentence)`: the clauses of one sentence with their offsets, split at commas, semicolons,
-  colons, dashes and at a conjunction that opens a new statement or request ("..., and can you ...").
+  colons, dashes and at a conjunction that opens a new statement or request ("..., and can you ..."); never
+  inside a parenthesised aside ("my SaaS (tiny, ~300 users) runs on ...").
 - `split_sentences(text)`: the sentences of a cleaned text, leading bullets, emoji and symbols dropped; inner
   dots ("Next.js", "v1.2", "Dr. Patel", "e.g. this") do not end a sentence.
 """
@@ -73,13 +74,17 @@ ENUMERATOR_RE = re.compile(  # "一是", "第二，", "2)", "（3）", "- ": a l
 _MIN_CLAUSE = re.compile(r"[A-Za-z]{2,}.*[A-Za-z]{2,}|[\u4e00-\u9fff].*[\u4e00-\u9fff]", re.S)
 
 
+_ASIDE_RE = re.compile(r"[(（][^()（）]{1,80}[)）]")  # an aside, closed within 80 characters
+
+
 def split_clauses(sentence: str) -> list[tuple[int, str]]:
     """(offset, clause) for each clause of one sentence; clauses too short to say anything are left out."""
     out: list[tuple[int, str]] = []
     start = 0
+    asides = [m.span() for m in _ASIDE_RE.finditer(sentence)] if "(" in sentence or "（" in sentence else ()
     for match in _CLAUSE_BREAK_RE.finditer(sentence):
-        if match.start() <= start:
-            continue
+        if match.start() <= start or any(s < match.start() < e for s, e in asides):
+            continue  # "my SaaS (tiny invoicing tool, ~300 users) runs on ...": an aside is part of its clause
         out.append((start, sentence[start : match.start()]))
         start = match.end()
     out.append((start, sentence[start:]))

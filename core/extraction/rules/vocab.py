@@ -3,8 +3,8 @@
 - `find_tools(text)` -> the known tools named in `text`, with their spans, in order. Tool names glued to CJK
   text ("项目用PG") match too; aliases that are also common words count only in their own spelling ("Go").
 - `is_tool(text)`: `text` is exactly one of the lexicon's names (the name and place rules reject those).
-- A `Tool` has one canonical spelling (its slot's value), a display name for content, and its slot (None
-  where several can be in use at once).
+- A `Tool` has one canonical spelling (its slot's value), a display name for content, its slot (None
+  where several can be in use at once), and how the text named it (`said`: "PG", "飞书").
 - `LANGUAGE_CODES`: a language's name, in English or Chinese, -> its code ("mandarin" / "中文" -> "zh").
 """
 
@@ -19,6 +19,7 @@ class Tool(NamedTuple):
     canonical: str  # the slot value: lower-case, one spelling per tool ("postgresql" for "PG")
     display: str  # how content names it
     slot: str | None  # None: several can be in use at once (docker, redis, ...)
+    said: str = ""  # how the text named it ("PG", "飞书", "k8s"), when found in a text
 
 
 # One line per slot: `canonical[=Display][(alias|alias)]`; "_" stands for a space. "-" means no slot.
@@ -28,6 +29,7 @@ project.package_manager: pnpm npm yarn=Yarn bun=Bun pip(pip|pip3) poetry=Poetry 
     conda=Conda(conda|miniconda) cargo=Cargo composer=Composer bundler=Bundler
 project.database: postgresql=PostgreSQL(postgresql|postgres|postgre|pg|pgsql) mysql=MySQL mariadb=MariaDB
     sqlite=SQLite(sqlite|sqlite3) mongodb=MongoDB(mongodb|mongo) oracle=Oracle(oracle_db) dynamodb=DynamoDB
+    redshift=Redshift dameng=DM(达梦) opengauss=openGauss polardb=PolarDB
     sql_server=SQL_Server(sql_server|sqlserver|mssql) clickhouse=ClickHouse cockroachdb=CockroachDB
     cassandra=Cassandra supabase=Supabase firebase=Firebase(firebase|firestore) neo4j=Neo4j tidb=TiDB
     duckdb=DuckDB snowflake=Snowflake bigquery=BigQuery timescaledb=TimescaleDB oceanbase=OceanBase
@@ -53,18 +55,22 @@ project.bundler: vite=Vite webpack esbuild rollup=Rollup turbopack=Turbopack par
 project.build_tool: maven=Maven gradle=Gradle bazel=Bazel cmake=CMake turborepo=Turborepo nx=Nx
 project.ci: github_actions=GitHub_Actions(github_actions|gh_actions|github_action) buildkite=Buildkite
     jenkins=Jenkins circleci=CircleCI(circleci|circle_ci) gitlab_ci=GitLab_CI(gitlab_ci)
-    travis_ci=Travis_CI(travis|travis_ci) drone=Drone(drone_ci) teamcity=TeamCity argo_workflows=Argo_Workflows
+    travis_ci=Travis_CI(travis|travis_ci) drone=Drone(drone|drone_ci) teamcity=TeamCity argo_workflows=Argo_Workflows
+    woodpecker=Woodpecker(woodpecker|woodpecker_ci) concourse=Concourse(concourse_ci) bamboo=Bamboo
     bitbucket_pipelines=Bitbucket_Pipelines azure_pipelines=Azure_Pipelines(azure_pipelines|azure_devops)
 project.hosting: vercel=Vercel netlify=Netlify heroku=Heroku fly.io=Fly.io(fly.io|flyio) render=Render
     railway=Railway cloudflare=Cloudflare(cloudflare|cloudflare_workers|cloudflare_pages) hetzner=Hetzner
     digitalocean=DigitalOcean(digitalocean|digital_ocean) linode=Linode ec2=EC2
     cloud_run=Cloud_Run app_engine=App_Engine eks=EKS gke=GKE aks=AKS lambda=AWS_Lambda(aws_lambda)
-    ovh=OVH vultr=Vultr
+    ovh=OVH vultr=Vultr github_pages=GitHub_Pages(github_pages|gh_pages) firebase_hosting=Firebase_Hosting
+    coolify=Coolify dokku=Dokku
 project.orchestration: kubernetes=Kubernetes(kubernetes|k8s|k3s) ecs=ECS(ecs|aws_ecs|fargate) nomad=Nomad
     docker_swarm=Docker_Swarm(docker_swarm|swarm) docker_compose=Docker_Compose(docker_compose|docker-compose)
+    openshift=OpenShift ack=ACK cce=CCE tke=TKE
 project.cloud: aws=AWS gcp=GCP(gcp|google_cloud) azure=Azure aliyun=Alibaba_Cloud(aliyun|alibaba_cloud|阿里云)
     tencent_cloud=Tencent_Cloud(tencent_cloud|腾讯云) huawei_cloud=Huawei_Cloud(huawei_cloud|华为云)
-project.tracker: jira=Jira linear=Linear trello=Trello asana=Asana youtrack=YouTrack
+project.tracker: jira=Jira linear=Linear trello=Trello asana=Asana youtrack=YouTrack zentao=ZenTao(zentao|禅道)
+    clickup=ClickUp shortcut=Shortcut tapd=TAPD(tapd) pingcode=PingCode
 project.chat: slack=Slack microsoft_teams=Microsoft_Teams(microsoft_teams|ms_teams) discord=Discord
     feishu=Feishu(feishu|lark|飞书) dingtalk=DingTalk(dingtalk|钉钉) wecom=WeCom(wecom|企业微信|企微)
 project.monitoring: prometheus=Prometheus zabbix=Zabbix new_relic=New_Relic(new_relic|newrelic)
@@ -74,6 +80,17 @@ project.state_management: redux=Redux(redux|redux_toolkit|rtk) zustand=Zustand m
 project.code_hosting: github=GitHub gitlab=GitLab bitbucket=Bitbucket gitea=Gitea gitee=Gitee(gitee|码云)
     codeberg=Codeberg
 project.cd: argocd=Argo_CD(argocd|argo_cd|argo) flux=Flux(flux|fluxcd) spinnaker=Spinnaker octopus=Octopus_Deploy
+project.registry: docker_hub=Docker_Hub(docker_hub|dockerhub) ghcr=GHCR(ghcr|ghcr.io|github_container_registry)
+    ecr=ECR(ecr|aws_ecr) harbor=Harbor(harbor) quay=Quay(quay|quay.io) acr=ACR swr=SWR gcr=GCR(gcr|gcr.io)
+    artifact_registry=Artifact_Registry
+project.workflow: airflow=Airflow(airflow|apache_airflow) dagster=Dagster prefect=Prefect
+    dolphinscheduler=DolphinScheduler(dolphinscheduler|dolphin_scheduler) temporal=Temporal luigi=Luigi
+    argo_events=Argo_Events
+project.storage: s3=S3(s3|aws_s3) oss=OSS(oss|aliyun_oss) minio=MinIO r2=R2(r2|cloudflare_r2)
+    backblaze=Backblaze(backblaze|backblaze_b2|b2) wasabi=Wasabi gcs=GCS(gcs|google_cloud_storage) cos=COS(cos)
+    azure_blob=Azure_Blob(azure_blob|azure_blob_storage)
+user.shell: bash=Bash zsh=Zsh(zsh|oh-my-zsh|oh_my_zsh) fish=Fish(fish_shell) powershell=PowerShell(powershell|pwsh)
+    nushell=Nushell(nushell|nu_shell)
 project.linter: eslint=ESLint biome=Biome oxlint=Oxlint flake8=Flake8 pylint=Pylint rubocop=RuboCop
     golangci-lint=golangci-lint(golangci-lint|golangci) tslint=TSLint
 project.cache: redis=Redis(redis|valkey) memcached=Memcached dragonfly=Dragonfly(dragonflydb)
@@ -91,11 +108,22 @@ user.os: macos=macOS(macos|mac|macbook|osx|os_x) linux=Linux windows=Windows ubu
     graphql=GraphQL tailwind=Tailwind_CSS(tailwind|tailwindcss) prettier=Prettier ruff=Ruff mypy
     celery=Celery nginx sentry=Sentry elasticsearch=Elasticsearch
     datadog=Datadog grafana=Grafana
-    ansible=Ansible helm=Helm pulumi=Pulumi s3=S3(s3|aws_s3) jquery=jQuery
+    ansible=Ansible helm=Helm pulumi=Pulumi jquery=jQuery
     lodash=Lodash moment.js=Moment.js(moment.js|momentjs) axios=Axios pandas=pandas
     numpy=NumPy pytorch=PyTorch(pytorch|torch) tensorflow=TensorFlow storybook=Storybook cypress=Cypress
     playwright=Playwright selenium=Selenium opentelemetry=OpenTelemetry(opentelemetry|otel) vault=Vault
-    minio=MinIO oss=OSS
+    dbt=dbt(dbt|dbt_core|dbt_cloud) fivetran=Fivetran airbyte=Airbyte spark=Spark(spark|pyspark|spark_sql)
+    flink=Flink hive=Hive trino=Trino presto=Presto kafka_connect=Kafka_Connect debezium=Debezium
+    rancher=Rancher notion=Notion confluence=Confluence obsidian=Obsidian figma=Figma postman=Postman
+    proxmox=Proxmox(proxmox|proxmox_ve) unraid=Unraid truenas=TrueNAS nextcloud=Nextcloud
+    home_assistant=Home_Assistant
+    loki=Loki elk=ELK(elk|elastic_stack) kibana=Kibana logstash=Logstash jaeger=Jaeger splunk=Splunk
+    postgis=PostGIS pgvector=pgvector timescale=Timescale keycloak=Keycloak auth0=Auth0 stripe=Stripe
+    grpc=gRPC(grpc) kong=Kong traefik=Traefik caddy=Caddy envoy=Envoy istio=Istio
+    jupyter=Jupyter(jupyter|jupyterlab) mlflow=MLflow ray=Ray(ray) dvc=DVC
+    wordpress=WordPress hugo=Hugo hexo=Hexo jekyll=Jekyll gatsby=Gatsby
+    element_plus=Element_Plus(element_plus|element-plus|element_ui) ant_design=Ant_Design(antd|ant_design)
+    mui=MUI(mui|material_ui) shadcn=shadcn/ui(shadcn|shadcn/ui) bootstrap=Bootstrap
 """
 _ENTRY_RE = re.compile(r"([^\s=(]+)(?:=([^\s(]+))?(?:\(([^)]*)\))?")
 
@@ -142,6 +170,15 @@ _CASE_SENSITIVE = {
     "swarm": ("Swarm",), "flux": ("Flux",), "argo": ("Argo",), "astro": ("Astro",), "parcel": ("Parcel",),
     "aurora": ("Aurora",), "zig": ("Zig",),
     "qt": ("Qt",), "pixel": ("Pixel",), "galaxy": ("Galaxy",), "honor": ("Honor",), "vivo": ("vivo", "Vivo"),
+    "harbor": ("Harbor",), "temporal": ("Temporal",), "prefect": ("Prefect",), "luigi": ("Luigi",),
+    "spark": ("Spark",), "hive": ("Hive",), "presto": ("Presto",), "notion": ("Notion",), "ray": ("Ray",),
+    "loki": ("Loki",), "kong": ("Kong",), "envoy": ("Envoy",), "caddy": ("Caddy",), "hugo": ("Hugo",),
+    "shortcut": ("Shortcut",), "bamboo": ("Bamboo",), "concourse": ("Concourse",), "woodpecker": ("Woodpecker",),
+    "fish": ("Fish", "fish"), "bash": ("Bash", "bash"), "quay": ("Quay",), "wasabi": ("Wasabi",),
+    "r2": ("R2",), "b2": ("B2",), "cos": ("COS",), "ack": ("ACK",), "acr": ("ACR",), "swr": ("SWR",),
+    "tke": ("TKE",), "cce": ("CCE",),
+    "mui": ("MUI",), "bootstrap": ("Bootstrap",), "stripe": ("Stripe",), "ecr": ("ECR",), "elk": ("ELK",),
+    "rancher": ("Rancher",), "flink": ("Flink",), "trino": ("Trino",), "dvc": ("DVC",),
 }  # fmt: skip
 # A common word is a tool's name, whatever its case, right after a verb or preposition that takes a tool.
 _TOOL_CONTEXT_RE = re.compile(
@@ -212,26 +249,43 @@ def _versioned(tool: Tool, text: str, start: int, end: int) -> tuple[Tool, int, 
         v = version.group("v")
         tool = tool._replace(canonical=f"{tool.canonical} {v}", display=f"{tool.display} {v}")
         end = version.end()
-    return tool, start, end
+    return tool._replace(said=text[start:end].strip()), start, end
 
 
 # What marks a tool as the value being left: "from npm", "replaced Flask with", "off Mongo", "no longer X".
 _OLD_VALUE_RE = re.compile(
     r"(?:\b(?:from|off|replaced|replacing|replace|instead\s+of|rather\s+than|no\s+longer(?:\s+use)?|not|ditched|"
-    r"dropped|left|leaving|away\s+from|over|than|retired|killed|sunset|deprecated|against|ruled\s+out|rejected)|从|"
-    r"不再用?|替换掉?|换掉|弃用|放弃了?|不用|不是|而不是|代替|取代|没用|没上|没选|不选|否掉)\s*(?:the\s+|our\s+|using\s+)?$",
+    r"dropped|left|leaving|away\s+from|over|than|retired|killed|sunset|deprecated|against|ruled\s+out|rejected|"
+    r"ripped(?:\s+out)?|tore(?:\s+out)?|pulled(?:\s+out)?|got\s+rid\s+of|removed|phased\s+out|gave\s+up(?:\s+on)?|"
+    r"scrapped|dumped|binned|abandoned|never|without|"
+    r"(?:don't|do\s+not|stop)\s+(?:use|using|suggest|write|writing))|从|不再用?|替换掉?|换掉|弃用|放弃了?|不用|不是|"
+    r"而不是|代替|取代|没用|没上|没选|不选|否掉|下掉了?|干掉了?|去掉了?|拿掉了?|(?:别|不要)再?(?:用|写|推荐))"
+    r"\s*(?:the\s+|our\s+|using\s+)?$",
     re.I,
 )
+
+
+# What marks a tool as gone, after it: "the Jenkins box is gone", "Jenkins 已经下线了".
+_GONE_AFTER_RE = re.compile(
+    r"\s*(?:[\w.-]+\s+){0,2}?(?:is|are|'s)\s+(?:now\s+)?(?:gone|dead|retired|history|deprecated|decommissioned)\b"
+    r"|\s*(?:[\w.-]+\s+){0,1}?out\b(?=.{0,30}\b(?:and|for|in\s+favou?r)\b)"  # "ripped yarn out ... and went with"
+    r"|\s*(?:已经|早就|早)?(?:没了|下线了|下掉了|退役了|不用了|废弃了|停用了|淘汰了)",
+    re.I,
+)
+
+
+def named_as_left(text: str, start: int, end: int | None = None) -> bool:
+    """The tool named at `start` (ending at `end`) is the value being left ("moved off Vercel", "got rid of
+    Heroku", "从 npm", "the Jenkins box is gone")."""
+    if _OLD_VALUE_RE.search(text[max(0, start - 24) : start]) is not None:
+        return True
+    return end is not None and _GONE_AFTER_RE.match(text, end) is not None
 
 
 def first_current_tool(text: str) -> Tool | None:
     """The first slotted tool of `text` not named as the value left ("moved off Vercel onto Cloudflare")."""
     return next(
-        (
-            t
-            for t, start, _ in find_tools(text)
-            if t.slot and not _OLD_VALUE_RE.search(text[max(0, start - 24) : start])
-        ),
+        (t for t, start, end in find_tools(text) if t.slot and not named_as_left(text, start, end)),
         None,
     )
 
@@ -241,9 +295,7 @@ def current_tool(text: str) -> Tool | None:
     Mongo to DynamoDB", "从 Jenkins 换成 GitHub Actions") do not count; None when there is no such tool or
     when two slots or two values remain."""
     current = [
-        tool
-        for tool, start, _ in find_tools(text)
-        if tool.slot and not _OLD_VALUE_RE.search(text[max(0, start - 24) : start])
+        tool for tool, start, end in find_tools(text) if tool.slot and not named_as_left(text, start, end)
     ]
     if len({(t.slot, t.canonical) for t in current}) != 1:
         return None

@@ -16,9 +16,9 @@ Contract:
 from __future__ import annotations
 
 from core.extraction.rules.dispatch import LanguageRules, dispatch
-from core.extraction.rules.en.behaviour import reply_hits, rule_hits, when_you_hits
+from core.extraction.rules.en.behaviour import dont_want_hits, need_hits, reply_hits, rule_hits, when_you_hits
 from core.extraction.rules.en.facts import CORRECTION_CUE, NEGATING, fact_hits
-from core.extraction.rules.en.grammar import is_question, third_person
+from core.extraction.rules.en.grammar import is_question, third_person, with_subject
 from core.extraction.rules.en.requests import (
     CONTRAST_RE,
     CORRECTION_RE,
@@ -44,9 +44,15 @@ ENGLISH = LanguageRules(
     correction_facts=fact_hits,
     reply=reply_hits,
     facts=lambda sentence: when_you_hits(sentence) or fact_hits(sentence) + team_hits(sentence),
-    rules=lambda sentence: rule_hits(FILLER.sub(" ", sentence)) or prohibition_hits(sentence),
+    rules=lambda sentence: (
+        rule_hits(FILLER.sub(" ", sentence))
+        or prohibition_hits(sentence)
+        or need_hits(sentence)
+        or dont_want_hits(sentence)
+    ),
     generic=generic_hits,
     restate=third_person,
+    with_subject=with_subject,
 )
 
 

@@ -5,6 +5,8 @@
 - `rule_hits`: standing rules ("don't use ORMs", "never suggest jQuery", "from now on, use pnpm"), MUST;
   a rule about the task at hand ("don't change this file yet") is none.
 - `when_you_hits`: "I hate it when you add emojis" -> the rule "Do not add emojis.".
+- `need_hits`: "I need British spelling throughout" -> a standing requirement, MUST; `dont_want_hits`: "I don't
+  want any emojis in the answers" -> the rule, MUST.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from core.extraction.rules.vocab import LANGUAGE_CODES, find_tools
 # fmt: off
 _PERSIST = (
     r"\b(?:always|never|from\s+now\s+on|going\s+forward|moving\s+forward|in\s+(?:the\s+)?future|by\s+default|"
-    r"every\s+time|from\s+here\s+on|all\s+the\s+time|in\s+general|any\s+more|anymore)\b"
+    r"every\s+time|from\s+here\s+on|all\s+the\s+time|in\s+general|any\s+more|anymore|throughout|everywhere|"
+    r"across\s+the\s+board|at\s+all\s+times|without\s+exception)\b"
 )
 _PERSIST_RE = re.compile(_PERSIST, re.I)
 _REPLY_NOUN_RE = re.compile(
@@ -115,21 +118,29 @@ _RULE_RE = re.compile(
     r"here\s+on(?:\s+out)?|as\s+a\s+(?:general\s+)?rule|by\s+default|in\s+general|every\s+time|each\s+time)"
     r"\s*[,:-]?\s*)?(?P<cond>(?:when|whenever|if\s+you(?:'re|\s+are)?|for|in|while)\s[^,]{1,60}?(?:,\s*|\s+(?=(?:please|pls|"
     r"assume|reply|answer|include|stick|default|always|never|don't|do\s+not)\b)))?"
-    r"(?:please\s+|pls\s+)?(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?)?(?:you\s+)?"
-    r"(?P<mod>don't\s+ever|do\s+not\s+ever|don't|do\s+not|dont|never\s+ever|never|always|avoid|stop|quit|"
+    r"(?:please\s+|pls\s+)?(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?)?(?:you(?:'re|\s+are)?\s+)?"
+    r"(?P<mod>don't\s+(?:you\s+)?ever|do\s+not\s+ever|don't\s+you\s+dare|don't|do\s+not|dont|never\s+ever|never|always|"
+    r"avoid|stop|quit|"
     r"should\s+never|should\s+always|must\s+always|must\s+never|shouldn't|should\s+not|must\s+not|mustn't|"
-    r"make\s+sure\s+to|make\s+sure\s+you|be\s+sure\s+to|remember\s+to|no\s+more|please)?\s*"
+    r"make\s+sure\s+to|make\s+sure\s+you|be\s+sure\s+to|remember\s+to|no\s+more|"
+    r"not\s+allowed\s+to|can't|cannot|may\s+not|must|"
+    r"under\s+no\s+circumstances(?:\s+should\s+you)?|at\s+no\s+point(?:\s+should\s+you)?|only\s+ever|please)?\s*"
     r"(?P<rest>[a-z][^\n]{1,200})$", re.I)
 _TAIL_PERSIST_RE = re.compile(
     r"[\s,]*(?:from\s+now\s+on|going\s+forward|moving\s+forward|in\s+(?:the\s+)?future|from\s+here\s+on(?:\s+out)?"
     r"|every\s+time|always|by\s+default)[\s.!]*$", re.I)
 _MOD_CANON = {
-    "don't ever": "do not ever", "do not ever": "do not ever", "don't": "do not", "do not": "do not",
+    "don't ever": "do not ever", "do not ever": "do not ever", "don't you ever": "do not ever",
+    "don't you dare": "do not", "don't": "do not", "do not": "do not",
     "dont": "do not", "shouldn't": "do not", "should not": "do not", "must not": "do not",
     "mustn't": "do not", "never ever": "never", "never": "never", "should never": "never",
     "must never": "never", "always": "always", "should always": "always", "must always": "always",
     "make sure to": "always", "make sure you": "always", "be sure to": "always", "remember to": "remember to",
     "avoid": "avoid", "stop": "stop", "quit": "stop", "please": "always", "no more": "no more", "": "always",
+    "not allowed to": "do not", "can't": "do not",
+    "cannot": "do not", "may not": "do not", "must": "always", "under no circumstances": "never",
+    "under no circumstances should you": "never", "at no point": "never", "at no point should you": "never",
+    "only ever": "only ever",
 }
 # After "don't" / "never": "don't worry", "never mind" are not rules for the agent.
 _NOT_IMPERATIVE = frozenset(
@@ -150,7 +161,8 @@ _IMPERATIVE_VERBS = frozenset(
     "speculate hallucinate lie pad sugarcoat flatter overexplain apologize apologise prefer double- "
     "check verify review read go let set leave respect stay avoid skip emit raise throw catch "
     "handle validate sign annotate declare store cache touch open close copy paste bump pin upgrade "
-    "downgrade switch target support mark tag greet address refer".split()
+    "downgrade switch target support mark tag greet address refer refrain steer favor favour lean drop cut omit trim "
+    "ditch spell".split()
 )
 _ONE_OFF = re.compile(
     r"\b(?:yet|this\s+time|for\s+now|right\s+now|today|tonight|tomorrow|at\s+the\s+moment|(?:this|these)\s+(?:file|"
@@ -168,6 +180,61 @@ _WHEN_YOU_RE = re.compile(
 # fmt: on
 
 
+_ALL_OUTPUT_RE = re.compile(
+    r"\b(?:your|all)\s+(?:future\s+)?(?:answers|responses|replies|explanations|suggestions|code\s+examples|"
+    r"examples|snippets|outputs|messages|summaries|commit\s+messages|prs|pull\s+requests)\b",
+    re.I,
+)
+# "I don't want any emojis in the answers", "I never want you to touch prod": what the user does not want,
+# a rule for the agent.
+_DONT_WANT_RE = re.compile(
+    I_WORD + r"\s*" + ADV + r"(?:don't|do\s+not|never)\s+want\s+(?:(?P<you>you\s+(?:to\s+)?)|(?=any\b|more\b|"
+    r"to\s+see\b|(?:\w+\s+)?(?:emojis|comments|explanations|caveats|disclaimers|apologies)\b))"
+    r"(?P<rest>[a-z][^.;!?]{2,80})",
+    re.I,
+)
+
+
+def dont_want_hits(sentence: str) -> list[Hit]:
+    """ "I don't want any emojis in the answers": the rule, MUST."""
+    match = _DONT_WANT_RE.search(sentence) if "want" in sentence else None
+    if (
+        match is None
+        or blocked(sentence, match.start(), hypothetical=True)
+        or _ONE_OFF.search(match.group("rest"))
+    ):
+        return []
+    rest = third_person(match.group("rest").strip(" ,"))
+    you = match.group("you") or ""
+    agent = ("the agent to " if "to" in you else "the agent ") if you else ""
+    content = sentence_case(f"the user does not want {agent}{rest}")
+    cand = make(content, Kind.PROCEDURAL, Category.CONSTRAINT, Tier.MUST, rule="en.rule.dont_want",
+                confidence=0.85, lang="en")  # fmt: skip
+    return [(cand, match.start(), match.end())]
+
+
+# Verbs that say "as a rule" by themselves, with no "always" or "from now on" around them.
+_STANDING_VERB_RE = re.compile(
+    r"(?:prefer|favou?r|stick\s+(?:to|with)|default\s+to|refrain\s+from|stay\s+away\s+from|keep\s+away\s+from|"
+    r"steer\s+clear\s+of|lean\s+towards?)\b",
+    re.I,
+)
+# A condition on what the agent writes ("when you write SQL for me, ..."), and a specification after it: a
+# noun phrase or a list of them, no subject and no finite verb ("uppercase keywords, one column per line").
+_OUTPUT_COND_RE = re.compile(
+    r"(?:when|whenever|if)\s+you(?:'re|\s+are)?\s+(?:\w+\s+)?(?:write|writing|give|giving|suggest|suggesting|"
+    r"generate|generating|draft|drafting|answer|answering|reply|replying|explain|explaining|show|showing|create|"
+    r"creating|name|naming|format|formatting|comment|commenting|recommend|send|summari[sz]e|translate|"
+    r"translating|code|coding|review|reviewing|make|making|produce|output|propose|add|adding)\b",
+    re.I,
+)
+_SPEC_RE = re.compile(
+    r"^(?!(?:i|we|you|it|they|he|she|this|that|there|the\s+\w+\s+(?:is|are|was|were))\b)"
+    r"(?![^,.;]*\b(?:is|are|was|were|has|have|had|did|does|will|can|could|would)\b)[a-z0-9]",
+    re.I,
+)
+
+
 def rule_hits(sentence: str) -> list[Hit]:
     """Standing rules for the agent: "don't use ORMs", "never suggest jQuery", "from now on, use pnpm"."""
     body = sentence.rstrip(" .!")
@@ -183,12 +250,31 @@ def rule_hits(sentence: str) -> list[Hit]:
         ("when", "whenever", "if you")
     )  # also "if you're unsure, say so"  # "whenever you give me recipes, include ..."
     persistent = bool(match.group("lead") or tail or standing)
+    standing_verb = False
     if not mod and not persistent:
-        return []
+        # "skip the preamble in your answers": about all the agent's output, not this one
+        rest_said = match.group("rest")
+        persistent = ("your" in rest_said or "all" in rest_said) and _ALL_OUTPUT_RE.search(
+            rest_said
+        ) is not None
+        standing_verb = _STANDING_VERB_RE.match(match.group("rest")) is not None and not re.search(
+            r"我|\bi\b", body[: match.start("rest")], re.I
+        )  # "我 prefer X" / "I prefer X": the user's preference, not an instruction
+        if not persistent and not standing_verb:
+            return []
     rest = match.group("rest").strip(" ,")
     first, canon = rest.split()[0].lower(), _MOD_CANON[mod]
+    if "-" in first and first.rsplit("-", 1)[-1] in _IMPERATIVE_VERBS:
+        first = first.rsplit("-", 1)[-1]  # "double-check", "re-run": the verb is the last part
+    if not mod and standing_verb:
+        canon = ""  # "prefer composition over inheritance", "stick to the standard library": standing as said
     if canon == "no more":  # "No more emojis please": a noun, not a verb
         rest = re.sub(r"[\s,]*please$", "", rest, flags=re.I)
+    elif canon == "always" and standing and first not in _IMPERATIVE_VERBS:
+        # "when you write commit messages, conventional commits, lowercase": a specification of the output
+        if not (_OUTPUT_COND_RE.match(cond) and _SPEC_RE.match(rest)):
+            return []
+        canon = ""
     elif canon in ("always", "remember to"):
         if first not in _IMPERATIVE_VERBS:
             return []
@@ -204,11 +290,48 @@ def rule_hits(sentence: str) -> list[Hit]:
         # "always use pnpm": the choice goes in the tool's slot
         return [tool_hit(tools[0][0], 0, len(sentence), rule="en.rule.use_tool", lang="en", tier=Tier.MUST,
                          confidence=0.9)]  # fmt: skip
-    content = sentence_case(f"{match.group('cond') or ''}{canon} {third_person(rest)}")
+    content = sentence_case(f"{match.group('cond') or ''}{canon} {third_person(rest)}".replace("  ", " "))
     category = Category.FEEDBACK if canon == "stop" or _FEEDBACK_WORDS.search(rest) else Category.CONSTRAINT
-    rule = f"en.rule.{canon.replace(' ', '_')}"
+    rule = f"en.rule.{canon.replace(' ', '_') or ('standing' if mod or not standing else 'spec')}"
     cand = make(content, Kind.PROCEDURAL, category, Tier.MUST, rule=rule, confidence=0.9, lang="en")
     return [(cand, 0, len(sentence))]
+
+
+# "I need British spelling throughout", "I want type hints everywhere": a requirement on all the agent's work,
+# the need said by the user and made standing by its scope.
+_NEED_RE = re.compile(
+    I_WORD
+    + r"\s*"
+    + ADV
+    + r"(?:need|want|require|expect|'d\s+like|would\s+like)\s+(?P<what>(?!to\b|you\b|it\b|"
+    r"this\b|that\b|help\b)[a-z][^,.;!?]{2,60}?)\s+(?P<scope>throughout|everywhere|across\s+the\s+board|at\s+all\s+"
+    r"times|in\s+(?:all|every|each)\s+(?:[\w-]+\s+)?[\w-]+|from\s+now\s+on|going\s+forward|always)\b",
+    re.I,
+)
+
+
+_NEED_CUE = re.compile(
+    r"throughout|everywhere|across\s+the|at\s+all|\b(?:all|every|each)\b|from\s+now|forward|always", re.I
+)
+
+
+def need_hits(sentence: str) -> list[Hit]:
+    """ "I need metric units throughout": a standing requirement, MUST."""
+    wants = (
+        "need" in sentence
+        or "want" in sentence
+        or "require" in sentence
+        or "expect" in sentence
+        or ("like" in sentence)
+    )
+    wants = wants and _NEED_CUE.search(sentence) is not None
+    match = _NEED_RE.search(sentence) if wants else None
+    if match is None or blocked(sentence, match.start(), hypothetical=True):
+        return []
+    content = sentence_case(third_person(sentence[match.start() : match.end()]))
+    cand = make(content, Kind.PROCEDURAL, Category.CONSTRAINT, Tier.MUST, rule="en.rule.need", confidence=0.85,
+                lang="en")  # fmt: skip
+    return [(cand, match.start(), match.end())]
 
 
 def when_you_hits(sentence: str) -> list[Hit]:

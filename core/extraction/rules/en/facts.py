@@ -11,21 +11,23 @@ from __future__ import annotations
 import re
 
 from core.extraction.candidates import Category, Kind, Tier
-from core.extraction.rules.en.grammar import ADV, I_AM, I_WORD, SPAN, blocked, third_person
+from core.extraction.rules.en.grammar import ADV, I_AM, I_WORD, SPAN, blocked, sentence_case, third_person
 from core.extraction.rules.en.identity import job_hits, name_hits, place_hits
 from core.extraction.rules.hits import Hit, fact, make, statements, tool_hit
-from core.extraction.rules.vocab import find_tools
+from core.extraction.rules.vocab import find_tools, named_as_left
 
 # fmt: off
 _TOOL_STMT_RE = re.compile(
-    r"(?<![\w'])(?P<subj>i|we|my\s+team|our\s+team|our\s+company|my\s+company|(?:our|my|the|this)\s+(?:project|"
+    r"(?<![\w'])(?P<subj>i|we|my\s+team|our\s+team|our\s+company|my\s+company|(?P<device>my\s+(?:own\s+|work\s+|"
+    r"personal\s+|main\s+|dev\s+|new\s+)?(?:laptop|machine|computer|desktop|workstation|pc|dev\s+box|rig|phone|"
+    r"daily\s+driver))|(?:our|my|the|this)\s+(?:project|"
     r"app|backend|frontend|codebase|code\s+base|repo|stack|service|services|api|monorepo|product|startup|infra|"
     r"platform|site|website|server|side\s+project|setup|ci|pipeline|database|db|cluster|deployment))"
     r"(?P<be>'re|'m|'s|\s+are|\s+am|\s+is|\s+have|\s+has|'ve)?\s+" + ADV + r"(?:been\s+)?"
     r"(?P<verb>use|uses|using|rely\s+on|relies\s+on|run\s+on|runs\s+on|work\s+with|works\s+with|(?:code|write|"
     r"program|develop)\s+(?:mostly\s+|mainly\s+|only\s+)?in|built\s+(?:with|on|in)|written\s+in|based\s+on|"
     r"standardi[sz]ed\s+on|switched\s+to|moved\s+to|migrated\s+to|settled\s+on|went\s+with|go\s+with|"
-    r"stick\s+with|write|writes|deploys?\s+(?:on|to)|host\s+on|hosted\s+on|on)\b(?P<span>" + SPAN
+    r"stick\s+with|write|writes|deploys?\s+(?:on|to)|host\s+on|hosted\s+on|runs|running|on|an?)\b(?P<span>" + SPAN
     + r"{1,120})",
     re.I)
 _TOOL_NOUN_RE = re.compile(
@@ -72,12 +74,17 @@ def _tool_hits(sentence: str) -> list[Hit]:
         verb = match.group("verb").lower()
         if (verb == "on" and not match.group("be")) or blocked(sentence, match.start()):
             continue
-        subject_is_user = match.group("subj").lower() == "i"
+        subject_is_user = match.group("subj").lower() == "i" or match.group("device") is not None
+        if verb in ("a", "an", "running", "runs") and not match.group("device"):
+            continue  # "my laptop is a ThinkPad", "my phone runs Android": a device's, not a project's
         category = Category.DECISION if verb.startswith(_DECISION_VERBS) else None
         offset = match.start("span")
-        for tool, _, end in find_tools(_cut(match.group("span"))):
+        span = _cut(match.group("span"))
+        for tool, start, end in find_tools(span):
             if tool.slot and tool.slot.startswith("user.") and not subject_is_user:
                 continue  # "we use Linux servers" says nothing about the user's own OS
+            if named_as_left(span, start, end):
+                continue  # "we use pnpm, never npm"
             hits.append(
                 tool_hit(tool, match.start(), offset + end, rule="en.tool.use", lang="en", category=category)
             )
@@ -166,15 +173,19 @@ def _pref_hits(sentence: str) -> list[Hit]:
 
 # fmt: off
 _DIET_RE = re.compile(
-    r"(?:" + I_AM + r"\s+" + ADV + r"|(?:(?<![\w'])i\s+)?(?:went|turned|became|have\s+gone|'ve\s+gone|gone|"
+    r"(?:" + I_AM + r"\s+" + ADV + r"|(?<![\w'])i(?:'ve|\s+have)\s+been\s+" + ADV
+    + r"|(?:(?<![\w'])i\s+)?(?:went|turned|became|have\s+gone|'ve\s+gone|gone|"
     r"switched\s+to\s+being)\s+(?:fully\s+|full\s+|completely\s+)?)(?:a\s+)?(?:strict\s+)?"
-    r"(?P<diet>vegetarian|vegan|pescatarian|pescetarian|keto|halal|kosher|lactose[- ]intolerant|gluten[- ]free|"
+    r"(?P<diet>lacto[- ]ovo(?:[- ]vegetarian)?|ovo[- ]lacto(?:[- ]vegetarian)?|vegetarian|vegan|pescatarian|"
+    r"pescetarian|keto|halal|kosher|lactose[- ]intolerant|gluten[- ]free|"
     r"celiac|coeliac|diabetic)\b", re.I)
 _NO_LONGER_DIET_RE = re.compile(
     I_AM + r"\s+(?:no\s+longer|not)\s+(?:a\s+)?(?P<diet>vegetarian|vegan|pescatarian|keto)"
     r"(?:\s+(?:anymore|any\s+more))?"
     r"|(?<![\w'])i\s+(?:stopped|quit|gave\s+up)\s+being\s+(?:a\s+)?(?P<diet2>vegetarian|vegan|pescatarian)", re.I)
 _DIET_SLOTTED = {"vegetarian": "vegetarian", "vegan": "vegan", "pescatarian": "pescatarian",
+                 "lacto-ovo": "lacto_ovo", "lacto-ovo-vegetarian": "lacto_ovo", "ovo-lacto": "lacto_ovo",
+                 "ovo-lacto-vegetarian": "lacto_ovo",
                  "pescetarian": "pescatarian", "keto": "keto", "halal": "halal", "kosher": "kosher"}
 _PROFILE_RES = (
     (re.compile(I_AM + r"\s+" + ADV + r"(?:(?:very|severely|mildly|a\s+bit)\s+)?allergic\s+to\s+"
@@ -185,8 +196,15 @@ _PROFILE_RES = (
     (re.compile(r"^(?:(?:a|an|my|severe|serious|bad|mild|deadly|life-threatening)\s+)*(?P<obj>[\w-]{3,20})\s+"
                 r"allerg(?:y|ies)\b(?!\s+(?:in|of|for)\b)", re.I),
      "The user is allergic to {}.", "en.profile.allergy_noun"),
-    (re.compile(I_WORD + r"\s+" + ADV + r"(?:don't|do\s+not|never|can't|cannot)\s+(?:eat|drink)\s+"
+    # the household eats what the user eats: "we don't eat pork at home", "my family doesn't eat spicy food"
+    (re.compile(r"(?:" + I_WORD + r"|(?<![\w'])we|\b(?:my|our)\s+(?:family|household|kids))\s+" + ADV
+                + r"(?:don't|doesn't|do\s+not|does\s+not|never|can't|cannot|won't)\s+(?:eat|drink)\s+"
                 r"(?P<obj>[^.;!?,]{1,40})", re.I), "The user does not eat {}.", "en.profile.no_eat"),
+    # how well the user speaks a language: "my English isn't great", "I'm not fluent in German"
+    (re.compile(r"\bmy\s+(?P<obj>(?-i:[A-Z])[a-z]+\s+(?:is|isn't|is\s+not|'s)\s+(?:not\s+)?(?:a\s+bit\s+|pretty\s+|quite\s+|very\s+|really\s+|kinda\s+)?(?:great|good|bad|basic|limited|"
+                r"rusty|fluent|weak|poor|so-so)\b)|" + I_AM + r"\s+(?:not\s+)?(?P<obj2>(?:fluent|conversational|"
+                r"a\s+beginner)\s+in\s+(?-i:[A-Z])[a-z]+)", re.I),
+     "{}", "en.profile.language_level"),  # the statement itself
 )
 _SLOTTED_PROFILE_RES = (
     (re.compile(r"\bmy\s+time\s?zone\s+is\s+(?P<tz>[\w+:/-]+(?:\s*[+-]\s*\d{1,2})?)|" + I_AM + r"\s+"
@@ -203,6 +221,10 @@ _SLOTTED_PROFILE_RES = (
      "user.timezone", "The user's timezone is {}.", "en.profile.timezone_now"),
     (re.compile(r"\bmy\s+birthday\s+is\s+(?:on\s+)?(?P<day>[^.;!?,]{3,25})", re.I),
      "user.birthday", "The user's birthday is {}.", "en.profile.birthday"),
+    (re.compile(r"\bmy\s+(?:native|first|mother)\s+(?:language|tongue)\s+is\s+(?P<lang>(?-i:[A-Z])[a-z]+)|" + I_AM
+                + r"\s+a\s+native\s+(?P<lang2>(?-i:[A-Z])[a-z]+)\s+speaker|\b(?P<lang3>(?-i:[A-Z])[a-z]+)\s+is\s+my\s+"
+                r"(?:native|first|mother)\s+(?:language|tongue)", re.I),
+     "user.native_language", "The user's native language is {}.", "en.profile.native_language"),
 )
 # fmt: on
 
@@ -224,13 +246,21 @@ def _profile_hits(sentence: str) -> list[Hit]:
                     rule="en.profile.diet", confidence=0.85, lang="en", slot=slot,
                     value=_DIET_SLOTTED.get(diet))  # fmt: skip
         hits.append((cand, match.start(), match.end()))
+    low = sentence.lower()
+    allergy, eats = "allerg" in low, "eat" in low or "drink" in low
+    language = "my " in low or "fluent" in low or "conversational" in low or "beginner" in low
+    possible = {"en.profile.allergy": allergy, "en.profile.allergy_noun": allergy, "en.profile.no_eat": eats,
+                "en.profile.language_level": language}  # fmt: skip
     for pattern, template, rule in _PROFILE_RES:
+        if not possible[rule]:
+            continue  # the pattern cannot match without one of its words: spare the search
         match = pattern.search(sentence)
         if match is None or blocked(sentence, match.start()):
             continue
         obj = _cut(next(group for group in match.groups() if group)).strip()
         if obj and obj.split()[0].lower() not in OBJ_PRONOUN:
-            content = template.format(third_person(obj))
+            said = sentence_case(third_person(match.group()))
+            content = said if template == "{}" else template.format(third_person(obj))
             cand = make(
                 content, Kind.SEMANTIC, Category.PROFILE, Tier.WORTH, rule=rule, confidence=0.8, lang="en"
             )

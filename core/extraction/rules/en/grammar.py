@@ -5,6 +5,8 @@
 - `blocked(sentence, start)`: the text before `start` makes the statement not the user's own current fact
   (a quotation, a hypothetical, an unsure clause, reported speech).
 - `is_question`, `third_person` ("I always deploy" -> "the user always deploys"), `sentence_case`.
+- `with_subject(clause)`: the clause with the "I" chat drops before a verb of state or change put back
+  ("been on Zed for a month now" -> "I've been on Zed for a month now").
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ import re
 ADV = (
     r"(?:(?:currently|now|still|also|actually|really|just|recently|mostly|mainly|primarily|usually|generally|"
     r"normally|basically|definitely|always|honestly|personally|typically|only|all|both|already|finally|"
-    r"officially|permanently|much|strongly|totally|very\s+much|kind\s+of|kinda|pretty\s+much)\s+)*"
+    r"officially|permanently|much|strongly|totally|fully|completely|entirely|exclusively|very\s+much|kind\s+of|kinda|"
+    r"pretty\s+much)\s+)*"
 )
 I_WORD = r"(?<![\w'])i"
 I_AM = r"(?<![\w'])(?:i'm|i\s+am|im)"
@@ -36,8 +39,26 @@ _SELF_BEFORE = re.compile(r"(?:^|\W)(?:i|i've|i\s+have|i've\s+already|i\s+alread
 # fmt: on
 
 
+# Hearsay anywhere in the sentence: "our competitor runs on Elixir apparently" is not the user's own fact.
+_HEARSAY = re.compile(
+    r"\b(?:apparently|reportedly|supposedly|allegedly|rumou?r\s+(?:is|has\s+it)|word\s+is|i\s+(?:hear|heard|read)\s+"
+    r"(?:that\s+)?(?:they|he|she|it))\b",
+    re.I,
+)
+
+
+def hearsay(sentence: str) -> bool:
+    low = sentence.lower()
+    if not ("apparently" in low or "reportedly" in low or "supposedly" in low or "allegedly" in low) and not (
+        "rumo" in low or "word is" in low or "i hear" in low or "i read" in low
+    ):
+        return False  # the words the pattern needs, checked first
+    return _HEARSAY.search(sentence) is not None
+
+
 def blocked(sentence: str, start: int, *, hypothetical: bool = True) -> bool:
-    """True when the text before `start` makes the statement not the user's own current fact."""
+    """True when the text before `start` makes the statement not the user's own current fact (hearsay, "our
+    competitor runs on Elixir apparently", is ruled out for the whole sentence: `hearsay`)."""
     prefix = sentence[:start]
     if not prefix:
         return False
@@ -81,7 +102,12 @@ def _conjugate(verb: str) -> str:
     low = verb.lower()
     if low in _VERB_MAP:
         return _VERB_MAP[low]
-    if low in _UNCHANGED_VERBS or low.endswith(("ed", "n't")) or "'" in low:
+    if (
+        low in _UNCHANGED_VERBS
+        or (low.endswith("ed") and not low.endswith("eed"))
+        or low.endswith("n't")
+        or "'" in low
+    ):
         return verb
     if low.endswith("y") and len(low) > 2 and low[-2] not in "aeiou":
         return verb[:-1] + "ies"
@@ -100,7 +126,10 @@ def third_person(text: str) -> str:
 
     text = _CONTRACTION_RE.sub(lambda m: _PRONOUN_MAP[" ".join(m.group().lower().split())], text)
     text = _SUBJECT_VERB_RE.sub(subject_verb, text)
-    return _PRONOUN_RE.sub(lambda m: _PRONOUN_MAP[m.group().lower()], text)
+    # "US" / "UK" spelled in capitals is a country, not "us"
+    return _PRONOUN_RE.sub(
+        lambda m: m.group() if m.group() == "US" else _PRONOUN_MAP[m.group().lower()], text
+    )
 
 
 def sentence_case(text: str) -> str:
@@ -117,7 +146,7 @@ LEAD = (  # fillers before a request; a short non-Latin chunk too ("好的，rem
 _QUESTION_START = re.compile(
     r"^(?:(?:and|so|but|also|oh|hey|ok|okay|btw|well)\b[\s,]*)*(?:do(?!\s+not\b)|does|did|can|could|would|will|"
     r"is|are|was|were|should|shall|have|has|am|what|what's|whats|where|where's|who|who's|whom|whose|why|how|"
-    r"which)\b", re.I)
+    r"which(?!\s+(?:is\s+why|means|is\s+how|is\s+what)\b))\b", re.I)  # "which is why ...": a relative clause
 _POLITE_RE = re.compile(  # "could you remember ...?" asks for something: not a question about a fact
     LEAD + r"(?:please\s+)?(?:can|could|would|will)\s+you\s+(?:please\s+|also\s+|just\s+)*(?:remember|note|"
     r"keep\s+in\s+mind|make\s+a\s+note|forget|stop\s+remembering|delete|erase|remove|call\s+me|address\s+me|"
@@ -130,3 +159,40 @@ def is_question(sentence: str) -> bool:
     if _POLITE_RE.match(sentence):
         return False
     return sentence.rstrip().endswith("?") or _QUESTION_START.match(sentence) is not None
+
+
+# Chat drops the first person before a verb of state or change: "been on Zed for a month now", "moved to Lyon
+# in May", "started at Acme last week", "switched teams, ...". A verb in its base form ("use pnpm") is an
+# imperative, and a verb with its own subject needs nothing put back.
+_DROPPED_I_RE = re.compile(
+    LEAD
+    + r"(?:(?:just|recently|finally|also|now|already|officially|actually)\s+)*(?P<verb>been|moved|relocated|"
+    r"switched|started|joined|transferred|left|quit|became|got\s+(?:promoted|transferred|moved|hired)|went|"
+    r"(?P<now>now|currently|these\s+days)\s+(?:on|at|in|with|based)\b)",
+    re.I,
+)
+
+
+_DROPPED_WORDS = frozenset(
+    "been moved relocated switched started joined transferred left quit became got went now currently days as".split()
+)
+_AS_SOMEONE_WHO_RE = re.compile(
+    r"^as\s+(?:someone|somebody|a\s+person|a\s+guy|a\s+dev|a\s+developer|one)\s+who\s+", re.I
+)
+
+
+def with_subject(clause: str) -> tuple[str, int, int] | None:
+    """The clause with the dropped "I" put back, where it went and how long it is; None when nothing was
+    dropped. "as someone who writes mostly Kotlin" is said of the user, as "I write mostly Kotlin"."""
+    if _DROPPED_WORDS.isdisjoint(clause[:48].lower().split()):
+        return None  # none of the verbs (or "as") in its first words: nothing was dropped
+    who = _AS_SOMEONE_WHO_RE.match(clause)
+    if who:
+        return "I " + clause[who.end() :], 0, 2 - who.end()
+    match = _DROPPED_I_RE.match(clause)
+    if match is None:
+        return None
+    at = match.start("verb")
+    verb = match.group("verb").lower()
+    added = "I've " if verb == "been" else "I'm " if match.group("now") else "I "  # "now at Stripe"
+    return clause[:at] + added + clause[at:], at, len(added)

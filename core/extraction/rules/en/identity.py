@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import re
 
+from core.extraction.candidates import Category, Kind, Tier
 from core.extraction.rules.en.grammar import ADV, I_AM, I_WORD, blocked
-from core.extraction.rules.hits import Hit, fact
+from core.extraction.rules.hits import Hit, fact, make
 from core.extraction.rules.vocab import find_tools, is_tool
 
 _NAME_STOP = frozenset(
@@ -199,24 +200,37 @@ _ROLE = (
     r"statistician|pharmacist|dentist|therapist|veterinarian|pilot|officer|strategist|owner)s?"
 )
 _ORG_WORD = r"(?-i:[A-Z\u4e00-\u9fff])[\w&.'-]*"  # organisations are capitalised words, also under re.I
-_ORG_RAW = r"(?:\s+(?:at|for|with)\s+(?P<org>" + _ORG_WORD + r"(?:\s+" + _ORG_WORD + r"){0,2}))?"
+# "at Acme", and "at a logistics startup called Fretly": an organisation described, then named
+# (the described form is only tried when "called" / "named" is there: it costs every other sentence a search)
+_ORG_DESCRIBED = r"(?:(?:a|an|the|this)\s+(?:[\w-]+\s+){0,4}?(?:called|named)\s+)?"
 _JOB = r"(?P<job>(?:[\w+#./-]+\s+){0,3}?" + _ROLE + r")\b"
-_JOB_RES = tuple((re.compile(pattern, re.I), rule) for pattern, rule in (
-    (I_AM + r"\s+(?:[A-Z][\w'-]*\s*,\s*)?" + ADV + r"(?:a|an)\s+" + _JOB + _ORG_RAW, "en.job.i_am"),
+
+
+def _job_patterns(named: str) -> tuple[tuple[re.Pattern[str], str], ...]:
+    """The job and employer patterns; `named`: how an organisation may be described before its name."""
+    org_raw = r"(?:\s+(?:at|for|with)\s+" + named + r"(?P<org>" + _ORG_WORD + r"(?:\s+" + _ORG_WORD + r"){0,2}))?"
+    return tuple((re.compile(pattern, re.I), rule) for pattern, rule in (
+    (I_AM + r"\s+(?:[A-Z][\w'-]*\s*,\s*)?" + ADV + r"(?:a|an)\s+" + _JOB + org_raw, "en.job.i_am"),
     (I_WORD + r"\s+" + ADV + r"(?:work|am\s+working|'m\s+working)\s+as\s+(?:a|an|the)\s+(?P<job>(?:[\w+#./-]+"
-     r"\s+){0,3}?[\w+#./-]+?)(?=\s+(?:at|for|with|in|and|but|since|because|on)\b|\s*[,.;!?]|$)" + _ORG_RAW,
+     r"\s+){0,3}?[\w+#./-]+?)(?=\s+(?:at|for|with|in|and|but|since|because|on)\b|\s*[,.;!?]|$)" + org_raw,
      "en.job.work_as"),
     (r"\bmy\s+(?:job|role|title|job\s+title|position|profession|occupation)\s+is\s+(?:(?:a|an|the)\s+)?"
-     + _JOB + _ORG_RAW, "en.job.my_job"),
+     + _JOB + org_raw, "en.job.my_job"),
     (I_WORD + r"(?:\s+have|'ve)?\s+" + ADV + r"(?:work|am\s+working|'m\s+working|been\s+working|intern|joined|"
-     r"started\s+at)(?:\s+(?:at|for))?\s+(?P<org>" + _ORG_WORD + r"(?:\s+" + _ORG_WORD + r"){0,2})(?:(?:\s+"
+     r"started\s+at)(?:\s+(?:at|for))?\s+" + named + r"(?P<org>" + _ORG_WORD + r"(?:\s+" + _ORG_WORD
+     + r"){0,2})(?:(?:\s+"
      r"(?:for|since)(?:\s+[\w-]+){1,3}?)?\s+as\s+(?:(?:a|an|the)\s+)?(?P<job>(?:[\w+#./-]+\s+){0,2}?" + _ROLE
      + r")\b)?", "en.employer.work_at"),
     # "As a night-shift nurse I sleep during the day": the user's role in apposition
-    (r"^as\s+(?:a|an)\s+" + _JOB + r"(?=\s*,?\s+i\b)" + _ORG_RAW, "en.job.as_a"),
+    # "as a postdoc in marine ecology I ...": the field goes with the role
+    (r"^as\s+(?:a|an)\s+(?P<job>(?:[\w+#./-]+\s+){0,3}?" + _ROLE + r"(?:\s+(?:in|of|for)\s+(?:[\w-]+\s+){0,2}?"
+     r"[\w-]+)?)(?=\s*,?\s+i\b)" + org_raw, "en.job.as_a"),
+    # "I'll be a PM at Lumen Health": a job about to start, at a named organisation
+    (r"(?<![\w'])(?:i'll|i\s+will)\s+be\s+(?:a|an|the)\s+" + _JOB + r"\s+(?:at|for|with)\s+" + named
+     + r"(?P<org>" + _ORG_WORD + r"(?:\s+" + _ORG_WORD + r"){0,2})", "en.job.will_be"),
     # "Context: data engineer, based in Nairobi": a role under a label about the user
     (r"^(?:context|about\s+me|background|bio|quick\s+intro|intro|me|role)\s*[:-]\s*(?:i'm\s+|i\s+am\s+)?(?:a\s+|an\s+)?"
-     + _JOB + _ORG_RAW, "en.job.labelled"),
+     + _JOB + org_raw, "en.job.labelled"),
     # "started at Quillstream on Monday 🎉": chat drops the "I" before a job change
     (r"^(?:just\s+|finally\s+|officially\s+)?(?:started|joined)\s+(?:at\s+|with\s+)?(?P<org>" + _ORG_WORD
      + r"(?:\s+" + _ORG_WORD + r"){0,2})(?P<job>)", "en.employer.started"),
@@ -225,12 +239,16 @@ _JOB_RES = tuple((re.compile(pattern, re.I), rule) for pattern, rule in (
      r"(?:then\s+)?(?:joined|started\s+(?:at|with)|moved\s+to|went\s+to)\s+(?P<org>" + _ORG_WORD + r"(?:\s+"
      + _ORG_WORD + r"){0,2})(?P<job>)", "en.employer.left_joined"),
     # "I'm Tomasz, backend dev at Allegro": a role in apposition after the name
-    (I_AM + r"\s+(?-i:[A-Z])[\w'-]+\s*,\s*(?:a\s+|an\s+|the\s+)?" + _JOB + _ORG_RAW, "en.job.apposition"),
+    (I_AM + r"\s+(?-i:[A-Z])[\w'-]+\s*,\s*(?:a\s+|an\s+|the\s+)?" + _JOB + org_raw, "en.job.apposition"),
     # "I took over as tech lead", "got promoted to staff engineer", "I became an engineering manager"
     (I_WORD + r"(?:'ve|\s+have)?\s+" + ADV + r"(?:took\s+over\s+as|got\s+promoted\s+to|was\s+promoted\s+to|been\s+"
      r"promoted\s+to|became|stepped\s+(?:up|in)\s+as|moved\s+into\s+(?:a|an|the)?\s*|switched\s+to\s+(?:being\s+)?)"
-     r"\s*(?:a\s+|an\s+|the\s+)?" + _JOB + _ORG_RAW, "en.job.became"),
+     r"\s*(?:a\s+|an\s+|the\s+)?" + _JOB + org_raw, "en.job.became"),
 ))
+
+
+_JOB_RES = _job_patterns("")
+_JOB_RES_NAMED = _job_patterns(_ORG_DESCRIBED)
 # fmt: on
 _JOB_STOP = frozenset("not no big huge bit little fan total complete real".split())
 
@@ -261,9 +279,48 @@ def _names_tech(value: str) -> bool:
     return is_tool(value) and (not tools or tools[0][0].slot in _TECH_SLOTS)
 
 
+# Studies the user is in: "writing my PhD thesis on soil microbiomes at Wageningen", "for my thesis (MSc
+# statistics, Uppsala)", "I'm doing a master's in data science".
+_STUDY_RE = re.compile(
+    r"(?:(?<![\w'])(?:i'm|i\s+am)\s+)?(?:writing|doing|finishing|working\s+on|defending|studying\s+for)\s+(?:my|a)\s+"
+    r"(?P<what>(?:(?:phd|ph\.d\.?|master'?s|msc|mphil|bachelor'?s|bsc|doctoral|undergrad(?:uate)?)\s+)?"
+    r"(?:thesis|dissertation|phd|master'?s|msc|degree)(?:\s+(?:on|about|in)\s+[^,.;!?()—-]{2,60}?)?"
+    r"(?:\s+at\s+"
+    + _ORG_WORD
+    + r"(?:\s+"
+    + _ORG_WORD
+    + r"){0,2})?)(?=\s*(?:$|[,.;!?()—-]|\s(?:and|but|so)\b))"
+    r"|\bfor\s+my\s+(?P<what2>thesis|dissertation|phd|master'?s)\s*\((?P<aside>[^()]{3,60})\)",
+    re.I,
+)
+
+
+def _study_hits(sentence: str, low: str) -> list[Hit]:
+    studies = (
+        "thesis" in low
+        or "dissertation" in low
+        or "ph" in low
+        or "master" in low
+        or "degree" in low
+        or ("msc" in low or "bachelor" in low or "bsc" in low or "doctoral" in low or "mphil" in low)
+    )  # the words the pattern needs, checked first: it costs every other sentence a search
+    match = _STUDY_RE.search(sentence) if studies else None
+    if match is None or blocked(sentence, match.start()):
+        return []
+    if match.group("what"):
+        content = f"The user is working on a {match.group('what').strip()}."
+    else:
+        content = f"The user is working on a {match.group('what2')} ({match.group('aside').strip()})."
+    cand = make(content, Kind.SEMANTIC, Category.PROFILE, Tier.WORTH, rule="en.profile.studies", confidence=0.8,
+                lang="en")  # fmt: skip
+    return [(cand, match.start(), match.end())]
+
+
 def job_hits(sentence: str) -> list[Hit]:
-    hits: list[Hit] = []
-    for pattern, rule in _JOB_RES:
+    """The user's job and employer, and the studies they are in."""
+    low = sentence.lower()
+    hits: list[Hit] = _study_hits(sentence, low)
+    for pattern, rule in _JOB_RES_NAMED if "called" in low or "named" in low else _JOB_RES:
         match = pattern.search(sentence)
         if match is None or blocked(sentence, match.start()):
             continue

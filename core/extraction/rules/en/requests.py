@@ -72,7 +72,7 @@ def remember_hits(sentence: str) -> list[Hit] | None:
     explicit = match.group("sep") or match.group("det") in ("this", "the following")
     if not explicit and not (_PAYLOAD_START.match(payload) and _IS_STATEMENT.search(payload)):
         return []  # "remember that bug", "don't forget the semicolon": a thing, not a statement
-    if match.group("weak") and not _PERSONAL.match(payload):
+    if match.group("weak") and match.group("sep") != ":" and not _PERSONAL.match(payload):
         return None  # "note that the function returns None": task talk, not a request to remember
     offset = match.start("p") + match.group("p").find(payload)
     request = _NEXT_REQUEST.search(payload)
@@ -109,7 +109,10 @@ _VAGUE = re.compile(
 _FORGET_VERBS = ("forget", "stop", "don't", "do not", "unlearn")
 # "I live in Munich, not Berlin": a fact stated against another value is a correction.
 CONTRAST_RE = re.compile(
-    r",?\s+(?:not|rather\s+than|instead\s+of)\s+(?:in\s+|at\s+|the\s+|an?\s+)?[\w.+#-]+(?:\s+[\w.+#-]+){0,2}"
+    r",?\s+(?:not|rather\s+than|instead\s+of)\s+(?:in\s+|at\s+|the\s+|an?\s+)?"
+    # a value, not a verb or a degree ("not going back", "not sure", "not too bad")
+    r"(?!\w+ing\b|(?:sure|yet|bad|really|so|too|very|that|quite|much|ideal|great|happy|anymore|ever)\b)"
+    r"[\w.+#-]+(?:\s+[\w.+#-]+){0,2}"
     r"[.!]*$",
     re.I,
 )

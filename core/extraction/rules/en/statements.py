@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 
 from core.extraction.candidates import Category, Kind, Tier
+from core.extraction.rules.en.facts import OBJ_PRONOUN
 from core.extraction.rules.en.grammar import I_AM, LEAD, blocked, is_question, sentence_case, third_person
 from core.extraction.rules.hits import Hit, fact, make
 from core.extraction.rules.vocab import find_tools
@@ -37,16 +38,31 @@ _NO_X_IN_RE = re.compile(
     r"all)\s+)?[\w-]+(?:\s+[\w-]+)?|"
     r"\s*,?\s*(?:ever|period|no\s+exceptions|full\s+stop|please|pls)|\s+without\s+[^,.;]{2,40}|"
     r"\s+(?:that|which)\s+[^,.;]{3,60})", re.I)
+_PLEASE_NO_RE = re.compile(
+    r"^(?:please|pls|plz)\s+no\s+(?P<obj>(?!worries|problem|rush|pressure|need)[\w.+#-]+(?:\s+[\w.+#-]+){0,4}?)"
+    r"(?:\s+(?:lol|thanks|thx|ty|haha|ok|okay|thank\s+you))?[\s.!]*$",
+    re.I,
+)
 _WE_DONT_RE = re.compile(
     r"^we\s+(?:don't|do\s+not|dont|never)\s+(?!know|think|have|need|want|care|see|get|understand|mind|"
-    r"like|remember|usually|really|use\b|live|work|own|speak|go|agree|do\s+that|do\s+this|do\s+it)(?P<rest>[a-z][\w\s.'/-]{2,80}?)(?:\s+(?:here|in\s+this\s+\w+|on\s+"
+    r"like|remember|usually|really|use\b|live|work|own|speak|go|agree|eat|drink|do\s+that|do\s+this|do\s+it)(?P<rest>[a-z][\w\s.'/-]{2,80}?)(?:\s+(?:here|in\s+this\s+\w+|on\s+"
     r"this\s+\w+|at\s+all|ever))?[.!]*$", re.I)
 _RATHER_YOU_RE = re.compile(
     r"\bi(?:'d|\s+would)\s+(?:rather|prefer(?:\s+it\s+if)?)\s+you\s+(?:didn't|did\s+not|not|never|don't|stop)\s+"
     r"(?P<rest>[a-z][^.;!?]{2,80})", re.I)
 _RULE_LABEL_RE = re.compile(
-    r"^(?:(?:ground|house|hard|team|golden|one|general|standing)\s+)?rules?(?:\s+(?:for|in|on)\s+[^:]{1,30})?"
-    r"\s*[:-]\s*(?P<rest>.{4,200})$", re.I)
+    r"^(?:(?:our|the|a|team|house|company|repo|project)\s+)?(?:(?:ground|house|hard|team|golden|one|general|standing|"
+    r"coding|code|naming|style)\s+)?(?:rules?|conventions?|polic(?:y|ies)|standards?|style\s+guide|norms?|"
+    r"guidelines?)(?:\s+(?:for|in|on)\s+[^:]{1,30}|\s+here)?\s*(?:[:-]|\s+(?:is|are)\s+(?:that\s+|to\s+)?)\s*"
+    r"(?P<rest>.{4,200})$", re.I)
+# An obligation stated of a thing ("code review is mandatory for every PR", "tests are a must"): MUST.
+_REQUIRED_RE = re.compile(
+    r"(?:^|(?<=[\s,:]))" + _THING + r"\s+(?:is|are)\s+(?:(?:absolutely|strictly|always|now|also)\s+)?"
+    r"(?:mandatory|required|compulsory|obligatory|non-negotiable|a\s+hard\s+requirement)\b(?!-)", re.I)
+# A practice held as a rule, in the passive: "secrets are never committed", "PRs always get squashed".
+_PASSIVE_RULE_RE = re.compile(
+    r"^(?:all\s+|every\s+|any\s+|our\s+|the\s+)?" + _THING + r"\s+(?:is|are|get|gets)\s+(?:never|always)\s+"
+    r"(?:[a-z]+ed|[a-z]+en|built|run|kept|put|sent|made|done|set|written|shown|read)\b", re.I)
 _MODAL_RULE_RE = re.compile(
     r"^(?:all\s+|every\s+|any\s+|each\s+)?(?P<subj>(?!(?:i|we|you|it|this|that|he|she|they|because|since|as|so|"
     r"and|but|if|when|until|which|who|there|here|what|how|why|where|then|also|just)\b)"
@@ -108,8 +124,23 @@ def prohibition_hits(sentence: str) -> list[Hit]:
     if not body or is_question(body):
         return []
     label = _RULE_LABEL_RE.match(body)
-    if label:
-        return [_rule(third_person(label.group("rest")), "en.rule.labelled", end=len(sentence))]
+    if label and (":" in body[: label.start("rest")] or len(label.group("rest").split()) >= 3):
+        # "Rule for this repo: ..." keeps what follows; "our convention is ..." the whole statement
+        said = label.group("rest") if re.match(r"(?:\w+\s+)?rules?\b", body, re.I) else body
+        return [_rule(third_person(said), "en.rule.labelled", end=len(sentence))]
+    low = body.lower()
+    obliged = (
+        "mandatory" in low
+        or "required" in low
+        or "compulsory" in low
+        or "obligatory" in low
+        or ("non-negotiable" in low or "requirement" in low)
+    )
+    required = (obliged and _REQUIRED_RE.search(body)) or (
+        (" never " in low or " always " in low) and _PASSIVE_RULE_RE.match(body)
+    )
+    if required and not blocked(body, required.start()) and required.group("obj").lower() not in OBJ_PRONOUN:
+        return [_rule(third_person(body), "en.rule.required", end=len(sentence))]
     banned = _BANNED_RE.search(body)
     if banned and not blocked(body, banned.start()):
         obj = banned.group("obj").strip("`'\" ")
@@ -124,6 +155,9 @@ def prohibition_hits(sentence: str) -> list[Hit]:
     no_x = _NO_X_IN_RE.match(body)
     if no_x:
         return [_rule(third_person(body), "en.rule.no_x", end=len(sentence))]
+    asked_no = _PLEASE_NO_RE.match(body)
+    if asked_no:  # "pls no apt-get commands lol": asked for, so no qualifier is needed
+        return [_rule(f"No {third_person(asked_no.group('obj'))}", "en.rule.no_x", end=len(sentence))]
     we_dont = _WE_DONT_RE.match(body)
     if we_dont and not re.search(r"\b(?:anymore|any\s+more|no\s+longer|yet)\b", body, re.I):
         return [_rule(f"Do not {third_person(we_dont.group('rest'))}", "en.rule.we_dont", end=len(sentence))]
@@ -136,7 +170,8 @@ def prohibition_hits(sentence: str) -> list[Hit]:
 
 # fmt: off
 _TEAM_RE = re.compile(
-    r"(?<![\w'])(?:i'm|i\s+am|i've\s+been|i\s+work|i'm\s+working|i\s+joined|i\s+moved|i\s+switched|"
+    r"(?<![\w'])(?:i'm\s+(?:now\s+|currently\s+)?(?:leading|running|managing|heading)|i\s+(?:now\s+)?head|i'm|i\s+am|"
+    r"i've\s+been|i\s+work|i'm\s+working|i\s+joined|i\s+moved|i\s+switched|"
     r"i\s+transferred|i\s+got\s+moved|i\s+got\s+transferred|i'm\s+now|i\s+sit|i\s+lead|i\s+run|i\s+manage)\s+"
     r"(?:now\s+|currently\s+|still\s+|officially\s+)?(?:on|in|with|to|into|over\s+to)?\s*(?:the\s+)?"
     r"(?P<team>(?-i:[A-Za-z][\w&/-]*)(?:\s+[\w&/-]+){0,2}?)\s+(?:team|squad|group|org|department|dept)\b",
@@ -154,6 +189,27 @@ _FAMILY_RE = re.compile(
     r"(?:a|an|another|our|my)\s+(?:new\s+|little\s+)?(?:[\w-]+\s+)?(?P<who3>" + _FAMILY + r")\b[^.;!?]{0,40}?\b"
     r"(?:(?:her|his|its|their)\s+name\s+is|named|called)\s+(?P<name3>(?-i:[A-Z][a-z]+))"
     r"|\b(?P<name4>(?-i:[A-Z][a-z]+)),\s+(?:my|our)\s+(?P<who4>" + _FAMILY + r")\b", re.I)
+_FAMILY_ROLE_RE = re.compile(
+    # the household: a partner, the children (a sibling's or a parent's diet is theirs, not the user's)
+    r"^(?:(?:and|also|btw|oh)\s+)*(?:my|our)\s+(?:\w+\s+)?(?:wife|husband|partner|girlfriend|boyfriend|fiancee?|son|"
+    r"daughter|kid|child|children|baby|toddler|twins)s?\s+(?:is|are|works|work|lives|live|has|"
+    r"teaches|studies|runs|goes|go|can't|won't|doesn't|don't)\s+(?P<rest>[^.;!?]{3,80}?)(?=\s*(?:,?\s*(?:so|but|can|"
+    r"could|please|pls)\b|$|[.;!?]))",
+    re.I,
+)
+# What the user's own life must allow for in a family member's facts (their job alone is theirs: "my wife is
+# a nurse" stores nothing)
+_FAMILY_NEEDS_RE = re.compile(
+    r"\b(?:allerg\w*|eat|eats|food|spicy|dairy|gluten|(?:pea)?nuts?|meat|pork|vegetarian|vegan|celiac|diabetic|school|"
+    r"kindergarten|daycare|wheelchair|night\s+shifts?|shifts?|lives\s+with\s+(?:me|us))\b",
+    re.I,
+)
+# What a sentence says of a family member after naming them, up to a request or a new clause of its own.
+_FAMILY_MORE_RE = re.compile(
+    r"\s*,?\s*(?:who\s+)?(?:is|has|won't|can't|doesn't|does\s+not|loves|hates|likes|goes|eats|refuses|"
+    r"needs|gets|was\s+born)\b[^.;!?]*?(?=\s*(?:,\s*(?:so|can|could|please|and\s+i)\b|\s-\s|—|$|[.;!?]))",
+    re.I,
+)
 _NOT_NAMES = frozenset("I The A An And But So Just Also Now Today Is Was Has Had Who".split())
 # fmt: on
 
@@ -215,12 +271,27 @@ def team_hits(sentence: str) -> list[Hit]:
     if family and not blocked(sentence, family.start()):
         who = next(g for g in (family.group(k) for k in ("who", "who2", "who3", "who4")) if g).lower()
         name = next(g for g in (family.group(k) for k in ("name", "name2", "name3", "name4")) if g)
-        if name not in _NOT_NAMES:
+        if name not in _NOT_NAMES and not name.endswith("ly"):  # "Thankfully, my son ...": no name
             content = f"The user's {who} is named {name}."
+            said = _FAMILY_MORE_RE.match(sentence, family.end())
+            if said:  # "my daughter Ines is 7 and won't eat anything spicy": what is said of them too
+                content = sentence_case(third_person(sentence[family.start() : said.end()]))
             slot = family_slot(who, sentence)
             cand = make(content, Kind.SEMANTIC, Category.PROFILE, Tier.WORTH, rule="en.family", confidence=0.8,
                         lang="en", slot=slot, value=name if slot else None)  # fmt: skip
             hits.append((cand, family.start(), family.end()))
+    role = None if family else _FAMILY_ROLE_RE.match(sentence)
+    if (
+        role
+        and _FAMILY_NEEDS_RE.search(role.group())
+        and not blocked(sentence, role.start())
+        and not (_MOMENT.search(role.group()))
+    ):
+        # "my partner is a nurse and works night shifts": what the user's household is, in their words
+        end = role.end()
+        cand = make(sentence_case(third_person(sentence[:end])), Kind.SEMANTIC, Category.PROFILE, Tier.WORTH,
+                    rule="en.family.said", confidence=0.75, lang="en")  # fmt: skip
+        hits.append((cand, 0, end))
     manager = _MANAGER_RE.search(sentence)
     if manager and not blocked(sentence, manager.start()):  # "Ruth — my new manager", "my manager Dana"
         name = manager.group("name") or manager.group("name2") or manager.group("name3")
@@ -289,9 +360,9 @@ _SUBJECT = (
     r"(?:i|i'm|i've|im|we|we're|we've|our\s+(?:whole\s+|entire\s+)?[\w-]+(?:\s+[\w-]+)?|my\s+(?:team|company|"
     r"project|setup|stack|startup|org|day\s+job|workplace|side\s+project|home\s+lab|homelab|[\w-]+\s+(?:team|"
     r"project|app))|this\s+(?:repo|project|service|app|codebase|team|monorepo|product|company|package|library)|"
-    r"the\s+(?:team|whole\s+team|project|repo|app|service|codebase|stack|product|company|backend|frontend|api|"
-    r"infra|cluster|database|db|[\w-]+\s+service|[\w-]+\s+app)|everything|prod|production|staging|"
-    r"ci|backups?|deploys?|releases?)"
+    r"the\s+(?:main\s+|core\s+|whole\s+|entire\s+)?(?:team|project|repo|app|service|codebase|stack|product|"
+    r"company|backend|frontend|api|infra|cluster|database|db|[\w-]+\s+service|[\w-]+\s+app)|everything|prod|"
+    r"production|staging|ci|backups?|deploys?|releases?|(?:most|all|half|much)\s+of\s+our\s+[\w-]+)"
 )
 _STATEMENT_RE = re.compile(
     r"^(?P<subj>" + _SUBJECT + r")(?:'s|'re|'m|'ve)?\s+(?:(?:all|mostly|mainly|also|still|now|currently|"
@@ -304,7 +375,9 @@ _STATIVE = frozenset(
     "have has is are am lives on in based from part a an the standardize standardized "
     "require requires need needs cover covers go goes page pages alert alerts mirror mirrors replicate "
     "replicates sync syncs pin pins vendor vendors test tests review reviews squash squashes rebase "
-    "rebases merge merges do does sign signs encrypt encrypts rotate rotates".split()
+    "rebases merge merges do does sign signs encrypt encrypts rotate rotates get gets comes take takes "
+    "self-host self-hosts commute commutes drive drives cycle cycles bike bikes walk walks teach teaches "
+    "talk talks".split()
 )
 _BARE_DECISION_RE = re.compile(  # "not going with Kubernetes, too much ops", "Chose Hetzner over AWS"
     r"^(?:the\s+reason\s+(?:why\s+)?(?:we|i)\s+(?:use|chose|picked|went\s+with|switched\s+to|moved\s+to)\b|"
@@ -324,6 +397,11 @@ _DECISION = frozenset(
     "picked chose chosen went settled decided adopted switched moved migrated replaced ruled rejected "
     "dropped ditched abandoned backed gave stopped tried considered evaluated opted standardized "
     "standardised bumped upgraded downgraded retired deprecated killed sunset".split()
+)
+_DECIDED_RE = re.compile(  # decided whenever it was: "we gave up on microservices last year"
+    r"(?:gave\s+up\s+on|ruled\s+out|decided|abandoned|ditched|dropped|switched|migrated|stopped\s+using|"
+    r"moved\s+(?:away\s+from|off|to\s+a)|standardi[sz]ed)\b",
+    re.I,
 )
 _STATEMENT_SHORT_RE = re.compile(_STATEMENT_RE.pattern.replace(r"[\w-]+(?:\s+[\w-]+)?|my", r"[\w-]+|my", 1), re.I)
 _KNOWN_PREDICATES = _STATIVE | _DECISION | _HOBBY
@@ -374,7 +452,8 @@ _NOT_STATEMENT = re.compile(  # the verb says the clause is about thinking, want
     r"did|discussed|talked|had\s+a|mean|meant|know|knew|forgot|remember|asked|said|told|agree|agreed)\b", re.I)
 _PERSON_OWNER = re.compile(  # someone else's fact: "our designer uses Figma", "my colleague ..."
     r"^(?:our|my)\s+(?:\w+\s+)?(?:colleague|coworker|co-worker|boss|manager|friend|designer|intern|pm|cto|ceo|"
-    r"client|customer|users?|neighbou?r|teammate|contractor|lead|cousin|uncle|aunt)s?\b", re.I)
+    r"client|customer|users?|neighbou?r|teammate|contractor|lead|cousin|uncle|aunt|competitor|rival|vendor|partner|"
+    r"supplier|landlord|sister|brother|mom|dad|wife|husband)s?\b", re.I)
 # fmt: on
 
 
@@ -446,8 +525,8 @@ def statement_hits(clause: str, sentence: str = "", whole: bool = False) -> list
     past = re.search(
         r"\b(?:last\s+(?:week|weekend|night|month|year|time)|yesterday|ago|earlier)\b", body, re.I
     )
-    if pred in _DECISION and past and not find_tools(body):
-        return []  # "we adopted a cat last weekend": an event; a tool change keeps its time
+    if pred in _DECISION and past and not find_tools(body) and not _DECIDED_RE.match(f"{pred} {rest}"):
+        return []  # "we adopted a cat last weekend": an event; a tool change or a decision keeps its time
     if pred in _DECISION and not re.match(
         r"(?:somewhere|away|on|out|in|back|here|there|house)\b", rest, re.I
     ):

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from core.extraction.rules.dispatch import LanguageRules, dispatch
 from core.extraction.rules.hits import Hit
-from core.extraction.rules.zh.behaviour import reply_hits, rule_hits
+from core.extraction.rules.zh.behaviour import dont_want_hits, reply_hits, rule_hits
 from core.extraction.rules.zh.facts import CORRECTION_CUE, NEGATING, fact_hits, inherited_hits
-from core.extraction.rules.zh.grammar import is_question, zh_content
+from core.extraction.rules.zh.grammar import is_question, with_subject, zh_content
 from core.extraction.rules.zh.requests import CONTRAST_RE, CORRECTION_RE, forget_hits, remember_hits
-from core.extraction.rules.zh.statements import banned_hits, prohibition_hits, team_hits
+from core.extraction.rules.zh.statements import banned_hits, labelled_rule_hits, prohibition_hits, team_hits
 from core.extraction.rules.zh.statements import statement_hits as generic_hits
 
 __all__ = ["CHINESE", "sentence_hits"]
@@ -34,9 +34,16 @@ CHINESE = LanguageRules(
     correction_facts=fact_hits,
     reply=reply_hits,
     facts=lambda sentence: fact_hits(sentence) + inherited_hits(sentence) + team_hits(sentence),
-    rules=lambda sentence: banned_hits(sentence) or rule_hits(sentence) or prohibition_hits(sentence),
+    rules=lambda sentence: (
+        banned_hits(sentence)
+        or rule_hits(sentence)
+        or prohibition_hits(sentence)
+        or labelled_rule_hits(sentence)
+        or dont_want_hits(sentence)
+    ),
     generic=generic_hits,
     restate=lambda text: zh_content(text).rstrip("。"),
+    with_subject=with_subject,
 )
 
 

@@ -3,7 +3,7 @@
 - `reply_hits`: reply language and style ("以后回答都用中文", "我喜欢简洁的回复", "你的回答太啰嗦了"), as a
   preference, a rule or feedback by how it was said.
 - `rule_hits`: standing rules ("别用 ORM", "永远不要…", "以后都用 pnpm"), MUST; comfort ("别担心") and the
-  task at hand ("先别改这个文件") are none.
+  task at hand ("先别改这个文件") are none. `dont_want_hits`: "我不希望你…", "不用给我…" -> the rule, MUST.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import re
 from core.extraction.candidates import Category, Kind, Tier
 from core.extraction.rules.hits import Hit, make, reply_hit, tool_hit
 from core.extraction.rules.vocab import LANGUAGE_CODES, find_tools
-from core.extraction.rules.zh.grammar import ADV, LEAD, ME, blocked, strip_tail, zh_content
+from core.extraction.rules.zh.grammar import ADV, BIE, LEAD, ME, blocked, strip_tail, zh_content
 
 # fmt: off
 _REPLY_NOUN = re.compile(r"回答|回复|答复|答案|解释|说明|输出|回应|讲解|说话")
@@ -90,7 +90,8 @@ def reply_hits(sentence: str) -> list[Hit]:
 # fmt: off
 _MODS = (
     r"永远不要|永远别|永远不许|永远不能|千万不要|千万别|绝对不要|绝对别|绝对不能|一定不要|尽量不要|尽量别|"
-    r"不要再|别再|不要|别|不许|不准|禁止|切勿|勿|始终|总是|一律|务必|一定要|必须|每次都要?|都要|尽量|避免"
+    r"不要再|别再|不要|" + BIE + r"|不许|不准|禁止|切勿|勿|始终|总是|一律|务必|一定要|必须|每次都要?|都要|尽量|避免|"
+    r"少用|少写|少加|少搞|优先用|优先使用|统一用|统一使用|只用|只能用|尽可能"
 )
 _RULE_RE = re.compile(
     LEAD + r"(?P<lead>(?:以后|之后|今后|往后|从现在开始|从现在起|从今以后|从今往后|接下来|每次)(?:都|请|你)*"
@@ -105,12 +106,13 @@ _MOD_CANON = {
     "切勿": "不要", "勿": "不要", "不要再": "不要再", "别再": "不要再", "尽量不要": "尽量不要",
     "尽量别": "尽量不要", "避免": "避免", "始终": "始终", "总是": "始终", "一律": "始终", "每次都": "始终",
     "每次都要": "始终", "都要": "始终", "务必": "必须", "一定要": "必须", "必须": "必须", "尽量": "尽量",
-    "": "始终",
+    "少用": "少用", "少写": "少写", "少加": "少加", "少搞": "少搞", "优先用": "优先使用", "优先使用": "优先使用",
+    "统一用": "统一使用", "统一使用": "统一使用", "只用": "只使用", "只能用": "只使用", "尽可能": "尽可能", "": "始终",
 }
 _RULE_IDS = {"不要": "dont", "永远不要": "never", "始终": "always"}
-_NOT_RULE = re.compile(  # "别担心", "不要客气", "别急": comfort, not rules for the agent
+NOT_RULE = re.compile(  # "别担心", "不要客气", "别急": comfort, not rules for the agent
     r"^(?:客气|担心|着急|急|紧|管|谢|怕|生气|难过|介意|误会|笑|忘|打扰|麻烦|理|在意|害怕|放弃|慌|紧张|"
-    r"多想|想太多|骗|走|说了|吵|闹|这样|那样|动|停|哭|乱|瞎|再|劝|催)")  # "以后再说": later, not a rule
+    r"多想|想太多|骗|走|说了|吵|闹|这样|那样|动(?!不动)|停|哭|乱|瞎|再|劝|催)")  # "以后再说": later, not a rule
 _ONE_OFF = re.compile(
     r"这一次|这回|这一回|就一次|这次|先|现在|暂时|今天|明天|这个文件|这个函数|这里|这一步|这行|目前|马上|刚才|这段|上面|下面")
 _PRONOUN = re.compile(r"它|这个|那个|这样|那样|这些|那些")
@@ -122,6 +124,55 @@ _NEXT_CLAUSE = re.compile(
 )
 
 
+# A condition on what the agent produces ("给命令的时候", "你写测试时") and the way to do it, with no rule word:
+# "给命令的时候每条单独放一个代码块" is a standing instruction as it stands.
+_OUTPUT_RULE_RE = re.compile(
+    LEAD
+    + r"(?P<cond>(?:你|请你?)?(?:在)?(?:给我|帮我|替我)?(?:写|给|回答|回复|生成|输出|解释|举例|提交|起名|命名|"
+    r"重构|翻译|总结|出|列|review|评审|贴|改)[^,.;!?]{0,12}?(?:的时候|时候|时))\s*,?\s*(?P<rest>[^,.;!?]{3,60})"
+)
+_NOT_INSTRUCTION = re.compile(  # "写代码的时候我发现…", "写测试时总报错": what happened, not how to do it
+    r"^(?:我|我们|他|她|它|这|那|有|就|还|也|老|一直|经常|突然|遇到|发现|出现|报|碰到|会|没|不会|总|又|都)"
+)
+
+
+# What the user does not want the agent to do ("我不希望你在代码里加太多注释", "我不想看到 any 类型", "不用给我解释
+# 原理"): a rule, MUST.
+_DONT_WANT_RE = re.compile(
+    r"(?:"
+    + ME
+    + ADV
+    + r"(?:不希望|不想看到|不想再看到|不要看到|不需要|不想要)|^"
+    + LEAD
+    + r"(?:以后|之后|今后)?"
+    r"(?:都)?(?:不用|不必|无需|没必要)(?:再)?给我)\s*(?:你)?(?P<rest>[^,.;!?]{2,40})"
+)
+
+
+_DONT_WANT_CUE = re.compile(r"不希望|不想|不要看到|不需要|不用|不必|无需|没必要")
+
+
+def dont_want_hits(sentence: str) -> list[Hit]:
+    """ "我不希望你在代码里加太多注释": what the user does not want, a rule."""
+    match = _DONT_WANT_RE.search(sentence) if _DONT_WANT_CUE.search(sentence) else None
+    if match is None or blocked(sentence, match.start()) or _ONE_OFF.search(match.group("rest")):
+        return []
+    content = zh_content(strip_tail(sentence[match.start() : match.end()]))
+    cand = make(content, Kind.PROCEDURAL, Category.CONSTRAINT, Tier.MUST, rule="zh.rule.dont_want",
+                confidence=0.85, lang="zh")  # fmt: skip
+    return [(cand, match.start(), match.end())]
+
+
+def _output_rule_hits(sentence: str) -> list[Hit]:
+    match = _OUTPUT_RULE_RE.match(sentence.rstrip(" .!~"))
+    if match is None or _NOT_INSTRUCTION.match(match.group("rest")) or _ONE_OFF.search(match.group("rest")):
+        return []
+    content = zh_content(f"{match.group('cond')},{strip_tail(match.group('rest'))}").replace(",", "，")
+    cand = make(content, Kind.PROCEDURAL, Category.CONSTRAINT, Tier.MUST, rule="zh.rule.output", confidence=0.85,
+                lang="zh")  # fmt: skip
+    return [(cand, 0, match.end("rest"))]
+
+
 def rule_hits(sentence: str) -> list[Hit]:
     """Standing rules for the agent: "别用 ORM", "永远不要…", "以后都用 pnpm"."""
     match = _RULE_RE.match(sentence.rstrip(" .!~"))
@@ -129,7 +180,7 @@ def rule_hits(sentence: str) -> list[Hit]:
         return []
     lead, mod = match.group("lead"), match.group("mod") or ""
     if not mod and not lead:
-        return []
+        return _output_rule_hits(sentence)
     rest = match.group("rest").strip(" ,")
     clause_end = _NEXT_CLAUSE.search(
         rest
@@ -139,14 +190,21 @@ def rule_hits(sentence: str) -> list[Hit]:
     core = strip_tail(rest)
     if re.search(r"要是|如果|假如|的话|万一|多半|大概|可能|估计|应该会", core):
         return []  # "以后要是养狗的话…": a hypothetical, not a rule
-    if len(core) < 2 or _NOT_RULE.match(core) or (_ONE_OFF.search(core) and not lead):
+    if not mod and re.search(r"会(?:比较|很|更|有|多|少)|问题", core):
+        return []  # "之后 Spark 的问题会比较多": what will happen, not what to do
+    one_off = _ONE_OFF.search(core)
+    if one_off and one_off.group() == "先" and match.group("cond"):
+        one_off = None  # "上线前务必先在预发验证": first in a standing sequence, not "for now"
+    if len(core) < 2 or NOT_RULE.match(core) or (one_off and not lead):
         return []  # "先别改这个文件": about the task at hand
     if _PRONOUN.search(core) and len(_PRONOUN.sub("", core)) <= 2:
         return []  # "不要这样做"
     canon = _MOD_CANON[mod]
     tools = find_tools(core)
     uses = tools and tools[0][0].slot and re.match(r"^(?:用|使用|改用|换成)\s*$", core[: tools[0][1]])
-    if canon in ("始终", "必须") and uses:  # "以后都用 pnpm": the choice goes in the tool's slot
+    if (
+        canon in ("始终", "必须", "统一使用", "只使用", "优先使用") and uses
+    ):  # "以后都用 pnpm": in the tool's slot
         return [tool_hit(tools[0][0], 0, len(sentence), rule="zh.rule.use_tool", lang="zh", tier=Tier.MUST,
                          confidence=0.9)]  # fmt: skip
     cond = (match.group("cond") or "").rstrip(" ,")

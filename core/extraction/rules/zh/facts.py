@@ -13,16 +13,18 @@ import re
 
 from core.extraction.candidates import Category, Kind, Tier
 from core.extraction.rules.hits import Hit, fact, make, statements, tool_hit
-from core.extraction.rules.vocab import find_tools
+from core.extraction.rules.vocab import find_tools, named_as_left
 from core.extraction.rules.zh.grammar import ADV, LEAD, ME, WE, blocked, strip_tail, zh_content
 from core.extraction.rules.zh.identity import job_hits, name_hits, place_hits
 
 # fmt: off
 _TOOL_STMT_RE = re.compile(
-    r"(?P<subj>" + WE + r"(?:的)?(?:团队|公司|项目|组|后端|前端)?|" + ME + r"|(?:这个|我们的|我的|该|本)?"
+    r"(?P<subj>" + WE + r"(?:的)?(?:团队|公司|项目|组|后端|前端)?|" + ME
+    + r"(?:这台|这边|的?(?:电脑|笔记本|机器|手机|本子|主力机))?|(?:这个|我们的|我的|该|本)?"
     r"(?:项目|团队|公司|后端|前端|服务端|仓库|代码库|工程|应用|系统|服务))" + ADV + r"(?:主要|现在|目前|"
     r"一直|都|统一|全部|全都|全)*(?P<verb>用的是|使用的是|用的|用|使用|采用|在用|是用|基于|换成了?|改用了?|"
-    r"迁移到了?|切换到了?|转到了?|上了|用上了|选了|选的是|选择了)\s*(?P<span>(?:[^.;!?]|\.(?=\w)){1,80})")
+    r"迁移到了?|切换到了?|转到了?|上了|用上了|选了|选的是|选择了|(?<=[台边脑本器机])(?:是|装的是|跑的是|系统是|:)?)"
+    r"\s*(?P<span>(?:[^.;!?]|\.(?=\w)){1,80})")
 _TOOL_NOUN_RE = re.compile(
     r"(?:(?:我们|我|咱们)?(?:的)?(?:项目|团队|公司)?(?:的)?)(?P<noun>技术栈|数据库|包管理器|包管理工具|"
     r"编程语言|开发语言|语言|前端框架|后端框架|框架|ORM|编辑器|IDE|操作系统|云服务|云)(?:用的是|用的|是|"
@@ -35,10 +37,12 @@ _NOUN_SLOT = {
     "orm": "project.orm", "编辑器": "user.editor", "ide": "user.editor", "操作系统": "user.os",
     "云服务": "project.cloud", "云": "project.cloud",
 }
-# A list ("React,TypeScript 和 pnpm") goes on across commas; the next statement ("，前端用 Vue") ends it.
+# A list ("React,TypeScript 和 pnpm") goes on across commas; the next statement ("，前端用 Vue", "，以后别再写
+# npm run") ends it: a comma ends the span unless a list item (a Latin name) follows.
 _SPAN_CUT = re.compile(
     r"而不是|不是|而非|因为|但是|但|所以|不过|而且|可是|来做|做|作为|当|替代|代替|"
-    r",(?=[^,]{0,8}?(?:用|使用|采用|基于|换成|是))")
+    r",(?=[^,]{0,8}?(?:用|使用|采用|基于|换成|是))"
+    r"|,(?!\s*[A-Za-z][\w.+#-]*(?:\s+[A-Za-z][\w.+#-]*)?(?:\s*v?[\d.]+)?\s*(?:$|[,+/]|和|及|与|、|以及))")
 _NO_USE_RE = re.compile(
     r"(?P<subj>" + WE + r"|" + ME + r"|项目)" + ADV + r"(?:不用|不使用|从不用|从来不用)\s*"
     r"(?P<obj>[^,.;!?]{1,30})")
@@ -51,6 +55,9 @@ _DECISION_VERBS = ("换成", "改用", "迁移到", "切换到", "转到", "选"
 _ONE_OFF_ACTION = re.compile(r"^[^,]*?[A-Za-z0-9+#.]\s*[\u4e00-\u9fff]{1,3}了")
 
 
+_ALTERNATIVE = re.compile(r"还是[^,]{0,20}?(?:好|呢|吧|更|比较)|或者|或是|要么")
+
+
 def _cut(span: str) -> str:
     match = _SPAN_CUT.search(span)
     return span[: match.start()] if match else span
@@ -60,13 +67,22 @@ def _tool_hits(sentence: str) -> list[Hit]:
     hits: list[Hit] = []
     named = bool(find_tools(sentence))  # no tool named: only "we don't use X" can say something of tools
     for match in statements(_TOOL_STMT_RE, sentence) if named else ():
-        subject_is_user = match.group("subj") == "我"
+        subject_is_user = match.group("subj").startswith("我") and not match.group("subj").startswith("我们")
+        if not match.group("verb") and not subject_is_user:
+            continue  # a bare name after a subject is the user's device ("我这边 MacBook M3") or nothing
         if blocked(sentence, match.start()) or (_ONE_OFF_ACTION.search(match.group("span"))):
             continue
+        if _ALTERNATIVE.search(match.group("span")):
+            continue  # "我们用 React 还是 Vue 好": a choice still open
         category = Category.DECISION if match.group("verb").startswith(_DECISION_VERBS) else None
-        for tool, _, end in find_tools(_cut(match.group("span"))):
+        span = _cut(match.group("span"))
+        if not match.group("verb"):  # "我这边 MacBook M3，Docker 老崩": the device, not the list after it
+            span = span.split(",")[0]
+        for tool, start, end in find_tools(span):
             if tool.slot and tool.slot.startswith("user.") and not subject_is_user:
                 continue
+            if named_as_left(span, start, end):
+                continue  # "我们用 pnpm,别再用 npm"
             end += match.start("span")
             hits.append(tool_hit(tool, match.start(), end, rule="zh.tool.use", lang="zh", category=category))
     noun = _TOOL_NOUN_RE.search(sentence) if named else None
@@ -78,7 +94,12 @@ def _tool_hits(sentence: str) -> list[Hit]:
                     tool_hit(tool, noun.start(), noun.start("span") + end, rule="zh.tool.noun", lang="zh")
                 )
     no_use = _NO_USE_RE.search(sentence)
-    if no_use and not blocked(sentence, no_use.start()):
+    # "我们已经不用 Jenkins 了" / "早就不用 X 了": a change of state, not a rule; what replaced X is the fact
+    changed = no_use is not None and (
+        re.search(r"已经|早就|早已|不再|现在", no_use.group()) is not None
+        or re.match(r"[^,.;!?]*?了", sentence[no_use.start("obj") :]) is not None
+    )
+    if no_use and not changed and not blocked(sentence, no_use.start()):
         obj = strip_tail(_cut(no_use.group("obj")))
         if obj and not re.match(r"[它这那]|担心|管|急|谢", obj):
             if no_use.group("subj") == "我":
@@ -94,22 +115,34 @@ def _tool_hits(sentence: str) -> list[Hit]:
 
 # fmt: off
 _LIKE_RE = re.compile(
-    ME + ADV + r"(?P<verb>不太喜欢|不喜欢|不爱|讨厌|反感|受不了|烦|厌恶|不习惯|更喜欢|喜欢|爱|偏好|偏爱|"
-    r"喜爱|更倾向于?|倾向于?|习惯|钟爱)\s*(?P<obj>[^,.;!?]{1,40})")
+    ME + r"\s*" + ADV + r"(?P<verb>不太喜欢|不喜欢|不爱|讨厌|反感|受不了|烦|厌恶|不习惯|更喜欢|喜欢|爱|偏好|偏爱|"
+    r"喜爱|更倾向于?|倾向于?|习惯|钟爱|(?i:prefer|like|love|hate|enjoy)(?=\s))\s*(?P<obj>[^,.;!?]{1,40})")
 _OBJ_CUT = re.compile(r"因为|但是|但|所以|不过|而且|可是|然而|的话|,")
 _OBJ_REJECT = re.compile(  # "我喜欢你的方案": feedback on this task, not a preference
     r"^(?:你|您|它|他|她|这|那|哪|什么|吗|上了|了|着|过|得|一下)|你的|这个(?:方案|回答|答案|想法|版本)|这么|那么|"
     r"这样|这次|今天")
-_PREFERS = re.compile(r"偏好|偏爱|更喜欢|比较喜欢|习惯|钟爱|倾向")
-_DIET_RE = re.compile(ME + ADV + r"(?P<diet>吃素|是素食者|是素食主义者|是吃素的|是纯素食?者|是纯素|吃纯素)")
+_PREFERS = re.compile(r"偏好|偏爱|更喜欢|比较喜欢|习惯|钟爱|倾向|prefer", re.I)
+_DIET_RE = re.compile(
+    ME + ADV + r"(?:从[\u4e00-\u9fff\d]{1,6}?)?(?:开始|起|改成|改为)?"
+    r"(?P<diet>吃素|是素食者|是素食主义者|是吃素的|是纯素食?者|是纯素|吃纯素|(?:是|算是?)?蛋奶素|(?:是|算是?)?奶素)"
+    # the subject dropped, the state told as it is now: "现在算蛋奶素"
+    r"|(?:^|[,\s])(?:现在|目前|如今)(?:算是?|是|改成|改吃)(?P<diet2>蛋奶素|奶素|纯素|素食者?)")
 _ALLERGY_RE = re.compile(ME + ADV + r"对\s*(?P<obj>[^,.;!?]{1,12}?)\s*过敏")
-_NO_EAT_RE = re.compile(
-    ME + ADV + r"不(?P<verb>吃|喝)\s*(?P<obj>[\u4e00-\u9fff]{1,6}?)(?=$|[\s,.;:!?]|的|了|哦|啊)")
+_NO_EAT_RE = re.compile(  # the household eats what the user eats: "我们家不吃辣"
+    r"(?:" + ME + r"|我们家|我家|家里)" + ADV + r"(?:都|一般)?不(?P<verb>吃|喝)\s*(?P<obj>[\u4e00-\u9fff]{1,6}?)"
+    r"(?=$|[\s,.;:!?]|的|了|哦|啊)")
+_LANGUAGES = r"英语|英文|日语|日文|韩语|法语|德语|西班牙语|俄语|中文|普通话|粤语|广东话|上海话|闽南语|四川话"
+_NATIVE_RE = re.compile(
+    ME + r"(?:的)?母语是\s*(?P<lang>" + _LANGUAGES + r"|[\u4e00-\u9fff]{2,4}?语)|(?P<lang2>" + _LANGUAGES + r")是"
+    + ME + r"的母语")
+_LEVEL_RE = re.compile(  # how well the user speaks a language: "我英语一般", "我日语过了 N2"
+    ME + r"(?:的)?(?:" + _LANGUAGES + r")\s*(?:水平|能力|口语|阅读)?\s*(?:一般|不好|不太好|很差|比较差|很烂|不行|"
+    r"不太行|还行|还可以|不错|很好|挺好|流利|很流利|熟练|过了?\s*\S{1,4}|只会一点|会一点)")
 _TIMEZONE_RE = re.compile(
     ME + r"(?:的)?(?:时区是|在)\s*(?P<tz>东[一二三四五六七八九十]+区|UTC\s?[+-]\s?\d{1,2}|"
     r"GMT\s?[+-]\s?\d{1,2})")
 # fmt: on
-_NEGATIVE = ("不", "讨厌", "反感", "受不了", "烦", "厌恶")
+_NEGATIVE = ("不", "讨厌", "反感", "受不了", "烦", "厌恶", "hate", "Hate")
 
 
 def _pref_hits(sentence: str) -> list[Hit]:
@@ -155,15 +188,33 @@ def _profile_hits(sentence: str) -> list[Hit]:
         return [(cand, *stopped.span())]
     match = _DIET_RE.search(sentence)
     if match and not blocked(sentence, match.start()):
-        value = "vegan" if "纯素" in match.group("diet") else "vegetarian"
-        content = "用户是纯素食者。" if value == "vegan" else "用户吃素。"
+        diet = match.group("diet") or match.group("diet2")
+        value = "vegan" if "纯素" in diet else "lacto_ovo" if "奶" in diet else "vegetarian"
+        contents = {"vegan": "用户是纯素食者。", "lacto_ovo": "用户吃蛋奶素（蛋奶素食者）。"}
+        content = contents.get(value, "用户是素食者（吃素）。")
         hits.append((fact(content, "user.diet", value, rule="zh.profile.diet", lang="zh"), *match.span()))
+    native = _NATIVE_RE.search(sentence)
+    if native and not blocked(sentence, native.start()):
+        lang = native.group("lang") or native.group("lang2")
+        cand = fact(f"用户的母语是{lang}。", "user.native_language", lang, rule="zh.profile.native_language",
+                    lang="zh")  # fmt: skip
+        hits.append((cand, *native.span()))
+    level = _LEVEL_RE.search(sentence)
+    if level and not blocked(sentence, level.start()):
+        cand = make(zh_content(level.group()), Kind.SEMANTIC, Category.PROFILE, Tier.WORTH,
+                    rule="zh.profile.language_level", confidence=0.8, lang="zh")  # fmt: skip
+        hits.append((cand, *level.span()))
     for pattern, rule in ((_ALLERGY_RE, "zh.profile.allergy"), (_NO_EAT_RE, "zh.profile.no_eat")):
         match = pattern.search(sentence)
         if match is None or blocked(sentence, match.start()) or match.group("obj") in ("了", "饭", "东西"):
             continue
         groups = match.groupdict()
-        text = f"用户不{groups['verb']}{groups['obj']}" if "verb" in groups else f"用户对{groups['obj']}过敏"
+        household = "家里" if match.group().startswith(("我们家", "我家", "家里")) else ""
+        text = (
+            f"用户{household}不{groups['verb']}{groups['obj']}"
+            if "verb" in groups
+            else f"用户对{groups['obj']}过敏"
+        )
         content = zh_content(text)
         cand = make(
             content, Kind.SEMANTIC, Category.PROFILE, Tier.WORTH, rule=rule, confidence=0.8, lang="zh"

@@ -1,11 +1,14 @@
 """Chinese grammar the rules share. Pure: no I/O.
 
 - Pattern pieces: `ME` ("我" as a subject, not "给我" / "我们"), `WE` ("我们" / "咱们"), `ADV` (adverbs and
-  time words between subject and verb), `LEAD` (fillers before a request: "好的，另外…").
+  time words between subject and verb), `LEAD` (fillers before a request: "好的，另外…"), `BIE` ("别" as
+  "don't", not "别的" / "特别").
 - `blocked(sentence, start)`: the text before `start` makes the statement not the user's own current fact
   (a quotation, a hypothetical, an unsure clause, reported speech).
 - `is_question`, `zh_content` (我 -> 用户, spaces around Latin words, ending in 。), `strip_tail` (drops
   trailing particles: "了", "呢", "吧" ...).
+- `with_subject(clause)`: the clause with the "我" Chinese drops before a verb of state or change put back
+  ("从这周开始转岗到算法组了" -> "从这周开始我转岗到算法组了").
 """
 
 from __future__ import annotations
@@ -19,8 +22,10 @@ WE = r"(?:我们|咱们)"
 ADV = (
     r"(?:这边|那边|这里|日常|平常|现在|目前|一直|还|也|就|都|刚|刚刚|才|最近|已经|平时|平常|一般|通常|主要|基本上?|其实|本身|"
     r"真的|确实|比较|很|挺|非常|特别|超|蛮|更|最|总是|向来|始终|长期|常年|本来就|又|如今|早就|早已|"
-    r"本人|自己|上个月|上周|去年|前年|今年|前几天|前阵子|年初|年底|上半年|下半年|这个月|这周)*"
+    r"本人|个人|自己|正式|上个月|上周|去年|前年|今年|前几天|前阵子|年初|年底|上半年|下半年|这个月|这周)*"
 )
+# "别" the imperative "don't", not "other" (别的, 别人) nor inside a word (特别, 区别, 分别, 级别)
+BIE = r"(?<![特区分级告类个性识辨差鉴派])别(?![的人处家样致扭])"
 LEAD = (  # fillers before a request; a short Latin chunk too ("ok, 记住…")
     r"^(?:[A-Za-z']{1,10}(?:\s+[A-Za-z']{1,10}){0,2}\s*[,:;!.]?\s*(?=[\u4e00-\u9fff]))?(?:(?:还有|另外|"
     r"对了|顺便说一下|顺便|补充一下|补充|然后|而且|并且|哦|噢|嗯|嗯嗯|诶|哎|那个|好的|好|ok|okay|"
@@ -35,8 +40,20 @@ _REPORTED = re.compile(
 # fmt: on
 
 
+_HEARSAY = re.compile(r"好像|貌似|似乎|据说|听说|传闻|据传")
+_SOMEONE_ELSES = re.compile(
+    r"(?:朋友|同事|老板|客户|他|她|他们|她们|别人|对方|邻居|室友|亲戚|同学|隔壁组?)的?\s*$"
+)
+
+
+def hearsay(sentence: str) -> bool:
+    """Hearsay anywhere in the sentence ("竞品好像是用 Go 写的"): not the user's own fact."""
+    return _HEARSAY.search(sentence) is not None
+
+
 def blocked(sentence: str, start: int, *, hypothetical: bool = True) -> bool:
-    """True when the text before `start` makes the statement not the user's own current fact."""
+    """True when the text before `start` makes the statement not the user's own current fact (hearsay,
+    "好像", "据说", is ruled out for the whole sentence: `hearsay`)."""
     prefix = sentence[:start]
     if prefix.count('"') % 2 == 1:  # inside a quotation
         return True
@@ -44,6 +61,8 @@ def blocked(sentence: str, start: int, *, hypothetical: bool = True) -> bool:
         clause = prefix[prefix.rfind(",") + 1 :]
         if _HYPOTHETICAL.search(prefix) or _UNSURE.search(clause) or "的话" in sentence[start : start + 30]:
             return True
+    if _SOMEONE_ELSES.search(prefix):  # "我朋友的公司用 Supabase": someone else's
+        return True
     # "他说我…" is reported; "我说过…" / "跟你说…" are the user's own words.
     return any(
         not prefix[max(0, m.start() - 2) : m.start()].endswith(("我", "你"))
@@ -77,9 +96,40 @@ _POLITE = re.compile(  # "能帮我记住…吗" / "你能不能别那么啰嗦"
 )
 
 
+# An alternative question without its mark: "用 React 还是 Vue 好", "选 A 还是 B 呢"
+_ALTERNATIVE_QUESTION = re.compile(r"(?<=[^,])还是[^,]{1,20}?(?:好|呢|吧|合适|更好|比较好|划算)$")
+
+
 @functools.lru_cache(maxsize=4096)
 def is_question(sentence: str) -> bool:
     stripped = sentence.rstrip(" .!~")
     if _POLITE.match(stripped) and not re.search(r"你记得|还记得|记不记得", stripped):
         return False
-    return stripped.endswith("?") or bool(_QUESTION_END.search(stripped) or _QUESTION_ANY.search(stripped))
+    return stripped.endswith("?") or bool(
+        _QUESTION_END.search(stripped)
+        or _QUESTION_ANY.search(stripped)
+        or ("还是" in stripped and _ALTERNATIVE_QUESTION.search(stripped))
+    )
+
+
+# Chinese drops the subject before a verb of state or change ("搬到杭州了", "从这周开始转岗到算法组了", "现在用的是
+# Arch"): the clause is the user's own. A bare "用 X" is an imperative and gets nothing.
+_DROPPED_VERBS = re.compile(r"搬|调到|调去|转岗|转到|转组|加入了|入职|跳槽|住在|用|吃")
+_DROPPED_ME_RE = re.compile(
+    LEAD
+    + r"(?:从[^,.;!?]{1,6}?(?:开始|起)\s*,?\s*)?(?="
+    + ADV
+    + r"(?:搬到|搬去|搬回|搬家到|调到|调去|转岗|转到|转组|"
+    r"加入了|入职了?|跳槽到|跳槽去|住在|用的是|一直用|一直在用|平时用|开始吃|不再吃|改吃))"
+)
+
+
+def with_subject(clause: str) -> tuple[str, int, int] | None:
+    """The clause with the dropped "我" put back, where it went and how long it is; None when nothing was
+    dropped."""
+    if _DROPPED_VERBS.search(clause) is None:
+        return None
+    match = _DROPPED_ME_RE.match(clause)
+    if match is None:
+        return None
+    return clause[: match.end()] + "我" + clause[match.end() :], match.end(), 1

@@ -8,9 +8,11 @@ employer. Pure: no I/O.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
-from core.extraction.rules.hits import Hit, fact
+from core.extraction.candidates import Category, Kind, Tier
+from core.extraction.rules.hits import Hit, fact, make
 from core.extraction.rules.vocab import find_tools, is_tool
 from core.extraction.rules.zh.grammar import ADV, ME, blocked, zh_content
 
@@ -45,6 +47,7 @@ _ROLE_ANY = (
     r"lead|architect)|firmware\s开发)"
 )
 # fmt: on
+IS_ROLE = re.compile(_ROLE_ANY + r"$")  # "护士", "产品经理": a line of work, not a name
 
 
 def name_hits(sentence: str) -> list[Hit]:
@@ -77,14 +80,15 @@ _LOC_END = (
 _LOC_REJECT = re.compile(
     r"家|公司|这|那|哪|宿舍|酒店|宾馆|朋友|同学|学校|里|楼|附近|^(?:得|的|了|过|着|一个|一家|在)")
 _LOC_RES = (
-    (re.compile(ME + ADV + r"(?:住在|住|居住在|定居在?|生活在|常驻|坐标|base在|人在)\s*" + _LOC + _LOC_END,
+    (re.compile(ME + ADV + r"(?:(?:跟|和|与|同)[\u4e00-\u9fff]{1,5}?(?:一起)?)?(?:住在|住|居住在|定居在?|生活在|"
+                r"常驻|坐标|base在|人在)\s*" + _LOC + _LOC_END,
                 re.I), "user.location", "zh.location.live"),
-    (re.compile(ME + ADV + r"(?:搬到|搬去|搬来|搬家到|搬回|移居到?|迁居到?|搬回到)了?\s*" + _LOC
-                + _LOC_END), "user.location", "zh.location.moved"),
+    (re.compile(r"(?:" + ME + r"|我们|我们家|我家)" + ADV + r"(?:搬到|搬去|搬来|搬家到|搬回|移居到?|迁居到?|"
+                r"搬回到)了?\s*" + _LOC + _LOC_END), "user.location", "zh.location.moved"),
     (re.compile(ME + ADV + r"(?:来自|出生在|出生于|老家是|老家在)\s*" + _LOC + _LOC_END), "user.hometown",
      "zh.hometown.from"),
     (re.compile(ME + r"(?:现在|目前|一直|常年|长期)+在\s*(?P<loc>[\u4e00-\u9fff]{2,6}?)(?:生活|定居)?"
-                r"(?=$|[\s,.;!~])"), "user.location", "zh.location.zai"),
+                r"(?=$|[\s,.;!~]|了|啦|呢)"), "user.location", "zh.location.zai"),
     (re.compile(ME + r"(?:现在|目前|人)?在\s*(?P<loc>" + "|".join(sorted(_PLACES, key=len, reverse=True))
                 + r")(?=$|[\s,.;!~]|了|呢|啊|哦|这边|工作|上班|生活|住)"), "user.location", "zh.location.known"),
     # "搬来成都之后通勤短多了": a move with the subject dropped, to a place the vocabulary knows
@@ -128,6 +132,13 @@ _JOB_RES = tuple((re.compile(pattern), rule) for pattern, rule in (
     (ME + ADV + r"在\s*(?P<org>[\u4e00-\u9fffA-Za-z0-9& ]{2,12}?)\s*(?:做|当|担任|任|干)\s*(?P<job>"
      r"[\u4e00-\u9fffA-Za-z+# ]{0,8}?" + _ROLE_ANY + r")(?:工作|的工作)?(?=$|[\s,.;:!?]|了|呢|啊|哦)",
      "zh.job.zai_zuo"),
+    # "我在小红书做推荐算法", "我在一家券商做量化": a line of work at a place, whatever its name
+    (ME + ADV + r"在\s*(?P<org>[\u4e00-\u9fffA-Za-z0-9& ]{2,12}?)\s*(?:做|搞|负责|干|教|带)\s*(?P<job>"
+     r"[\u4e00-\u9fffA-Za-z+#/ ]{2,10}?)(?:工作|的工作|方向|相关)?(?=$|[\s,.;:!?]|了|呢|啊|哦)", "zh.job.zai_zuo_any"),
+    # "公司叫鲜达", "我们公司叫海帆": the employer named
+    (r"(?:^|[,\s])(?:" + ME + r"|我们)?(?:的|所在的)?公司(?:的名字|名字)?(?:叫做?|名叫|是)\s*"
+     r"(?P<org>[\u4e00-\u9fff]{2,6}?|[A-Z][\w&.-]*(?:\s[A-Z][\w&.-]*)?)(?=$|[\s,.;!?]|了|呢|啊|哦)",
+     "zh.employer.named"),
     (ME + ADV + r"(?:是做|是搞|做|搞|从事|干)\s*(?P<job>[\u4e00-\u9fffA-Za-z+# ]{0,8}?" + _ROLE_ANY
      + r")(?:的|工作|行业|相关的?工作|这一?行)(?=$|[\s,.;:!?]|了|呢|啊|哦)", "zh.job.zuo"),
     (ME + ADV + r"是\s*(?P<org>[\u4e00-\u9fffA-Za-z0-9&]{2,8}?)(?:公司)?的\s*(?P<job>"
@@ -149,22 +160,47 @@ _JOB_RES = tuple((re.compile(pattern), rule) for pattern, rule in (
     (r"(?:跳槽|入职|加入了?|跳到|换到|去了)(?:了)?[^,.;!?]{0,4}?(?:,\s*)?(?:现在|目前)?(?:在|到)?\s*"
      r"(?P<org>[\u4e00-\u9fffA-Za-z]{2,6}?)(?=$|[\s,.;!?]|了|做|工作|上班)", "zh.employer.changed"),
 ))
-_ORG_REJECT = re.compile(  # "我在想做个产品", "我在一家公司…", "我是他们的…": not organisations
-    r"^(?:想|学|写|搞|弄|看|找|用|考虑|准备|试|做|给|帮|跟|和|家|一家|一个|某|这|那|他|她|你|我|大|小)"
-    r"|这|那|哪|家里|们")
+_ORG_REJECT = re.compile(  # "我在想做个产品", "我在一家公司…", "我是他们的…", "我是组里唯一的前端": not organisations
+    r"^(?:想|学|写|搞|弄|看|找|用|考虑|准备|试|做|给|帮|跟|和|家|一家|一个|某|这|那|他|她|你|我|大|小|组里|团队里)"
+    r"|这|那|哪|家里|们|唯一|仅有|第一个")
+# "一家券商", "银行", "高中": a kind of employer, not its name
+_KIND_OF_PLACE = re.compile(
+    r"^(?:一家|一个|某)|^(?:高中|初中|小学|中学|大学|学校|医院|银行|工厂|机房|公司|研究所|实验室|政府|事业单位|国企|外企)$"
+)
+_NOT_WORK = re.compile(  # "我在家做饭", "我在公司加班": what the user is doing, not a line of work
+    r"饭|菜|家务|作业|运动|加班|梦|事|什么|啥|一下|准备|测试一下|实验一下|这个|那个|公司|上班")
+# Studies the user is in: "我在读研，方向是 NLP", "我在准备考研，目标是浙大计算机", "我在写毕业论文".
+_STUDY_RE = re.compile(  # also what the user is learning, the business they run, a lasting condition
+    ME + ADV + r"(?:(?:在|正在)?\s*(?:学|自学)(?!一下|这|那|怎么|着)[\u4e00-\u9fffA-Za-z]{2,8}|(?:开了|开)"
+    r"(?:个|一家|一个)[\u4e00-\u9fff]{0,8}?(?:店|公司|工作室|餐厅|咖啡馆|诊所|网店|淘宝店)|有点?(?:近视|远视|散光|色盲|色弱|红绿色盲|"
+    r"糖尿病|高血压|哮喘|腰椎间盘突出|颈椎病|失眠|焦虑症|抑郁症)|(?:在|正在)?\s*(?:读研|读博|读研究生|读博士|读本科|读大学|"
+    r"读大[一二三四]|读高[一二三]|准备考研|考研|备考|写毕业论文|写论文|写硕士论文|写博士论文|念研究生|念博士))[^.;!?]{0,30}?(?=$|[.;!?]|,\s*(?:帮|请|能|你|麻烦|求))"
+)
 # fmt: on
 
 
 def job_hits(sentence: str) -> list[Hit]:
+    """The user's job and employer, and the studies they are in."""
     hits: list[Hit] = []
+    study = _STUDY_RE.search(sentence)
+    if study and not blocked(sentence, study.start()):
+        cand = make(zh_content(study.group()), Kind.SEMANTIC, Category.PROFILE, Tier.WORTH,
+                    rule="zh.profile.studies", confidence=0.8, lang="zh")  # fmt: skip
+        hits.append((cand, study.start(), study.end()))
     for pattern, rule in _JOB_RES:
         match = pattern.search(sentence)
         if match is None or blocked(sentence, match.start()):
             continue
         groups = match.groupdict()
         org = (groups.get("org") or "").strip()
-        if org and (_ORG_REJECT.search(org) or find_tools(org)):
-            org = ""  # "我在一家创业公司做算法工程师": the job still holds
+        if rule == "zh.job.zai_zuo_any" and (
+            hits
+            or _NOT_WORK.search(groups.get("job") or "")
+            or (_ORG_REJECT.search(org) and not _KIND_OF_PLACE.match(org))
+        ):
+            continue  # "我在家做饭": not a line of work; a role already found says it better
+        if org and (_ORG_REJECT.search(org) or find_tools(org) or _KIND_OF_PLACE.match(org)):
+            org = ""  # "我在一家创业公司做算法工程师", "我在银行做测试": the job still holds
         if org and is_place(org):  # "我在上海工作": where the user lives
             cand = fact(
                 f"用户在{org}工作。", "user.location", org, rule=rule + ".place", lang="zh", conf=0.75
@@ -175,6 +211,21 @@ def job_hits(sentence: str) -> list[Hit]:
             hits.append((cand, match.start(), match.end("org")))
         job = (groups.get("job") or "").strip().rsplit("的", 1)[-1].strip()
         if job and not re.search(r"[这那它吗什么]", job):
-            cand = fact(zh_content(f"用户的职业是{job}"), "user.job", job.lower(), rule=rule, lang="zh")
+            # the user's own words say more than the role ("用户在一家券商做量化"), unless they name the employer,
+            # which has its own slot: a new employer must not leave the old one current in the job's words
+            said = sentence[match.start() : match.end("job")]
+            own = said.startswith("我") and not org
+            content = zh_content(said) if own else zh_content(f"用户的职业是{job}")
+            cand = fact(content, "user.job", job.lower(), rule=rule, lang="zh")
             hits.append((cand, match.start(), match.end("job")))
-    return hits
+    employers = [c.value for c, _, _ in hits if c.slot == "user.employer" and c.value]
+    return [  # a job told with the employer's name keeps to the role: the employer has its own slot
+        (
+            dataclasses.replace(c, content=zh_content(f"用户的职业是{c.value}"))
+            if c.slot == "user.job" and any(e in c.content for e in employers)
+            else c,
+            start,
+            end,
+        )
+        for c, start, end in hits
+    ]

@@ -2,6 +2,8 @@
 
 The same classes as `en.statements`, in Chinese grammar:
 
+- `labelled_rule_hits`: a rule after its label ("有个规矩你要知道：…", "团队习惯是…") and a convention as topic and
+  comment ("变量名用英文", "缩进统一用四个空格") -> MUST.
 - `prohibition_hits`: a thing forbidden, object first or after a topic ("lodash 别用了", "ORM 是禁用的",
   "TS 里不许写 any", "项目里禁用 moment.js"), and modal rules on a thing ("生产库的 migration 必须先在
   staging 跑一遍", "所有金额一律用 BigDecimal") -> MUST.
@@ -22,7 +24,19 @@ from core.extraction.candidates import Category, Kind, Tier
 from core.extraction.rules.en.statements import family_slot
 from core.extraction.rules.hits import Hit, fact, make
 from core.extraction.rules.sentences import ENUMERATOR_RE
-from core.extraction.rules.zh.grammar import LEAD, ME, WE, blocked, is_question, strip_tail, zh_content
+from core.extraction.rules.zh.behaviour import NOT_RULE
+from core.extraction.rules.zh.grammar import (
+    ADV,
+    BIE,
+    LEAD,
+    ME,
+    WE,
+    blocked,
+    is_question,
+    strip_tail,
+    zh_content,
+)
+from core.extraction.rules.zh.identity import IS_ROLE
 
 _LEAD_RE = re.compile(LEAD)
 # fmt: off
@@ -43,8 +57,8 @@ _BANNED_RES = (
                + _OBJ),
 )
 _TOPIC_RULE_RE = re.compile(  # "TS 里不许写 any", "生产环境禁止手动执行 DML"
-    r"^(?P<topic>[^,]{1,16}?)(?:里|中|上|内|环境)?\s*(?P<mod>不许|不准|不能|禁止|不允许|不得|严禁|必须|一律|务必|别|不要|"
-    r"一定要|都得|都要|只能|只许)\s*(?P<rest>[^,]{2,60})")
+    r"^(?P<topic>[^,]{1,16}?)(?:里|中|上|内|环境)?\s*(?P<mod>不许|不准|不能|禁止|不允许|不得|严禁|必须|一律|务必|" + BIE
+    + r"|不要|一定要|都得|都要|只能|只许)\s*(?P<rest>[^,]{2,60})")
 # fmt: on
 _NOT_TOPIC = re.compile(r"^(?:我(?!们)|你|他|她|它|这|那|今天|先|刚|如果|要是|因为|所以|但|可是|不过)")
 
@@ -74,6 +88,58 @@ def banned_hits(sentence: str) -> list[Hit]:
     return []
 
 
+# A rule announced by its label, the rule after it ("有个规矩你要知道：…", "我们这规定，…", "团队习惯是…"): the
+# team's, the project's or unattributed, not the user's own habit ("我的习惯是…" is a preference).
+_RULE_LABEL_RE = re.compile(
+    r"^(?:有(?:一|两|几|三)?(?:个|条)|(?:" + WE + r"|团队|组里|公司|项目|部门)?(?:这边|这里|这)?(?:的)?)"
+    r"(?:硬性?的?)?(?:规矩|规定|要求|约定|铁律|红线|习惯|规范|惯例|原则)"
+    r"(?:是|你要知道|你得知道|你要记住|要记住|记一下|说一下)?\s*[:,]?\s*(?P<rest>[^:]{4,200})$"
+)
+# A convention on a part of the code or of the answer, stated as topic and comment ("变量名用英文", "缩进统一用四个
+# 空格", "注释写中文就行", "日期格式一律 YYYY-MM-DD"): how the agent must write it.
+_CONVENTION_RE = re.compile(
+    r"^(?P<noun>(?:代码)?注释|变量名|函数名|类名|方法名|文件名|表名|字段名|列名|命名|缩进|提交信息|commit\s*message|"
+    r"分支名|日志|文档|字符串|引号|代码风格|代码示例|示例代码|示例|命令|单位|日期格式|时间格式|金额|编码|行宽|换行|"
+    r"(?:SQL\s*)?关键字|报错信息|错误信息|返回值|接口返回)\s*(?:统一|都|一律|全部|全都|必须|一定要|要|得|请)*\s*"
+    r"(?:用|写成?|使用|采用|保持|遵循|按|走)(?![得了过着])\s*(?P<spec>[^,.;!?]{1,30}?)(?:就行|就好|即可|就可以|吧|哈|哦)?$",
+    re.I,
+)
+
+
+# An obligation stated of a thing ("单元测试是必须的", "代码评审必不可少"), or a practice never broken ("密钥从来不
+# 提交到仓库"): MUST.
+_REQUIRED_RE = re.compile(
+    r"^(?P<obj>[^,]{2,20}?)\s*(?:是|都是|也是)?(?:必须的|必需的|必不可少的?|硬性要求|强制的|强制要求|少不了的)"
+    r"|^(?P<obj2>[^,]{2,20}?)\s*(?:从来|从|绝)不\s*(?P<verb>[^,]{2,20})"
+)
+
+
+def labelled_rule_hits(sentence: str) -> list[Hit]:
+    """A rule announced by its label ("有个规矩你要知道：早上 5 点到 7 点不许发版"), or a convention stated as topic
+    and comment ("变量名用英文，注释用中文就行"), MUST."""
+    body = _body(sentence)
+    if body is None:
+        return []
+    required = _REQUIRED_RE.match(body)
+    subject = required and (required.group("obj") or required.group("obj2"))
+    if subject and not _NOT_TOPIC.match(subject) and not re.match(r"我们|咱们", subject):
+        return [_rule(strip_tail(body), "zh.rule.required", len(sentence))]
+    label = _RULE_LABEL_RE.match(body)
+    if label and not blocked(body, label.start("rest")):
+        rest = ENUMERATOR_RE.sub("", label.group("rest"))  # "有两条硬规定：第一，…"
+        return [_rule(strip_tail(rest), "zh.rule.labelled", len(sentence))]
+    hits: list[Hit] = []
+    offset = 0
+    for part in body.split(","):
+        start = offset + len(part) - len(part.lstrip())
+        offset += len(part) + 1
+        convention = _CONVENTION_RE.match(part.strip())
+        if convention and not blocked(body, start):
+            cand, _, _ = _rule(strip_tail(part.strip()), "zh.rule.convention", 0)
+            hits.append((cand, start, start + len(part.strip())))
+    return hits
+
+
 def prohibition_hits(sentence: str) -> list[Hit]:
     """Things forbidden or required in the user's work, however phrased (see the module docstring)."""
     body = _body(sentence)
@@ -87,6 +153,7 @@ def prohibition_hits(sentence: str) -> list[Hit]:
         topic
         and not blocked(body, topic.start("mod"))
         and not _NOT_TOPIC.match(topic.group("topic"))
+        and not NOT_RULE.match(topic.group("rest"))  # "回复慢点别介意": comfort, not a rule
         and not re.search(r"今天|这次|(?<!必须)(?<!要)先|马上", body)
     ):
         return [_rule(strip_tail(body), "zh.rule.modal", len(sentence))]
@@ -95,9 +162,8 @@ def prohibition_hits(sentence: str) -> list[Hit]:
 
 # fmt: off
 _TEAM_RE = re.compile(
-    ME + r"(?:这边|现在|目前|已经|最近|上个月|这个月|这周|上周|今年|刚刚|刚|前几天)*"
-    r"(?:在|调到了?|调去了?|转到了?|转去了?|去了|加入了?|换到了?|是)\s*"
-    r"(?P<team>[\u4e00-\u9fffA-Za-z]{1,8}?)\s?(?P<unit>组|团队|部门|小组|team)(?![\u4e00-\u9fff]{0,1}(?:的人|长))")
+    ME + ADV + r"(?:在|调到了?|调去了?|转到了?|转去了?|去了|加入了?|换到了?|转岗到了?|调岗到了?|转组到了?|带|负责|管|"
+    r"是)\s*(?P<team>[\u4e00-\u9fffA-Za-z]{1,8}?)\s?(?P<unit>组|团队|部门|小组|team)(?![\u4e00-\u9fff]{0,1}(?:的人|长))")
 _WE_TEAM_RE = re.compile(WE + r"(?:组|团队|部门)是\s*(?P<team>[\u4e00-\u9fffA-Za-z]{1,8}?)(?P<unit>组|团队|部门)")
 _FAMILY = r"猫|狗|猫咪|狗狗|女儿|儿子|老婆|老公|媳妇|妻子|丈夫|孩子|宝宝|闺女|男朋友|女朋友|对象|兔子|鹦鹉|仓鼠"
 _FAMILY_RE = re.compile(
@@ -120,11 +186,26 @@ _NEW_MANAGER_RE = re.compile(  # "新 leader 张婷下周到岗"
     r"新(?:的|来的)?\s*(?:leader|领导|经理|老板|主管|负责人)\s*(?P<name>[\u4e00-\u9fff]{2,3}?|[A-Z][a-z]+)"
     r"(?=下周|下个月|明天|已经|到岗|入职|来了|上任|$|[\s,.;!~])", re.I)
 # fmt: on
-_NAME_STOP = re.compile(r"^(?:什么|啥|谁|这|那|个|很|太|特|的|了|在|有|不|也|今|刚|最|老|上|去|又|都)")
+_NAME_STOP = re.compile(
+    r"^(?:什么|啥|谁|这|那|个|很|太|特|的|了|在|有|不|也|今|刚|最|老|上|去|又|都|一|两|三|几)"
+)
 
 
-_CHILDREN_RE = re.compile(
-    ME + r"(?:家)?有(?:两|三|四|五|\d)(?:个|只|条)(?:孩子|女儿|儿子|娃|宝宝|猫|狗)[^.;!?]*?叫"
+_CHILDREN_RE = re.compile(  # "我有两个孩子，大的叫豆豆…", "我家两个孩子，一个五岁一个八岁"
+    ME + r"(?:家)?(?:有|养了)?(?:两|三|四|五|\d)(?:个|只|条)(?:孩子|女儿|儿子|娃|宝宝|猫|狗)"
+    r"(?:[^.;!?]*?叫|\s*,\s*(?:一个|大的|老大)[^.;!?]{0,20}?(?:岁|年级))"
+)
+
+
+# What the household's life must allow for ("我女儿对坚果过敏", "我老公不吃辣", "孩子在上幼儿园"): the user's
+# meals and days are planned around it. A relative outside the household, or their job, is theirs.
+_HOUSEHOLD_NEEDS_RE = re.compile(
+    r"(?:"
+    + ME
+    + r"|我们)(?:家)?(?:的)?(?:女儿|儿子|孩子|老婆|老公|媳妇|宝宝|对象|闺女|娃)(?:们)?"
+    + ADV
+    + r"(?:对\s*[^,.;!?]{1,12}?过敏|不(?:能|太能)?吃[^,.;!?]{1,10}|吃素|在上[^,.;!?]{1,8}|"
+    r"上[^,.;!?]{0,4}(?:幼儿园|小学|初中|高中)|坐轮椅|有[^,.;!?]{1,8}?(?:过敏|病))"
 )
 
 
@@ -136,6 +217,11 @@ def team_hits(sentence: str) -> list[Hit]:
         cand = make(zh_content(sentence), Kind.SEMANTIC, Category.PROFILE, Tier.WORTH, rule="zh.family.children",
                     confidence=0.8, lang="zh")  # fmt: skip
         return [(cand, 0, len(sentence))]
+    needs = _HOUSEHOLD_NEEDS_RE.search(sentence)
+    if needs and not blocked(sentence, needs.start()):
+        cand = make(zh_content(needs.group()), Kind.SEMANTIC, Category.PROFILE, Tier.WORTH, rule="zh.family.needs",
+                    confidence=0.75, lang="zh")  # fmt: skip
+        hits.append((cand, needs.start(), needs.end()))
     team = _TEAM_RE.search(sentence) or _WE_TEAM_RE.search(sentence)
     if team and not blocked(sentence, team.start()):
         name = team.group("team")
@@ -159,6 +245,10 @@ def team_hits(sentence: str) -> list[Hit]:
     if family and not blocked(sentence, family.start()) and not _NAME_STOP.match(family.group("name")):
         content = f"用户的{family.group('who')}叫{family.group('name')}。"
         slot = family_slot(family.group("who"), sentence)
+        if IS_ROLE.match(
+            family.group("name")
+        ):  # "我老婆是护士": what they do, not a name, and not the user's fact
+            return hits
         cand = make(content, Kind.SEMANTIC, Category.PROFILE, Tier.WORTH, rule="zh.family", confidence=0.8,
                     lang="zh", slot=slot, value=family.group("name") if slot else None)  # fmt: skip
         hits.append((cand, family.start(), family.end()))
@@ -169,18 +259,21 @@ def team_hits(sentence: str) -> list[Hit]:
 _SUBJECT = (
     r"(?:" + WE + r"(?:这边|那边|这里|组|团队|公司|项目组|部门|组里|团队里|公司里)?|" + ME
     + r"|(?:这个|我们的?|我的|该|本|整个)?(?:项目|团队|公司|组里|后端|前端|服务端|服务|仓库|代码库|工程|应用|系统|"
-    r"网关|集群|架构|技术栈|栈)|"
+    r"网关|集群|架构|技术栈|栈|用户|客户|主?产品|业务|接口|API|机器|服务器|所有东西|东西)|"
     r"(?:线上|生产环境?|prod|测试环境|预发|staging|CI|CD|CI/CD|流水线|部署|发布|上线|备份|数据库|主库|库|缓存|队列|新?代码|"
     r"状态管理|安卓端|iOS端|客户端|移动端|小程序|App|app|"
-    r"日志|监控|告警|前端静态资源|静态资源|镜像|所有服务|服务都|全部服务)(?:的)?)"
+    r"日志|监控|告警|前端静态资源|静态资源|镜像|所有服务|服务都|全部服务|(?:每个|所有|每次)\s*(?:PR|MR|提交|接口|服务|版本|"
+    r"需求|改动|变更))(?:的)?)"
 )
 _PREDICATE = (
     r"(?:用的是|用的|使用的是|用|使用|采用|基于|跑在|部署在|托管在|放在|搭在|建在|连的是|连|接的是|选了|选的是|选择了|选|定了|"
     r"决定|放弃了?|弃用了?|没用|没上|没选|不用|不上|换成了?|换到了?|迁到了?|迁移到了?|改用了?|改成了?|升到了?|升级到了?|"
-    r"切到了?|切换到了?|上了|走|全走|都走|每天|每晚|每周|每小时|每月|定期|凌晨|保留|负责|维护|是)"
+    r"切到了?|切换到了?|上了|走|全走|都走|每天|每晚|每周|每小时|每月|定期|凌晨|保留|负责|维护|是|自建|自己搭|自己部署|"
+    r"自托管|会跑|跑|在(?=[\u4e00-\u9fff]{2})|集中在|分布在|来自)"
 )
-_STATEMENT_RE = re.compile(
-    r"^(?P<subj>" + _SUBJECT + r")\s*(?:现在|目前|一直|都|还是|主要|基本|全部|全都|统一|已经|早就|也|就|平时|"
+_STATEMENT_RE = re.compile(  # a time word may come first: "去年我们放弃了微服务"
+    r"^(?:(?:去年|今年|前年|上个月|之前|以前|后来|当初|最近|早就)\s*,?\s*|(?:所有|全部|一切)[\u4e00-\u9fff]{0,4}\s*)?"
+    r"(?P<subj>" + _SUBJECT + r")\s*(?:现在|目前|一直|都|还是|主要|基本|全部|全都|统一|已经|早就|也|就|平时|"
     r"本来|其实|最后|当时|全)*\s*(?P<pred>" + _PREDICATE + r")")
 _DECISION_RE = re.compile(
     r"^(?:当时|最后|最终|后来)?(?:评估过|考虑过|试过|调研过|看过)?[^,]{0,20}?(?:没选|没用|没上|放弃了?|弃用了?|"
@@ -224,6 +317,11 @@ def lesson_hits(sentence: str) -> list[Hit]:
     return [_generic(body, Category.LESSON, Kind.EPISODIC, "zh.statement.lesson", len(sentence))]
 
 
+_WHOLE_PREDICATES = frozenset(
+    ("没上", "没用", "没选", "放弃了", "放弃", "自建", "自己搭", "自己部署", "自托管")
+)
+
+
 def statement_hits(clause: str, sentence: str = "", whole: bool = False) -> list[Hit]:
     """A lasting statement of one clause (see the module docstring); called with the whole sentence as
     `clause` first, where only a lesson or a policy counts."""
@@ -248,19 +346,19 @@ def statement_hits(clause: str, sentence: str = "", whole: bool = False) -> list
     if sentence and blocked(sentence, max(0, sentence.find(clause))):
         return []
     match = _STATEMENT_RE.match(body)
+    if (
+        match
+        and match.group("pred") == "在"
+        and not re.search(r"主要|大多|大部分|基本|都", body[: match.end()])
+    ):
+        match = None  # "我们公司在杭州" is where the company is; "用户主要在东南亚" is how things are spread
     if match:
         rest = body[match.end() :]
         habitual = re.search(r"现在|都|一直|平时|以后|全部|统一", body[: match.end()])
         if match.group("pred") in ("用", "使用", "是", "走") and _ONE_OFF.search(rest) and not habitual:
             return []  # "我用 pnpm 装了依赖": something done once with the tool, not what is used
-        if len(strip_tail(rest)) < 2 and match.group("pred") not in (
-            "没上",
-            "没用",
-            "没选",
-            "放弃了",
-            "放弃",
-        ):
-            return []
+        if len(strip_tail(rest)) < 2 and match.group("pred") not in _WHOLE_PREDICATES:
+            return []  # "我们用": a verb that needs its object; "我们都自建" says it all
         category = Category.DECISION if re.match(r"选|定|决定|放弃|弃用|没|不|换|迁|改|切", match.group("pred")) else (
             Category.FACT)  # fmt: skip
         rule = "zh.statement.policy" if _POLICY_RE.search(body) else f"zh.statement.{category.value}"

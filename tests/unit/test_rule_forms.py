@@ -1,0 +1,510 @@
+"""Linguistic forms the rules read as a whole class (issue #12), each tested with fresh examples written from
+the form, in both languages where it exists in both: what must be found, and the near misses that must not.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from core.extraction.candidates import Turn
+from core.extraction.rules import extract_turn
+
+
+def _slots(text: str) -> dict[str | None, str | None]:
+    return {c.slot: c.value for c in extract_turn(Turn("e1", "user", text))}
+
+
+def _contents(text: str) -> list[str]:
+    return [c.content for c in extract_turn(Turn("e1", "user", text))]
+
+
+# --- a dropped first-person subject ("been on Helix for a month", "搬到厦门了") -------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "slot", "value"),
+    [
+        ("been on Emacs since the spring, honestly not going back", "user.editor", "emacs"),
+        ("relocated to Ghent over the summer, the commute is short now", "user.location", "Ghent"),
+        ("changed roles in May, now on the billing team", "user.team", "billing team"),
+        ("just joined Miro as a staff engineer", "user.employer", "Miro"),
+        ("上个月搬到厦门了，离海边很近", "user.location", "厦门"),
+        ("从下周起转岗到风控组，交接文档写好了", "user.team", "风控组"),
+        ("平时用的是 Neovim，插件不多", "user.editor", "neovim"),
+    ],
+)
+def test_a_statement_whose_first_person_subject_was_dropped_is_the_users(
+    text: str, slot: str, value: str
+) -> None:
+    assert _slots(text).get(slot) == value
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "use pnpm for the install step",  # an imperative: a base-form verb is not a dropped subject
+        "用 pnpm 重新装一下依赖",
+        "moved the button to the left, can you check the layout?",  # a one-off action names no slot value
+    ],
+)
+def test_an_imperative_or_a_one_off_action_is_not_a_dropped_subject(text: str) -> None:
+    assert not {s for s in _slots(text) if s and s.startswith("user.")}
+
+
+def test_a_negated_verb_after_a_comma_is_no_contrast_with_another_value() -> None:
+    found = extract_turn(Turn("e1", "user", "been on Sublime Text for weeks now, not going back"))
+    assert [(c.slot, c.value, c.tier.value) for c in found] == [("user.editor", "sublime", "worth")]
+
+
+# --- a change that names the value it leaves ("got rid of Heroku, it's Render now") ---------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "slot", "value"),
+    [
+        ("we got rid of Travis, it's all CircleCI now", "project.ci", "circleci"),
+        ("tore out MobX last year, it's Zustand now", "project.state_management", "zustand"),
+        ("Memcached 已经下掉了，现在全走 Redis", "project.cache", "redis"),
+        ("我们已经不用 Webpack 了，全部换成 Vite", "project.bundler", "vite"),
+        ("we build with Vite, never webpack", "project.bundler", "vite"),
+    ],
+)
+def test_the_value_a_change_leaves_is_never_the_current_one(text: str, slot: str, value: str) -> None:
+    found = extract_turn(Turn("e1", "user", text))
+    assert [(c.slot, c.value) for c in found if c.slot == slot] == [(slot, value)]
+
+
+@pytest.mark.parametrize(
+    ("text", "new", "old"),
+    [
+        ("we moved the monorepo to Yarn, so stop suggesting npm ci", "Yarn", "npm"),
+        ("仓库已经迁到 Gitea 了，以后别再给我 GitHub 的链接", "Gitea", "GitHub"),
+    ],
+)
+def test_a_rule_about_the_value_a_change_left_keeps_the_change_with_it(text: str, new: str, old: str) -> None:
+    rules = [c for c in extract_turn(Turn("e1", "user", text)) if c.slot is None]
+    assert rules and all(new in c.content and old in c.content for c in rules)
+
+
+def test_no_longer_using_a_tool_is_a_change_of_state_not_a_rule_for_the_agent() -> None:
+    found = extract_turn(Turn("e1", "user", "我们早就不用 Jenkins 了"))
+    assert not [c for c in found if c.kind.value == "procedural"]
+
+
+# --- a slot named by its noun, a copula, a name ("CI is Woodpecker", "我们调度用的是 Airflow") --------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "slot", "value"),
+    [
+        ("our issue tracker is YouTrack, tickets are in English", "project.tracker", "youtrack"),
+        ("CI is Concourse and the deploys are manual", "project.ci", "concourse"),
+        ("the container registry is Harbor", "project.registry", "harbor"),
+        ("Warehouse is Redshift, transforms run nightly", "project.warehouse", "redshift"),
+        ("我们 CI 是 Woodpecker，镜像自己构建", "project.ci", "woodpecker"),
+        ("调度平台用的是 Airflow，帮我写个 DAG", "project.workflow", "airflow"),
+        ("项目管理工具是禅道", "project.tracker", "zentao"),
+        ("our orchestrator is Flyte", "project.workflow", "flyte"),  # a name the vocabulary does not know
+    ],
+)
+def test_a_slot_named_by_its_noun_takes_the_name_after_the_copula(text: str, slot: str, value: str) -> None:
+    assert _slots(text).get(slot) == value
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the database is slow again",  # no name after the copula
+        "is the tracker Jira or Linear?",  # a question
+        "if the registry were Harbor, would that work?",  # a hypothetical
+        "my colleague's editor is Emacs",  # someone else's
+        "如果数据库是 TiDB 会怎样",
+    ],
+)
+def test_a_noun_with_a_copula_and_no_stated_name_is_no_slot_value(text: str) -> None:
+    assert not [s for s in _slots(text) if s]
+
+
+# --- standing rules in more phrasings, both languages -----------------------------------------------------------
+
+
+def _rules(text: str) -> list[str]:
+    return [
+        c.content
+        for c in extract_turn(Turn("e1", "user", text))
+        if c.tier.value == "must" and c.kind.value == "procedural"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "word"),
+    [
+        ("favour small pure functions over classes", "pure functions"),  # a verb that is a rule by itself
+        ("steer clear of regex for parsing HTML", "regex"),
+        ("stick with the stdlib logging module", "logging"),
+        (
+            "whenever you name branches, kebab-case and a ticket id first",
+            "kebab-case",
+        ),  # a spec of the output
+        ("when you suggest commands for me, no sudo and no curl pipes", "sudo"),
+        ("pls no jQuery answers", "jQuery"),  # asked for, no qualifier needed
+        ("I need SI units throughout", "SI units"),  # a requirement made standing by its scope
+        ("I want docstrings in every function", "docstrings"),
+        ("Never US date formats, always ISO", "US date"),  # "US" in capitals is the country
+        ("改代码的时候别动不动就加新依赖", "新依赖"),  # "动不动" is no "动" (move)
+        ("给示例的时候带上类型注解", "类型注解"),  # a condition on the output, no rule word
+        ("解释的时候少用缩写", "缩写"),  # 少用: use less
+        ("优先用内置函数，实在不行再引库", "内置函数"),
+        ("有条规矩你要知道：晚上十点以后不许发版", "十点"),  # a rule after its label
+        ("组里的约定是提交信息用英文写", "英文"),
+        ("函数名统一用小驼峰，注释用中文就行", "小驼峰"),  # conventions as topic and comment
+        ("函数名统一用小驼峰，注释用中文就行", "注释"),
+        ("第三，所有接口都不许返回裸字符串", "裸字符串"),  # a topic, then the rule word, in a later clause
+        ("I don't want any disclaimers in the answers", "disclaimers"),  # what the user does not want
+        ("I never want you to run migrations for me", "migrations"),
+        ("you're not allowed to rebase shared branches", "rebase"),  # a modal on "you"
+        ("under no circumstances log card numbers", "card numbers"),
+        ("only ever use prepared statements", "prepared statements"),
+        ("changelog entries are mandatory for every release", "entries"),  # an obligation on a thing
+        ("API keys are never hardcoded", "API keys"),  # a practice in the passive
+        ("our convention is kebab-case for file names", "kebab-case"),  # a labelled convention
+        ("cut the small talk in your replies", "small talk"),  # about all the agent's output
+        ("我不希望你在回复里用英文缩写", "英文缩写"),
+        ("不用给我讲历史背景", "历史背景"),
+        ("集成测试是必须的", "集成测试"),
+        ("生产密码从来不写进配置文件", "生产密码"),
+        ("合并之前务必先跑完整测试", "完整测试"),  # 先: first in a sequence after a condition, not "for now"
+    ],
+)
+def test_a_standing_rule_is_must_in_its_own_words(text: str, word: str) -> None:
+    assert any(word in rule for rule in _rules(text)), _contents(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "when you get a chance, the logs are below",  # a condition, then no specification
+        "写代码的时候我发现一个奇怪的 bug",  # what happened while writing, not how to write
+        "我家猫叫团子，特别能吃",  # 特别 holds 别, no "don't"
+        "我在地铁上，回复慢了别介意",  # comfort, not a rule
+        "日志写得有点乱",  # a topic and a verb, but no convention
+        "which is why the build broke",  # a relative clause, no rule
+        "I don't want to deal with this today",  # the user's mood, not a rule for the agent
+        "Lisbon is a must-visit city",
+        "you can't be serious",
+        "the rule is simple",
+        "let me know if you need any suggestions",
+        "我不想今天加班",
+        "他从不迟到",
+    ],
+)
+def test_near_misses_of_a_standing_rule_are_no_rule(text: str) -> None:
+    assert _rules(text) == []
+
+
+def test_which_is_why_opens_a_relative_clause_not_a_question() -> None:
+    text = "Our readers are in Australia, which is why I need metric units throughout."
+    assert any("metric units" in rule for rule in _rules(text))
+
+
+def test_a_mixed_remember_request_keeps_what_follows() -> None:
+    found = extract_turn(Turn("e1", "user", "remember 一下：季度汇报每季度末交给 Omar"))
+    assert [(c.tier.value, c.content) for c in found] == [("must", "季度汇报每季度末交给 Omar。")]
+
+
+def test_an_english_verb_of_liking_after_the_chinese_subject_is_a_preference_not_a_rule() -> None:
+    found = extract_turn(Turn("e1", "user", "我 prefer 组合式写法"))
+    assert [(c.tier.value, c.category.value) for c in found] == [("worth", "preference")]
+
+
+# --- the user's setup in more shapes ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "slot", "value"),
+    [
+        # an aside in parentheses stays inside its clause
+        ("my side project (a tiny recipe site, maybe 50 users) runs on Render", "project.hosting", "render"),
+        ("day to day it's mostly Elixir for me", "project.language", "elixir"),  # "for me" says whose
+        (
+            "对了我们 Python 还是 3.8，新语法别用",
+            "project.language",
+            "python",
+        ),  # a lead-in before the subject
+        ("我们的图片都存在 COS 上", "project.storage", "cos"),  # 存在 ... 上: where things are kept
+        ("we tore Webpack out in May and went with Vite", "project.bundler", "vite"),  # "tore X out"
+        ("CI 改用 Buildkite 了，the old Jenkins box is gone", "project.ci", "buildkite"),  # "X is gone"
+    ],
+)
+def test_the_users_setup_is_read_through_asides_lead_ins_and_removals(
+    text: str, slot: str, value: str
+) -> None:
+    assert [(c.slot, c.value) for c in extract_turn(Turn("e1", "user", text)) if c.slot == slot] == [
+        (slot, value)
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "we use Flask and FastAPI side by side",
+        "I'm on Fedora with WSL for work",
+        "我们前端用 Svelte 和 Vue 3",
+    ],
+)
+def test_two_values_of_a_slot_in_one_sentence_are_one_memory_that_names_both(text: str) -> None:
+    slotted = [c for c in extract_turn(Turn("e1", "user", text)) if c.slot]
+    assert len(slotted) == 1  # neither replaces the other; a later value of the slot retires both
+    tools = [t for t in ("Flask", "FastAPI", "Fedora", "WSL", "Svelte", "Vue") if t in text]
+    assert all(t in slotted[0].content for t in tools)
+
+
+def test_an_alternative_question_without_its_mark_states_no_choice() -> None:
+    assert not [c for c in extract_turn(Turn("e1", "user", "我们用 Redis 还是 Memcached 好")) if c.slot]
+
+
+# --- what is not the user's own fact -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "our biggest rival Parcelly is on Rails apparently",  # hearsay
+        "supposedly the new team lead uses Emacs",
+        "our vendor hosts everything on Azure",  # someone else's setup
+        "the client's stack is Angular with .NET",
+        "竞品好像是用 Rust 写的",
+        "听说甲方那边用的是 Oracle",
+        "友商的后端是 Java",
+    ],
+)
+def test_hearsay_and_other_parties_setups_are_not_the_users(text: str) -> None:
+    assert extract_turn(Turn("e1", "user", text)) == []
+
+
+# --- who the user is, told in passing --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "slot", "value"),
+    [
+        (
+            "I'm Noor, QA lead at a travel startup called Wayfarer, based in Porto",
+            "user.employer",
+            "Wayfarer",
+        ),
+        ("I work for a tiny design studio called Foldline", "user.employer", "Foldline"),
+        ("I'll be a data scientist at Meridian Labs from June", "user.employer", "Meridian Labs"),
+        ("as a nurse in pediatrics I work odd shifts", "user.job", "nurse in pediatrics"),
+        ("我在拼多多做搜索推荐", "user.employer", "拼多多"),
+        ("我在一家基金公司做风控", "user.job", "风控"),
+        ("我在一家做跨境物流的公司上班，公司叫云舟", "user.employer", "云舟"),
+        ("my native language is Tagalog", "user.native_language", "Tagalog"),
+        ("我的母语是闽南语", "user.native_language", "闽南语"),
+        ("我这台是 Fedora，装东西老报错", "user.os", "fedora"),
+        ("我这边 ThinkPad 装的 Ubuntu", "user.os", "ubuntu"),
+        ("my dev box runs Arch", "user.os", "arch linux"),
+    ],
+)
+def test_who_the_user_is_in_passing_fills_its_slot(text: str, slot: str, value: str) -> None:
+    assert _slots(text).get(slot) == value
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("writing my PhD dissertation on coral bleaching at James Cook University", ["coral bleaching"]),
+        ("for my dissertation (MA linguistics, Leiden) I need a corpus tool", ["MA linguistics"]),
+        ("我在读博，方向是蛋白质折叠", ["读博", "蛋白质折叠"]),
+        ("my English is a bit rusty", ["English"]),
+        ("我日语一般，看文档比较吃力", ["日语一般"]),
+        ("my son Mateo is 4 and can't have dairy", ["Mateo", "dairy"]),
+        ("我们家不吃香菜", ["不吃香菜"]),
+        ("我家三个孩子，一个两岁一个五岁一个九岁", ["三个孩子"]),
+        ("our family doesn't eat beef", ["beef"]),
+    ],
+)
+def test_a_fact_about_the_user_keeps_what_it_says(text: str, words: list[str]) -> None:
+    contents = _contents(text)
+    assert any(all(w in c for w in words) for c in contents), contents
+
+
+@pytest.mark.parametrize(
+    ("text", "wrong"),
+    [
+        ("我在家做饭呢，等下再说", "user.job"),  # what the user is doing, not a line of work
+        ("我在公司加班", "user.job"),
+        ("Honestly, my brother is the one who codes", "user.family.brother"),
+    ],
+)
+def test_the_moment_is_not_who_the_user_is(text: str, wrong: str) -> None:
+    assert wrong not in _slots(text)
+
+
+def test_a_job_told_with_the_employer_keeps_the_employer_out_of_the_jobs_words() -> None:
+    found = {c.slot: c.content for c in extract_turn(Turn("e1", "user", "我在星河科技做后端"))}
+    assert found["user.employer"] == "用户在星河科技工作。" and "星河" not in found["user.job"]
+
+
+# --- lasting statements in the user's words, more subjects and predicates ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("our nightly build gets kicked off at 2am UTC", ["2am"]),  # gets: a stative verb
+        ("most of our users are on Android tablets", ["Android tablets"]),  # a quantified subject
+        ("the main product is a note-taking app for lawyers", ["note-taking app"]),
+        ("we gave up on GraphQL last year, too much overhead", ["GraphQL"]),  # decided, whenever it was
+        ("I commute by train, about an hour each way", ["train"]),
+        ("my kids can't have peanuts", ["peanuts"]),  # the household's needs
+        ("去年我们放弃了 Serverless，现在全是容器", ["Serverless"]),  # a time word before the subject
+        ("我们的客户主要在欧洲", ["欧洲"]),  # how things are spread
+        ("所有东西我们都自建", ["自建"]),
+        ("每个 MR 都会跑一遍安全扫描", ["安全扫描"]),
+        ("我跟室友住在南京", ["南京"]),  # a companion between the subject and the verb
+        ("我在初中教数学", ["教数学"]),
+        ("我在学西班牙语，刚入门", ["西班牙语"]),
+        ("我自己开了个咖啡馆", ["咖啡馆"]),
+        ("我有点散光，晚上看屏幕吃力", ["散光"]),
+        ("日志都打到 Loki，告警走钉钉", ["Loki"]),
+        ("我们部署在 k8s 上，用 Harbor 放镜像", ["Harbor"]),  # the next clause keeps the subject
+    ],
+)
+def test_a_lasting_statement_is_kept_in_the_users_words(text: str, words: list[str]) -> None:
+    contents = _contents(text)
+    assert any(all(w in c for w in words) for c in contents), contents
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "My brother is a pilot.",  # someone else's job
+        "my sister is vegan and lives in Bergen",  # a relative outside the household
+        "我老婆是护士",
+        "我们公司在深圳",  # where the company is, not how the user's things are spread
+        "I'm reading a great book right now",
+        "we've come a long way",
+    ],
+)
+def test_someone_elses_facts_and_the_moment_are_no_lasting_statement(text: str) -> None:
+    assert _contents(text) == []
+
+
+# --- named as the user named it; said in passing inside requests ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        (
+            "we're on Postgres 16 for everything",
+            ["PostgreSQL", "Postgres"],
+        ),  # the user's own name for the tool
+        ("我们团队用钉钉沟通", ["钉钉"]),
+        ("我们用 k8s 部署", ["k8s"]),
+        ("as someone who writes mostly Elixir, how would you do this in Go?", ["Elixir"]),
+        ("my son has a gluten intolerance so nothing with wheat please", ["gluten"]),  # the household's needs
+        ("我儿子对花生过敏，菜谱里别放", ["花生过敏"]),
+        ("我们家去年搬到了厦门，孩子上学的事怎么办", ["厦门"]),
+        ("FYI I'm now heading the mobile team, so expect Swift questions", ["mobile team"]),
+        ("我现在带移动端组，之后 iOS 的问题会比较多", ["移动端组"]),
+    ],
+)
+def test_what_is_said_in_passing_keeps_the_users_words(text: str, words: list[str]) -> None:
+    contents = _contents(text)
+    assert any(all(w in c for w in words) for c in contents), contents
+
+
+@pytest.mark.parametrize(
+    ("text", "asked"),
+    [
+        ("我已经换成 Helix 了，Go 的 LSP 怎么配", "Go"),  # the question after the change asks about Go
+        ("我用的是 ThinkPad，Docker 镜像该选哪个", "Docker"),
+    ],
+)
+def test_a_question_after_a_comma_lends_no_value_to_the_statement_before_it(text: str, asked: str) -> None:
+    assert not any(asked in c for c in _contents(text))
+
+
+def test_what_will_happen_is_no_standing_rule() -> None:
+    assert _rules("之后 Kafka 的问题会比较多") == []
+
+
+# --- a change told in passing, in more shapes -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "slot", "value"),
+    [
+        (
+            "we ditched Oracle, everything is on MariaDB now",
+            "project.database",
+            "mariadb",
+        ),  # the value after it
+        (
+            "I don't use macOS anymore, I'm completely on Linux now",
+            "user.os",
+            "linux",
+        ),  # "completely" as an adverb
+        ("I've been pescatarian since spring", "user.diet", "pescatarian"),  # a perfect of state
+        ("我从去年开始吃素了", "user.diet", "vegetarian"),
+        ("我现在在苏州了，之前在无锡", "user.location", "苏州"),  # 了 ends the place
+    ],
+)
+def test_a_change_told_in_passing_gives_the_new_value(text: str, slot: str, value: str) -> None:
+    assert _slots(text).get(slot) == value
+
+
+@pytest.mark.parametrize(
+    "text", ["we ruled out Cassandra, too much ops", "DynamoDB was evaluated and rejected"]
+)
+def test_a_value_rejected_is_no_value_of_the_slot(text: str) -> None:
+    assert not [s for s in _slots(text) if s]
+
+
+@pytest.mark.parametrize(
+    ("text", "word"),
+    [
+        (
+            "save this: the staging bastion is bastion-2.internal",
+            "bastion-2",
+        ),  # a weak verb made explicit by ":"
+        ("nope, the retro is on Thursdays, I mixed it up", "Thursdays"),  # a correction owned as a mistake
+        ("don't you dare delete the fixtures", "fixtures"),
+        ("please always re-run the linter after edits", "linter"),  # a hyphenated verb
+    ],
+)
+def test_requests_and_corrections_in_more_phrasings_are_must(text: str, word: str) -> None:
+    found = extract_turn(Turn("e1", "user", text))
+    assert any(c.tier.value == "must" and word in c.content for c in found), [c.content for c in found]
+
+
+def test_a_weak_note_without_a_colon_is_still_task_talk() -> None:
+    assert extract_turn(Turn("e1", "user", "note that the parser returns None on empty input")) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "我在试着装 Kafka，一直报错",  # trying, right now: the moment
+        "我朋友的公司用 Supabase",  # someone else's company
+        "同事的项目用 Svelte",
+        "I'm trying to get Redis running locally",
+    ],
+)
+def test_trying_now_and_someone_elses_setup_are_not_the_users_stack(text: str) -> None:
+    assert extract_turn(Turn("e1", "user", text)) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("这阵子开始吃蛋和奶了，现在算蛋奶素", "lacto_ovo"),  # the state now, its subject dropped
+        ("我是蛋奶素", "lacto_ovo"),
+        ("I'm ovo-lacto vegetarian now", "lacto_ovo"),
+        ("我吃纯素", "vegan"),
+    ],
+)
+def test_a_diet_is_one_value_of_its_slot(text: str, value: str) -> None:
+    assert _slots(text).get("user.diet") == value
