@@ -50,19 +50,21 @@ def wait_for(
     raise AssertionError(f"timed out after {timeout_s}s waiting for {what or predicate} (last: {last!r})")
 
 
-@dataclass
-class ConsumerProcess:
-    """A real ingest consumer (`python -m worker.ingest_consumer`) in its own process group."""
+class _GroupProcess:
+    """What the test processes share: a child in its own process group, logging to `log_path`, ready when a
+    marker shows in the part of the log it wrote; SIGKILL or SIGTERM to the whole group."""
 
     env: dict[str, str]
     log_path: Path
-    proc: subprocess.Popen[bytes] | None = None
+    proc: subprocess.Popen[bytes] | None
+    _marker: bytes
+    _name: str
 
-    def start(self, *, wait: bool = True) -> ConsumerProcess:
+    def _spawn(self, args: list[str], *, wait: bool) -> None:
         self._offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "worker.ingest_consumer"],
+            args,
             env=self.env,
             cwd=REPO,
             stdout=log,
@@ -72,16 +74,15 @@ class ConsumerProcess:
         )
         log.close()
         if wait:
-            wait_for(self._ready, timeout_s=60, what="the ingest consumer to start")
-        return self
+            wait_for(self._ready, timeout_s=60, what=f"the {self._name} to be ready")
 
     def _ready(self) -> bool:
         assert self.proc is not None
         if self.proc.poll() is not None:
-            raise AssertionError(f"ingest consumer exited with {self.proc.returncode}:\n{self.log_tail()}")
+            raise AssertionError(f"{self._name} exited with {self.proc.returncode}:\n{self.log_tail()}")
         with open(self.log_path, "rb") as fh:
             fh.seek(self._offset)
-            return b"ingest.consumer_started" in fh.read()
+            return self._marker in fh.read()
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -92,22 +93,43 @@ class ConsumerProcess:
     def log_tail(self, n: int = 40) -> str:
         return "\n".join(self.log_text().splitlines()[-n:])
 
-    def kill(self) -> None:
+    def _kill_group(self) -> None:
         if self.proc and self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
 
-    def stop(self, timeout_s: float = 20.0) -> None:
+    def _stop_group(self, timeout_s: float) -> None:
         if self.proc and self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGTERM)
             try:
                 self.proc.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
-                self.kill()
+                self._kill_group()
 
 
 @dataclass
-class WorkerProcess:
+class ConsumerProcess(_GroupProcess):
+    """A real ingest consumer (`python -m worker.ingest_consumer`) in its own process group."""
+
+    env: dict[str, str]
+    log_path: Path
+    proc: subprocess.Popen[bytes] | None = None
+    _marker = b"ingest.consumer_started"
+    _name = "ingest consumer"
+
+    def start(self, *, wait: bool = True) -> ConsumerProcess:
+        self._spawn([sys.executable, "-m", "worker.ingest_consumer"], wait=wait)
+        return self
+
+    def kill(self) -> None:
+        self._kill_group()
+
+    def stop(self, timeout_s: float = 20.0) -> None:
+        self._stop_group(timeout_s)
+
+
+@dataclass
+class WorkerProcess(_GroupProcess):
     """A real `celery worker` in its own process group, logging JSON lines to `log_path`, with (by default)
     an ingest consumer beside it, as `memctl up` runs them: killing or stopping one does both."""
 
@@ -119,6 +141,8 @@ class WorkerProcess:
     proc: subprocess.Popen[bytes] | None = None
     ingest: bool = True
     consumer: ConsumerProcess | None = None
+    _marker = b" ready."
+    _name = "celery worker"
 
     def start(self, *, wait: bool = True) -> WorkerProcess:
         if self.ingest:
@@ -146,54 +170,20 @@ class WorkerProcess:
             "INFO",
             *self.extra_args,
         ]
-        self._offset = self.log_path.stat().st_size if self.log_path.exists() else 0
-        log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
-        self.proc = subprocess.Popen(
-            args,
-            env=self.env,
-            cwd=REPO,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            preexec_fn=die_with_parent,
-        )
-        log.close()
-        if wait:
-            wait_for(self._ready, timeout_s=60, what="the celery worker to be ready")
+        self._spawn(args, wait=wait)
         return self
-
-    def _ready(self) -> bool:
-        assert self.proc is not None
-        if self.proc.poll() is not None:
-            raise AssertionError(f"worker exited with {self.proc.returncode}:\n{self.log_tail()}")
-        with open(self.log_path, "rb") as fh:
-            fh.seek(self._offset)
-            return b" ready." in fh.read()
-
-    def log_text(self) -> str:
-        return self.log_path.read_text(encoding="utf-8", errors="replace") if self.log_path.exists() else ""
-
-    def log_tail(self, n: int = 40) -> str:
-        return "\n".join(self.log_text().splitlines()[-n:])
 
     def kill(self) -> None:
         """SIGKILL the whole process group: the main process and every pool child, no warm shutdown (and the
         ingest consumer beside it)."""
         if self.consumer is not None:
             self.consumer.kill()
-        if self.proc and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
+        self._kill_group()
 
     def stop(self, timeout_s: float = 20.0) -> None:
         if self.consumer is not None:
             self.consumer.stop(timeout_s)
-        if self.proc and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                self.kill()
+        self._stop_group(timeout_s)
 
 
 def queue_depth(redis_url: str, queue: str, *, include_unacked: bool = True) -> int:
