@@ -368,6 +368,21 @@ def _search(
     return list(resp.json()["results"]), elapsed
 
 
+# the context block read per question: with the server's relevance floor, and with the floor off
+CONTEXT_MODES: tuple[tuple[str, dict[str, Any]], ...] = (("floor", {}), ("no_floor", {"min_similarity": 0}))
+CONTEXT_MAX_TOKENS = 1000
+# what an agent asks for context with when the user only greets or thanks it
+NULL_QUERIES = ("hi", "thanks!", "ok, sounds good", "good morning, how are you?")
+
+
+def _context(http: Any, user_id: str, query: str, params: dict[str, Any]) -> dict[str, Any]:
+    r = http.get(
+        f"/v1/users/{user_id}/context", params={"query": query, "max_tokens": CONTEXT_MAX_TOKENS, **params}
+    )
+    r.raise_for_status()
+    return r.json()  # type: ignore[no-any-return]
+
+
 def evaluate(
     conversations: Sequence[Conversation],
     stack: Stack,
@@ -395,10 +410,18 @@ def evaluate(
     details: list[dict[str, Any]] = []
     latencies: list[int] = []
     result_types: Counter[str] = Counter()
+    # the context block for each question, with the relevance floor and without (issue 16), and for the
+    # greetings of NULL_QUERIES: tokens per block, and the memories the floor left out
+    context_tokens: dict[str, list[int]] = {mode: [] for mode, _ in CONTEXT_MODES}
+    null_tokens: dict[str, list[int]] = {mode: [] for mode, _ in CONTEXT_MODES}
+    left_out: Counter[str] = Counter()
     t_search = time.monotonic()
     headers = {"Authorization": f"Bearer {stack.api_key}"}
     with httpx.Client(base_url=stack.api_url, headers=headers, timeout=60.0) as http:
         for conv in conversations:
+            for null in NULL_QUERIES:
+                for mode, params in CONTEXT_MODES:
+                    null_tokens[mode].append(_context(http, conv.sample_id, null, params)["tokens"])
             progress(f"search: {conv.sample_id}, {len(conv.questions)} questions")
             for q in conv.questions:
                 results, ns = _search(http, conv.sample_id, q.question, include_turns=include_turns, k=k)
@@ -418,6 +441,10 @@ def evaluate(
                         ],
                     }
                 )
+                for mode, params in CONTEXT_MODES:
+                    block = _context(http, conv.sample_id, q.question, params)
+                    context_tokens[mode].append(block["tokens"])
+                    left_out[mode] += block["left_out"]["memories_below_floor"]
                 extra = [("project_deep", deep_k, True)] + (
                     [("project_turns", k, False)] if include_turns else []
                 )
@@ -481,6 +508,16 @@ def evaluate(
             "max": round(lat_ms[-1], 2) if lat_ms else None,
         },
         "result_types": dict(result_types),
+        "context": {
+            mode: {
+                "questions": len(context_tokens[mode]),
+                "tokens_mean": round(sum(context_tokens[mode]) / max(1, len(context_tokens[mode])), 1),
+                "memories_below_floor": left_out[mode],
+                "null_queries": len(null_tokens[mode]),
+                "null_tokens_mean": round(sum(null_tokens[mode]) / max(1, len(null_tokens[mode])), 1),
+            }
+            for mode, _ in CONTEXT_MODES
+        },
         "store": [store_facts(engine, stack.tenant, c) for c in conversations],
         "systems": {name: scorer.aggregate(s) for name, s in scores.items()},
         "questions": details,
@@ -859,6 +896,15 @@ def _timing(f: dict[str, Any]) -> str:
         ms; baselines {t["baselines"]} s; whole run {f["duration_s"]} s."""
 
 
+def _context_text(f: dict[str, Any]) -> str:
+    on, off = f["context"]["floor"], f["context"]["no_floor"]
+    return f"""Context block (`GET /v1/users/{{user}}/context`, max_tokens {CONTEXT_MAX_TOKENS}) for each question,
+        with the relevance floor (`core/relevance.py`, CALIBRATION.md) and with it off: {on["tokens_mean"]} and
+        {off["tokens_mean"]} tokens per block on average ({on["memories_below_floor"]:,} memory hits left out by
+        the floor over {on["questions"]:,} questions); for greetings and thanks ({on["null_queries"]} asked), {on[
+        "null_tokens_mean"]} and {off["null_tokens_mean"]} tokens. Search recall above does not read the floor."""
+
+
 def _project_results(f: dict[str, Any]) -> str:
     types, p = f["result_types"], f["systems"]["project"]["overall"]
     return f"""Project results: {types.get("memory", 0):,} memories and {types.get("turn", 0):,} turns returned
@@ -902,6 +948,7 @@ SECTION = (
     Text(_store_intro),
     STORE_TABLE,
     Text(_timing),
+    Text(lambda f: _context_text(f) if f.get("context") else None),
     Text(
         lambda f: f"![evidence recall@k against mean returned tokens]({f['plot']})" if f.get("plot") else None
     ),

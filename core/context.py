@@ -8,7 +8,7 @@ when the next item does not fit, it is dropped (a later, smaller one may still f
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from shared.tokens import estimate_tokens
@@ -61,7 +61,10 @@ class ContextBlock:
     text: str
     tokens: int
     included: tuple[str, ...]
-    dropped: tuple[str, ...]
+    dropped: tuple[str, ...]  # items that did not fit the token budget
+    # what was left out and why, counted: "over_budget" (the items in `dropped`), and from the reader
+    # (`store.context`), "memories_below_floor" / "episodes_below_floor" (the relevance floor)
+    left_out: dict[str, int] = field(default_factory=dict)
 
 
 def build_context(
@@ -87,7 +90,8 @@ def build_context(
     included: list[str] = []
     dropped: list[str] = []
     if used > max_tokens:
-        return ContextBlock("", 0, (), tuple(i.id for items in buckets.values() for i in items))
+        every = tuple(i.id for items in buckets.values() for i in items)
+        return ContextBlock("", 0, (), every, {"over_budget": len(every)})
     for key, title in SECTION_TITLES:
         heading = f"\n## {title}"
         heading_cost = estimate_tokens(heading) + 1
@@ -111,4 +115,5 @@ def build_context(
         tokens=estimate_tokens(text) if text else 0,
         included=tuple(included),
         dropped=tuple(dropped),
+        left_out={"over_budget": len(dropped)},
     )

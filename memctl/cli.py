@@ -659,21 +659,35 @@ def context(
     as_json: JsonOpt = False,
 ) -> None:
     """The ready-to-inject context block for USER (as GET /v1/users/{user}/context returns it)."""
+    from core.relevance import floor_for
     from shared.contract import utcnow
     from store.context import user_context
     from store.embeddings import embedder_from_settings
 
     settings = _settings()
     embedder = embedder_from_settings(settings)
+    floor = floor_for(
+        settings.embedder,
+        min_similarity=settings.context_min_similarity,
+        min_keyword_coverage=settings.context_min_keyword_coverage,
+    )
     with _scoped(settings, tenant) as db:
         block = user_context(
-            db, tenant, user, query=query, max_tokens=max_tokens, embedder=embedder, now=utcnow()
+            db, tenant, user, query=query, max_tokens=max_tokens, embedder=embedder, now=utcnow(), floor=floor
         )
     if as_json:
-        _print_json({"context": block.text, "tokens": block.tokens, "included": list(block.included)})
+        _print_json(
+            {
+                "context": block.text,
+                "tokens": block.tokens,
+                "included": list(block.included),
+                "left_out": block.left_out,
+            }
+        )
     else:
         sys.stdout.write(block.text + "\n")
-        err.print(f"{block.tokens} tokens")
+        left = ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in block.left_out.items() if v)
+        err.print(f"{block.tokens} tokens" + (f" (left out: {left})" if left else ""))
 
 
 @app.command()

@@ -137,6 +137,10 @@ class Settings(BaseSettings):
     reinforce_cosine: float | None = Field(default=None, ge=0, le=1)
     similar_cosine: float | None = Field(default=None, ge=0, le=1)
     hnsw_ef_search: int = Field(default=80, ge=10, le=1000)
+    # The context block's relevance floor (core/relevance.py); unset: the embedder's calibrated defaults
+    # (CALIBRATION.md, "Context relevance floor"); 0 turns the floor off
+    context_min_similarity: float | None = Field(default=None, ge=0, le=1)
+    context_min_keyword_coverage: float | None = Field(default=None, ge=0, le=1)
 
     # --- sleep-time ---
     session_idle_s: float = Field(default=1800.0, ge=1)  # a session idle this long is closed into an episode

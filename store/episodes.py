@@ -48,7 +48,7 @@ def upsert_episode(
             "ended_at = excluded.ended_at, what_happened = excluded.what_happened, outcome = excluded.outcome, "
             "lesson = excluded.lesson, source_event_ids = excluded.source_event_ids, "
             "source_turn_ids = excluded.source_turn_ids, mode = excluded.mode, embedding = excluded.embedding, "
-            "search_tokens = excluded.search_tokens "
+            "search_tokens = excluded.search_tokens, archived_at = NULL "
             # what the user deleted or edited stays as they left it
             "WHERE episodes.deleted_at IS NULL AND episodes.edited_at IS NULL"
         ),
@@ -79,7 +79,7 @@ def recent_episodes(db: Session, tenant_id: str, user_id: str) -> list[EpisodeTe
         for r in db.execute(
             text(
                 "SELECT what_happened, outcome, lesson FROM episodes WHERE tenant_id = :t AND user_id = :u "
-                "AND deleted_at IS NULL ORDER BY ended_at DESC NULLS LAST LIMIT 10"
+                "AND deleted_at IS NULL AND archived_at IS NULL ORDER BY ended_at DESC NULLS LAST LIMIT 10"
             ),
             {"t": tenant_id, "u": user_id},
         ).all()
@@ -103,11 +103,12 @@ class EpisodeView:
     source_event_ids: list[str]
     created_at: datetime
     edited_at: datetime | None
+    archived_at: datetime | None  # decayed (not used for several half-lives): out of context until purged
 
 
 _VIEW = (
     "SELECT id, user_id, agent_id, session_id, started_at, ended_at, what_happened, outcome, lesson, mode, "
-    "source_event_ids, created_at, edited_at FROM episodes"
+    "source_event_ids, created_at, edited_at, archived_at FROM episodes"
 )
 EDITABLE = ("what_happened", "outcome", "lesson")
 

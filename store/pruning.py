@@ -87,10 +87,25 @@ def prune(
         {"now": now, "actor": actor, "tenant": tenant_id, **_policy_params(policy)},
     )
     n_decay = _rowcount(decay)
+    episodes = db.execute(
+        text(
+            # episodes decay by the episodic half-life (the tenant's override first) since their session ended
+            # or they were last served in a context block, whichever is later; edited ones like the others
+            f"WITH {_OVERRIDES} "
+            "UPDATE episodes m SET archived_at = :now FROM hl "
+            f"WHERE m.archived_at IS NULL AND m.deleted_at IS NULL AND {_ONE_TENANT} "
+            "AND greatest(coalesce(m.ended_at, m.created_at), m.created_at, coalesce(m.last_used_at, m.created_at)) "
+            "< CAST(:now AS timestamptz) - make_interval(secs => COALESCE(CASE WHEN "
+            "jsonb_typeof(hl.o->m.tenant_id->'episodic') = 'number' THEN (hl.o->m.tenant_id->>'episodic')::real END, "
+            "CAST(:hl_episodic AS real)) * :times * 86400)"
+        ),
+        {"now": now, "tenant": tenant_id, **_policy_params(policy)},
+    )
     return {
         "archived": n_ttl + n_decay,
         "archived_ttl": n_ttl,
         "archived_decay": n_decay,
+        "episodes_archived": _rowcount(episodes),
     }
 
 
@@ -113,7 +128,16 @@ def purge(
         ),
         {"cutoff": cutoff, "now": now, "actor": actor, "tenant": tenant_id},
     )
-    return {"purged": _rowcount(gone)}
+    # archived episodes past retention go; a deleted episode's tombstone (no content) stays, so that closing
+    # its session again cannot write it back
+    episodes = db.execute(
+        text(
+            "DELETE FROM episodes WHERE archived_at IS NOT NULL AND archived_at <= :cutoff "
+            f"AND deleted_at IS NULL AND {_ONE_TENANT}"
+        ),
+        {"cutoff": cutoff, "tenant": tenant_id},
+    )
+    return {"purged": _rowcount(gone), "episodes_purged": _rowcount(episodes)}
 
 
 def _retention_days(key: str) -> str:

@@ -56,6 +56,11 @@ class SearchHit:
     session_id: str | None = None
     source_event_ids: list[str] = field(default_factory=list)
     source_turn_ids: list[str] = field(default_factory=list)
+    # absolute relevance signals (the score above is a rank fusion, relative to the other candidates):
+    # cosine similarity to the query when the hit was a vector candidate, and the share of the query's
+    # keyword weight (idf) the hit holds when it was a keyword candidate (`core.relevance`)
+    similarity: float | None = None
+    keyword_coverage: float | None = None
 
 
 _MEMORY_COLS = (
@@ -129,6 +134,8 @@ def search(
     # memories must not put its first item level with the best turn just for being first in its list.
     vector_list: list[tuple[float, str, Any, dict[str, Any]]] = []  # (distance, key, row, meta)
     keyword_list: list[tuple[float, str, Any, dict[str, Any]]] = []  # (-bm25, key, row, meta)
+    similarity: dict[str, float] = {}
+    coverage: dict[str, float] = {}
     if include_memories:
         params: dict[str, Any] = {"t": tenant_id, "u": user_id, "v": vec, "n": n, "now": now}
         where = _memory_where(f, params)
@@ -140,9 +147,11 @@ def search(
         for r in vector_rows:
             meta = {"importance": r.importance, "half_life": half_lives.get(r.kind), "touch": r.touch}
             vector_list.append((float(r.dist), f"m:{r.id}", r, meta))
-        for r, score in keyword_rows:
+            similarity[f"m:{r.id}"] = 1.0 - float(r.dist)
+        for r, score, share in keyword_rows:
             meta = {"importance": r.importance, "half_life": half_lives.get(r.kind), "touch": r.touch}
             keyword_list.append((-score, f"m:{r.id}", r, meta))
+            coverage[f"m:{r.id}"] = share
     if include_turns:
         tparams: dict[str, Any] = {"t": tenant_id, "u": user_id, "v": vec, "n": n}
         twhere = "tenant_id = :t AND user_id = :u AND embedding IS NOT NULL"
@@ -156,9 +165,11 @@ def search(
         for r in vector_rows:
             meta = {"importance": TURN_IMPORTANCE, "half_life": None, "touch": r.event_time}
             vector_list.append((float(r.dist), f"t:{r.event_id}", r, meta))
-        for r, score in keyword_rows:
+            similarity[f"t:{r.event_id}"] = 1.0 - float(r.dist)
+        for r, score, share in keyword_rows:
             meta = {"importance": TURN_IMPORTANCE, "half_life": None, "touch": r.event_time}
             keyword_list.append((-score, f"t:{r.event_id}", r, meta))
+            coverage[f"t:{r.event_id}"] = share
     items: dict[str, Ranked] = {}
     rows: dict[str, Any] = {}
     ranks: dict[str, dict[str, int]] = {}
@@ -199,9 +210,15 @@ def search(
     for group in groups:
         best = min(group, key=order.__getitem__)
         if best.startswith("m:"):
-            hits.append(_memory_hit(rows[best], scores[best]))
+            hit = _memory_hit(rows[best], scores[best])
         else:
-            hits.append(_turn_hit([rows[key] for key in group], rows[best], scores[best]))
+            hit = _turn_hit([rows[key] for key in group], rows[best], scores[best])
+        # a passage is as relevant as its most relevant turn
+        sims = [similarity[key] for key in group if key in similarity]
+        shares = [coverage[key] for key in group if key in coverage]
+        hit.similarity = round(max(sims), 6) if sims else None
+        hit.keyword_coverage = round(max(shares), 6) if shares else None
+        hits.append(hit)
     return hits
 
 
@@ -297,12 +314,27 @@ def bm25_scores(
     """BM25 (Robertson-Sparck Jones idf, k1 = 1.2, b = 0.75) over token sets (pure).
 
     Documents store distinct tokens, so term frequency is 1 and a document's length is its token count."""
-    idf = {t: math.log(1 + (n_docs - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)) for t in set(query_tokens)}
+    idf = idf_weights(query_tokens, df=df, n_docs=n_docs)
     scores = []
     for tokens in doc_tokens:
         norm = (BM25_K1 + 1) / (1 + BM25_K1 * (1 - BM25_B + BM25_B * len(tokens) / max(avgdl, 1.0)))
         scores.append(sum(idf[t] for t in idf if t in tokens) * norm)
     return scores
+
+
+def idf_weights(query_tokens: Sequence[str], *, df: dict[str, int], n_docs: int) -> dict[str, float]:
+    """Robertson-Sparck Jones idf of each distinct query token over the user's `n_docs` documents."""
+    return {t: math.log(1 + (n_docs - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)) for t in set(query_tokens)}
+
+
+def keyword_coverage(doc_tokens: Sequence[set[str]], idf: dict[str, float]) -> list[float]:
+    """The share of the query's keyword weight each document holds: sum of the idf of the query tokens it
+    contains over the sum of all of them (pure). Unlike BM25 it is absolute: 1.0 holds every query token,
+    and a document sharing only a token that most documents hold (a speaker's name) stays near 0."""
+    total = sum(idf.values())
+    if total <= 0:
+        return [0.0 for _ in doc_tokens]
+    return [sum(w for t, w in idf.items() if t in tokens) / total for tokens in doc_tokens]
 
 
 def candidates(
@@ -314,9 +346,10 @@ def candidates(
     cols: str,
     tokens: Sequence[str],
     n: int,
-) -> tuple[list[Any], list[tuple[Any, float]]]:
+) -> tuple[list[Any], list[tuple[Any, float, float]]]:
     """One table's candidates in one statement: the `n` nearest rows by vector distance (column `dist`), and
-    the keyword rows (row, BM25 score) best first, at most `n`, ranked with the user's own statistics.
+    the keyword rows (row, BM25 score, keyword coverage) best first, at most `n`, ranked with the user's own
+    statistics.
 
     PostgreSQL's ts_rank has no inverse document frequency: a token every turn shares (a speaker's name,
     "user") counts as much as a rare one. Keyword candidates come from the GIN index (any shared token); the
@@ -367,8 +400,9 @@ def candidates(
     else:
         df = {str(t): int(c) for t, c in stats.df.items()}
     scores = bm25_scores(doc_tokens, tokens, df=df, n_docs=int(stats.n_docs), avgdl=float(stats.avgdl))
+    shares = keyword_coverage(doc_tokens, idf_weights(tokens, df=df, n_docs=int(stats.n_docs)))
     order = sorted(range(len(keyword)), key=lambda i: -scores[i])
-    return vector_rows, [(keyword[i], scores[i]) for i in order[:n] if scores[i] > 0]
+    return vector_rows, [(keyword[i], scores[i], shares[i]) for i in order[:n] if scores[i] > 0]
 
 
 @functools.lru_cache(maxsize=64)

@@ -41,6 +41,11 @@ class Episode(BaseModel):
     edited_at: datetime | None = Field(
         description="when its user last edited it (a later close keeps the edit)"
     )
+    archived_at: datetime | None = Field(
+        default=None,
+        description="when it decayed (not served in a context block for several episodic half-lives): "
+        "out of the context block, purged after the retention period",
+    )
 
 
 class EpisodePage(BaseModel):

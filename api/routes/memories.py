@@ -18,6 +18,7 @@ from api.deps import BearerKey, PrincipalDep, SessionDep, StateDep, WriterDep, i
 from api.keys import Principal
 from core.extraction.lang import detect_lang
 from core.reconcile import Op, PendingCandidate, calibrated_policy
+from core.relevance import floor_for
 from shared.contract import ID_PATTERN, MAX_FUTURE, CleanText, SafeId, utcnow
 from shared.db.vectors import vector_literal
 from shared.redaction import redact
@@ -150,12 +151,23 @@ class WorkingMemory(BaseModel):
     updated_at: datetime
 
 
+class LeftOut(BaseModel):
+    """What the block left out, and why (counts), so an agent developer can tune the floor and the budget."""
+
+    memories_below_floor: int = Field(
+        description="memories found for the query but below the relevance floor (or the query had no topic)"
+    )
+    episodes_below_floor: int = Field(description="episodes left out for the same reason")
+    over_budget: int = Field(description="items that did not fit max_tokens")
+
+
 class ContextResponse(BaseModel):
     user_id: str
     context: str
     tokens: int
     max_tokens: int
     included: list[str]
+    left_out: LeftOut
 
 
 class Erased(BaseModel):
@@ -369,6 +381,20 @@ async def user_context(
             description="the agent asking: its own memories join the user's and the app's (labelled [agent])",
         ),
     ] = None,
+    min_similarity: Annotated[
+        float | None,
+        Query(
+            ge=0,
+            le=1,
+            description="relevance floor: a memory or episode is kept when its cosine similarity to the query "
+            "reaches this, or its keyword coverage reaches min_keyword_coverage (default: the embedder's "
+            "calibrated floor; 0 turns the floor off)",
+        ),
+    ] = None,
+    min_keyword_coverage: Annotated[
+        float | None,
+        Query(ge=0, le=1, description="relevance floor: the share of the query's keyword weight a hit holds"),
+    ] = None,
 ) -> Any:
     # called by agents on every turn: one thread hand-off for authentication, the block and the commit
     def build(db: Session, principal: Principal) -> ContextResponse:
@@ -383,6 +409,15 @@ async def user_context(
             now=utcnow(),
             ef_search=state.settings.hnsw_ef_search,
             agent_id=agent_id,
+            floor=floor_for(
+                state.settings.embedder,
+                min_similarity=state.settings.context_min_similarity if min_similarity is None else min_similarity,
+                min_keyword_coverage=(
+                    state.settings.context_min_keyword_coverage
+                    if min_keyword_coverage is None
+                    else min_keyword_coverage
+                ),
+            ),
         )
         state.access.note(principal.tenant_id, (i for i in block.included if len(i) == 36))
         return ContextResponse(
@@ -391,6 +426,11 @@ async def user_context(
             tokens=block.tokens,
             max_tokens=max_tokens,
             included=list(block.included),
+            left_out=LeftOut(
+                memories_below_floor=block.left_out.get("memories_below_floor", 0),
+                episodes_below_floor=block.left_out.get("episodes_below_floor", 0),
+                over_budget=block.left_out.get("over_budget", 0),
+            ),
         )
 
     return await in_tenant(state, key, build)

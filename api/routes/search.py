@@ -67,6 +67,14 @@ class SearchResult(BaseModel):
     session_id: str | None = None
     source_event_ids: list[str]
     source_turn_ids: list[str]
+    similarity: float | None = Field(
+        default=None, description="cosine similarity to the query (when the result was a vector candidate)"
+    )
+    keyword_coverage: float | None = Field(
+        default=None,
+        description="share of the query's keyword weight (idf) the result holds (when it was a keyword "
+        "candidate); with similarity, what the context block's relevance floor reads",
+    )
 
 
 class SearchResponse(BaseModel):

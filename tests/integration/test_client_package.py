@@ -86,7 +86,7 @@ def test_every_method_of_memory_round_trips_through_the_api(api_server, api_key,
 
         hits = memory.search("alice", "which city does she live in", k=5)
         assert moved.memory.id in [h.id for h in hits] and first.memory.id not in [h.id for h in hits]
-        block = memory.context("alice", query="city")
+        block = memory.context("alice", query="where does she live?")
         assert "Paris" in block.context and block.tokens <= block.max_tokens
 
         edited = memory.edit(moved.memory.id, content="Lives in Paris, 11e")

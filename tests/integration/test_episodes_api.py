@@ -178,3 +178,34 @@ def test_memctl_lists_shows_edits_and_deletes_episodes(worker_env, engine, tenan
             text("SELECT content FROM working_memory WHERE tenant_id = :t AND user_id = 'ops'"), {"t": tenant}
         ).scalar()
     assert "pool size" not in wm and "Fixed for good." not in wm
+
+
+def test_the_client_package_lists_shows_edits_and_deletes_episodes(api_server, api_key, engine, tenant, tmp_path):  # type: ignore[no-untyped-def]
+    import asyncio
+
+    from memory_client import AsyncMemory, Memory
+
+    _seed(engine, tenant)
+    memory = Memory(api_server, api_key, spool_path=tmp_path / "spool.jsonl", flush_at_exit=False)
+    try:
+        page = memory.episodes("ops", limit=1)
+        assert [e.session_id for e in page.items] == ["docs"] and page.next_offset == 1
+        billing = memory.episodes("ops", offset=1).items[0]
+        assert billing.session_id == "billing" and billing.archived_at is None
+        assert memory.episode(billing.id) == billing
+        edited = memory.edit_episode(billing.id, lesson="Raise the pool size before a deploy.")
+        assert edited.lesson == "Raise the pool size before a deploy." and edited.edited_at is not None
+        with pytest.raises(ValueError):
+            memory.edit_episode(billing.id)
+        assert memory.delete_episode(billing.id).id == billing.id
+        assert memory.episode(billing.id) is None
+    finally:
+        memory.close()
+
+    async def the_async_client() -> None:
+        async with AsyncMemory(api_server, api_key, spool_path=tmp_path / "aspool.jsonl") as amemory:
+            page = await amemory.episodes("ops")
+            assert [e.session_id for e in page.items] == ["docs"]
+            assert (await amemory.episode(page.items[0].id)) == page.items[0]
+
+    asyncio.run(the_async_client())

@@ -158,7 +158,14 @@ def test_prune_and_purge_do_exactly_what_the_policy_says_and_a_second_run_change
         **prune(db, now=NOW, policy=POLICY, actor="test", tenant_id=tenant),
         **purge(db, now=NOW, policy=POLICY, actor="test", tenant_id=tenant),
     }
-    assert again == {"archived": 0, "archived_ttl": 0, "archived_decay": 0, "purged": 0}
+    assert again == {
+        "archived": 0,
+        "archived_ttl": 0,
+        "archived_decay": 0,
+        "episodes_archived": 0,
+        "purged": 0,
+        "episodes_purged": 0,
+    }
 
 
 def test_a_tenant_can_override_a_kinds_half_life(db, tenant):
@@ -248,7 +255,7 @@ def test_purge_scrubs_the_content_of_purged_memories_history_only(db, tenant):
             ),
             {"m": mid, "t": tenant, "now": NOW - timedelta(days=400)},
         )
-    assert purge(db, now=NOW, policy=POLICY, actor="test", tenant_id=tenant) == {"purged": 1}
+    assert purge(db, now=NOW, policy=POLICY, actor="test", tenant_id=tenant) == {"purged": 1, "episodes_purged": 0}
     # the purged memory's access count goes with it
     counted = db.execute(
         text("SELECT memory_id::text FROM memory_access WHERE tenant_id = :t"), {"t": tenant}

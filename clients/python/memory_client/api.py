@@ -40,6 +40,9 @@ from memory_client.http_ingest import HttpPublisher, Unavailable, parse_retry_af
 from memory_client.models import (
     Cleared,
     Context,
+    Episode,
+    EpisodeDeleted,
+    EpisodePage,
     Erased,
     MemoryDetail,
     MemoryPage,
@@ -128,9 +131,21 @@ class _Requests:
 
     @staticmethod
     def context(
-        user_id: str, *, query: str = "", max_tokens: int = 1000, agent_id: str | None = None
+        user_id: str,
+        *,
+        query: str = "",
+        max_tokens: int = 1000,
+        agent_id: str | None = None,
+        min_similarity: float | None = None,
+        min_keyword_coverage: float | None = None,
     ) -> _Call[Context]:
-        params = _params(query=redact(query) or None, max_tokens=max_tokens, agent_id=agent_id)
+        params = _params(
+            query=redact(query) or None,
+            max_tokens=max_tokens,
+            agent_id=agent_id,
+            min_similarity=min_similarity,
+            min_keyword_coverage=min_keyword_coverage,
+        )
         return _Call("GET", f"/v1/users/{_path(user_id)}/context", _decoder(Context), params=params)
 
     @staticmethod
@@ -253,6 +268,32 @@ class _Requests:
         return _Call(
             "GET", f"/v1/users/{_path(user_id)}/working-memory", _decoder(WorkingMemory), none_on_404=True
         )
+
+    @staticmethod
+    def episodes(user_id: str, *, limit: int = 50, offset: int = 0) -> _Call[EpisodePage]:
+        params = _params(limit=limit, offset=offset)
+        return _Call("GET", f"/v1/users/{_path(user_id)}/episodes", _decoder(EpisodePage), params=params)
+
+    @staticmethod
+    def episode(episode_id: str) -> _Call[Episode | None]:
+        return _Call("GET", f"/v1/episodes/{_path(episode_id)}", _decoder(Episode), none_on_404=True)
+
+    @staticmethod
+    def edit_episode(
+        episode_id: str, *, what_happened: str | None = None, outcome: str | None = None, lesson: str | None = None
+    ) -> _Call[Episode]:
+        body = _params(
+            what_happened=redact(what_happened) if what_happened is not None else None,
+            outcome=redact(outcome) if outcome is not None else None,
+            lesson=redact(lesson) if lesson is not None else None,
+        )
+        if not body:
+            raise ValueError("nothing to change: give what_happened, outcome or lesson")
+        return _Call("PATCH", f"/v1/episodes/{_path(episode_id)}", _decoder(Episode), body=body)
+
+    @staticmethod
+    def delete_episode(episode_id: str) -> _Call[EpisodeDeleted]:
+        return _Call("DELETE", f"/v1/episodes/{_path(episode_id)}", _decoder(EpisodeDeleted))
 
 
 def _error(response: httpx.Response, call: _Call[Any]) -> APIError:
@@ -514,11 +555,29 @@ class Memory(_Base):
         )
 
     def context(
-        self, user_id: str, *, query: str = "", max_tokens: int = 1000, agent_id: str | None = None
+        self,
+        user_id: str,
+        *,
+        query: str = "",
+        max_tokens: int = 1000,
+        agent_id: str | None = None,
+        min_similarity: float | None = None,
+        min_keyword_coverage: float | None = None,
     ) -> Context:
         """A ready-to-inject block (standing rules, relevant memories, working memory) for a model call;
-        with `agent_id`, that agent's own memories join the user's and the app's (labelled)."""
-        return self._run(_Requests.context(user_id, query=query, max_tokens=max_tokens, agent_id=agent_id))
+        with `agent_id`, that agent's own memories join the user's and the app's (labelled). Memories and
+        episodes below the relevance floor are left out (`left_out` counts them); `min_similarity` /
+        `min_keyword_coverage` override the server's floor for this call (0 turns it off)."""
+        return self._run(
+            _Requests.context(
+                user_id,
+                query=query,
+                max_tokens=max_tokens,
+                agent_id=agent_id,
+                min_similarity=min_similarity,
+                min_keyword_coverage=min_keyword_coverage,
+            )
+        )
 
     def memories(
         self,
@@ -623,6 +682,31 @@ class Memory(_Base):
         """The user's working-memory document, or None before the worker wrote one."""
         return self._run(_Requests.working_memory(user_id))
 
+    def episodes(self, user_id: str, *, limit: int = 50, offset: int = 0) -> EpisodePage:
+        """The user's episodes (one per closed session), latest first; deleted ones are gone."""
+        return self._run(_Requests.episodes(user_id, limit=limit, offset=offset))
+
+    def episode(self, episode_id: str) -> Episode | None:
+        """One episode, or None when there is none (or it was deleted)."""
+        return self._run(_Requests.episode(episode_id))
+
+    def edit_episode(
+        self,
+        episode_id: str,
+        *,
+        what_happened: str | None = None,
+        outcome: str | None = None,
+        lesson: str | None = None,
+    ) -> Episode:
+        """Correct an episode (a later close of its session keeps the edit); an empty lesson removes it."""
+        return self._run(
+            _Requests.edit_episode(episode_id, what_happened=what_happened, outcome=outcome, lesson=lesson)
+        )
+
+    def delete_episode(self, episode_id: str) -> EpisodeDeleted:
+        """Delete an episode for good: it never comes back into the context block or the working memory."""
+        return self._run(_Requests.delete_episode(episode_id))
+
 
 class AsyncMemory(_Base):
     """The memory API for asyncio. `emit` is a plain method here too: it never waits on the network."""
@@ -703,12 +787,28 @@ class AsyncMemory(_Base):
         )
 
     async def context(
-        self, user_id: str, *, query: str = "", max_tokens: int = 1000, agent_id: str | None = None
+        self,
+        user_id: str,
+        *,
+        query: str = "",
+        max_tokens: int = 1000,
+        agent_id: str | None = None,
+        min_similarity: float | None = None,
+        min_keyword_coverage: float | None = None,
     ) -> Context:
         """A ready-to-inject block (standing rules, relevant memories, working memory) for a model call;
-        with `agent_id`, that agent's own memories join the user's and the app's (labelled)."""
+        with `agent_id`, that agent's own memories join the user's and the app's (labelled). Memories and
+        episodes below the relevance floor are left out (`left_out` counts them); `min_similarity` /
+        `min_keyword_coverage` override the server's floor for this call (0 turns it off)."""
         return await self._run(
-            _Requests.context(user_id, query=query, max_tokens=max_tokens, agent_id=agent_id)
+            _Requests.context(
+                user_id,
+                query=query,
+                max_tokens=max_tokens,
+                agent_id=agent_id,
+                min_similarity=min_similarity,
+                min_keyword_coverage=min_keyword_coverage,
+            )
         )
 
     async def memories(
@@ -813,3 +913,28 @@ class AsyncMemory(_Base):
     async def working_memory(self, user_id: str) -> WorkingMemory | None:
         """The user's working-memory document, or None before the worker wrote one."""
         return await self._run(_Requests.working_memory(user_id))
+
+    async def episodes(self, user_id: str, *, limit: int = 50, offset: int = 0) -> EpisodePage:
+        """The user's episodes (one per closed session), latest first; deleted ones are gone."""
+        return await self._run(_Requests.episodes(user_id, limit=limit, offset=offset))
+
+    async def episode(self, episode_id: str) -> Episode | None:
+        """One episode, or None when there is none (or it was deleted)."""
+        return await self._run(_Requests.episode(episode_id))
+
+    async def edit_episode(
+        self,
+        episode_id: str,
+        *,
+        what_happened: str | None = None,
+        outcome: str | None = None,
+        lesson: str | None = None,
+    ) -> Episode:
+        """Correct an episode (a later close of its session keeps the edit); an empty lesson removes it."""
+        return await self._run(
+            _Requests.edit_episode(episode_id, what_happened=what_happened, outcome=outcome, lesson=lesson)
+        )
+
+    async def delete_episode(self, episode_id: str) -> EpisodeDeleted:
+        """Delete an episode for good: it never comes back into the context block or the working memory."""
+        return await self._run(_Requests.delete_episode(episode_id))

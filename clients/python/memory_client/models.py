@@ -99,6 +99,17 @@ class SearchResult:
     session_id: str | None = None
     source_event_ids: list[str] = field(default_factory=list)
     source_turn_ids: list[str] = field(default_factory=list)
+    similarity: float | None = None  # cosine similarity to the query (vector candidates)
+    keyword_coverage: float | None = None  # share of the query's keyword weight it holds (keyword candidates)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LeftOut:
+    """What a context block left out, and why (counts): below the relevance floor, or over the budget."""
+
+    memories_below_floor: int
+    episodes_below_floor: int
+    over_budget: int
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -110,6 +121,43 @@ class Context:
     tokens: int
     max_tokens: int
     included: list[str]
+    left_out: LeftOut
+
+
+@dataclass(frozen=True, kw_only=True)
+class Episode:
+    """What happened in one closed session, its outcome and its lesson."""
+
+    id: str
+    user_id: str
+    agent_id: str | None
+    session_id: str
+    started_at: datetime | None
+    ended_at: datetime | None
+    what_happened: str
+    outcome: str
+    lesson: str
+    mode: str
+    source_event_ids: list[str]
+    created_at: datetime
+    edited_at: datetime | None
+    archived_at: datetime | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class EpisodePage:
+    """One page of a user's episodes, latest first; `next_offset` is None on the last page."""
+
+    items: list[Episode]
+    next_offset: int | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class EpisodeDeleted:
+    """An episode deleted for good; whether the user's working memory was rewritten without it."""
+
+    id: str
+    working_memory_rewritten: bool
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -181,6 +229,10 @@ SCHEMAS: dict[type, str] = {
     MemoryPage: "MemoryPage",
     SearchResult: "SearchResult",
     Context: "ContextResponse",
+    LeftOut: "LeftOut",
+    Episode: "Episode",
+    EpisodePage: "EpisodePage",
+    EpisodeDeleted: "EpisodeDeleted",
     Remembered: "Remembered",
     Erased: "Erased",
     WindowTurn: "WindowTurn",
