@@ -9,7 +9,7 @@ rewritten as a whole each night from current memories and recent episodes.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from core.extraction.candidates import Turn
@@ -102,3 +102,13 @@ def working_memory_document(
         unique = list(dict.fromkeys(_clip(e, 240) for e in entries if e))[:max_per_section]
         out.append(f"## {name}\n" + ("\n".join(f"- {e}" for e in unique) if unique else "- (none)"))
     return "\n\n".join(out)
+
+
+def document_mentions(document: str, changed: Iterable[tuple[str, str | None]]) -> bool:
+    """Whether a working-memory document names a memory that just stopped being current (its text, or its
+    slot's value): a rewritten document would say something else."""
+    folded = document.casefold()
+    return any(
+        (content and content.casefold() in folded) or (value and value.casefold() in folded)
+        for content, value in changed
+    )

@@ -459,3 +459,14 @@ def remember(
     return decision, apply_decision(
         db, tenant_id, user_id, c, decision, vec, actor=actor, now=now, owner=owner
     )
+
+
+def contents_of(db: Session, memory_ids: Sequence[str]) -> list[tuple[str, str | None]]:
+    """The content and slot value of the given memories (for what a change ended: `refresh_if_mentioned`)."""
+    if not memory_ids:
+        return []
+    rows = db.execute(
+        text("SELECT content, value FROM memories WHERE id = ANY(CAST(:ids AS uuid[]))"),
+        {"ids": [str(i) for i in memory_ids]},
+    ).all()
+    return [(r[0], r[1]) for r in rows]

@@ -4,13 +4,14 @@ rewritten as a whole; every replaced version goes to history."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import text
 from sqlmodel import Session
 
-from core.episodes import WMItem, working_memory_document
+from core.episodes import WMItem, document_mentions, working_memory_document
 from store.episodes import recent_episodes
 
 
@@ -137,3 +138,15 @@ def rebuild_document(db: Session, tenant_id: str, user_id: str, *, now: datetime
         db, tenant_id, user_id, "", content=content, mode="deterministic", source_hash=source_hash, now=now
     )
     return True
+
+
+def refresh_if_mentioned(
+    db: Session, tenant_id: str, user_id: str, changed: Iterable[tuple[str, str | None]], *, now: datetime
+) -> bool:
+    """After a change made outside the worker (the API's remember, edit or forget) replaced or ended memories
+    (`changed`: the old rows' content and value), rebuild the user's document in the same transaction when it
+    names one of them, so the next context block never shows the old value under "Working memory"."""
+    current = read_document(db, tenant_id, user_id)
+    if current is None or not document_mentions(current.content, changed):
+        return False
+    return rebuild_document(db, tenant_id, user_id, now=now)

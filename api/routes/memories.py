@@ -30,7 +30,7 @@ from store.memory_views import memory_history
 from store.models import MemoryPublic
 from store.scopes import Owner
 from store.users import erase_user, user_exists, user_known
-from store.working_memory import read_document
+from store.working_memory import read_document, refresh_if_mentioned
 
 router = APIRouter(prefix="/v1", tags=["memories"])
 
@@ -279,6 +279,11 @@ def remember(
             now=now,
         )
     response.status_code = 201 if written else 200
+    if decision.op in (Op.SUPERSEDE, Op.FORGET) and owner.scope == "user" and decision.target_ids:
+        # the working memory may name the value just replaced: rewritten before the caller's next read
+        refresh_if_mentioned(
+            db, principal.tenant_id, owner.user_id, repo.contents_of(db, decision.target_ids), now=now
+        )
     found = read_memory(db, memory_id) if memory_id is not None else None
     db.commit()  # before the answer: the caller's next read sees the memory
     return Remembered(
@@ -343,6 +348,8 @@ def patch_memory(
         actor=f"api_key:{principal.key_id}",
         now=now,
     )
+    if "content" in changes and found.scope == "user":
+        refresh_if_mentioned(db, principal.tenant_id, found.user_id, [(found.content, found.value)], now=now)
     edited = Memory(**_memory(db, memory_id).model_dump())
     db.commit()  # before the answer (the session dependency would commit after it): read-your-writes
     return edited
@@ -351,6 +358,7 @@ def patch_memory(
 @router.delete("/memories/{memory_id}", response_model=Memory)
 def forget_memory(principal: WriterDep, db: SessionDep, memory_id: UUID) -> Any:
     found = _memory(db, memory_id)
+    now = utcnow()
     repo.forget(
         db,
         str(memory_id),
@@ -359,8 +367,10 @@ def forget_memory(principal: WriterDep, db: SessionDep, memory_id: UUID) -> Any:
         reason="forgotten via API",
         actor=f"api_key:{principal.key_id}",
         event_ids=(),
-        now=utcnow(),
+        now=now,
     )
+    if found.scope == "user":
+        refresh_if_mentioned(db, principal.tenant_id, found.user_id, [(found.content, found.value)], now=now)
     forgotten = Memory(**_memory(db, memory_id).model_dump())
     db.commit()  # before the answer: the caller's next read no longer sees it
     return forgotten

@@ -132,3 +132,39 @@ def test_closing_a_session_rewrites_working_memory_from_its_episode(  # type: ig
     assert "billing" in progress  # the session's episode
     assert "Never deploy the billing service on Fridays." in document  # a current memory
     assert "pool size" in document.split("## Lessons", 1)[-1]
+
+
+def test_a_change_through_the_api_is_in_working_memory_before_the_next_read(  # type: ignore[no-untyped-def]
+    engine, tenant, api_server, api_key
+):
+    """`POST /v1/memories` superseding a slot, `PATCH` of a memory's text and `DELETE` rewrite the working
+    memory in their own transaction when it names what they ended (no worker running here)."""
+    api = httpx.Client(base_url=api_server, headers={"Authorization": f"Bearer {api_key}"}, timeout=30)
+    first = api.post(
+        "/v1/memories",
+        json={"user_id": "dev", "content": "The user's project uses pnpm.", "slot": "project.package_manager",
+              "value": "pnpm", "category": "decision"},
+    )
+    assert first.status_code == 201, first.text
+    tea = api.post(
+        "/v1/memories", json={"user_id": "dev", "content": "Never serve the user green tea.", "category": "constraint"}
+    ).json()
+    with session_scope(engine, tenant=tenant) as db:
+        rewrite_working_memory(db, tenant, "dev", now=datetime.now(UTC))
+    assert "uses pnpm." in (_document(engine, tenant, "dev") or "")
+
+    moved = api.post(
+        "/v1/memories",
+        json={"user_id": "dev", "content": "The user's project uses npm.", "slot": "project.package_manager",
+              "value": "npm", "category": "decision"},
+    )
+    assert moved.json()["op"] == "supersede", moved.text
+    working = _working_section(api.get("/v1/users/dev/context", params={"query": "install"}).json()["context"])
+    assert "uses npm." in working and "uses pnpm." not in working
+
+    tea_id = tea["memory"]["id"]
+    assert api.patch(f"/v1/memories/{tea_id}", json={"content": "Never serve the user black coffee."}).status_code == 200
+    document = _document(engine, tenant, "dev") or ""
+    assert "black coffee" in document and "green tea" not in document
+    assert api.delete(f"/v1/memories/{tea_id}").status_code == 200
+    assert "black coffee" not in (_document(engine, tenant, "dev") or "")

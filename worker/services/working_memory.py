@@ -11,6 +11,7 @@ from datetime import datetime
 
 from sqlmodel import Session
 
+from core.episodes import document_mentions as mentions
 from core.episodes import working_memory_document
 from core.prompts.working_memory import build_working_memory_messages, parse_working_memory_answer
 from store import working_memory as wm_store
@@ -69,16 +70,6 @@ def rewrite_working_memory(
         db, tenant_id, user_id, agent_id, content=document, mode=mode, source_hash=source_hash, now=now
     )
     return True, tokens
-
-
-def mentions(document: str, changed: Iterable[tuple[str, str | None]]) -> bool:
-    """Whether the document names a memory that just stopped being current (its text, or its slot's value):
-    a rewritten document would say something else."""
-    folded = document.casefold()
-    return any(
-        (content and content.casefold() in folded) or (value and value.casefold() in folded)
-        for content, value in changed
-    )
 
 
 def refresh_if_stale(
