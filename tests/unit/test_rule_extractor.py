@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -263,16 +262,6 @@ def test_a_repeated_statement_keeps_the_higher_tier() -> None:
 )
 def test_questions_hypotheticals_third_persons_and_negations_yield_nothing(text: str) -> None:
     assert extract_rules([_turn(text)]) == []
-
-
-def test_the_extractor_handles_thousands_of_turns_per_second() -> None:
-    texts = [case["text"] for case in CASES]
-    turns = [_turn(texts[i % len(texts)], event_id=str(i)) for i in range(2000)]
-    start = time.perf_counter()
-    for turn in turns:
-        extract_turn(turn)
-    rate = len(turns) / (time.perf_counter() - start)
-    assert rate >= 1000, f"{rate:.0f} turns/s"  # lenient: the target is >= 5,000 on one core
 
 
 @pytest.mark.parametrize("text", ["REMEMBER-、", "remember: …", "请记住：。"])
