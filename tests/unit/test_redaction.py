@@ -154,11 +154,11 @@ SECRET_CASES = [
         f"use {OPENAI_PROJECT_KEY} for the project", OPENAI_PROJECT_KEY, "api_key", id="openai-project-key"
     ),
     pytest.param(f"anthropic key: {ANTHROPIC_KEY}", ANTHROPIC_KEY, "api_key", id="anthropic-key"),
-    pytest.param("aws key AKIAIOSFODNN7EXAMPLE in env", "AKIAIOSFODNN7EXAMPLE", "api_key", id="aws-akia"),
+    pytest.param("aws key AKIAQULG8Y9B45YDKXHS in env", "AKIAQULG8Y9B45YDKXHS", "api_key", id="aws-akia"),
     pytest.param("temp creds ASIAY34FZKBOKMUTVV7A", "ASIAY34FZKBOKMUTVV7A", "api_key", id="aws-asia"),
     pytest.param(
-        "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
-        "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "aws_secret_access_key = 50uNtO/Vx+CqrSckzm0atNhosJfchB6fHGAwY4RI",
+        "50uNtO/Vx+CqrSckzm0atNhosJfchB6fHGAwY4RI",
         "api_key",
         id="aws-secret-labelled",
     ),

@@ -58,6 +58,10 @@ _Action = Callable[[re.Match[str]], tuple[str, int]]
 # Every placeholder starts with this; value patterns refuse to start on it, which is what makes reruns no-ops.
 _MARK = "[REDACTED:"
 
+# Vendors' documented example credentials end in the word EXAMPLE (AWS: `AKIAIOSFODNN7EXAMPLE`,
+# `wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY`): no generated key does, so such a value is a placeholder.
+_DOC_EXAMPLE = re.compile(r"EXAMPLE(?:KEY)?\Z")
+
 
 def _tag(kind: str) -> str:
     return f"{_MARK}{kind}]"
@@ -86,7 +90,8 @@ def _swap(kind: str, check: Callable[[str], bool] | None = None) -> _Action:
     def action(m: re.Match[str]) -> tuple[str, int]:
         whole = m.group()
         start, end = m.span("v") if "v" in m.re.groupindex else m.span()
-        if check is not None and not check(m.string[start:end]):
+        value = m.string[start:end]
+        if (check is not None and not check(value)) or _DOC_EXAMPLE.search(value):
             return whole, 0
         base = m.start()
         return whole[: start - base] + tag + whole[end - base :], 1
@@ -376,8 +381,10 @@ _PW_STAND_IN = re.compile(
 _LENGTH_WORD = re.compile(
     r"[ \t]*(?:characters?|chars?|digits?|letters?|symbols?|long\b|位|个字符|字符|字节)", _I
 )
-# "pass: 142, fail: 3" counts tests.
-_TEST_COUNTS = re.compile(r"\b(?:fail(?:ed|s|ures?)?|skip(?:ped|s)?|errors?|xfail(?:ed)?)\b", _I)
+# "pass: 142, fail: 3" counts tests (the counts may come before: "214 passed, 3 skipped ... 'pass: 213'").
+_TEST_COUNTS = re.compile(
+    r"\b(?:fail(?:ed|s|ures?)?|skip(?:ped|s)?|errors?|xfail(?:ed)?|passed|pytest|tests?|test[ _-]?cases?)\b", _I
+)
 # A user named just before: "username admin password admin", "账号 root 密码 toor".
 _USER_BEFORE = re.compile(
     r"(?:user(?:[ _-]?name)?|login|account|acct|用户名?|账号|帐号|账户)[^\n]{0,40}\Z", _I
@@ -406,8 +413,26 @@ def _token_like(s: str) -> bool:
     return len(s) >= 12 and any(c.isupper() for c in s) and any(c.islower() for c in s)
 
 
+# Template slots written as a capitalised name of what goes there: `postgresql://USER:PASSWORD@host`,
+# `-p YOUR_PASSWORD`, `DB_PASS=CHANGEME` (case-sensitive: a lower-case "password" may be a real weak one).
+_TEMPLATE_WORD = re.compile(
+    r"(?:[A-Z]+_)*(?:PASSWORD|PASSWD|PASSPHRASE|PASS|PWD|PW|SECRET|TOKEN|KEY|CHANGEME|CHANGE_ME)(?:_[A-Z]+)*"
+)
+
+
 def _stand_in(s: str) -> bool:
-    return _PW_STAND_IN.fullmatch(s) is not None
+    return _PW_STAND_IN.fullmatch(s) is not None or _TEMPLATE_WORD.fullmatch(s) is not None or (
+        _DOC_EXAMPLE.search(s) is not None
+    )
+
+
+# A type where a value would be: `def login(user: str, pw: str)`, `password: string`, `pw: &str`,
+# `password: Optional[SecretStr]`, `password string` (Go). Code, not a secret.
+_TYPE_ANNOTATION = re.compile(
+    r"&?(?:'[a-z]+[ \t])?(?:str|string|bytes|bytearray|int|integer|float|bool|boolean|char|secretstr"
+    r"|secretbytes|any|object|optional|option|union|text|varchar|uuid)(?:[\[<(|].*)?",
+    re.IGNORECASE,
+)
 
 
 # Prose where a value would be: "DB password: it's in 1Password", "password: they're rotated nightly".
@@ -467,6 +492,8 @@ def _labelled_value(m: re.Match[str], *, generated: bool) -> tuple[int, int] | N
     word = secret.rstrip("?!")  # "where does compose read DB_PASSWORD from?": a question, no value
     if _CONTRACTION.fullmatch(word):  # "DB password: it's in 1Password": prose, not a value
         return None
+    if _TYPE_ANNOTATION.fullmatch(word):  # "pw: str", "password: Optional[str]": a type in code
+        return None
     if _plain_word(word) and (
         word.split("-")[0].lower() in _NOT_A_PASSWORD
         or (not strong and not _USER_BEFORE.search(text, max(0, m.start() - 60), m.start()))
@@ -475,7 +502,7 @@ def _labelled_value(m: re.Match[str], *, generated: bool) -> tuple[int, int] | N
     if secret.rstrip("+").isdigit():
         if _LENGTH_WORD.match(text, v1) is not None:  # "the password is 12 characters long", "密码至少8位"
             return None
-        if label == "pass" and _TEST_COUNTS.search(text, v1, v1 + 60):  # "pass: 142, fail: 3"
+        if label == "pass" and _TEST_COUNTS.search(text, max(0, m.start() - 120), v1 + 60):  # "pass: 142, fail: 3"
             return None
     if label == "pin" and not secret.isdigit():
         return None
@@ -870,7 +897,7 @@ _RULES: tuple[_Rule, ...] = (
     *(_Rule("api_key", re.compile(p, re.ASCII), _swap("api_key", c), g) for p, c, g in _API_RULES),
     _Rule("api_key", _AWS_SECRET, _swap("api_key"), ("secret",)),
     _Rule("api_key", _BEARER, _bearer_action, ("bearer",)),
-    _Rule("password", _URL_PASSWORD, _swap("password"), ("://",)),
+    _Rule("password", _URL_PASSWORD, _swap("password", lambda v: not _stand_in(v)), ("://",)),
     _Rule("password", _BASIC, _basic_action, ("basic",)),
     _Rule("password", _ENV_PASSWORD, _assigned_action, ("pass", "pwd", "_auth")),
     _Rule("password", _CLI_PASSWORD, _assigned_action, ("mysql", "mariadb", "sshpass")),
