@@ -681,18 +681,20 @@ _CLI_FLAG_PASSWORD = re.compile(
     + ")"
 )
 _CLI_FLAG_GATE = (
-    "redis-cli", "keydb-cli", "valkey-cli", "login", "mongo", "cqlsh", "rabbitmqadmin", "sqlcmd", "bcp", "osql",
-    "ldap", "mosquitto_", "zip", "keytool", "jarsigner", "wget", "openssl",
+    "redis-cli", "keydb-cli", "valkey-cli", "docker", "podman", "nerdctl", "buildah", "skopeo", "helm", "oras",
+    "crane", "mongo", "cqlsh", "rabbitmqadmin", "sqlcmd", "bcp", "osql", "ldap", "mosquitto_", "zip", "keytool",
+    "jarsigner", "wget", "openssl",
 )  # fmt: skip
 # `user:password` (or smbclient's `user%password`) after a tool's user flag: `curl -u AC12:tok`, HTTPie's
 # `http -a me:pw`, `wget --user=me:pw`, `smbclient -U alice%pw`. Only what follows the first separator goes.
 _CLI_USER_PASSWORD = re.compile(
     r"(?P<lead>(?<![\w.-])(?:(?:curl|wget)" + _CMD_REST + r"(?:-u|--user|-U|--proxy-user)"
-    r"|(?:http|https|xh)" + _CMD_REST + r"(?:-a|--auth)"
+    r"|(?:http|https|xh)(?=[ \t])" + _CMD_REST + r"(?:-a|--auth)"
     r"|(?:smbclient|rpcclient|smbget|smbmap|smbcacls)" + _CMD_REST + r"(?:-U|--user)"
     r")" + _SEP + r"(?P<q>['\"]?)[^\s:%'\"]{1,64}[:%])(?P<v>" + _CLI_VALUE + ")"
 )
-_CLI_USER_GATE = ("curl", "wget", "http", "xh", "smb", "rpcclient")
+# not "http": every URL has it
+_CLI_USER_GATE = ("curl", "wget", "http ", "https ", "xh ", "smb", "rpcclient")
 # Server config files that take the password as a directive's argument: redis.conf `requirepass` /
 # `masterauth` (also `CONFIG SET requirepass ...`), keepalived `auth_pass`, ldap.conf / nslcd `bindpw`,
 # slapd.conf `rootpw`; with `=` only, wpa_supplicant `psk=` and sssd `ldap_default_authtok =`. A directive
@@ -705,6 +707,9 @@ _CONF_PASSWORD = re.compile(
     _I | re.MULTILINE,
 )
 _CONF_GATE = ("requirepass", "masterauth", "auth_pass", "bindpw", "rootpw", "psk", "ldap_default_authtok")
+# The three rules above share one gate: one search of the text for all their words instead of three (they
+# rarely match, and a gate search is most of what a rule that does not match costs).
+_TOOL_GATE = _CLI_FLAG_GATE + _CLI_USER_GATE + _CONF_GATE
 
 
 def _assigned_action(m: re.Match[str]) -> tuple[str, int]:
@@ -951,17 +956,14 @@ _AK_SK = re.compile(
 )
 # A cloud key under its short label, alone on its line or in a sentence: "AK：9J2V...", "SK = n4lA...",
 # "ak 是 ...". The value must look generated (a digit, 16+ characters): "AK-47", "SK hynix" are no keys.
+# (The label's letters come first and the checks on them after, so that the scan can skip to an a / s.)
 _SHORT_KEY_LABEL = re.compile(
-    r"(?<![A-Za-z0-9_.-])(?:AK|SK|ak|sk)(?:[ _-]?(?:ID|Id|id))?[ \t]*(?:[:：=＝]|->|→|是|为|為)[ \t]*[\"'`]?"
+    r"[AaSs][Kk](?<![A-Za-z0-9_.-][AaSs][Kk])(?<=AK|SK|ak|sk)(?:[ _-]?(?:ID|Id|id))?"
+    r"[ \t]*(?:[:：=＝]|->|→|是|为|為)[ \t]*[\"'`]?"
     r"(?P<v>(?!\[REDACTED:)[A-Za-z0-9+/=_-]{16,128})(?![A-Za-z0-9+/=_-])"
 )
-_SHORT_KEY_GATE = tuple(
-    f"{k}{i}{sp}{c}"
-    for k in ("ak", "sk")
-    for i in ("", "id", "_id", "-id", " id")
-    for sp in ("", " ")
-    for c in (":", "：", "=", "＝", "->", "→", "是", "为", "為")
-)
+# a longer list of label + connector spellings costs more to search than it saves
+_SHORT_KEY_GATE = ("ak", "sk")
 
 
 def _generated_key(s: str) -> bool:
@@ -972,15 +974,20 @@ def _generated_key(s: str) -> bool:
 # "2FA 密钥：muv4 uxnb g5bi irmv ...", "setup key JBSW Y3DP EHPK 3PXP". The label names a secret, a
 # second factor or an authenticator; the whole run of groups must be base32 (a hex fingerprint is not: it
 # has no letter past F), one case, with a digit.
+_TOTP_LABEL = (
+    r"(?:(?<![A-Za-z])(?:2fa|mfa|totp|otp|two[ -]factor|authenticator|setup[ _-]?key|secret|seed|key)"
+    r"(?![A-Za-z])|密钥|秘钥|密鑰|验证器|驗證器|两步验证|兩步驗證|二次验证|二步验证)"
+)
+_TOTP_HEAD = re.compile(_TOTP_LABEL, _I)
 _TOTP_GROUPED = re.compile(
-    r"(?P<lead>(?:(?<![A-Za-z])(?:2fa|mfa|totp|otp|two[ -]factor|authenticator|setup[ _-]?key|secret|seed|key)"
-    r"(?![A-Za-z])|密钥|秘钥|密鑰|验证器|驗證器|两步验证|兩步驗證|二次验证|二步验证)[^\n]{0,30}?)"
+    r"(?P<lead>" + _TOTP_LABEL + r"[^\n]{0,30}?)"
     r"(?P<v>(?<![A-Za-z0-9])(?<![A-Za-z0-9] )[A-Za-z2-7]{4}(?: [A-Za-z2-7]{4}){3,15}(?![A-Za-z0-9]| [A-Za-z0-9]))",
     _I,
 )
+# windowed (see `_Rule.head`): these words are found by the one scan shared with the other labelled rules
 _TOTP_GATE = (
-    "2fa", "mfa", "otp", "two", "authenticator", "secret", "seed", "key",
-    "密钥", "秘钥", "密鑰", "验证", "驗證",
+    "2fa", "mfa", "otp", "two-factor", "two factor", "authenticator", "secret", "seed", "key",
+    "密钥", "秘钥", "密鑰", "验证器", "驗證器", "两步验证", "兩步驗證", "二次验证", "二步验证",
 )  # fmt: skip
 
 
@@ -1067,14 +1074,14 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("api_key", _AWS_SECRET, _swap("api_key"), ("secret",)),
     _Rule("api_key", _BEARER, _bearer_action, ("bearer",)),
     # a TOTP key in groups of four, before the password rules can read one group as a value ("E2PW 7JZ7")
-    _Rule("api_key", _TOTP_GROUPED, _swap("api_key", _base32_groups), _TOTP_GATE),
+    _Rule("api_key", _TOTP_GROUPED, _swap("api_key", _base32_groups), _TOTP_GATE, _TOTP_HEAD, True),
     _Rule("password", _URL_PASSWORD, _swap("password", lambda v: not _stand_in(v)), ("://",)),
     _Rule("password", _BASIC, _basic_action, ("basic",)),
     _Rule("password", _ENV_PASSWORD, _assigned_action, ("pass", "pwd", "_auth")),
     _Rule("password", _CLI_PASSWORD, _assigned_action, ("mysql", "mariadb", "sshpass")),
-    _Rule("password", _CLI_FLAG_PASSWORD, _assigned_action, _CLI_FLAG_GATE),
-    _Rule("password", _CLI_USER_PASSWORD, _assigned_action, _CLI_USER_GATE),
-    _Rule("password", _CONF_PASSWORD, _assigned_action, _CONF_GATE),
+    _Rule("password", _CLI_FLAG_PASSWORD, _assigned_action, _TOOL_GATE),
+    _Rule("password", _CLI_USER_PASSWORD, _assigned_action, _TOOL_GATE),
+    _Rule("password", _CONF_PASSWORD, _assigned_action, _TOOL_GATE),
     # Pairs before single labels, so that only the password of "user / pass" is replaced.
     _Rule("password", _PAIR_LABELLED, _pair_action, _PAIR_GATE, _PAIR_HEAD, True),
     _Rule("password", _CREDENTIALS, _pair_action, _CREDENTIAL_GATE, _CREDENTIAL_HEAD, True),
