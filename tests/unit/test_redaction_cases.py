@@ -327,7 +327,19 @@ if __name__ == "__main__":
 # look-alikes kept (0.967). Misses: national IDs of more countries (UK NINO, Taiwan, Hong Kong, Aadhaar,
 # an unlabelled-looking DNI), an IBAN, WeCom and Feishu webhook URLs, backup codes, a Huawei AK/SK pair;
 # broken: a `${VAR:?message}` reference and "password: it's in 1Password". Folded in the same way.
-HOLDOUT_PATHS = (DATA / "redaction_holdout.jsonl", DATA / "redaction_holdout2.jsonl")
+#
+# The third one (tests/data/REDACTION_HOLDOUT3.md), written the same way, scored once on the redactor of
+# c006a14: 62 of 71 secret strings (0.873), 55 of 59 look-alikes kept (0.932). Misses: passwords given by a
+# tool's own flag (redis-cli -a, curl -u user:pass), a redis.conf `requirepass`, a credential pair after
+# "creds as before:", Huawei keys under the short labels AK / SK, a TOTP key in groups of four, a bank
+# account number in payment details, an Aadhaar number next to its label; broken: AWS's documented example
+# keys, `pw: str` in code, `USER:PASSWORD` in a URL template, "pass: 213" after a pytest summary. Folded in
+# the same way.
+HOLDOUT_PATHS = (
+    DATA / "redaction_holdout.jsonl",
+    DATA / "redaction_holdout2.jsonl",
+    DATA / "redaction_holdout3.jsonl",
+)
 
 
 def _holdout() -> list[dict[str, Any]]:

@@ -16,7 +16,9 @@ ID with a valid MOD 11-2 check digit and birth date), ``ssn`` (US ``AAA-GG-SSSS`
 ``api_key`` (OpenAI, Anthropic, AWS, GitHub, Slack, Google, Stripe, ``Bearer`` tokens), ``jwt``,
 ``private_key`` (a whole PEM block, or to the end of the text when the END line is missing), ``national_id``
 (a Dutch BSN, a Brazilian CPF, a Spanish DNI / NIE, a Taiwan or Hong Kong ID, an Aadhaar number with a
-valid check; a UK National Insurance number after its label), ``iban`` (valid mod 97) and ``password``
+valid check, or any 12 digits right after the word Aadhaar; a UK National Insurance number after its label),
+``iban`` (valid mod 97), ``bank_account`` (a number after an account label where a bank, sort code, IBAN,
+routing or SWIFT code is named nearby) and ``password``
 (English or Chinese "password is ..." phrases and ``scheme://user:password@host`` URLs; only the value is
 replaced, the lead-in words stay).
 
@@ -35,8 +37,17 @@ Built from the forms secrets are written in, not from examples (the table of cas
   ``账号密码 ops/Ops_2024!``, ``用 test01 / Test0101 登录`` (only the password goes), and the value first:
   "hunter2 is my password"; HTTP ``Basic`` credentials (base64 of ``user:password``);
 * shell and command-line forms: ``PGPASSWORD='...'``, ``MYSQL_PWD=...``, ``mysql -u me -pSECRET``,
-  ``sshpass -p SECRET``; ``user:password`` where the sentence speaks of signing in ("basic auth", "login",
+  ``sshpass -p SECRET``, and each common tool's own password flag (``redis-cli -a``, ``docker login -p``,
+  ``sqlcmd -P``, ``ldapsearch -w``, ``keytool -storepass``, ``openssl -passin pass:``, ``curl -u user:pass``,
+  ``smbclient -U user%pass``...: the tool is named, since ``-a`` / ``-p`` mean other things elsewhere);
+  server config directives (``requirepass``, ``masterauth``, ``auth_pass``, ``bindpw``, ``psk=``) at the start
+  of a line; ``user:password`` where the sentence speaks of signing in ("basic auth", "login",
   登录), the second half looking like a password;
+* short key labels ("AK：...", "SK = ...", a generated value only) and TOTP setup keys written in groups of
+  four base32 characters after a secret / 2FA / 密钥 label;
+* stand-ins are kept: ``<your-key>``, ``${VAR}``, ``$(cat file)``, masks, capitalised template words
+  (``USER:PASSWORD``, ``CHANGEME``), vendors' documented examples (``...EXAMPLE``, ``...EXAMPLEKEY``) and a type
+  in code (``pw: str``);
 * numbers written whole or in groups with spaces or dashes, the checksum deciding (Luhn and issuer for
   cards, the MOD 11-2 check character and birth date for Chinese IDs, SSA rules for SSNs).
 
@@ -57,6 +68,10 @@ _Action = Callable[[re.Match[str]], tuple[str, int]]
 
 # Every placeholder starts with this; value patterns refuse to start on it, which is what makes reruns no-ops.
 _MARK = "[REDACTED:"
+
+# Vendors' documented example credentials end in the word EXAMPLE (AWS: `AKIAIOSFODNN7EXAMPLE`,
+# `wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY`): no generated key does, so such a value is a placeholder.
+_DOC_EXAMPLE = re.compile(r"EXAMPLE(?:KEY)?\Z")
 
 
 def _tag(kind: str) -> str:
@@ -86,7 +101,8 @@ def _swap(kind: str, check: Callable[[str], bool] | None = None) -> _Action:
     def action(m: re.Match[str]) -> tuple[str, int]:
         whole = m.group()
         start, end = m.span("v") if "v" in m.re.groupindex else m.span()
-        if check is not None and not check(m.string[start:end]):
+        value = m.string[start:end]
+        if (check is not None and not check(value)) or _DOC_EXAMPLE.search(value):
             return whole, 0
         base = m.start()
         return whole[: start - base] + tag + whole[end - base :], 1
@@ -371,13 +387,16 @@ _NOT_A_PASSWORD = frozenset(_NOT_A_PASSWORD_WORDS.split())
 _PW_TRAILING = ".,;:)]}>'\"。，；：！？）」』】”’\\"  # not ! or ?: often part of the password
 # Values that stand for a secret without being one: masks, template slots, env references, "n/a".
 _PW_STAND_IN = re.compile(
-    r"[*•xX-]+|<[^<>]*>|\$\{[^}]*\}|\{\{\S*|\$[A-Z_][A-Z0-9_]*|%s|n/?a|tbd|todo|xxx+|your[_-]\w*", _I
+    r"[*•xX-]+|<[^<>]*>|\$\{[^}]*\}|\$\(.*|\{\{\S*|\$[A-Z_][A-Z0-9_]*|%s|n/?a|tbd|todo|xxx+|your[_-]\w*", _I
 )
 _LENGTH_WORD = re.compile(
     r"[ \t]*(?:characters?|chars?|digits?|letters?|symbols?|long\b|位|个字符|字符|字节)", _I
 )
-# "pass: 142, fail: 3" counts tests.
-_TEST_COUNTS = re.compile(r"\b(?:fail(?:ed|s|ures?)?|skip(?:ped|s)?|errors?|xfail(?:ed)?)\b", _I)
+# "pass: 142, fail: 3" counts tests (the counts may come before: "214 passed, 3 skipped ... 'pass: 213'").
+_TEST_COUNTS = re.compile(
+    r"\b(?:fail(?:ed|s|ures?)?|skip(?:ped|s)?|errors?|xfail(?:ed)?|passed|pytest|tests?|test[ _-]?cases?)\b",
+    _I,
+)
 # A user named just before: "username admin password admin", "账号 root 密码 toor".
 _USER_BEFORE = re.compile(
     r"(?:user(?:[ _-]?name)?|login|account|acct|用户名?|账号|帐号|账户)[^\n]{0,40}\Z", _I
@@ -406,8 +425,28 @@ def _token_like(s: str) -> bool:
     return len(s) >= 12 and any(c.isupper() for c in s) and any(c.islower() for c in s)
 
 
+# Template slots written as a capitalised name of what goes there: `postgresql://USER:PASSWORD@host`,
+# `-p YOUR_PASSWORD`, `DB_PASS=CHANGEME` (case-sensitive: a lower-case "password" may be a real weak one).
+_TEMPLATE_WORD = re.compile(
+    r"(?:[A-Z]+_)*(?:PASSWORD|PASSWD|PASSPHRASE|PASS|PWD|PW|SECRET|TOKEN|KEY|CHANGEME|CHANGE_ME)(?:_[A-Z]+)*"
+)
+
+
 def _stand_in(s: str) -> bool:
-    return _PW_STAND_IN.fullmatch(s) is not None
+    return (
+        _PW_STAND_IN.fullmatch(s) is not None
+        or _TEMPLATE_WORD.fullmatch(s) is not None
+        or _DOC_EXAMPLE.search(s) is not None
+    )
+
+
+# A type where a value would be: `def login(user: str, pw: str)`, `password: string`, `pw: &str`,
+# `password: Optional[SecretStr]`, `password string` (Go). Code, not a secret.
+_TYPE_ANNOTATION = re.compile(
+    r"&?(?:'[a-z]+[ \t])?(?:str|string|bytes|bytearray|int|integer|float|bool|boolean|char|secretstr"
+    r"|secretbytes|any|object|optional|option|union|text|varchar|uuid)(?:[\[<(|].*)?",
+    re.IGNORECASE,
+)
 
 
 # Prose where a value would be: "DB password: it's in 1Password", "password: they're rotated nightly".
@@ -467,6 +506,8 @@ def _labelled_value(m: re.Match[str], *, generated: bool) -> tuple[int, int] | N
     word = secret.rstrip("?!")  # "where does compose read DB_PASSWORD from?": a question, no value
     if _CONTRACTION.fullmatch(word):  # "DB password: it's in 1Password": prose, not a value
         return None
+    if _TYPE_ANNOTATION.fullmatch(word):  # "pw: str", "password: Optional[str]": a type in code
+        return None
     if _plain_word(word) and (
         word.split("-")[0].lower() in _NOT_A_PASSWORD
         or (not strong and not _USER_BEFORE.search(text, max(0, m.start() - 60), m.start()))
@@ -475,7 +516,8 @@ def _labelled_value(m: re.Match[str], *, generated: bool) -> tuple[int, int] | N
     if secret.rstrip("+").isdigit():
         if _LENGTH_WORD.match(text, v1) is not None:  # "the password is 12 characters long", "密码至少8位"
             return None
-        if label == "pass" and _TEST_COUNTS.search(text, v1, v1 + 60):  # "pass: 142, fail: 3"
+        # "pass: 142, fail: 3", "214 passed, 3 skipped ... 'pass: 213'": test counts
+        if label == "pass" and _TEST_COUNTS.search(text, max(0, m.start() - 120), v1 + 60):
             return None
     if label == "pin" and not secret.isdigit():
         return None
@@ -518,7 +560,11 @@ _CREDENTIAL_HEAD_TEXT = (
 )
 _CREDENTIAL_HEAD = re.compile(_CREDENTIAL_HEAD_TEXT, _I)
 _CREDENTIALS = re.compile(
-    r"(?P<lead>" + _CREDENTIAL_HEAD_TEXT + _ANY_CONNECTOR + r"[ \t]*"
+    r"(?P<lead>"
+    + _CREDENTIAL_HEAD_TEXT
+    + r"(?:(?P<far>(?:[ \t]+[A-Za-z'-]+){1,4}?[ \t]*[:：])|"
+    + _ANY_CONNECTOR
+    + r")[ \t]*"
     r"(?P<user>[A-Za-z0-9_.@+-]{1,64})(?:[ \t]*[/／][ \t]*|:))" + _PAIR_VALUE,
     _I,
 )
@@ -543,6 +589,9 @@ def _pair_action(m: re.Match[str]) -> tuple[str, int]:
         or not any(c.isalpha() for c in user)  # "login: 2024-03-15 / 10:30"
         or _stand_in(secret)
         or (_plain_word(secret) and secret.lower() in _NOT_A_PASSWORD)
+        # words between the label and its colon ("creds as before: admin / 07UD0ska"): the pair must
+        # look like credentials, the password not a word ("login page steps: home / settings")
+        or (m.groupdict().get("far") is not None and (len(secret) < 6 or _plain_word(secret)))
     ):
         return m.group(), 0
     return m.group("lead") + _tag("password") + value[len(secret) :], 1
@@ -595,6 +644,74 @@ _CLI_PASSWORD = re.compile(
 )
 
 
+# A password handed to a command-line tool by the flag that tool reads it from. The flag alone says nothing
+# (`-a` is "all" to ls and git, `-p` a port to psql, redis-cli and docker run), so each tool is named with its
+# own flags; the command may run over continuation lines (`\\` + newline) but not past a pipe or `;`.
+_CMD_REST = r"(?![\w-])(?:[^\n|;&`]|&(?!&)|\\\n)*?[ \t]"
+_SEP = r"(?:[ \t]+|=)"
+# The flag's value; a placeholder left by an earlier run is matched too (and kept by the action), so that on a
+# rerun the tool's reach stops at the same flag instead of running on to a later command's.
+_CLI_VALUE = r"\[REDACTED:[a-z_]+\]|(?!\[REDACTED:)[^\s'\"-][^\s'\"]*"
+_CLI_TOOL_FLAGS = (
+    (r"redis-cli|keydb-cli|valkey-cli", r"-a|--pass"),
+    (
+        r"(?:docker|podman|nerdctl|buildah|skopeo|helm|oras|crane)(?:[ \t]+registry)?[ \t]+login",
+        r"-p|--password",
+    ),
+    (
+        r"mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport|mongofiles|cqlsh|rabbitmqadmin",
+        r"-p|--password",
+    ),
+    (r"sqlcmd|bcp|osql", r"-P"),
+    (r"ldap(?:search|add|modify|delete|whoami|passwd|compare|modrdn|exop)", r"-w"),
+    (r"mosquitto_(?:pub|sub|rr)", r"-P|--pw"),
+    (r"zip|unzip|zipcloak", r"-P|--password"),
+    (r"keytool|jarsigner", r"-(?:src|dest)?(?:storepass|keypass)"),
+    (r"wget", r"--(?:http-|ftp-|proxy-)?password"),
+    (r"openssl", r"-pass(?:in|out)?[ \t]+pass:|-k[ \t]+"),  # openssl's own separators: no `_SEP` after
+)
+_CLI_FLAG_PASSWORD = re.compile(
+    r"(?P<lead>(?<![\w.-])(?:"
+    + "|".join(
+        "(?:" + tools + ")" + _CMD_REST + "(?:" + flags + ")" + ("" if tools == "openssl" else _SEP)
+        for tools, flags in _CLI_TOOL_FLAGS
+    )
+    + r")(?P<q>['\"]?))(?P<v>"
+    + _CLI_VALUE
+    + ")"
+)
+_CLI_FLAG_GATE = (
+    "redis-cli", "keydb-cli", "valkey-cli", "docker", "podman", "nerdctl", "buildah", "skopeo", "helm", "oras",
+    "crane", "mongo", "cqlsh", "rabbitmqadmin", "sqlcmd", "bcp", "osql", "ldap", "mosquitto_", "zip", "keytool",
+    "jarsigner", "wget", "openssl",
+)  # fmt: skip
+# `user:password` (or smbclient's `user%password`) after a tool's user flag: `curl -u AC12:tok`, HTTPie's
+# `http -a me:pw`, `wget --user=me:pw`, `smbclient -U alice%pw`. Only what follows the first separator goes.
+_CLI_USER_PASSWORD = re.compile(
+    r"(?P<lead>(?<![\w.-])(?:(?:curl|wget)" + _CMD_REST + r"(?:-u|--user|-U|--proxy-user)"
+    r"|(?:http|https|xh)(?=[ \t])" + _CMD_REST + r"(?:-a|--auth)"
+    r"|(?:smbclient|rpcclient|smbget|smbmap|smbcacls)" + _CMD_REST + r"(?:-U|--user)"
+    r")" + _SEP + r"(?P<q>['\"]?)[^\s:%'\"]{1,64}[:%])(?P<v>" + _CLI_VALUE + ")"
+)
+# not "http": every URL has it
+_CLI_USER_GATE = ("curl", "wget", "http ", "https ", "xh ", "smb", "rpcclient")
+# Server config files that take the password as a directive's argument: redis.conf `requirepass` /
+# `masterauth` (also `CONFIG SET requirepass ...`), keepalived `auth_pass`, ldap.conf / nslcd `bindpw`,
+# slapd.conf `rootpw`; with `=` only, wpa_supplicant `psk=` and sssd `ldap_default_authtok =`. A directive
+# starts its line: a commented-out one (`# requirepass foobared`, redis.conf's own example) is kept.
+_CONF_PASSWORD = re.compile(
+    r"(?P<lead>(?:^[ \t]*|(?<![\w-])config[ \t]+set[ \t]+)"
+    r"(?:(?:requirepass|masterauth|auth_pass|bindpw|rootpw)(?![\w-])[ \t]*[=:]?"
+    r"|(?:psk|wpa_psk|ldap_default_authtok)[ \t]*=)[ \t]*(?P<q>['\"]?))"
+    r"(?P<v>(?!\[REDACTED:)[^\s'\"#]+)",
+    _I | re.MULTILINE,
+)
+_CONF_GATE = ("requirepass", "masterauth", "auth_pass", "bindpw", "rootpw", "psk", "ldap_default_authtok")
+# The three rules above share one gate: one search of the text for all their words instead of three (they
+# rarely match, and a gate search is most of what a rule that does not match costs).
+_TOOL_GATE = _CLI_FLAG_GATE + _CLI_USER_GATE + _CONF_GATE
+
+
 def _assigned_action(m: re.Match[str]) -> tuple[str, int]:
     groups = m.groupdict()
     lead_name, value_name = ("lead", "v") if groups.get("v") is not None else ("lead2", "v2")
@@ -603,6 +720,7 @@ def _assigned_action(m: re.Match[str]) -> tuple[str, int]:
     secret = value if quoted else value.rstrip(_PW_TRAILING)
     if (
         not secret
+        or secret.startswith(_MARK)
         or _stand_in(secret)
         or _stand_in(value)
         or (_plain_word(secret) and secret.lower() in _NOT_A_PASSWORD)
@@ -731,6 +849,45 @@ _AADHAAR = re.compile(
 _IBAN = re.compile(
     r"(?P<lead>)(?P<v>(?<![A-Za-z0-9])[A-Z]{2}[0-9]{2}(?:[ ]?[A-Z0-9]{4}){2,7}(?:[ ]?[A-Z0-9]{1,3})?(?![A-Za-z0-9]))"
 )
+# "Aadhaar 3054 6592 0530", "Aadhaar no: ...": a number the user names an Aadhaar right before it is one even
+# when its check digit is wrong (a mistyped Aadhaar still identifies its holder); further away
+# ("Aadhaar linked to ... 1234 5678 9012") the Verhoeff check decides.
+_AADHAAR_NEXT_TO_LABEL = re.compile(
+    r"(?:aadhaar|aadhar|आधार)(?:[ \t]+(?:card|number|no\.?|num|#))*[ \t]*(?:[:：=#-]|is)?[ \t]*", _I
+)
+
+
+def _aadhaar_action(m: re.Match[str]) -> tuple[str, int]:
+    if _AADHAAR_NEXT_TO_LABEL.fullmatch(m.group("lead")) or _verhoeff_ok(m.group("v")):
+        return m.group("lead") + _tag("national_id"), 1
+    return m.group(), 0
+
+
+# A bank account number after its label, where the text speaks of a bank (a sort code, an IBAN, a SWIFT /
+# BIC, routing or IFSC code, the bank's name under "Bank:", 开户行): "Account no: 29434437" in payment
+# details. Without a bank nearby an "account number" is a customer or order account and is kept.
+_BANK_ACCOUNT = re.compile(
+    r"(?P<lead>(?<![A-Za-z])(?:(?:bank[ \t]+)?(?:account|acct|a/c)(?:[ \t]*(?:number|num|no\.?|nr\.?|#)"
+    r"[ \t]*(?:[:：=]|is)?|[ \t]*(?:[:：=]|is))"
+    r"|(?:银行|收款|对公)?(?:账号|帐号|账户|帳號|帳戶)[ \t]*(?:[:：]|是|为)?)[ \t]*)"
+    r"(?P<v>(?<![0-9])[0-9](?:[ -]?[0-9]){5,19}(?![0-9A-Za-z]))",
+    _I,
+)
+_BANK_CONTEXT = re.compile(
+    r"\b(?:sort[ \t]*code|iban|swift|bic|routing|aba|ifsc|bsb|banks?|banking|beneficiary|wire)\b"
+    r"|银行|開戶行|开户行|开户名|户名|汇款|匯款",
+    _I,
+)
+_BANK_GATE = ("account", "acct", "a/c", "账号", "帐号", "账户", "帳號", "帳戶")
+
+
+def _bank_account_action(m: re.Match[str]) -> tuple[str, int]:
+    text = m.string
+    if _BANK_CONTEXT.search(text, max(0, m.start() - 200), m.end() + 200) is None:
+        return m.group(), 0
+    return m.group("lead") + _tag("bank_account"), 1
+
+
 _ID_CARD_WORDS = (
     "身分",
     "身份",
@@ -788,13 +945,59 @@ def _iban_ok(s: str) -> bool:
     return int("".join(str(int(c, 36)) for c in moved)) % 97 == 1
 
 
-# An access key and its secret given as a pair: "AK/SK：<id> / <secret>", "access key / secret key: a / b".
+# An access key and its secret given as a pair: "AK/SK：<id> / <secret>", "access key / secret key: a / b"
+# (the id may already be a placeholder: `LTAI...`, `AKIA...` are replaced by their own rules first).
 _AK_SK = re.compile(
     r"(?P<lead>(?<![A-Za-z])(?:ak|access[ _-]?key(?:[ _-]?id)?)[ \t]*[/／&][ \t]*"
     r"(?:sk|secret(?:[ _-]?(?:access[ _-]?)?key)?)(?![A-Za-z0-9])[ \t]*(?:[:：=][ \t]*|is[ \t]+)?"
-    r"[A-Za-z0-9_+/=-]{8,128}[ \t]*[/／,，|][ \t]*)(?P<v>[A-Za-z0-9_+/=-]{16,128})(?![A-Za-z0-9_+/=-])",
+    r"(?:\[REDACTED:api_key\]|[A-Za-z0-9_+/=-]{8,128})[ \t]*[/／,，|][ \t]*)(?P<v>[A-Za-z0-9_+/=-]{16,128})"
+    r"(?![A-Za-z0-9_+/=-])",
     _I,
 )
+# A cloud key under its short label, alone on its line or in a sentence: "AK：9J2V...", "SK = n4lA...",
+# "ak 是 ...". The value must look generated (a digit, 16+ characters): "AK-47", "SK hynix" are no keys.
+# (The label's letters come first and the checks on them after, so that the scan can skip to an a / s.)
+_SHORT_KEY_LABEL = re.compile(
+    r"[AaSs][Kk](?<![A-Za-z0-9_.-][AaSs][Kk])(?<=AK|SK|ak|sk)(?:[ _-]?(?:ID|Id|id))?"
+    r"[ \t]*(?:[:：=＝]|->|→|是|为|為)[ \t]*[\"'`]?"
+    r"(?P<v>(?!\[REDACTED:)[A-Za-z0-9+/=_-]{16,128})(?![A-Za-z0-9+/=_-])"
+)
+# a longer list of label + connector spellings costs more to search than it saves
+_SHORT_KEY_GATE = ("ak", "sk")
+
+
+def _generated_key(s: str) -> bool:
+    return _token_like(s) and any(c.isdigit() for c in s) and not _stand_in(s)
+
+
+# A TOTP secret (base32: letters and the digits 2-7) written as the setup key is shown, in groups of four:
+# "2FA 密钥：muv4 uxnb g5bi irmv ...", "setup key JBSW Y3DP EHPK 3PXP". The label names a secret, a
+# second factor or an authenticator; the whole run of groups must be base32 (a hex fingerprint is not: it
+# has no letter past F), one case, with a digit.
+_TOTP_LABEL = (
+    r"(?:(?<![A-Za-z])(?:2fa|mfa|totp|otp|two[ -]factor|authenticator|setup[ _-]?key|secret|seed|key)"
+    r"(?![A-Za-z])|密钥|秘钥|密鑰|验证器|驗證器|两步验证|兩步驗證|二次验证|二步验证)"
+)
+_TOTP_HEAD = re.compile(_TOTP_LABEL, _I)
+_TOTP_GROUPED = re.compile(
+    r"(?P<lead>" + _TOTP_LABEL + r"[^\n]{0,30}?)"
+    r"(?P<v>(?<![A-Za-z0-9])(?<![A-Za-z0-9] )[A-Za-z2-7]{4}(?: [A-Za-z2-7]{4}){3,15}(?![A-Za-z0-9]| [A-Za-z0-9]))",
+    _I,
+)
+# windowed (see `_Rule.head`): these words are found by the one scan shared with the other labelled rules
+_TOTP_GATE = (
+    "2fa", "mfa", "otp", "two-factor", "two factor", "authenticator", "secret", "seed", "key",
+    "密钥", "秘钥", "密鑰", "验证器", "驗證器", "两步验证", "兩步驗證", "二次验证", "二步验证",
+)  # fmt: skip
+
+
+def _base32_groups(s: str) -> bool:
+    letters = [c for c in s if c.isalpha()]
+    one_case = all(c.islower() for c in letters) or all(c.isupper() for c in letters)
+    past_hex = any(c.lower() > "f" for c in letters)
+    return one_case and past_hex and any(c.isdigit() for c in s)
+
+
 # One-time recovery / backup codes listed after their label: each code goes (a code has a digit, 6 to 24
 # characters, groups joined by dashes).
 _CODES = re.compile(
@@ -870,10 +1073,15 @@ _RULES: tuple[_Rule, ...] = (
     *(_Rule("api_key", re.compile(p, re.ASCII), _swap("api_key", c), g) for p, c, g in _API_RULES),
     _Rule("api_key", _AWS_SECRET, _swap("api_key"), ("secret",)),
     _Rule("api_key", _BEARER, _bearer_action, ("bearer",)),
-    _Rule("password", _URL_PASSWORD, _swap("password"), ("://",)),
+    # a TOTP key in groups of four, before the password rules can read one group as a value ("E2PW 7JZ7")
+    _Rule("api_key", _TOTP_GROUPED, _swap("api_key", _base32_groups), _TOTP_GATE, _TOTP_HEAD, True),
+    _Rule("password", _URL_PASSWORD, _swap("password", lambda v: not _stand_in(v)), ("://",)),
     _Rule("password", _BASIC, _basic_action, ("basic",)),
     _Rule("password", _ENV_PASSWORD, _assigned_action, ("pass", "pwd", "_auth")),
     _Rule("password", _CLI_PASSWORD, _assigned_action, ("mysql", "mariadb", "sshpass")),
+    _Rule("password", _CLI_FLAG_PASSWORD, _assigned_action, _TOOL_GATE),
+    _Rule("password", _CLI_USER_PASSWORD, _assigned_action, _TOOL_GATE),
+    _Rule("password", _CONF_PASSWORD, _assigned_action, _TOOL_GATE),
     # Pairs before single labels, so that only the password of "user / pass" is replaced.
     _Rule("password", _PAIR_LABELLED, _pair_action, _PAIR_GATE, _PAIR_HEAD, True),
     _Rule("password", _CREDENTIALS, _pair_action, _CREDENTIAL_GATE, _CREDENTIAL_HEAD, True),
@@ -899,9 +1107,11 @@ _RULES: tuple[_Rule, ...] = (
     # a letter and 9 digits passes the Taiwan check one time in ten: only where an identity card is named
     _Rule("national_id", _TW_ID, _checked_action(_tw_id_ok), _ID_CARD_WORDS),
     _Rule("national_id", _HKID, _checked_action(_hkid_ok), _ID_CARD_WORDS),
-    _Rule("national_id", _AADHAAR, _checked_action(_verhoeff_ok), ("aadhaar", "aadhar", "uidai", "आधार")),
+    _Rule("national_id", _AADHAAR, _aadhaar_action, ("aadhaar", "aadhar", "uidai", "आधार")),
     _Rule("iban", _IBAN, _checked_action(_iban_ok, "iban"), _DIGITS),
+    _Rule("bank_account", _BANK_ACCOUNT, _bank_account_action, _BANK_GATE),
     _Rule("api_key", _AK_SK, _swap_value("api_key"), _AK_SK_GATE),
+    _Rule("api_key", _SHORT_KEY_LABEL, _swap("api_key", _generated_key), _SHORT_KEY_GATE),
     _Rule("password", _CODES, _codes_action, _CODE_GATE),
     # last: a user:password pair needs the sentence to speak of signing in, and must not eat what the
     # narrower rules above recognise
