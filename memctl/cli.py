@@ -416,6 +416,7 @@ def dlq_replay(
     from shared.db.engine import resolve_redis_url, session_scope
     from shared.db.models import DeadLetter
     from shared.stream import StreamProducer
+    from store.dead_letters import replay_envelope
 
     if dead_letter_id is None and not all_:
         _fail("give a dead letter id or --all", 2)
@@ -959,13 +960,6 @@ def reembed(
         f"re-embedded with {emb.name} ({emb.dim} dimensions); set MEMORY_EMBEDDER={name} "
         f"MEMORY_EMBEDDING_DIM={emb.dim} for the worker and the API"
     )
-
-
-def replay_envelope(payload: Any, tenant_id: str | None) -> Any:
-    """A dead letter holds either a whole envelope or one event of one: rebuild an envelope."""
-    if isinstance(payload, dict) and "events" in payload:
-        return payload
-    return {"tenant_id": tenant_id, "events": [payload]}
 
 
 def main() -> None:

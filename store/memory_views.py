@@ -9,6 +9,7 @@ policy (`core.forgetting.tenant_half_lives`), as pruning and ranking do.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any, Literal
 
 from sqlalchemy import text
@@ -96,9 +97,11 @@ def list_memories(
     limit: int = 50,
     offset: int = 0,
     order: Literal["importance", "timeline"] = "importance",
+    contains: str | None = None,
 ) -> tuple[list[MemoryPublic], bool]:
     """A page of the user's memories and whether another page follows: most important first, or as a
-    `timeline` (each slot's values in the order they held, then the unslotted memories)."""
+    `timeline` (each slot's values in the order they held, then the unslotted memories). `contains`: only
+    memories whose content holds that text (case-insensitive; the console's search box)."""
     rows = (
         db.execute(
             text(
@@ -106,6 +109,7 @@ def list_memories(
                 "AND (CAST(:kinds AS text[]) IS NULL OR kind = ANY(:kinds)) "
                 "AND (CAST(:cat AS text) IS NULL OR category = :cat) "
                 "AND (CAST(:slot AS text) IS NULL OR slot = :slot) "
+                "AND (CAST(:like AS text) IS NULL OR content ILIKE :like) "
                 f"ORDER BY {_ORDER[order]} LIMIT :n OFFSET :o"
             ),
             {
@@ -115,6 +119,7 @@ def list_memories(
                 "kinds": list(kinds) if kinds else None,
                 "cat": category,
                 "slot": slot,
+                "like": _like(contains),
                 "n": limit + 1,
                 "o": offset,
             },
@@ -123,3 +128,56 @@ def list_memories(
         .all()
     )
     return _public(rows[:limit], half_lives(db, tenant_id)), len(rows) > limit
+
+
+def _like(contains: str | None) -> str | None:
+    if not contains:
+        return None
+    escaped = contains.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def memories_as_of(
+    db: Session,
+    tenant_id: str,
+    user_id: str,
+    at: datetime,
+    *,
+    contains: str | None = None,
+    limit: int = 100,
+) -> tuple[list[dict[str, Any]], bool]:
+    """What was known about the user at `at`: the memories recorded by then and not yet closed (superseded,
+    consolidated, archived or forgotten) by then, each with the content it had then (the `before` snapshot
+    of its first later edit, if any), most important first; and whether more follow."""
+    rows = (
+        db.execute(
+            text(
+                "SELECT * FROM (SELECT m.id, m.kind, m.scope, m.category, m.slot, m.importance, m.recorded_at, "
+                "m.valid_from, coalesce((SELECT h.before->>'content' FROM memory_history h "
+                "WHERE h.memory_id = m.id AND h.created_at > :at AND h.before ? 'content' ORDER BY h.id LIMIT 1), "
+                "m.content) AS content FROM memories m WHERE m.tenant_id = :t AND m.user_id = :u "
+                "AND m.recorded_at <= :at AND (m.valid_to IS NULL OR m.valid_to > :at) "
+                "AND (m.archived_at IS NULL OR m.archived_at > :at)) known "
+                "WHERE CAST(:like AS text) IS NULL OR content ILIKE :like "
+                "ORDER BY importance DESC, recorded_at DESC, id LIMIT :n"
+            ),
+            {"t": tenant_id, "u": user_id, "at": at, "like": _like(contains), "n": limit + 1},
+        )
+        .mappings()
+        .all()
+    )
+    return [dict(r) for r in rows[:limit]], len(rows) > limit
+
+
+def memories_from_event(
+    db: Session, tenant_id: str, event_id: str, *, limit: int = 50
+) -> list[dict[str, Any]]:
+    """The memories an event is a source of (any status), newest first."""
+    rows = db.execute(
+        text(
+            "SELECT id, user_id, kind, status, content, recorded_at FROM memories "
+            "WHERE tenant_id = :t AND :e = ANY(source_event_ids) ORDER BY recorded_at DESC LIMIT :n"
+        ),
+        {"t": tenant_id, "e": event_id, "n": limit},
+    )
+    return [dict(r) for r in rows.mappings().all()]

@@ -78,3 +78,16 @@ def erase_user(db: Session, tenant_id: str, user_id: str) -> dict[str, int]:
         )
     )
     return counts
+
+
+def list_users(db: Session, tenant_id: str, *, limit: int = 200) -> list[str]:
+    """The tenant's users (those with a session or a memory), by id (the console's index)."""
+    rows = db.execute(
+        text(
+            "SELECT user_id FROM sessions WHERE tenant_id = :t UNION "
+            "SELECT DISTINCT user_id FROM memories WHERE tenant_id = :t AND user_id <> '*app' "
+            "ORDER BY 1 LIMIT :n"
+        ),
+        {"t": tenant_id, "n": limit},
+    ).scalars()
+    return list(rows)
