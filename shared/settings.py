@@ -47,8 +47,8 @@ class Settings(BaseSettings):
     # (tenants.settings: {"rate_limit_per_s": ..., "rate_limit_burst": ...}).
     rate_limit_per_s: float = Field(default=100.0, ge=0)
     rate_limit_burst: int = Field(default=200, ge=1)
-    # the web console (/console/): the key that signs its session cookies. Empty: a random one per API process
-    # (sessions end when it restarts, and several API processes behind one address need one shared value).
+    # the web console (/console/): the key that signs its session cookies. Empty: a random one created once in
+    # Redis and shared by every API process (sessions end if Redis loses it).
     console_secret: str = Field(default="", repr=False)
     console_session_hours: float = Field(default=12.0, gt=0, le=24 * 30)
 

@@ -106,8 +106,28 @@ env.tests["mapping"] = lambda v: isinstance(v, dict)
 env.tests["sequence_value"] = lambda v: isinstance(v, list | tuple)
 
 
+SECRET_KEY = "memory:console:secret"
+
+
 def signer(request: Request) -> Signer:
-    return request.app.state.console_signer  # type: ignore[no-any-return]
+    """The app's cookie signer: MEMORY_CONSOLE_SECRET, or else a random secret created once in Redis (SET NX)
+    and read by every API process, so that a session signed by one is good at all of them."""
+    found: Signer | None = request.app.state.console_signer
+    if found is not None:
+        return found
+    state: AppState = request.app.state.memory
+    try:
+        redis = state.publisher.redis
+        redis.set(SECRET_KEY, new_secret(), nx=True)
+        secret = redis.get(SECRET_KEY)
+    except Exception as exc:
+        raise HTTPException(503, "the console's signing secret is kept in Redis, which is unreachable") from exc
+    if not secret:
+        raise HTTPException(503, "the console's signing secret is missing from Redis")
+    value = secret.decode() if isinstance(secret, bytes) else str(secret)
+    found = Signer(value, session_max_age_s=state.settings.console_session_hours * 3600)
+    request.app.state.console_signer = found
+    return found
 
 
 @dataclass

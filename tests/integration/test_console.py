@@ -21,7 +21,7 @@ import httpx
 import pytest
 from sqlalchemy import text
 
-from api.keys import create_key
+from api.keys import create_key, revoke_key
 from shared import tasknames
 from shared.db.engine import session_scope
 from shared.embedded import redis_py_url
@@ -379,6 +379,18 @@ def test_a_form_without_its_csrf_token_is_refused(server, world, engine):
         == 303
     )
     assert _history(engine, mem)[-1] == ("edit", f"api_key:{world['key_a_id']}")
+    http.close()
+
+
+def test_a_revoked_key_ends_its_console_sessions(server, engine):
+    with session_scope(engine) as db:
+        key, row = create_key(db, f"cr-{uuid.uuid4().hex[:8]}", name="soon revoked")
+    http, _ = _http_session(server, key)
+    assert http.get("/console/ops").status_code == 200
+    with session_scope(engine) as db:
+        assert revoke_key(db, row.id, now=datetime.now(UTC))
+    gone = http.get("/console/ops")
+    assert gone.status_code == 303 and gone.headers["location"] == "/console/login"
     http.close()
 
 
