@@ -5,6 +5,7 @@ waiting, and the latest run of each kind. Read in the owner's (all-tenant) scope
 
 from __future__ import annotations
 
+from datetime import date, timedelta
 from typing import Any
 
 from sqlalchemy import text
@@ -111,28 +112,48 @@ def tokens_by_day(db: Session, tenant_id: str, *, days: int = 14) -> list[dict[s
 
 
 def memories_by_status_daily(db: Session, tenant_id: str, *, days: int = 14) -> list[dict[str, Any]]:
-    """For each of the last `days` days (at its end, UTC), how many memories were current (recorded, not
-    yet closed) and how many had been closed by then, by the status they have now."""
+    """For each of the last `days` days (UTC), how many of the tenant's memories were current at its end
+    (recorded, not yet closed: superseded, consolidated, archived or forgotten) and how many had been closed
+    by then, by the status they have now. One scan: the memories grouped by the day they were recorded and
+    the day they were closed (both clamped to the first day shown; GREATEST and LEAST skip NULLs, hence the
+    CASE for a memory never closed), summed per day here."""
     rows = db.execute(
         text(
-            "SELECT d.day, "
-            "count(m.id) FILTER (WHERE (m.valid_to IS NULL OR m.valid_to > d.day_end) "
-            "AND (m.archived_at IS NULL OR m.archived_at > d.day_end)) AS current, "
-            "count(m.id) FILTER (WHERE m.status = 'superseded' AND NOT ((m.valid_to IS NULL OR m.valid_to > d.day_end) "
-            "AND (m.archived_at IS NULL OR m.archived_at > d.day_end))) AS superseded, "
-            "count(m.id) FILTER (WHERE m.status IN ('consolidated', 'archived') AND NOT ((m.valid_to IS NULL "
-            "OR m.valid_to > d.day_end) AND (m.archived_at IS NULL OR m.archived_at > d.day_end))) AS archived, "
-            "count(m.id) FILTER (WHERE m.status = 'deleted' AND NOT ((m.valid_to IS NULL OR m.valid_to > d.day_end) "
-            "AND (m.archived_at IS NULL OR m.archived_at > d.day_end))) AS deleted "
-            "FROM (SELECT (g AT TIME ZONE 'UTC')::date AS day, g + interval '1 day' AS day_end "
-            "FROM generate_series(date_trunc('day', now(), 'UTC') - make_interval(days => :n - 1), "
-            "date_trunc('day', now(), 'UTC'), interval '1 day') AS g) d "
-            "LEFT JOIN memories m ON m.tenant_id = :t AND m.recorded_at < d.day_end "
-            "GROUP BY d.day ORDER BY d.day"
+            "WITH w AS (SELECT floor(extract(epoch FROM now()) / 86400)::int - (:n - 1) AS start) "
+            "SELECT greatest(floor(extract(epoch FROM recorded_at) / 86400)::int, w.start) AS opened, "
+            "CASE WHEN valid_to IS NULL AND archived_at IS NULL THEN NULL ELSE greatest(floor(extract(epoch FROM "
+            "greatest(least(valid_to, archived_at), recorded_at)) / 86400)::int, w.start) END AS closed, "
+            "status, count(*) FROM memories, w WHERE tenant_id = :t GROUP BY 1, 2, 3"
         ),
-        {"n": days, "t": tenant_id},
-    )
-    return [dict(r) for r in rows.mappings().all()]
+        {"t": tenant_id, "n": days},
+    ).all()
+    epoch = date(1970, 1, 1)
+    today = db.execute(text("SELECT floor(extract(epoch FROM now()) / 86400)::int")).scalar_one()
+    buckets = {
+        "superseded": "superseded",
+        "consolidated": "archived",
+        "archived": "archived",
+        "deleted": "deleted",
+    }
+    out = []
+    for k in range(days - 1, -1, -1):
+        day = today - k
+        counts: dict[str, Any] = {
+            "day": epoch + timedelta(days=day),
+            "current": 0,
+            "superseded": 0,
+            "archived": 0,
+            "deleted": 0,
+        }
+        for opened, closed, status, n in rows:
+            if opened > day:
+                continue
+            if closed is None or closed > day:
+                counts["current"] += n
+            elif status in buckets:
+                counts[buckets[status]] += n
+        out.append(counts)
+    return out
 
 
 def tokens_today_by_stage(db: Session, tenant_id: str) -> list[dict[str, Any]]:

@@ -24,9 +24,10 @@ from sqlalchemy import text
 from api.keys import create_key, revoke_key
 from shared import tasknames
 from shared.db.engine import session_scope
+from shared.db.vectors import vector_literal
 from shared.embedded import redis_py_url
 from store.dead_letters import record_dead_letter
-from tests.memory_rows import insert_memory
+from tests.memory_rows import EMBEDDER, insert_memory
 from tests.services import REPO, free_port, wait_for
 
 pytestmark = pytest.mark.integration
@@ -141,6 +142,14 @@ def world(engine: Any, console_queue: str) -> dict[str, Any]:
             )
         conn.execute(
             text(
+                "INSERT INTO episodes (tenant_id, user_id, session_id, what_happened, outcome, lesson, mode, "
+                "embedding) VALUES (:t, 'ada', 's-ada', 'moved the deploys to ArgoCD', 'done', "
+                "'roll out one service first', 'deterministic', CAST(:v AS vector))"
+            ),
+            {"t": a, "v": vector_literal(EMBEDDER.embed(["moved the deploys to ArgoCD"])[0])},
+        )
+        conn.execute(
+            text(
                 "INSERT INTO working_memory (tenant_id, user_id, content, mode) VALUES (:t, 'ada', "
                 "'## Now\n- moving the deploys to ArgoCD', 'deterministic')"
             ),
@@ -216,6 +225,7 @@ def test_sign_in_search_edit_pin_ttl_forget_and_sign_out(browser, server, world,
     page.click("text=ada")
     page.wait_for_url(re.compile(r".*/console/users/ada$"))
     assert page.locator("#working-memory").is_visible()
+    assert "moved the deploys to ArgoCD" in page.locator("#episodes").inner_text()
     # search (htmx swaps the list as one types)
     page.fill("#search", "argocd")
     page.wait_for_function("document.querySelectorAll('#memories tr.memory').length === 1")
@@ -403,3 +413,42 @@ def test_erasing_a_user_needs_the_typed_confirmation(server, world):
     assert done.status_code == 303
     assert http.get("/console/users/eve").status_code == 404
     http.close()
+
+
+def test_memories_by_status_over_time_counts_each_memory_in_the_right_state_each_day(db):
+    from store.stats import memories_by_status_daily
+
+    tenant = f"cs-{uuid.uuid4().hex[:8]}"
+    now = datetime.now(UTC)
+    db.execute(text("INSERT INTO tenants (id) VALUES (:t)"), {"t": tenant})
+    conn = db.connection()
+    # long-lived and current; recorded 5 days ago, superseded 2 days ago; forgotten 20 days ago (before the
+    # window); recorded today
+    insert_memory(conn, tenant_id=tenant, user_id="u", content="old", recorded_at=now - timedelta(days=40))
+    insert_memory(
+        conn,
+        tenant_id=tenant,
+        user_id="u",
+        content="replaced",
+        recorded_at=now - timedelta(days=5),
+        status="superseded",
+        valid_to=now - timedelta(days=2),
+    )
+    insert_memory(
+        conn,
+        tenant_id=tenant,
+        user_id="u",
+        content="forgotten",
+        recorded_at=now - timedelta(days=30),
+        status="deleted",
+        valid_to=now - timedelta(days=20),
+        archived_at=now - timedelta(days=20),
+    )
+    insert_memory(conn, tenant_id=tenant, user_id="u", content="new", recorded_at=now)
+    daily = memories_by_status_daily(db, tenant, days=14)
+    assert len(daily) == 14 and daily[-1]["day"] == now.date()
+    by_day = {(now.date() - d["day"]).days: d for d in daily}
+    assert (by_day[13]["current"], by_day[13]["superseded"], by_day[13]["deleted"]) == (1, 0, 1)
+    assert (by_day[4]["current"], by_day[4]["superseded"]) == (2, 0)
+    assert (by_day[1]["current"], by_day[1]["superseded"]) == (1, 1)
+    assert (by_day[0]["current"], by_day[0]["superseded"], by_day[0]["deleted"]) == (2, 1, 1)
