@@ -21,6 +21,7 @@ USER_TABLES = (
     "events",
     "sessions",
     "consolidation_runs",
+    "task_traces",
 )
 
 
@@ -53,7 +54,8 @@ def _rowcount(result: Result[Any]) -> int:
 
 def erase_user(db: Session, tenant_id: str, user_id: str) -> dict[str, int]:
     """Delete everything about one user: events, memories, history (content included), candidates,
-    episodes, sessions, working memory and its history, run records, dead letters naming the user."""
+    episodes, sessions, working memory and its history, run records, task traces, dead letters naming the
+    user."""
     p = {"t": tenant_id, "u": user_id}
     counts: dict[str, int] = {}
     for table in USER_TABLES:
