@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import text
 from sqlalchemy.dialects.postgresql import insert
 from sqlmodel import Session
 
@@ -257,20 +256,3 @@ def _bump_sessions(
         cols["ended_at"].append(max(ends) if ends else None)
     returned = fetch_all(session, _BUMP_SESSIONS, {"tenant_id": tenant_id, "now": now, **cols})
     return [SessionCounters(*row) for row in returned]
-
-
-def get_event(db: Session, tenant_id: str, event_id: str) -> dict[str, Any] | None:
-    """One stored event as an operator reads it (the console's trace page without a trace), or None."""
-    row = (
-        db.execute(
-            text(
-                "SELECT event_id, user_id, agent_id, session_id, role, content, token_count, event_time, "
-                "received_at, processed_at, status, attempts, redactions, llm_error, llm_attempts, "
-                "content_purged_at FROM events WHERE tenant_id = :t AND event_id = :e"
-            ),
-            {"t": tenant_id, "e": event_id},
-        )
-        .mappings()
-        .first()
-    )
-    return dict(row) if row is not None else None

@@ -167,17 +167,3 @@ def memories_as_of(
         .all()
     )
     return [dict(r) for r in rows[:limit]], len(rows) > limit
-
-
-def memories_from_event(
-    db: Session, tenant_id: str, event_id: str, *, limit: int = 50
-) -> list[dict[str, Any]]:
-    """The memories an event is a source of (any status), newest first."""
-    rows = db.execute(
-        text(
-            "SELECT id, user_id, kind, status, content, recorded_at FROM memories "
-            "WHERE tenant_id = :t AND :e = ANY(source_event_ids) ORDER BY recorded_at DESC LIMIT :n"
-        ),
-        {"t": tenant_id, "e": event_id, "n": limit},
-    )
-    return [dict(r) for r in rows.mappings().all()]

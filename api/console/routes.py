@@ -9,7 +9,6 @@ POSTs 403 whatever it sends. Every POST checks the form's CSRF token first.
 
 from __future__ import annotations
 
-import importlib
 import re
 import secrets
 from collections import defaultdict
@@ -18,7 +17,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from types import ModuleType
 from typing import Annotated, Any
 from urllib.parse import quote
 from uuid import UUID
@@ -52,14 +50,7 @@ from shared.stream import StreamProducer, stream_stats
 from store import memories as repo
 from store.dead_letters import list_dead_letters, replay_envelope, take_for_replay
 from store.episodes import list_episodes
-from store.ingest import get_event
-from store.memory_views import (
-    get_memory,
-    list_memories,
-    memories_as_of,
-    memories_from_event,
-    memory_history,
-)
+from store.memory_views import get_memory, list_memories, memories_as_of, memory_history
 from store.runs import list_runs
 from store.stats import (
     event_minutes,
@@ -69,6 +60,7 @@ from store.stats import (
     tokens_by_day,
     tokens_today_by_stage,
 )
+from store.trace import event_trace, memory_why
 from store.usage import tenant_budget
 from store.users import erase_user, list_users, user_known
 from store.working_memory import read_document
@@ -85,21 +77,24 @@ _ID = re.compile(ID_PATTERN)
 FormDep = Annotated[dict[str, str], Depends(form_fields)]
 
 
-def _trace_module() -> ModuleType | None:
-    """`store.trace` (the event trace and `why`, issue #17 item 1) when this checkout has it."""
-    try:
-        return importlib.import_module("store.trace")
-    except ImportError:
-        return None
-
-
 def _fmt_dt(value: Any) -> str:
     if isinstance(value, datetime):
         return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
     return "" if value is None else str(value)
 
 
+def _fmt_iso(value: Any) -> str:
+    """An ISO 8601 string (what the trace dicts carry) as the pages show times."""
+    if isinstance(value, str):
+        try:
+            return _fmt_dt(datetime.fromisoformat(value))
+        except ValueError:
+            return value
+    return _fmt_dt(value)
+
+
 env.filters["dt"] = _fmt_dt
+env.filters["isotime"] = _fmt_iso
 env.filters["short"] = lambda v, n=8: str(v)[:n]
 env.filters["urlq"] = lambda v: quote(str(v), safe="")
 env.tests["mapping"] = lambda v: isinstance(v, dict)
@@ -121,7 +116,9 @@ def signer(request: Request) -> Signer:
         redis.set(SECRET_KEY, new_secret(), nx=True)
         secret = redis.get(SECRET_KEY)
     except Exception as exc:
-        raise HTTPException(503, "the console's signing secret is kept in Redis, which is unreachable") from exc
+        raise HTTPException(
+            503, "the console's signing secret is kept in Redis, which is unreachable"
+        ) from exc
     if not secret:
         raise HTTPException(503, "the console's signing secret is missing from Redis")
     value = secret.decode() if isinstance(secret, bytes) else str(secret)
@@ -382,18 +379,10 @@ async def memory_history_fragment(request: Request, memory_id: UUID) -> Response
 @router.get("/memories/{memory_id}/why")
 async def why_page(request: Request, memory_id: UUID) -> Response:
     def build(v: View) -> Response:
-        found = _memory_or_404(v, memory_id)
-        trace = _trace_module()
-        why = trace.memory_why(v.db, v.principal.tenant_id, str(memory_id)) if trace else None
-        sources = [get_event(v.db, v.principal.tenant_id, e) for e in found.source_event_ids[:50]]
-        return v.render(
-            "why.html",
-            m=found,
-            why=why,
-            traced=trace is not None,
-            sources=[s for s in sources if s is not None],
-            history=memory_history(v.db, memory_id),
-        )
+        why = memory_why(v.db, v.principal.tenant_id, str(memory_id))
+        if why is None:
+            raise HTTPException(404, f"no memory {memory_id}")
+        return v.render("why.html", memory_id=memory_id, why=why)
 
     return await page(request, build)
 
@@ -408,21 +397,10 @@ async def open_event(event_id: Annotated[str, Query(max_length=128)] = "") -> Re
 @router.get("/events/{event_id}")
 async def event_page(request: Request, event_id: str) -> Response:
     def build(v: View) -> Response:
-        tenant = v.principal.tenant_id
-        trace = _trace_module()
-        traced = trace.event_trace(v.db, tenant, event_id) if trace else None
-        event = get_event(v.db, tenant, event_id)
-        if event is None and traced is None:
+        trace = event_trace(v.db, v.principal.tenant_id, event_id)
+        if trace is None:
             raise HTTPException(404, f"no event {event_id!r}")
-        memories = memories_from_event(v.db, tenant, event_id)
-        return v.render(
-            "event.html",
-            event_id=event_id,
-            event=event,
-            trace=traced,
-            traced=trace is not None,
-            memories=[{**m, "history": memory_history(v.db, m["id"])} for m in memories],
-        )
+        return v.render("event.html", event_id=event_id, trace=trace, replayable=tasknames.INGEST)
 
     return await page(request, build)
 

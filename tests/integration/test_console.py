@@ -296,6 +296,10 @@ def test_replay_a_dead_letter(browser, server, world, redis_url):
     import redis
 
     page = _sign_in(browser, server, world["key_a"])
+    # the dead-lettered event's trace: never stored, its dead letter named
+    page.goto("/console/events/ev-ada-dead")
+    assert page.locator("#not-stored").is_visible()
+    assert "contract: bad role" in page.locator("#event-dead-letters").inner_text()
     page.goto("/console/ops")
     row = page.locator(f"tr.dead-letter[data-id='{world['dead_letter']}']")
     assert row.locator(".replayed").inner_text() == ""
