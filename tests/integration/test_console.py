@@ -265,6 +265,10 @@ def test_sign_in_search_edit_pin_ttl_forget_and_sign_out(browser, server, world,
     page.goto(f"/console/users/ada?as_of={yesterday}")
     assert "The team deploys with ArgoCD." in page.locator("#memories").inner_text()
     assert "Helm" not in page.locator("#memories").inner_text()
+    page.goto(f"/console/users/ada?as_of={yesterday}&q=helm")  # searched as it read then
+    assert page.locator("#no-memories").is_visible()
+    page.goto(f"/console/users/ada?as_of={yesterday}&q=argocd")
+    assert page.locator("#memories tr.memory").count() == 1
     # sign out: back to the sign-in page, and the console is closed again
     page.click("#sign-out")
     page.wait_for_url(re.compile(r".*/console/login$"))
