@@ -298,7 +298,11 @@ async def user_page(
     if status not in STATUSES:
         raise HTTPException(422, f"status is one of {', '.join(STATUSES)}")
     at = _as_of(as_of)
-    fragment = request.headers.get("HX-Request") == "true"
+    # htmx's own requests get the list alone; a history restore (back button, cache miss) the whole page
+    fragment = (
+        request.headers.get("HX-Request") == "true"
+        and request.headers.get("HX-History-Restore-Request") != "true"
+    )
 
     def build(v: View) -> Response:
         tenant = v.principal.tenant_id
