@@ -56,17 +56,18 @@ def overview(db: Session) -> dict[str, Any]:
 
 def event_minutes(db: Session, tenant_id: str, *, minutes: int = 60) -> list[dict[str, Any]]:
     """Events received per minute over the last `minutes` (every minute, zeros included), with the mean
-    and the worst lag (received to processed, seconds) of those already processed. Tenant-scoped reads."""
+    and the worst lag (received to processed, seconds) of those already processed."""
     rows = db.execute(
         text(
-            "SELECT m.minute, count(e.event_id) AS events, "
-            "avg(extract(epoch FROM e.processed_at - e.received_at)) AS lag_mean_s, "
-            "max(extract(epoch FROM e.processed_at - e.received_at)) AS lag_max_s "
+            "WITH per AS (SELECT date_trunc('minute', received_at) AS minute, count(*) AS events, "
+            "avg(date_part('epoch', processed_at - received_at)) AS lag_mean_s, "
+            "max(date_part('epoch', processed_at - received_at)) AS lag_max_s FROM events "
+            "WHERE tenant_id = :t AND received_at >= date_trunc('minute', now()) - make_interval(mins => :n - 1) "
+            "GROUP BY 1) "
+            "SELECT m.minute, coalesce(per.events, 0) AS events, per.lag_mean_s, per.lag_max_s "
             "FROM generate_series(date_trunc('minute', now()) - make_interval(mins => :n - 1), "
             "date_trunc('minute', now()), interval '1 minute') AS m(minute) "
-            "LEFT JOIN events e ON e.tenant_id = :t AND e.received_at >= m.minute "
-            "AND e.received_at < m.minute + interval '1 minute' "
-            "GROUP BY m.minute ORDER BY m.minute"
+            "LEFT JOIN per ON per.minute = m.minute ORDER BY m.minute"
         ),
         {"n": minutes, "t": tenant_id},
     )
@@ -119,16 +120,16 @@ def memories_by_status_daily(db: Session, tenant_id: str, *, days: int = 14) -> 
     CASE for a memory never closed), summed per day here."""
     rows = db.execute(
         text(
-            "WITH w AS (SELECT floor(extract(epoch FROM now()) / 86400)::int - (:n - 1) AS start) "
-            "SELECT greatest(floor(extract(epoch FROM recorded_at) / 86400)::int, w.start) AS opened, "
-            "CASE WHEN valid_to IS NULL AND archived_at IS NULL THEN NULL ELSE greatest(floor(extract(epoch FROM "
+            "WITH w AS (SELECT floor(date_part('epoch', now()) / 86400)::int - (:n - 1) AS start) "
+            "SELECT greatest(floor(date_part('epoch', recorded_at) / 86400)::int, w.start) AS opened, "
+            "CASE WHEN valid_to IS NULL AND archived_at IS NULL THEN NULL ELSE greatest(floor(date_part('epoch', "
             "greatest(least(valid_to, archived_at), recorded_at)) / 86400)::int, w.start) END AS closed, "
             "status, count(*) FROM memories, w WHERE tenant_id = :t GROUP BY 1, 2, 3"
         ),
         {"t": tenant_id, "n": days},
     ).all()
     epoch = date(1970, 1, 1)
-    today = db.execute(text("SELECT floor(extract(epoch FROM now()) / 86400)::int")).scalar_one()
+    today = db.execute(text("SELECT floor(date_part('epoch', now()) / 86400)::int")).scalar_one()
     buckets = {
         "superseded": "superseded",
         "consolidated": "archived",
