@@ -182,6 +182,14 @@ async def page(request: Request, build: Callable[[View], Response]) -> Response:
         return await run_in_threadpool(run)
     except NotSignedIn:
         return _to_login(request)
+    except HTTPException as exc:
+        return _error(exc)
+
+
+def _error(exc: HTTPException) -> Response:
+    """A refusal as a page of the console (the API's routes answer problem+json; a person reads this)."""
+    html = env.get_template("error.html").render(status=exc.status_code, detail=exc.detail, principal=None)
+    return HTMLResponse(html, status_code=exc.status_code, headers={"Cache-Control": "no-store"})
 
 
 async def action(
@@ -191,7 +199,10 @@ async def action(
     go next (303, Post/Redirect/Get) and is committed before the answer."""
     state: AppState = await get_state(request)
     session = signer(request).read_session(request.cookies.get(SESSION_COOKIE))
-    check_csrf(session.csrf if session else None, form)
+    try:
+        check_csrf(session.csrf if session else None, form)
+    except HTTPException as exc:
+        return _error(exc)
 
     def run() -> str:
         with _signed_in(state, session) as view:
@@ -204,7 +215,9 @@ async def action(
     try:
         target = await run_in_threadpool(run)
     except NotSignedIn:
-        raise HTTPException(401, "not signed in (or the key was revoked): sign in again") from None
+        return _error(HTTPException(401, "not signed in (or the key was revoked): sign in again"))
+    except HTTPException as exc:
+        return _error(exc)
     return RedirectResponse(target, status_code=303)
 
 
@@ -223,7 +236,10 @@ async def login_page(request: Request, error: str | None = None) -> Response:
 @router.post("/login")
 async def login(request: Request, form: FormDep) -> Response:
     sign = signer(request)
-    check_csrf(sign.read_login(request.cookies.get(LOGIN_COOKIE)), form)
+    try:
+        check_csrf(sign.read_login(request.cookies.get(LOGIN_COOKIE)), form)
+    except HTTPException as exc:
+        return _error(exc)
     key = form.get("api_key", "").strip()
     state: AppState = await get_state(request)
 
@@ -247,7 +263,10 @@ async def login(request: Request, form: FormDep) -> Response:
 @router.post("/logout")
 async def logout(request: Request, form: FormDep) -> Response:
     session = signer(request).read_session(request.cookies.get(SESSION_COOKIE))
-    check_csrf(session.csrf if session else None, form)
+    try:
+        check_csrf(session.csrf if session else None, form)
+    except HTTPException as exc:
+        return _error(exc)
     return _to_login(request)
 
 

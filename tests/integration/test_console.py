@@ -417,6 +417,7 @@ def test_erasing_a_user_needs_the_typed_confirmation(server, world):
     assert http.get("/console/users/eve").status_code == 200
     wrong = http.post("/console/users/eve/erase", data={"confirm": "ev", "csrf_token": token})
     assert wrong.status_code == 422 and http.get("/console/users/eve").status_code == 200
+    assert wrong.headers["content-type"].startswith("text/html") and "type the user id exactly" in wrong.text
     done = http.post("/console/users/eve/erase", data={"confirm": "eve", "csrf_token": token})
     assert done.status_code == 303
     assert http.get("/console/users/eve").status_code == 404
