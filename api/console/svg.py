@@ -13,6 +13,7 @@ from html import escape
 WIDTH, HEIGHT = 520, 180
 PAD_L, PAD_R, PAD_T, PAD_B = 48, 12, 14, 34
 PALETTE = ("#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2")
+OVER = "#991b1b"  # a bar over the limit
 
 
 @dataclass(frozen=True)
@@ -99,14 +100,14 @@ def line_chart(title: str, labels: Sequence[str], series: Sequence[Series]) -> s
 def bar_chart(
     title: str, labels: Sequence[str], values: Sequence[float], *, limit: float | None = None
 ) -> str:
-    """One bar per label; `limit` (a budget) drawn as a dashed line, bars over it in red."""
+    """One bar per label; `limit` (a budget) drawn as a dashed line, bars over it in dark red (`OVER`)."""
     top = _top([*values, *([limit] if limit else [])])
     inner_w, inner_h = WIDTH - PAD_L - PAD_R, HEIGHT - PAD_T - PAD_B
     step = inner_w / max(len(labels), 1)
     body = []
     for i, v in enumerate(values):
         h = inner_h * v / top
-        colour = "#dc2626" if limit is not None and v > limit else PALETTE[0]
+        colour = OVER if limit is not None and v > limit else PALETTE[0]
         body.append(
             f'<rect x="{PAD_L + step * i + step * 0.15:.1f}" y="{PAD_T + inner_h - h:.1f}" '
             f'width="{step * 0.7:.1f}" height="{h:.1f}" fill="{colour}"><title>{escape(labels[i])}: '

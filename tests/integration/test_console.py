@@ -140,6 +140,14 @@ def world(engine: Any, console_queue: str) -> dict[str, Any]:
                     "ts": t0,
                 },
             )
+        conn.execute(  # LLM tokens on the last five days, one of them over the daily budget
+            text(
+                "INSERT INTO llm_usage (tenant_id, day, stage, calls, prompt_tokens, completion_tokens) "
+                "SELECT :t, to_char(now() AT TIME ZONE 'UTC' - make_interval(days => g), 'YYYY-MM-DD'), "
+                "'extract', 10, 500000 * g + 300000, 50000 FROM generate_series(0, 4) g"
+            ),
+            {"t": a},
+        )
         conn.execute(
             text(
                 "INSERT INTO episodes (tenant_id, user_id, session_id, what_happened, outcome, lesson, mode, "
@@ -281,6 +289,8 @@ def test_trace_from_an_event_id_and_the_why_of_a_memory(browser, server, world):
     page = _sign_in(browser, server, world["key_a"])
     page.goto("/console/ops")
     assert page.locator("svg.chart").count() == 3
+    assert page.locator("svg.chart rect[fill='#991b1b']").count() == 1  # the day over the 2,000,000 budget
+    assert "extract" in page.locator("#tokens-today").inner_text()
     _shot(page, "ops")
     page.fill("#trace-event-id", "ev-ada-1")
     page.click("#trace-open")

@@ -26,7 +26,7 @@ def test_bars_over_the_budget_are_red_and_the_budget_is_a_dashed_line_within_the
     out = svg.bar_chart("tokens", ["d1", "d2"], [50.0, 150.0], limit=100.0)
     root = ET.fromstring(out)
     bars = root.findall(f"{NS}rect")[:2]
-    assert [b.get("fill") for b in bars] == [svg.PALETTE[0], "#dc2626"]
+    assert [b.get("fill") for b in bars] == [svg.PALETTE[0], svg.OVER]
     assert float(bars[1].get("height")) > float(bars[0].get("height")) > 0  # type: ignore[arg-type]
     dashed = [line for line in root.findall(f"{NS}line") if line.get("stroke-dasharray")]
     assert len(dashed) == 1
