@@ -232,6 +232,36 @@ def test_trace_and_why_follow_a_real_pipeline_run(pipeline, engine, tenant, api_
     with Memory(api_server, other) as memory, pytest.raises(NotFound):
         memory.why(paris_id)
 
+    # memctl, 80 columns: the same journeys as text, and as the same JSON with --json
+    env = {**worker_env, "COLUMNS": "80"}
+    shown = memctl(env, "trace", "ev-berlin").stdout  # the tenant found from the id
+    assert all(len(line) <= 80 for line in shown.splitlines()), shown
+    assert "consumer:" in shown and "text purged by retention" in shown and "supersede" in shown
+    assert "window" in shown and "decision" in shown and "later" in shown
+    as_json = json.loads(memctl(env, "trace", "ev-berlin", "--tenant", tenant, "--json").stdout)
+    assert as_json["tenant_id"] == tenant and as_json["decisions"] == purged["decisions"]
+    dead = memctl(env, "trace", "ev-bad", "--tenant", tenant).stdout
+    assert "never stored" in dead and "dead letter" in dead and "role" in dead
+    consolidated = memctl(env, "trace", "ev-canary-0", "--tenant", tenant).stdout
+    assert "consolidated" in consolidated and "distill" in consolidated
+    lineage = memctl(env, "why", paris_id[:8]).stdout  # the short id the tables show
+    assert all(len(line) <= 80 for line in lineage.splitlines()), lineage
+    assert "supersedes" in lineage and "I moved to Paris." in lineage and "text purged" in lineage
+    assert json.loads(memctl(env, "why", paris_id, "--json").stdout)["lineage"] == why["lineage"]
+    assert "no event" in memctl(env, "trace", "no-such-event", ok=False).stderr
+    assert memctl(env, "why", "zz", ok=False).returncode != 0
+
+    # memctl's tables at 80 columns: content first and whole, ids short; --wide shows the full ids
+    table = memctl(env, "memories", "dev", "--tenant", tenant, "--all").stdout
+    assert all(len(line) <= 80 for line in table.splitlines()), table
+    # not cut into tiny pieces: the content column gets the room (40+ characters of it on one line)
+    assert "The billing service v2.3 canary runs for" in table, table
+    assert table.splitlines()[0].split()[0] == "content"
+    assert successor["id"][:8] in table and successor["id"] not in table
+    assert successor["id"] in memctl(env, "memories", "dev", "--tenant", tenant, "--wide").stdout
+    events = memctl(env, "events", "--tenant", tenant, "--user", "ana").stdout
+    assert all(len(line) <= 80 for line in events.splitlines()) and "[purged]" in events
+
     # erasing the user takes the traces with it: task rows, the events, the dead letter naming them
     erased = httpx.delete(f"{api_server}/v1/users/ana", headers=headers, timeout=10)
     assert erased.status_code == 200 and erased.json()["deleted"]["task_traces"] >= 3
