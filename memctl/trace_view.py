@@ -7,7 +7,7 @@ import textwrap
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-LABEL = 11  # the label column ("stored", "window", ...) and the indent of continuation lines
+LABEL = 12  # the label column ("stored", "window", ...) and the indent of continuation lines
 
 
 def _short(value: Any, n: int = 8) -> str:
@@ -150,6 +150,10 @@ def render_trace(trace: Mapping[str, Any], *, tenant: str, width: int = 80) -> l
     return out.lines
 
 
+# how a lineage node stands to the memory one level up (`via`)
+_RELATION = {"self": "(this memory)", "supersedes": "superseded by", "consolidated_from": "consolidated into"}
+
+
 def render_why(why: Mapping[str, Any], *, tenant: str, width: int = 80) -> list[str]:
     out = _Out(width)
     out.add("memory", f"{why['memory_id']}  (tenant {tenant})")
@@ -166,10 +170,11 @@ def render_why(why: Mapping[str, Any], *, tenant: str, width: int = 80) -> list[
     for h in why.get("history") or []:
         out.add("history", *_history_line(h))
     for n in why.get("lineage") or []:
-        via = f" of {_short(n['via'])}" if n.get("via") else ""
+        phrase = _RELATION.get(n.get("relation") or "", n.get("relation") or "")
+        via = f" {_short(n['via'])}" if n.get("via") else ""
         out.add(
             "lineage",
-            f"{'  ' * n.get('depth', 0)}{_short(n['memory_id'])} {n.get('relation')}{via} · {n.get('status')}",
+            f"{'  ' * n.get('depth', 0)}{_short(n['memory_id'])} {phrase}{via} · {n.get('status')}",
             _quote(n.get("content")),
         )
     for t in why.get("turns") or []:

@@ -56,7 +56,8 @@ No secret value is ever returned: turns are stored redacted, and only the redact
       "history": [HISTORY],                    # this memory's own history, oldest first
       "lineage": [{                            # the memory, then what it came from, breadth first
         "memory_id": str, "depth": int, "relation": "self" | "supersedes" | "consolidated_from",
-        "via": str | None,                     # the memory (one level up) it leads to
+        "via": str | None,                     # the memory one level up: `via` supersedes this node, or was
+                                               # consolidated from it
         "exists": bool, "status": str | None, "content": str | None, "source_event_ids": [str],
       }],
       "turns": [{"event_id": str, "found": bool, "session_id", "role", "event_time", "status": str | None,

@@ -271,7 +271,7 @@ def test_trace_and_why_follow_a_real_pipeline_run(
     assert "consolidated" in consolidated and "distill" in consolidated
     lineage = memctl(env, "why", paris_id[:8]).stdout  # the short id the tables show
     assert all(len(line) <= 80 for line in lineage.splitlines()), lineage
-    assert "supersedes" in lineage and "I moved to Paris." in lineage and "text purged" in lineage
+    assert "superseded by" in lineage and "I moved to Paris." in lineage and "text purged" in lineage
     why_json = json.loads(memctl(env, "why", paris_id, "--json").stdout)
     assert [(n["memory_id"], n["relation"]) for n in why_json["lineage"]] == [
         (n["memory_id"], n["relation"]) for n in why["lineage"]
