@@ -56,7 +56,8 @@ No secret value is ever returned: turns are stored redacted, and only the redact
       "history": [HISTORY],                    # this memory's own history, oldest first
       "lineage": [{                            # the memory, then what it came from, breadth first
         "memory_id": str, "depth": int, "relation": "self" | "supersedes" | "consolidated_from",
-        "via": str | None,                     # the memory (one level up) it leads to
+        "via": str | None,                     # the memory one level up: `via` supersedes this node, or was
+                                               # consolidated from it
         "exists": bool, "status": str | None, "content": str | None, "source_event_ids": [str],
       }],
       "turns": [{"event_id": str, "found": bool, "session_id", "role", "event_time", "status": str | None,
@@ -587,3 +588,40 @@ def memory_why(session: Session, tenant_id: str, memory_id: str) -> dict[str, An
         "turns": turns,
         "truncated": truncated,
     }
+
+
+# ---------------------------------------------------------------------------------------------- lookup
+
+
+def locate_event(session: Session, event_id: str, *, limit: int = 10) -> list[str]:
+    """The tenants (that the session can see) holding an event or a dead letter with this id: `memctl trace`
+    without `--tenant`."""
+    rows = session.execute(
+        text(
+            "SELECT tenant_id FROM events WHERE event_id = :e UNION "
+            "SELECT tenant_id FROM dead_letters WHERE tenant_id IS NOT NULL AND event_id = :e "
+            "ORDER BY 1 LIMIT :n"
+        ),
+        {"e": event_id, "n": limit},
+    )
+    return [str(r) for r in rows.scalars().all()]
+
+
+def locate_memory(
+    session: Session, id_or_prefix: str, *, tenant_id: str | None = None, limit: int = 10
+) -> list[tuple[str, str]]:
+    """(tenant, memory id) of the memories whose id is, or starts with, `id_or_prefix` (at least 4 hex
+    characters: the short ids memctl's tables show), a purged one found by its history."""
+    prefix = id_or_prefix.strip().lower()
+    if len(prefix) < 4 or any(ch not in "0123456789abcdef-" for ch in prefix):
+        return []
+    rows = session.execute(
+        text(
+            "SELECT DISTINCT tenant_id, id FROM ("
+            "  SELECT tenant_id, id::text AS id FROM memories WHERE id::text LIKE :p "
+            "  UNION SELECT tenant_id, memory_id::text FROM memory_history WHERE memory_id::text LIKE :p) x "
+            "WHERE CAST(:t AS text) IS NULL OR tenant_id = :t ORDER BY 1, 2 LIMIT :n"
+        ),
+        {"p": prefix + "%", "t": tenant_id, "n": limit},
+    )
+    return [(str(t), str(i)) for t, i in rows.all()]

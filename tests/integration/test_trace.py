@@ -1,8 +1,8 @@
 """Event trace and memory lineage (issue 17) on a real pipeline run: a real worker and ingest consumer, the
 real API over HTTP, `memctl` as a subprocess.
 
-Three journeys: an event whose memory a later event superseded, one whose memory distillation consolidated,
-one that was dead-lettered; the reverse (`why`) from the memories back to the turns, after the retention purge
+Three journeys: an event whose memory a later event superseded (and a prune then archived), one whose memory
+distillation consolidated, one that was dead-lettered; the reverse (`why`) from the memories back to the turns, after the retention purge
 scrubbed some of their text; another tenant's key gets 404 for all of it.
 """
 
@@ -133,7 +133,9 @@ def _why(engine, tenant, memory_id):
         return memory_why(db, tenant, memory_id)
 
 
-def test_trace_and_why_follow_a_real_pipeline_run(pipeline, engine, tenant, api_server, api_key, worker_env):
+def test_trace_and_why_follow_a_real_pipeline_run(
+    pipeline, engine, tenant, api_server, api_key, worker_env, redis_url, queue_name
+):
     # (a) Berlin: stored by the consumer, one window, added, later superseded by Paris (another event)
     berlin = _trace(engine, tenant, "ev-berlin")
     assert berlin is not None and json.loads(json.dumps(berlin)) == berlin  # JSON as it is
@@ -200,6 +202,29 @@ def test_trace_and_why_follow_a_real_pipeline_run(pipeline, engine, tenant, api_
     assert purged["stored"]["content"] is None and purged["stored"]["content_purged"]
     assert purged["windows"] and purged["decisions"]  # the journey outlives the text
 
+    # a prune archives Paris (its TTL passed): the Paris event's trace shows it, with the prune run's counts
+    with engine.begin() as conn:
+        conn.execute(
+            text("UPDATE memories SET expires_at = now() - interval '1 day' WHERE id = :id"), {"id": paris_id}
+        )
+    TaskPublisher(redis_url, queue=queue_name).publish(tasknames.PRUNE, [None])
+    wait_for(
+        lambda: _one(
+            engine,
+            "SELECT 1 FROM memory_history h JOIN consolidation_runs r ON r.actor = h.actor "
+            "WHERE h.memory_id = :m AND h.op = 'archive' AND r.kind = 'prune' AND r.finished_at IS NOT NULL",
+            m=paris_id,
+        ),
+        timeout_s=60,
+        what="the prune run",
+    )
+    paris = _trace(engine, tenant, "ev-paris")
+    assert {h["op"] for h in paris["decisions"]} == {"supersede", "add"}
+    archive = next(h for h in paris["later"] if h["op"] == "archive")
+    assert archive["memory_id"] == paris_id and "ttl" in archive["reason"]
+    prune = next(t for t in paris["tasks"] if t["actor"] == archive["actor"])
+    assert prune["stage"] == "prune" and prune["summary"]["archived_ttl"] >= 1
+
     # the API, tenant-bound: the key's tenant sees it all, another tenant's key gets 404 problem+json
     headers = {"Authorization": f"Bearer {api_key}"}
     got = httpx.get(f"{api_server}/v1/events/ev-berlin/trace", headers=headers, timeout=10)
@@ -231,6 +256,40 @@ def test_trace_and_why_follow_a_real_pipeline_run(pipeline, engine, tenant, api_
             memory.trace("no-such-event")
     with Memory(api_server, other) as memory, pytest.raises(NotFound):
         memory.why(paris_id)
+
+    # memctl, 80 columns: the same journeys as text, and as the same JSON with --json
+    env = {**worker_env, "COLUMNS": "80"}
+    shown = memctl(env, "trace", "ev-berlin").stdout  # the tenant found from the id
+    assert all(len(line) <= 80 for line in shown.splitlines()), shown
+    assert "consumer:" in shown and "text purged by retention" in shown and "supersede" in shown
+    assert "window" in shown and "decision" in shown and "later" in shown
+    as_json = json.loads(memctl(env, "trace", "ev-berlin", "--tenant", tenant, "--json").stdout)
+    assert as_json["tenant_id"] == tenant and as_json["decisions"] == purged["decisions"]
+    dead = memctl(env, "trace", "ev-bad", "--tenant", tenant).stdout
+    assert "never stored" in dead and "dead letter" in dead and "role" in dead
+    consolidated = memctl(env, "trace", "ev-canary-0", "--tenant", tenant).stdout
+    assert "consolidated" in consolidated and "distill" in consolidated
+    lineage = memctl(env, "why", paris_id[:8]).stdout  # the short id the tables show
+    assert all(len(line) <= 80 for line in lineage.splitlines()), lineage
+    assert "superseded by" in lineage and "I moved to Paris." in lineage and "text purged" in lineage
+    why_json = json.loads(memctl(env, "why", paris_id, "--json").stdout)
+    assert [(n["memory_id"], n["relation"]) for n in why_json["lineage"]] == [
+        (n["memory_id"], n["relation"]) for n in why["lineage"]
+    ]
+    assert why_json["memory"]["status"] == "archived"  # pruned meanwhile
+    assert "no event" in memctl(env, "trace", "no-such-event", ok=False).stderr
+    assert memctl(env, "why", "zz", ok=False).returncode != 0
+
+    # memctl's tables at 80 columns: content first and whole, ids short; --wide shows the full ids
+    table = memctl(env, "memories", "dev", "--tenant", tenant, "--all").stdout
+    assert all(len(line) <= 80 for line in table.splitlines()), table
+    # not cut into tiny pieces: the content column gets the room (40+ characters of it on one line)
+    assert "The billing service v2.3 canary runs for" in table, table
+    assert table.splitlines()[0].split()[0] == "content"
+    assert successor["id"][:8] in table and successor["id"] not in table
+    assert successor["id"] in memctl(env, "memories", "dev", "--tenant", tenant, "--wide").stdout
+    events = memctl(env, "events", "--tenant", tenant, "--user", "ana").stdout
+    assert all(len(line) <= 80 for line in events.splitlines()) and "[purged]" in events
 
     # erasing the user takes the traces with it: task rows, the events, the dead letter naming them
     erased = httpx.delete(f"{api_server}/v1/users/ana", headers=headers, timeout=10)
