@@ -10,12 +10,12 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from prometheus_client import CollectorRegistry
 
-from api import mcp, problems
+from api import console, mcp, problems
 from api.access import AccessRecorder
 from api.deps import AppState
 from api.limits import BodyLimitMiddleware, RateLimit, RateLimiter
 from api.metrics import StoreCollector, TimingMiddleware
-from api.routes import episodes, events, health, memories, ops, search, sessions
+from api.routes import episodes, events, health, memories, ops, search, sessions, trace
 from shared.db.engine import get_engine, resolve_database_url, resolve_redis_url
 from shared.db.schema import check_embedding_schema
 from shared.logging import configure_logging
@@ -86,6 +86,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(memories.router, responses=limited)
     app.include_router(episodes.router, responses=limited)
     app.include_router(ops.router, responses=limited)
+    app.include_router(trace.router, responses=limited)
+    console.install(app, settings)  # /console/: the web console (server-rendered, same keys and store)
     # outermost last: the timing middleware sees the 413s too
     app.add_middleware(
         BodyLimitMiddleware,

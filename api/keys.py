@@ -62,9 +62,15 @@ def authenticate(session: Session, key: str) -> Principal | None:
     round trip; None (and nothing scoped) for an unknown or revoked key."""
     if not key.startswith(KEY_PREFIX) or len(key) > 200:
         return None
+    return authenticate_hash(session, hash_key(key))
+
+
+def authenticate_hash(session: Session, key_hash: str) -> Principal | None:
+    """`authenticate` for a key known by its hash (the console's session holds the hash, never the key):
+    the same lookup, revocation and tenant scoping."""
     # through a SECURITY DEFINER function: row-level security hides api_keys until the tenant is known;
     # set_config runs only for a row the function returned
-    rows = fetch_all(session, _AUTHENTICATE, {"h": hash_key(key)})
+    rows = fetch_all(session, _AUTHENTICATE, {"h": key_hash})
     if not rows:
         return None
     row = rows[0]

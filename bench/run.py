@@ -51,6 +51,7 @@ BENCHMARKS: list[str] = [
     "bench.sleep",
     "bench.api_load",
     "bench.client",
+    "bench.console",
     "bench.extraction",
     "bench.extraction_quality",
     "bench.locomo",

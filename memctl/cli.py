@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
+from memctl.tables import Col, print_table
 from shared.errors import ContractError, MemoryError_, SettingsError
 from shared.settings import Settings, load_settings
 
@@ -31,6 +31,13 @@ app.add_typer(episodes_app, name="episodes")
 out = Console()
 err = Console(stderr=True)
 JsonOpt = Annotated[bool, typer.Option("--json", help="print one JSON document on stdout")]
+WideOpt = Annotated[
+    bool, typer.Option("--wide", help="every column, full ids and times (default: fit the terminal)")
+]
+
+
+def _table(cols: list[Col], rows: list[list[Any]], wide: bool) -> None:
+    print_table(out, cols, rows, wide=wide, err=err)
 
 
 def _settings() -> Settings:
@@ -112,7 +119,9 @@ def keys_create(
 
 
 @keys_app.command("list")
-def keys_list(tenant: Annotated[str | None, typer.Option()] = None, as_json: JsonOpt = False) -> None:
+def keys_list(
+    tenant: Annotated[str | None, typer.Option()] = None, as_json: JsonOpt = False, wide: WideOpt = False
+) -> None:
     """List keys (id, tenant, prefix, created, revoked); never the keys themselves."""
     from sqlalchemy import select
     from sqlmodel import col
@@ -129,18 +138,30 @@ def keys_list(tenant: Annotated[str | None, typer.Option()] = None, as_json: Jso
     if as_json:
         _print_json(rows)
         return
-    table = Table("id", "tenant", "prefix", "name", "read-only", "created", "revoked")
-    for r in rows:
-        table.add_row(
-            r["id"],
-            r["tenant_id"],
-            r["prefix"] + "…",
-            r["name"] or "",
-            str(r["read_only"]),
-            str(r["created_at"])[:19],
-            str(r["revoked_at"] or "")[:19],
-        )
-    out.print(table)
+    _table(
+        [
+            Col("id", "id"),
+            Col("tenant"),
+            Col("prefix"),
+            Col("name", "content"),
+            Col("read-only"),
+            Col("created", "time"),
+            Col("revoked", "time"),
+        ],
+        [
+            [
+                r["id"],
+                r["tenant_id"],
+                r["prefix"] + "…",
+                r["name"] or "",
+                "yes" if r["read_only"] else "",
+                r["created_at"],
+                r["revoked_at"],
+            ]
+            for r in rows
+        ],
+        wide,
+    )
 
 
 @keys_app.command("revoke")
@@ -316,6 +337,7 @@ def events(
     status: Annotated[str | None, typer.Option()] = None,
     limit: Annotated[int, typer.Option(min=1, max=10_000)] = 20,
     as_json: JsonOpt = False,
+    wide: WideOpt = False,
 ) -> None:
     """Counts by status; with --user/--session/--status, the latest events."""
     from sqlalchemy import func, select
@@ -344,33 +366,49 @@ def events(
             if as_json:
                 _print_json({"by_status": counts, "total": sum(counts.values())})
                 return
-            table = Table("status", "events")
-            for k, v in sorted(counts.items()):
-                table.add_row(k, str(v))
-            table.add_row("[bold]total[/]", str(sum(counts.values())))
-            out.print(table)
+            _table(
+                [Col("status"), Col("events", "number")],
+                [[k, v] for k, v in sorted(counts.items())] + [["total", sum(counts.values())]],
+                wide,
+            )
             return
         rows = db.scalars(select(Event).where(*filters).order_by(col(Event.event_time).desc()).limit(limit))
         data = [r.model_dump() for r in rows]
     if as_json:
         _print_json(data)
         return
-    table = Table("time", "tenant", "user", "session", "role", "status", "content")
-    for r in data:
-        table.add_row(
-            str(r["event_time"])[:19],
-            r["tenant_id"],
-            r["user_id"],
-            r["session_id"],
-            r["role"],
-            r["status"],
-            (r["content"][:60] + "…") if len(r["content"]) > 60 else r["content"],
-        )
-    out.print(table)
+    _table(
+        [
+            Col("content", "content"),
+            Col("event"),
+            Col("time", "time"),
+            Col("role"),
+            Col("status"),
+            Col("user"),
+            Col("session"),
+            Col("tenant"),
+        ],
+        [
+            [
+                r["content"] if not r["content_purged_at"] else "[purged]",
+                r["event_id"],
+                r["event_time"],
+                r["role"],
+                r["status"],
+                r["user_id"],
+                r["session_id"],
+                r["tenant_id"],
+            ]
+            for r in data
+        ],
+        wide,
+    )
 
 
 @dlq_app.command("list")
-def dlq_list(limit: Annotated[int, typer.Option(min=1)] = 50, as_json: JsonOpt = False) -> None:
+def dlq_list(
+    limit: Annotated[int, typer.Option(min=1)] = 50, as_json: JsonOpt = False, wide: WideOpt = False
+) -> None:
     """Dead letters, newest first: id, reason, count, first and last seen."""
     from sqlalchemy import select
     from sqlmodel import col
@@ -387,18 +425,30 @@ def dlq_list(limit: Annotated[int, typer.Option(min=1)] = 50, as_json: JsonOpt =
     if as_json:
         _print_json(rows)
         return
-    table = Table("id", "tenant", "event", "count", "last seen", "replayed", "reason")
-    for r in rows:
-        table.add_row(
-            str(r["id"]),
-            r["tenant_id"] or "",
-            r["event_id"] or "",
-            str(r["count"]),
-            str(r["last_seen"])[:19],
-            str(r["replayed_at"] or "")[:19],
-            r["reason"][:100],
-        )
-    out.print(table)
+    _table(
+        [
+            Col("reason", "content"),
+            Col("id", "number"),
+            Col("event"),
+            Col("count", "number"),
+            Col("last seen", "time"),
+            Col("replayed", "time"),
+            Col("tenant"),
+        ],
+        [
+            [
+                r["reason"],
+                r["id"],
+                r["event_id"],
+                r["count"],
+                r["last_seen"],
+                r["replayed_at"],
+                r["tenant_id"],
+            ]
+            for r in rows
+        ],
+        wide,
+    )
 
 
 @dlq_app.command("replay")
@@ -416,6 +466,7 @@ def dlq_replay(
     from shared.db.engine import resolve_redis_url, session_scope
     from shared.db.models import DeadLetter
     from shared.stream import StreamProducer
+    from store.dead_letters import replay_envelope
 
     if dead_letter_id is None and not all_:
         _fail("give a dead letter id or --all", 2)
@@ -462,8 +513,10 @@ def memories(
     ] = False,
     limit: Annotated[int, typer.Option(min=1, max=5000)] = 100,
     as_json: JsonOpt = False,
+    wide: WideOpt = False,
 ) -> None:
-    """The user's current memories (or, with --all, every row with its validity: the history)."""
+    """The user's current memories (or, with --all, every row with its validity: the history). Ids are
+    shortened to 8 characters (`memctl why` takes them); --wide shows them whole."""
     from store.memory_views import list_memories
 
     statuses = ("active", "superseded", "consolidated", "archived", "deleted") if all_ else ("active",)
@@ -474,19 +527,99 @@ def memories(
     if as_json:
         _print_json(rows)
         return
-    table = Table("kind", "category", "status", "slot", "content", "ev", "valid from", "valid to")
-    for r in rows:
-        table.add_row(
-            r["kind"],
-            r["category"],
-            r["status"],
-            r["slot"] or "",
-            r["content"][:70],
-            str(r["evidence_count"]),
-            str(r["valid_from"])[:16],
-            str(r["valid_to"] or "")[:16],
-        )
-    out.print(table)
+    _table(
+        [
+            Col("content", "content"),
+            Col("id", "id"),
+            Col("status"),
+            Col("kind"),
+            Col("slot"),
+            Col("valid from", "time"),
+            Col("valid to", "time"),
+            Col("category"),
+            Col("ev", "number"),
+        ],
+        [
+            [
+                r["content"],
+                r["id"],
+                r["status"],
+                r["kind"],
+                r["slot"],
+                r["valid_from"],
+                r["valid_to"],
+                r["category"],
+                r["evidence_count"],
+            ]
+            for r in rows
+        ],
+        wide,
+    )
+
+
+@app.command()
+def trace(
+    event_id: str,
+    tenant: Annotated[
+        str | None, typer.Option(help="tenant id (default: the one tenant holding the id)")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """The event's journey: stored (when, by which consumer, redactions), the extraction window(s) it was in
+    (gate, rule candidates, LLM, tokens), the decisions taken, later consolidations and prunes of the
+    memories it touched, and the log fields of each task. A dead-lettered event shows its dead letter."""
+    from memctl.trace_view import render_trace
+    from store.trace import event_trace, locate_event
+
+    settings = _settings()
+    with _scoped(settings, tenant) as db:
+        if tenant is None:
+            tenants = locate_event(db, event_id)
+            if not tenants:
+                _fail(f"no event {event_id!r} in any tenant")
+            if len(tenants) > 1:
+                _fail(f"event {event_id!r} is in several tenants ({', '.join(tenants)}): give --tenant", 2)
+            tenant = tenants[0]
+        assert tenant is not None
+        found = event_trace(db, tenant, event_id)
+    if found is None:
+        _fail(f"no event {event_id!r} in tenant {tenant!r}")
+        return
+    if as_json:
+        _print_json({"tenant_id": tenant, **found})
+        return
+    sys.stdout.write("\n".join(render_trace(found, tenant=str(tenant), width=out.width)) + "\n")
+
+
+@app.command()
+def why(
+    memory_id: Annotated[str, typer.Argument(help="a memory id, or its first 8 characters as tables show")],
+    tenant: Annotated[str | None, typer.Option(help="tenant id (default: the memory's)")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Why the memory is believed: its history, its lineage (what it superseded, what it was consolidated
+    from) back to the turns, with their text where retention still keeps it."""
+    from memctl.trace_view import render_why
+    from store.trace import locate_memory, memory_why
+
+    settings = _settings()
+    with _scoped(settings, tenant) as db:
+        matches = locate_memory(db, memory_id, tenant_id=tenant)
+        if not matches:
+            _fail(f"no memory {memory_id!r}" + (f" in tenant {tenant!r}" if tenant else ""))
+        if len(matches) > 1:
+            _fail(
+                f"{memory_id!r} matches several memories ({', '.join(m for _t, m in matches)}): give more", 2
+            )
+        owner, full_id = matches[0]
+        found = memory_why(db, owner, full_id)
+    if found is None:
+        _fail(f"no memory {memory_id!r}")
+        return
+    if as_json:
+        _print_json({"tenant_id": owner, **found})
+        return
+    sys.stdout.write("\n".join(render_why(found, tenant=owner, width=out.width)) + "\n")
 
 
 def _episode_or_fail(db: Any, tenant: str, episode_id: str) -> Any:
@@ -510,6 +643,7 @@ def episodes_list(
     tenant: Annotated[str, typer.Option(help="tenant id")],
     limit: Annotated[int, typer.Option(min=1, max=5000)] = 50,
     as_json: JsonOpt = False,
+    wide: WideOpt = False,
 ) -> None:
     """The user's episodes, latest first."""
     from store.episodes import list_episodes
@@ -520,16 +654,17 @@ def episodes_list(
     if as_json:
         _print_json(rows)
         return
-    table = Table("id", "session", "ended", "what happened", "lesson")
-    for r in rows:
-        table.add_row(
-            str(r["id"]),
-            r["session_id"],
-            str(r["ended_at"] or "")[:16],
-            r["what_happened"][:60],
-            r["lesson"][:40],
-        )
-    out.print(table)
+    _table(
+        [
+            Col("what happened", "content"),
+            Col("id", "id"),
+            Col("ended", "time"),
+            Col("lesson"),
+            Col("session"),
+        ],
+        [[r["what_happened"], r["id"], r["ended_at"], r["lesson"], r["session_id"]] for r in rows],
+        wide,
+    )
 
 
 @episodes_app.command("show")
@@ -621,6 +756,7 @@ def search(
     k: Annotated[int, typer.Option(min=1, max=100)] = 10,
     turns: Annotated[bool, typer.Option("--turns", help="search indexed turns too")] = False,
     as_json: JsonOpt = False,
+    wide: WideOpt = False,
 ) -> None:
     """Hybrid search over the user's memories (and turns with --turns)."""
     from shared.contract import utcnow
@@ -644,10 +780,17 @@ def search(
     if as_json:
         _print_json(data)
         return
-    table = Table("score", "type", "kind", "content", "sources")
-    for h in hits:
-        table.add_row(f"{h.score:.4f}", h.type, h.kind or "", h.content[:80], ",".join(h.source_turn_ids[:3]))
-    out.print(table)
+    _table(
+        [
+            Col("content", "content"),
+            Col("score", "number"),
+            Col("type"),
+            Col("kind"),
+            Col("sources"),
+        ],
+        [[h.content, f"{h.score:.4f}", h.type, h.kind, ",".join(h.source_turn_ids[:3])] for h in hits],
+        wide,
+    )
 
 
 @app.command()
@@ -695,6 +838,7 @@ def runs(
     kind: Annotated[str | None, typer.Option(help="prune, purge, sweep, distill, close_sessions")] = None,
     limit: Annotated[int, typer.Option(min=1, max=1000)] = 30,
     as_json: JsonOpt = False,
+    wide: WideOpt = False,
 ) -> None:
     """Recent run records: what each scheduled or manual run did."""
     from store.runs import list_runs
@@ -705,21 +849,27 @@ def runs(
     if as_json:
         _print_json(rows)
         return
-    table = Table("id", "kind", "scope", "mode", "started", "took", "outcome", "counts")
+    table_rows = []
     for r in rows:
         took = f"{(r['finished_at'] - r['started_at']).total_seconds():.1f}s" if r["finished_at"] else "…"
         counts = ", ".join(f"{k}={v}" for k, v in (r["counts"] or {}).items() if v)
-        table.add_row(
-            str(r["id"]),
-            r["kind"],
-            r["scope"],
-            r["mode"] or "",
-            str(r["started_at"])[:19],
-            took,
-            r["outcome"],
-            counts[:80],
+        table_rows.append(
+            [counts, r["id"], r["kind"], r["started_at"], took, r["outcome"], r["mode"], r["scope"]]
         )
-    out.print(table)
+    _table(
+        [
+            Col("counts", "content"),
+            Col("id", "number"),
+            Col("kind"),
+            Col("started", "time"),
+            Col("took", "number"),
+            Col("outcome"),
+            Col("mode"),
+            Col("scope"),
+        ],
+        table_rows,
+        wide,
+    )
 
 
 def _enqueue(task: str, args: list[Any]) -> None:
@@ -785,7 +935,7 @@ def erase(
 
 
 @app.command()
-def stats(as_json: JsonOpt = False) -> None:
+def stats(as_json: JsonOpt = False, wide: WideOpt = False) -> None:
     """Events by status, the ingest stream (backlog, pending, oldest age, consumers), task queue depth,
     memories by kind and status, tokens today per tenant, LLM failures by reason (turns) and by stage (every
     stage that did without the LLM, and what it did instead), the endpoints' circuit breakers, last runs."""
@@ -825,26 +975,45 @@ def stats(as_json: JsonOpt = False) -> None:
         )
         for name, c in sorted(ingest["consumers"].items()):
             out.print(f"  consumer {name}: {c['pending']} pending, idle {c['idle_ms'] / 1000:.1f} s")
-    t1 = Table("event status", "count")
-    for k, v in sorted(data["events"].items()):
-        t1.add_row(k, str(v))
-    out.print(t1)
-    t2 = Table("kind", "status", "memories")
-    for r in data["memories"]:
-        t2.add_row(r["kind"], r["status"], str(r["n"]))
-    out.print(t2)
-    t3 = Table("tenant", "tokens today", "calls")
-    for r in data["tokens_today"]:
-        t3.add_row(r["tenant_id"], str(r["tokens"]), str(r["calls"]))
-    out.print(t3)
-    t_fail = Table("LLM failure reason", "turns waiting", "turns final", "max attempts")
-    for r in data["llm_failures"]:
-        t_fail.add_row(r["reason"], str(r["waiting"]), str(r["final"]), str(r["max_attempts"]))
-    out.print(t_fail)
-    t_stage = Table("LLM stage", "failure reason", "did instead", "today", "total")
-    for r in data["llm_failures_by_stage"]:
-        t_stage.add_row(r["stage"], r["reason"], r["action"], str(r["today"]), str(r["total"]))
-    out.print(t_stage)
+    _table(
+        [Col("event status"), Col("count", "number")],
+        [[k, v] for k, v in sorted(data["events"].items())],
+        wide,
+    )
+    _table(
+        [Col("kind"), Col("status"), Col("memories", "number")],
+        [[r["kind"], r["status"], r["n"]] for r in data["memories"]],
+        wide,
+    )
+    _table(
+        [Col("tenant"), Col("tokens today", "number"), Col("calls", "number")],
+        [[r["tenant_id"], r["tokens"], r["calls"]] for r in data["tokens_today"]],
+        wide,
+    )
+    _table(
+        [
+            Col("LLM failure reason"),
+            Col("turns waiting", "number"),
+            Col("turns final", "number"),
+            Col("max attempts", "number"),
+        ],
+        [[r["reason"], r["waiting"], r["final"], r["max_attempts"]] for r in data["llm_failures"]],
+        wide,
+    )
+    _table(
+        [
+            Col("LLM stage"),
+            Col("failure reason"),
+            Col("did instead"),
+            Col("today", "number"),
+            Col("total", "number"),
+        ],
+        [
+            [r["stage"], r["reason"], r["action"], r["today"], r["total"]]
+            for r in data["llm_failures_by_stage"]
+        ],
+        wide,
+    )
     for b in breakers:
         until = b["open_until"]
         state = "closed"
@@ -854,10 +1023,11 @@ def stats(as_json: JsonOpt = False) -> None:
         out.print(
             f"llm breaker {b['name']}: {state}, {b['failures']} failures in a row, opened {b['opens']}x"
         )
-    t4 = Table("run kind", "last started", "outcome")
-    for r in data["last_runs"]:
-        t4.add_row(r["kind"], str(r["started_at"])[:19], r["outcome"])
-    out.print(t4)
+    _table(
+        [Col("run kind"), Col("last started", "time"), Col("outcome")],
+        [[r["kind"], r["started_at"], r["outcome"]] for r in data["last_runs"]],
+        wide,
+    )
 
 
 @app.command()
@@ -973,13 +1143,6 @@ def reembed(
         f"re-embedded with {emb.name} ({emb.dim} dimensions); set MEMORY_EMBEDDER={name} "
         f"MEMORY_EMBEDDING_DIM={emb.dim} for the worker and the API"
     )
-
-
-def replay_envelope(payload: Any, tenant_id: str | None) -> Any:
-    """A dead letter holds either a whole envelope or one event of one: rebuild an envelope."""
-    if isinstance(payload, dict) and "events" in payload:
-        return payload
-    return {"tenant_id": tenant_id, "events": [payload]}
 
 
 def main() -> None:

@@ -47,6 +47,10 @@ class Settings(BaseSettings):
     # (tenants.settings: {"rate_limit_per_s": ..., "rate_limit_burst": ...}).
     rate_limit_per_s: float = Field(default=100.0, ge=0)
     rate_limit_burst: int = Field(default=200, ge=1)
+    # the web console (/console/): the key that signs its session cookies. Empty: a random one created once in
+    # Redis and shared by every API process (sessions end if Redis loses it).
+    console_secret: str = Field(default="", repr=False)
+    console_session_hours: float = Field(default=12.0, gt=0, le=24 * 30)
 
     # --- LLM (unset key -> rules-only) ---
     openai_api_key: str | None = Field(default=None, validation_alias=AliasChoices("OPENAI_API_KEY"))

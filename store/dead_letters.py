@@ -7,6 +7,7 @@ import json
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy import text
 from sqlalchemy.dialects.postgresql import insert
 from sqlmodel import Session
 
@@ -71,3 +72,37 @@ def record_dead_letter(
         set_={"count": table.c.count + 1, "last_seen": stmt.excluded.last_seen, "replayed_at": None},
     )
     session.execute(stmt)
+
+
+def list_dead_letters(db: Session, tenant_id: str, *, limit: int = 50) -> list[dict[str, Any]]:
+    """The tenant's dead letters, newest first."""
+    rows = db.execute(
+        text(
+            "SELECT id, tenant_id, event_id, task_name, reason, count, first_seen, last_seen, replayed_at "
+            "FROM dead_letters WHERE tenant_id = :t ORDER BY last_seen DESC, id DESC LIMIT :n"
+        ),
+        {"n": limit, "t": tenant_id},
+    )
+    return [dict(r) for r in rows.mappings().all()]
+
+
+def take_for_replay(
+    db: Session, tenant_id: str, dead_letter_id: int, *, task_name: str, now: datetime
+) -> tuple[Any, str | None] | None:
+    """Mark one of the tenant's dead letters of `task_name` replayed and return (its payload, its tenant)
+    for the caller to send again; None when the tenant has no such dead letter."""
+    row = db.execute(
+        text(
+            "UPDATE dead_letters SET replayed_at = :now WHERE id = :id AND tenant_id = :t AND task_name = :task "
+            "RETURNING payload, tenant_id"
+        ),
+        {"now": now, "id": dead_letter_id, "t": tenant_id, "task": task_name},
+    ).first()
+    return (row[0], row[1]) if row is not None else None
+
+
+def replay_envelope(payload: Any, tenant_id: str | None) -> Any:
+    """A dead letter holds either a whole envelope or one event of one: rebuild an envelope."""
+    if isinstance(payload, dict) and "events" in payload:
+        return payload
+    return {"tenant_id": tenant_id, "events": [payload]}

@@ -128,10 +128,11 @@ def event_row(tenant_id: str, event: EventIn, *, now: datetime) -> dict[str, Any
 # (BENCHMARKS.md, ingest: "Where the time goes"); this costs a few microseconds.
 _INSERT_EVENTS = """
 INSERT INTO events (tenant_id, event_id, schema_version, type, user_id, agent_id, session_id, role, content,
-                    token_count, event_time, source_turn_id, metadata, redactions, status, attempts, received_at)
+                    token_count, event_time, source_turn_id, metadata, redactions, status, attempts, received_at,
+                    ingested_by)
 SELECT :tenant_id, e.event_id, e.schema_version, e.type, e.user_id, e.agent_id, e.session_id, e.role, e.content,
        e.token_count, e.event_time, e.source_turn_id, e.metadata::jsonb, e.redactions::jsonb, 'pending', 0,
-       :received_at
+       :received_at, CAST(:ingested_by AS varchar)
 FROM unnest(:event_id::text[], :schema_version::smallint[], :type::text[], :user_id::text[], :agent_id::text[],
             :session_id::text[], :role::text[], :content::text[], :token_count::int[],
             :event_time::timestamptz[], :source_turn_id::text[], :metadata::text[], :redactions::text[])
@@ -174,9 +175,16 @@ WHERE s.tenant_id = :tenant_id
 
 
 def store_events(
-    session: Session, tenant_id: str, events: list[EventIn], *, now: datetime, ensure_tenant: bool = True
+    session: Session,
+    tenant_id: str,
+    events: list[EventIn],
+    *,
+    now: datetime,
+    ensure_tenant: bool = True,
+    ingested_by: str | None = None,
 ) -> StoreResult:
     """Insert events with ON CONFLICT DO NOTHING; bump the counters of the sessions that got new rows.
+    `ingested_by` names the path that stored them (`consumer:<name>`, `api:<key id>`), for the event trace.
 
     Re-delivering the same events changes nothing: only rows actually inserted count. Two statements (three
     with `ensure_tenant`) whatever the number of events.
@@ -195,10 +203,12 @@ def store_events(
     }  # fmt: skip
     columns["metadata"] = [json.dumps(r["metadata"], ensure_ascii=False) for r in unique_rows]
     columns["redactions"] = [json.dumps(r["redactions"], ensure_ascii=False) for r in unique_rows]
-    inserted = {
-        row.event_id
-        for row in fetch_all(session, _INSERT_EVENTS, {"tenant_id": tenant_id, "received_at": now, **columns})
+    params = {
+        "tenant_id": tenant_id,
+        "received_at": now,
+        "ingested_by": ingested_by[:64] if ingested_by else None,
     }
+    inserted = {row.event_id for row in fetch_all(session, _INSERT_EVENTS, {**params, **columns})}
     new_rows = [r for r in unique_rows if r["event_id"] in inserted]
     touched = _bump_sessions(session, tenant_id, new_rows, now=now)
     # A re-delivery inserts nothing, but its first delivery may have been committed by a consumer that then

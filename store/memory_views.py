@@ -9,6 +9,7 @@ policy (`core.forgetting.tenant_half_lives`), as pruning and ranking do.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any, Literal
 
 from sqlalchemy import text
@@ -96,17 +97,22 @@ def list_memories(
     limit: int = 50,
     offset: int = 0,
     order: Literal["importance", "timeline"] = "importance",
+    contains: str | None = None,
 ) -> tuple[list[MemoryPublic], bool]:
     """A page of the user's memories and whether another page follows: most important first, or as a
-    `timeline` (each slot's values in the order they held, then the unslotted memories)."""
+    `timeline` (each slot's values in the order they held, then the unslotted memories). `contains`: only
+    memories whose content holds that text (case-insensitive; the console's search box)."""
     rows = (
         db.execute(
             text(
-                f"SELECT {_COLS} FROM {_FROM} WHERE tenant_id = :t AND user_id = :u AND status = ANY(:st) "
-                "AND (CAST(:kinds AS text[]) IS NULL OR kind = ANY(:kinds)) "
+                # the page is chosen first, then its access figures joined: one probe per row shown,
+                # not per row of the user (10,000 probes before the sort took most of the time)
+                f"SELECT {_COLS} FROM (SELECT * FROM memories WHERE tenant_id = :t AND user_id = :u "
+                "AND status = ANY(:st) AND (CAST(:kinds AS text[]) IS NULL OR kind = ANY(:kinds)) "
                 "AND (CAST(:cat AS text) IS NULL OR category = :cat) "
                 "AND (CAST(:slot AS text) IS NULL OR slot = :slot) "
-                f"ORDER BY {_ORDER[order]} LIMIT :n OFFSET :o"
+                "AND (CAST(:like AS text) IS NULL OR content ILIKE :like) "
+                f"ORDER BY {_ORDER[order]} LIMIT :n OFFSET :o) {_FROM} ORDER BY {_ORDER[order]}"
             ),
             {
                 "t": tenant_id,
@@ -115,6 +121,7 @@ def list_memories(
                 "kinds": list(kinds) if kinds else None,
                 "cat": category,
                 "slot": slot,
+                "like": _like(contains),
                 "n": limit + 1,
                 "o": offset,
             },
@@ -123,3 +130,50 @@ def list_memories(
         .all()
     )
     return _public(rows[:limit], half_lives(db, tenant_id)), len(rows) > limit
+
+
+def _like(contains: str | None) -> str | None:
+    if not contains:
+        return None
+    escaped = contains.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def memories_as_of(
+    db: Session,
+    tenant_id: str,
+    user_id: str,
+    at: datetime,
+    *,
+    contains: str | None = None,
+    limit: int = 100,
+) -> tuple[list[dict[str, Any]], bool]:
+    """What was known about the user at `at`: the memories recorded by then and not yet closed (superseded,
+    consolidated, archived or forgotten) by then, each with the content it had then (the `before` snapshot
+    of its first later edit, if any), most important first; and whether more follow."""
+    known = (
+        "SELECT m.id, m.kind, m.scope, m.category, m.slot, m.importance, m.recorded_at, m.valid_from, m.content "
+        "FROM memories m WHERE m.tenant_id = :t AND m.user_id = :u AND m.recorded_at <= :at "
+        "AND (m.valid_to IS NULL OR m.valid_to > :at) AND (m.archived_at IS NULL OR m.archived_at > :at)"
+    )
+    then = (
+        "coalesce((SELECT h.before->>'content' FROM memory_history h WHERE h.memory_id = k.id "
+        "AND h.created_at > :at AND h.before ? 'content' ORDER BY h.id LIMIT 1), k.content) AS content"
+    )
+    order = "ORDER BY importance DESC, recorded_at DESC, id"
+    cols = "k.id, k.kind, k.scope, k.category, k.slot, k.importance, k.recorded_at, k.valid_from"
+    if contains:  # the text then is what is searched: each known memory's content then, then the page
+        sql = (
+            f"SELECT * FROM (SELECT {cols}, {then} FROM ({known}) k) known "
+            f"WHERE content ILIKE :like {order} LIMIT :n"
+        )
+    else:  # the page first, then the content each of its memories had then
+        sql = f"SELECT {cols}, {then} FROM ({known} {order} LIMIT :n) k {order}"
+    rows = (
+        db.execute(
+            text(sql), {"t": tenant_id, "u": user_id, "at": at, "like": _like(contains), "n": limit + 1}
+        )
+        .mappings()
+        .all()
+    )
+    return [dict(r) for r in rows[:limit]], len(rows) > limit

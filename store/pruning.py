@@ -168,7 +168,9 @@ def purge_transcripts(
       the row kept with its ids, time, status and `content_sha256` (the text's SHA-256), so a re-sent event is
       still a duplicate and memories still cite it; a turn not yet processed (`pending`, `llm_pending`) is
       never scrubbed;
-    - a decided candidate (reconciled or rejected) older than its retention is deleted; new ones wait.
+    - a decided candidate (reconciled or rejected) older than its retention is deleted; new ones wait;
+    - a task trace (`task_traces`: what an extraction or reconcile run did, per turn) goes with the turn text,
+      after the turn retention.
 
     In batches of `batch` rows (each statement bounded), repeated until a batch comes back short."""
     scrubbed = 0
@@ -201,4 +203,17 @@ def purge_transcripts(
         ),
         {"now": now, "tenant": tenant_id, "candidate_days": candidate_days},
     )
-    return {"turns_scrubbed": scrubbed, "candidates_purged": _rowcount(gone)}
+    traces = db.execute(
+        text(
+            "DELETE FROM task_traces x USING task_traces x2 LEFT JOIN tenants t ON t.id = x2.tenant_id "
+            "WHERE x.id = x2.id AND (CAST(:tenant AS text) IS NULL OR x.tenant_id = :tenant) "
+            "AND x.finished_at < CAST(:now AS timestamptz) - make_interval(secs => "
+            f"{_retention_days('turn_days')} * 86400)"
+        ),
+        {"now": now, "tenant": tenant_id, "turn_days": turn_days},
+    )
+    return {
+        "turns_scrubbed": scrubbed,
+        "candidates_purged": _rowcount(gone),
+        "traces_purged": _rowcount(traces),
+    }

@@ -21,6 +21,7 @@ USER_TABLES = (
     "events",
     "sessions",
     "consolidation_runs",
+    "task_traces",
 )
 
 
@@ -53,7 +54,8 @@ def _rowcount(result: Result[Any]) -> int:
 
 def erase_user(db: Session, tenant_id: str, user_id: str) -> dict[str, int]:
     """Delete everything about one user: events, memories, history (content included), candidates,
-    episodes, sessions, working memory and its history, run records, dead letters naming the user."""
+    episodes, sessions, working memory and its history, run records, task traces, dead letters naming the
+    user."""
     p = {"t": tenant_id, "u": user_id}
     counts: dict[str, int] = {}
     for table in USER_TABLES:
@@ -78,3 +80,16 @@ def erase_user(db: Session, tenant_id: str, user_id: str) -> dict[str, int]:
         )
     )
     return counts
+
+
+def list_users(db: Session, tenant_id: str, *, limit: int = 200) -> list[str]:
+    """The tenant's users (those with a session or a memory), by id (the console's index)."""
+    rows = db.execute(
+        text(
+            "SELECT user_id FROM sessions WHERE tenant_id = :t UNION "
+            "SELECT DISTINCT user_id FROM memories WHERE tenant_id = :t AND user_id <> '*app' "
+            "ORDER BY 1 LIMIT :n"
+        ),
+        {"t": tenant_id, "n": limit},
+    ).scalars()
+    return list(rows)

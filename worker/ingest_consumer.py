@@ -211,7 +211,13 @@ class IngestConsumer:
         attempt = 0
         while True:
             try:
-                return store_items(self.engine, items, now=utcnow(), known_tenants=self._known_tenants)
+                return store_items(
+                    self.engine,
+                    items,
+                    now=utcnow(),
+                    known_tenants=self._known_tenants,
+                    ingested_by=f"consumer:{self.name}",
+                )
             except Exception as exc:
                 attempt += 1
                 orig = getattr(exc, "orig", None) or exc

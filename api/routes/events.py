@@ -73,7 +73,9 @@ async def post_events(request: Request, principal: WriterDep, session: SessionDe
     now = utcnow()
     events = parse_batch(data, now=now)  # ContractError -> 422 with field errors
     # The tenant is the key's, whatever the body says.
-    result = store_events(session, principal.tenant_id, events, now=now)
+    result = store_events(
+        session, principal.tenant_id, events, now=now, ingested_by=f"api:{principal.key_id}"
+    )
     session.commit()
     after_store(state.publisher, state.settings, principal.tenant_id, result.sessions)
     return Accepted(

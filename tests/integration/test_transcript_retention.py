@@ -46,6 +46,16 @@ def _candidate(db, tenant, *, age_days, status):
     ).scalar_one()
 
 
+def _trace(db, tenant, *, age_days):
+    return db.execute(
+        text(
+            "INSERT INTO task_traces (tenant_id, user_id, session_id, task_id, task_name, stage, finished_at, "
+            "event_ids) VALUES (:t, 'u', 's', 'tid', 'memory.extract_session', 'extract', :at, '{old}') RETURNING id"
+        ),
+        {"t": tenant, "at": NOW - timedelta(days=age_days)},
+    ).scalar_one()
+
+
 def test_turn_text_and_decided_candidates_go_after_their_retention(db, tenant):
     short = f"{tenant}-short"
     db.execute(
@@ -65,12 +75,21 @@ def test_turn_text_and_decided_candidates_go_after_their_retention(db, tenant):
         "recent_decided": _candidate(db, tenant, age_days=10, status="reconciled"),
         "short_decided": _candidate(db, short, age_days=10, status="reconciled"),
     }
+    # task traces (what a window did with each turn) go with the turn text, after the turn retention
+    traces = {"old": _trace(db, tenant, age_days=100), "recent": _trace(db, tenant, age_days=20)}
+    short_trace = _trace(db, short, age_days=20)
     for t in (tenant, short):
         counts = purge_transcripts(db, now=NOW, turn_days=90, candidate_days=30, tenant_id=t, batch=1)
         if t == tenant:
-            assert counts == {"turns_scrubbed": 1, "candidates_purged": 2}
+            assert counts == {"turns_scrubbed": 1, "candidates_purged": 2, "traces_purged": 1}
         else:
-            assert counts == {"turns_scrubbed": 1, "candidates_purged": 1}
+            assert counts == {"turns_scrubbed": 1, "candidates_purged": 1, "traces_purged": 1}
+    left_traces = set(
+        db.execute(
+            text("SELECT id FROM task_traces WHERE tenant_id IN (:t, :s)"), {"t": tenant, "s": short}
+        ).scalars()
+    )
+    assert left_traces == {traces["recent"]} and short_trace not in left_traces
 
     rows = {
         (r.tenant_id, r.event_id): r
@@ -102,4 +121,5 @@ def test_turn_text_and_decided_candidates_go_after_their_retention(db, tenant):
         assert purge_transcripts(db, now=NOW, turn_days=90, candidate_days=30, tenant_id=t) == {
             "turns_scrubbed": 0,
             "candidates_purged": 0,
+            "traces_purged": 0,
         }

@@ -26,6 +26,7 @@ from shared.settings import Settings
 from store import sessions
 from store.candidates import existing_memories, insert_candidates
 from store.embeddings import Embedder
+from store.trace import record_task_trace
 from store.triggers import (
     DebouncePolicy,
     arm_idle_timer,
@@ -55,6 +56,7 @@ from worker.services.window import (
     oldest_owed_at,
     plan_window,
     settle_llm,
+    turn_trace,
 )
 
 log = structlog.get_logger("worker.extract")
@@ -77,6 +79,7 @@ def extract_session(
     embedder: Embedder,
     breaker: CircuitBreaker | None = None,
     summary_breaker: CircuitBreaker | None = None,
+    task_id: str | None = None,
 ) -> dict[str, Any]:
     """Extract the session's next window, unless its idle timer fired early (`deferred`) or another run
     holds the session (`locked`: that run re-checks for pending events when it finishes, so nothing is
@@ -109,6 +112,7 @@ def extract_session(
             embedder=embedder,
             breaker=breaker,
             summary_breaker=summary_breaker,
+            task_id=task_id,
         )
     finally:
         try:
@@ -155,6 +159,7 @@ def run_window(
     embedder: Embedder,
     breaker: CircuitBreaker | None = None,
     summary_breaker: CircuitBreaker | None = None,
+    task_id: str | None = None,
 ) -> dict[str, Any]:
     """Extract one window of the session's pending events and fold its summary. The counts include `more`
     (events still pending after this window).
@@ -162,7 +167,8 @@ def run_window(
     The LLM part never ends silently: the answer is parsed, or every turn it owed keeps the reason
     (`settle_llm`) and the fallback is said and counted (stage `extract`); an open `breaker` makes no call at
     all (reason `circuit_open`). The summary fold has its own breaker (`summary_breaker`, stage
-    `summarize`)."""
+    `summarize`). The window's trace (`store.trace.record_task_trace`: its log fields, per turn the gate, the
+    rules and the LLM) is stored with its outcome, under `task_id`."""
     policy = DebouncePolicy.from_settings(settings)
     day = now.date().isoformat()
     with session_scope(engine, tenant=tenant_id) as db:
@@ -247,6 +253,31 @@ def run_window(
                 detail="rule candidates kept; turns llm_pending" if waiting else "rule candidates final",
             )
         more = sessions.count_pending(db, tenant_id, user_id, session_id)
+        record_task_trace(
+            db,
+            tenant_id=tenant_id,
+            user_id=user_id,
+            session_id=session_id,
+            stage="extract",
+            task_name=tasknames.EXTRACT_SESSION,
+            task_id=task_id,
+            now=now,
+            event_ids=[e.event_id for e in events],
+            summary={
+                "outcome": "ok" if llm_error is None else "rules_only",
+                "reason": reason,
+                **counts,
+                "llm_calls": usage.calls if usage else 0,
+                "prompt_tokens": usage.prompt_tokens if usage else 0,
+                "completion_tokens": usage.completion_tokens if usage else 0,
+                **gate_summary(plan),
+                **({"llm_deferred": len(plan.needs_llm_ids)} if plan.deferred else {}),
+                **({"llm_error": llm_error} if llm_error else {}),
+                **({"llm_given_up": settled.given_up} if settled.given_up else {}),
+                "more": more,
+            },
+            turns=turn_trace(events, plan, settled, outcome, called=result is not None),
+        )
     for c in candidates:
         metrics.CANDIDATES.labels(c.origin).inc()
     if settled.given_up and llm_error:

@@ -87,25 +87,33 @@ class BatchResult:
 
 
 def store_items(
-    engine: Engine, items: list[Item], *, now: datetime, known_tenants: set[str] | None = None
+    engine: Engine,
+    items: list[Item],
+    *,
+    now: datetime,
+    known_tenants: set[str] | None = None,
+    ingested_by: str | None = None,
 ) -> BatchResult:
-    """Store the items in one transaction; on a payload error, split and retry until it is isolated."""
+    """Store the items in one transaction; on a payload error, split and retry until it is isolated.
+    `ingested_by` (the consumer's name) is kept on each stored event, for its trace."""
     known = known_tenants if known_tenants is not None else set()
     try:
-        return _store_once(engine, items, now=now, known_tenants=known)
+        return _store_once(engine, items, now=now, known_tenants=known, ingested_by=ingested_by)
     except _PAYLOAD_ERRORS as exc:
         if len(items) == 1:
             return _dead_letter_item(engine, items[0], exc, now=now)
         mid = len(items) // 2
         out = BatchResult()
         for half in (items[:mid], items[mid:]):
-            part = store_items(engine, half, now=now, known_tenants=known)
+            part = store_items(engine, half, now=now, known_tenants=known, ingested_by=ingested_by)
             part.isolated += len(half) if len(half) == 1 else 0
             out.add(part)
         return out
 
 
-def _store_once(engine: Engine, items: list[Item], *, now: datetime, known_tenants: set[str]) -> BatchResult:
+def _store_once(
+    engine: Engine, items: list[Item], *, now: datetime, known_tenants: set[str], ingested_by: str | None
+) -> BatchResult:
     out = BatchResult()
     events: dict[str, list[EventIn]] = defaultdict(list)
     rejected: list[Rejected] = []
@@ -122,7 +130,12 @@ def _store_once(engine: Engine, items: list[Item], *, now: datetime, known_tenan
     with session_scope(engine, tenant=ALL_TENANTS) as session:
         for tenant_id, tenant_events in events.items():
             result = store_events(
-                session, tenant_id, tenant_events, now=now, ensure_tenant=tenant_id not in known_tenants
+                session,
+                tenant_id,
+                tenant_events,
+                now=now,
+                ensure_tenant=tenant_id not in known_tenants,
+                ingested_by=ingested_by,
             )
             out.inserted += len(result.inserted)
             out.duplicates += result.duplicates

@@ -30,6 +30,7 @@ from store.candidates import load_new_candidates, mark_reconciled
 from store.distillation import count_fragments
 from store.embeddings import Embedder
 from store.memories import apply_decision, lock_user, nearest, slot_rows
+from store.trace import record_task_trace
 from store.usage import record_usage, within_budget
 from worker.llm import CircuitBreaker, LLMClient, LLMUsage
 from worker.services import llm_stage
@@ -180,10 +181,12 @@ def reconcile_backlog(
     distill_fragment_threshold: int,
     breaker: CircuitBreaker | None = None,
     working_memory_breaker: CircuitBreaker | None = None,
+    task_id: str | None = None,
 ) -> dict[str, int]:
     """Reconcile every new candidate of the user, a batch of `BATCH` per transaction, until a batch comes
     back short (`clock` dates each batch and its usage). Returns the decisions by op plus `llm_calls` and
-    `llm_tokens` (the judge's usage)."""
+    `llm_tokens` (the judge's usage). A run that decided anything leaves its trace row (`task_id`, the
+    totals), which the history rows' actor points to."""
     totals: dict[str, int] = {}
     while True:
         with session_scope(engine, tenant=tenant_id) as db:
@@ -225,6 +228,17 @@ def reconcile_backlog(
         if sum(v for k, v in counts.items() if k in _DECISIONS) < BATCH:
             break
     if totals:
+        with session_scope(engine, tenant=tenant_id) as db:
+            record_task_trace(
+                db,
+                tenant_id=tenant_id,
+                user_id=user_id,
+                stage="reconcile",
+                task_name=tasknames.RECONCILE_USER,
+                task_id=task_id,
+                now=clock(),
+                summary={"outcome": "ok", **totals},
+            )
         _distill_if_crowded(engine, publisher, tenant_id, user_id, threshold=distill_fragment_threshold)
     return totals
 

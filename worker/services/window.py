@@ -41,6 +41,7 @@ __all__ = [
     "oldest_owed_at",
     "plan_window",
     "settle_llm",
+    "turn_trace",
 ]
 
 
@@ -257,4 +258,41 @@ def keyword_contexts(events: Sequence[PendingEvent], *, before: str) -> dict[str
             continue
         out[e.event_id] = f"{previous}\n{e.content}" if previous else e.content
         previous = e.content
+    return out
+
+
+def turn_trace(
+    events: Sequence[PendingEvent], plan: WindowPlan, settled: Settled, outcome: LLMOutcome, *, called: bool
+) -> dict[str, dict[str, Any]]:
+    """What the window did with each event, for its trace (`store.trace`): the gate's reason and coverage,
+    the rule candidates it gave (their rules), what the LLM did with it and the status it got. No text.
+
+    `llm`: `answered` (an LLM-owed turn the answer covered), `failed:<reason>` (owed, no answer), `deferred`
+    (owed, left to a later window), `context` (not owed, but in the call as context), `not_needed`."""
+    sent = {t.event_id for t in plan.llm_turns} if called else set()
+    rules_of: dict[str, list[str]] = {}
+    for c in plan.rule_candidates:
+        for event_id in c.source_event_ids:
+            rules_of.setdefault(event_id, []).append(c.rule or c.origin)
+    out: dict[str, dict[str, Any]] = {}
+    for e in events:
+        eid = e.event_id
+        if eid in plan.needs_llm_ids:
+            if outcome.answered:
+                llm = "answered"
+            elif outcome.reason:
+                llm = f"failed:{outcome.reason}"
+            else:
+                llm = "deferred"
+        else:
+            llm = "context" if eid in sent else "not_needed"
+        rules = rules_of.get(eid, [])
+        out[eid] = {
+            "gate": plan.gate_reasons.get(eid, e.type if e.type != "turn" else "skipped"),
+            "coverage": plan.gate_coverage.get(eid),
+            "rule_candidates": len(rules),
+            "rules": sorted(set(rules))[:8],
+            "llm": llm,
+            "status": settled.status_of.get(eid),
+        }
     return out

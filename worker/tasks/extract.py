@@ -39,4 +39,5 @@ def extract_session(
         embedder=runtime.embedder(),
         breaker=runtime.breaker("extract"),
         summary_breaker=runtime.breaker("summarize"),
+        task_id=self.request.id,
     )

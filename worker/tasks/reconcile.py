@@ -33,6 +33,7 @@ def reconcile_user(self: Any, tenant_id: str, user_id: str) -> dict[str, Any]:
         distill_fragment_threshold=settings.distill_fragment_threshold,
         breaker=runtime.breaker("reconcile"),
         working_memory_breaker=runtime.breaker("working_memory"),
+        task_id=self.request.id,
     )
     decisions = sum(v for k, v in totals.items() if not k.startswith("llm_") and k != "working_memory")
     return {"outcome": "ok", "candidates": decisions, **totals}

@@ -44,9 +44,11 @@ from memory_client.models import (
     EpisodeDeleted,
     EpisodePage,
     Erased,
+    EventTrace,
     MemoryDetail,
     MemoryPage,
     MemoryRecord,
+    MemoryWhy,
     Popped,
     Remembered,
     SearchResult,
@@ -167,6 +169,14 @@ class _Requests:
     @staticmethod
     def get(memory_id: str) -> _Call[MemoryDetail]:
         return _Call("GET", f"/v1/memories/{_path(memory_id)}", _decoder(MemoryDetail))
+
+    @staticmethod
+    def trace(event_id: str) -> _Call[EventTrace]:
+        return _Call("GET", f"/v1/events/{_path(event_id)}/trace", _decoder(EventTrace))
+
+    @staticmethod
+    def why(memory_id: str) -> _Call[MemoryWhy]:
+        return _Call("GET", f"/v1/memories/{_path(memory_id)}/why", _decoder(MemoryWhy))
 
     @staticmethod
     def edit(
@@ -601,6 +611,14 @@ class Memory(_Base):
         """One memory with its full history."""
         return self._run(_Requests.get(memory_id))
 
+    def trace(self, event_id: str) -> EventTrace:
+        """The event's journey: stored, extracted, decided, consolidated, pruned (404: no such event)."""
+        return self._run(_Requests.trace(event_id))
+
+    def why(self, memory_id: str) -> MemoryWhy:
+        """The memory's lineage back to the turns it came from (404: no such memory)."""
+        return self._run(_Requests.why(memory_id))
+
     def edit(
         self,
         memory_id: str,
@@ -832,6 +850,14 @@ class AsyncMemory(_Base):
     async def get(self, memory_id: str) -> MemoryDetail:
         """One memory with its full history."""
         return await self._run(_Requests.get(memory_id))
+
+    async def trace(self, event_id: str) -> EventTrace:
+        """The event's journey: stored, extracted, decided, consolidated, pruned (404: no such event)."""
+        return await self._run(_Requests.trace(event_id))
+
+    async def why(self, memory_id: str) -> MemoryWhy:
+        """The memory's lineage back to the turns it came from (404: no such memory)."""
+        return await self._run(_Requests.why(memory_id))
 
     async def edit(
         self,

@@ -221,6 +221,36 @@ class Cleared:
     deleted_events: int
 
 
+@dataclass(frozen=True, kw_only=True)
+class EventTrace:
+    """One event's journey (`trace`): stored (or dead-lettered), the extraction windows that held it (per turn:
+    the gate, the rule candidates, the LLM), the candidates and decisions, what later became of the memories
+    it touched, and the canonical log fields of each task. The nested shapes are the server's `store.trace`."""
+
+    event_id: str
+    stored: dict[str, Any] | None = None
+    windows: list[dict[str, Any]] = field(default_factory=list)
+    candidates: list[dict[str, Any]] = field(default_factory=list)
+    decisions: list[dict[str, Any]] = field(default_factory=list)
+    later: list[dict[str, Any]] = field(default_factory=list)
+    memories: list[dict[str, Any]] = field(default_factory=list)
+    dead_letters: list[dict[str, Any]] = field(default_factory=list)
+    tasks: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemoryWhy:
+    """Why a memory is believed (`why`): its history, its lineage (what it superseded or was consolidated
+    from, breadth first) and the turns they cite, with their text where retention still keeps it."""
+
+    memory_id: str
+    memory: dict[str, Any] | None = None
+    history: list[dict[str, Any]] = field(default_factory=list)
+    lineage: list[dict[str, Any]] = field(default_factory=list)
+    turns: list[dict[str, Any]] = field(default_factory=list)
+    truncated: bool = False
+
+
 # each class and the OpenAPI schema it mirrors
 SCHEMAS: dict[type, str] = {
     MemoryRecord: "Memory",
@@ -240,6 +270,8 @@ SCHEMAS: dict[type, str] = {
     WorkingMemory: "WorkingMemory",
     Popped: "Popped",
     Cleared: "Cleared",
+    EventTrace: "EventTrace",
+    MemoryWhy: "MemoryWhy",
 }
 
 
