@@ -1,6 +1,6 @@
 """An event's journey and a memory's lineage (issue 17): the reads behind `GET /v1/events/{id}/trace`,
 `GET /v1/memories/{id}/why`, `memctl trace` / `memctl why` and the console, plus the one write they need
-(`record_task_trace`, one bounded row per extraction or reconcile task run, migration 0016).
+(`record_task_trace`, one bounded row per extraction or reconcile task run, migration 0017).
 
 Both reads take a tenant-scoped session (row-level security) and filter on `tenant_id` too; they return None
 when the id is unknown to that tenant, else a JSON-serialisable dict (times ISO 8601 strings, ids strings).
@@ -13,7 +13,7 @@ No secret value is ever returned: turns are stored redacted, and only the redact
       "stored": None | {                       # None: the event was never stored (see dead_letters)
         "user_id", "agent_id", "session_id", "role", "type": str | None,
         "event_time", "received_at", "processed_at": str | None,
-        "ingested_by": str | None,             # "consumer:<name>" | "api:<key id>" | None (before 0016)
+        "ingested_by": str | None,             # "consumer:<name>" | "api:<key id>" | None (before 0017)
         "status": str,                         # pending | extracted | skipped | llm_pending | failed
         "attempts": int, "llm_error": str | None, "llm_attempts": int,
         "redactions": {kind: count}, "redaction_count": int,

@@ -103,7 +103,7 @@ class Event(SQLModel, table=True):
     # a turn past retention keeps its row and the SHA-256 of its scrubbed text (migration 0012)
     content_sha256: str | None = Field(default=None, sa_column=Column(CHAR(64), nullable=True))
     content_purged_at: datetime | None = Field(default=None, sa_column=_ts(nullable=True))
-    # which ingest path stored the turn: `consumer:<name>` or `api:<key id>` (migration 0016; None before)
+    # which ingest path stored the turn: `consumer:<name>` or `api:<key id>` (migration 0017; None before)
     ingested_by: str | None = Field(default=None, max_length=64)
 
 

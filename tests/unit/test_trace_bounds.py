@@ -1,4 +1,4 @@
-"""What a task trace row keeps is bounded (migration 0016 checks the same bounds): the task's log fields
+"""What a task trace row keeps is bounded (migration 0017 checks the same bounds): the task's log fields
 within 8 KiB, per-turn detail within 64 KiB, whatever the task returned."""
 
 from __future__ import annotations

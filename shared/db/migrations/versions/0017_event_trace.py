@@ -1,7 +1,7 @@
 """event trace: who stored each event (events.ingested_by), and what each task run did (task_traces)
 
-Revision ID: 0016_event_trace
-Revises: 0015_episode_deletion
+Revision ID: 0017_event_trace
+Revises: 0016_episode_decay
 Create Date: 2026-12-05
 
 `memctl trace EVENT_ID` / `GET /v1/events/{id}/trace` (issue 17) follow one event through the system. Most of
@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from alembic import op
 
-revision = "0016_event_trace"
-down_revision = "0015_episode_deletion"
+revision = "0017_event_trace"
+down_revision = "0016_episode_decay"
 branch_labels = None
 depends_on = None
 
