@@ -245,6 +245,17 @@ def test_trace_and_why_follow_a_real_pipeline_run(
         assert refused.status_code == 404, path
         assert refused.headers["content-type"].startswith("application/problem+json")
 
+    # an event posted to the API says which key stored it
+    posted = httpx.post(
+        f"{api_server}/v1/events",
+        json={"event_id": "ev-api", "user_id": "zed", "session_id": "s-api", "content": "hello"},
+        headers=headers,
+        timeout=10,
+    )
+    assert posted.status_code == 202
+    via_api = httpx.get(f"{api_server}/v1/events/ev-api/trace", headers=headers, timeout=10).json()
+    assert via_api["stored"]["ingested_by"].startswith("api:")
+
     # the client package, typed
     from memory_client import Memory, NotFound
 
