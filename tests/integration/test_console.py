@@ -3,13 +3,17 @@ Playwright) against the real API server over real HTTP, on the real PostgreSQL a
 
 One browser and one API server for the module (the CI budget is tight); each test signs in with its own
 fresh browser context. What a browser cannot show (a form posted without its CSRF token, a read-only key's
-POST) is sent with plain httpx. Screenshots of each page go to `docs/screenshots/`.
+POST) is sent with plain httpx. Screenshots of each page are saved to `$MEMORY_SCREENSHOT_DIR` when it is set
+(`MEMORY_SCREENSHOT_DIR=docs/screenshots` refreshes the README's), else to a temp folder (printed), so a
+test run does not rewrite tracked files.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import tempfile
 import threading
 import uuid
 from collections.abc import Iterator
@@ -28,11 +32,15 @@ from shared.db.vectors import vector_literal
 from shared.embedded import redis_py_url
 from store.dead_letters import record_dead_letter
 from tests.memory_rows import EMBEDDER, insert_memory
-from tests.services import REPO, free_port, wait_for
+from tests.services import free_port, wait_for
 
 pytestmark = pytest.mark.integration
 CHROMIUM = Path("/usr/bin/chromium")
-SHOTS = REPO / "docs" / "screenshots"
+SHOTS = (
+    Path(os.environ["MEMORY_SCREENSHOT_DIR"]).resolve()
+    if os.environ.get("MEMORY_SCREENSHOT_DIR")
+    else Path(tempfile.gettempdir()) / "memory-console-screenshots"
+)
 CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 
 
