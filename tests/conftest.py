@@ -283,26 +283,11 @@ def start_worker(worker_env: dict[str, str], queue_name: str, tmp_path: Path) ->
 @pytest.fixture
 def api_server(database_url: str, redis_url: str, queue_name: str) -> Iterator[str]:
     """The real FastAPI app served by uvicorn on a free loopback port (in a thread); yields its base URL."""
-    import threading
-
-    import uvicorn
-
-    from api.app import create_app
     from shared.settings import load_settings
-    from tests.services import free_port, wait_for
+    from tests.services import app_server
 
-    settings = load_settings(database_url=database_url, redis_url=redis_url, queue=queue_name)
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    wait_for(lambda: server.started or not thread.is_alive(), timeout_s=30, what="the API server")
-    assert server.started, "the API server failed to start (see the log above)"
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+    with app_server(load_settings(database_url=database_url, redis_url=redis_url, queue=queue_name)) as url:
+        yield url
 
 
 @pytest.fixture

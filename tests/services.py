@@ -10,7 +10,8 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,31 @@ def wait_for(
             return last
         time.sleep(interval_s)
     raise AssertionError(f"timed out after {timeout_s}s waiting for {what or predicate} (last: {last!r})")
+
+
+@contextmanager
+def app_server(settings: Any) -> Iterator[str]:
+    """The real FastAPI app for `settings`, served by uvicorn on a free loopback port in a thread; yields its
+    base URL and stops the server on exit."""
+    import threading
+
+    import uvicorn
+
+    from api.app import create_app
+
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: server.started or not thread.is_alive(), timeout_s=30, what="the API server")
+        assert server.started, "the API server failed to start (see the log above)"
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
 
 
 class _GroupProcess:

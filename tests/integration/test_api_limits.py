@@ -6,8 +6,8 @@ re-sends after the wait."""
 
 from __future__ import annotations
 
+import contextlib
 import json
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -18,7 +18,7 @@ import pytest
 from sqlalchemy import text
 
 from shared.client import MemoryClient
-from tests.services import RedisServer, free_port, wait_for
+from tests.services import RedisServer, app_server, free_port, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -29,31 +29,19 @@ OTHER_LIMIT = 4 * 1024
 @pytest.fixture
 def serve(database_url: str, redis_url: str, queue_name: str) -> Iterator[Callable[..., str]]:
     """Factory: the real app under uvicorn with the given settings overrides; yields its base URL."""
-    import uvicorn
-
-    from api.app import create_app
     from shared.settings import load_settings
 
-    servers: list[tuple[Any, threading.Thread]] = []
+    with contextlib.ExitStack() as servers:
 
-    def _serve(**overrides: Any) -> str:
-        options: dict[str, Any] = {"database_url": database_url, "redis_url": redis_url, "queue": queue_name}
-        settings = load_settings(**{**options, **overrides})
-        port = free_port()
-        server = uvicorn.Server(
-            uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
-        )
-        thread = threading.Thread(target=server.run, daemon=True)
-        thread.start()
-        servers.append((server, thread))
-        wait_for(lambda: server.started or not thread.is_alive(), timeout_s=30, what="the API server")
-        assert server.started, "the API server failed to start"
-        return f"http://127.0.0.1:{port}"
+        def _serve(**overrides: Any) -> str:
+            options: dict[str, Any] = {
+                "database_url": database_url,
+                "redis_url": redis_url,
+                "queue": queue_name,
+            }
+            return servers.enter_context(app_server(load_settings(**{**options, **overrides})))
 
-    yield _serve
-    for server, thread in servers:
-        server.should_exit = True
-        thread.join(timeout=10)
+        yield _serve
 
 
 def new_key(engine: Any, tenant: str, **tenant_settings: Any) -> str:

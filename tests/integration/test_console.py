@@ -14,7 +14,6 @@ import json
 import os
 import re
 import tempfile
-import threading
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -32,7 +31,7 @@ from shared.db.vectors import vector_literal
 from shared.embedded import redis_py_url
 from store.dead_letters import record_dead_letter
 from tests.memory_rows import EMBEDDER, insert_memory
-from tests.services import free_port, wait_for
+from tests.services import app_server
 
 pytestmark = pytest.mark.integration
 CHROMIUM = Path("/usr/bin/chromium")
@@ -52,23 +51,12 @@ def console_queue() -> str:
 @pytest.fixture(scope="module")
 def server(database_url: str, redis_url: str, console_queue: str) -> Iterator[str]:
     """The real app under uvicorn on a free loopback port, shared by the module's tests."""
-    import uvicorn
-
-    from api.app import create_app
     from shared.settings import load_settings
 
-    settings = load_settings(database_url=database_url, redis_url=redis_url, queue=console_queue)
-    port = free_port()
-    srv = uvicorn.Server(
-        uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
-    )
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    wait_for(lambda: srv.started or not thread.is_alive(), timeout_s=30, what="the API server")
-    assert srv.started, "the API server failed to start (see the log above)"
-    yield f"http://127.0.0.1:{port}"
-    srv.should_exit = True
-    thread.join(timeout=10)
+    with app_server(
+        load_settings(database_url=database_url, redis_url=redis_url, queue=console_queue)
+    ) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
