@@ -63,6 +63,11 @@ def user_context(
     relevant: list[ContextItem] = []
     below = {"memories_below_floor": 0, "episodes_below_floor": 0}
     topical = has_topic(query)
+
+    def kept(similarity: float | None, coverage: float | None) -> bool:
+        # a query without a topic keeps nothing, unless the floor is off
+        return (topical or floor.disabled) and floor.keeps(similarity, coverage)
+
     if query.strip():
         # with a floor, the query's social words ("thanks! now ...") are not part of what is searched for
         searched = topical_text(query) if topical and not floor.disabled else query
@@ -80,7 +85,7 @@ def user_context(
             query_vector=vec,
         )
         for h in hits:
-            if not (topical or floor.disabled) or not floor.keeps(h.similarity, h.keyword_coverage):
+            if not kept(h.similarity, h.keyword_coverage):
                 below["memories_below_floor"] += 1
                 continue
             relevant.append(
@@ -107,9 +112,7 @@ def user_context(
             {**params, "v": vec},
         ).all():
             share = token_coverage(query_tokens, set(keywords.tokens(episode_text)))
-            if not (topical or floor.disabled) or not floor.keeps(
-                None if similarity is None else float(similarity), share
-            ):
+            if not kept(None if similarity is None else float(similarity), share):
                 below["episodes_below_floor"] += 1
                 continue
             relevant.append(ContextItem(id=f"episode:{episode_id}", text=episode_text, kind="episodic"))

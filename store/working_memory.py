@@ -146,7 +146,12 @@ def refresh_if_mentioned(
     """After a change made outside the worker (the API's remember, edit or forget) replaced or ended memories
     (`changed`: the old rows' content and value), rebuild the user's document in the same transaction when it
     names one of them, so the next context block never shows the old value under "Working memory"."""
-    current = read_document(db, tenant_id, user_id)
-    if current is None or not document_mentions(current.content, changed):
+    if not names_any(db, tenant_id, user_id, changed):
         return False
     return rebuild_document(db, tenant_id, user_id, now=now)
+
+
+def names_any(db: Session, tenant_id: str, user_id: str, changed: Iterable[tuple[str, str | None]]) -> bool:
+    """Whether the user's document exists and names one of the `changed` memories (content or value)."""
+    current = read_document(db, tenant_id, user_id)
+    return current is not None and document_mentions(current.content, changed)

@@ -11,7 +11,6 @@ from datetime import datetime
 
 from sqlmodel import Session
 
-from core.episodes import document_mentions as mentions
 from core.episodes import working_memory_document
 from core.prompts.working_memory import build_working_memory_messages, parse_working_memory_answer
 from store import working_memory as wm_store
@@ -85,7 +84,6 @@ def refresh_if_stale(
     """Rewrite the user's working memory in the transaction that replaced or forgot memories (`changed`: the
     old rows' content and value) when the document mentions one of them, so the context block never shows
     a slot's old value under "Working memory" beside its new one. Returns (changed, LLM tokens)."""
-    current = wm_store.read_document(db, tenant_id, user_id)
-    if current is None or not mentions(current.content, changed):
+    if not wm_store.names_any(db, tenant_id, user_id, changed):
         return False, 0
     return rewrite_working_memory(db, tenant_id, user_id, now=now, llm=llm, breaker=breaker)
