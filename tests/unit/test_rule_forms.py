@@ -508,3 +508,73 @@ def test_trying_now_and_someone_elses_setup_are_not_the_users_stack(text: str) -
 )
 def test_a_diet_is_one_value_of_its_slot(text: str, value: str) -> None:
     assert _slots(text).get("user.diet") == value
+
+
+# --- round 5: polite and indirect rules for the agent, ban lists, rules after "所以" / "麻烦你以后" --------------
+
+
+def _musts(text: str) -> list[str]:
+    return [c.content for c in extract_turn(Turn("e1", "user", text)) if c.tier.value == "must"]
+
+
+@pytest.mark.parametrize(
+    ("text", "word"),
+    [
+        ("Would you mind not hardcoding timeouts in the Go you write?", "hardcoding"),
+        ("I'd appreciate it if you didn't add type: ignore comments.", "type: ignore"),
+        ("Kindly refrain from suggesting global variables.", "global variables"),
+        ("I can't stand it when responses repeat my question back to me.", "repeat"),
+        ("it's a two-person shop, so keep suggestions boring — no Kubernetes, no service mesh", "service mesh"),
+        ("we deploy on bare metal, so give me systemd units, not docker files", "systemd"),
+        ("我们是内网环境，所以别给我需要联网的安装命令", "联网"),
+        ("麻烦你以后写正则都附上测试用例", "测试用例"),
+        ("这个项目不能直接改 main 分支，必须提 PR", "main"),
+        ("用户不懂技术，所以解释的时候少用点缩写", "缩写"),
+        ("記住，我們的日誌一律用 UTC 時間", "UTC"),
+    ],
+)
+def test_a_standing_rule_said_politely_or_after_its_reason_is_must(text: str, word: str) -> None:
+    assert any(word.lower() in content.lower() for content in _musts(text)), _contents(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "been on Sublime for a while, not going back",  # "not <verb>ing" without "you": no request
+        "so give me the full file this time",  # the piece of work at hand
+        "so show me the commands again",
+        "so give me the config files",
+        "no worries, no rush",  # comfort, not bans
+        "所以我今天没写测试",  # a reason, no rule word
+    ],
+)
+def test_near_misses_of_polite_rules_are_no_rules(text: str) -> None:
+    assert _musts(text) == []
+
+
+# --- changes told as the ground for something else, and values named as left -------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "slot", "value"),
+    [
+        ("now that we're on Bun, is the test runner built in?", "project.package_manager", "bun"),
+        ("ever since we moved to Netlify the previews are instant", "project.hosting", "netlify"),
+        ("we finished migrating to Gradle last sprint, Maven is gone", "project.build_tool", "gradle"),
+        ("the move to Azure is complete, the AWS account gets closed next week", "project.cloud", "azure"),
+    ],
+)
+def test_a_change_told_in_passing_names_the_new_value(text: str, slot: str, value: str) -> None:
+    assert _slots(text).get(slot) == value
+
+
+@pytest.mark.parametrize(
+    ("text", "left"),
+    [
+        ("the Heroku app gets shut down on Monday", "heroku"),
+        ("Jenkins was decommissioned in March", "jenkins"),
+        ("阿里云那边下个月停掉", "aliyun"),
+    ],
+)
+def test_a_value_named_as_shut_down_is_not_current(text: str, left: str) -> None:
+    assert left not in _slots(text).values()

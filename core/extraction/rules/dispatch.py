@@ -165,6 +165,14 @@ _CHANGE_RE = re.compile(
     r"rewrite|cutover|port)\b"
     r"|\b(?:after|since)\s+(?:the|our)\s+(?:upgrade|migration|move|switch|cutover)\s+to\b"
     r"|\b(?:after|since)\s+(?:bumping|upgrading|moving|migrating|switching|porting)\b"
+    # "now that we're on 3.12", "ever since we landed on Fly.io", "finished porting to JAX", "the migration to
+    # AWS is done": the state after a change, told as the ground for something else
+    r"|\bnow\s+that\s+(?:we're|we\s+are|i'm|i\s+am|it's|everything's|we've|i've|the\s+\w+\s+is)\s+(?:on|in|using|at)\b"
+    r"|\b(?:ever\s+)?since\s+(?:we|i)\s+(?:landed\s+on|went\s+to|moved\s+to|switched\s+to|migrated\s+to)\b"
+    r"|\b(?:finished|completed|done)\s+(?:porting|migrating|moving|switching|the\s+(?:migration|move|switch))\s+"
+    r"(?:\w+\s+)?(?:to|onto)\b"
+    r"|\b(?:migration|move|switch|cutover|transition)\s+to\s+(?=[\w.+#-]+(?:\s+[\w.+#-]+)?\s+(?:is|was|has\s+been)\s+"
+    r"(?:done|complete|completed|finished|live|over)\b)"
     r"|\bmigrate[sd]?\s*(?:到|to)|用(?=\s*[A-Za-z][^,]{0,24}?重写)"
     r"|(?:迁到了|迁移到了|迁到|迁移到|换成了|换成|改用了|改用|升到了|升到|升级到了|升级到|切到了|切到|切换到了|切换到|"
     r"转到了|转到|换到了|换到|搬到了|搬到|重写成|重写为|用上了|上了|换了(?:台|个|一台|一个|新的?)?|统一到了?|统一成了?|"

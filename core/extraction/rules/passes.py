@@ -88,17 +88,20 @@ _CLAUSE_OPENER_RE = re.compile(
     r"in\s+(?:the\s+)?future|actually|correction|i\s+meant|can\s+you|could\s+you|would\s+you|you\s+(?:should|must|"
     r"need|keep|always|still)|i'd\s+rather|we\s+(?:don't|never|do\s+not)|rules?\b|only\b|when\b|whenever\b|"
     r"if\s+you\b)"
-    r"|^(?:还有|另外|而且|然后|对了|顺便)?\s*(?:请|麻烦|别|不要|不许|不准|不能|禁止|严禁|永远|千万|一定|必须|务必|以后|今后|"
+    r"|^(?:还有|另外|而且|然后|对了|顺便|所以|因此|那就|求求你|拜托你?)?\s*(?:请|麻烦|别|少用|少写|少加|多用|尽量|不要|不许|不准|不能|禁止|严禁|永远|千万|一定|必须|务必|以后|今后|"
     r"之后|从现在|记住|记得|别忘|忘掉|忘了|删|其实|不是|纠正|更正|我说的是|应该是|叫我|称呼|用|一律|都用|统一|只能|"
     r"所有|[A-Za-z][\w.+#-]*\s*(?:就|也|都|千万|一定|以后)?(?:别|不要|不许|不准|禁止))"
     # a topic, then a rule word: "任何变更都不能在 10 点以后上线", "注释别用拼音"
-    r"|^[^,]{1,16}?(?:不许|不准|不能|禁止|不允许|不得|严禁|必须|一律|务必|一定要|只能|只许|"
+    r"|^[^,]{1,16}?(?:不许|不准|不能|禁止|不允许|不得|严禁|必须|一律|务必|一定要|只能|只许|少用|少写|少加|多用|"
     + BIE
     + r"|不要)",
     re.I,
 )
 
 
+_SO_REQUEST_RE = re.compile(
+    r"^(?:so|therefore|hence)\s+(?:please\s+|pls\s+)?(?:give|keep|show|write|use|send|answer|reply)\b", re.I
+)
 _TASK_AT_HAND_RE = re.compile(
     r"\b(?:for\s+now|this\s+time|for\s+this\s+(?:one|snippet|demo|file|function|script|query|test|pr|ticket|task)|"
     r"throwaway|right\s+now|just\s+this\s+once)\b|这段|这次|这一次|这回|先用|先别|暂时|这个(?:文件|函数|组件|脚本|接口|页面)|"
@@ -274,9 +277,12 @@ def sentence_hits(sentence: str) -> list[Hit]:
         spans = [(start, end) for _, start, end in hits]
         for start, clause in clauses:
             end = start + len(clause)
-            if any(s <= start and end <= e for s, e in spans):
+            # "we deploy on bare metal, so give me systemd units": a request drawn from the fact before it is
+            # a clause of its own even where the fact's statement spans the sentence
+            drawn = _SO_REQUEST_RE.match(clause) is not None
+            if not drawn and any(s <= start and end <= e for s, e in spans):
                 continue
-            opens = asked or _CLAUSE_OPENER_RE.match(clause) or _dropped_subject(clause)
+            opens = drawn or asked or _CLAUSE_OPENER_RE.match(clause) or _dropped_subject(clause)
             if not opens or _TASK_AT_HAND_RE.search(sentence):
                 continue  # "这段先用普通 for 循环写，别用 stream": the rule is for this piece of work
             if start and _blocked(sentence, start):

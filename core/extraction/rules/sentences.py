@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from core.extraction.lang import normalize_lines
+from core.extraction.lang import normalize_lines, simplified
 
 _FENCE_RE = re.compile(r"(?ms)^[ \t]*(```|~~~).*?(?:^[ \t]*\1[ \t]*$|\Z)")
 _INDENTED_CODE_RE = re.compile(r"(?m)^(?: {4,}|\t).*$")
@@ -46,7 +46,7 @@ def clean_text(text: str) -> str:
         text = _INLINE_CODE_RE.sub(r"\1", text)
     if "*" in text:  # Markdown emphasis: "**Remember**: ..."
         text = _EMPHASIS_RE.sub("", text)
-    return normalize_lines(text)
+    return normalize_lines(simplified(text))
 
 
 def split_sentences(text: str) -> list[str]:

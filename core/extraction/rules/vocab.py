@@ -63,7 +63,7 @@ project.hosting: vercel=Vercel netlify=Netlify heroku=Heroku fly.io=Fly.io(fly.i
     digitalocean=DigitalOcean(digitalocean|digital_ocean) linode=Linode ec2=EC2
     cloud_run=Cloud_Run app_engine=App_Engine eks=EKS gke=GKE aks=AKS lambda=AWS_Lambda(aws_lambda)
     ovh=OVH vultr=Vultr github_pages=GitHub_Pages(github_pages|gh_pages) firebase_hosting=Firebase_Hosting
-    coolify=Coolify dokku=Dokku
+    coolify=Coolify dokku=Dokku rds=RDS(rds|aws_rds|amazon_rds) cloud_sql=Cloud_SQL
 project.orchestration: kubernetes=Kubernetes(kubernetes|k8s|k3s) ecs=ECS(ecs|aws_ecs|fargate) nomad=Nomad
     docker_swarm=Docker_Swarm(docker_swarm|swarm) docker_compose=Docker_Compose(docker_compose|docker-compose)
     openshift=OpenShift ack=ACK cce=CCE tke=TKE
@@ -77,6 +77,8 @@ project.monitoring: prometheus=Prometheus zabbix=Zabbix new_relic=New_Relic(new_
     nagios=Nagios
 project.state_management: redux=Redux(redux|redux_toolkit|rtk) zustand=Zustand mobx=MobX pinia=Pinia vuex=Vuex
     jotai=Jotai recoil=Recoil ngrx=NgRx
+project.ml_framework: pytorch=PyTorch(pytorch|torch) tensorflow=TensorFlow jax=JAX keras=Keras mxnet=MXNet
+    paddlepaddle=PaddlePaddle(paddlepaddle|paddle|飞桨) mindspore=MindSpore
 project.code_hosting: github=GitHub gitlab=GitLab bitbucket=Bitbucket gitea=Gitea gitee=Gitee(gitee|码云)
     codeberg=Codeberg
 project.cd: argocd=Argo_CD(argocd|argo_cd|argo) flux=Flux(flux|fluxcd) spinnaker=Spinnaker octopus=Octopus_Deploy
@@ -110,7 +112,7 @@ user.os: macos=macOS(macos|mac|macbook|osx|os_x) linux=Linux windows=Windows ubu
     datadog=Datadog grafana=Grafana
     ansible=Ansible helm=Helm pulumi=Pulumi jquery=jQuery
     lodash=Lodash moment.js=Moment.js(moment.js|momentjs) axios=Axios pandas=pandas
-    numpy=NumPy pytorch=PyTorch(pytorch|torch) tensorflow=TensorFlow storybook=Storybook cypress=Cypress
+    numpy=NumPy storybook=Storybook cypress=Cypress
     playwright=Playwright selenium=Selenium opentelemetry=OpenTelemetry(opentelemetry|otel) vault=Vault
     dbt=dbt(dbt|dbt_core|dbt_cloud) fivetran=Fivetran airbyte=Airbyte spark=Spark(spark|pyspark|spark_sql)
     flink=Flink hive=Hive trino=Trino presto=Presto kafka_connect=Kafka_Connect debezium=Debezium
@@ -268,8 +270,15 @@ _OLD_VALUE_RE = re.compile(
 # What marks a tool as gone, after it: "the Jenkins box is gone", "Jenkins 已经下线了".
 _GONE_AFTER_RE = re.compile(
     r"\s*(?:[\w.-]+\s+){0,2}?(?:is|are|'s)\s+(?:now\s+)?(?:gone|dead|retired|history|deprecated|decommissioned)\b"
+    # "the GCP project gets shut down on Friday", "the Hetzner box got decommissioned", "Azure subscription
+    # cancelled", "TF only lives in the archived repo now"
+    r"|\s*(?:[\w.-]+\s+){0,2}?(?:(?:is|are|was|were|gets|got|get|will\s+be|has\s+been|have\s+been|being)\s+)?"
+    r"(?:(?:finally|now|being|getting)\s+)?(?:shut\s+down|shutdown|decommissioned|cancell?ed|sunset|sunsetted|"
+    r"turned\s+off|switched\s+off|torn\s+down|deleted|archived|retired|deprecated|removed|dropped|killed)\b"
+    r"|\s*only\s+(?:lives|exists|remains|survives)\s+in\b"
     r"|\s*(?:[\w.-]+\s+){0,1}?out\b(?=.{0,30}\b(?:and|for|in\s+favou?r)\b)"  # "ripped yarn out ... and went with"
-    r"|\s*(?:已经|早就|早)?(?:没了|下线了|下掉了|退役了|不用了|废弃了|停用了|淘汰了)",
+    r"|\s*(?:那边|那套|那台|这边)?\s*(?:已经|早就|早|下个月|下周|马上|就要|即将)?(?:都)?(?:没了|下线了?|下掉了?|退役了?|"
+    r"不用了|废弃了?|停用了?|淘汰了?|停掉了?|关掉了?|删掉了?|删了|退订了?|注销了?|到期不续了?)",
     re.I,
 )
 

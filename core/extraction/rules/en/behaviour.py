@@ -119,7 +119,8 @@ _RULE_RE = re.compile(
     r"\s*[,:-]?\s*)?(?P<cond>(?:when|whenever|if\s+you(?:'re|\s+are)?|for|in|while)\s[^,]{1,60}?(?:,\s*|\s+(?=(?:please|pls|"
     r"assume|reply|answer|include|stick|default|always|never|don't|do\s+not)\b)))?"
     r"(?:please\s+|pls\s+)?(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?)?(?:you(?:'re|\s+are)?\s+)?"
-    r"(?P<mod>don't\s+(?:you\s+)?ever|do\s+not\s+ever|don't\s+you\s+dare|don't|do\s+not|dont|never\s+ever|never|always|"
+    r"(?P<mod>(?:mind\s+not|(?<=you\s)not|please\s+not)(?=\s+\w+ing\b)|(?:kindly\s+|please\s+)?refrain\s+from|"
+    r"i'd\s+appreciate\s+it\s+if\s+you\s+(?:didn't|did\s+not|wouldn't|would\s+not)|don't\s+(?:you\s+)?ever|do\s+not\s+ever|don't\s+you\s+dare|don't|do\s+not|dont|never\s+ever|never|always|"
     r"avoid|stop|quit|"
     r"should\s+never|should\s+always|must\s+always|must\s+never|shouldn't|should\s+not|must\s+not|mustn't|"
     r"make\s+sure\s+to|make\s+sure\s+you|be\s+sure\s+to|remember\s+to|no\s+more|"
@@ -140,7 +141,10 @@ _MOD_CANON = {
     "not allowed to": "do not", "can't": "do not",
     "cannot": "do not", "may not": "do not", "must": "always", "under no circumstances": "never",
     "under no circumstances should you": "never", "at no point": "never", "at no point should you": "never",
-    "only ever": "only ever",
+    "only ever": "only ever", "mind not": "stop", "not": "stop", "please not": "stop", "refrain from": "stop",
+    "kindly refrain from": "stop", "please refrain from": "stop", "i'd appreciate it if you didn't": "do not",
+    "i'd appreciate it if you did not": "do not", "i'd appreciate it if you wouldn't": "do not",
+    "i'd appreciate it if you would not": "do not",
 }
 # After "don't" / "never": "don't worry", "never mind" are not rules for the agent.
 _NOT_IMPERATIVE = frozenset(
@@ -176,13 +180,20 @@ _KEEP_IN_MIND = re.compile(r"^keep\s+(?:it|them|this|that|these|those)\s+in\s+mi
 _FEEDBACK_WORDS = re.compile(r"\b(?:again|anymore|any\s+more|like\s+you\s+did|as\s+you\s+did|keep)\b", re.I)
 _WHEN_YOU_RE = re.compile(
     I_WORD + r"\s*" + ADV + r"(?:don't\s+like|do\s+not\s+like|hate|dislike|can't\s+stand|cannot\s+stand)\s+"
-    r"(?:it\s+)?when\s+you(?P<be>'re|\s+are)?\s+(?P<x>[^.;!?]{2,80})", re.I)
+    r"(?:it\s+)?when\s+(?:you(?P<be>'re|\s+are)?|(?P<out>(?:your\s+|the\s+)?(?:answers|responses|replies|"
+    r"explanations|code\s+examples|suggestions|summaries)))\s+(?P<x>[^.;!?]{2,80})", re.I)
 # fmt: on
 
 
 _ALL_OUTPUT_RE = re.compile(
     r"\b(?:your|all)\s+(?:future\s+)?(?:answers|responses|replies|explanations|suggestions|code\s+examples|"
     r"examples|snippets|outputs|messages|summaries|commit\s+messages|prs|pull\s+requests)\b",
+    re.I,
+)
+_GENERAL_OUTPUT_RE = re.compile(
+    r"^(?:give|keep|make|write|show|send|use)\s+(?:me\s+)?(?!(?:me|the|this|that|these|those|it|them)\b)"
+    r"(?:[\w-]+\s+){0,2}?(?:answers|solutions|suggestions|examples|snippets|responses|replies|explanations|commands|"
+    r"code\s+samples|scripts|queries|units|configs|instructions|steps|recipes|options)\b",
     re.I,
 )
 # "I don't want any emojis in the answers", "I never want you to touch prod": what the user does not want,
@@ -260,6 +271,11 @@ def rule_hits(sentence: str) -> list[Hit]:
         standing_verb = _STANDING_VERB_RE.match(match.group("rest")) is not None and not re.search(
             r"我|\bi\b", body[: match.start("rest")], re.I
         )  # "我 prefer X" / "I prefer X": the user's preference, not an instruction
+        # "give me vim keybinding answers, not VS Code menus", "keep solutions simple": about a kind of output
+        # in general (a plural noun for what the agent gives), not about the piece of work at hand
+        persistent = persistent or (
+            _GENERAL_OUTPUT_RE.search(rest_said) is not None and _ONE_OFF.search(rest_said) is None
+        )
         if not persistent and not standing_verb:
             return []
     rest = match.group("rest").strip(" ,")
@@ -340,7 +356,10 @@ def when_you_hits(sentence: str) -> list[Hit]:
     if match is None or blocked(sentence, match.start(), hypothetical=False):
         return []
     action = third_person(match.group("x").strip(" ,"))
-    content = sentence_case(f"do not {'be ' if match.group('be') else ''}{action}")
+    if match.group("out"):  # "I dislike it when answers open with 'Great question!'": said of the output
+        content = sentence_case(f"the user dislikes it when {match.group('out').lower()} {action}")
+    else:
+        content = sentence_case(f"do not {'be ' if match.group('be') else ''}{action}")
     rule = "en.rule.when_you"
     cand = make(content, Kind.PROCEDURAL, Category.FEEDBACK, Tier.MUST, rule=rule, confidence=0.85, lang="en")
     return [(cand, match.start(), match.end())]

@@ -38,6 +38,16 @@ _NO_X_IN_RE = re.compile(
     r"all)\s+)?[\w-]+(?:\s+[\w-]+)?|"
     r"\s*,?\s*(?:ever|period|no\s+exceptions|full\s+stop|please|pls)|\s+without\s+[^,.;]{2,40}|"
     r"\s+(?:that|which)\s+[^,.;]{3,60})", re.I)
+# A list of bans: "no microservices, no k8s", "no ORMs and no raw string SQL" (two or more, each short).
+_NO_ITEM = (
+    r"no\s+(?!worries|problem|idea|luck|way|need|clue|thanks|rush|pressure|one|matter)[\w.+#/-]+"
+    r"(?:\s+[\w.+#/-]+){0,2}?"
+)
+_NO_LIST_RE = re.compile(
+    r"(?:^|[\u2014\u2013:;,(-]\s*)(?P<list>" + _NO_ITEM + r"(?:\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+)"
+    + _NO_ITEM + r"(?:(?:\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+)" + _NO_ITEM + r")*)\s*[.!)]*$",
+    re.I,
+)
 _PLEASE_NO_RE = re.compile(
     r"^(?:please|pls|plz)\s+no\s+(?P<obj>(?!worries|problem|rush|pressure|need)[\w.+#-]+(?:\s+[\w.+#-]+){0,4}?)"
     r"(?:\s+(?:lol|thanks|thx|ty|haha|ok|okay|thank\s+you))?[\s.!]*$",
@@ -152,6 +162,9 @@ def prohibition_hits(sentence: str) -> list[Hit]:
         return [
             _rule(f"Do not {third_person(rather.group('rest'))}", "en.rule.rather_not", end=len(sentence))
         ]
+    listed = _NO_LIST_RE.search(body)
+    if listed and not blocked(body, listed.start()):  # "keep it simple — no microservices, no k8s"
+        return [_rule(sentence_case(listed.group("list")), "en.rule.no_list", end=len(sentence))]
     no_x = _NO_X_IN_RE.match(body)
     if no_x:
         return [_rule(third_person(body), "en.rule.no_x", end=len(sentence))]

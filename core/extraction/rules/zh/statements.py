@@ -60,7 +60,12 @@ _TOPIC_RULE_RE = re.compile(  # "TS 里不许写 any", "生产环境禁止手动
     r"^(?P<topic>[^,]{1,16}?)(?:里|中|上|内|环境)?\s*(?P<mod>不许|不准|不能|禁止|不允许|不得|严禁|必须|一律|务必|" + BIE
     + r"|不要|一定要|都得|都要|只能|只许)\s*(?P<rest>[^,]{2,60})")
 # fmt: on
-_NOT_TOPIC = re.compile(r"^(?:我(?!们)|你|他|她|它|这|那|今天|先|刚|如果|要是|因为|所以|但|可是|不过)")
+# "这个仓库不能直接推 master": a durable thing named by "this" is a topic; "这段先…" is the task at hand
+_NOT_TOPIC = re.compile(
+    r"^(?:我(?!们)|你|他|她|它|这(?!个?(?:仓库|项目|代码库|服务|系统|团队|组|部门|公司|库|repo|分支))|那|今天|先|刚|如果|"
+    r"要是|因为|所以|但|可是|不过)",
+    re.I,
+)
 
 
 def _rule(content: str, rule: str, end: int) -> Hit:
