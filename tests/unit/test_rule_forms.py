@@ -578,3 +578,66 @@ def test_a_change_told_in_passing_names_the_new_value(text: str, slot: str, valu
 )
 def test_a_value_named_as_shut_down_is_not_current(text: str, left: str) -> None:
     assert left not in _slots(text).values()
+
+
+# --- corrections said with impatience, labels for the agent, scopes over all the work -----------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "word"),
+    [
+        ("no, it's pytest-xdist here, not nose — we run everything in parallel", "pytest-xdist"),
+        ("again: it's `just deploy`, not `make deploy`", "just deploy"),
+        ("I told you before — the staging db is on port 6543, not 5432", "6543"),
+        ("我都说过好几次了：日志级别用 WARN，不是 INFO", "WARN"),
+        ("note for you: the CDN purge takes about ten minutes to propagate", "ten minutes"),
+        ("rule of thumb for you: every new endpoint gets a rate limit", "rate limit"),
+        ("Write dates as ISO 8601 in all generated reports", "ISO 8601"),
+        ("we ship to Windows users so don't give me bash-only scripts", "bash-only"),
+        ("别碰 vendor/ 目录里的代码，那是第三方的", "vendor"),
+        ("不用每次都问我要不要格式化，直接格式化就行", "格式化"),
+        ("from now on 所有日志的时间都用 UTC", "UTC"),
+    ],
+)
+def test_a_correction_or_a_rule_in_these_forms_is_must(text: str, word: str) -> None:
+    assert any(word.lower() in content.lower() for content in _musts(text)), _contents(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "别动，我马上回来",  # "don't move": nothing for the agent
+        "again, thanks for the help",
+        "我们要向客户汇报进度",
+    ],
+)
+def test_near_misses_of_these_forms_are_no_rules(text: str) -> None:
+    assert _musts(text) == []
+
+
+# --- the current value told in passing: versions, managers, "everything is X now" ------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "slot", "value"),
+    [
+        ("now that the workers are on Python 3.13, can I use the new REPL?", "project.language", "python 3.13"),
+        ("we upgraded MySQL to 8.4 over the weekend", "project.database", "mysql 8.4"),
+        ("Node 升到 24 以后 fetch 的行为变了吗", "project.runtime", "node.js 24"),
+        ("npm is gone, everything is Bun now", "project.package_manager", "bun"),
+        ("since the reorg my lead is Priyanka", "user.manager", "Priyanka"),
+        ("I report to Okafor these days", "user.manager", "Okafor"),
+        ("老张调走了，现在我汇报给周敏", "user.manager", "周敏"),
+        ("现在组长是何琳，review 都找她", "user.manager", "何琳"),
+    ],
+)
+def test_the_current_value_told_in_passing_fills_its_slot(text: str, slot: str, value: str) -> None:
+    assert _slots(text).get(slot) == value
+
+
+def test_a_change_taken_as_given_in_a_question_is_sure_enough_to_replace() -> None:
+    found = extract_turn(Turn("e1", "user", "now that we're on Vue 3, do I still need the compat build?"))
+    vue = [c for c in found if c.slot == "project.framework"]
+    assert vue and vue[0].value == "vue 3" and vue[0].confidence >= 0.7
+    asked = extract_turn(Turn("e1", "user", "should we move to Vue 3 this year?"))
+    assert not [c for c in asked if c.slot == "project.framework" and c.confidence >= 0.7]

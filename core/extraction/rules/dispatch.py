@@ -167,16 +167,20 @@ _CHANGE_RE = re.compile(
     r"|\b(?:after|since)\s+(?:bumping|upgrading|moving|migrating|switching|porting)\b"
     # "now that we're on 3.12", "ever since we landed on Fly.io", "finished porting to JAX", "the migration to
     # AWS is done": the state after a change, told as the ground for something else
-    r"|\bnow\s+that\s+(?:we're|we\s+are|i'm|i\s+am|it's|everything's|we've|i've|the\s+\w+\s+is)\s+(?:on|in|using|at)\b"
+    r"|\bnow\s+that\s+(?:[\w']+\s+){0,3}?(?:we're|i'm|it's|everything's|we've|i've|is|are|am|have\s+been|has\s+been)\s+"
+    r"(?:now\s+|finally\s+|all\s+)?(?:on|in|using|at|running)\b"
     r"|\b(?:ever\s+)?since\s+(?:we|i)\s+(?:landed\s+on|went\s+to|moved\s+to|switched\s+to|migrated\s+to)\b"
     r"|\b(?:finished|completed|done)\s+(?:porting|migrating|moving|switching|the\s+(?:migration|move|switch))\s+"
     r"(?:\w+\s+)?(?:to|onto)\b"
     r"|\b(?:migration|move|switch|cutover|transition)\s+to\s+(?=[\w.+#-]+(?:\s+[\w.+#-]+)?\s+(?:is|was|has\s+been)\s+"
-    r"(?:done|complete|completed|finished|live|over)\b)"
+    r"(?:(?:finally|officially|now)\s+)?(?:done|complete|completed|finished|wrapped\s+up|live|over)\b)"
+    # "the AWS migration finally wrapped up": the value named before the change's noun
+    r"|\b(?=[\w.+#-]+\s+(?:migration|move|cutover|switch|rollout)\s+(?:(?:is|was|has\s+been|finally|officially|now)\s+)*"
+    r"(?:done|complete|completed|finished|wrapped\s+up|over)\b)"
     r"|\bmigrate[sd]?\s*(?:到|to)|用(?=\s*[A-Za-z][^,]{0,24}?重写)"
     r"|(?:迁到了|迁移到了|迁到|迁移到|换成了|换成|改用了|改用|升到了|升到|升级到了|升级到|切到了|切到|切换到了|切换到|"
     r"转到了|转到|换到了|换到|搬到了|搬到|重写成|重写为|用上了|上了|换了(?:台|个|一台|一个|新的?)?|统一到了?|统一成了?|"
-    r"全换成了?|换回了?|迁回了?)",
+    r"全换成了?|换回了?|迁回了?|挪到了?|挪去了?|搬去了?|迁去了?|转去了?)",
     re.I,
 )
 _REMOVAL_RE = re.compile(
@@ -236,12 +240,14 @@ _NOUN_CHANGE_RES = tuple(
         r"\b(?:moved|switched|migrated|changed|ported)\s+(?:our\s+|the\s+)?(?:{noun})\s+(?:over\s+)?(?:from\s+\S+\s+)?"
         r"(?:to|onto)\s+(?:an?\s+|the\s+)?{val}",
         r"(?:^|\b)(?:our\s+|the\s+)?(?:{noun})\s+(?:is|are)\s+now\s+(?:on\s+|an?\s+)?{val}",
-        r"(?:^|[,\s])(?:{noun})\s*(?:已经|现在|也)?(?:换成|改成|改用|迁到|迁移到|统一到|切到|换到)了?\s*{val}",
+        r"(?:^|[,\s])(?:{noun})\s*(?:已经|现在|也|都|整体|全部|全都)*(?:换成|改成|改用|迁到|迁移到|统一到|切到|换到|挪到|"
+        r"搬到|转到)了?\s*{val}",
     )
 )
 # Only a clause with one of these words can hold such a change: checked first, it spares the patterns.
 _NOUN_CHANGE_CUE = re.compile(
-    r"\b(?:moved|switched|migrated|changed|ported|now)\b|换成|改成|改用|迁到|迁移到|统一到|切到|换到", re.I
+    r"\b(?:moved|switched|migrated|changed|ported|now)\b|换成|改成|改用|迁到|迁移到|统一到|切到|换到|挪到|搬到|转到",
+    re.I,
 )
 # The state: the noun first in its clause (after "our" / "the" / one modifier: "Data warehouse is ..."), a
 # copula or a verb of use, and a name that ends the statement. A Han value counts only when it is in the
@@ -334,6 +340,32 @@ def noun_state_hits(clause: str, *, lang: str) -> list[Hit]:
     return []
 
 
+_NEW_VERSION_RE = re.compile(r"\s*(?:to|到)?\s*v?(?P<v>\d{1,2}(?:\.\d{1,3}){0,2})(?![\w.%])", re.I)
+
+
+def _upgraded(clause: str, change: re.Match[str]) -> Tool | None:
+    """A version change of a tool named with it ("JDK 升到 17", "upgraded Postgres to 16", "bumped node to 22"):
+    the tool at its new version; None when the change is not one."""
+    if not re.search(r"升|upgrad|bump|downgrad|moved|went", change.group(), re.I):
+        return None
+    before = [t for t in find_tools(clause[: change.start()]) if t[0].slot and t[2] >= change.start() - 12]
+    said = len(change.group())  # the tail keeps the verb: "bumped node" names Node.js, "node" alone does not
+    after = [t for t in find_tools(clause[change.start() :]) if t[0].slot and t[1] >= said]
+    if before:
+        tool, end = before[-1][0], change.end()
+    elif after and after[0][1] - said <= 12:
+        tool, end = after[0][0], change.start() + after[0][2]
+    else:
+        return None
+    version = _NEW_VERSION_RE.match(clause, end)
+    if version is None:
+        return None
+    base = re.sub(r"\s+v?\d[\d.x]*$", "", tool.canonical)
+    display = re.sub(r"\s+v?\d[\d.x]*$", "", tool.display)
+    v = version.group("v")
+    return tool._replace(canonical=f"{base} {v}", display=f"{display} {v}")
+
+
 def change_hits(clause: str, *, lang: str, blocked: Callable[[str, int], bool] | None = None) -> list[Hit]:
     """A change of a slot's value already made ("fyi we've since moved CI to Buildkite", "CI 改用 GitHub
     Actions 了", "after the Node 22 upgrade ..."): the tool named as the new value, in its slot, as a
@@ -350,7 +382,7 @@ def change_hits(clause: str, *, lang: str, blocked: Callable[[str, int], bool] |
     tail = clause[change.start() :]
     # "after the Node 22 upgrade": the tool is inside the change's own words; else the first tool after the
     # verb ("换了台 MacBook 之后 brew 装 postgresql …": MacBook, not what is done with it next)
-    tool = current_tool(change.group()) or first_current_tool(tail)
+    tool = _upgraded(clause, change) or current_tool(change.group()) or first_current_tool(tail)
     if tool is None:
         return []
     return [tool_hit(tool, 0, len(clause), rule=f"{lang}.tool.change", lang=lang, category=Category.DECISION,

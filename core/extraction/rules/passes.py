@@ -99,8 +99,18 @@ _CLAUSE_OPENER_RE = re.compile(
 )
 
 
+# A change the sentence takes as given, whatever it then asks: "now that the lambdas are on Node 22, can I ...?",
+# "ever since we moved to X ...", "after we moved the db to Neon ...", "自从迁到 X 以后…", "升到 17 之后…怎么办"
+_PRESUPPOSED_RE = re.compile(
+    r"\bnow\s+that\b|\b(?:ever\s+)?since\s+(?:we|i|the|our|they)\b|\bafter\s+(?:we|i)\s+(?:moved|switched|migrated|"
+    r"upgraded|ported|bumped|landed)\b|\bafter\s+(?:the|our)\s+[\w.+#-]+(?:\s+[\w.+#-]+)?\s+(?:upgrade|migration|move|"
+    r"switch)\b|自从|(?:换成|改用|迁到|迁移到|升到|升级到|切到|搬到|挪到)[^,?？]{1,24}?(?:以后|之后|后)",
+    re.I,
+)
 _SO_REQUEST_RE = re.compile(
-    r"^(?:so|therefore|hence)\s+(?:please\s+|pls\s+)?(?:give|keep|show|write|use|send|answer|reply)\b", re.I
+    r"^(?:so|therefore|hence)\s+(?:please\s+|pls\s+)?(?:give|keep|show|write|use|send|answer|reply|don't|do\s+not|"
+    r"never|always|avoid|stop|no\s+more)\b",
+    re.I,
 )
 _TASK_AT_HAND_RE = re.compile(
     r"\b(?:for\s+now|this\s+time|for\s+this\s+(?:one|snippet|demo|file|function|script|query|test|pr|ticket|task)|"
@@ -280,8 +290,9 @@ def sentence_hits(sentence: str) -> list[Hit]:
             # "we deploy on bare metal, so give me systemd units": a request drawn from the fact before it is
             # a clause of its own even where the fact's statement spans the sentence
             drawn = _SO_REQUEST_RE.match(clause) is not None
-            if not drawn and any(s <= start and end <= e for s, e in spans):
-                continue
+            covered = [cand for cand, s, e in hits if s <= start and end <= e]
+            if covered and (not drawn or any(cand.tier is Tier.MUST for cand in covered)):
+                continue  # ("remember that X, so don't Y": the request already holds the rule)
             opens = drawn or asked or _CLAUSE_OPENER_RE.match(clause) or _dropped_subject(clause)
             if not opens or _TASK_AT_HAND_RE.search(sentence):
                 continue  # "这段先用普通 for 循环写，别用 stream": the rule is for this piece of work
@@ -297,8 +308,10 @@ def sentence_hits(sentence: str) -> list[Hit]:
         lang = detect_lang(clause)
         changes = change_hits(clause, lang=lang, blocked=_blocked) or noun_change_hits(clause, lang=lang)
         for cand, s, e in changes:
-            if cand.slot not in slots:  # told inside a question: too unsure to replace a value on its own
-                cand = dataclasses.replace(cand, confidence=0.6) if asked else cand
+            if cand.slot not in slots:  # told inside a question: too unsure to replace a value on its own,
+                # unless the question takes the change as given ("now that we're on React 19, can I ...?")
+                unsure = asked and _PRESUPPOSED_RE.search(clause) is None
+                cand = dataclasses.replace(cand, confidence=0.6) if unsure else cand
                 hits.append((cand, s + start, e + start))
     if not hits:  # a lesson is one memory of the whole sentence
         hits = _generic_hits(sentence, sentence, whole=True)

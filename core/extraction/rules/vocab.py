@@ -91,7 +91,7 @@ project.workflow: airflow=Airflow(airflow|apache_airflow) dagster=Dagster prefec
 project.storage: s3=S3(s3|aws_s3) oss=OSS(oss|aliyun_oss) minio=MinIO r2=R2(r2|cloudflare_r2)
     backblaze=Backblaze(backblaze|backblaze_b2|b2) wasabi=Wasabi gcs=GCS(gcs|google_cloud_storage) cos=COS(cos)
     azure_blob=Azure_Blob(azure_blob|azure_blob_storage)
-user.shell: bash=Bash zsh=Zsh(zsh|oh-my-zsh|oh_my_zsh) fish=Fish(fish_shell) powershell=PowerShell(powershell|pwsh)
+user.shell: bash=Bash zsh=Zsh(zsh|oh-my-zsh|oh_my_zsh) fish=Fish(fish|fish_shell) powershell=PowerShell(powershell|pwsh)
     nushell=Nushell(nushell|nu_shell)
 project.linter: eslint=ESLint biome=Biome oxlint=Oxlint flake8=Flake8 pylint=Pylint rubocop=RuboCop
     golangci-lint=golangci-lint(golangci-lint|golangci) tslint=TSLint
@@ -176,7 +176,7 @@ _CASE_SENSITIVE = {
     "spark": ("Spark",), "hive": ("Hive",), "presto": ("Presto",), "notion": ("Notion",), "ray": ("Ray",),
     "loki": ("Loki",), "kong": ("Kong",), "envoy": ("Envoy",), "caddy": ("Caddy",), "hugo": ("Hugo",),
     "shortcut": ("Shortcut",), "bamboo": ("Bamboo",), "concourse": ("Concourse",), "woodpecker": ("Woodpecker",),
-    "fish": ("Fish", "fish"), "bash": ("Bash", "bash"), "quay": ("Quay",), "wasabi": ("Wasabi",),
+    "fish": ("Fish",), "bash": ("Bash", "bash"), "quay": ("Quay",), "wasabi": ("Wasabi",),
     "r2": ("R2",), "b2": ("B2",), "cos": ("COS",), "ack": ("ACK",), "acr": ("ACR",), "swr": ("SWR",),
     "tke": ("TKE",), "cce": ("CCE",),
     "mui": ("MUI",), "bootstrap": ("Bootstrap",), "stripe": ("Stripe",), "ecr": ("ECR",), "elk": ("ELK",),
@@ -185,7 +185,8 @@ _CASE_SENSITIVE = {
 # A common word is a tool's name, whatever its case, right after a verb or preposition that takes a tool.
 _TOOL_CONTEXT_RE = re.compile(
     r"(?:\b(?:use|uses|using|used|to|with|via|on|from|in|install|installed|run|runs|switched\s+to|moved\s+to|"
-    r"migrated\s+to|it's|it\s+is|that's|not)|用|换成|改用|迁到|切到)\s*$",
+    r"migrated\s+to|it's|it\s+is|that's|not|everything's|everything\s+is|all\s+on|is\s+now|bumped|upgraded|"
+    r"downgraded|pinned)|用|换成|改用|迁到|切到)\s*$",
     re.I,
 )
 _VERSION_RE = re.compile(

@@ -196,6 +196,10 @@ _GENERAL_OUTPUT_RE = re.compile(
     r"code\s+samples|scripts|queries|units|configs|instructions|steps|recipes|options)\b",
     re.I,
 )
+# "use British spelling in all user-facing copy", "... in every migration": a scope over all the work
+_EVERY_SCOPE_RE = re.compile(
+    r"\b(?:in|for|on|across)\s+(?:all|every|each|any)\s+(?!of\s+(?:this|these|them|it)\b)[\w-]+", re.I
+)
 # "I don't want any emojis in the answers", "I never want you to touch prod": what the user does not want,
 # a rule for the agent.
 _DONT_WANT_RE = re.compile(
@@ -274,11 +278,14 @@ def rule_hits(sentence: str) -> list[Hit]:
         # "give me vim keybinding answers, not VS Code menus", "keep solutions simple": about a kind of output
         # in general (a plural noun for what the agent gives), not about the piece of work at hand
         persistent = persistent or (
-            _GENERAL_OUTPUT_RE.search(rest_said) is not None and _ONE_OFF.search(rest_said) is None
+            (_GENERAL_OUTPUT_RE.search(rest_said) is not None or _EVERY_SCOPE_RE.search(rest_said) is not None)
+            and _ONE_OFF.search(rest_said) is None
         )
         if not persistent and not standing_verb:
             return []
     rest = match.group("rest").strip(" ,")
+    if rest[:1].isupper() and rest[1:2].islower():  # "Use British spelling ...": the verb after "always"
+        rest = rest[0].lower() + rest[1:]
     first, canon = rest.split()[0].lower(), _MOD_CANON[mod]
     if "-" in first and first.rsplit("-", 1)[-1] in _IMPERATIVE_VERBS:
         first = first.rsplit("-", 1)[-1]  # "double-check", "re-run": the verb is the last part
@@ -294,8 +301,10 @@ def rule_hits(sentence: str) -> list[Hit]:
     elif canon in ("always", "remember to"):
         if first not in _IMPERATIVE_VERBS:
             return []
-    elif first in _NOT_IMPERATIVE or not first.replace("-", "").isalpha():
-        return []
+    elif (first in _NOT_IMPERATIVE and not re.match(r"give\s+(?:me|us)\b", rest, re.I)) or not first.replace(
+        "-", ""
+    ).isalpha():
+        return []  # "don't give up", "never mind"; "don't give me pip commands" is a rule
     if (_ONE_OFF.search(rest) and not persistent) or _PRONOUN_ONLY.match(rest) or _KEEP_IN_MIND.match(rest):
         return []  # "don't change this file yet", "don't do that": about the task at hand
     if len(rest.split()) == 1 and first not in _IMPERATIVE_VERBS and canon != "no more":

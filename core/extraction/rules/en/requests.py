@@ -33,7 +33,8 @@ _ASKING = (  # how a request to the agent may open
 _REMEMBER_RE = re.compile(
     LEAD + _ASKING + r"(?P<verb>remember|don't\s+forget|do\s+not\s+forget|never\s+forget|keep\s+(?:this\s+|"
     r"that\s+|it\s+)?in\s+mind|bear\s+in\s+mind|for\s+future\s+reference|note\s+for\s+(?:the\s+)?future(?:\s+sessions?)?|"
-    r"note\s+for\s+later|note\s+to\s+self|"
+    r"note\s+for\s+later|note\s+to\s+self|note\s+for\s+you|(?:a\s+)?(?:thing|something)\s+to\s+(?:remember|keep\s+in\s+"
+    r"mind)|for\s+your\s+(?:notes|memory|records)|"
     r"(?P<weak>note|save|store|record)(?=\s+(?:that|this))|make\s+a\s+note|take\s+a\s+note|note\s+down|"
     r"take\s+note|memori[sz]e|(?:save|store|put|add)\s+(?:this|that|it)\s+(?:to|in|into)\s+(?:your\s+)?memory)"
     r"\b(?:\s+for\s+(?:next\s+time|the\s+future|later|future\s+sessions?))?(?:\s+(?:for|about|re|regarding)\s+"
@@ -45,7 +46,9 @@ _PAYLOAD_START = re.compile(
 # A payload opening with a noun phrase must say something about it ("the prod DB is on port 5433").
 _IS_STATEMENT = re.compile(
     r"^(?!the\b|this\b|there\b)|\b(?:is|are|was|were|has|have|had|uses|runs|lives|works|needs|should|must|will|"
-    r"can|goes|takes|means|belongs|costs|contains|points|expires|requires|depends|starts|ends)\b", re.I)
+    r"can|goes|takes|means|belongs|costs|contains|points|expires|requires|depends|starts|ends|blocks|allows|"
+    r"rejects|accepts|breaks|fails|times\s+out|does|doesn't|can't|cannot|won't|isn't|aren't|never|only|always|"
+    r"expects|gets|keeps|stays|sits|lives|closes|opens|resets|caps|limits)\b", re.I)
 _NEXT_REQUEST = re.compile(  # "remember X, and also explain Y": only X is to be remembered
     r"[,;]\s*(?:and\s+|but\s+|then\s+)?(?:also\s+|now\s+)?(?:can|could|would|will|please|explain|tell|show|help|"
     r"what|how|why|where|when|let's|fix|write|make|check)\b|\s+and\s+(?:also\s+)?(?:can\s+you|could\s+you|please|"
@@ -113,7 +116,7 @@ CONTRAST_RE = re.compile(
     # a value, not a verb or a degree ("not going back", "not sure", "not too bad")
     r"(?!\w+ing\b|(?:sure|yet|bad|really|so|too|very|that|quite|much|ideal|great|happy|anymore|ever)\b)"
     r"[\w.+#-]+(?:\s+[\w.+#-]+){0,2}"
-    r"[.!]*$",
+    r"(?:[.!]*$|(?=\s+[-\u2014\u2013;]\s|;))",  # the end of the sentence, or of its clause ("..., not requests - ...")
     re.I,
 )
 
@@ -147,6 +150,8 @@ CORRECTION_RE = re.compile(
     LEAD + r"(?:(?:small|quick|minor|one|a|just\s+a)\s+)?"
     r"(?P<marker>(?:no|nope|nah)(?:[\s,]+(?:no|nope|nah))*|wrong|incorrect|not\s+quite|that's\s+(?:not\s+right|wrong|incorrect|not\s+"
     r"correct)|that\s+is\s+(?:not\s+right|wrong|incorrect)|actually|correction|wait|oops|to\s+clarify|let\s+me\s+"
-    r"correct\s+(?:that|myself)|i\s+meant|i\s+mean)\b[\s,:;!.-]*(?P<rest>.+)$",
+    r"correct\s+(?:that|myself)|i\s+meant|i\s+mean|again|(?:i\s+)?(?:already\s+)?told\s+you(?:\s+(?:already|before|"
+    r"yesterday|twice|this|last\s+time|so))*|as\s+i\s+said|like\s+i\s+said|for\s+the\s+(?:\w+\s+)?time)\b"
+    r"[\s,:;!.\u2014\u2013-]*(?P<rest>.+)$",
     re.I,
 )

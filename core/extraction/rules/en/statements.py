@@ -62,7 +62,7 @@ _RATHER_YOU_RE = re.compile(
     r"(?P<rest>[a-z][^.;!?]{2,80})", re.I)
 _RULE_LABEL_RE = re.compile(
     r"^(?:(?:our|the|a|team|house|company|repo|project)\s+)?(?:(?:ground|house|hard|team|golden|one|general|standing|"
-    r"coding|code|naming|style)\s+)?(?:rules?|conventions?|polic(?:y|ies)|standards?|style\s+guide|norms?|"
+    r"coding|code|naming|style)\s+)?(?:rules?\s+of\s+thumb|rules?|conventions?|polic(?:y|ies)|standards?|style\s+guide|norms?|"
     r"guidelines?)(?:\s+(?:for|in|on)\s+[^:]{1,30}|\s+here)?\s*(?:[:-]|\s+(?:is|are)\s+(?:that\s+|to\s+)?)\s*"
     r"(?P<rest>.{4,200})$", re.I)
 # An obligation stated of a thing ("code review is mandatory for every PR", "tests are a must"): MUST.
@@ -307,7 +307,7 @@ def team_hits(sentence: str) -> list[Hit]:
         hits.append((cand, 0, end))
     manager = _MANAGER_RE.search(sentence)
     if manager and not blocked(sentence, manager.start()):  # "Ruth — my new manager", "my manager Dana"
-        name = manager.group("name") or manager.group("name2") or manager.group("name3")
+        name = manager.group("name") or manager.group("name2") or manager.group("name3") or manager.group("name4")
         if name not in _NOT_NAMES:
             cand = fact(f"The user's manager is {name}.", "user.manager", name, rule="en.manager", lang="en")
             hits.append((cand, manager.start(), manager.end()))
@@ -340,10 +340,13 @@ _ONE_OF = {
     "老婆": "partner", "老公": "partner", "媳妇": "partner", "妻子": "partner", "丈夫": "partner",
     "男朋友": "partner", "女朋友": "partner", "对象": "partner",
 }  # fmt: skip
+_BOSS = r"(?:manager|boss|team\s+lead|tech\s+lead|line\s+manager|lead|(?-i:TL|EM))"
 _MANAGER_RE = re.compile(
-    r"\b(?P<name>(?-i:[A-Z][a-z]+))\s*(?:—|-|,|\()\s*my\s+(?:new\s+)?(?:manager|boss|team\s+lead|line\s+manager)\b"
-    r"|\bmy\s+(?:new\s+)?(?:manager|boss|team\s+lead|line\s+manager)(?:\s+is(?:\s+now)?|,)?\s+(?P<name2>(?-i:[A-Z][a-z]+))\b"
-    r"|\b(?P<name3>(?-i:[A-Z][a-z]+))\s+is\s+(?:now\s+)?my\s+(?:new\s+)?(?:manager|boss|team\s+lead|line\s+manager)\b",
+    r"\b(?P<name>(?-i:[A-Z][a-z]+))\s*(?:—|-|,|\()\s*my\s+(?:new\s+)?" + _BOSS + r"\b"
+    r"|\bmy\s+(?:new\s+)?" + _BOSS + r"(?:\s+is(?:\s+now)?|,)?\s+(?P<name2>(?-i:[A-Z][a-z]+))\b"
+    r"|\b(?P<name3>(?-i:[A-Z][a-z]+))\s+is\s+(?:now\s+)?my\s+(?:new\s+)?" + _BOSS + r"\b"
+    # "I report to Ines now", "reporting to Ines since the reorg"
+    r"|\b(?:i\s+(?:now\s+)?report|i'm\s+(?:now\s+)?reporting|reporting)\s+(?:directly\s+)?to\s+(?P<name4>(?-i:[A-Z][a-z]+))\b",
     re.I,
 )
 _SUPERVISOR_RE = re.compile(

@@ -27,7 +27,8 @@ ADV = (
 # "别" the imperative "don't", not "other" (别的, 别人) nor inside a word (特别, 区别, 分别, 级别)
 BIE = r"(?<![特区分级告类个性识辨差鉴派])别(?![的人处家样致扭])"
 LEAD = (  # fillers before a request; a short Latin chunk too ("ok, 记住…")
-    r"^(?:[A-Za-z']{1,10}(?:\s+[A-Za-z']{1,10}){0,2}\s*[,:;!.]?\s*(?=[\u4e00-\u9fff]))?(?:(?:还有|另外|"
+    r"^(?:(?!from\s+now|going\s+forward)[A-Za-z']{1,10}(?:\s+[A-Za-z']{1,10}){0,2}\s*[,:;!.]?\s*(?=[\u4e00-\u9fff]))?"
+    r"(?:(?:还有|另外|"
     r"对了|顺便说一下|顺便|补充一下|补充|然后|而且|并且|哦|噢|嗯|嗯嗯|诶|哎|那个|好的|好|ok|okay|"
     r"谢谢|感谢|好吧|行|对|是的|总之|最后|重要|注意|提醒一下|提醒你一下|说一下|跟你说一下|告诉你|"
     r"跟你说|以及|嗨|你好|您好|所以|因此|那就|求求你|拜托你?|劳驾|麻烦你?(?=以后|今后|之后|往后|每次|都|别|不要))"
@@ -87,8 +88,9 @@ def strip_tail(text: str) -> str:
 
 
 _QUESTION_END = re.compile(r"(?:吗|么|呢|嘛)[\s.!~]*$")
-_QUESTION_ANY = re.compile(
-    r"是不是|有没有|能不能|可不可以|要不要|会不会|对不对|好不好|行不行|还记得|你记得|记不记得|请问|"
+_QUESTION_ANY = re.compile(  # an A-not-A after "问(我)" is reported ("别每次都问我要不要跑测试"), not asked
+    r"(?<!问我)(?<!问用户)(?:是不是|有没有|能不能|可不可以|要不要|会不会|对不对|好不好|行不行)|还记得|你记得|"
+    r"记不记得|请问|"
     r"^(?:为什么|怎么|什么|哪|谁|如何|是否)"
 )
 _POLITE = re.compile(  # "能帮我记住…吗" / "你能不能别那么啰嗦" ask for something: not questions about a fact
