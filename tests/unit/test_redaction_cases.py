@@ -482,6 +482,7 @@ FORM_CASES: list[tuple[str, str, tuple[str, ...]]] = [
     ),
     ("cookie-header", "-H 'cookie: _ga=GA1.2.9876543.1712345678; lang=de; sidebar=collapsed'", ()),
     ("cookie-header", "Set-Cookie: theme=dark; Path=/ and a cookie: chocolate chip", ()),
+    ("cookie-header", "git checkout -b fix-login && make AUTH_MODE=enabled_v2", ()),
     # an access key id with its secret right after it, and a secret after a Chinese label
     (
         "key-id-and-secret",

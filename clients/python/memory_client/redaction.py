@@ -1277,7 +1277,8 @@ def _wifi_key_action(m: re.Match[str]) -> tuple[str, int]:
 # credential (not a plain word: "remember_me=true"), or when it is long and generated (32+, no dots: analytics
 # ids like `_ga=GA1.1.135...` are kept).
 _COOKIE = re.compile(
-    r"(?P<lead>(?<![A-Za-z0-9_-])(?:set-)?cookie[ \t]*:[ \t]*|(?<![\w-])(?:-b|--cookie)[ \t]+[\"']?)"
+    r"(?P<lead>(?<![A-Za-z0-9_-])(?:set-)?cookie[ \t]*:[ \t]*"
+    r"|(?<![\w-])curl(?![\w-])[^\n|;]*?[ \t](?:-b|--cookie)[ \t]+[\"']?)"
     r"(?P<body>[^\n'\"]{3,4000})",
     _I,
 )
@@ -1337,7 +1338,7 @@ _SEED_SEP = r"(?:[ \t]*[,，][ \t]*|[ \t]*\r?\n[ \t]*|[ \t]+)"
 _SEED = re.compile(
     r"(?P<lead>(?:" + _SEED_LABEL + r")"
     r"(?:[^\n:：=]{0,60}?(?:[:：=]|[ \t](?:is|are|was|were)(?![A-Za-z]))|[ \t]*(?:是|为)?)[ \t]*(?:\r?\n[ \t]*)?)"
-    r"(?P<v>" + _SEED_WORD + r"(?:" + _SEED_SEP + _SEED_WORD + r"){11,}(?![A-Za-z])"
+    r"(?P<v>" + _SEED_WORD + r"(?:" + _SEED_SEP + _SEED_WORD + r"){11,23}(?![A-Za-z])"
     r"|[\u4e00-\u9fff](?:[ \t]+[\u4e00-\u9fff]){11,23}(?![\u4e00-\u9fff]))",
     _I,
 )
@@ -1402,7 +1403,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _CLI_USER_PASSWORD, _assigned_action, _TOOL_GATE),
     _Rule("password", _CONF_PASSWORD, _assigned_action, _TOOL_GATE),
     _Rule("password", _XML_SECRET, _xml_secret_action, _XML_GATE),
-    _Rule("api_key", _COOKIE, _cookie_action, ("cookie", "-b ")),
+    _Rule("api_key", _COOKIE, _cookie_action, ("cookie", "curl")),
     _Rule("api_key", _URL_SIGNATURE, _url_signature_action, _URL_SIGNATURE_GATE),
     _Rule("private_key", _SEED, _seed_action, _SEED_GATE, _SEED_HEAD, True),
     # Pairs before single labels, so that only the password of "user / pass" is replaced.
