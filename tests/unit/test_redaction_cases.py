@@ -397,6 +397,11 @@ FORM_CASES: list[tuple[str, str, tuple[str, ...]]] = [
     ),
     ("wrapped-key", "we migrated to sk-learn-intelex\nv2024.1.0\nREADME_FIRST", ()),
     ("wrapped-key", "ran the job\nERR_CONNECTION_REFUSED\n3f9a2c1d4e5b6a7c8d9e0f1a2b3c4d5e6f7a8b9c", ()),
+    (
+        "wrapped-key",
+        "new key sk-proj-Hn4Tq8Wz1Lc6Vb3Mx9Rp2Ks7Jd5Fg0Ya\n6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b\nd41d8cd98f00b204e9800998ecf8427e",
+        ("sk-proj-Hn4Tq8Wz1Lc6Vb3Mx9Rp2Ks7Jd5Fg0Ya",),
+    ),
     # an XML element named after a secret (Maven settings.xml and the like)
     (
         "xml-secret-element",
@@ -571,3 +576,11 @@ def test_a_form_added_for_the_fourth_holdout_set(form: str, text: str, secrets: 
     else:
         assert out == text, (form, out)
     assert redact(out) == out, (form, out)
+
+
+def test_a_uuid_or_a_digest_on_the_line_after_a_key_is_not_taken_for_its_wrapped_rest() -> None:
+    uuid, digest = "6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b", "d41d8cd98f00b204e9800998ecf8427e"
+
+    out = redact(f"new key sk-proj-Hn4Tq8Wz1Lc6Vb3Mx9Rp2Ks7Jd5Fg0Ya\n{uuid}\n{digest}")
+
+    assert out == f"new key [REDACTED:api_key]\n{uuid}\n{digest}"

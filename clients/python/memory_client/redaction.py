@@ -339,8 +339,18 @@ _WRAP = r"(?P<wrap>(?:[ \t]*\r?\n[ \t]*[A-Za-z0-9_-]{6,400}[ \t]*(?=\r?\n|\Z))+)
 _WRAP_PIECE = re.compile(r"[ \t]*\r?\n[ \t]*(?P<p>[A-Za-z0-9_-]+)[ \t]*")
 
 
+# A UUID or a hex digest on the next line is an identifier of its own, not the rest of a key.
+_ID_LINE = re.compile(
+    r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}|[0-9a-f]{32}|[0-9a-f]{40}|[0-9a-f]{64}"
+)
+
+
 def _key_piece(s: str) -> bool:
     return _has_digit(s) or (any(c.isupper() for c in s) and any(c.islower() for c in s))
+
+
+def _wrapped_piece(s: str) -> bool:
+    return _key_piece(s) and _ID_LINE.fullmatch(s) is None
 
 
 def _key_action(check: Callable[[str], bool] | None) -> _Action:
@@ -364,7 +374,7 @@ def _key_action(check: Callable[[str], bool] | None) -> _Action:
             return whole, 0
         end = len(key)
         for piece in _WRAP_PIECE.finditer(wrap):
-            if not _key_piece(piece.group("p")):
+            if not _wrapped_piece(piece.group("p")):
                 break
             end = len(key) + piece.end("p")
         return tag + whole[end:], 1
