@@ -11,16 +11,16 @@ Contract (pure functions, no I/O, never raise on any ``str``):
   ``client_secret``, ``SecretAccessKey``, ``Authorization``, ``密钥``...) is replaced whole, numbers
   included; any other value is returned as is. Event metadata goes through it before it is stored.
 
-Types: ``card`` (Luhn-valid with a known issuer prefix and length), ``cn_id`` (18-character Chinese resident
-ID with a valid MOD 11-2 check digit and birth date), ``ssn`` (US ``AAA-GG-SSSS``, or 9 labelled digits),
-``api_key`` (OpenAI, Anthropic, AWS, GitHub, Slack, Google, Stripe, ``Bearer`` tokens), ``jwt``,
-``private_key`` (a whole PEM block, or to the end of the text when the END line is missing), ``national_id``
-(a Dutch BSN, a Brazilian CPF, a Spanish DNI / NIE, a Taiwan or Hong Kong ID, an Aadhaar number with a
-valid check, or any 12 digits right after the word Aadhaar; a UK National Insurance number after its label),
-``iban`` (valid mod 97), ``bank_account`` (a number after an account label where a bank, sort code, IBAN,
-routing or SWIFT code is named nearby) and ``password``
-(English or Chinese "password is ..." phrases and ``scheme://user:password@host`` URLs; only the value is
-replaced, the lead-in words stay).
+Types: ``card`` (Luhn-valid with a known issuer prefix and length, and its CVV), ``cn_id`` (18-character
+Chinese resident ID with a valid MOD 11-2 check digit and birth date), ``ssn`` (US ``AAA-GG-SSSS``, or 9
+labelled digits), ``api_key`` (OpenAI, Anthropic, AWS, GitHub, Slack, Google, Stripe, Mailgun, Telegram,
+``Bearer`` tokens, session cookies, URL signatures), ``jwt``, ``private_key`` (a whole PEM block, or to the
+end of the text when the END line is missing; a wallet's seed phrase), ``national_id`` (a Dutch BSN, a
+Brazilian CPF, a Spanish DNI / NIE, a Taiwan or Hong Kong ID, an Aadhaar number with a valid check, or any 12
+digits right after the word Aadhaar; a UK National Insurance number after its label), ``iban`` (valid mod 97),
+``bank_account`` (a number after an account label where a bank, sort code, IBAN, routing or SWIFT code is
+named nearby) and ``password`` (English or Chinese "password is ..." phrases and
+``scheme://user:password@host`` URLs; only the value is replaced, the lead-in words stay).
 
 Built from the forms secrets are written in, not from examples (the table of cases is
 ``tests/data/redaction_cases.jsonl``; its test split is scored only as a whole):
@@ -45,13 +45,23 @@ Built from the forms secrets are written in, not from examples (the table of cas
   登录), the second half looking like a password;
 * short key labels ("AK：...", "SK = ...", a generated value only) and TOTP setup keys written in groups of
   four base32 characters after a secret / 2FA / 密钥 label;
+* structured and copied forms: a key wrapped onto the next line(s) by a terminal (each piece alone on its
+  line, looking generated), an access key id with its secret right after it (``Credential("AKID...",
+  "...")``), an XML element named after a secret (Maven ``<password>``), cookies named after a session or
+  a credential in a ``Cookie:`` / ``Set-Cookie:`` header or ``curl -b``, a signed URL's ``sig=`` /
+  ``X-Amz-Signature=``, a card's CVV after its label or after a card number and its expiry, a Wi-Fi
+  ``key`` where a Wi-Fi word is near, a wallet's seed phrase (12+ short words in one case after its label,
+  no word of prose among them: type ``private_key``), a password whose change is told first ("口令改了，
+  新的是 ...", "was reset, the new one is ...");
 * stand-ins are kept: ``<your-key>``, ``${VAR}``, ``$(cat file)``, masks, capitalised template words
-  (``USER:PASSWORD``, ``CHANGEME``), vendors' documented examples (``...EXAMPLE``, ``...EXAMPLEKEY``) and a type
-  in code (``pw: str``);
+  (``USER:PASSWORD``, ``CHANGEME``), ``user:password@`` in a URL, ``changeme`` / ``replace-me`` where the text
+  names an example file (``.env.example``), a JSON schema's definition of a password field, vendors'
+  documented examples (``...EXAMPLE``, ``...EXAMPLEKEY``) and a type in code (``pw: str``);
 * numbers written whole or in groups with spaces or dashes, the checksum deciding (Luhn and issuer for
   cards, the MOD 11-2 check character and birth date for Chinese IDs, SSA rules for SSNs).
 
-Redaction is idempotent: a placeholder never matches any rule, so ``redact(redact(x)) == redact(x)``.
+Redaction is idempotent: a placeholder never completes a match (the one rule that starts at a placeholder, a
+CVV after a card, runs only once this call has replaced the card), so ``redact(redact(x)) == redact(x)``.
 """
 
 from __future__ import annotations
@@ -92,6 +102,11 @@ class _Rule:
     # "Secret" is no key) never hides a later one inside its match. `WINDOW`: head / value reach.
     head: re.Pattern[str] | None = None
     windowed: bool = False
+    # Windowed rules: words of which one must occur somewhere in the text (found by the same shared scan)
+    # for the rule to run at all: a Wi-Fi word for a bare "key is ..." label.
+    context: tuple[str, ...] = ()
+    # Run only once a rule of this kind has replaced something in the text (a CVV after a card number).
+    after: str = ""
 
 
 def _swap(kind: str, check: Callable[[str], bool] | None = None) -> _Action:
@@ -276,9 +291,15 @@ def _bearer_action(m: re.Match[str]) -> tuple[str, int]:
 
 # (pattern, extra check on the match, gate words). Each token is bounded so a longer word never leaks a slice.
 _START, _END = r"(?<![A-Za-z0-9_-])", r"(?![A-Za-z0-9_-])"
+# An access key id and its secret side by side, as an SDK takes them: `Credential("AKID...", "9uGQ...")`,
+# `("LTAI...", "...")`, "AKIA... / wJalr...": the secret goes with the id when it looks generated.
+_PAIRED_SECRET = (
+    r"(?:(?P<sep>[\"'`]?[ \t]*(?:[,，/／|;；][ \t]*)?[\"'`]?)"
+    r"(?P<paired>(?!\[REDACTED:)[A-Za-z0-9+/=_-]{20,64})(?![A-Za-z0-9+/=_-]))?"
+)
 _API_RULES: list[tuple[str, Callable[[str], bool] | None, tuple[str, ...]]] = [
     (r"sk-(?<![A-Za-z0-9_-]sk-)[A-Za-z0-9_-]{20,400}" + _END, _openai_like, ("sk-",)),  # + Anthropic sk-ant-
-    (_START + r"(?:AKIA|ASIA)[A-Z0-9]{16}" + _END, None, ("akia", "asia")),
+    (_START + r"(?:AKIA|ASIA)[A-Z0-9]{16}" + _END + _PAIRED_SECRET, None, ("akia", "asia")),
     (_START + r"gh[pousr]_[A-Za-z0-9]{30,255}" + _END, None, ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
     (_START + r"github_pat_[A-Za-z0-9_]{22,255}" + _END, None, ("github_pat_",)),
     (_START + r"xox[abprs]-[A-Za-z0-9-]{10,250}" + _END, _has_digit, ("xox",)),
@@ -296,8 +317,8 @@ _API_RULES: list[tuple[str, Callable[[str], bool] | None, tuple[str, ...]]] = [
     # the gitleaks default rules list): Stripe webhook signing secrets, Alibaba Cloud AccessKey IDs,
     # Tencent Cloud SecretIds, GitLab, Hugging Face, npm, PyPI, SendGrid, Shopify, DigitalOcean, Slack apps.
     (_START + r"whsec_[A-Za-z0-9+/=]{24,}" + _END, None, ("whsec_",)),
-    (_START + r"LTAI[A-Za-z0-9]{12,30}" + _END, _has_digit, ("ltai",)),
-    (_START + r"AKID[A-Za-z0-9]{13,40}" + _END, _has_digit, ("akid",)),
+    (_START + r"LTAI[A-Za-z0-9]{12,30}" + _END + _PAIRED_SECRET, _has_digit, ("ltai",)),
+    (_START + r"AKID[A-Za-z0-9]{13,40}" + _END + _PAIRED_SECRET, _has_digit, ("akid",)),
     (_START + r"glpat-[A-Za-z0-9_-]{20,}" + _END, None, ("glpat-",)),
     (_START + r"hf_[A-Za-z]{30,}" + _END, None, ("hf_",)),
     (_START + r"npm_[A-Za-z0-9]{36}" + _END, None, ("npm_",)),
@@ -306,7 +327,65 @@ _API_RULES: list[tuple[str, Callable[[str], bool] | None, tuple[str, ...]]] = [
     (_START + r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}" + _END, None, ("shpat_", "shpss_", "shpca_", "shppa_")),
     (_START + r"dop_v1_[a-f0-9]{64}" + _END, None, ("dop_v1_",)),
     (_START + r"xapp-[0-9]-[A-Za-z0-9-]{10,}" + _END, None, ("xapp-",)),
+    # Mailgun's private API keys (`key-` + 32 hex) and Telegram bot tokens (the bot's id, a colon, then 35
+    # characters that start with "AA")
+    (_START + r"key-[0-9a-f]{32}" + _END, _has_digit, ("key-",)),
+    (r"[0-9](?<![A-Za-z0-9_:-][0-9])[0-9]{4,15}:AA[A-Za-z0-9_-]{33}" + _END, None, (":aa",)),
 ]
+# A long key wrapped by a terminal or an editor: the rest of it on the following line(s), each alone on its
+# line ("sk-proj-X0Fj...\nim3Gwx..."). Each piece must look generated (`_key_piece`); the first that does
+# not ("thanks", "README") ends the key.
+_WRAP = r"(?P<wrap>(?:[ \t]*\r?\n[ \t]*[A-Za-z0-9_-]{6,400}[ \t]*(?=\r?\n|\Z))+)?"
+_WRAP_PIECE = re.compile(r"[ \t]*\r?\n[ \t]*(?P<p>[A-Za-z0-9_-]+)[ \t]*")
+
+
+# A UUID or a hex digest on the next line is an identifier of its own, not the rest of a key.
+_ID_LINE = re.compile(
+    r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}|[0-9a-f]{32}|[0-9a-f]{40}|[0-9a-f]{64}"
+)
+
+
+def _key_piece(s: str) -> bool:
+    return _has_digit(s) or (any(c.isupper() for c in s) and any(c.islower() for c in s))
+
+
+def _wrapped_piece(s: str) -> bool:
+    return _key_piece(s) and _ID_LINE.fullmatch(s) is None
+
+
+def _key_action(check: Callable[[str], bool] | None) -> _Action:
+    """A prefixed key (and the pieces of it wrapped onto the next lines) -> one placeholder."""
+    tag = _tag("api_key")
+
+    def action(m: re.Match[str]) -> tuple[str, int]:
+        whole = m.group()
+        groups = m.groupdict()
+        if groups.get("sep") is not None:  # an id with, perhaps, its secret
+            key = whole[: m.start("sep") - m.start()]
+            if (check is not None and not check(key)) or _DOC_EXAMPLE.search(key):
+                return whole, 0
+            paired = groups["paired"]
+            if groups["sep"] and _generated_key(paired) and not _DOC_EXAMPLE.search(paired):
+                return tag + groups["sep"] + tag, 2
+            return tag + whole[len(key) :], 1
+        wrap = groups.get("wrap") or ""
+        key = whole[: len(whole) - len(wrap)]
+        if (check is not None and not check(key)) or _DOC_EXAMPLE.search(key):
+            return whole, 0
+        end = len(key)
+        for piece in _WRAP_PIECE.finditer(wrap):
+            if not _wrapped_piece(piece.group("p")):
+                break
+            end = len(key) + piece.end("p")
+        return tag + whole[end:], 1
+
+    return action
+
+
+def _api_pattern(p: str) -> re.Pattern[str]:
+    return re.compile(p + _WRAP if p.endswith(_END) else p, re.ASCII)  # an id with its secret: no wrap
+
+
 _AWS_SECRET = re.compile(
     r"(?<![A-Za-z])(?:aws[ _-]?secret[ _-]?(?:access[ _-]?)?key|secret[ _-]?access[ _-]?key)(?:[ _-]?id)?"
     r"[\"']?[ \t]*(?:[:=]|=>|is)[ \t]*[\"']?(?P<v>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",
@@ -322,7 +401,27 @@ _PRIVATE_KEY = re.compile(r"-----BEGIN " + _PEM_NAME + r"[\s\S]*?(?:-----END " +
 
 # scheme://user:password@host (the scheme itself is irrelevant, so the scan starts at the "://" literal);
 # greedy up to the last "@" of the authority, since passwords may contain "@".
-_URL_PASSWORD = re.compile(r"://[^\s:/?#@\[\]]*:(?P<v>(?!\[REDACTED:)[^\s/?#]+)(?=@)")
+_URL_PASSWORD = re.compile(r"://(?P<user>[^\s:/?#@\[\]]*):(?P<v>(?!\[REDACTED:)[^\s/?#]+)(?=@)")
+# `postgres://user:password@localhost` in a README or an `.env.example`: both halves name their slot.
+_URL_TEMPLATE_USER = re.compile(r"(?:db[_-]?|my[_-]?|your[_-]?)?(?:user(?:name)?|usr|login|name)", _I)
+_URL_TEMPLATE_PASSWORD = re.compile(
+    r"(?:db[_-]?|my[_-]?|your[_-]?)?(?:password|passwd|pass|pwd|pw|secret)", _I
+)
+
+
+def _url_password_ok(m: re.Match[str]) -> bool:
+    value = m.group("v")
+    if _stand_in(value):
+        return False
+    return not (_URL_TEMPLATE_USER.fullmatch(m.group("user")) and _URL_TEMPLATE_PASSWORD.fullmatch(value))
+
+
+def _url_password_action(m: re.Match[str]) -> tuple[str, int]:
+    if not _url_password_ok(m):
+        return m.group(), 0
+    return _swap("password")(m)
+
+
 # Labels that name a secret, in any of their written forms: `password`, `DB_PASSWORD`, `clientSecret`,
 # `SecretAccessKey`, `x-api-key`, `HF_TOKEN`, `密钥`... An ASCII head must start a word (after a non-letter,
 # `_`, or at a camelCase step: checked in `_head_starts_word`) and end one (`token_count`, `passwords`,
@@ -342,6 +441,12 @@ _HEAD_PRIVATE = r"(?P<ph>private[ _-]?key)(?![A-Za-z0-9_])|(?P<pz>私钥|私鑰)
 _QUALIFIER = r"(?:[ \t]+(?:for|to|of|on|at)(?:[ \t]+[\w@.'-]+){1,4}?)?(?:[ \t]*[(（][^()（）\n]{1,24}[)）])?"
 _STRONG = (
     r"\\{0,3}[\"']?[ \t]*(?::=|=>|->|→|[:=：＝]|[—–]+|-(?=[ \t]))"
+    # a change told first, then the new value ("password was reset, the new one is ...", "口令改了，新的是 ..."),
+    # before "was" alone can take "reset" for the value
+    r"|[ \t]+(?:(?:has|have)[ \t]+been[ \t]+|was[ \t]+|got[ \t]+|just[ \t]+)?(?:changed|updated|reset|rotated)"
+    r"[ \t]*[,;.:—–-]?[ \t]*(?:the[ \t]+)?new[ \t]+(?:(?:one|value)[ \t]*)?(?:is(?![A-Za-z])|[:：])[ \t]*[:：]?"
+    r"|[ \t]*(?:已经|已|又|刚刚?)?(?:改|换|更新|重置|变)(?:了|过了|过)?[ \t]*[，,、;；。]?[ \t]*"
+    r"(?:新的|现在的?)(?:那个)?(?:就|也)?(?:是|为|為)[ \t]*[:：]?"
     r"|[ \t]+(?:is|was|are|equals|set[ \t]+to|changed[ \t]+to|to)(?![A-Za-z'])"
     r"(?:[ \t]+(?:now|still|just|set[ \t]+to|changed[ \t]+to))?[ \t]*[:：]?"
     r"|[ \t]*(?:就|也|还|都|仍)?(?:是|为|為|改成了?|改为|设为|设置为|设置成|换成了?)[ \t]*[:：]?"
@@ -389,6 +494,19 @@ _PW_TRAILING = ".,;:)]}>'\"。，；：！？）」』】”’\\"  # not ! or ?
 _PW_STAND_IN = re.compile(
     r"[*•xX-]+|<[^<>]*>|\$\{[^}]*\}|\$\(.*|\{\{\S*|\$[A-Z_][A-Z0-9_]*|%s|n/?a|tbd|todo|xxx+|your[_-]\w*", _I
 )
+# "changeme", "replace-me": a placeholder in an example file (`.env.example`, "the sample config"), but a live
+# default password elsewhere ("the compose file we deployed still has POSTGRES_PASSWORD: changeme").
+_DEFAULT_WORD = re.compile(r"(?:change|replace)[_-]?(?:me|this|it)(?:[_-][a-z]+)?", _I)
+_EXAMPLE_FILE = re.compile(
+    r"\.(?:example|sample|template|tmpl|dist)\b|\b(?:example|sample|template)[ \t]+(?:config|configuration|file|env)",
+    _I,
+)
+
+
+def _example_default(text: str, secret: str) -> bool:
+    return _DEFAULT_WORD.fullmatch(secret) is not None and _EXAMPLE_FILE.search(text) is not None
+
+
 _LENGTH_WORD = re.compile(
     r"[ \t]*(?:characters?|chars?|digits?|letters?|symbols?|long\b|位|个字符|字符|字节)", _I
 )
@@ -495,12 +613,15 @@ def _labelled_value(m: re.Match[str], *, generated: bool) -> tuple[int, int] | N
         or _stand_in(m.group("v"))
         or _reference_at(text, v0)
         or _inside_reference(text, m.start("label"))
+        or _example_default(text, secret)
     ):
         return None
     if generated:
         return (v0, v1) if _token_like(secret) else None
     if m.group("q"):
         return v0, v1
+    if secret[0] == "{" and (len(secret) == 1 or secret[1] in "\"'"):  # `"password": {"type": ...}`
+        return None
     label = m.group("label").lower()
     strong = m.group("strong") is not None
     word = secret.rstrip("?!")  # "where does compose read DB_PASSWORD from?": a question, no value
@@ -724,6 +845,7 @@ def _assigned_action(m: re.Match[str]) -> tuple[str, int]:
         or _stand_in(secret)
         or _stand_in(value)
         or (_plain_word(secret) and secret.lower() in _NOT_A_PASSWORD)
+        or _example_default(m.string, secret)
     ):
         return m.group(), 0
     lead_end = m.end(lead_name) - m.start()
@@ -1054,6 +1176,214 @@ def _checked_action(check: Callable[[str], bool], kind: str = "national_id") -> 
     return action
 
 
+# ---------------------------------------------------------------- more written forms
+
+# An XML element named after a secret: Maven's settings.xml `<password>...</password>`, `<apiKey>`,
+# `<client_secret>`, `<passphrase>`. The element's name decides, as a mapping key does in `redact_obj`
+# (`secret_kind_of_name`); a key or token must look generated, a password not be a stand-in or a word of prose.
+_XML_SECRET = re.compile(
+    r"<(?P<tag>[A-Za-z_][\w.:-]{0,60})(?:[ \t][^<>\n]{0,200})?>(?P<v>[^<>\n]{1,300})</(?P=tag)[ \t]*>"
+)
+_XML_GATE = ("</",)  # one literal: a search for it costs a fraction of one for the names
+
+
+def _xml_secret_action(m: re.Match[str]) -> tuple[str, int]:
+    kind = secret_kind_of_name(m.group("tag").rsplit(":", 1)[-1])
+    raw = m.group("v")
+    secret = raw.strip()
+    if (
+        kind is None
+        or not secret
+        or _MARK in secret
+        or _stand_in(secret)
+        or (kind != "password" and not _token_like(secret))
+        or (_plain_word(secret) and secret.lower() in _NOT_A_PASSWORD)
+    ):
+        return m.group(), 0
+    base, start = m.start(), m.start("v") + raw.index(secret)
+    whole = m.group()
+    return whole[: start - base] + _tag(kind) + whole[start - base + len(secret) :], 1
+
+
+# A card's security code after its label: "cvv 380", "CVC: 1234", "card verification code 512", "安全码 123".
+# Its length ("CVV is 3 digits") is not one.
+_CVV = re.compile(
+    r"(?P<lead>(?<![A-Za-z])(?:cvv2?|cvc2?|cvn|cav2|card[ \t]+(?:security|verification)[ \t]+(?:code|value|number))"
+    r"(?![A-Za-z])(?:[ \t]*(?:code|number|no\.?))?[ \t]*(?:[:：=#]|is(?![A-Za-z])|was(?![A-Za-z])|是|为)?[ \t]*"
+    r"|安全码[ \t]*(?:[:：]|是|为)?[ \t]*)"
+    r"(?P<v>(?<![0-9])[0-9]{3,4})(?![0-9A-Za-z]|[ \t]*(?:digits?|chars?|characters?|numbers?|位|个))",
+    _I,
+)
+_CVV_HEAD = re.compile(
+    r"(?<![A-Za-z])(?:cvv2?|cvc2?|cvn|cav2|card[ \t]+(?:security|verification)[ \t]+(?:code|value|number))"
+    r"(?![A-Za-z])|安全码",
+    _I,
+)
+# windowed (see `_Rule.head`): found by the scan shared with the labelled rules
+_CVV_GATE = ("cvv", "cvc", "cvn", "cav2", "card security", "card verification", "安全码")
+# Unlabelled, after a card number and its expiry: "4111 1111 1111 1111 exp 12/27 123" (the card is replaced
+# first; the expiry stays).
+_CVV_AFTER_CARD = re.compile(
+    r"\[REDACTED:card\](?P<mid>[ \t]*[,;/|]?[ \t]*"
+    r"(?:(?:exp(?:iry|ires|iration)?(?:[ \t]+date)?|valid[ \t]+(?:thru|through|until)|有效期至?)\.?[ \t]*[:：]?[ \t]*)?"
+    r"(?:0[1-9]|1[0-2])[ \t]*/[ \t]*(?:20)?[0-9]{2}[ \t]*[,;/|]?[ \t]*)(?P<v>[0-9]{3,4})(?![0-9A-Za-z/.:])",
+    _I,
+)
+
+# A Wi-Fi key: "the wifi is Casa-5G and the key is hZUG...", "WLAN key: ...", "network key = ...". "key" names
+# no secret in general, so a Wi-Fi word must be near, and the value look like a passphrase (8 to 63
+# characters, not a word, not a security mode like WPA2-PSK).
+_WIFI_KEY = re.compile(
+    r"(?P<lead>(?<![A-Za-z])(?:(?:wi-?fi|wlan|wpa[23]?|network|security|wireless)[ \t]+)?(?:pass[ \t-]?key|key)"
+    r"(?![A-Za-z0-9_])[ \t]*(?:[:：=]|is(?![A-Za-z])|was(?![A-Za-z])|是|为)[ \t]*[\"'`“‘]?)"
+    r"(?P<v>(?!\[REDACTED:)[^\s\"'`“”‘’]{8,80})",
+    _I,
+)
+_WIFI_WORDS = re.compile(r"wi-?fi|wlan|ssid|wpa|hotspot|router|wireless|热点|无线|路由", _I)
+_WIFI_CONTEXT = (
+    "wifi",
+    "wi-fi",
+    "wlan",
+    "ssid",
+    "wpa",
+    "hotspot",
+    "router",
+    "wireless",
+    "热点",
+    "无线",
+    "路由",
+)
+_WIFI_HEAD = re.compile(
+    r"(?<![A-Za-z])(?:(?:wi-?fi|wlan|wpa[23]?|network|security|wireless)[ \t]+)?(?:pass[ \t-]?key|key)"
+    r"(?![A-Za-z0-9_])",
+    _I,
+)
+# windowed: "key" is already a gate word of the TOTP rule; the Wi-Fi words are found by the same scan
+_WIFI_GATE = ("key",)
+_SECURITY_MODE = re.compile(
+    r"(?:wpa[23]?|wep|tkip|aes|ccmp|psk|sae)(?:[-/ ](?:psk|sae|personal|enterprise|aes|tkip|ccmp|[0-9]+))*",
+    _I,
+)
+
+
+def _wifi_key_action(m: re.Match[str]) -> tuple[str, int]:
+    text = m.string
+    secret = m.group("v").rstrip(_PW_TRAILING)
+    if (
+        not 8 <= len(secret) <= 63
+        or _plain_word(secret)
+        or _stand_in(secret)
+        or _VERSION.fullmatch(secret)
+        or _SECURITY_MODE.fullmatch(secret)
+        or not any(c.isalpha() for c in secret)
+        or _WIFI_WORDS.search(text, max(0, m.start() - 150), m.end() + 80) is None
+    ):
+        return m.group(), 0
+    return m.group("lead") + _tag("password") + m.group("v")[len(secret) :], 1
+
+
+# Cookies, as a browser's "copy as cURL" or a response shows them: `-H 'cookie: a=1; sessionid=...'`,
+# `curl -b 'sid=...'`, `Set-Cookie: session=...`. A value goes when its name speaks of a session or a
+# credential (not a plain word: "remember_me=true"), or when it is long and generated (32+, no dots: analytics
+# ids like `_ga=GA1.1.135...` are kept).
+_COOKIE = re.compile(
+    r"(?P<lead>(?<![A-Za-z0-9_-])(?:set-)?cookie[ \t]*:[ \t]*"
+    r"|(?<![\w-])curl(?![\w-])[^\n|;]*?[ \t](?:-b|--cookie)[ \t]+[\"']?)"
+    r"(?P<body>[^\n'\"]{3,4000})",
+    _I,
+)
+_COOKIE_PAIR = re.compile(r"(?P<n>[^=;,\s]{1,64})=(?P<v>[^;,\s]+)")
+_COOKIE_SECRET_NAME = re.compile(
+    r"sess|sid|auth|token|jwt|secret|passw|login|remember|csrf|xsrf|credential|identity|api[_-]?key|refresh",
+    _I,
+)
+
+
+def _cookie_action(m: re.Match[str]) -> tuple[str, int]:
+    found = 0
+
+    def one(p: re.Match[str]) -> str:
+        nonlocal found
+        value = p.group("v")
+        named = _COOKIE_SECRET_NAME.search(p.group("n")) is not None
+        if _MARK in value or _stand_in(value) or _plain_word(value):
+            return p.group()
+        if (named and len(value) >= 8) or (len(value) >= 32 and "." not in value and _token_like(value)):
+            found += 1
+            return p.group("n") + "=" + _tag("api_key")
+        return p.group()
+
+    body = _COOKIE_PAIR.sub(one, m.group("body"))
+    return (m.group("lead") + body, found) if found else (m.group(), 0)
+
+
+# A signature in a signed URL's query: Azure SAS `&sig=...` (URL-encoded base64), AWS / GCS
+# `X-Amz-Signature=`, `X-Goog-Signature=`, CloudFront `Signature=`, `X-Amz-Security-Token=`.
+_URL_SIGNATURE = re.compile(
+    r"[?&;](?P<lead>(?:sig|signature|x-amz-signature|x-goog-signature|x-amz-security-token)=)"
+    r"(?P<v>(?!\[REDACTED:)[A-Za-z0-9%+/=_.~-]{16,4096})",
+    _I,
+)
+_URL_SIGNATURE_GATE = ("sig=", "signature=", "security-token=")
+
+
+def _url_signature_action(m: re.Match[str]) -> tuple[str, int]:
+    value = m.group("v")
+    plain = re.sub(r"%[0-9A-Fa-f]{2}", "", value)
+    if len(plain) < 16 or not _key_piece(plain):
+        return m.group(), 0
+    return m.group()[0] + m.group("lead") + _tag("api_key"), 1
+
+
+# A wallet's seed phrase (BIP-39: 12 to 24 words from a list of short words) after its label: "recovery
+# phrase: stand reward apple ...", "seed words\n1. stand\n2. reward ...", "助记词：...". No wordlist is at hand,
+# so the form decides: 12+ words of 3 to 8 letters in one case, none of them a word of prose that the BIP-39
+# English list lacks ("the", "and", "your", "with" ...), which prose after such a label always has.
+_SEED_LABEL = (
+    r"(?<![A-Za-z])(?:(?:secret[ \t]+)?(?:recovery|backup|seed|mnemonic|wallet)[ \t_-]+(?:phrase|words|seed)"
+    r"|seed|mnemonic)(?![A-Za-z])|助记词|助記詞|种子短语|恢复短语|恢复词"
+)
+_SEED_WORD = r"(?:[0-9]{1,2}[.):][ \t]*)?[A-Za-z]{3,8}"
+_SEED_SEP = r"(?:[ \t]*[,，][ \t]*|[ \t]*\r?\n[ \t]*|[ \t]+)"
+_SEED = re.compile(
+    r"(?P<lead>(?:" + _SEED_LABEL + r")"
+    r"(?:[^\n:：=]{0,60}?(?:[:：=]|[ \t](?:is|are|was|were)(?![A-Za-z]))|[ \t]*(?:是|为)?)[ \t]*(?:\r?\n[ \t]*)?)"
+    r"(?P<v>" + _SEED_WORD + r"(?:" + _SEED_SEP + _SEED_WORD + r"){11,23}(?![A-Za-z])"
+    r"|[\u4e00-\u9fff](?:[ \t]+[\u4e00-\u9fff]){11,23}(?![\u4e00-\u9fff]))",
+    _I,
+)
+_SEED_HEAD = re.compile(_SEED_LABEL, _I)
+# windowed
+_SEED_GATE = (
+    "seed", "mnemonic", "phrase", "recovery words", "backup words", "wallet words", "助记词", "助記詞", "短语",
+    "恢复词",
+)  # fmt: skip
+# Common English words that are not in the BIP-39 English wordlist: one in the run ends the phrase.
+_NOT_SEED_WORDS = frozenset(
+    """the and your with for from has are was were not but its them their these those than which who whom
+    why how would could should she her here his him our out been does did get got may might some anyone
+    anything words wallet phrases mnemonic recovery backup seeds""".split()
+)
+_SEED_TOKEN = re.compile(r"[A-Za-z]+|[\u4e00-\u9fff]")
+
+
+def _seed_action(m: re.Match[str]) -> tuple[str, int]:
+    value = m.group("v")
+    tokens = list(_SEED_TOKEN.finditer(value))
+    words = [t.group() for t in tokens]
+    if words[0].isascii() and not (all(w.islower() for w in words) or all(w.isupper() for w in words)):
+        return m.group(), 0
+    n = 0
+    for w in words[:24]:
+        if w.lower() in _NOT_SEED_WORDS:
+            break
+        n += 1
+    if n < 12:
+        return m.group(), 0
+    end = tokens[n - 1].end()
+    return m.group("lead") + _tag("private_key") + value[end:], 1
+
+
 # ---------------------------------------------------------------- rule table (order matters)
 
 _DIGITS = tuple("0123456789")
@@ -1070,18 +1400,22 @@ _RULES: tuple[_Rule, ...] = (
     # Multi-line and structured secrets first, so their inner digits/words never feed the narrower rules.
     _Rule("private_key", _PRIVATE_KEY, _swap("private_key"), ("private key",)),
     _Rule("jwt", _JWT, _swap("jwt"), ("eyj",)),
-    *(_Rule("api_key", re.compile(p, re.ASCII), _swap("api_key", c), g) for p, c, g in _API_RULES),
+    *(_Rule("api_key", _api_pattern(p), _key_action(c), g) for p, c, g in _API_RULES),
     _Rule("api_key", _AWS_SECRET, _swap("api_key"), ("secret",)),
     _Rule("api_key", _BEARER, _bearer_action, ("bearer",)),
     # a TOTP key in groups of four, before the password rules can read one group as a value ("E2PW 7JZ7")
     _Rule("api_key", _TOTP_GROUPED, _swap("api_key", _base32_groups), _TOTP_GATE, _TOTP_HEAD, True),
-    _Rule("password", _URL_PASSWORD, _swap("password", lambda v: not _stand_in(v)), ("://",)),
+    _Rule("password", _URL_PASSWORD, _url_password_action, ("://",)),
     _Rule("password", _BASIC, _basic_action, ("basic",)),
     _Rule("password", _ENV_PASSWORD, _assigned_action, ("pass", "pwd", "_auth")),
     _Rule("password", _CLI_PASSWORD, _assigned_action, ("mysql", "mariadb", "sshpass")),
     _Rule("password", _CLI_FLAG_PASSWORD, _assigned_action, _TOOL_GATE),
     _Rule("password", _CLI_USER_PASSWORD, _assigned_action, _TOOL_GATE),
     _Rule("password", _CONF_PASSWORD, _assigned_action, _TOOL_GATE),
+    _Rule("password", _XML_SECRET, _xml_secret_action, _XML_GATE),
+    _Rule("api_key", _COOKIE, _cookie_action, ("cookie", "curl")),
+    _Rule("api_key", _URL_SIGNATURE, _url_signature_action, _URL_SIGNATURE_GATE),
+    _Rule("private_key", _SEED, _seed_action, _SEED_GATE, _SEED_HEAD, True),
     # Pairs before single labels, so that only the password of "user / pass" is replaced.
     _Rule("password", _PAIR_LABELLED, _pair_action, _PAIR_GATE, _PAIR_HEAD, True),
     _Rule("password", _CREDENTIALS, _pair_action, _CREDENTIAL_GATE, _CREDENTIAL_HEAD, True),
@@ -1090,9 +1424,12 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("api_key", _KEY_LABELLED, _to_api_key, _KEY_GATE, re.compile(_HEAD_KEY, _I), True),
     _Rule("password", _PW_LABELLED, _to_password, _PW_GATE, re.compile(_HEAD_PW, _I), True),
     _Rule("password", _PW_BEFORE, _pw_before_action, _PW_BEFORE_GATE, None, True),
+    _Rule("password", _WIFI_KEY, _wifi_key_action, _WIFI_GATE, _WIFI_HEAD, True, _WIFI_CONTEXT),
+    _Rule("card", _CVV, _swap_value("card"), _CVV_GATE, _CVV_HEAD, True),
     # Chinese IDs before cards: an 18-digit ID starting 62/65/35 could also pass as a Luhn-valid card.
     _Rule("cn_id", _CN_ID_RUN, _cn_id_action, _DIGITS),
     _Rule("card", _DIGIT_RUN, _card_action, _DIGITS),
+    _Rule("card", _CVV_AFTER_CARD, _swap_value("card"), after="card"),
     _Rule("ssn", _SSN, _swap("ssn", lambda s: _ssn_ok(s[:3] + s[4:6] + s[7:])), _DIGITS),
     _Rule("ssn", _SSN_LABELLED, _swap("ssn", _ssn_ok), ("ssn", "social")),
     _Rule(
@@ -1119,15 +1456,38 @@ _RULES: tuple[_Rule, ...] = (
 )
 
 
+def _alternation(words: tuple[str, ...]) -> str:
+    """A regex matching any of ``words``, factored as a trie (`c(?:v(?:c|n|v)|ookie)`): the engine tries the
+    branches of an alternation one by one at every position, so a flat list of 60 words costs about 60 tests
+    per character, a trie only as many as the words sharing a prefix with the text there."""
+    trie: dict[str, Any] = {}
+    for word in words:
+        node = trie
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def emit(node: dict[str, Any]) -> str:
+        branches = [re.escape(ch) + emit(child) for ch, child in sorted(node.items()) if ch]
+        if not branches:
+            return ""
+        body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+        return "(?:" + body + ")?" if "" in node else body
+
+    return emit(trie)
+
+
 # One compiled search per distinct gate (a C-level scan instead of a Python loop over its words).
 _GATE_RES = {
-    id(rule.gate): re.compile("|".join(re.escape(w) for w in sorted(rule.gate, key=len, reverse=True)))
-    for rule in _RULES
-    if rule.gate and not rule.windowed
+    id(rule.gate): re.compile(_alternation(rule.gate)) for rule in _RULES if rule.gate and not rule.windowed
 }
-_WINDOW_WORDS = tuple(dict.fromkeys(word for rule in _RULES if rule.windowed for word in rule.gate))
-# Longest first; no word is a prefix of another (checked by the tests), so every occurrence is found.
-_GATE_SCAN = re.compile("|".join(re.escape(w) for w in sorted(_WINDOW_WORDS, key=len, reverse=True)))
+_WINDOW_WORDS = tuple(
+    dict.fromkeys(word for rule in _RULES if rule.windowed for word in (*rule.gate, *rule.context))
+)
+_GATE_SETS = {id(rule.gate): frozenset(rule.gate) for rule in _RULES if rule.windowed}
+# No word is inside another (checked by the tests), so at most one word starts at a position and the scan
+# finds every occurrence.
+_GATE_SCAN = re.compile(_alternation(_WINDOW_WORDS))
 
 
 def _apply(rule: _Rule, text: str) -> tuple[str, int]:
@@ -1148,8 +1508,9 @@ _BACK, _AHEAD = 40, 24  # how far a label reaches before / after its gate word
 def _windows(rule: _Rule, text: str, hits: list[tuple[int, str]]) -> list[tuple[int, int]]:
     """Spans of ``text`` around each of the rule's gate words, merged."""
     merged: list[tuple[int, int]] = []
+    words = _GATE_SETS[id(rule.gate)]
     for at, word in hits:
-        if word not in rule.gate:
+        if word not in words:
             continue
         start, end = max(0, at - _BACK), at + len(word) + _AHEAD
         if merged and start <= merged[-1][1]:
@@ -1206,11 +1567,17 @@ def redact_with_report(text: str) -> tuple[str, dict[str, int]]:
     # keyed by the tuple's identity, each distinct gate is looked for once
     present: dict[int, bool] = {}
     hits: list[tuple[int, str]] | None = None  # gate words of the windowed rules in the text as it is now
+    words: set[str] = set()  # the words among them
     for rule in _RULES:
+        if rule.after and rule.after not in counts:
+            continue
         if rule.windowed:
             if hits is None:
                 hits = _gate_hits(text)
-            if not hits:
+                words = {word for _, word in hits}
+            if words.isdisjoint(_GATE_SETS[id(rule.gate)]) or (
+                rule.context and words.isdisjoint(rule.context)
+            ):
                 continue
             text, found = _apply_windowed(rule, text, hits)
         else:
