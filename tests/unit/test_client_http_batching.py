@@ -194,7 +194,7 @@ def test_an_unreachable_api_is_unavailable_with_nothing_sent(tmp_path: Path) -> 
 
 
 def test_a_burst_past_a_small_queue_spools_in_few_appends_and_loses_nothing(tmp_path: Path) -> None:
-    server = _Server(delay_s=0.01)  # an API that takes its time: the sender falls behind the agent
+    server = _Server(delay_s=0.1)  # an API that takes its time: the sender (100 events a request) falls behind
     publisher = HttpPublisher(server.url, "k")
     emitter = Emitter(
         "t",
@@ -216,3 +216,27 @@ def test_a_burst_past_a_small_queue_spools_in_few_appends_and_loses_nothing(tmp_
     assert emitter.overflowed > 0  # the queue did overflow to the spool ...
     assert emitter.spooled <= emitter.overflowed / 50  # ... in calls of up to 100 events, few appends
     assert len(server.posts) < 3_000 / 20  # and the spool went back in merged requests
+
+
+def test_a_drain_skips_torn_lines_and_a_pause_keeps_the_rest_as_written(
+    server: _Server, tmp_path: Path
+) -> None:
+    spool = Spool(tmp_path / "spool.jsonl")
+    calls = _calls(30, per_call=100)
+    spool.append(calls[:10])
+    with spool.path.open("a") as fh:
+        fh.write('{"task": "memory.ingest", "args": [{"tenant_id"\n')  # a crash mid-write
+    spool.append(calls[10:])
+    publisher = HttpPublisher(server.url, "k")
+    try:
+        pauses = iter([False, True])  # asked before the second and the third batch
+        sent = spool.drain(
+            publisher.publish_many, batch_events=publisher.batch_events, pause=lambda: next(pauses)
+        )
+        assert sent == 10 and server.stored == _ids(calls[:10])  # two requests of 500 events
+        rest = spool.path.read_text().splitlines()
+        assert len(rest) == 21 and rest[0].startswith('{"task": "memory.ingest", "args": [{"tenant_id"')
+        assert spool.drain(publisher.publish_many, batch_events=publisher.batch_events) == 20
+    finally:
+        publisher.close()
+    assert server.stored == _ids(calls) and spool.size() == 0 and len(server.posts) == 6

@@ -64,54 +64,63 @@ class Spool:
             fcntl.flock(fd, fcntl.LOCK_EX)
             with os.fdopen(os.dup(fd), "r", encoding="utf-8") as fh:
                 lines = fh.read().splitlines()
-            calls: list[tuple[str, list[Any]]] = []
-            kept: list[str] = []  # the lines of `calls`, written back as they were
-            for line in lines:
-                try:
-                    rec = json.loads(line)
-                    calls.append((str(rec["task"]), list(rec["args"])))
-                    kept.append(line)
-                except (ValueError, KeyError, TypeError):
-                    continue  # a torn last line from a crash mid-write: nothing we can send
+            keep_from = (
+                0  # the first line not (yet) published: it and those after it are written back as read
+            )
             try:
-                for start, end in _batches(calls, batch, batch_events):
-                    if start and pause is not None and pause():
+                # lines are parsed a batch at a time: a drain that stops early parses no more than it sends
+                while keep_from < len(lines):
+                    if sent and pause is not None and pause():
+                        break
+                    calls, at = _next_batch(lines, keep_from, batch, batch_events)
+                    if not calls:
+                        keep_from = len(lines)  # only torn lines left
                         break
                     try:
-                        publish(calls[start:end])
+                        publish(calls)
                     except BaseException as exc:
                         stored = getattr(exc, "sent_calls", 0)
-                        if isinstance(stored, int) and 0 < stored <= end - start:
-                            sent = start + stored
+                        if isinstance(stored, int) and 0 < stored <= len(calls):
+                            sent += stored
+                            keep_from = at[stored] if stored < len(calls) else at[-1] + 1
                         raise
-                    sent = end
+                    sent += len(calls)
+                    keep_from = at[-1] + 1
             finally:
-                remaining = kept[sent:]
                 os.ftruncate(fd, 0)
                 os.lseek(fd, 0, os.SEEK_SET)
-                if remaining:
-                    _write_all(fd, "".join(line + "\n" for line in remaining).encode("utf-8"))
+                if keep_from < len(lines):
+                    _write_all(fd, "".join(line + "\n" for line in lines[keep_from:]).encode("utf-8"))
                 os.fsync(fd)
         finally:
             os.close(fd)
         return sent
 
 
-def _batches(
-    calls: list[tuple[str, list[Any]]], batch: int, batch_events: int | None
-) -> list[tuple[int, int]]:
-    """(start, end) of each batch: at most `batch` calls and, when given, `batch_events` events."""
-    out: list[tuple[int, int]] = []
-    start = events = 0
-    for i, (_, args) in enumerate(calls):
-        n = _events_in(args)
-        if i > start and (i - start >= batch or (batch_events is not None and events + n > batch_events)):
-            out.append((start, i))
-            start, events = i, 0
+def _next_batch(
+    lines: list[str], start: int, batch: int, batch_events: int | None
+) -> tuple[list[tuple[str, list[Any]]], list[int]]:
+    """The calls of the next batch from `lines[start:]` (at most `batch` calls and, when given,
+    `batch_events` events, but at least one call) and the index of each one's line. Torn lines (a crash
+    mid-write) are skipped: nothing can be sent from them."""
+    calls: list[tuple[str, list[Any]]] = []
+    at: list[int] = []
+    events = 0
+    for i in range(start, len(lines)):
+        if len(calls) >= batch:
+            break
+        try:
+            rec = json.loads(lines[i])
+            call = (str(rec["task"]), list(rec["args"]))
+        except (ValueError, KeyError, TypeError):
+            continue
+        n = _events_in(call[1])
+        if calls and batch_events is not None and events + n > batch_events:
+            break
+        calls.append(call)
+        at.append(i)
         events += n
-    if start < len(calls):
-        out.append((start, len(calls)))
-    return out
+    return calls, at
 
 
 def _events_in(args: list[Any]) -> int:
