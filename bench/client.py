@@ -109,6 +109,7 @@ def _stored(svc: Services, tenant: str) -> int:
 def _http_emit(svc: Services, queue: str, quick: bool, budget_s: float) -> dict[str, Any]:
     from bench.lib.project import create_key, get_engine, session_scope
     from memory_client import Memory
+    from memory_client.http_ingest import HttpPublisher
 
     port = _free_port()
     api = _api(svc, queue, port, svc.tmp / "api.log")
@@ -145,6 +146,8 @@ def _http_emit(svc: Services, queue: str, quick: bool, budget_s: float) -> dict[
             progress(f"burst emit: {burst:,} events")
             before = _stored(svc, tenant)
             requests_before = memory.emitter.sent
+            publisher = memory.emitter._publisher
+            posts_before = publisher.requests() if isinstance(publisher, HttpPublisher) else 0
             samples = []
             t0 = time.perf_counter()
             for n in range(burst):
@@ -167,6 +170,7 @@ def _http_emit(svc: Services, queue: str, quick: bool, budget_s: float) -> dict[
                 "spooled_calls": memory.emitter.spooled,
                 "overflowed": memory.emitter.overflowed,
                 "sent_events": memory.emitter.sent - requests_before,
+                "posts": (publisher.requests() if isinstance(publisher, HttpPublisher) else 0) - posts_before,
             }
         finally:
             memory.close()
@@ -250,7 +254,9 @@ def _setup(f: dict[str, Any]) -> str:
         f"Setup: one API process (uvicorn) on {f['services']} and Redis, the client in the benchmark's process "
         f"(`memory_client.Memory`, background sender, batches of up to 500 events). Burst: {b['events']:,} "
         f"events emitted in {b['emit_loop_s']} s, all {b['stored']:,} stored {b['total_s']} s after the first "
-        f"call ({b['spooled_calls']} calls spooled, {b['overflowed']} events past the queue). Paced: one event "
+        f"call ({b['spooled_calls']} calls spooled, {b['overflowed']} events past the queue"
+        + (f", {b['posts']:,} POSTs" if b.get("posts") else "")
+        + "). Paced: one event "
         f"every {f['pace_s'] * 1000:g} ms."
     )
 

@@ -95,6 +95,7 @@ class MemoryClient(Emitter):
             retry_after_s=retry_after_s,
             flush_at_exit=flush_at_exit,
             resend_on_timer=api_url is not None,
-            # over HTTP each spooled call is a request of its own: a refusal part-way keeps only the rest
-            spool_batch=1 if api_url is not None else 500,
+            # over HTTP the spooled calls of a batch are merged into few requests, and a refusal part-way
+            # says how many calls were stored (Unavailable.sent_calls): the spool keeps only the rest
+            spool_batch=500,
         )

@@ -172,19 +172,26 @@ def test_async_memory_round_trips_the_same_surface(api_server, api_key, engine, 
 
 
 class _Api:
-    """The real API on a fixed port, stopped and started again in place (an outage and a restart)."""
+    """The real API on a fixed port, stopped and started again in place (an outage and a restart).
+    `event_posts` counts the `POST /v1/events` requests it received (an ASGI wrapper in front of the app)."""
 
     def __init__(self, database_url: str, redis_url: str, queue: str, **settings: object):
         self.settings = load_settings(database_url=database_url, redis_url=redis_url, queue=queue, **settings)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        self.event_posts = 0
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        config = uvicorn.Config(
-            create_app(self.settings), host="127.0.0.1", port=self.port, log_level="warning"
-        )
+        app = create_app(self.settings)
+
+        async def counted(scope, receive, send):  # type: ignore[no-untyped-def]
+            if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] == "/v1/events":
+                self.event_posts += 1
+            await app(scope, receive, send)
+
+        config = uvicorn.Config(counted, host="127.0.0.1", port=self.port, log_level="warning")
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, daemon=True)
         self._thread.start()
@@ -232,6 +239,38 @@ def test_http_emit_loses_nothing_while_the_api_is_down_for_ten_seconds(  # type:
             what="every event",
         )
         assert _stored(engine, tenant) == sorted(sent)
+        assert (tmp_path / "spool.jsonl").stat().st_size == 0
+    finally:
+        memory.close()
+        api.stop()
+
+
+def test_a_burst_of_http_emits_is_stored_once_in_far_fewer_requests_than_calls(  # type: ignore[no-untyped-def]
+    database_url, redis_url, queue_name, engine, tenant, tmp_path: Path
+):
+    api = _Api(database_url, redis_url, queue_name)
+    api.start()
+    memory = Memory(
+        api.url,
+        _key(engine, tenant),
+        spool_path=tmp_path / "spool.jsonl",
+        flush_at_exit=False,
+        emit_queue_size=100,  # small: the agent outruns the sender, and the queue overflows to the spool
+    )
+    try:
+        ids = [
+            memory.emit(user_id=f"u{n % 20}", session_id=f"s{n % 10}", content=f"burst turn {n}")
+            for n in range(5_000)
+        ]
+        memory.flush(timeout_s=120)
+        wait_for(
+            lambda: len(_stored(engine, tenant)) == len(ids) or memory.flush() < 0,
+            timeout_s=120,
+            what="every event",
+        )
+        assert _stored(engine, tenant) == sorted(ids)  # each once (event_id is the events' key), none lost
+        assert memory.emitter.overflowed > 0 and memory.emitter.spooled < memory.emitter.overflowed
+        assert api.event_posts <= 5_000 / 20  # merged: the queue's batches and the spool's re-sends
         assert (tmp_path / "spool.jsonl").stat().st_size == 0
     finally:
         memory.close()

@@ -344,6 +344,7 @@ class _Base:
         max_retry_wait_s: float = 30.0,
         emit_queue_size: int = 10_000,
         emit_timeout_s: float = 5.0,
+        emit_full_wait_s: float = 0.005,
         flush_at_exit: bool = True,
     ):
         self.api_url = (api_url or os.environ.get("MEMORY_API_URL") or DEFAULT_API_URL).rstrip("/")
@@ -368,6 +369,7 @@ class _Base:
         self._spool_path = spool_path
         self._emit_queue_size = emit_queue_size
         self._emit_timeout_s = emit_timeout_s
+        self._emit_full_wait_s = emit_full_wait_s
         self._flush_at_exit = flush_at_exit
         self._emitter: Emitter | None = None
         self._headers = {
@@ -404,6 +406,7 @@ class _Base:
             agent_id=self.agent_id,
             background=background,
             queue_size=self._emit_queue_size,
+            full_wait_s=self._emit_full_wait_s,
             flush_at_exit=self._flush_at_exit,
         )
 

@@ -15,7 +15,16 @@ Two ways to send:
 - from a background thread (`background=True`, the HTTP default of `Memory`): `emit` puts the event on a
   bounded in-memory queue and returns; a sender thread posts batches of what has queued up (one request for
   many events under load) and spools a batch it cannot send. When the queue is full (the API is slower than
-  the agent for long), `emit` spools the event itself: memory stays bounded and nothing is dropped.
+  the agent for long), `emit` first waits up to `full_wait_s` (a few milliseconds) for the sender to take a
+  batch, when the sender is only behind (not while the transport is down); if the queue is still full, it
+  moves the oldest part of the queue (`spill_size` events, its own not among them) to the spool in one append
+  (one fsync for all of them) and queues its own events in the room that made. Memory stays bounded and
+  nothing is dropped.
+
+Durability: an `emit` that returned has its events either in the in-memory queue (lost with the process, as
+ever: `close()` and exit spool what is left) or in the spool file, fsync'd. Events moved from the queue to the
+spool are in neither only inside the `emit` that moves them, which returns once they are on disk; `flush()`
+waits for such a move. Spooled calls are re-sent oldest first, before the queue's next batch.
 """
 
 from __future__ import annotations
@@ -74,6 +83,8 @@ class Emitter:
         queue_size: int = 10_000,
         batch_size: int = MAX_BATCH,
         spool_batch: int = 500,
+        full_wait_s: float = 0.005,
+        spill_size: int | None = None,
     ):
         if not is_safe_id(tenant_id):
             raise ValueError("tenant_id must be 1-128 characters from A-Z a-z 0-9 . _ : @ -")
@@ -81,6 +92,8 @@ class Emitter:
             raise ValueError("agent_id must be 1-128 characters from A-Z a-z 0-9 . _ : @ -")
         if queue_size < 1 or not 1 <= batch_size <= MAX_BATCH:
             raise ValueError(f"queue_size must be >= 1 and batch_size 1..{MAX_BATCH}")
+        if full_wait_s < 0 or (spill_size is not None and spill_size < 1):
+            raise ValueError("full_wait_s must be >= 0 and spill_size >= 1")
         self.tenant_id = tenant_id
         self.agent_id = agent_id
         self._publisher = transport
@@ -100,13 +113,18 @@ class Emitter:
         self._queue: deque[dict[str, Any]] = deque()
         self._queue_size = queue_size
         self._batch_size = batch_size
-        self._wakeup = threading.Condition(threading.Lock())
+        queue_lock = threading.Lock()
+        self._wakeup = threading.Condition(queue_lock)  # the sender waits here for events
+        self._room = threading.Condition(queue_lock)  # emit() waits here for room in a full queue
+        self._full_wait_s = full_wait_s
+        self._spill_size = spill_size or max(1, queue_size // 2)
+        self._spilling = 0  # emit() calls moving queued events to the spool right now
         self._busy = False  # the sender holds events taken from the queue
         self._sender: threading.Thread | None = None
         # counters (for tests, metrics and the benchmark)
         self.spooled = 0  # calls spooled by this emitter
         self.sent = 0  # events handed to the transport successfully
-        self.overflowed = 0  # events spooled by emit() because the background queue was full
+        self.overflowed = 0  # queued events emit() moved to the spool because the background queue was full
         if flush_at_exit:
             atexit.register(_at_exit, weakref.ref(self))
 
@@ -159,9 +177,12 @@ class Emitter:
         with self._flushing:
             try:
                 with self._sending:
-                    # over HTTP each call is a request of its own: count each as sent as soon as it is, so
-                    # that a refusal part-way keeps only the calls not yet sent
-                    return self._spool.drain(self._publisher.publish_many, batch=self._spool_batch)
+                    # a refusal part-way keeps only the calls not sent (HTTP: the exception's sent_calls)
+                    return self._spool.drain(
+                        self._publisher.publish_many,
+                        batch=self._spool_batch,
+                        batch_events=self._batch_events(),
+                    )
             except self._outage_errors as exc:
                 self._outage(exc)
                 return 0
@@ -183,6 +204,7 @@ class Emitter:
         if self._background:
             with self._wakeup:
                 self._wakeup.notify_all()
+                self._room.notify_all()
             if self._sender is not None:
                 self._sender.join(timeout_s)
             self._spool_queue()
@@ -210,22 +232,77 @@ class Emitter:
     def _call(self, events: list[dict[str, Any]]) -> Call:
         return (INGEST, [{"tenant_id": self.tenant_id, "events": events}])
 
+    def _batch_events(self) -> int | None:
+        """The most events the transport sends in one request of a spool re-send (None: no limit)."""
+        value = getattr(self._publisher, "batch_events", None)
+        return value if isinstance(value, int) else None
+
     def _submit(self, events: list[dict[str, Any]]) -> None:
         if not self._background:
             self._send(events)
             return
+        spill: list[dict[str, Any]] = []
         with self._wakeup:
-            room = self._queue_size - len(self._queue)
-            accepted, overflow = events[: max(room, 0)], events[max(room, 0) :]
-            self._queue.extend(accepted)
-            if accepted:
-                self._wakeup.notify()
             if self._sender is None and not self._closed:
                 self._sender = threading.Thread(target=self._run_sender, name="memory-sender", daemon=True)
                 self._sender.start()
-        if overflow:
-            self.overflowed += len(overflow)
-            self._spool_calls([self._call(overflow)], len(overflow))
+            if len(self._queue) + len(events) > self._queue_size and self._sender_healthy():
+                # only behind: the sender frees a batch's room as soon as its request is done
+                deadline = time.monotonic() + self._full_wait_s
+                while len(self._queue) + len(events) > self._queue_size and not self._closed:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    self._room.wait(left)
+            excess = len(self._queue) + len(events) - self._queue_size
+            if excess > 0:
+                # still full: the oldest queued events go to the spool, one append (one fsync) for all of them
+                for _ in range(min(len(self._queue), max(excess, self._spill_size))):
+                    spill.append(self._queue.popleft())
+                excess = len(self._queue) + len(events) - self._queue_size
+            if excess > 0:  # more events than the whole queue holds: the rest of this call is spooled too
+                self._queue.extend(events[:-excess])
+                spill.extend(events[-excess:])
+            else:
+                self._queue.extend(events)
+            if spill:
+                self._spilling += 1
+            self._wakeup.notify()
+        if not spill:
+            return
+        try:
+            size = self._batch_size
+            calls = [self._call(spill[i : i + size]) for i in range(0, len(spill), size)]
+            if self._spool_calls(calls, len(spill), drop_on_error=False):
+                self.overflowed += len(spill)
+            else:
+                self._requeue(spill)
+        finally:
+            with self._wakeup:
+                self._spilling -= 1
+                self._wakeup.notify_all()
+
+    def _requeue(self, spill: list[dict[str, Any]]) -> None:
+        """The spool could not be written (out of disk, read-only): the events go back to the front of the
+        queue, and what is then over its bound, the newest, is dropped, loudly (memory stays bounded)."""
+        with self._wakeup:
+            self._queue.extendleft(reversed(spill))
+            dropped = [self._queue.pop() for _ in range(max(0, len(self._queue) - self._queue_size))]
+            self._wakeup.notify()
+        if dropped:
+            log.error(
+                "the queue is full and the spool cannot be written; %d event(s) dropped: %s",
+                len(dropped),
+                ",".join(str(e.get("event_id")) for e in reversed(dropped)),
+            )
+
+    def _sender_healthy(self) -> bool:
+        return (
+            time.monotonic() >= self._down_until
+            and self._sender is not None
+            and self._sender.is_alive()
+            and not self._closed
+        )
 
     def _send(self, events: list[dict[str, Any]]) -> None:
         call = self._call(events)
@@ -242,11 +319,15 @@ class Emitter:
                 return
         self._spool_calls([call], len(events))
 
-    def _spool_calls(self, calls: list[Call], events: int) -> None:
+    def _spool_calls(self, calls: list[Call], events: int, *, drop_on_error: bool = True) -> bool:
         try:
             self._spool.append(calls)
             self.spooled += len(calls)
+            return True
         except OSError as exc:
+            if not drop_on_error:
+                log.error("spool write failed (%s); %d event(s) kept in memory", exc.strerror, events)
+                return False
             # Out of disk or a read-only spool: we promised never to raise into the agent, so say it loudly.
             ids = [e.get("event_id") for _, args in calls for e in args[0]["events"]]
             log.error(
@@ -255,6 +336,7 @@ class Emitter:
                 events,
                 ",".join(str(i) for i in ids),
             )
+            return False
 
     def _outage(self, exc: BaseException) -> None:
         """The transport refused the call for now: nothing is sent before the wait it asked for (a 429's
@@ -300,6 +382,8 @@ class Emitter:
                     return
                 batch = self._take()
                 self._busy = bool(batch)
+                if batch:
+                    self._room.notify_all()
             try:
                 self._deliver(batch)
             except Exception:  # never let the thread die: whatever failed is spooled
@@ -320,7 +404,7 @@ class Emitter:
             if batch:
                 self._spool_calls([self._call(batch)], len(batch))
             return
-        if self._spool.size() and not self.flush_spool_only():
+        if self._spool.size() and not self._drain_spool(pausable=True):
             if batch:
                 self._spool_calls([self._call(batch)], len(batch))
             return
@@ -337,25 +421,39 @@ class Emitter:
 
     def flush_spool_only(self) -> bool:
         """Re-send the spool (not the queue); True when it is empty afterwards."""
+        return self._drain_spool(pausable=False) and self._spool.size() == 0
+
+    def _drain_spool(self, *, pausable: bool) -> bool:
+        """Re-send the spool; False when the transport refused (the rest stays spooled). `pausable`: stop
+        between two requests when an `emit` waits to append to the spool (the sender comes back to it)."""
         with self._flushing:
             try:
                 with self._sending:
-                    self._spool.drain(self._publisher.publish_many, batch=self._spool_batch)
+                    self._spool.drain(
+                        self._publisher.publish_many,
+                        batch=self._spool_batch,
+                        batch_events=self._batch_events(),
+                        pause=(lambda: self._spilling > 0) if pausable else None,
+                    )
             except self._outage_errors as exc:
                 self._outage(exc)
                 return False
-        return self._spool.size() == 0
+        return True
 
     def _send_queued(self, timeout_s: float | None) -> None:
         """Wait (at most `timeout_s`) until the sender has handed over everything queued."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         with self._wakeup:
             self._wakeup.notify_all()
-            while self._queue or self._busy:
-                if self._sender is None or not self._sender.is_alive():
-                    break
+            while self._queue or self._busy or self._spilling:
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
+                    break
+                if self._spilling and not (self._queue or self._busy):
+                    # an emit() moving queued events to the spool: flush() re-sends them once on disk
+                    self._wakeup.wait(timeout=0.05 if left is None else min(left, 0.05))
+                    continue
+                if self._sender is None or not self._sender.is_alive():
                     break
                 if time.monotonic() < self._down_until:
                     break  # the transport is down: the sender spools, flush() re-sends below

@@ -6,7 +6,9 @@ re-sent as they are).
 
 Appends and drains take an exclusive `flock`, so several processes may share one spool file.
 A line is removed only after it was published; a crash in between re-sends it, which the
-idempotent ingest (keyed by event_id) turns into a no-op.
+idempotent ingest (keyed by event_id) turns into a no-op. A drain that fails part-way keeps the calls
+`publish` did not store: all of the failed batch, or those past the exception's `sent_calls` when it says
+how many of the batch's calls (from the first) were stored.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ class Spool:
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
-            os.write(fd, data.encode("utf-8"))
+            _write_all(fd, data.encode("utf-8"))
             os.fdatasync(fd)  # the data is what must survive a crash; metadata-only flushes are skipped
         finally:
             os.close(fd)  # closing releases the lock
@@ -42,9 +44,18 @@ class Spool:
         except FileNotFoundError:
             return 0
 
-    def drain(self, publish: Callable[[list[tuple[str, list[Any]]]], None], *, batch: int = 500) -> int:
-        """Publish every spooled call in order; return how many were sent. Stops (keeping the rest) when
-        `publish` raises, and re-raises."""
+    def drain(
+        self,
+        publish: Callable[[list[tuple[str, list[Any]]]], None],
+        *,
+        batch: int = 500,
+        batch_events: int | None = None,
+        pause: Callable[[], bool] | None = None,
+    ) -> int:
+        """Publish every spooled call in order, `batch` calls at a time (and at most `batch_events` events,
+        when given, unless one call holds more); return how many were sent. Stops (keeping the rest) when
+        `publish` raises, and re-raises. When `pause` answers True between batches, stops there (keeping the
+        rest) and releases the lock, so that an append waiting for it can go on."""
         if self.size() == 0:
             return 0
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
@@ -53,30 +64,73 @@ class Spool:
             fcntl.flock(fd, fcntl.LOCK_EX)
             with os.fdopen(os.dup(fd), "r", encoding="utf-8") as fh:
                 lines = fh.read().splitlines()
-            calls: list[tuple[str, list[Any]]] = []
-            for line in lines:
-                try:
-                    rec = json.loads(line)
-                    calls.append((str(rec["task"]), list(rec["args"])))
-                except (ValueError, KeyError, TypeError):
-                    continue  # a torn last line from a crash mid-write: nothing we can send
+            keep_from = (
+                0  # the first line not (yet) published: it and those after it are written back as read
+            )
             try:
-                for start in range(0, len(calls), batch):
-                    publish(calls[start : start + batch])
-                    sent = start + len(calls[start : start + batch])
+                # lines are parsed a batch at a time: a drain that stops early parses no more than it sends
+                while keep_from < len(lines):
+                    if sent and pause is not None and pause():
+                        break
+                    calls, at = _next_batch(lines, keep_from, batch, batch_events)
+                    if not calls:
+                        keep_from = len(lines)  # only torn lines left
+                        break
+                    try:
+                        publish(calls)
+                    except BaseException as exc:
+                        stored = getattr(exc, "sent_calls", 0)
+                        if isinstance(stored, int) and 0 < stored <= len(calls):
+                            sent += stored
+                            keep_from = at[stored] if stored < len(calls) else at[-1] + 1
+                        raise
+                    sent += len(calls)
+                    keep_from = at[-1] + 1
             finally:
-                remaining = calls[sent:]
                 os.ftruncate(fd, 0)
                 os.lseek(fd, 0, os.SEEK_SET)
-                if remaining:
-                    os.write(
-                        fd,
-                        "".join(
-                            json.dumps({"task": t, "args": a}, ensure_ascii=False) + "\n"
-                            for t, a in remaining
-                        ).encode("utf-8"),
-                    )
+                if keep_from < len(lines):
+                    _write_all(fd, "".join(line + "\n" for line in lines[keep_from:]).encode("utf-8"))
                 os.fsync(fd)
         finally:
             os.close(fd)
         return sent
+
+
+def _next_batch(
+    lines: list[str], start: int, batch: int, batch_events: int | None
+) -> tuple[list[tuple[str, list[Any]]], list[int]]:
+    """The calls of the next batch from `lines[start:]` (at most `batch` calls and, when given,
+    `batch_events` events, but at least one call) and the index of each one's line. Torn lines (a crash
+    mid-write) are skipped: nothing can be sent from them."""
+    calls: list[tuple[str, list[Any]]] = []
+    at: list[int] = []
+    events = 0
+    for i in range(start, len(lines)):
+        if len(calls) >= batch:
+            break
+        try:
+            rec = json.loads(lines[i])
+            call = (str(rec["task"]), list(rec["args"]))
+        except (ValueError, KeyError, TypeError):
+            continue
+        n = _events_in(call[1])
+        if calls and batch_events is not None and events + n > batch_events:
+            break
+        calls.append(call)
+        at.append(i)
+        events += n
+    return calls, at
+
+
+def _events_in(args: list[Any]) -> int:
+    try:
+        return len(args[0]["events"])
+    except (IndexError, KeyError, TypeError):
+        return 1
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
