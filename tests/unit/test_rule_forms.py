@@ -641,3 +641,39 @@ def test_a_change_taken_as_given_in_a_question_is_sure_enough_to_replace() -> No
     assert vue and vue[0].value == "vue 3" and vue[0].confidence >= 0.7
     asked = extract_turn(Turn("e1", "user", "should we move to Vue 3 this year?"))
     assert not [c for c in asked if c.slot == "project.framework" and c.confidence >= 0.7]
+
+
+# --- a change of the user's own situation that no slot names, with its new value -----------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "word"),
+    [
+        ("heads up: we moved the status page to Instatus", "Instatus"),
+        ("got a Framework 13 last week, so setup questions incoming", "Framework 13"),
+        ("I'm back to three office days a week since September", "three office days"),
+        ("值班表换成 PagerTree 了，明天开始", "PagerTree"),
+        ("我们把仓库名改成 atlas-core 了", "atlas-core"),
+        ("儿子上二年级了，数学开始难了", "二年级"),
+    ],
+)
+def test_a_change_of_the_users_situation_is_kept_in_its_own_words(text: str, word: str) -> None:
+    assert any(word.lower() in content.lower() for content in _contents(text)), _contents(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "这次先把 learning rate 调到 0.001 跑一下看看",
+        "can you move the Save button to the Toolbar component",
+        "the price changed to 40 dollars overnight",
+        "if we moved to Azure, would the credits carry over",
+    ],
+)
+def test_a_one_off_or_someone_elses_change_is_not_kept(text: str) -> None:
+    assert _contents(text) == []
+
+
+def test_had_better_is_a_decision_not_an_alternative_question() -> None:
+    assert _slots("以后还是用英文回复吧").get("user.reply_language") == "en"
+    assert _contents("用 Flask 还是 FastAPI 好") == []

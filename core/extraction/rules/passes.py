@@ -23,6 +23,7 @@ from core.extraction.lang import detect_lang, has_han
 from core.extraction.rules import en, zh
 from core.extraction.rules.dispatch import (
     change_hits,
+    is_question_like,
     names_change,
     noun_change_hits,
     noun_state_hits,
@@ -78,6 +79,54 @@ def _topic_change_hits(sentence: str) -> list[Hit]:
     cand = Candidate(content=content, kind=Kind.SEMANTIC, category=Category.FACT, tier=Tier.WORTH, confidence=0.8,
                      source_event_ids=(), slot=slot, value=value, lang=lang, rule=f"{lang}.topic.change")  # fmt: skip
     return [(cand, 0, len(sentence))]
+
+
+# A change of the user's own situation that no slot names, told with its new value ("we moved on-call paging to
+# Opsgenie", "got an iPhone 16 last week", "back to a 5-day week", "组长换成 Linda 了", "女儿上一年级了",
+# "公司搬去中关村了"): one memory in the clause's words, in no slot (nothing it would replace is known), so that
+# the newest statement is there to be found.
+_CHANGE_STATEMENT_EN = re.compile(
+    r"\b(?:switched|moved|migrated|changed|renamed|upgraded|replaced|transferred|relocated|got\s+(?:a|an|my)\s+new|"
+    r"got\s+(?:a|an)|bought\s+(?:a|an)|(?:i'm|we're|i\s+am|we\s+are)\s+(?:now\s+)?back\s+to|back\s+to|started\s+at|"
+    r"joined|(?:i'm|we're)\s+(?:now\s+)?(?:on|at|in|using))\b[^,;?]{0,40}?(?-i:[A-Z][\w.+#-]+|\d)",
+    re.I,
+)
+_CHANGE_STATEMENT_ZH = re.compile(
+    r"(?:换成|改成|改名叫|改叫|改名为|升到|升级到|升了|升入|升上|调到|调去|转岗到|转到|搬到|搬去|迁到|挪到|换到|跳槽到|入职|"
+    r"(?:上了?|升)(?=[一二三四五六]年级|初[一二三]|高[一二三]|大[一二三四]|小学|初中|高中|大学))"
+    r"了?\s*(?:[A-Za-z][\w.+#-]*|\d|[一二三四五六]年级|初[一二三]|高[一二三]|大[一二三四]|小学|初中|高中|大学|[\u4e00-\u9fff]{2,4}"
+    r"(?=了|$|[,.!~]))"
+)
+_CHANGE_SUBJECT_EN = re.compile(r"\b(?:i|i'm|i've|we|we're|we've|my|our)\b|^(?:just\s+|finally\s+)?(?:switched|moved|"
+                                r"got|bought|back|started|joined|upgraded|migrated)\b", re.I)  # fmt: skip
+_TASK_WORDS = re.compile(
+    r"\b(?:this|that|these|those|it|the\s+(?:file|function|button|test|variable|code|order|line|column|component|"
+    r"method|class|argument|arguments|param|params|query|script|snippet|loop|cell|page|div)|let's|try|for\s+now|"
+    r"this\s+time|can\s+you|could\s+you|please)\b|这个|这段|那个|变量|函数|按钮|文件|代码里|参数|这行|这里|帮我|帮用户|帮忙|"
+    r"这次|先把|试试|看看|一下|估",
+    re.I,
+)
+
+
+def _change_statement_hits(sentence: str) -> list[Hit]:
+    for start, clause in split_clauses(sentence) or [(0, sentence)]:
+        lang = detect_lang(clause)
+        pattern = _CHANGE_STATEMENT_ZH if lang == "zh" else _CHANGE_STATEMENT_EN
+        match = pattern.search(clause)
+        if match is None or is_asked(clause) or _TASK_WORDS.search(clause):
+            continue
+        if lang == "en" and not _CHANGE_SUBJECT_EN.search(clause):
+            continue  # "the price changed to 30": not the user's own situation
+        if _blocked(sentence, start + match.start()) or is_question_like(clause[: match.start()]):
+            continue
+        said = clause.strip()
+        if lang == "en" and not re.search(r"\b(?:i|i'm|i've|we|we're|we've|my|our)\b", said, re.I):
+            said = "the user " + said[:1].lower() + said[1:]  # "got an iPhone 16 last week": the subject dropped
+        content = zh_content(clause) if lang == "zh" else sentence_case(third_person(said))
+        cand = Candidate(content=content, kind=Kind.SEMANTIC, category=Category.FACT, tier=Tier.WORTH,
+                         confidence=0.75, source_event_ids=(), lang=lang, rule=f"{lang}.statement.change")  # fmt: skip
+        return [(cand, start, start + len(clause))]
+    return []
 
 
 # What a clause-opening rule starts with, in either language: a prohibition, a standing rule, a request about
@@ -317,6 +366,8 @@ def sentence_hits(sentence: str) -> list[Hit]:
         hits = _generic_hits(sentence, sentence, whole=True)
     if not hits:  # a topic's value changed, the new one in a later clause: "我们组换 leader 了，现在是李娜"
         hits = _topic_change_hits(sentence)
+    if not hits:
+        hits = _change_statement_hits(sentence)
     spans = [(start, end) for _, start, end in hits]
     inherited = False  # after "The product is ...:" / "技术栈：" the clauses speak for the user's setup
     before = ""  # "我们部署在 k8s 上，用 ArgoCD 做 GitOps": the next clause keeps the subject

@@ -100,7 +100,11 @@ _POLITE = re.compile(  # "能帮我记住…吗" / "你能不能别那么啰嗦"
 
 
 # An alternative question without its mark: "用 React 还是 Vue 好", "选 A 还是 B 呢"
-_ALTERNATIVE_QUESTION = re.compile(r"(?<=[^,])还是[^,]{1,20}?(?:好|呢|吧|合适|更好|比较好|划算)$")
+# ("以后还是用中文回答吧", "那还是用 pnpm 吧": "had better", a decision, not a choice asked about)
+_ALTERNATIVE_QUESTION = re.compile(
+    r"(?<=[^,])(?<!以后)(?<!今后)(?<!那)(?<!算了)(?<!我们)(?<!咱们)(?<!我)(?<!你)(?<!现在)(?<!最后)(?<!以后都)"
+    r"还是[^,]{1,20}?(?:好|呢|吧|合适|更好|比较好|划算)$"
+)
 
 
 @functools.lru_cache(maxsize=4096)
