@@ -25,9 +25,12 @@ _LOG_LINE_RE = re.compile(
 )
 _INLINE_CODE_RE = re.compile(r"`([^`\n]{1,80})`")
 # "Next.js", "v1.2", "Dr. Patel" and "e.g. this" keep their dot; "小王.我" (a mapped "。") ends a sentence.
+# The dot first: the engine finds dots by a fast literal scan, then looks around each (a pattern opening with
+# a lookbehind is tried at every character).
 _INNER_DOT_RE = re.compile(
-    r"(?<=[A-Za-z0-9])\.(?=[A-Za-z0-9])|(?<=\s)\.(?=[A-Za-z_][\w-]*(?:\.[\w-]+)*\b)|(?:(?<=\bDr)|(?<=\bMr)|(?<=\bMrs)|(?<=\bMs)|(?<=\bProf)|(?<=\bSt)|"
-    r"(?<=\bJr)|(?<=\bvs)|(?<=\betc)|(?<=\be\.g)|(?<=\bi\.e))\.(?=\s)"
+    r"\.(?:(?<=[A-Za-z0-9]\.)(?=[A-Za-z0-9])|(?<=\s\.)(?=[A-Za-z_][\w-]*(?:\.[\w-]+)*\b)|(?:(?<=\bDr\.)|(?<=\bMr\.)|"
+    r"(?<=\bMrs\.)|(?<=\bMs\.)|(?<=\bProf\.)|(?<=\bSt\.)|(?<=\bJr\.)|(?<=\bvs\.)|(?<=\betc\.)|(?<=\be\.g\.)|"
+    r"(?<=\bi\.e\.))(?=\s))"
 )
 _DOT_MARK = "\u2024"
 _LEADING_NOISE_RE = re.compile(r"^(?:[^\w\s\"'(\[]|\s|\d+[.)]\s)+")
@@ -46,7 +49,7 @@ def clean_text(text: str) -> str:
         text = _INLINE_CODE_RE.sub(r"\1", text)
     if "*" in text:  # Markdown emphasis: "**Remember**: ..."
         text = _EMPHASIS_RE.sub("", text)
-    return normalize_lines(simplified(text))
+    return normalize_lines(text if text.isascii() else simplified(text))
 
 
 def split_sentences(text: str) -> list[str]:

@@ -229,16 +229,23 @@ _SLOTTED_PROFILE_RES = (
 # fmt: on
 
 
+# every diet the patterns name has one of these in it: a sentence with none is spared both (substring tests)
+_DIET_WORDS = ("vegetarian", "vegan", "pescatarian", "pescetarian", "keto", "halal", "kosher", "lactose", "gluten",
+               "celiac", "coeliac", "diabetic", "lacto")  # fmt: skip
+
+
 def _profile_hits(sentence: str) -> list[Hit]:
     hits: list[Hit] = []
-    stopped = _NO_LONGER_DIET_RE.search(sentence)
+    low = sentence.lower()
+    diet_said = any(word in low for word in _DIET_WORDS)
+    stopped = _NO_LONGER_DIET_RE.search(sentence) if diet_said else None
     if stopped and not blocked(sentence, stopped.start()):  # "I'm no longer vegetarian": the slot changes
         was = (stopped.group("diet") or stopped.group("diet2")).lower()
         cand = make(f"The user is no longer {was}.", Kind.SEMANTIC, Category.PROFILE, Tier.WORTH,
                     rule="en.profile.diet_stopped", confidence=0.85, lang="en", slot="user.diet",
                     value="none")  # fmt: skip
         return [(cand, stopped.start(), stopped.end())]
-    match = _DIET_RE.search(sentence)
+    match = _DIET_RE.search(sentence) if diet_said else None
     if match and not blocked(sentence, match.start()):
         diet = match.group("diet").lower().replace(" ", "-")
         slot = "user.diet" if diet in _DIET_SLOTTED else None
@@ -246,7 +253,6 @@ def _profile_hits(sentence: str) -> list[Hit]:
                     rule="en.profile.diet", confidence=0.85, lang="en", slot=slot,
                     value=_DIET_SLOTTED.get(diet))  # fmt: skip
         hits.append((cand, match.start(), match.end()))
-    low = sentence.lower()
     allergy, eats = "allerg" in low, "eat" in low or "drink" in low
     language = "my " in low or "fluent" in low or "conversational" in low or "beginner" in low
     possible = {"en.profile.allergy": allergy, "en.profile.allergy_noun": allergy, "en.profile.no_eat": eats,
