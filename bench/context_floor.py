@@ -2,7 +2,8 @@
 carries (`similarity`, `keyword_coverage`, see `core.relevance`), measured on hits that should be in a context
 block and on hits that should not, for each embedder.
 
-    python -m bench.context_floor [--embedder hashing|local] [--split dev|test] [--locomo-conversations N]
+    python -m bench.context_floor [--embedder hashing|local|onnx-minilm|e5-small] [--split dev|test]
+                                  [--locomo-conversations N]
 
 Data (read in place, nothing copied):
 - the labelled cases `tests/data/context_floor/cases.json` (one user's memories in English and Chinese;
@@ -196,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     from bench.lib.services import services
 
     parser = argparse.ArgumentParser(prog="python -m bench.context_floor", description=__doc__.split("\n")[0])
-    parser.add_argument("--embedder", choices=("hashing", "local"), default="hashing")
+    parser.add_argument("--embedder", choices=("hashing", "local", "onnx-minilm", "e5-small"), default="hashing")
     parser.add_argument("--split", choices=("dev", "test"), default="dev")
     parser.add_argument("--locomo-conversations", type=int, default=None)
     args = parser.parse_args(argv)
