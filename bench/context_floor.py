@@ -35,7 +35,7 @@ from typing import Any
 from bench.lib.paths import REPO, RESULTS_DIR
 
 CASES = REPO / "tests" / "data" / "context_floor" / "cases.json"
-GRID_SIM = (0.0, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5)
+GRID_SIM = (0.0, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.75, 0.78, 0.8, 0.82, 0.84, 0.86, 0.88)
 GRID_COV = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6)
 K = 10
 
