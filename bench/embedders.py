@@ -44,7 +44,7 @@ from typing import Any
 from bench.lib import report
 from bench.lib.paths import REPO, RESULTS_DIR
 from bench.lib.progress import progress
-from bench.lib.report import Column, Table, Text
+from bench.lib.report import Block, Column, Table, Text
 from bench.lib.stats import percentile
 
 CASES = REPO / "tests" / "data" / "context_floor" / "cases.json"
@@ -170,8 +170,8 @@ def child(name: str, conversations: int | None, out_path: Path) -> None:
 
     # queries: warm-up, then every LoCoMo question once, each timed
     questions = [q.question for c in convs for q in c.questions]
-    for q in questions[:WARMUP]:
-        embedder.embed_query(q)
+    for text in questions[:WARMUP]:
+        embedder.embed_query(text)
     scores: dict[str, list[Any]] = {"dense": [], "hybrid": []}
     latency: list[int] = []
     start = 0
@@ -195,9 +195,9 @@ def child(name: str, conversations: int | None, out_path: Path) -> None:
     zh = [q["q"] for q in cases["queries"] if _CJK.search(q["q"])]
     zh_ns: list[int] = []
     for _ in range(ZH_REPEATS):
-        for q in zh:
+        for text in zh:
             t1 = time.perf_counter_ns()
-            embedder.embed_query(q)
+            embedder.embed_query(text)
             zh_ns.append(time.perf_counter_ns() - t1)
     figures["query_latency_zh_ms"] = _ms(zh_ns)
 
@@ -307,7 +307,7 @@ COST = Table(
     ],
     "rows",
 )
-SECTION = [
+SECTION: list[Block] = [
     Text(
         lambda f: (
             "Each embedder in a fresh process (`python -m bench.embedders --child NAME`), one thread "
