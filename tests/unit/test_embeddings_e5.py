@@ -99,3 +99,26 @@ def test_the_calibrated_reconcile_policy_separates_the_labelled_pairs(e5: Embedd
     from tests.unit.reconcile_pairs import assert_policy_separates_pairs
 
     assert_policy_separates_pairs(e5, "e5-small")
+
+
+def test_distillation_with_e5_thresholds_clusters_the_deployment_and_nothing_else(e5: Embedder) -> None:
+    """CALIBRATION.md, Distillation: with the default thresholds e5 would fold unrelated memories in."""
+    import json
+    from datetime import UTC, datetime
+    from pathlib import Path
+
+    from core.distill import THRESHOLDS, Fragment, cluster, thresholds_for
+
+    cases = json.loads((Path(__file__).parent.parent / "data" / "distill_cases.json").read_text())
+    t = datetime(2026, 1, 1, tzinfo=UTC)
+    rows = [("episodic", "event", c) for c in cases["deployment"]] + [tuple(u) for u in cases["unrelated"]]
+    vectors = e5.embed([c for _, _, c in rows])
+    fragments = [
+        Fragment(f"f{i}", kind, category, content, 1, 0.5, t, t, tuple(v))
+        for i, ((kind, category, content), v) in enumerate(zip(rows, vectors, strict=True))
+    ]
+    deployment = {f"f{i}" for i in range(len(cases["deployment"]))}
+    clusters = cluster(fragments, thresholds=thresholds_for(e5.name))
+    assert [{f.id for f in c} for c in clusters] == [deployment]
+    assert thresholds_for(e5.name) != THRESHOLDS
+    assert len(cluster(fragments, thresholds=THRESHOLDS)[0]) > len(deployment)  # why it needs its own
