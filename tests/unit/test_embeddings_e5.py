@@ -122,3 +122,15 @@ def test_distillation_with_e5_thresholds_clusters_the_deployment_and_nothing_els
     assert [{f.id for f in c} for c in clusters] == [deployment]
     assert thresholds_for(e5.name) != THRESHOLDS
     assert len(cluster(fragments, thresholds=THRESHOLDS)[0]) > len(deployment)  # why it needs its own
+
+
+def test_e5_has_its_own_relevance_floor_above_its_null_query_cosines(e5: Embedder) -> None:
+    """CALIBRATION.md, context relevance floor: e5 scores unrelated text at 0.75+, so MiniLM's 0.35 would
+    serve every hit; the floor must sit above a greeting-free off-topic query's best cosine here."""
+    from core.relevance import floor_for
+
+    floor = floor_for("e5-small", min_similarity=None, min_keyword_coverage=None)
+    assert floor.min_similarity >= 0.8
+    memories = np.asarray(e5.embed([en for _, en in ZH_TO_EN]), dtype=np.float32)
+    off_topic = np.asarray(e5.embed_query("what is the capital of Australia?"), dtype=np.float32)
+    assert float((memories @ off_topic).max()) < floor.min_similarity
