@@ -88,9 +88,14 @@ class OnnxMiniLMEmbedder:
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
             return []
-        rows: list[list[float]] = []
-        for start in range(0, len(texts), self._batch_size):
-            rows.extend(self._embed_batch(list(texts[start : start + self._batch_size])))
+        # batches of similar length: a batch is padded to its longest text, so mixing a long turn with short
+        # ones multiplies the work (measured on LoCoMo turns: 2.4x faster sorted, the same vectors)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        rows: list[list[float]] = [[] for _ in texts]
+        for start in range(0, len(order), self._batch_size):
+            chunk = order[start : start + self._batch_size]
+            for i, vector in zip(chunk, self._embed_batch([texts[i] for i in chunk]), strict=True):
+                rows[i] = vector
         return rows
 
     def embed_query(self, text: str) -> list[float]:
