@@ -16,7 +16,7 @@ $(PY):
 $(STAMP): pyproject.toml clients/python/pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet "torch==2.13.0"
 	$(PY) -m pip install --quiet -e "./clients/python[all]"
-	$(PY) -m pip install --quiet -e ".[dev,local-embeddings]"
+	$(PY) -m pip install --quiet -e ".[dev,local-embeddings,onnx-embeddings,e5-embeddings]"
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -2,7 +2,8 @@
 carries (`similarity`, `keyword_coverage`, see `core.relevance`), measured on hits that should be in a context
 block and on hits that should not, for each embedder.
 
-    python -m bench.context_floor [--embedder hashing|local] [--split dev|test] [--locomo-conversations N]
+    python -m bench.context_floor [--embedder hashing|local|onnx-minilm|e5-small] [--split dev|test]
+                                  [--locomo-conversations N]
 
 Data (read in place, nothing copied):
 - the labelled cases `tests/data/context_floor/cases.json` (one user's memories in English and Chinese;
@@ -34,7 +35,7 @@ from typing import Any
 from bench.lib.paths import REPO, RESULTS_DIR
 
 CASES = REPO / "tests" / "data" / "context_floor" / "cases.json"
-GRID_SIM = (0.0, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5)
+GRID_SIM = (0.0, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.75, 0.78, 0.8, 0.82, 0.84, 0.86, 0.88)
 GRID_COV = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6)
 K = 10
 
@@ -196,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     from bench.lib.services import services
 
     parser = argparse.ArgumentParser(prog="python -m bench.context_floor", description=__doc__.split("\n")[0])
-    parser.add_argument("--embedder", choices=("hashing", "local"), default="hashing")
+    parser.add_argument("--embedder", choices=("hashing", "local", "onnx-minilm", "e5-small"), default="hashing")
     parser.add_argument("--split", choices=("dev", "test"), default="dev")
     parser.add_argument("--locomo-conversations", type=int, default=None)
     args = parser.parse_args(argv)

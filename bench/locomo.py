@@ -1,6 +1,6 @@
 """LoCoMo evidence-recall benchmark: replay the development conversations through the real stack, then ask.
 
-    python -m bench.locomo [--embedder hashing|local|openai] [--no-turns] [--database-url URL]
+    python -m bench.locomo [--embedder hashing|local|onnx-minilm|e5-small|openai] [--no-turns] [--database-url URL]
                            [--conversations N] [--sessions N] [--out DIR]
 
 Contract: `run(budget_s, quick) -> dict` measures, never asserts, and returns
@@ -1006,8 +1006,10 @@ def write_plot(result: dict[str, Any], path: Path) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from store.embeddings import EMBEDDER_NAMES
+
     ap = argparse.ArgumentParser(prog="python -m bench.locomo", description=__doc__.split("\n", 1)[0])
-    ap.add_argument("--embedder", choices=("hashing", "local", "openai"), default="local")
+    ap.add_argument("--embedder", choices=EMBEDDER_NAMES, default="local")
     ap.add_argument("--no-turns", action="store_true", help="MEMORY_INDEX_TURNS=false; search memories only")
     ap.add_argument("--database-url", help="use this (pgvector) store instead of a fresh embedded one")
     ap.add_argument("--conversations", type=int, help="only the first N conversations")

@@ -55,6 +55,7 @@ BENCHMARKS: list[str] = [
     "bench.extraction",
     "bench.extraction_quality",
     "bench.locomo",
+    "bench.embedders",
 ]
 
 BENCHMARKS_MD = REPO / "BENCHMARKS.md"

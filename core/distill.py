@@ -28,6 +28,18 @@ from core import keywords
 # Calibrated on tests/data/distill_cases.json (see CALIBRATION.md): episodic notes about one piece of
 # work share specific words (a service, a version, a place); facts and rules must be near-duplicates.
 THRESHOLDS = {"episodic": 0.30, "semantic": 0.60, "procedural": 0.60}
+# Per vector space (`Embedder.name`), where the cosines live on another scale: multilingual-e5-small puts
+# unrelated sentences at 0.75 - 0.87, so the defaults would fold unrelated memories into one cluster
+# (measured on the same cases: 3 of them join at 0.30; at 0.88 exactly the 20 fragments cluster).
+CALIBRATED_THRESHOLDS: dict[str, dict[str, float]] = {
+    "multilingual-e5-small-q4": {"episodic": 0.88, "semantic": 0.92, "procedural": 0.92},
+}
+
+
+def thresholds_for(vector_space: str) -> dict[str, float]:
+    """The clustering thresholds for vectors of `vector_space` (an embedder's `name`)."""
+    return CALIBRATED_THRESHOLDS.get(vector_space, THRESHOLDS)
+
 _GENERIC = frozenset({"user", "用户", "project", "项目", "team", "团队", "we", "our"})
 MAX_DETAILS = 8
 MAX_DETAIL_CHARS = 160

@@ -55,6 +55,11 @@ _CALIBRATED = {
     "hashing": Policy(reinforce_cosine=0.80, similar_cosine=0.45),
     "local": Policy(reinforce_cosine=0.88, similar_cosine=0.55),
     "openai": Policy(reinforce_cosine=0.85, similar_cosine=0.55),
+    # the same data, issue 18: MiniLM int8 scores like MiniLM; e5's cosines sit high (unrelated pairs
+    # 0.75 - 0.90), so its forget threshold must be far above the default 0.55 or a forget would match
+    # every memory
+    "onnx-minilm": Policy(reinforce_cosine=0.88, similar_cosine=0.55, forget_cosine=0.75),
+    "e5-small": Policy(reinforce_cosine=0.96, similar_cosine=0.85, forget_cosine=0.93),
 }
 
 

@@ -95,6 +95,10 @@ DEFAULT_FLOORS: dict[str, RelevanceFloor] = {
     "hashing": RelevanceFloor(min_similarity=0.35, min_keyword_coverage=0.10),
     "local": RelevanceFloor(min_similarity=0.35, min_keyword_coverage=0.10),
     "openai": RelevanceFloor(min_similarity=0.35, min_keyword_coverage=0.10),
+    # issue 18, dev split + LoCoMo dev only: MiniLM int8 measures as MiniLM; e5's cosines sit high (null-query
+    # hits 0.77 - 0.86), so its similarity bar is too
+    "onnx-minilm": RelevanceFloor(min_similarity=0.35, min_keyword_coverage=0.10),
+    "e5-small": RelevanceFloor(min_similarity=0.86, min_keyword_coverage=0.10),
 }
 
 

@@ -1033,7 +1033,7 @@ def stats(as_json: JsonOpt = False, wide: WideOpt = False) -> None:
 @app.command()
 def reembed(
     embedder: Annotated[
-        str | None, typer.Option(help="hashing, local or openai (default: MEMORY_EMBEDDER)")
+        str | None, typer.Option(help="hashing, local, onnx-minilm, e5-small or openai (default: MEMORY_EMBEDDER)")
     ] = None,
     batch: Annotated[int, typer.Option(min=1, max=2048)] = 256,
 ) -> None:

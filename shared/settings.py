@@ -127,7 +127,7 @@ class Settings(BaseSettings):
     daily_token_budget: int = Field(default=2_000_000, ge=0)
 
     # --- embeddings and the memory store ---
-    embedder: Literal["hashing", "local", "openai"] = "hashing"
+    embedder: Literal["hashing", "local", "onnx-minilm", "e5-small", "openai"] = "hashing"
     # pgvector's HNSW index on a `vector` column holds at most 2,000 dimensions (`HNSW_MAX_DIM`): a larger
     # dimension would build the tables and then fail at the index, so it is refused here, with the way out
     embedding_dim: int = Field(default=384, ge=8)

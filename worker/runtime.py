@@ -98,6 +98,7 @@ def policy() -> Policy:
         reinforce_cosine=s.reinforce_cosine if s.reinforce_cosine is not None else base.reinforce_cosine,
         similar_cosine=s.similar_cosine if s.similar_cosine is not None else base.similar_cosine,
         min_overlap=base.min_overlap,
+        forget_cosine=base.forget_cosine,  # per embedder: e5's cosines would match every memory at 0.55
     )
 
 

