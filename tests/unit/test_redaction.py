@@ -851,3 +851,13 @@ def test_a_text_whose_lower_case_changes_length_is_still_scanned_whole() -> None
     assert redact("İstanbul office: password: hunter2x, 密钥是 K7hP2mQ9xR4tW8vN3bL6") == (
         "İstanbul office: password: [REDACTED:password], 密钥是 [REDACTED:api_key]"
     )
+
+
+def test_a_labelled_secret_right_after_another_ones_cut_value_is_redacted_in_one_pass() -> None:
+    # found by the property test: the first value's match ran on to the second label ("...=)=KEY = ..."), the
+    # value was cut back at its end, and the rest of the text was not scanned again until a second pass
+    first, second = "Qm9nd3N0YWZmL2tleS8xMjM0NTY3ODkwYWJjZGVm", "Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2RlZmdo"
+    text = f"aws_secret_access_key = {first})=aws_secret_access_key = {second}"
+    once = redact(text)
+    assert first not in once and second not in once
+    assert redact(once) == once

@@ -1580,6 +1580,10 @@ def redact_with_report(text: str) -> tuple[str, dict[str, int]]:
             ):
                 continue
             text, found = _apply_windowed(rule, text, hits)
+            more = found  # rescanned like the rules below (the gate words' places moved with the text)
+            while more:
+                text, more = _apply_windowed(rule, text, _gate_hits(text))
+                found += more
         else:
             if rule.gate:
                 hit = present.get(id(rule.gate))
@@ -1588,6 +1592,12 @@ def redact_with_report(text: str) -> tuple[str, dict[str, int]]:
                 if not hit:
                     continue
             text, found = _apply(rule, text)
+            # A value cut short after its match ("KEY = secret)=KEY = other") leaves the rest of the match
+            # unscanned: the rule runs again until it finds nothing (placeholders never match, so it ends)
+            more = found
+            while more:
+                text, more = _apply(rule, text)
+                found += more
         if found:
             hits = None
             counts[rule.kind] = counts.get(rule.kind, 0) + found
