@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
@@ -42,3 +43,15 @@ def l2_normalise(vector: Sequence[float]) -> list[float]:
     if norm == 0.0 or not math.isfinite(norm):
         raise EmbeddingError(f"cannot normalise a vector of norm {norm}")
     return [v / norm for v in vector]
+
+
+def threads_from_env(variable: str, default: int = 1) -> int:
+    """The thread count an embedder's runtime gets from `variable` (a whole number >= 1; `default` when unset)."""
+    raw = os.environ.get(variable, str(default))
+    try:
+        threads = int(raw)
+    except ValueError:
+        raise EmbeddingError(f"{variable} must be a whole number of threads, not {raw!r}") from None
+    if threads < 1:
+        raise EmbeddingError(f"{variable} must be at least 1, not {threads}")
+    return threads

