@@ -57,3 +57,28 @@ def query(text: str) -> str | None:
     if not toks:
         return None
     return " | ".join(f"'{t}'" for t in toks[:64])
+
+
+# A name, as written in running text: a capitalised word that does not start its sentence ("we played
+# Valorant"), a word mixing letters and digits ("k8s", "CS:GO" as "CS", "Go1.22"), an all-capitals
+# abbreviation, a quoted or book-titled phrase ("Inception", 《三体》), and Latin words inside Chinese text
+# (where capitals carry no such signal: "我们用 pnpm").
+_SENTENCE = re.compile(r"(?:[^.!?。！？\n]|[.!?](?=\S))+")
+_CAPITALISED = re.compile(r"(?<=\s)[A-Z][A-Za-z0-9'’-]*[A-Za-z0-9]")
+_MIXED = re.compile(r"\b(?=[A-Za-z]*\d)(?=\d*[A-Za-z])[A-Za-z0-9][A-Za-z0-9.+-]*[A-Za-z0-9]\b")
+_QUOTED = re.compile(r"[\"“「《]([^\"”」》\n]{2,40})[\"”」》]")
+_LATIN_IN_CJK = re.compile(r"[A-Za-z][A-Za-z0-9.+#-]+")
+
+
+def names(text: str) -> list[str]:
+    """The names `text` mentions (see above), in order, repeats kept; pure, no dictionary."""
+    found: list[str] = []
+    for sentence in _SENTENCE.findall(text):
+        body = sentence.strip()
+        if _CJK_RUN.search(body):
+            found += _LATIN_IN_CJK.findall(body)
+        else:
+            found += _CAPITALISED.findall(" " + body[body.find(" ") + 1 :] if " " in body else "")
+        found += _MIXED.findall(body)
+        found += [q.strip() for q in _QUOTED.findall(body)]
+    return found

@@ -19,6 +19,9 @@ class Ranked:
     last_touch: datetime  # last access or confirmation: age counts from here
     vector_rank: int | None = None  # 1-based
     keyword_rank: int | None = None
+    # further ranked lists the item is on, as (weight, 1-based rank): the search's second step and the
+    # query's time frame (store.search)
+    extra: tuple[tuple[float, int], ...] = ()
 
 
 def decay(*, half_life_days: float | None, age_days: float) -> float:
@@ -36,6 +39,8 @@ def fused_score(
         rrf += vector_weight / (RRF_K + item.vector_rank)
     if item.keyword_rank is not None:
         rrf += keyword_weight / (RRF_K + item.keyword_rank)
+    for weight, position in item.extra:
+        rrf += weight / (RRF_K + position)
     age_days = (now - item.last_touch).total_seconds() / 86400
     return rrf * (0.5 + 0.5 * item.importance) * decay(half_life_days=item.half_life_days, age_days=age_days)
 

@@ -16,12 +16,24 @@ from core import keywords
 from core.forgetting import tenant_half_lives
 from core.passages import POOL_FACTOR, merge_passages
 from core.scoring import TURN_IMPORTANCE, Ranked, rank
+from core.timeframe import SLACK, TimeFrame, query_timeframe
 from shared.db.raw import fetch_all
 from shared.db.vectors import set_search_params, vector_literal
 from store.embeddings import Embedder
 from store.scopes import reader_where
 
 CANDIDATES_PER_LIST = 40
+# The second step (`expand`): seeds from the top of the first ranking, names taken from them, and the
+# weight of the resulting keyword list in the fusion. Measured on the LoCoMo development conversations and
+# nothing else (BENCHMARKS.md, locomo): 3 seeds, 8 names, weight 1 (a third of the query's own keyword list)
+EXPANSION_SEEDS = 3
+EXPANSION_TERMS = 8
+EXPANSION_WEIGHT = 1.0
+# The query's time frame: the weights of the in-frame vector and keyword lists (the same as the main
+# lists'), and the keyword coverage an anchor ("before the move") needs to be believed
+TIME_VECTOR_WEIGHT = 1.0
+TIME_KEYWORD_WEIGHT = 3.0
+ANCHOR_MIN_COVERAGE = 0.5
 # BM25 outranks single-turn MiniLM on conversational recall (LoCoMo dev: 52.5 vs 40.1 R@5 over raw turns);
 # equal-weight fusion scored below BM25 alone, a keyword weight of 3 above both (BENCHMARKS.md)
 KEYWORD_WEIGHT = 3.0
@@ -74,6 +86,135 @@ _MEMORY_COLS = (
 )
 
 
+_TURN_COLS = "event_id, session_id, role, content, event_time, source_turn_id"
+
+
+@dataclass
+class _Source:
+    """One table the search reads: memories ("m") or indexed turns ("t")."""
+
+    prefix: str
+    table: str
+    where: str
+    params: dict[str, Any]
+    cols: str
+    time_col: str  # the column a time frame bounds: a memory's valid_from, a turn's event_time
+    half_lives: dict[str, float | None] | None = None  # the tenant's, read from the first memory row
+
+    def key(self, row: Any) -> str:
+        return f"m:{row.id}" if self.prefix == "m" else f"t:{row.event_id}"
+
+
+def _note_rows(
+    src: _Source,
+    vector_rows: Sequence[Any],
+    keyword_rows: Sequence[Any],
+    rows: dict[str, Any],
+    meta: dict[str, tuple[float, float | None, datetime]],
+) -> None:
+    """Remember each candidate row and its ranking inputs (importance, half-life, last touch)."""
+    for r in (*vector_rows, *keyword_rows):
+        key = src.key(r)
+        if key in meta:
+            continue
+        rows[key] = r
+        if src.prefix == "t":
+            meta[key] = (TURN_IMPORTANCE, None, r.event_time)
+        else:
+            if src.half_lives is None:
+                src.half_lives = tenant_half_lives(r.half_life_overrides)
+            meta[key] = (r.importance, src.half_lives.get(r.kind), r.touch)
+
+
+def _frame_bounds(
+    db: Session, sources: Sequence[_Source], frame: TimeFrame
+) -> tuple[datetime | None, datetime | None, int | None] | None:
+    """(start, end, month of year) of a time frame; an anchor ("before the move") is looked up as a keyword
+    query over the same sources, and its best match, when it holds at least ANCHOR_MIN_COVERAGE of the
+    anchor's keyword weight, gives the bound. None when the frame bounds nothing."""
+    if frame.anchor is None:
+        return frame.start, frame.end, frame.month_of_year
+    anchor_tokens = keywords.tokens(frame.anchor)
+    best: tuple[float, float, datetime] | None = None  # (coverage, bm25, time)
+    for src in sources:
+        _, keyword_rows = candidates(
+            db,
+            table=src.table,
+            where=src.where,
+            params=src.params,
+            cols=src.cols,
+            tokens=anchor_tokens,
+            n=1,
+            vector=False,
+        )
+        for r, score, share in keyword_rows[:1]:
+            if share >= ANCHOR_MIN_COVERAGE and (best is None or (share, score) > best[:2]):
+                best = (share, score, getattr(r, src.time_col))
+    if best is None:
+        return None
+    at = best[2]
+    return (None, at + SLACK, None) if frame.relation == "before" else (at - SLACK, None, None)
+
+
+def _time_frame_lists(
+    db: Session,
+    sources: Sequence[_Source],
+    frame: TimeFrame,
+    toks: Sequence[str],
+    n: int,
+    rows: dict[str, Any],
+    meta: dict[str, tuple[float, float | None, datetime]],
+    extra: dict[str, list[tuple[float, int]]],
+) -> None:
+    """The query's candidates within its time frame, as two more ranked lists (vector, keyword)."""
+    bounds = _frame_bounds(db, sources, frame)
+    if bounds is None:
+        return
+    start, end, month = bounds
+    vector_list: list[tuple[float, str]] = []
+    keyword_list: list[tuple[float, str]] = []
+    for src in sources:
+        params = dict(src.params)
+        conditions = []
+        if start is not None:
+            conditions.append(f"{src.time_col} >= :frame_start")
+            params["frame_start"] = start
+        if end is not None:
+            conditions.append(f"{src.time_col} < :frame_end")
+            params["frame_end"] = end
+        if month is not None:
+            conditions.append(f"EXTRACT(MONTH FROM {src.time_col} AT TIME ZONE 'UTC') = :frame_month")
+            params["frame_month"] = month
+        if not conditions:
+            return
+        vector_rows, keyword_rows = candidates(
+            db,
+            table=src.table,
+            where=f"{src.where} AND {' AND '.join(conditions)}",
+            params=params,
+            cols=src.cols,
+            tokens=toks,
+            n=n,
+        )
+        _note_rows(src, vector_rows, [r for r, _, _ in keyword_rows], rows, meta)
+        vector_list += [(float(r.dist), src.key(r)) for r in vector_rows]
+        keyword_list += [(-score, src.key(r)) for r, score, _ in keyword_rows]
+    for weight, entries in ((TIME_VECTOR_WEIGHT, vector_list), (TIME_KEYWORD_WEIGHT, keyword_list)):
+        for position, (_score, key) in enumerate(sorted(entries, key=lambda e: e[0])[:n], 1):
+            extra.setdefault(key, []).append((weight, position))
+
+
+def expansion_terms(texts: Sequence[str], *, exclude: set[str]) -> list[str]:
+    """The search tokens of the names the `texts` mention (`keywords.names`), most frequent first (ties:
+    first seen), without the `exclude`d ones (the query's own), at most EXPANSION_TERMS."""
+    counts: dict[str, int] = {}
+    for text in texts:
+        for token in keywords.tokens(" ".join(keywords.names(text))):
+            if token not in exclude:
+                counts[token] = counts.get(token, 0) + 1
+    return sorted(counts, key=lambda t: -counts[t])[:EXPANSION_TERMS]
+
+
 def _memory_where(f: SearchFilters, params: dict[str, Any]) -> str:
     """`params` holds the tenant (`t`) and the user (`u`): the user's memories, the app's and, with
     `f.agent_id`, that agent's (`store.scopes.reader_where`), ranked together."""
@@ -120,77 +261,102 @@ def search(
     passages: bool = True,
     ef_search: int = 80,
     query_vector: str | None = None,
+    expand: bool = False,
+    time_frame: bool = True,
 ) -> list[SearchHit]:
     """The k best results for `query`. With `include_turns`, indexed turns compete with memories; with
     `passages` (the default), turn hits adjacent in one session come back as one result (see
     core.passages): its content is the turns in order, and it cites all of them. `query_vector` (the
-    query's embedding as a vector literal) saves embedding it again when the caller has it already."""
+    query's embedding as a vector literal) saves embedding it again when the caller has it already.
+
+    Two further signals join the fusion (each one more ranked list, `Ranked.extra`):
+    - `time_frame`: when the query names a time ("last month", "in July 2023", "去年", "before the move";
+      `core.timeframe`), the candidates of that span of event time, counted from `filters.as_of` or `now`;
+    - `expand` (with `include_turns`): a second keyword retrieval seeded by the first ranking's top
+      results: the query's words plus the names those results mention (`expansion_terms`), so that a
+      question about "the games Nate plays" also finds the turns that name the games the first hits named.
+    """
     f = filters or SearchFilters()
     vec = query_vector or vector_literal(embedder.embed_query(query))
     toks = keywords.tokens(query)[:64]
     n = max(CANDIDATES_PER_LIST, k * 3)
     set_search_params(db, ef_search=max(ef_search, n))
-    # One list per signal across memories and turns, ordered by the signal's own score: a short list of
-    # memories must not put its first item level with the best turn just for being first in its list.
-    vector_list: list[tuple[float, str, Any, dict[str, Any]]] = []  # (distance, key, row, meta)
-    keyword_list: list[tuple[float, str, Any, dict[str, Any]]] = []  # (-bm25, key, row, meta)
-    similarity: dict[str, float] = {}
-    coverage: dict[str, float] = {}
+    sources: list[_Source] = []
     if include_memories:
         params: dict[str, Any] = {"t": tenant_id, "u": user_id, "v": vec, "n": n, "now": now}
-        where = _memory_where(f, params)
-        vector_rows, keyword_rows = candidates(
-            db, table="memories", where=where, params=params, cols=_MEMORY_COLS, tokens=toks, n=n
-        )
-        first = vector_rows[0] if vector_rows else keyword_rows[0][0] if keyword_rows else None
-        half_lives = tenant_half_lives(first.half_life_overrides if first is not None else None)
-        for r in vector_rows:
-            meta = {"importance": r.importance, "half_life": half_lives.get(r.kind), "touch": r.touch}
-            vector_list.append((float(r.dist), f"m:{r.id}", r, meta))
-            similarity[f"m:{r.id}"] = 1.0 - float(r.dist)
-        for r, score, share in keyword_rows:
-            meta = {"importance": r.importance, "half_life": half_lives.get(r.kind), "touch": r.touch}
-            keyword_list.append((-score, f"m:{r.id}", r, meta))
-            coverage[f"m:{r.id}"] = share
+        sources.append(_Source("m", "memories", _memory_where(f, params), params, _MEMORY_COLS, "valid_from"))
     if include_turns:
         tparams: dict[str, Any] = {"t": tenant_id, "u": user_id, "v": vec, "n": n}
         twhere = "tenant_id = :t AND user_id = :u AND embedding IS NOT NULL"
         if f.as_of is not None:
             twhere += " AND event_time <= :as_of"
             tparams["as_of"] = f.as_of
-        cols = "event_id, session_id, role, content, event_time, source_turn_id"
-        vector_rows, keyword_rows = candidates(
-            db, table="events", where=twhere, params=tparams, cols=cols, tokens=toks, n=n
-        )
-        for r in vector_rows:
-            meta = {"importance": TURN_IMPORTANCE, "half_life": None, "touch": r.event_time}
-            vector_list.append((float(r.dist), f"t:{r.event_id}", r, meta))
-            similarity[f"t:{r.event_id}"] = 1.0 - float(r.dist)
-        for r, score, share in keyword_rows:
-            meta = {"importance": TURN_IMPORTANCE, "half_life": None, "touch": r.event_time}
-            keyword_list.append((-score, f"t:{r.event_id}", r, meta))
-            coverage[f"t:{r.event_id}"] = share
-    items: dict[str, Ranked] = {}
+        sources.append(_Source("t", "events", twhere, tparams, _TURN_COLS, "event_time"))
+    # One list per signal across memories and turns, ordered by the signal's own score: a short list of
+    # memories must not put its first item level with the best turn just for being first in its list.
+    vector_list: list[tuple[float, str]] = []  # (distance, key)
+    keyword_list: list[tuple[float, str]] = []  # (-bm25, key)
     rows: dict[str, Any] = {}
+    meta: dict[str, tuple[float, float | None, datetime]] = {}  # key -> (importance, half-life, touch)
+    similarity: dict[str, float] = {}
+    coverage: dict[str, float] = {}
+    for src in sources:
+        vector_rows, keyword_rows = candidates(
+            db, table=src.table, where=src.where, params=src.params, cols=src.cols, tokens=toks, n=n
+        )
+        _note_rows(src, vector_rows, [r for r, _, _ in keyword_rows], rows, meta)
+        for r in vector_rows:
+            key = src.key(r)
+            vector_list.append((float(r.dist), key))
+            similarity[key] = 1.0 - float(r.dist)
+        for r, score, share in keyword_rows:
+            key = src.key(r)
+            keyword_list.append((-score, key))
+            coverage[key] = share
     ranks: dict[str, dict[str, int]] = {}
     for signal, entries in (("vector", vector_list), ("keyword", keyword_list)):
-        for position, (_score, key, row, meta) in enumerate(sorted(entries, key=lambda e: e[0])[:n], 1):
+        for position, (_score, key) in enumerate(sorted(entries, key=lambda e: e[0])[:n], 1):
             ranks.setdefault(key, {})[signal] = position
-            rows[key] = row
-            items[key] = Ranked(key, meta["importance"], meta["half_life"], meta["touch"])
-    for key, item in items.items():
-        items[key] = Ranked(
-            item.key,
-            item.importance,
-            item.half_life_days,
-            item.last_touch,
-            vector_rank=ranks[key].get("vector"),
-            keyword_rank=ranks[key].get("keyword"),
-        )
+    extra: dict[str, list[tuple[float, int]]] = {}
+    frame = query_timeframe(query, f.as_of or now) if time_frame else None
+    if frame is not None:
+        _time_frame_lists(db, sources, frame, toks, n, rows, meta, extra)
     merging = include_turns and passages
-    ranked = rank(
-        list(items.values()), now=now, k=k * POOL_FACTOR if merging else k, keyword_weight=KEYWORD_WEIGHT
-    )
+    pool = k * POOL_FACTOR if merging else k
+
+    def ranking() -> list[tuple[Ranked, float]]:
+        items = [
+            Ranked(
+                key,
+                *meta[key],
+                vector_rank=ranks.get(key, {}).get("vector"),
+                keyword_rank=ranks.get(key, {}).get("keyword"),
+                extra=tuple(extra.get(key, ())),
+            )
+            for key in meta
+        ]
+        return rank(items, now=now, k=pool, keyword_weight=KEYWORD_WEIGHT)
+
+    ranked = ranking()
+    if expand and include_turns and ranked:
+        seeds = [rows[item.key] for item, _ in ranked[:EXPANSION_SEEDS]]
+        terms = expansion_terms([r.content for r in seeds], exclude=set(toks))
+        if terms:
+            for src in sources:
+                _, keyword_rows = candidates(
+                    db,
+                    table=src.table,
+                    where=src.where,
+                    params=src.params,
+                    cols=src.cols,
+                    tokens=(toks + terms)[:64],
+                    n=n,
+                    vector=False,
+                )
+                _note_rows(src, [], [r for r, _, _ in keyword_rows], rows, meta)
+                for position, (r, _score, _share) in enumerate(keyword_rows, 1):
+                    extra.setdefault(src.key(r), []).append((EXPANSION_WEIGHT, position))
+            ranked = ranking()
     scores = {item.key: score for item, score in ranked}
     keys = [item.key for item, _ in ranked]
     if merging:
@@ -346,6 +512,7 @@ def candidates(
     cols: str,
     tokens: Sequence[str],
     n: int,
+    vector: bool = True,
 ) -> tuple[list[Any], list[tuple[Any, float, float]]]:
     """One table's candidates in one statement: the `n` nearest rows by vector distance (column `dist`), and
     the keyword rows (row, BM25 score, keyword coverage) best first, at most `n`, ranked with the user's own
@@ -357,14 +524,17 @@ def candidates(
 
     A query token's document frequency is the number of the user's rows holding it, and every such row
     matches the keyword query: when the pool holds every match (at most KEYWORD_POOL), the frequencies are
-    counted in the pool's own lexemes. Only a larger match set makes the statement count them per token."""
+    counted in the pool's own lexemes. Only a larger match set makes the statement count them per token.
+    With `vector=False` only the keyword rows are fetched (the vector list comes back empty)."""
     vector_sql = (
         f"SELECT 'v' AS src, {cols}, embedding <=> CAST(:v AS vector) AS dist, NULL::text AS lexemes, "
         "NULL::bigint AS n_docs, NULL::float8 AS avgdl, NULL::json AS df "
         f"FROM {table} WHERE {where} ORDER BY embedding <=> CAST(:v AS vector) LIMIT :n"
     )
     if not tokens:
-        return fetch_all(db, vector_sql, params), []
+        return (fetch_all(db, vector_sql, params) if vector else []), []
+    if not vector:  # the same statement's shape, without the vector scan
+        vector_sql = vector_sql.replace("LIMIT :n", "LIMIT 0")
     names = _output_names(cols)
     sql = (
         "WITH st AS MATERIALIZED (SELECT count(*) AS n_docs, coalesce(avg(length(search_tokens)), 1) AS avgdl "

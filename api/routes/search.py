@@ -47,6 +47,16 @@ class SearchRequest(BaseModel):
         ),
     ] = None
     as_of: datetime | None = Field(default=None, description="answer with what was current at this time")
+    time_frame: bool = Field(
+        default=True,
+        description="when the query names a time ('last month', 'in July 2023', '去年', 'before the move'), "
+        "rank what was said or current then higher (a signal, not a filter)",
+    )
+    expand: bool = Field(
+        default=False,
+        description="with include_turns: a second keyword retrieval seeded by the names in the first results "
+        "(measured in BENCHMARKS.md, locomo; off by default: it did not pay on the development data)",
+    )
 
 
 class SearchResult(BaseModel):
@@ -112,6 +122,8 @@ def _search(db: Session, principal: Principal, body: SearchRequest, state: AppSt
         passages=body.passages,
         include_memories=body.include_memories,
         ef_search=state.settings.hnsw_ef_search,
+        time_frame=body.time_frame,
+        expand=body.expand,
         filters=SearchFilters(
             kinds=body.kinds, categories=body.categories, agent_id=body.agent_id, as_of=body.as_of
         ),
