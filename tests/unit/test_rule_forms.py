@@ -677,3 +677,137 @@ def test_a_one_off_or_someone_elses_change_is_not_kept(text: str) -> None:
 def test_had_better_is_a_decision_not_an_alternative_question() -> None:
     assert _slots("以后还是用英文回复吧").get("user.reply_language") == "en"
     assert _contents("用 Flask 还是 FastAPI 好") == []
+
+
+# --- a premise clause before a question or request ("given that our app is X, should ...?") ----------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "word"),
+    [
+        ("given that our billing service is Kotlin, would Ktor or Spring fit better?", "Kotlin"),
+        ("since the whole team is on Neovim, can you suggest a shared config?", "Neovim"),
+        ("seeing as our API is FastAPI, how should I version the routes?", "FastAPI"),
+        ("既然我们后端是 Django，这个接口怎么做分页比较好？", "Django"),
+        ("因为我们前端是 Svelte，这个组件库还能用吗？", "Svelte"),
+    ],
+)
+def test_a_premise_clause_is_told_even_when_a_question_follows(text: str, word: str) -> None:
+    assert any(word.lower() in content.lower() for content in _contents(text)), _contents(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "given that their backend is Django, should we use DRF?",  # someone else's setup
+        "if our API were FastAPI, since it's async, would it be faster?",  # a hypothetical
+        "既然他们用的是 Vue，我们要不要也换？",
+    ],
+)
+def test_a_premise_about_someone_else_or_a_hypothetical_is_not_kept(text: str) -> None:
+    assert _contents(text) == []
+
+
+# --- a standing request asked politely as a question ("would you mind ... from now on?") -----------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "word"),
+    [
+        ("would you mind adding type hints to every function from now on?", "type hints"),
+        ("do you mind using British spelling going forward?", "British spelling"),
+        ("能不能以后都把 SQL 关键字写成大写？", "大写"),
+        ("可以今后回答都附上参考链接吗？", "参考链接"),
+    ],
+)
+def test_a_polite_question_asking_for_conduct_from_now_on_is_a_rule(text: str, word: str) -> None:
+    found = extract_turn(Turn("e1", "user", text))
+    assert any(word.lower() in c.content.lower() and c.tier.value == "must" for c in found), found
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "would you mind adding type hints to this function?",  # the task at hand, no "from now on"
+        "能不能帮我把这段 SQL 关键字写成大写？",
+        "能不能以后再说？",
+    ],
+)
+def test_a_polite_question_about_the_task_at_hand_is_no_rule(text: str) -> None:
+    assert [c for c in extract_turn(Turn("e1", "user", text)) if c.tier.value == "must"] == []
+
+
+# --- a requirement on every thing of a kind ("every migration needs a down()") ---------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "going forward, every endpoint needs a rate limit",
+        "all public functions require a docstring",
+        "each release must have a changelog entry",
+    ],
+)
+def test_a_requirement_on_every_thing_of_a_kind_is_a_rule(text: str) -> None:
+    found = extract_turn(Turn("e1", "user", text))
+    assert [c.tier.value for c in found] == ["must"], found
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "every time I deploy, it needs a manual restart",
+        "all of these tests need a rewrite",
+        "if every service needs a sidecar, is the mesh worth it?",
+        "every build needs a clean cache today",
+    ],
+)
+def test_a_one_off_or_hypothetical_need_is_no_rule(text: str) -> None:
+    assert [c for c in extract_turn(Turn("e1", "user", text)) if c.tier.value == "must"] == []
+
+
+# --- what the user prefers the agent to do ("I prefer you ask before guessing") -------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "word"),
+    [
+        ("I prefer you explain the trade-offs before giving code", "trade-offs"),
+        ("I'd rather you use dataclasses than dicts for records", "dataclasses"),
+    ],
+)
+def test_what_the_user_prefers_the_agent_to_do_is_a_rule(text: str, word: str) -> None:
+    found = extract_turn(Turn("e1", "user", text))
+    assert any(word in c.content and c.tier.value == "must" for c in found), found
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["I prefer you fix this file first", "my manager would prefer you use Java", "I prefer tea over coffee"],
+)
+def test_a_one_off_or_someone_elses_preference_for_the_agent_is_no_rule(text: str) -> None:
+    assert [c for c in extract_turn(Turn("e1", "user", text)) if c.rule == "en.rule.prefer_you"] == []
+
+
+# --- a state told with a locative verb ("我们的数仓在 StarRocks 上", "the design system is in Storybook") -------------
+
+
+@pytest.mark.parametrize(
+    ("text", "slot", "value"),
+    [
+        ("我们的缓存在 Memcached 上，过期策略怎么设？", "project.cache", "memcached"),
+        ("数仓在 BigQuery 上，这个分区表怎么建", "project.warehouse", "bigquery"),
+    ],
+)
+def test_a_slot_noun_located_in_a_named_value_is_its_state(text: str, slot: str, value: str) -> None:
+    assert _slots(text).get(slot) == value
+
+
+@pytest.mark.parametrize("text", ["数据库在 3 号机上", "他们的数仓在 Snowflake 上", "如果数仓在 BigQuery 上会怎样"])
+def test_a_located_state_of_a_number_or_of_someone_else_is_not_kept(text: str) -> None:
+    assert _contents(text) == []
+
+
+def test_a_rule_whose_verb_is_zou_is_not_taken_for_comfort() -> None:
+    assert [c.tier.value for c in extract_turn(Turn("e1", "user", "发版必须走审批流程"))] == ["must"]
+    assert _contents("你别走啊") == []

@@ -277,7 +277,7 @@ _NOUN_STATE_RES = tuple(
         r"^(?:(?:and|so|also|btw|fyi)\s+)*(?:our\s+|the\s+|my\s+)?(?:[\w-]+\s+)?(?:{noun})\s+(?:is|are|=)\s+"
         r"(?:all\s+)?(?:on\s+)?{val}" + _STATE_END,
         r"^(?:[\u4e00-\u9fff]{{0,4}}?的|我们的?|我的|咱们的?|项目的?)?\s*(?:{noun})\s*(?:现在|目前|一直|都|主要|统一)*"
-        r"(?:是|用的是|用的|用|走的是|走|跑在|选的是)\s*{val}" + _STATE_END,
+        r"(?:是|用的是|用的|用|走的是|走|跑在|选的是|(?:放|建|搭|部署|托管)?在(?=\s*[A-Za-z]))\s*{val}" + _STATE_END,
     )
 )
 
@@ -413,7 +413,7 @@ _STACK_SUBJECT_RE = re.compile(
     r"^(?:(?:and|also|plus|btw|fyi|so|oh|ok|but)\s+)*(?:i\b|i'm|i've|we\b|we're|we've|our\b|my\b|(?:the|this)\s+"
     r"(?:[\w-]+\s+){0,2}?(?:stack|backend|frontend|api|app|service|project|repo|codebase|db|database|infra|cluster|site|"
     r"pipeline|ci|layer|cache|queue|server|servers|platform|website|blog|monorepo|tests|test\s+suite|product|saas|"
-    r"startup|tool|box|machine|laptop|homelab|home\s+lab|setup)\b|"
+    r"startup|tool|box|machine|laptop|homelab|home\s+lab|setup|system|side)\b|"
     r"this\s+(?:repo|project|service|app|codebase)\b|(?:tech\s+)?stack\b|backend\b|frontend\b|db\b|database\b|"
     r"ci\b|infra\b|prod\b|everything\b|all\s+hosted|hosted\b|deployed\b|running\b|built\b|"
     # "it's all Zustand now", "all on Buildkite these days": the current state, told after a change
@@ -426,7 +426,7 @@ _STACK_SUBJECT_RE = re.compile(
     r"|^(?:现在|目前|如今)?\s*(?:[A-Za-z]{2,10}\s*)?[\u4e00-\u9fff]{1,6}(?=(?:都|统一|一直|现在|直接|全)*(?:用的是|用的|用|采用|使用|跑在|跑|"
     r"部署在|部署到|托管在|托管到|挂在|挂|放在|放到|存在|存放在|存到|走的是|走|运行在|进|接入|接的是|打到|推到|发到|写到)"
     r"\s*[A-Za-z])"
-    r"|^[\u4e00-\u9fff]{2,6}(?=是\s*[A-Za-z][^,]{0,20}?写的)",
+    r"|^(?:这个|这套|我们的?|咱们的?|我的)?\s*(?:[\u4e00-\u9fff]{2,6}|[A-Za-z]{2,12})\s*(?=是\s*[A-Za-z][^,]{0,20}?写的)",
     re.I,
 )
 _STACK_BLOCK_RE = re.compile(

@@ -199,9 +199,17 @@ _REJECTED_RE = re.compile(
 # A clause that goes on with the subject of the one before it (Chinese topic chains, English ellipsis):
 # "我们部署在 k8s 上，用 ArgoCD 做 GitOps", "we're on Postgres, using pgbouncer in front".
 _CHAIN_RE = re.compile(
-    r"^\s*(?:(?:也|还|都|再|并且|同时)\s*)?(?:用|用的是|采用|基于|跑在|部署在|托管在|放在|存在|走)\s*[A-Za-z]"
+    r"^\s*(?:(?:也|还|都|再|并且|同时)\s*)?(?:用|用的是|采用|基于|跑在|部署在|托管在|放在|存在|走|(?:deploy(?:ed)?|"
+    r"host(?:ed)?|run)\s*在)\s*[A-Za-z]"
     r"|^\s*(?:and\s+|also\s+|plus\s+)?(?:using|with|hosted\s+on|deployed\s+(?:on|to)|running\s+on|backed\s+by)\s+"
     r"(?-i:[A-Z])",
+    re.I,
+)
+# A clause the speaker gives as the ground of what follows ("given that our app is Flutter, ...", "since we're
+# all on VS Code, can you ...", "既然我们前端是 React，…"): what it states is told, not asked, whatever follows.
+_PREMISE_RE = re.compile(
+    r"^\s*(?:(?:and|so|but|ok|okay)[\s,]+)?(?:given\s+that|seeing\s+(?:as|that)|since|because)\s+(?=(?:i|i'm|we|we're|"
+    r"our|my|the|this|everything|everyone)\b)|^\s*(?:既然|因为|由于|鉴于)\s*(?=我们|咱们|我|项目|公司|团队|组里|这个|[A-Za-z])",
     re.I,
 )
 _NO_REFERENT_RE = re.compile(r"^\s*(?:(?:and|so|but)\s+)?(?:it's|it\s+is)\b", re.I)
@@ -343,12 +351,58 @@ def _one_value_per_slot(hits: list[Hit]) -> list[Hit]:
     return out
 
 
+# A request for the agent's conduct from now on, asked politely as a question ("would you mind writing tests
+# first from now on?", "能不能以后都用英文回复？"): a standing rule, the same as the imperative it asks for.
+_MIND_ING_RE = re.compile(
+    r"^(?:(?:ok|okay|so|also|and|hey|btw)[\s,]+)*(?:please\s+)?(?:would|do)\s+you\s+mind\s+(?P<verb>[a-z]+)ing\b"
+    r"(?P<rest>[^?]*?)\s*\??\s*$",
+    re.I,
+)
+_ZH_CAN_YOU_RE = re.compile(
+    r"^(?:你)?(?:能不能|能否|可不可以|可以|能)(?:请你?|麻烦你?)?\s*(?P<rest>.+?)(?:吗|呢|吧)?\s*[?？]?\s*$"
+)
+_FROM_NOW_RE = re.compile(
+    r"\b(?:from\s+now\s+on|going\s+forward|moving\s+forward|in\s+(?:the\s+)?future|from\s+here\s+on)\b"
+    r"|以后|今后|往后|从现在(?:起|开始)|之后都",
+    re.I,
+)
+
+
+def _base_verb(stem: str) -> str:
+    """The base form of a verb whose "-ing" was cut off ("writ" -> "write", "putt" -> "put")."""
+    from core.extraction.rules.en.behaviour import IMPERATIVE_VERBS
+
+    stem = stem.lower()
+    for base in (stem + "e", stem, stem[:-1]):
+        if base in IMPERATIVE_VERBS:
+            return base
+    return stem
+
+
+def _asked_standing_request(sentence: str) -> str | None:
+    """The imperative a polite question asks for from now on, or None."""
+    if not _FROM_NOW_RE.search(sentence):
+        return None
+    mind = _MIND_ING_RE.match(sentence)
+    if mind:
+        return _base_verb(mind.group("verb")) + mind.group("rest")
+    can = _ZH_CAN_YOU_RE.match(sentence) if has_han(sentence) else None
+    if can and _FROM_NOW_RE.search(can.group("rest")):
+        return can.group("rest")
+    return None
+
+
 def sentence_hits(sentence: str) -> list[Hit]:
     """The sentence's hits, then those of each clause no hit accounts for: a fact stated in passing inside
     a request ("this service is on Go 1.22, can you check the build?"), a rule after a fact ("数据库用
     PostgreSQL，不要用 ORM"). A clause after a hypothetical or reported one is not the user's statement."""
     if en_hearsay(sentence) or zh_hearsay(sentence):
         return []  # "our competitor runs on Elixir apparently", "竞品好像是用 Go 写的": nothing is the user's own
+    asked_for = _asked_standing_request(sentence) if is_asked(sentence) else None
+    if asked_for:
+        rules = [(cand, 0, len(sentence)) for cand, _, _ in _language_hits(asked_for) if cand.tier is Tier.MUST]
+        if rules:
+            return rules
     hits = _language_hits(sentence)
     clauses = split_clauses(sentence) or [(0, sentence)]
     if len(clauses) > 1:
@@ -403,6 +457,8 @@ def sentence_hits(sentence: str) -> list[Hit]:
             continue
         if start and _blocked(sentence, start):
             continue
-        hits += shift(_generic_hits(clause, sentence, inherited=inherited or chained), start)
+        premise = _PREMISE_RE.match(clause)  # "given that our app is Flutter, should ...?": the ground is told
+        said, at = (clause[premise.end() :], start + premise.end()) if premise else (clause, start)
+        hits += shift(_generic_hits(said, sentence, inherited=inherited or chained), at)
         inherited = inherited or opens
     return _old_values_folded(sentence, hits)

@@ -154,7 +154,7 @@ _NOT_IMPERATIVE = frozenset(
     "believe doubt underestimate settle".split()
 )
 # After "always" / "from now on": the verbs a standing rule starts with.
-_IMPERATIVE_VERBS = frozenset(
+IMPERATIVE_VERBS = frozenset(
     "use write reply respond answer add put give call keep make include format explain stick run say tell "
     "flag warn admit state highlight provide "
     "test check ask show return follow mention suggest recommend start end wrap comment document "
@@ -208,6 +208,33 @@ _DONT_WANT_RE = re.compile(
     r"(?P<rest>[a-z][^.;!?]{2,80})",
     re.I,
 )
+
+
+# "I prefer you ask before guessing", "I'd rather you wrote tests first": what the user prefers the agent to do,
+# a standing rule for it (the verb after "you" is one an instruction starts with).
+_PREFER_YOU_RE = re.compile(
+    I_WORD + r"\s*" + ADV + r"(?:'d\s+|\s+would\s+)?(?:prefer|rather)\s+(?:it\s+)?(?:if\s+|that\s+|when\s+)?you\s+"
+    r"(?:to\s+)?(?:always\s+)?(?P<verb>[a-z]+)\b(?P<rest>[^.;!?]{2,100})",
+    re.I,
+)
+
+
+def prefer_you_hits(sentence: str) -> list[Hit]:
+    """ "I prefer you ask clarifying questions rather than guess": the rule, MUST."""
+    match = _PREFER_YOU_RE.search(sentence) if ("prefer" in sentence or "rather" in sentence) else None
+    if match is None or blocked(sentence, match.start(), hypothetical=True) or _ONE_OFF.search(match.group("rest")):
+        return []
+    verb = match.group("verb").lower()
+    verb = {"asked": "ask", "wrote": "write", "used": "use", "gave": "give", "kept": "keep"}.get(verb, verb)
+    if verb not in IMPERATIVE_VERBS:
+        return []  # "I'd rather you didn't" is a prohibition (`prohibition_hits`)
+    rest = match.group("rest")
+    if "rather" in match.group().lower() and " rather than " not in rest:
+        rest = rest.replace(" than ", " rather than ", 1)  # "I'd rather you use X than Y"
+    content = sentence_case(f"{verb}{third_person(rest)}")
+    cand = make(content, Kind.PROCEDURAL, Category.CONSTRAINT, Tier.MUST, rule="en.rule.prefer_you",
+                confidence=0.85, lang="en")  # fmt: skip
+    return [(cand, match.start(), match.end())]
 
 
 def dont_want_hits(sentence: str) -> list[Hit]:
@@ -287,19 +314,19 @@ def rule_hits(sentence: str) -> list[Hit]:
     if rest[:1].isupper() and rest[1:2].islower():  # "Use British spelling ...": the verb after "always"
         rest = rest[0].lower() + rest[1:]
     first, canon = rest.split()[0].lower(), _MOD_CANON[mod]
-    if "-" in first and first.rsplit("-", 1)[-1] in _IMPERATIVE_VERBS:
+    if "-" in first and first.rsplit("-", 1)[-1] in IMPERATIVE_VERBS:
         first = first.rsplit("-", 1)[-1]  # "double-check", "re-run": the verb is the last part
     if not mod and standing_verb:
         canon = ""  # "prefer composition over inheritance", "stick to the standard library": standing as said
     if canon == "no more":  # "No more emojis please": a noun, not a verb
         rest = re.sub(r"[\s,]*please$", "", rest, flags=re.I)
-    elif canon == "always" and standing and first not in _IMPERATIVE_VERBS:
+    elif canon == "always" and standing and first not in IMPERATIVE_VERBS:
         # "when you write commit messages, conventional commits, lowercase": a specification of the output
         if not (_OUTPUT_COND_RE.match(cond) and _SPEC_RE.match(rest)):
             return []
         canon = ""
     elif canon in ("always", "remember to"):
-        if first not in _IMPERATIVE_VERBS:
+        if first not in IMPERATIVE_VERBS:
             return []
     elif (first in _NOT_IMPERATIVE and not re.match(r"give\s+(?:me|us)\b", rest, re.I)) or not first.replace(
         "-", ""
@@ -307,7 +334,7 @@ def rule_hits(sentence: str) -> list[Hit]:
         return []  # "don't give up", "never mind"; "don't give me pip commands" is a rule
     if (_ONE_OFF.search(rest) and not persistent) or _PRONOUN_ONLY.match(rest) or _KEEP_IN_MIND.match(rest):
         return []  # "don't change this file yet", "don't do that": about the task at hand
-    if len(rest.split()) == 1 and first not in _IMPERATIVE_VERBS and canon != "no more":
+    if len(rest.split()) == 1 and first not in IMPERATIVE_VERBS and canon != "no more":
         return []
     tools = find_tools(rest)
     uses = canon in ("always", "remember to") and first in ("use", "stick", "switch", "prefer")

@@ -75,6 +75,13 @@ _REQUIRED_RE = re.compile(
 _PASSIVE_RULE_RE = re.compile(
     r"^(?:all\s+|every\s+|any\s+|our\s+|the\s+)?" + _THING + r"\s+(?:is|are|get|gets)\s+(?:never|always)\s+"
     r"(?:[a-z]+ed|[a-z]+en|built|run|kept|put|sent|made|done|set|written|shown|read)\b", re.I)
+# A requirement on every thing of a kind: "every migration needs a down()", "all endpoints require auth",
+# "each PR must have two approvals" (a quantified subject, a verb of need and what is needed): MUST.
+_EVERY_NEEDS_RE = re.compile(
+    r"(?:^|(?<=[,:;]\s)|(?<=\u2014\s)|(?<=-\s))(?:every|each|all|any)\s+(?!(?:time|times|day|days|week|now|of|one|other|"
+    r"the\s+time|these|those|this|that|my|your)\b)(?P<obj>[\w.+#/-]+(?:\s+[\w.+#/-]+){0,2}?)\s+(?:needs?|requires?|must\s+have|"
+    r"has\s+to\s+have|have\s+to\s+have|should\s+(?:always\s+)?have)\s+(?:a|an|its|their|at\s+least|two|three|one|\d+|"
+    r"(?-i:[A-Z])|[\w-]+\(\))", re.I)
 _MODAL_RULE_RE = re.compile(
     r"^(?:all\s+|every\s+|any\s+|each\s+)?(?P<subj>(?!(?:i|we|you|it|this|that|he|she|they|because|since|as|so|"
     r"and|but|if|when|until|which|who|there|here|what|how|why|where|then|also|just)\b)"
@@ -153,6 +160,10 @@ def prohibition_hits(sentence: str) -> list[Hit]:
     )
     if required and not blocked(body, required.start()) and required.group("obj").lower() not in OBJ_PRONOUN:
         return [_rule(third_person(body), "en.rule.required", end=len(sentence))]
+    every = _EVERY_NEEDS_RE.search(body) if ("every" in low or "each" in low or "all" in low or "any" in low) else None
+    if every and not blocked(body, every.start()) and not _MOMENT.search(body) and not is_question(body):
+        said = body[every.start() :].split(" \u2014 ")[0].split(" - ")[0]
+        return [_rule(third_person(said), "en.rule.every_needs", end=len(sentence))]
     banned = _BANNED_RE.search(body) if any(word in low for word in _BANNED_WORDS) else None
     if banned and not blocked(body, banned.start()):
         obj = banned.group("obj").strip("`'\" ")
