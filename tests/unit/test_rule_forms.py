@@ -811,3 +811,64 @@ def test_a_located_state_of_a_number_or_of_someone_else_is_not_kept(text: str) -
 def test_a_rule_whose_verb_is_zou_is_not_taken_for_comfort() -> None:
     assert [c.tier.value for c in extract_turn(Turn("e1", "user", "发版必须走审批流程"))] == ["must"]
     assert _contents("你别走啊") == []
+
+
+# --- a bare rule after a complaint, a noun-phrase rule, a permission for the agent ----------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "word"),
+    [
+        ("you keep using requests in the examples, how many times, use httpx", "httpx"),
+        ("你怎么又给我用 moment 算日期，说了好几遍了，用 dayjs！", "dayjs"),
+    ],
+)
+def test_the_bare_imperative_after_a_complaint_is_a_standing_rule(text: str, word: str) -> None:
+    found = extract_turn(Turn("e1", "user", text))
+    assert any(word in c.content and c.tier.value == "must" for c in found), found
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["我同事说你总是用 print，用 logging 吧", "如果你又用 var 写循环，那就用 let 吧", "用 logger 打一下这个变量"],
+)
+def test_a_bare_imperative_without_the_users_own_complaint_is_no_rule(text: str) -> None:
+    assert [c for c in extract_turn(Turn("e1", "user", text)) if c.rule.endswith("complaint_use")] == []
+
+
+@pytest.mark.parametrize(
+    ("text", "word"),
+    [
+        ("metric units for all recipes pls", "metric units"),
+        ("single quotes only please", "single quotes"),
+        ("the staging cluster is hands-off for you", "staging cluster"),
+        ("no force pushes, no rebases on main, ever.", "force pushes"),
+    ],
+)
+def test_a_noun_phrase_rule_or_a_permission_for_the_agent_is_must(text: str, word: str) -> None:
+    found = extract_turn(Turn("e1", "user", text))
+    assert any(word in c.content.lower() and c.tier.value == "must" for c in found), found
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "good luck for all exams",
+        "weekends only",
+        "thanks for all the help please",
+        "this file is read-only for you right now",
+        "the docs folder is read-only",
+    ],
+)
+def test_a_wish_a_fact_or_a_one_off_permission_is_no_rule(text: str) -> None:
+    assert [c for c in extract_turn(Turn("e1", "user", text)) if c.tier.value == "must"] == []
+
+
+def test_a_short_clause_before_the_rule_does_not_hide_it() -> None:
+    found = extract_turn(Turn("e1", "user", "it's 2026, use f-strings in all Python you write for me"))
+    assert any("f-strings" in c.content and c.tier.value == "must" for c in found), found
+
+
+def test_the_speakers_own_aside_is_not_reported_speech() -> None:
+    found = extract_turn(Turn("e1", "user", "顺便说一句，以后提交信息都要用英文写"))
+    assert [c.tier.value for c in found] == ["must"], found

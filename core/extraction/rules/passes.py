@@ -392,6 +392,44 @@ def _asked_standing_request(sentence: str) -> str | None:
     return None
 
 
+# A complaint about what the agent keeps doing, then the bare imperative that corrects it ("你怎么老是用 print，
+# 说了多少遍了，用 logger！", "you keep using moment, how many times, use date-fns"): the imperative is standing.
+_COMPLAINT_RE = re.compile(
+    r"\byou\s+(?:keep|always|still)\b|\b(?:how\s+many\s+times|i\s+(?:already\s+)?told\s+you|again)\b|你(?:怎么)?(?:老是|总是|"
+    r"又|还是|每次都)|说了(?:多少|几|好几)(?:遍|次)|说过(?:多少|几|好几)(?:遍|次)|跟你说过",
+    re.I,
+)
+_BARE_USE_RE = re.compile(
+    r"^\s*(?:(?:just|please|pls|so)\s+)?(?:use|switch\s+to)\s+(?P<en>[A-Za-z][\w.+#/-]*)[\s.!]*$"
+    r"|^\s*(?:请|就|给我|都|改)?(?:用|换成|改用)\s*(?P<zh>[A-Za-z][\w.+#/-]*)\s*(?:啊|吧|好吗|行吗)?[\s.!~]*$",
+    re.I,
+)
+
+
+def _complaint_rule_hits(sentence: str, clauses: list[tuple[int, str]]) -> list[Hit]:
+    complaint = _COMPLAINT_RE.search(sentence)
+    if complaint is None or _blocked(sentence, complaint.start()):
+        return []  # "你怎么老是…" is a complaint, not a question: only the imperative's own clause must not ask
+    for start, clause in clauses:
+        use = _BARE_USE_RE.match(clause)
+        if use is None or start < complaint.end() or is_asked(clause) or is_question_like(sentence[:start]):
+            continue
+        name = use.group("en") or use.group("zh")
+        left = [t for t, s, _ in find_tools(sentence[:start]) if t.canonical != name.lower()]
+        words = re.findall(r"(?<![A-Za-z0-9_.])(?:用|using|use)\s*([A-Za-z][\w.+#/-]*)", sentence[:start], re.I)
+        old = left[0].display if left else next((w for w in words if w.lower() != name.lower()), None)
+        lang = "en" if use.group("en") else "zh"
+        if lang == "zh":
+            content = f"用 {name}，不要用 {old}。" if old else f"始终用 {name}。"
+        else:
+            content = f"Use {name}, not {old}." if old else f"Always use {name}."
+        cand = Candidate(content=content, kind=Kind.PROCEDURAL, category=Category.FEEDBACK, tier=Tier.MUST,
+                         confidence=0.85, source_event_ids=(), lang=lang,
+                         rule=f"{lang}.rule.complaint_use")  # fmt: skip
+        return [(cand, start, start + len(clause))]
+    return []
+
+
 def sentence_hits(sentence: str) -> list[Hit]:
     """The sentence's hits, then those of each clause no hit accounts for: a fact stated in passing inside
     a request ("this service is on Go 1.22, can you check the build?"), a rule after a fact ("数据库用
@@ -405,7 +443,7 @@ def sentence_hits(sentence: str) -> list[Hit]:
             return rules
     hits = _language_hits(sentence)
     clauses = split_clauses(sentence) or [(0, sentence)]
-    if len(clauses) > 1:
+    if len(clauses) > 1 or clauses[0][0] > 0:  # one clause left after a short one ("it's 2025, use X ...")
         # The sentence's own pass found every fact rule (they search anywhere); a clause adds what a question
         # hid, and the rules that open a clause ("..., don't use X", "…，不要用 ORM").
         asked = is_asked(sentence)
@@ -424,6 +462,8 @@ def sentence_hits(sentence: str) -> list[Hit]:
             if start and _blocked(sentence, start):
                 continue
             hits += shift(_language_hits(clause), start)
+    if not any(cand.tier is Tier.MUST for cand, _, _ in hits):
+        hits += _complaint_rule_hits(sentence, clauses)
     for start, clause in clauses:  # a change already made names the slot's new value, even in a question
         end = start + len(clause)
         slots = {cand.slot for cand, s, e in hits if cand.slot and s < end and start < e}

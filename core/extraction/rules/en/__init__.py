@@ -19,6 +19,7 @@ from core.extraction.rules.dispatch import LanguageRules, dispatch
 from core.extraction.rules.en.behaviour import (
     dont_want_hits,
     need_hits,
+    np_rule_hits,
     prefer_you_hits,
     reply_hits,
     rule_hits,
@@ -57,6 +58,7 @@ ENGLISH = LanguageRules(
         or need_hits(sentence)
         or dont_want_hits(sentence)
         or prefer_you_hits(sentence)
+        or np_rule_hits(sentence)
     ),
     generic=generic_hits,
     restate=third_person,

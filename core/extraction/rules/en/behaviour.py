@@ -14,7 +14,15 @@ from __future__ import annotations
 import re
 
 from core.extraction.candidates import Category, Kind, Tier
-from core.extraction.rules.en.grammar import ADV, I_WORD, LEAD, blocked, sentence_case, third_person
+from core.extraction.rules.en.grammar import (
+    ADV,
+    I_WORD,
+    LEAD,
+    blocked,
+    is_question,
+    sentence_case,
+    third_person,
+)
 from core.extraction.rules.hits import Hit, make, reply_hit, tool_hit
 from core.extraction.rules.vocab import LANGUAGE_CODES, find_tools
 
@@ -219,6 +227,32 @@ _PREFER_YOU_RE = re.compile(
 )
 
 
+# A rule said as a bare noun phrase with its scope ("plain text commits only please", "metric units for all
+# recipes pls", "tabs everywhere"): no verb, no subject, the scope over all the work makes it standing.
+_NP_RULE_RE = re.compile(
+    LEAD + r"(?P<np>(?!(?:thanks|thank|same|ok|okay|one|this|that|these|those|it|the)\b)[a-z][\w/+#.-]*"
+    r"(?:\s+(?!(?:is|are|was|were|be|i|we|you|it|they|this|that|do|does|did|have|has)\b)[\w/+#.-]+){0,3}?)\s+"
+    r"(?P<scope>only|for\s+(?:all|every|each|any)\s+(?!the\b)[\w-]+(?:\s+(?!please|pls|plz)[\w-]+)?|in\s+(?:all|every|"
+    r"each)\s+(?!the\b)[\w-]+(?:\s+(?!please|pls|plz)[\w-]+)?|everywhere|throughout|from\s+now\s+on|going\s+forward)(?P<please>\s*,?\s*(?:please|pls|"
+    r"plz|thanks|thx|ty))?[\s.!]*$",
+    re.I,
+)
+
+
+def np_rule_hits(sentence: str) -> list[Hit]:
+    """ "plain text commits only please": the rule, MUST."""
+    match = _NP_RULE_RE.match(sentence)
+    if match is None or is_question(sentence) or _ONE_OFF.search(sentence):
+        return []
+    scope = match.group("scope").lower()
+    if not match.group("please"):
+        return []  # "weekends only", "good luck for all exams": a fact or a wish, unless asked for
+    content = sentence_case(f"use {third_person(match.group('np'))} {scope}")
+    cand = make(content, Kind.PROCEDURAL, Category.CONSTRAINT, Tier.MUST, rule="en.rule.noun_phrase",
+                confidence=0.8, lang="en")  # fmt: skip
+    return [(cand, 0, len(sentence))]
+
+
 def prefer_you_hits(sentence: str) -> list[Hit]:
     """ "I prefer you ask clarifying questions rather than guess": the rule, MUST."""
     match = _PREFER_YOU_RE.search(sentence) if ("prefer" in sentence or "rather" in sentence) else None
@@ -314,6 +348,8 @@ def rule_hits(sentence: str) -> list[Hit]:
     if rest[:1].isupper() and rest[1:2].islower():  # "Use British spelling ...": the verb after "always"
         rest = rest[0].lower() + rest[1:]
     first, canon = rest.split()[0].lower(), _MOD_CANON[mod]
+    if first == "keep" and re.search(r"\byou\s*$", body[: match.start("rest")], re.I):
+        return []  # "you keep giving me X": what the agent does (feedback, `feedback_hits`), not "always keep"
     if "-" in first and first.rsplit("-", 1)[-1] in IMPERATIVE_VERBS:
         first = first.rsplit("-", 1)[-1]  # "double-check", "re-run": the verb is the last part
     if not mod and standing_verb:

@@ -32,6 +32,11 @@ _BANNED_RE = re.compile(
     r"(?:^|(?<=[\s,:]))" + _THING + r"\s+(?:is|are)\s+(?:(?:strictly|completely|totally|basically|now|also)\s+)?"
     r"(?:banned|forbidden|prohibited|not\s+allowed|disallowed|off[- ]limits|a\s+no[- ]go|not\s+permitted|"
     r"not\s+an\s+option|verboten|deprecated\s+here)\b", re.I)
+# What the agent may only read or must keep out of: "prod DB is read-only for you", "the billing repo is
+# hands-off for you": a permission stated to the agent, MUST.
+_FOR_YOU_RE = re.compile(
+    r"^" + _THING + r"\s+(?:is|are)\s+(?:strictly\s+)?(?:read[- ]only|hands[- ]off|look[- ]but[- ]don't[- ]touch|"
+    r"off[- ]limits)\s+(?:for|to)\s+(?:you|the\s+agent|the\s+assistant)\b", re.I)
 _BANNED_WORDS = ("banned", "forbidden", "prohibited", "allowed", "limits", "no-go", "no go", "permitted", "option",
                  "verboten", "deprecated")  # one is in every match of _BANNED_RE: a cheap test before it
 _NO_X_IN_RE = re.compile(
@@ -47,7 +52,8 @@ _NO_ITEM = (
 )
 _NO_LIST_RE = re.compile(
     r"(?:^|[\u2014\u2013:;,(-]\s*)(?P<list>" + _NO_ITEM + r"(?:\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+)"
-    + _NO_ITEM + r"(?:(?:\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+)" + _NO_ITEM + r")*)\s*[.!)]*$",
+    + _NO_ITEM + r"(?:(?:\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+)" + _NO_ITEM + r")*)"
+    r"(?:\s*,?\s*(?:ever|period|please|pls|no\s+exceptions|full\s+stop))?\s*[.!)]*$",
     re.I,
 )
 _PLEASE_NO_RE = re.compile(
@@ -115,7 +121,7 @@ _ING_BASE = {"writing": "write", "using": "use", "adding": "add", "putting": "pu
 
 _COMPLAINT = re.compile(
     r"\b(?:ugh|argh|sigh|seriously|again|stop|annoying|frustrat\w*|come\s+on|why\s+do\s+you|i\s+told\s+you|i\s+said|"
-    r"please\s+don't|no\s+more|still|wrong|broken)\b|!{2,}",
+    r"please\s+don't|no\s+more|still|wrong|broken|everywhere|all\s+the\s+time|every\s+time|constantly)\b|!{2,}",
     re.I,
 )
 
@@ -164,6 +170,11 @@ def prohibition_hits(sentence: str) -> list[Hit]:
     if every and not blocked(body, every.start()) and not _MOMENT.search(body) and not is_question(body):
         said = body[every.start() :].split(" \u2014 ")[0].split(" - ")[0]
         return [_rule(third_person(said), "en.rule.every_needs", end=len(sentence))]
+    to_agent = " for you" in low or " to you" in low or "agent" in low or "assistant" in low
+    for_you = _FOR_YOU_RE.match(body) if to_agent else None
+    if for_you and not blocked(body, for_you.start()) and not _MOMENT.search(body):
+        return [_rule(third_person(body.replace("for you", "for the agent").replace("to you", "to the agent")),
+                      "en.rule.for_you", end=len(sentence))]  # fmt: skip
     banned = _BANNED_RE.search(body) if any(word in low for word in _BANNED_WORDS) else None
     if banned and not blocked(body, banned.start()):
         obj = banned.group("obj").strip("`'\" ")
