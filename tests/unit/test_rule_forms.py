@@ -872,3 +872,24 @@ def test_a_short_clause_before_the_rule_does_not_hide_it() -> None:
 def test_the_speakers_own_aside_is_not_reported_speech() -> None:
     found = extract_turn(Turn("e1", "user", "顺便说一句，以后提交信息都要用英文写"))
     assert [c.tier.value for c in found] == ["must"], found
+
+
+# --- precision: a reply style for the moment, someone else's wish ------------------------------------------------
+
+
+def test_so_before_the_asked_style_does_not_negate_it() -> None:
+    assert _slots("keep answers brief, so keep replies short please").get("user.reply_style") == "concise"
+    assert _slots("your explanations are so long").get("user.reply_style") == "concise"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I'm on a bus at the moment so keep replies short pls",
+        "I'm tired today, so keep answers short",
+        "our VP wants every team on Nx by spring",
+        "our manager wanted us on Bitbucket",
+    ],
+)
+def test_a_style_for_the_moment_or_someone_elses_wish_is_not_kept(text: str) -> None:
+    assert _contents(text) == []

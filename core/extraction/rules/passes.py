@@ -185,7 +185,7 @@ _SO_REQUEST_RE = re.compile(
 )
 _TASK_AT_HAND_RE = re.compile(
     r"\b(?:for\s+now|this\s+time|for\s+this\s+(?:one|snippet|demo|file|function|script|query|test|pr|ticket|task)|"
-    r"throwaway|right\s+now|just\s+this\s+once)\b|这段|这次|这一次|这回|先用|先别|暂时|这个(?:文件|函数|组件|脚本|接口|页面)|"
+    r"throwaway|right\s+now|at\s+the\s+moment|today|tonight|just\s+this\s+once)\b|这段|这次|这一次|这回|先用|先别|暂时|这个(?:文件|函数|组件|脚本|接口|页面)|"
     r"方便我|调试",
     re.I,
 )

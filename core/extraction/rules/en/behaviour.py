@@ -44,8 +44,8 @@ _STYLE_RE = re.compile(
     r"(?P<detailed>detailed|thorough|in-depth|in\s+depth|comprehensive|more\s+details?|elaborate)|"
     r"(?P<bullet_points>bullet\s+points?|bulleted|bullets|bullet\s+lists?))\b", re.I)
 _STYLE_NEG_RE = re.compile(
-    r"\b(?:not|don't|dont|do\s+not|no|never|less|hate|dislike|stop|without|too|avoid|fewer|overly|so)\s+"
-    r"(?:\w+\s+){0,2}$", re.I)
+    r"\b(?:(?:not|don't|dont|do\s+not|no|never|less|hate|dislike|stop|without|avoid|fewer)\s+(?:\w+\s+){0,2}"
+    r"|(?:too|overly|so)\s+)$", re.I)  # "so long" is negated, "so keep it short" is not
 _STYLE_VALUE = {("concise", False): "concise", ("concise", True): "detailed", ("long", False): "detailed",
                 ("long", True): "concise", ("detailed", False): "detailed", ("detailed", True): "concise",
                 ("bullet_points", False): "bullet_points"}
@@ -103,6 +103,8 @@ def reply_hits(sentence: str) -> list[Hit]:
     mode = _reply_mode(sentence)
     if mode is None or blocked(sentence, style.start(), hypothetical=False):
         return []
+    if mode != "rule" and _ONE_OFF.search(sentence):
+        return []  # "I'm on my phone at the moment, so keep replies short": for now, not a lasting preference
     negated = _STYLE_NEG_RE.search(sentence[: style.start()]) is not None
     value = _STYLE_VALUE.get((style.lastgroup or "", negated))
     if value is None:
