@@ -893,3 +893,41 @@ def test_so_before_the_asked_style_does_not_negate_it() -> None:
 )
 def test_a_style_for_the_moment_or_someone_elses_wish_is_not_kept(text: str) -> None:
     assert _contents(text) == []
+
+
+# --- updates: the slot a change names, a move taken as given, a new diet after the old one -------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "slot", "value"),
+    [
+        ("we've since moved the warehouse to BigQuery, so the DDL changes", "project.warehouse", "bigquery"),
+        ("ever since joining the platform team I'm on call twice a month", "user.team", "platform team"),
+        ("自从调到增长组，每天都在看漏斗数据", "user.team", "增长组"),
+        ("we moved our infra code to Pulumi last quarter", "project.iac", "pulumi"),
+        ("I'm not keto anymore, vegetarian now", "user.diet", "vegetarian"),
+    ],
+)
+def test_a_change_fills_the_slot_it_names(text: str, slot: str, value: str) -> None:
+    assert _slots(text).get(slot) == value
+
+
+def test_a_change_to_a_place_to_run_keeps_the_places_slot() -> None:
+    assert _slots("we moved the database to GCP last year").get("project.cloud") == "gcp"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "since joining the company I've learned a lot",
+        "自从他调到增长组，我们就很少聊了",
+        "I'm no longer vegan, my brother is vegetarian though",
+    ],
+)
+def test_a_move_or_diet_not_the_users_own_fills_no_slot(text: str) -> None:
+    slots = _slots(text)
+    assert "user.team" not in slots and slots.get("user.diet") in (None, "none")
+
+
+def test_a_tool_is_no_place_the_user_moved_to() -> None:
+    assert "user.location" not in _slots("after the licence change we moved to OpenTofu")

@@ -410,7 +410,7 @@ def change_hits(clause: str, *, lang: str, blocked: Callable[[str, int], bool] |
 # A clause that speaks for the user, the team or the project and names tools: "Stack is Laravel 10 + MySQL,
 # all hosted on DigitalOcean", "我们主要是 Kotlin + Spring Boot，数据库 PostgreSQL", "前端是 Vue 3".
 _STACK_SUBJECT_RE = re.compile(
-    r"^(?:(?:and|also|plus|btw|fyi|so|oh|ok|but)\s+)*(?:i\b|i'm|i've|we\b|we're|we've|our\b|my\b|(?:the|this)\s+"
+    r"^(?:(?:and|also|plus|btw|fyi|so|oh|ok|but|heads\s+up|quick\s+update|update|fwiw)[\s,:]+)*(?:i\b|i'm|i've|we\b|we're|we've|our\b|my\b|(?:the|this)\s+"
     r"(?:[\w-]+\s+){0,2}?(?:stack|backend|frontend|api|app|service|project|repo|codebase|db|database|infra|cluster|site|"
     r"pipeline|ci|layer|cache|queue|server|servers|platform|website|blog|monorepo|tests|test\s+suite|product|saas|"
     r"startup|tool|box|machine|laptop|homelab|home\s+lab|setup|system|side)\b|"

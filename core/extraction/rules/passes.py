@@ -215,6 +215,9 @@ _PREMISE_RE = re.compile(
 _NO_REFERENT_RE = re.compile(r"^\s*(?:(?:and|so|but)\s+)?(?:it's|it\s+is)\b", re.I)
 
 
+_WHERE_SLOTS = frozenset({"project.cloud", "project.hosting", "project.orchestration"})
+
+
 def _blocked(text: str, at: int) -> bool:
     # without Han characters the Chinese test adds nothing to the English one (its words are all Han)
     return en_blocked(text, at) or (has_han(text) and zh_blocked(text, at))
@@ -471,7 +474,12 @@ def sentence_hits(sentence: str) -> list[Hit]:
             continue
         asked = is_asked(clause)
         lang = detect_lang(clause)
-        changes = change_hits(clause, lang=lang, blocked=_blocked) or noun_change_hits(clause, lang=lang)
+        changes = change_hits(clause, lang=lang, blocked=_blocked)
+        named = noun_change_hits(clause, lang=lang)
+        if named and not (changes and changes[0][0].slot in _WHERE_SLOTS):
+            # "migrated the warehouse to Snowflake": the slot the noun names, not the tool's usual one (a place
+            # it runs on keeps its own: "moved the database to AWS" is the cloud)
+            changes = named
         for cand, s, e in changes:
             if cand.slot not in slots:  # told inside a question: too unsure to replace a value on its own,
                 # unless the question takes the change as given ("now that we're on React 19, can I ...?")

@@ -51,7 +51,9 @@ project.test_framework: pytest jest=Jest vitest=Vitest mocha=Mocha junit=JUnit r
 project.orm: sqlalchemy=SQLAlchemy prisma=Prisma typeorm=TypeORM drizzle=Drizzle hibernate=Hibernate
     gorm=GORM sequelize=Sequelize mongoose=Mongoose mybatis=MyBatis(mybatis|mybatis-plus) sqlmodel=SQLModel
     activerecord=ActiveRecord(activerecord|active_record) ent=ent(entgo)
-project.bundler: vite=Vite webpack esbuild rollup=Rollup turbopack=Turbopack parcel=Parcel
+project.bundler: vite=Vite webpack esbuild rollup=Rollup turbopack=Turbopack parcel=Parcel rsbuild=Rsbuild rspack=Rspack
+project.iac: terraform=Terraform opentofu=OpenTofu pulumi=Pulumi cloudformation=CloudFormation aws_cdk=AWS_CDK(aws_cdk)
+    crossplane=Crossplane
 project.build_tool: maven=Maven gradle=Gradle bazel=Bazel cmake=CMake turborepo=Turborepo nx=Nx
 project.ci: github_actions=GitHub_Actions(github_actions|gh_actions|github_action) buildkite=Buildkite
     jenkins=Jenkins circleci=CircleCI(circleci|circle_ci) gitlab_ci=GitLab_CI(gitlab_ci)
@@ -106,11 +108,11 @@ user.phone: iphone=iPhone pixel=Pixel galaxy=Samsung_Galaxy(galaxy|samsung_galax
     xiaomi=Xiaomi(xiaomi|redmi|小米|红米) oneplus=OnePlus oppo=OPPO vivo=vivo honor=Honor(honor|荣耀)
 user.os: macos=macOS(macos|mac|macbook|osx|os_x) linux=Linux windows=Windows ubuntu=Ubuntu
     arch_linux=Arch_Linux(arch_linux|archlinux|arch) fedora=Fedora debian=Debian nixos=NixOS wsl=WSL(wsl|wsl2)
--: docker=Docker terraform=Terraform
+-: docker=Docker
     graphql=GraphQL tailwind=Tailwind_CSS(tailwind|tailwindcss) prettier=Prettier ruff=Ruff mypy
     celery=Celery nginx sentry=Sentry elasticsearch=Elasticsearch
     datadog=Datadog grafana=Grafana
-    ansible=Ansible helm=Helm pulumi=Pulumi jquery=jQuery
+    ansible=Ansible helm=Helm jquery=jQuery
     lodash=Lodash moment.js=Moment.js(moment.js|momentjs) axios=Axios pandas=pandas
     numpy=NumPy storybook=Storybook cypress=Cypress
     playwright=Playwright selenium=Selenium opentelemetry=OpenTelemetry(opentelemetry|otel) vault=Vault

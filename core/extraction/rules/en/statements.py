@@ -209,7 +209,8 @@ def prohibition_hits(sentence: str) -> list[Hit]:
 _TEAM_RE = re.compile(
     r"(?<![\w'])(?:i'm\s+(?:now\s+|currently\s+)?(?:leading|running|managing|heading)|i\s+(?:now\s+)?head|i'm|i\s+am|"
     r"i've\s+been|i\s+work|i'm\s+working|i\s+joined|i\s+moved|i\s+switched|"
-    r"i\s+transferred|i\s+got\s+moved|i\s+got\s+transferred|i'm\s+now|i\s+sit|i\s+lead|i\s+run|i\s+manage)\s+"
+    r"i\s+transferred|i\s+got\s+moved|i\s+got\s+transferred|i'm\s+now|i\s+sit|i\s+lead|i\s+run|i\s+manage|"
+    r"^(?:ever\s+)?(?:since|after)\s+(?:joining|moving\s+(?:over\s+)?to|transferring\s+to|switching\s+to))\s+"
     r"(?:now\s+|currently\s+|still\s+|officially\s+)?(?:on|in|with|to|into|over\s+to)?\s*(?:the\s+)?"
     r"(?P<team>(?-i:[A-Za-z][\w&/-]*)(?:\s+[\w&/-]+){0,2}?)\s+(?:team|squad|group|org|department|dept)\b",
     re.I)

@@ -166,8 +166,9 @@ def prohibition_hits(sentence: str) -> list[Hit]:
 
 
 # fmt: off
-_TEAM_RE = re.compile(
-    ME + ADV + r"(?:在|调到了?|调去了?|转到了?|转去了?|去了|加入了?|换到了?|转岗到了?|调岗到了?|转组到了?|带|负责|管|"
+_TEAM_RE = re.compile(  # "自从转到风控组": a move the user takes as given, its subject dropped
+    r"(?:" + ME + ADV + r"|^(?:自从|自打)\s*(?=调|转|去|加入|换))"
+    r"(?:在|调到了?|调去了?|转到了?|转去了?|去了|加入了?|换到了?|转岗到了?|调岗到了?|转组到了?|带|负责|管|"
     r"是)\s*(?P<team>[\u4e00-\u9fffA-Za-z]{1,8}?)\s?(?P<unit>组|团队|部门|小组|team)(?![\u4e00-\u9fff]{0,1}(?:的人|长))")
 _WE_TEAM_RE = re.compile(WE + r"(?:组|团队|部门)是\s*(?P<team>[\u4e00-\u9fffA-Za-z]{1,8}?)(?P<unit>组|团队|部门)")
 _FAMILY = r"猫|狗|猫咪|狗狗|女儿|儿子|老婆|老公|媳妇|妻子|丈夫|孩子|宝宝|闺女|男朋友|女朋友|对象|兔子|鹦鹉|仓鼠"
