@@ -931,3 +931,35 @@ def test_a_move_or_diet_not_the_users_own_fills_no_slot(text: str) -> None:
 
 def test_a_tool_is_no_place_the_user_moved_to() -> None:
     assert "user.location" not in _slots("after the licence change we moved to OpenTofu")
+
+
+# --- updates told as a finished change, a time in a statement, error tracking and monitoring as slots ---------
+
+
+@pytest.mark.parametrize(
+    ("text", "slot", "value"),
+    [
+        ("the Vue 3 upgrade landed last week, so how do I port this mixin?", "project.framework", "vue 3"),
+        ("the Bugsnag migration is finished, update the alert links pls", "project.error_tracking", "bugsnag"),
+        ("crash reporting is Honeybadger", "project.error_tracking", "honeybadger"),
+        ("alerting aside, monitoring's on Grafana", "project.monitoring", "grafana"),
+        ("异常监控从 Sentry 换成了自研的 Lighthouse 平台", "project.error_tracking", "lighthouse"),
+        ("we relocated again, Porto this time", "user.location", "Porto"),
+    ],
+)
+def test_a_finished_change_or_a_named_slot_fills_the_slot(text: str, slot: str, value: str) -> None:
+    assert _slots(text).get(slot) == value
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["the api upgrade landed yesterday", "should the Sentry migration be finished first?", "I moved again, Friday this time"],
+)
+def test_a_change_without_a_named_value_or_asked_fills_no_slot(text: str) -> None:
+    slots = _slots(text)
+    assert slots.get("user.location") is None
+    assert all(value is None for slot, value in slots.items() if slot), slots
+
+
+def test_a_time_of_day_is_not_a_clause_break() -> None:
+    assert any("11:45" in c for c in _contents("we moved the weekly sync to 11:45 starting in March"))

@@ -182,11 +182,13 @@ _GIVEN_CHANGE_RE = re.compile(
     r"(?:\w+\s+)?(?:to|onto)\b"
     r"|\b(?:migration|move|switch|cutover|transition)\s+to\s+(?=[\w.+#-]+(?:\s+[\w.+#-]+)?\s+(?:is|was|has\s+been)\s+"
     r"(?:(?:finally|officially|now)\s+)?(?:done|complete|completed|finished|wrapped\s+up|live|over)\b)"
-    r"|\b(?=[\w.+#-]+\s+(?:migration|move|cutover|switch|rollout)\s+(?:(?:is|was|has\s+been|finally|officially|now)\s+)*"
-    r"(?:done|complete|completed|finished|wrapped\s+up|over)\b)",
+    r"|\b(?=[\w.+#-]+(?:\s+v?\d[\d.x]*)?\s+(?:migration|move|cutover|switch|rollout|upgrade)\s+"
+    r"(?:(?:is|was|has\s+been|finally|officially|now)\s+)*(?:done|complete|completed|finished|wrapped\s+up|over|landed|"
+    r"shipped|merged|live)\b)",
     re.I,
 )
-_GIVEN_CHANGE_WORDS = ("now that", "since", "finish", "complet", "done", "wrapped", "live", " over")
+_GIVEN_CHANGE_WORDS = ("now that", "since", "finish", "complet", "done", "wrapped", "live", " over", "landed",
+                       "shipped", "merged")  # fmt: skip
 
 
 def change_match(clause: str) -> re.Match[str] | None:
@@ -229,6 +231,8 @@ _SLOT_NOUNS = (
     (r"ci|ci/cd|pipelines?|流水线", "project.ci"), (r"(?:the\s+)?database|db|数据库|主库", "project.database"),
     (r"package\s+manager|包管理(?:器|工具)?", "project.package_manager"), (r"editor|ide|编辑器", "user.editor"),
     (r"hosting|host|托管", "project.hosting"), (r"cloud|云", "project.cloud"), (r"framework|框架", "project.framework"),
+    (r"error\s+(?:tracking|monitoring|reporting)|crash\s+reporting|错误监控|异常监控|错误追踪",
+     "project.error_tracking"),
     (r"monitoring|监控", "project.monitoring"), (r"(?:message\s+)?queue|消息队列|队列", "project.queue"),
     (r"cache|缓存", "project.cache"), (r"orm", "project.orm"), (r"bundler|build\s+tool|打包工具", "project.bundler"),
     (r"linter|lint", "project.linter"), (r"test\s+(?:runner|framework)|测试框架", "project.test_framework"),
@@ -241,6 +245,7 @@ _SLOT_NOUNS = (
 _SLOT_NAMES = {
     "project.ci": ("CI", "CI"), "project.database": ("database", "数据库"),
     "project.package_manager": ("package manager", "包管理器"), "user.editor": ("editor", "编辑器"),
+    "project.error_tracking": ("error tracking", "错误监控"),
     "project.hosting": ("hosting", "托管平台"), "project.cloud": ("cloud", "云服务"),
     "project.framework": ("framework", "框架"), "project.monitoring": ("monitoring", "监控"),
     "project.queue": ("message queue", "消息队列"), "project.cache": ("cache", "缓存"), "project.orm": ("ORM", "ORM"),
@@ -258,8 +263,8 @@ _NOUN_CHANGE_RES = tuple(
         r"\b(?:moved|switched|migrated|changed|ported)\s+(?:our\s+|the\s+)?(?:{noun})\s+(?:over\s+)?(?:from\s+\S+\s+)?"
         r"(?:to|onto)\s+(?:an?\s+|the\s+)?{val}",
         r"(?:^|\b)(?:our\s+|the\s+)?(?:{noun})\s+(?:is|are)\s+now\s+(?:on\s+|an?\s+)?{val}",
-        r"(?:^|[,\s])(?:{noun})\s*(?:已经|现在|也|都|整体|全部|全都)*(?:换成|改成|改用|迁到|迁移到|统一到|切到|换到|挪到|"
-        r"搬到|转到)了?\s*{val}",
+        r"(?:^|[,\s])(?:{noun})\s*(?:已经|现在|也|都|整体|全部|全都)*(?:从\s*[A-Za-z][\w.+#-]*\s*)?(?:已经|也|都|全部)*"
+        r"(?:换成|改成|改用|迁到|迁移到|统一到|切到|换到|挪到|搬到|转到)了?\s*(?:自研的|自建的|内部的|新的|公司的)?\s*{val}",
     )
 )
 # Only a clause with one of these words can hold such a change: checked first, it spares the patterns.
@@ -274,7 +279,7 @@ _STATE_END = r"(?=\s*$|\s*[,.;!(（]|\s+(?:and|but|with|for|now|these|since|too|
 _NOUN_STATE_RES = tuple(
     re.compile(pattern.format(noun=_NOUN_GROUPS, val=_VALUE.replace("(?=$|", "(?=$|[\u4e00-\u9fff]|")), re.I)
     for pattern in (
-        r"^(?:(?:and|so|also|btw|fyi)\s+)*(?:our\s+|the\s+|my\s+)?(?:[\w-]+\s+)?(?:{noun})\s+(?:is|are|=)\s+"
+        r"^(?:(?:and|so|also|btw|fyi)\s+)*(?:our\s+|the\s+|my\s+)?(?:[\w-]+\s+)?(?:{noun})(?:\s+(?:is|are|=)|'s)\s+"
         r"(?:all\s+)?(?:on\s+)?{val}" + _STATE_END,
         r"^(?:[\u4e00-\u9fff]{{0,4}}?的|我们的?|我的|咱们的?|项目的?)?\s*(?:{noun})\s*(?:现在|目前|一直|都|主要|统一)*"
         r"(?:是|用的是|用的|用|走的是|走|跑在|选的是|(?:放|建|搭|部署|托管)?在(?=\s*[A-Za-z]))\s*{val}" + _STATE_END,
@@ -286,6 +291,7 @@ _NOUN_STATE_RES = tuple(
 _STATE_NOUN_WORDS = frozenset(
     "ci ci/cd pipeline pipelines database db package editor ide host hosting cloud framework monitoring queue "
     "cache orm bundler build linter lint test phone warehouse tracker registry scheduler orchestrator shell os "
+    "error crash "
     "operating".split()
 )
 _STATE_NOUN_HAN = re.compile(
@@ -346,7 +352,7 @@ def noun_state_hits(clause: str, *, lang: str) -> list[Hit]:
     """The value of the slot a noun names, stated ("CI is Drone", "我们 CI 是 Drone"); the caller has ruled
     out a question, a hypothetical and someone else's statement."""
     head = clause[:40]
-    if _STATE_NOUN_WORDS.isdisjoint(head.lower().split()) and not (
+    if _STATE_NOUN_WORDS.isdisjoint(head.lower().replace("'s ", " ").split()) and not (
         has_han(head) and _STATE_NOUN_HAN.search(head)
     ):
         return []  # the noun comes first in its clause, or not at all

@@ -76,7 +76,8 @@ project.tracker: jira=Jira linear=Linear trello=Trello asana=Asana youtrack=YouT
 project.chat: slack=Slack microsoft_teams=Microsoft_Teams(microsoft_teams|ms_teams) discord=Discord
     feishu=Feishu(feishu|lark|飞书) dingtalk=DingTalk(dingtalk|钉钉) wecom=WeCom(wecom|企业微信|企微)
 project.monitoring: prometheus=Prometheus zabbix=Zabbix new_relic=New_Relic(new_relic|newrelic)
-    nagios=Nagios
+    nagios=Nagios datadog=Datadog grafana=Grafana(grafana|grafana_cloud)
+project.error_tracking: sentry=Sentry rollbar=Rollbar bugsnag=Bugsnag honeybadger=Honeybadger raygun=Raygun
 project.state_management: redux=Redux(redux|redux_toolkit|rtk) zustand=Zustand mobx=MobX pinia=Pinia vuex=Vuex
     jotai=Jotai recoil=Recoil ngrx=NgRx
 project.ml_framework: pytorch=PyTorch(pytorch|torch) tensorflow=TensorFlow jax=JAX keras=Keras mxnet=MXNet
@@ -110,8 +111,7 @@ user.os: macos=macOS(macos|mac|macbook|osx|os_x) linux=Linux windows=Windows ubu
     arch_linux=Arch_Linux(arch_linux|archlinux|arch) fedora=Fedora debian=Debian nixos=NixOS wsl=WSL(wsl|wsl2)
 -: docker=Docker
     graphql=GraphQL tailwind=Tailwind_CSS(tailwind|tailwindcss) prettier=Prettier ruff=Ruff mypy
-    celery=Celery nginx sentry=Sentry elasticsearch=Elasticsearch
-    datadog=Datadog grafana=Grafana
+    celery=Celery nginx elasticsearch=Elasticsearch
     ansible=Ansible helm=Helm jquery=jQuery
     lodash=Lodash moment.js=Moment.js(moment.js|momentjs) axios=Axios pandas=pandas
     numpy=NumPy storybook=Storybook cypress=Cypress
