@@ -963,3 +963,9 @@ def test_a_change_without_a_named_value_or_asked_fills_no_slot(text: str) -> Non
 
 def test_a_time_of_day_is_not_a_clause_break() -> None:
     assert any("11:45" in c for c in _contents("we moved the weekly sync to 11:45 starting in March"))
+
+
+def test_a_product_named_after_its_maker_is_the_product() -> None:
+    text = "since we moved logging to Grafana Loki, queries are faster"
+    assert "project.monitoring" not in _slots(text)
+    assert any("Loki" in c for c in _contents(text))

@@ -121,7 +121,7 @@ user.os: macos=macOS(macos|mac|macbook|osx|os_x) linux=Linux windows=Windows ubu
     rancher=Rancher notion=Notion confluence=Confluence obsidian=Obsidian figma=Figma postman=Postman
     proxmox=Proxmox(proxmox|proxmox_ve) unraid=Unraid truenas=TrueNAS nextcloud=Nextcloud
     home_assistant=Home_Assistant
-    loki=Loki elk=ELK(elk|elastic_stack) kibana=Kibana logstash=Logstash jaeger=Jaeger splunk=Splunk
+    loki=Loki(loki|grafana_loki) elk=ELK(elk|elastic_stack) kibana=Kibana logstash=Logstash jaeger=Jaeger splunk=Splunk
     postgis=PostGIS pgvector=pgvector timescale=Timescale keycloak=Keycloak auth0=Auth0 stripe=Stripe
     grpc=gRPC(grpc) kong=Kong traefik=Traefik caddy=Caddy envoy=Envoy istio=Istio
     jupyter=Jupyter(jupyter|jupyterlab) mlflow=MLflow ray=Ray(ray) dvc=DVC
