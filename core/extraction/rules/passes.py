@@ -371,6 +371,9 @@ _FROM_NOW_RE = re.compile(
 )
 
 
+_FROM_NOW_WORDS = ("now on", "forward", "future", "here on", "以后", "今后", "往后", "从现在", "之后都")
+
+
 def _base_verb(stem: str) -> str:
     """The base form of a verb whose "-ing" was cut off ("writ" -> "write", "putt" -> "put")."""
     from core.extraction.rules.en.behaviour import IMPERATIVE_VERBS
@@ -384,7 +387,8 @@ def _base_verb(stem: str) -> str:
 
 def _asked_standing_request(sentence: str) -> str | None:
     """The imperative a polite question asks for from now on, or None."""
-    if not _FROM_NOW_RE.search(sentence):
+    low = sentence.lower()
+    if not any(word in low for word in _FROM_NOW_WORDS) or not _FROM_NOW_RE.search(sentence):
         return None
     mind = _MIND_ING_RE.match(sentence)
     if mind:
@@ -410,6 +414,9 @@ _BARE_USE_RE = re.compile(
 
 
 def _complaint_rule_hits(sentence: str, clauses: list[tuple[int, str]]) -> list[Hit]:
+    low = sentence.lower()
+    if not ("you" in low or "again" in low or "times" in low or "你" in sentence or "说" in sentence):
+        return []  # the words every complaint has one of: substring tests spare the pattern
     complaint = _COMPLAINT_RE.search(sentence)
     if complaint is None or _blocked(sentence, complaint.start()):
         return []  # "你怎么老是…" is a complaint, not a question: only the imperative's own clause must not ask
@@ -439,13 +446,22 @@ def sentence_hits(sentence: str) -> list[Hit]:
     PostgreSQL，不要用 ORM"). A clause after a hypothetical or reported one is not the user's statement."""
     if en_hearsay(sentence) or zh_hearsay(sentence):
         return []  # "our competitor runs on Elixir apparently", "竞品好像是用 Go 写的": nothing is the user's own
-    asked_for = _asked_standing_request(sentence) if is_asked(sentence) else None
+    asked_for = _asked_standing_request(sentence)  # substring tests first: most sentences say no "from now on"
+    asked_for = asked_for if asked_for and is_asked(sentence) else None
     if asked_for:
         rules = [(cand, 0, len(sentence)) for cand, _, _ in _language_hits(asked_for) if cand.tier is Tier.MUST]
         if rules:
             return rules
     hits = _language_hits(sentence)
     clauses = split_clauses(sentence) or [(0, sentence)]
+    known: dict[int, bool] = {}
+
+    def blocked_at(start: int) -> bool:  # each clause's test is made once, not once per pass
+        if start not in known:
+            known[start] = _blocked(sentence, start)
+        return known[start]
+
+    task_at_hand: bool | None = None
     if len(clauses) > 1 or clauses[0][0] > 0:  # one clause left after a short one ("it's 2025, use X ...")
         # The sentence's own pass found every fact rule (they search anywhere); a clause adds what a question
         # hid, and the rules that open a clause ("..., don't use X", "…，不要用 ORM").
@@ -460,9 +476,11 @@ def sentence_hits(sentence: str) -> list[Hit]:
             if covered and (not drawn or any(cand.tier is Tier.MUST for cand in covered)):
                 continue  # ("remember that X, so don't Y": the request already holds the rule)
             opens = drawn or asked or _CLAUSE_OPENER_RE.match(clause) or _dropped_subject(clause)
-            if not opens or _TASK_AT_HAND_RE.search(sentence):
+            if opens and task_at_hand is None:
+                task_at_hand = _TASK_AT_HAND_RE.search(sentence) is not None
+            if not opens or task_at_hand:
                 continue  # "这段先用普通 for 循环写，别用 stream": the rule is for this piece of work
-            if start and _blocked(sentence, start):
+            if start and blocked_at(start):
                 continue
             hits += shift(_language_hits(clause), start)
     if not any(cand.tier is Tier.MUST for cand, _, _ in hits):
@@ -470,7 +488,7 @@ def sentence_hits(sentence: str) -> list[Hit]:
     for start, clause in clauses:  # a change already made names the slot's new value, even in a question
         end = start + len(clause)
         slots = {cand.slot for cand, s, e in hits if cand.slot and s < end and start < e}
-        if start and _blocked(sentence, start):
+        if start and blocked_at(start):
             continue
         asked = is_asked(clause)
         lang = detect_lang(clause)
@@ -503,7 +521,7 @@ def sentence_hits(sentence: str) -> list[Hit]:
         if any(s < end and start < e for s, e in spans):
             inherited = inherited or opens
             continue
-        if start and _blocked(sentence, start):
+        if start and blocked_at(start):
             continue
         premise = _PREMISE_RE.match(clause)  # "given that our app is Flutter, should ...?": the ground is told
         said, at = (clause[premise.end() :], start + premise.end()) if premise else (clause, start)

@@ -166,7 +166,8 @@ def prohibition_hits(sentence: str) -> list[Hit]:
     )
     if required and not blocked(body, required.start()) and required.group("obj").lower() not in OBJ_PRONOUN:
         return [_rule(third_person(body), "en.rule.required", end=len(sentence))]
-    every = _EVERY_NEEDS_RE.search(body) if ("every" in low or "each" in low or "all" in low or "any" in low) else None
+    needs = "need" in low or "require" in low or " have " in low  # a word of every match: spares the pattern
+    every = _EVERY_NEEDS_RE.search(body) if needs else None
     if every and not blocked(body, every.start()) and not _MOMENT.search(body) and not is_question(body):
         said = body[every.start() :].split(" \u2014 ")[0].split(" - ")[0]
         return [_rule(third_person(said), "en.rule.every_needs", end=len(sentence))]
