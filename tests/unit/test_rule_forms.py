@@ -969,3 +969,63 @@ def test_a_product_named_after_its_maker_is_the_product() -> None:
     text = "since we moved logging to Grafana Loki, queries are faster"
     assert "project.monitoring" not in _slots(text)
     assert any("Loki" in c for c in _contents(text))
+
+
+# --- remember verbs, a slot given by "as my", hobbies, skills and teams in Chinese --------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "word"),
+    [
+        ("jot this down for me: the wifi password at the lab is on the fridge", "wifi password"),
+        ("write this down: invoices go out on the 3rd", "invoices"),
+    ],
+)
+def test_a_jot_down_request_is_a_remember_request(text: str, word: str) -> None:
+    found = extract_turn(Turn("e1", "user", text))
+    assert any(word in c.content.lower() and c.tier.value == "must" for c in found), found
+
+
+@pytest.mark.parametrize(
+    "text", ["can you write it down in the README?", "I wrote it down somewhere", "jot down ideas for a name?"]
+)
+def test_writing_something_down_as_a_task_is_no_remember_request(text: str) -> None:
+    assert [c for c in extract_turn(Turn("e1", "user", text)) if c.tier.value == "must"] == []
+
+
+@pytest.mark.parametrize(
+    ("text", "slot", "value"),
+    [
+        ("been using Neovim as my editor for years", "user.editor", "neovim"),
+        ("we went with Woodpecker as our CI", "project.ci", "woodpecker"),
+    ],
+)
+def test_a_value_given_its_slot_by_as_my_fills_it(text: str, slot: str, value: str) -> None:
+    assert _slots(text).get(slot) == value
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["if I used Zed as my editor, would it work?", "my colleague uses Vim as his editor", "should we pick Drone as our CI?"],
+)
+def test_a_hypothetical_or_someone_elses_as_my_fills_no_slot(text: str) -> None:
+    assert not {s for s in _slots(text) if s in ("user.editor", "project.ci")}
+
+
+@pytest.mark.parametrize(
+    ("text", "word"),
+    [
+        ("我周末喜欢骑车，一般骑五十公里", "骑车"),
+        ("我的爱好是攀岩", "攀岩"),
+        ("我之前写 Java，Kotlin 不太熟", "Kotlin"),
+        ("我们组叫天枢组，做推荐系统", "天枢组"),
+        ("我 manager 是 Laura，她很看重测试", "Laura"),
+    ],
+)
+def test_chinese_hobbies_skills_teams_and_managers_are_kept(text: str, word: str) -> None:
+    assert any(word in content for content in _contents(text)), _contents(text)
+
+
+@pytest.mark.parametrize("text", ["他的爱好是攀岩", "这个函数不太熟", "他对 Rust 很熟", "我周末在苏州"])
+def test_someone_elses_hobby_or_skill_or_a_weekend_place_is_not_kept(text: str) -> None:
+    assert not [c for c in _contents(text) if "爱好" in c or "熟" in c or "苏州" in c]

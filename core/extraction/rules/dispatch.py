@@ -287,6 +287,12 @@ _NOUN_STATE_RES = tuple(
 )
 
 
+# A value given its slot by "as": "using Helix as my editor", "we picked Drone as our CI"
+_NOUN_AS_RE = re.compile(
+    r"\b(?:use|uses|using|used|went\s+with|picked|chose|run|running|have)\s+" + _VALUE + r"\s+as\s+(?:my|our)\s+"
+    r"(?:main\s+|primary\s+|daily\s+|default\s+|go-to\s+)?(?:" + _NOUN_GROUPS + r")\b",
+    re.I,
+)
 # A word of each slot noun, to spare the patterns a clause that names none
 _STATE_NOUN_WORDS = frozenset(
     "ci ci/cd pipeline pipelines database db package editor ide host hosting cloud framework monitoring queue "
@@ -351,6 +357,10 @@ def noun_change_hits(clause: str, *, lang: str) -> list[Hit]:
 def noun_state_hits(clause: str, *, lang: str) -> list[Hit]:
     """The value of the slot a noun names, stated ("CI is Drone", "我们 CI 是 Drone"); the caller has ruled
     out a question, a hypothetical and someone else's statement."""
+    if " as my " in clause or " as our " in clause:
+        named = _NOUN_AS_RE.search(clause)
+        if named is not None and not is_question_like(clause[: named.start()]):
+            return _noun_value_hit(clause, named, lang=lang, change=False)
     head = clause[:40]
     if _STATE_NOUN_WORDS.isdisjoint(head.lower().replace("'s ", " ").split()) and not (
         has_han(head) and _STATE_NOUN_HAN.search(head)
