@@ -1029,3 +1029,48 @@ def test_chinese_hobbies_skills_teams_and_managers_are_kept(text: str, word: str
 @pytest.mark.parametrize("text", ["他的爱好是攀岩", "这个函数不太熟", "他对 Rust 很熟", "我周末在苏州"])
 def test_someone_elses_hobby_or_skill_or_a_weekend_place_is_not_kept(text: str) -> None:
     assert not [c for c in _contents(text) if "爱好" in c or "熟" in c or "苏州" in c]
+
+
+# --- a rule over all of a kind with 都, tools after a job ("mostly X + Y"), a tool "here" ----------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "word"),
+    [
+        ("所有金额都按人民币显示给我", "人民币"),
+        ("回复里的 SQL 我希望都用大写关键字", "大写"),
+    ],
+)
+def test_a_rule_over_all_of_a_kind_with_dou_is_must(text: str, word: str) -> None:
+    found = extract_turn(Turn("e1", "user", text))
+    assert any(word in c.content and c.tier.value == "must" for c in found), found
+
+
+@pytest.mark.parametrize("text", ["所有人都用飞书", "所有测试都按时跑完了", "这个文件的代码都用 tab 缩进", "我希望你都能开心"])
+def test_a_fact_about_everyone_a_past_event_or_a_one_off_with_dou_is_no_rule(text: str) -> None:
+    assert [c for c in extract_turn(Turn("e1", "user", text)) if c.tier.value == "must"] == []
+
+
+@pytest.mark.parametrize(
+    ("text", "slot", "value"),
+    [
+        ("I'm an analytics engineer at a bank, mostly Dagster + dbt", "project.workflow", "dagster"),
+        ("Svelte here, how do I share state between pages?", "project.framework", "svelte"),
+        ("Laravel shop here (still on 10), can you check this query?", "project.framework", "laravel"),
+    ],
+)
+def test_tools_said_in_passing_after_a_job_or_as_here_fill_their_slot(text: str, slot: str, value: str) -> None:
+    assert _slots(text).get(slot) == value
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "my friend is an analytics engineer, mostly Dagster + dbt",
+        "the error here is from Svelte",
+        "svelte here?",
+        "Svelte here is slow",
+    ],
+)
+def test_someone_elses_tools_or_a_tool_named_as_a_place_fill_no_slot(text: str) -> None:
+    assert not {s for s in _slots(text) if s in ("project.workflow", "project.framework")}

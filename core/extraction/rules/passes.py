@@ -34,7 +34,7 @@ from core.extraction.rules.en.grammar import blocked as en_blocked
 from core.extraction.rules.en.grammar import hearsay as en_hearsay
 from core.extraction.rules.en.grammar import sentence_case, third_person
 from core.extraction.rules.en.grammar import with_subject as en_with_subject
-from core.extraction.rules.hits import Hit, shift
+from core.extraction.rules.hits import Hit, shift, tool_hit
 from core.extraction.rules.sentences import split_clauses
 from core.extraction.rules.vocab import current_tool, find_tools, named_as_left, topic_slot
 from core.extraction.rules.zh.grammar import BIE, zh_content
@@ -202,7 +202,9 @@ _CHAIN_RE = re.compile(
     r"^\s*(?:(?:也|还|都|再|并且|同时)\s*)?(?:用|用的是|采用|基于|跑在|部署在|托管在|放在|存在|走|(?:deploy(?:ed)?|"
     r"host(?:ed)?|run)\s*在)\s*[A-Za-z]"
     r"|^\s*(?:and\s+|also\s+|plus\s+)?(?:using|with|hosted\s+on|deployed\s+(?:on|to)|running\s+on|backed\s+by)\s+"
-    r"(?-i:[A-Z])",
+    r"(?-i:[A-Z])"
+    # "I'm a data engineer at a logistics co, mostly Airflow + dbt": what the user works with, the subject kept
+    r"|^\s*(?:mostly|mainly|primarily)\s+(?=[A-Za-z][\w.+#-]*(?:\s*(?:\+|/|and|,)\s*[A-Za-z][\w.+#-]*)*\s*$)",
     re.I,
 )
 # A clause the speaker gives as the ground of what follows ("given that our app is Flutter, ...", "since we're
@@ -212,6 +214,22 @@ _PREMISE_RE = re.compile(
     r"our|my|the|this|everything|everyone)\b)|^\s*(?:既然|因为|由于|鉴于)\s*(?=我们|咱们|我|项目|公司|团队|组里|这个|[A-Za-z])",
     re.I,
 )
+# "Vue 2 here (yeah, still), can you ...", "Rails shop here": the user's own tool, named as where they stand
+_HERE_RE = re.compile(
+    r"^\s*(?P<name>[A-Za-z][\w.+#-]*(?:\s+[A-Za-z][\w.+#-]*)?(?:\s+v?\d[\w.]*)?)\s+(?:user\s+|dev\s+|shop\s+|team\s+)?"
+    r"here\b(?!\s+(?:is|are|was|were)\b)",
+    re.I,
+)
+
+
+def _here_hits(clause: str, lang: str) -> list[Hit]:
+    match = _HERE_RE.match(clause) if " here" in clause.lower() and not is_asked(clause) else None
+    tools = find_tools(match.group("name")) if match else []
+    if not match or len(tools) != 1 or tools[0][1] != 0 or tools[0][0].slot is None:
+        return []  # the name must be one tool, all of it: "the error here" names nothing
+    return [tool_hit(tools[0][0], 0, len(clause), rule=f"{lang}.tool.here", lang=lang)]
+
+
 _NO_REFERENT_RE = re.compile(r"^\s*(?:(?:and|so|but)\s+)?(?:it's|it\s+is)\b", re.I)
 
 
@@ -522,6 +540,10 @@ def sentence_hits(sentence: str) -> list[Hit]:
             inherited = inherited or opens
             continue
         if start and blocked_at(start):
+            continue
+        here = _here_hits(clause, detect_lang(clause))
+        if here:
+            hits += shift(here, start)
             continue
         premise = _PREMISE_RE.match(clause)  # "given that our app is Flutter, should ...?": the ground is told
         said, at = (clause[premise.end() :], start + premise.end()) if premise else (clause, start)

@@ -145,6 +145,32 @@ def labelled_rule_hits(sentence: str) -> list[Hit]:
     return hits
 
 
+# A rule over everything of a kind the agent gives, said with 都: "所有时间都按北京时间显示给我",
+# "回答里的代码我希望都带类型注解" (what is asked for: a verb of form after 都; whose: the agent's output or
+# the user's wish).
+_ALL_DO_RE = re.compile(
+    r"^(?:所有的?|全部的?|一切)?(?P<topic>[^,]{1,14}?)\s*(?:我(?:希望|要求|想要)|希望)?(?:你)?(?:以后|今后)?都(?:要|得|请)?\s*"
+    r"(?P<rest>(?:按|用|带|加|写成|改成|换成|附上|保留|显示|标注|注明)[^,]{1,40})"
+)
+_ALL_DO_CUE = re.compile(r"给我|我希望|希望你|我要求|回答|回复|输出|显示|代码|注释|文档")
+
+
+def all_do_hits(sentence: str) -> list[Hit]:
+    body = _body(sentence)
+    match = _ALL_DO_RE.match(body) if body and "都" in body else None
+    if (
+        match is None
+        or not _ALL_DO_CUE.search(body)
+        or _NOT_TOPIC.match(match.group("topic"))
+        or re.search(r"人|大家|同事|团队|他们|你们", match.group("topic"))  # everyone's habit, not a rule for the agent
+        or re.search(r"了$|按时", body)  # "都按时跑完了": an event
+        or blocked(body, match.start("rest"))
+    ):
+        return []
+    said = strip_tail(f"{match.group('topic')}都{match.group('rest')}")
+    return [_rule(said, "zh.rule.all_do", len(sentence))]
+
+
 def prohibition_hits(sentence: str) -> list[Hit]:
     """Things forbidden or required in the user's work, however phrased (see the module docstring)."""
     body = _body(sentence)
