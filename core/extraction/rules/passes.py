@@ -16,6 +16,7 @@ told as hearsay ("apparently", "好像").
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 
 from core.extraction.candidates import Candidate, Category, Kind, Tier
@@ -45,6 +46,7 @@ from core.extraction.rules.zh.grammar import with_subject as zh_with_subject
 _LATIN_WORD_RE = re.compile(r"[A-Za-z]{2,}")
 
 
+@functools.lru_cache(maxsize=2048)  # pure, and asked of the same clause by several passes
 def is_asked(sentence: str) -> bool:
     """A question in either language (without Han characters, the Chinese test is only its question mark)."""
     if en.ENGLISH.is_question(sentence):
@@ -541,7 +543,7 @@ def sentence_hits(sentence: str) -> list[Hit]:
             continue
         if start and blocked_at(start):
             continue
-        here = _here_hits(clause, detect_lang(clause))
+        here = _here_hits(clause, "en") if " here" in clause.lower() else []
         if here:
             hits += shift(here, start)
             continue

@@ -156,8 +156,8 @@ _ALL_DO_CUE = re.compile(r"给我|我希望|希望你|我要求|回答|回复|�
 
 
 def all_do_hits(sentence: str) -> list[Hit]:
-    body = _body(sentence)
-    match = _ALL_DO_RE.match(body) if body and "都" in body else None
+    body = _body(sentence) if "都" in sentence else None
+    match = _ALL_DO_RE.match(body) if body else None
     if (
         match is None
         or not _ALL_DO_CUE.search(body)
