@@ -160,6 +160,7 @@ def all_do_hits(sentence: str) -> list[Hit]:
     match = _ALL_DO_RE.match(body) if body else None
     if (
         match is None
+        or body is None
         or not _ALL_DO_CUE.search(body)
         or _NOT_TOPIC.match(match.group("topic"))
         or re.search(r"人|大家|同事|团队|他们|你们", match.group("topic"))  # everyone's habit, not a rule for the agent
