@@ -1074,3 +1074,8 @@ def test_tools_said_in_passing_after_a_job_or_as_here_fill_their_slot(text: str,
 )
 def test_someone_elses_tools_or_a_tool_named_as_a_place_fill_no_slot(text: str) -> None:
     assert not {s for s in _slots(text) if s in ("project.workflow", "project.framework")}
+
+
+@pytest.mark.parametrize("text", ["新服务现在都用 Go 写了，老的慢慢迁", "新代码已经都用 Kotlin 写"])
+def test_a_state_told_with_dou_is_no_rule(text: str) -> None:
+    assert [c for c in extract_turn(Turn("e1", "user", text)) if c.rule == "zh.rule.all_do"] == []

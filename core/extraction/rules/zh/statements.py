@@ -165,6 +165,8 @@ def all_do_hits(sentence: str) -> list[Hit]:
         or _NOT_TOPIC.match(match.group("topic"))
         or re.search(r"人|大家|同事|团队|他们|你们", match.group("topic"))  # everyone's habit, not a rule for the agent
         or re.search(r"了$|按时", body)  # "都按时跑完了": an event
+        or match.group("rest").rstrip(" 。.!~").endswith("了")  # "新代码现在都用 Kotlin 写了": the state now
+        or re.search(r"现在|已经|目前", match.group("topic"))
         or blocked(body, match.start("rest"))
     ):
         return []
