@@ -391,9 +391,6 @@ _FROM_NOW_RE = re.compile(
 )
 
 
-_FROM_NOW_WORDS = ("now on", "forward", "future", "here on", "以后", "今后", "往后", "从现在", "之后都")
-
-
 def _base_verb(stem: str) -> str:
     """The base form of a verb whose "-ing" was cut off ("writ" -> "write", "putt" -> "put")."""
     from core.extraction.rules.en.behaviour import IMPERATIVE_VERBS
@@ -408,8 +405,9 @@ def _base_verb(stem: str) -> str:
 def _asked_standing_request(sentence: str) -> str | None:
     """The imperative a polite question asks for from now on, or None."""
     low = sentence.lower()
-    if not any(word in low for word in _FROM_NOW_WORDS) or not _FROM_NOW_RE.search(sentence):
-        return None
+    said = "now on" in low or "forward" in low or "future" in low or "here on" in low
+    if not (said or "后" in sentence or "从现在" in sentence) or not _FROM_NOW_RE.search(sentence):
+        return None  # substring tests first (以后, 今后, 往后, 之后都 all end in 后)
     mind = _MIND_ING_RE.match(sentence)
     if mind:
         return _base_verb(mind.group("verb")) + mind.group("rest")
@@ -435,8 +433,10 @@ _BARE_USE_RE = re.compile(
 
 def _complaint_rule_hits(sentence: str, clauses: list[tuple[int, str]]) -> list[Hit]:
     low = sentence.lower()
-    if not ("you" in low or "again" in low or "times" in low or "你" in sentence or "说" in sentence):
-        return []  # the words every complaint has one of: substring tests spare the pattern
+    if not ("use" in low or "switch" in low or "用" in sentence) or not (
+        "you" in low or "again" in low or "times" in low or "你" in sentence or "说" in sentence
+    ):
+        return []  # the words every complaint and its imperative have: substring tests spare the pattern
     complaint = _COMPLAINT_RE.search(sentence)
     if complaint is None or _blocked(sentence, complaint.start()):
         return []  # "你怎么老是…" is a complaint, not a question: only the imperative's own clause must not ask
