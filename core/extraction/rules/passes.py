@@ -433,7 +433,7 @@ _BARE_USE_RE = re.compile(
 
 def _complaint_rule_hits(sentence: str, clauses: list[tuple[int, str]]) -> list[Hit]:
     low = sentence.lower()
-    if not ("use" in low or "switch" in low or "用" in sentence) or not (
+    if not ("use" in low or "switch" in low or "用" in sentence or "换" in sentence) or not (
         "you" in low or "again" in low or "times" in low or "你" in sentence or "说" in sentence
     ):
         return []  # the words every complaint and its imperative have: substring tests spare the pattern
