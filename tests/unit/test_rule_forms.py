@@ -677,3 +677,405 @@ def test_a_one_off_or_someone_elses_change_is_not_kept(text: str) -> None:
 def test_had_better_is_a_decision_not_an_alternative_question() -> None:
     assert _slots("以后还是用英文回复吧").get("user.reply_language") == "en"
     assert _contents("用 Flask 还是 FastAPI 好") == []
+
+
+# --- a premise clause before a question or request ("given that our app is X, should ...?") ----------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "word"),
+    [
+        ("given that our billing service is Kotlin, would Ktor or Spring fit better?", "Kotlin"),
+        ("since the whole team is on Neovim, can you suggest a shared config?", "Neovim"),
+        ("seeing as our API is FastAPI, how should I version the routes?", "FastAPI"),
+        ("既然我们后端是 Django，这个接口怎么做分页比较好？", "Django"),
+        ("因为我们前端是 Svelte，这个组件库还能用吗？", "Svelte"),
+    ],
+)
+def test_a_premise_clause_is_told_even_when_a_question_follows(text: str, word: str) -> None:
+    assert any(word.lower() in content.lower() for content in _contents(text)), _contents(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "given that their backend is Django, should we use DRF?",  # someone else's setup
+        "if our API were FastAPI, since it's async, would it be faster?",  # a hypothetical
+        "既然他们用的是 Vue，我们要不要也换？",
+    ],
+)
+def test_a_premise_about_someone_else_or_a_hypothetical_is_not_kept(text: str) -> None:
+    assert _contents(text) == []
+
+
+# --- a standing request asked politely as a question ("would you mind ... from now on?") -----------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "word"),
+    [
+        ("would you mind adding type hints to every function from now on?", "type hints"),
+        ("do you mind using British spelling going forward?", "British spelling"),
+        ("能不能以后都把 SQL 关键字写成大写？", "大写"),
+        ("可以今后回答都附上参考链接吗？", "参考链接"),
+    ],
+)
+def test_a_polite_question_asking_for_conduct_from_now_on_is_a_rule(text: str, word: str) -> None:
+    found = extract_turn(Turn("e1", "user", text))
+    assert any(word.lower() in c.content.lower() and c.tier.value == "must" for c in found), found
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "would you mind adding type hints to this function?",  # the task at hand, no "from now on"
+        "能不能帮我把这段 SQL 关键字写成大写？",
+        "能不能以后再说？",
+    ],
+)
+def test_a_polite_question_about_the_task_at_hand_is_no_rule(text: str) -> None:
+    assert [c for c in extract_turn(Turn("e1", "user", text)) if c.tier.value == "must"] == []
+
+
+# --- a requirement on every thing of a kind ("every migration needs a down()") ---------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "going forward, every endpoint needs a rate limit",
+        "all public functions require a docstring",
+        "each release must have a changelog entry",
+    ],
+)
+def test_a_requirement_on_every_thing_of_a_kind_is_a_rule(text: str) -> None:
+    found = extract_turn(Turn("e1", "user", text))
+    assert [c.tier.value for c in found] == ["must"], found
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "every time I deploy, it needs a manual restart",
+        "all of these tests need a rewrite",
+        "if every service needs a sidecar, is the mesh worth it?",
+        "every build needs a clean cache today",
+    ],
+)
+def test_a_one_off_or_hypothetical_need_is_no_rule(text: str) -> None:
+    assert [c for c in extract_turn(Turn("e1", "user", text)) if c.tier.value == "must"] == []
+
+
+# --- what the user prefers the agent to do ("I prefer you ask before guessing") -------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "word"),
+    [
+        ("I prefer you explain the trade-offs before giving code", "trade-offs"),
+        ("I'd rather you use dataclasses than dicts for records", "dataclasses"),
+    ],
+)
+def test_what_the_user_prefers_the_agent_to_do_is_a_rule(text: str, word: str) -> None:
+    found = extract_turn(Turn("e1", "user", text))
+    assert any(word in c.content and c.tier.value == "must" for c in found), found
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["I prefer you fix this file first", "my manager would prefer you use Java", "I prefer tea over coffee"],
+)
+def test_a_one_off_or_someone_elses_preference_for_the_agent_is_no_rule(text: str) -> None:
+    assert [c for c in extract_turn(Turn("e1", "user", text)) if c.rule == "en.rule.prefer_you"] == []
+
+
+# --- a state told with a locative verb ("我们的数仓在 StarRocks 上", "the design system is in Storybook") -------------
+
+
+@pytest.mark.parametrize(
+    ("text", "slot", "value"),
+    [
+        ("我们的缓存在 Memcached 上，过期策略怎么设？", "project.cache", "memcached"),
+        ("数仓在 BigQuery 上，这个分区表怎么建", "project.warehouse", "bigquery"),
+    ],
+)
+def test_a_slot_noun_located_in_a_named_value_is_its_state(text: str, slot: str, value: str) -> None:
+    assert _slots(text).get(slot) == value
+
+
+@pytest.mark.parametrize("text", ["数据库在 3 号机上", "他们的数仓在 Snowflake 上", "如果数仓在 BigQuery 上会怎样"])
+def test_a_located_state_of_a_number_or_of_someone_else_is_not_kept(text: str) -> None:
+    assert _contents(text) == []
+
+
+def test_a_rule_whose_verb_is_zou_is_not_taken_for_comfort() -> None:
+    assert [c.tier.value for c in extract_turn(Turn("e1", "user", "发版必须走审批流程"))] == ["must"]
+    assert _contents("你别走啊") == []
+
+
+# --- a bare rule after a complaint, a noun-phrase rule, a permission for the agent ----------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "word"),
+    [
+        ("you keep using requests in the examples, how many times, use httpx", "httpx"),
+        ("你怎么又给我用 moment 算日期，说了好几遍了，用 dayjs！", "dayjs"),
+    ],
+)
+def test_the_bare_imperative_after_a_complaint_is_a_standing_rule(text: str, word: str) -> None:
+    found = extract_turn(Turn("e1", "user", text))
+    assert any(word in c.content and c.tier.value == "must" for c in found), found
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["我同事说你总是用 print，用 logging 吧", "如果你又用 var 写循环，那就用 let 吧", "用 logger 打一下这个变量"],
+)
+def test_a_bare_imperative_without_the_users_own_complaint_is_no_rule(text: str) -> None:
+    assert [c for c in extract_turn(Turn("e1", "user", text)) if c.rule.endswith("complaint_use")] == []
+
+
+@pytest.mark.parametrize(
+    ("text", "word"),
+    [
+        ("metric units for all recipes pls", "metric units"),
+        ("single quotes only please", "single quotes"),
+        ("the staging cluster is hands-off for you", "staging cluster"),
+        ("no force pushes, no rebases on main, ever.", "force pushes"),
+    ],
+)
+def test_a_noun_phrase_rule_or_a_permission_for_the_agent_is_must(text: str, word: str) -> None:
+    found = extract_turn(Turn("e1", "user", text))
+    assert any(word in c.content.lower() and c.tier.value == "must" for c in found), found
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "good luck for all exams",
+        "weekends only",
+        "thanks for all the help please",
+        "this file is read-only for you right now",
+        "the docs folder is read-only",
+    ],
+)
+def test_a_wish_a_fact_or_a_one_off_permission_is_no_rule(text: str) -> None:
+    assert [c for c in extract_turn(Turn("e1", "user", text)) if c.tier.value == "must"] == []
+
+
+def test_a_short_clause_before_the_rule_does_not_hide_it() -> None:
+    found = extract_turn(Turn("e1", "user", "it's 2026, use f-strings in all Python you write for me"))
+    assert any("f-strings" in c.content and c.tier.value == "must" for c in found), found
+
+
+def test_the_speakers_own_aside_is_not_reported_speech() -> None:
+    found = extract_turn(Turn("e1", "user", "顺便说一句，以后提交信息都要用英文写"))
+    assert [c.tier.value for c in found] == ["must"], found
+
+
+# --- precision: a reply style for the moment, someone else's wish ------------------------------------------------
+
+
+def test_so_before_the_asked_style_does_not_negate_it() -> None:
+    assert _slots("keep answers brief, so keep replies short please").get("user.reply_style") == "concise"
+    assert _slots("your explanations are so long").get("user.reply_style") == "concise"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I'm on a bus at the moment so keep replies short pls",
+        "I'm tired today, so keep answers short",
+        "our VP wants every team on Nx by spring",
+        "our manager wanted us on Bitbucket",
+    ],
+)
+def test_a_style_for_the_moment_or_someone_elses_wish_is_not_kept(text: str) -> None:
+    assert _contents(text) == []
+
+
+# --- updates: the slot a change names, a move taken as given, a new diet after the old one -------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "slot", "value"),
+    [
+        ("we've since moved the warehouse to BigQuery, so the DDL changes", "project.warehouse", "bigquery"),
+        ("ever since joining the platform team I'm on call twice a month", "user.team", "platform team"),
+        ("自从调到增长组，每天都在看漏斗数据", "user.team", "增长组"),
+        ("we moved our infra code to Pulumi last quarter", "project.iac", "pulumi"),
+        ("I'm not keto anymore, vegetarian now", "user.diet", "vegetarian"),
+    ],
+)
+def test_a_change_fills_the_slot_it_names(text: str, slot: str, value: str) -> None:
+    assert _slots(text).get(slot) == value
+
+
+def test_a_change_to_a_place_to_run_keeps_the_places_slot() -> None:
+    assert _slots("we moved the database to GCP last year").get("project.cloud") == "gcp"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "since joining the company I've learned a lot",
+        "自从他调到增长组，我们就很少聊了",
+        "I'm no longer vegan, my brother is vegetarian though",
+    ],
+)
+def test_a_move_or_diet_not_the_users_own_fills_no_slot(text: str) -> None:
+    slots = _slots(text)
+    assert "user.team" not in slots and slots.get("user.diet") in (None, "none")
+
+
+def test_a_tool_is_no_place_the_user_moved_to() -> None:
+    assert "user.location" not in _slots("after the licence change we moved to OpenTofu")
+
+
+# --- updates told as a finished change, a time in a statement, error tracking and monitoring as slots ---------
+
+
+@pytest.mark.parametrize(
+    ("text", "slot", "value"),
+    [
+        ("the Vue 3 upgrade landed last week, so how do I port this mixin?", "project.framework", "vue 3"),
+        ("the Bugsnag migration is finished, update the alert links pls", "project.error_tracking", "bugsnag"),
+        ("crash reporting is Honeybadger", "project.error_tracking", "honeybadger"),
+        ("alerting aside, monitoring's on Grafana", "project.monitoring", "grafana"),
+        ("异常监控从 Sentry 换成了自研的 Lighthouse 平台", "project.error_tracking", "lighthouse"),
+        ("we relocated again, Porto this time", "user.location", "Porto"),
+    ],
+)
+def test_a_finished_change_or_a_named_slot_fills_the_slot(text: str, slot: str, value: str) -> None:
+    assert _slots(text).get(slot) == value
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["the api upgrade landed yesterday", "should the Sentry migration be finished first?", "I moved again, Friday this time"],
+)
+def test_a_change_without_a_named_value_or_asked_fills_no_slot(text: str) -> None:
+    slots = _slots(text)
+    assert slots.get("user.location") is None
+    assert all(value is None for slot, value in slots.items() if slot), slots
+
+
+def test_a_time_of_day_is_not_a_clause_break() -> None:
+    assert any("11:45" in c for c in _contents("we moved the weekly sync to 11:45 starting in March"))
+
+
+def test_a_product_named_after_its_maker_is_the_product() -> None:
+    text = "since we moved logging to Grafana Loki, queries are faster"
+    assert "project.monitoring" not in _slots(text)
+    assert any("Loki" in c for c in _contents(text))
+
+
+# --- remember verbs, a slot given by "as my", hobbies, skills and teams in Chinese --------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "word"),
+    [
+        ("jot this down for me: the wifi password at the lab is on the fridge", "wifi password"),
+        ("write this down: invoices go out on the 3rd", "invoices"),
+    ],
+)
+def test_a_jot_down_request_is_a_remember_request(text: str, word: str) -> None:
+    found = extract_turn(Turn("e1", "user", text))
+    assert any(word in c.content.lower() and c.tier.value == "must" for c in found), found
+
+
+@pytest.mark.parametrize(
+    "text", ["can you write it down in the README?", "I wrote it down somewhere", "jot down ideas for a name?"]
+)
+def test_writing_something_down_as_a_task_is_no_remember_request(text: str) -> None:
+    assert [c for c in extract_turn(Turn("e1", "user", text)) if c.tier.value == "must"] == []
+
+
+@pytest.mark.parametrize(
+    ("text", "slot", "value"),
+    [
+        ("been using Neovim as my editor for years", "user.editor", "neovim"),
+        ("we went with Woodpecker as our CI", "project.ci", "woodpecker"),
+    ],
+)
+def test_a_value_given_its_slot_by_as_my_fills_it(text: str, slot: str, value: str) -> None:
+    assert _slots(text).get(slot) == value
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["if I used Zed as my editor, would it work?", "my colleague uses Vim as his editor", "should we pick Drone as our CI?"],
+)
+def test_a_hypothetical_or_someone_elses_as_my_fills_no_slot(text: str) -> None:
+    assert not {s for s in _slots(text) if s in ("user.editor", "project.ci")}
+
+
+@pytest.mark.parametrize(
+    ("text", "word"),
+    [
+        ("我周末喜欢骑车，一般骑五十公里", "骑车"),
+        ("我的爱好是攀岩", "攀岩"),
+        ("我之前写 Java，Kotlin 不太熟", "Kotlin"),
+        ("我们组叫天枢组，做推荐系统", "天枢组"),
+        ("我 manager 是 Laura，她很看重测试", "Laura"),
+    ],
+)
+def test_chinese_hobbies_skills_teams_and_managers_are_kept(text: str, word: str) -> None:
+    assert any(word in content for content in _contents(text)), _contents(text)
+
+
+@pytest.mark.parametrize("text", ["他的爱好是攀岩", "这个函数不太熟", "他对 Rust 很熟", "我周末在苏州"])
+def test_someone_elses_hobby_or_skill_or_a_weekend_place_is_not_kept(text: str) -> None:
+    assert not [c for c in _contents(text) if "爱好" in c or "熟" in c or "苏州" in c]
+
+
+# --- a rule over all of a kind with 都, tools after a job ("mostly X + Y"), a tool "here" ----------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "word"),
+    [
+        ("所有金额都按人民币显示给我", "人民币"),
+        ("回复里的 SQL 我希望都用大写关键字", "大写"),
+    ],
+)
+def test_a_rule_over_all_of_a_kind_with_dou_is_must(text: str, word: str) -> None:
+    found = extract_turn(Turn("e1", "user", text))
+    assert any(word in c.content and c.tier.value == "must" for c in found), found
+
+
+@pytest.mark.parametrize("text", ["所有人都用飞书", "所有测试都按时跑完了", "这个文件的代码都用 tab 缩进", "我希望你都能开心"])
+def test_a_fact_about_everyone_a_past_event_or_a_one_off_with_dou_is_no_rule(text: str) -> None:
+    assert [c for c in extract_turn(Turn("e1", "user", text)) if c.tier.value == "must"] == []
+
+
+@pytest.mark.parametrize(
+    ("text", "slot", "value"),
+    [
+        ("I'm an analytics engineer at a bank, mostly Dagster + dbt", "project.workflow", "dagster"),
+        ("Svelte here, how do I share state between pages?", "project.framework", "svelte"),
+        ("Laravel shop here (still on 10), can you check this query?", "project.framework", "laravel"),
+    ],
+)
+def test_tools_said_in_passing_after_a_job_or_as_here_fill_their_slot(text: str, slot: str, value: str) -> None:
+    assert _slots(text).get(slot) == value
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "my friend is an analytics engineer, mostly Dagster + dbt",
+        "the error here is from Svelte",
+        "svelte here?",
+        "Svelte here is slow",
+    ],
+)
+def test_someone_elses_tools_or_a_tool_named_as_a_place_fill_no_slot(text: str) -> None:
+    assert not {s for s in _slots(text) if s in ("project.workflow", "project.framework")}
+
+
+@pytest.mark.parametrize("text", ["新服务现在都用 Go 写了，老的慢慢迁", "新代码已经都用 Kotlin 写"])
+def test_a_state_told_with_dou_is_no_rule(text: str) -> None:
+    assert [c for c in extract_turn(Turn("e1", "user", text)) if c.rule == "zh.rule.all_do"] == []

@@ -182,11 +182,13 @@ _GIVEN_CHANGE_RE = re.compile(
     r"(?:\w+\s+)?(?:to|onto)\b"
     r"|\b(?:migration|move|switch|cutover|transition)\s+to\s+(?=[\w.+#-]+(?:\s+[\w.+#-]+)?\s+(?:is|was|has\s+been)\s+"
     r"(?:(?:finally|officially|now)\s+)?(?:done|complete|completed|finished|wrapped\s+up|live|over)\b)"
-    r"|\b(?=[\w.+#-]+\s+(?:migration|move|cutover|switch|rollout)\s+(?:(?:is|was|has\s+been|finally|officially|now)\s+)*"
-    r"(?:done|complete|completed|finished|wrapped\s+up|over)\b)",
+    r"|\b(?=[\w.+#-]+(?:\s+v?\d[\d.x]*)?\s+(?:migration|move|cutover|switch|rollout|upgrade)\s+"
+    r"(?:(?:is|was|has\s+been|finally|officially|now)\s+)*(?:done|complete|completed|finished|wrapped\s+up|over|landed|"
+    r"shipped|merged|live)\b)",
     re.I,
 )
-_GIVEN_CHANGE_WORDS = ("now that", "since", "finish", "complet", "done", "wrapped", "live", " over")
+_GIVEN_CHANGE_WORDS = ("now that", "since", "finish", "complet", "done", "wrapped", "live", " over", "landed",
+                       "shipped", "merged")  # fmt: skip
 
 
 def change_match(clause: str) -> re.Match[str] | None:
@@ -229,6 +231,8 @@ _SLOT_NOUNS = (
     (r"ci|ci/cd|pipelines?|流水线", "project.ci"), (r"(?:the\s+)?database|db|数据库|主库", "project.database"),
     (r"package\s+manager|包管理(?:器|工具)?", "project.package_manager"), (r"editor|ide|编辑器", "user.editor"),
     (r"hosting|host|托管", "project.hosting"), (r"cloud|云", "project.cloud"), (r"framework|框架", "project.framework"),
+    (r"error\s+(?:tracking|monitoring|reporting)|crash\s+reporting|错误监控|异常监控|错误追踪",
+     "project.error_tracking"),
     (r"monitoring|监控", "project.monitoring"), (r"(?:message\s+)?queue|消息队列|队列", "project.queue"),
     (r"cache|缓存", "project.cache"), (r"orm", "project.orm"), (r"bundler|build\s+tool|打包工具", "project.bundler"),
     (r"linter|lint", "project.linter"), (r"test\s+(?:runner|framework)|测试框架", "project.test_framework"),
@@ -241,6 +245,7 @@ _SLOT_NOUNS = (
 _SLOT_NAMES = {
     "project.ci": ("CI", "CI"), "project.database": ("database", "数据库"),
     "project.package_manager": ("package manager", "包管理器"), "user.editor": ("editor", "编辑器"),
+    "project.error_tracking": ("error tracking", "错误监控"),
     "project.hosting": ("hosting", "托管平台"), "project.cloud": ("cloud", "云服务"),
     "project.framework": ("framework", "框架"), "project.monitoring": ("monitoring", "监控"),
     "project.queue": ("message queue", "消息队列"), "project.cache": ("cache", "缓存"), "project.orm": ("ORM", "ORM"),
@@ -258,8 +263,8 @@ _NOUN_CHANGE_RES = tuple(
         r"\b(?:moved|switched|migrated|changed|ported)\s+(?:our\s+|the\s+)?(?:{noun})\s+(?:over\s+)?(?:from\s+\S+\s+)?"
         r"(?:to|onto)\s+(?:an?\s+|the\s+)?{val}",
         r"(?:^|\b)(?:our\s+|the\s+)?(?:{noun})\s+(?:is|are)\s+now\s+(?:on\s+|an?\s+)?{val}",
-        r"(?:^|[,\s])(?:{noun})\s*(?:已经|现在|也|都|整体|全部|全都)*(?:换成|改成|改用|迁到|迁移到|统一到|切到|换到|挪到|"
-        r"搬到|转到)了?\s*{val}",
+        r"(?:^|[,\s])(?:{noun})\s*(?:已经|现在|也|都|整体|全部|全都)*(?:从\s*[A-Za-z][\w.+#-]*\s*)?(?:已经|也|都|全部)*"
+        r"(?:换成|改成|改用|迁到|迁移到|统一到|切到|换到|挪到|搬到|转到)了?\s*(?:自研的|自建的|内部的|新的|公司的)?\s*{val}",
     )
 )
 # Only a clause with one of these words can hold such a change: checked first, it spares the patterns.
@@ -274,18 +279,25 @@ _STATE_END = r"(?=\s*$|\s*[,.;!(（]|\s+(?:and|but|with|for|now|these|since|too|
 _NOUN_STATE_RES = tuple(
     re.compile(pattern.format(noun=_NOUN_GROUPS, val=_VALUE.replace("(?=$|", "(?=$|[\u4e00-\u9fff]|")), re.I)
     for pattern in (
-        r"^(?:(?:and|so|also|btw|fyi)\s+)*(?:our\s+|the\s+|my\s+)?(?:[\w-]+\s+)?(?:{noun})\s+(?:is|are|=)\s+"
+        r"^(?:(?:and|so|also|btw|fyi)\s+)*(?:our\s+|the\s+|my\s+)?(?:[\w-]+\s+)?(?:{noun})(?:\s+(?:is|are|=)|'s)\s+"
         r"(?:all\s+)?(?:on\s+)?{val}" + _STATE_END,
         r"^(?:[\u4e00-\u9fff]{{0,4}}?的|我们的?|我的|咱们的?|项目的?)?\s*(?:{noun})\s*(?:现在|目前|一直|都|主要|统一)*"
-        r"(?:是|用的是|用的|用|走的是|走|跑在|选的是)\s*{val}" + _STATE_END,
+        r"(?:是|用的是|用的|用|走的是|走|跑在|选的是|(?:放|建|搭|部署|托管)?在(?=\s*[A-Za-z]))\s*{val}" + _STATE_END,
     )
 )
 
 
+# A value given its slot by "as": "using Helix as my editor", "we picked Drone as our CI"
+_NOUN_AS_RE = re.compile(
+    r"\b(?:use|uses|using|used|went\s+with|picked|chose|run|running|have)\s+" + _VALUE + r"\s+as\s+(?:my|our)\s+"
+    r"(?:main\s+|primary\s+|daily\s+|default\s+|go-to\s+)?(?:" + _NOUN_GROUPS + r")\b",
+    re.I,
+)
 # A word of each slot noun, to spare the patterns a clause that names none
 _STATE_NOUN_WORDS = frozenset(
     "ci ci/cd pipeline pipelines database db package editor ide host hosting cloud framework monitoring queue "
     "cache orm bundler build linter lint test phone warehouse tracker registry scheduler orchestrator shell os "
+    "error crash "
     "operating".split()
 )
 _STATE_NOUN_HAN = re.compile(
@@ -345,8 +357,12 @@ def noun_change_hits(clause: str, *, lang: str) -> list[Hit]:
 def noun_state_hits(clause: str, *, lang: str) -> list[Hit]:
     """The value of the slot a noun names, stated ("CI is Drone", "我们 CI 是 Drone"); the caller has ruled
     out a question, a hypothetical and someone else's statement."""
+    if " as my " in clause or " as our " in clause:
+        named = _NOUN_AS_RE.search(clause)
+        if named is not None and not is_question_like(clause[: named.start()]):
+            return _noun_value_hit(clause, named, lang=lang, change=False)
     head = clause[:40]
-    if _STATE_NOUN_WORDS.isdisjoint(head.lower().split()) and not (
+    if _STATE_NOUN_WORDS.isdisjoint(head.lower().replace("'s ", " ").split()) and not (
         has_han(head) and _STATE_NOUN_HAN.search(head)
     ):
         return []  # the noun comes first in its clause, or not at all
@@ -410,10 +426,10 @@ def change_hits(clause: str, *, lang: str, blocked: Callable[[str, int], bool] |
 # A clause that speaks for the user, the team or the project and names tools: "Stack is Laravel 10 + MySQL,
 # all hosted on DigitalOcean", "我们主要是 Kotlin + Spring Boot，数据库 PostgreSQL", "前端是 Vue 3".
 _STACK_SUBJECT_RE = re.compile(
-    r"^(?:(?:and|also|plus|btw|fyi|so|oh|ok|but)\s+)*(?:i\b|i'm|i've|we\b|we're|we've|our\b|my\b|(?:the|this)\s+"
+    r"^(?:(?:and|also|plus|btw|fyi|so|oh|ok|but|heads\s+up|quick\s+update|update|fwiw)[\s,:]+)*(?:i\b|i'm|i've|we\b|we're|we've|our\b|my\b|(?:the|this)\s+"
     r"(?:[\w-]+\s+){0,2}?(?:stack|backend|frontend|api|app|service|project|repo|codebase|db|database|infra|cluster|site|"
     r"pipeline|ci|layer|cache|queue|server|servers|platform|website|blog|monorepo|tests|test\s+suite|product|saas|"
-    r"startup|tool|box|machine|laptop|homelab|home\s+lab|setup)\b|"
+    r"startup|tool|box|machine|laptop|homelab|home\s+lab|setup|system|side)\b|"
     r"this\s+(?:repo|project|service|app|codebase)\b|(?:tech\s+)?stack\b|backend\b|frontend\b|db\b|database\b|"
     r"ci\b|infra\b|prod\b|everything\b|all\s+hosted|hosted\b|deployed\b|running\b|built\b|"
     # "it's all Zustand now", "all on Buildkite these days": the current state, told after a change
@@ -426,12 +442,12 @@ _STACK_SUBJECT_RE = re.compile(
     r"|^(?:现在|目前|如今)?\s*(?:[A-Za-z]{2,10}\s*)?[\u4e00-\u9fff]{1,6}(?=(?:都|统一|一直|现在|直接|全)*(?:用的是|用的|用|采用|使用|跑在|跑|"
     r"部署在|部署到|托管在|托管到|挂在|挂|放在|放到|存在|存放在|存到|走的是|走|运行在|进|接入|接的是|打到|推到|发到|写到)"
     r"\s*[A-Za-z])"
-    r"|^[\u4e00-\u9fff]{2,6}(?=是\s*[A-Za-z][^,]{0,20}?写的)",
+    r"|^(?:这个|这套|我们的?|咱们的?|我的)?\s*(?:[\u4e00-\u9fff]{2,6}|[A-Za-z]{2,12})\s*(?=是\s*[A-Za-z][^,]{0,20}?写的)",
     re.I,
 )
 _STACK_BLOCK_RE = re.compile(
     r"\b(?:if|suppose|imagine|would|could|should\s+we|maybe|might|thinking|considering|planning|plan\s+to|want\s+to|"
-    r"going\s+to|gonna|said|says|told|colleague|friend|boss|today|yesterday|tried|trying|not|never|don't|no\s+longer|"
+    r"going\s+to|gonna|said|says|told|colleague|friend|boss|cto|ceo|cfo|vp|manager|wants?|wanted|wishes|today|yesterday|tried|trying|not|never|don't|no\s+longer|"
     r"competitors?|rivals?|vendors?|partners?|suppliers?|clients?|customers?|apparently|reportedly|supposedly|"
     r"instead|than|vs|versus|or)\b|如果|要是|假如|假设|打算|准备|考虑|可能|也许|同事|朋友|老板|他们|不用|不是|没用|没上|"
     r"不再|放弃|还是[^,]{0,20}?(?:好|呢|吧|更)|或者|对比|比较|今天|试了|试试|[?？吗]|[A-Za-z0-9+#.]\s*(?!上了|里了)[\u4e00-\u9fff]{1,3}了(?!解)|"

@@ -16,6 +16,7 @@ told as hearsay ("apparently", "好像").
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 
 from core.extraction.candidates import Candidate, Category, Kind, Tier
@@ -34,7 +35,7 @@ from core.extraction.rules.en.grammar import blocked as en_blocked
 from core.extraction.rules.en.grammar import hearsay as en_hearsay
 from core.extraction.rules.en.grammar import sentence_case, third_person
 from core.extraction.rules.en.grammar import with_subject as en_with_subject
-from core.extraction.rules.hits import Hit, shift
+from core.extraction.rules.hits import Hit, shift, tool_hit
 from core.extraction.rules.sentences import split_clauses
 from core.extraction.rules.vocab import current_tool, find_tools, named_as_left, topic_slot
 from core.extraction.rules.zh.grammar import BIE, zh_content
@@ -45,6 +46,7 @@ from core.extraction.rules.zh.grammar import with_subject as zh_with_subject
 _LATIN_WORD_RE = re.compile(r"[A-Za-z]{2,}")
 
 
+@functools.lru_cache(maxsize=2048)  # pure, and asked of the same clause by several passes
 def is_asked(sentence: str) -> bool:
     """A question in either language (without Han characters, the Chinese test is only its question mark)."""
     if en.ENGLISH.is_question(sentence):
@@ -185,7 +187,7 @@ _SO_REQUEST_RE = re.compile(
 )
 _TASK_AT_HAND_RE = re.compile(
     r"\b(?:for\s+now|this\s+time|for\s+this\s+(?:one|snippet|demo|file|function|script|query|test|pr|ticket|task)|"
-    r"throwaway|right\s+now|just\s+this\s+once)\b|这段|这次|这一次|这回|先用|先别|暂时|这个(?:文件|函数|组件|脚本|接口|页面)|"
+    r"throwaway|right\s+now|at\s+the\s+moment|today|tonight|just\s+this\s+once)\b|这段|这次|这一次|这回|先用|先别|暂时|这个(?:文件|函数|组件|脚本|接口|页面)|"
     r"方便我|调试",
     re.I,
 )
@@ -199,12 +201,41 @@ _REJECTED_RE = re.compile(
 # A clause that goes on with the subject of the one before it (Chinese topic chains, English ellipsis):
 # "我们部署在 k8s 上，用 ArgoCD 做 GitOps", "we're on Postgres, using pgbouncer in front".
 _CHAIN_RE = re.compile(
-    r"^\s*(?:(?:也|还|都|再|并且|同时)\s*)?(?:用|用的是|采用|基于|跑在|部署在|托管在|放在|存在|走)\s*[A-Za-z]"
+    r"^\s*(?:(?:也|还|都|再|并且|同时)\s*)?(?:用|用的是|采用|基于|跑在|部署在|托管在|放在|存在|走|(?:deploy(?:ed)?|"
+    r"host(?:ed)?|run)\s*在)\s*[A-Za-z]"
     r"|^\s*(?:and\s+|also\s+|plus\s+)?(?:using|with|hosted\s+on|deployed\s+(?:on|to)|running\s+on|backed\s+by)\s+"
-    r"(?-i:[A-Z])",
+    r"(?-i:[A-Z])"
+    # "I'm a data engineer at a logistics co, mostly Airflow + dbt": what the user works with, the subject kept
+    r"|^\s*(?:mostly|mainly|primarily)\s+(?=[A-Za-z][\w.+#-]*(?:\s*(?:\+|/|and|,)\s*[A-Za-z][\w.+#-]*)*\s*$)",
     re.I,
 )
+# A clause the speaker gives as the ground of what follows ("given that our app is Flutter, ...", "since we're
+# all on VS Code, can you ...", "既然我们前端是 React，…"): what it states is told, not asked, whatever follows.
+_PREMISE_RE = re.compile(
+    r"^\s*(?:(?:and|so|but|ok|okay)[\s,]+)?(?:given\s+that|seeing\s+(?:as|that)|since|because)\s+(?=(?:i|i'm|we|we're|"
+    r"our|my|the|this|everything|everyone)\b)|^\s*(?:既然|因为|由于|鉴于)\s*(?=我们|咱们|我|项目|公司|团队|组里|这个|[A-Za-z])",
+    re.I,
+)
+# "Vue 2 here (yeah, still), can you ...", "Rails shop here": the user's own tool, named as where they stand
+_HERE_RE = re.compile(
+    r"^\s*(?P<name>[A-Za-z][\w.+#-]*(?:\s+[A-Za-z][\w.+#-]*)?(?:\s+v?\d[\w.]*)?)\s+(?:user\s+|dev\s+|shop\s+|team\s+)?"
+    r"here\b(?!\s+(?:is|are|was|were)\b)",
+    re.I,
+)
+
+
+def _here_hits(clause: str, lang: str) -> list[Hit]:
+    match = _HERE_RE.match(clause) if " here" in clause.lower() and not is_asked(clause) else None
+    tools = find_tools(match.group("name")) if match else []
+    if not match or len(tools) != 1 or tools[0][1] != 0 or tools[0][0].slot is None:
+        return []  # the name must be one tool, all of it: "the error here" names nothing
+    return [tool_hit(tools[0][0], 0, len(clause), rule=f"{lang}.tool.here", lang=lang)]
+
+
 _NO_REFERENT_RE = re.compile(r"^\s*(?:(?:and|so|but)\s+)?(?:it's|it\s+is)\b", re.I)
+
+
+_WHERE_SLOTS = frozenset({"project.cloud", "project.hosting", "project.orchestration"})
 
 
 def _blocked(text: str, at: int) -> bool:
@@ -343,15 +374,115 @@ def _one_value_per_slot(hits: list[Hit]) -> list[Hit]:
     return out
 
 
+# A request for the agent's conduct from now on, asked politely as a question ("would you mind writing tests
+# first from now on?", "能不能以后都用英文回复？"): a standing rule, the same as the imperative it asks for.
+_MIND_ING_RE = re.compile(
+    r"^(?:(?:ok|okay|so|also|and|hey|btw)[\s,]+)*(?:please\s+)?(?:would|do)\s+you\s+mind\s+(?P<verb>[a-z]+)ing\b"
+    r"(?P<rest>[^?]*?)\s*\??\s*$",
+    re.I,
+)
+_ZH_CAN_YOU_RE = re.compile(
+    r"^(?:你)?(?:能不能|能否|可不可以|可以|能)(?:请你?|麻烦你?)?\s*(?P<rest>.+?)(?:吗|呢|吧)?\s*[?？]?\s*$"
+)
+_FROM_NOW_RE = re.compile(
+    r"\b(?:from\s+now\s+on|going\s+forward|moving\s+forward|in\s+(?:the\s+)?future|from\s+here\s+on)\b"
+    r"|以后|今后|往后|从现在(?:起|开始)|之后都",
+    re.I,
+)
+
+
+def _base_verb(stem: str) -> str:
+    """The base form of a verb whose "-ing" was cut off ("writ" -> "write", "putt" -> "put")."""
+    from core.extraction.rules.en.behaviour import IMPERATIVE_VERBS
+
+    stem = stem.lower()
+    for base in (stem + "e", stem, stem[:-1]):
+        if base in IMPERATIVE_VERBS:
+            return base
+    return stem
+
+
+def _asked_standing_request(sentence: str) -> str | None:
+    """The imperative a polite question asks for from now on, or None."""
+    low = sentence.lower()
+    said = "now on" in low or "forward" in low or "future" in low or "here on" in low
+    if not (said or "后" in sentence or "从现在" in sentence) or not _FROM_NOW_RE.search(sentence):
+        return None  # substring tests first (以后, 今后, 往后, 之后都 all end in 后)
+    mind = _MIND_ING_RE.match(sentence)
+    if mind:
+        return _base_verb(mind.group("verb")) + mind.group("rest")
+    can = _ZH_CAN_YOU_RE.match(sentence) if has_han(sentence) else None
+    if can and _FROM_NOW_RE.search(can.group("rest")):
+        return can.group("rest")
+    return None
+
+
+# A complaint about what the agent keeps doing, then the bare imperative that corrects it ("你怎么老是用 print，
+# 说了多少遍了，用 logger！", "you keep using moment, how many times, use date-fns"): the imperative is standing.
+_COMPLAINT_RE = re.compile(
+    r"\byou\s+(?:keep|always|still)\b|\b(?:how\s+many\s+times|i\s+(?:already\s+)?told\s+you|again)\b|你(?:怎么)?(?:老是|总是|"
+    r"又|还是|每次都)|说了(?:多少|几|好几)(?:遍|次)|说过(?:多少|几|好几)(?:遍|次)|跟你说过",
+    re.I,
+)
+_BARE_USE_RE = re.compile(
+    r"^\s*(?:(?:just|please|pls|so)\s+)?(?:use|switch\s+to)\s+(?P<en>[A-Za-z][\w.+#/-]*)[\s.!]*$"
+    r"|^\s*(?:请|就|给我|都|改)?(?:用|换成|改用)\s*(?P<zh>[A-Za-z][\w.+#/-]*)\s*(?:啊|吧|好吗|行吗)?[\s.!~]*$",
+    re.I,
+)
+
+
+def _complaint_rule_hits(sentence: str, clauses: list[tuple[int, str]]) -> list[Hit]:
+    low = sentence.lower()
+    if not ("use" in low or "switch" in low or "用" in sentence or "换" in sentence) or not (
+        "you" in low or "again" in low or "times" in low or "你" in sentence or "说" in sentence
+    ):
+        return []  # the words every complaint and its imperative have: substring tests spare the pattern
+    complaint = _COMPLAINT_RE.search(sentence)
+    if complaint is None or _blocked(sentence, complaint.start()):
+        return []  # "你怎么老是…" is a complaint, not a question: only the imperative's own clause must not ask
+    for start, clause in clauses:
+        use = _BARE_USE_RE.match(clause)
+        if use is None or start < complaint.end() or is_asked(clause) or is_question_like(sentence[:start]):
+            continue
+        name = use.group("en") or use.group("zh")
+        left = [t for t, s, _ in find_tools(sentence[:start]) if t.canonical != name.lower()]
+        words = re.findall(r"(?<![A-Za-z0-9_.])(?:用|using|use)\s*([A-Za-z][\w.+#/-]*)", sentence[:start], re.I)
+        old = left[0].display if left else next((w for w in words if w.lower() != name.lower()), None)
+        lang = "en" if use.group("en") else "zh"
+        if lang == "zh":
+            content = f"用 {name}，不要用 {old}。" if old else f"始终用 {name}。"
+        else:
+            content = f"Use {name}, not {old}." if old else f"Always use {name}."
+        cand = Candidate(content=content, kind=Kind.PROCEDURAL, category=Category.FEEDBACK, tier=Tier.MUST,
+                         confidence=0.85, source_event_ids=(), lang=lang,
+                         rule=f"{lang}.rule.complaint_use")  # fmt: skip
+        return [(cand, start, start + len(clause))]
+    return []
+
+
 def sentence_hits(sentence: str) -> list[Hit]:
     """The sentence's hits, then those of each clause no hit accounts for: a fact stated in passing inside
     a request ("this service is on Go 1.22, can you check the build?"), a rule after a fact ("数据库用
     PostgreSQL，不要用 ORM"). A clause after a hypothetical or reported one is not the user's statement."""
     if en_hearsay(sentence) or zh_hearsay(sentence):
         return []  # "our competitor runs on Elixir apparently", "竞品好像是用 Go 写的": nothing is the user's own
+    asked_for = _asked_standing_request(sentence)  # substring tests first: most sentences say no "from now on"
+    asked_for = asked_for if asked_for and is_asked(sentence) else None
+    if asked_for:
+        rules = [(cand, 0, len(sentence)) for cand, _, _ in _language_hits(asked_for) if cand.tier is Tier.MUST]
+        if rules:
+            return rules
     hits = _language_hits(sentence)
     clauses = split_clauses(sentence) or [(0, sentence)]
-    if len(clauses) > 1:
+    known: dict[int, bool] = {}
+
+    def blocked_at(start: int) -> bool:  # each clause's test is made once, not once per pass
+        if start not in known:
+            known[start] = _blocked(sentence, start)
+        return known[start]
+
+    task_at_hand: bool | None = None
+    if len(clauses) > 1 or clauses[0][0] > 0:  # one clause left after a short one ("it's 2025, use X ...")
         # The sentence's own pass found every fact rule (they search anywhere); a clause adds what a question
         # hid, and the rules that open a clause ("..., don't use X", "…，不要用 ORM").
         asked = is_asked(sentence)
@@ -365,19 +496,28 @@ def sentence_hits(sentence: str) -> list[Hit]:
             if covered and (not drawn or any(cand.tier is Tier.MUST for cand in covered)):
                 continue  # ("remember that X, so don't Y": the request already holds the rule)
             opens = drawn or asked or _CLAUSE_OPENER_RE.match(clause) or _dropped_subject(clause)
-            if not opens or _TASK_AT_HAND_RE.search(sentence):
+            if opens and task_at_hand is None:
+                task_at_hand = _TASK_AT_HAND_RE.search(sentence) is not None
+            if not opens or task_at_hand:
                 continue  # "这段先用普通 for 循环写，别用 stream": the rule is for this piece of work
-            if start and _blocked(sentence, start):
+            if start and blocked_at(start):
                 continue
             hits += shift(_language_hits(clause), start)
+    if not any(cand.tier is Tier.MUST for cand, _, _ in hits):
+        hits += _complaint_rule_hits(sentence, clauses)
     for start, clause in clauses:  # a change already made names the slot's new value, even in a question
         end = start + len(clause)
         slots = {cand.slot for cand, s, e in hits if cand.slot and s < end and start < e}
-        if start and _blocked(sentence, start):
+        if start and blocked_at(start):
             continue
         asked = is_asked(clause)
         lang = detect_lang(clause)
-        changes = change_hits(clause, lang=lang, blocked=_blocked) or noun_change_hits(clause, lang=lang)
+        changes = change_hits(clause, lang=lang, blocked=_blocked)
+        named = noun_change_hits(clause, lang=lang)
+        if named and not (changes and changes[0][0].slot in _WHERE_SLOTS):
+            # "migrated the warehouse to Snowflake": the slot the noun names, not the tool's usual one (a place
+            # it runs on keeps its own: "moved the database to AWS" is the cloud)
+            changes = named
         for cand, s, e in changes:
             if cand.slot not in slots:  # told inside a question: too unsure to replace a value on its own,
                 # unless the question takes the change as given ("now that we're on React 19, can I ...?")
@@ -401,8 +541,14 @@ def sentence_hits(sentence: str) -> list[Hit]:
         if any(s < end and start < e for s, e in spans):
             inherited = inherited or opens
             continue
-        if start and _blocked(sentence, start):
+        if start and blocked_at(start):
             continue
-        hits += shift(_generic_hits(clause, sentence, inherited=inherited or chained), start)
+        here = _here_hits(clause, "en") if " here" in clause.lower() else []
+        if here:
+            hits += shift(here, start)
+            continue
+        premise = _PREMISE_RE.match(clause)  # "given that our app is Flutter, should ...?": the ground is told
+        said, at = (clause[premise.end() :], start + premise.end()) if premise else (clause, start)
+        hits += shift(_generic_hits(said, sentence, inherited=inherited or chained), at)
         inherited = inherited or opens
     return _old_values_folded(sentence, hits)

@@ -51,7 +51,9 @@ project.test_framework: pytest jest=Jest vitest=Vitest mocha=Mocha junit=JUnit r
 project.orm: sqlalchemy=SQLAlchemy prisma=Prisma typeorm=TypeORM drizzle=Drizzle hibernate=Hibernate
     gorm=GORM sequelize=Sequelize mongoose=Mongoose mybatis=MyBatis(mybatis|mybatis-plus) sqlmodel=SQLModel
     activerecord=ActiveRecord(activerecord|active_record) ent=ent(entgo)
-project.bundler: vite=Vite webpack esbuild rollup=Rollup turbopack=Turbopack parcel=Parcel
+project.bundler: vite=Vite webpack esbuild rollup=Rollup turbopack=Turbopack parcel=Parcel rsbuild=Rsbuild rspack=Rspack
+project.iac: terraform=Terraform opentofu=OpenTofu pulumi=Pulumi cloudformation=CloudFormation aws_cdk=AWS_CDK(aws_cdk)
+    crossplane=Crossplane
 project.build_tool: maven=Maven gradle=Gradle bazel=Bazel cmake=CMake turborepo=Turborepo nx=Nx
 project.ci: github_actions=GitHub_Actions(github_actions|gh_actions|github_action) buildkite=Buildkite
     jenkins=Jenkins circleci=CircleCI(circleci|circle_ci) gitlab_ci=GitLab_CI(gitlab_ci)
@@ -74,7 +76,8 @@ project.tracker: jira=Jira linear=Linear trello=Trello asana=Asana youtrack=YouT
 project.chat: slack=Slack microsoft_teams=Microsoft_Teams(microsoft_teams|ms_teams) discord=Discord
     feishu=Feishu(feishu|lark|飞书) dingtalk=DingTalk(dingtalk|钉钉) wecom=WeCom(wecom|企业微信|企微)
 project.monitoring: prometheus=Prometheus zabbix=Zabbix new_relic=New_Relic(new_relic|newrelic)
-    nagios=Nagios
+    nagios=Nagios datadog=Datadog grafana=Grafana(grafana|grafana_cloud)
+project.error_tracking: sentry=Sentry rollbar=Rollbar bugsnag=Bugsnag honeybadger=Honeybadger raygun=Raygun
 project.state_management: redux=Redux(redux|redux_toolkit|rtk) zustand=Zustand mobx=MobX pinia=Pinia vuex=Vuex
     jotai=Jotai recoil=Recoil ngrx=NgRx
 project.ml_framework: pytorch=PyTorch(pytorch|torch) tensorflow=TensorFlow jax=JAX keras=Keras mxnet=MXNet
@@ -106,11 +109,10 @@ user.phone: iphone=iPhone pixel=Pixel galaxy=Samsung_Galaxy(galaxy|samsung_galax
     xiaomi=Xiaomi(xiaomi|redmi|小米|红米) oneplus=OnePlus oppo=OPPO vivo=vivo honor=Honor(honor|荣耀)
 user.os: macos=macOS(macos|mac|macbook|osx|os_x) linux=Linux windows=Windows ubuntu=Ubuntu
     arch_linux=Arch_Linux(arch_linux|archlinux|arch) fedora=Fedora debian=Debian nixos=NixOS wsl=WSL(wsl|wsl2)
--: docker=Docker terraform=Terraform
+-: docker=Docker
     graphql=GraphQL tailwind=Tailwind_CSS(tailwind|tailwindcss) prettier=Prettier ruff=Ruff mypy
-    celery=Celery nginx sentry=Sentry elasticsearch=Elasticsearch
-    datadog=Datadog grafana=Grafana
-    ansible=Ansible helm=Helm pulumi=Pulumi jquery=jQuery
+    celery=Celery nginx elasticsearch=Elasticsearch
+    ansible=Ansible helm=Helm jquery=jQuery
     lodash=Lodash moment.js=Moment.js(moment.js|momentjs) axios=Axios pandas=pandas
     numpy=NumPy storybook=Storybook cypress=Cypress
     playwright=Playwright selenium=Selenium opentelemetry=OpenTelemetry(opentelemetry|otel) vault=Vault
@@ -119,7 +121,7 @@ user.os: macos=macOS(macos|mac|macbook|osx|os_x) linux=Linux windows=Windows ubu
     rancher=Rancher notion=Notion confluence=Confluence obsidian=Obsidian figma=Figma postman=Postman
     proxmox=Proxmox(proxmox|proxmox_ve) unraid=Unraid truenas=TrueNAS nextcloud=Nextcloud
     home_assistant=Home_Assistant
-    loki=Loki elk=ELK(elk|elastic_stack) kibana=Kibana logstash=Logstash jaeger=Jaeger splunk=Splunk
+    loki=Loki(loki|grafana_loki) elk=ELK(elk|elastic_stack) kibana=Kibana logstash=Logstash jaeger=Jaeger splunk=Splunk
     postgis=PostGIS pgvector=pgvector timescale=Timescale keycloak=Keycloak auth0=Auth0 stripe=Stripe
     grpc=gRPC(grpc) kong=Kong traefik=Traefik caddy=Caddy envoy=Envoy istio=Istio
     jupyter=Jupyter(jupyter|jupyterlab) mlflow=MLflow ray=Ray(ray) dvc=DVC

@@ -16,7 +16,15 @@ Contract:
 from __future__ import annotations
 
 from core.extraction.rules.dispatch import LanguageRules, dispatch
-from core.extraction.rules.en.behaviour import dont_want_hits, need_hits, reply_hits, rule_hits, when_you_hits
+from core.extraction.rules.en.behaviour import (
+    dont_want_hits,
+    need_hits,
+    np_rule_hits,
+    prefer_you_hits,
+    reply_hits,
+    rule_hits,
+    when_you_hits,
+)
 from core.extraction.rules.en.facts import CORRECTION_CUE, NEGATING, fact_hits
 from core.extraction.rules.en.grammar import is_question, third_person, with_subject
 from core.extraction.rules.en.requests import (
@@ -49,6 +57,8 @@ ENGLISH = LanguageRules(
         or prohibition_hits(sentence)
         or need_hits(sentence)
         or dont_want_hits(sentence)
+        or prefer_you_hits(sentence)
+        or np_rule_hits(sentence)
     ),
     generic=generic_hits,
     restate=third_person,

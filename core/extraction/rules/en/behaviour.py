@@ -14,7 +14,15 @@ from __future__ import annotations
 import re
 
 from core.extraction.candidates import Category, Kind, Tier
-from core.extraction.rules.en.grammar import ADV, I_WORD, LEAD, blocked, sentence_case, third_person
+from core.extraction.rules.en.grammar import (
+    ADV,
+    I_WORD,
+    LEAD,
+    blocked,
+    is_question,
+    sentence_case,
+    third_person,
+)
 from core.extraction.rules.hits import Hit, make, reply_hit, tool_hit
 from core.extraction.rules.vocab import LANGUAGE_CODES, find_tools
 
@@ -36,8 +44,8 @@ _STYLE_RE = re.compile(
     r"(?P<detailed>detailed|thorough|in-depth|in\s+depth|comprehensive|more\s+details?|elaborate)|"
     r"(?P<bullet_points>bullet\s+points?|bulleted|bullets|bullet\s+lists?))\b", re.I)
 _STYLE_NEG_RE = re.compile(
-    r"\b(?:not|don't|dont|do\s+not|no|never|less|hate|dislike|stop|without|too|avoid|fewer|overly|so)\s+"
-    r"(?:\w+\s+){0,2}$", re.I)
+    r"\b(?:(?:not|don't|dont|do\s+not|no|never|less|hate|dislike|stop|without|avoid|fewer)\s+(?:\w+\s+){0,2}"
+    r"|(?:too|overly|so)\s+)$", re.I)  # "so long" is negated, "so keep it short" is not
 _STYLE_VALUE = {("concise", False): "concise", ("concise", True): "detailed", ("long", False): "detailed",
                 ("long", True): "concise", ("detailed", False): "detailed", ("detailed", True): "concise",
                 ("bullet_points", False): "bullet_points"}
@@ -95,6 +103,8 @@ def reply_hits(sentence: str) -> list[Hit]:
     mode = _reply_mode(sentence)
     if mode is None or blocked(sentence, style.start(), hypothetical=False):
         return []
+    if mode != "rule" and _ONE_OFF.search(sentence):
+        return []  # "I'm on my phone at the moment, so keep replies short": for now, not a lasting preference
     negated = _STYLE_NEG_RE.search(sentence[: style.start()]) is not None
     value = _STYLE_VALUE.get((style.lastgroup or "", negated))
     if value is None:
@@ -154,7 +164,7 @@ _NOT_IMPERATIVE = frozenset(
     "believe doubt underestimate settle".split()
 )
 # After "always" / "from now on": the verbs a standing rule starts with.
-_IMPERATIVE_VERBS = frozenset(
+IMPERATIVE_VERBS = frozenset(
     "use write reply respond answer add put give call keep make include format explain stick run say tell "
     "flag warn admit state highlight provide "
     "test check ask show return follow mention suggest recommend start end wrap comment document "
@@ -208,6 +218,61 @@ _DONT_WANT_RE = re.compile(
     r"(?P<rest>[a-z][^.;!?]{2,80})",
     re.I,
 )
+
+
+# "I prefer you ask before guessing", "I'd rather you wrote tests first": what the user prefers the agent to do,
+# a standing rule for it (the verb after "you" is one an instruction starts with).
+_PREFER_YOU_RE = re.compile(
+    I_WORD + r"\s*" + ADV + r"(?:'d\s+|\s+would\s+)?(?:prefer|rather)\s+(?:it\s+)?(?:if\s+|that\s+|when\s+)?you\s+"
+    r"(?:to\s+)?(?:always\s+)?(?P<verb>[a-z]+)\b(?P<rest>[^.;!?]{2,100})",
+    re.I,
+)
+
+
+# A rule said as a bare noun phrase with its scope ("plain text commits only please", "metric units for all
+# recipes pls", "tabs everywhere"): no verb, no subject, the scope over all the work makes it standing.
+_NP_RULE_RE = re.compile(
+    LEAD + r"(?P<np>(?!(?:thanks|thank|same|ok|okay|one|this|that|these|those|it|the)\b)[a-z][\w/+#.-]*"
+    r"(?:\s+(?!(?:is|are|was|were|be|i|we|you|it|they|this|that|do|does|did|have|has)\b)[\w/+#.-]+){0,3}?)\s+"
+    r"(?P<scope>only|for\s+(?:all|every|each|any)\s+(?!the\b)[\w-]+(?:\s+(?!please|pls|plz)[\w-]+)?|in\s+(?:all|every|"
+    r"each)\s+(?!the\b)[\w-]+(?:\s+(?!please|pls|plz)[\w-]+)?|everywhere|throughout|from\s+now\s+on|going\s+forward)(?P<please>\s*,?\s*(?:please|pls|"
+    r"plz|thanks|thx|ty))?[\s.!]*$",
+    re.I,
+)
+
+
+def np_rule_hits(sentence: str) -> list[Hit]:
+    """ "plain text commits only please": the rule, MUST."""
+    if not sentence.rstrip(" .!").lower().endswith(("please", "pls", "plz", "thanks", "thx", "ty")):
+        return []  # asked for or not a rule: the test spares the pattern most sentences
+    match = _NP_RULE_RE.match(sentence)
+    if match is None or is_question(sentence) or _ONE_OFF.search(sentence):
+        return []
+    scope = match.group("scope").lower()
+    if not match.group("please"):
+        return []  # "weekends only", "good luck for all exams": a fact or a wish, unless asked for
+    content = sentence_case(f"use {third_person(match.group('np'))} {scope}")
+    cand = make(content, Kind.PROCEDURAL, Category.CONSTRAINT, Tier.MUST, rule="en.rule.noun_phrase",
+                confidence=0.8, lang="en")  # fmt: skip
+    return [(cand, 0, len(sentence))]
+
+
+def prefer_you_hits(sentence: str) -> list[Hit]:
+    """ "I prefer you ask clarifying questions rather than guess": the rule, MUST."""
+    match = _PREFER_YOU_RE.search(sentence) if ("prefer" in sentence or "rather" in sentence) else None
+    if match is None or blocked(sentence, match.start(), hypothetical=True) or _ONE_OFF.search(match.group("rest")):
+        return []
+    verb = match.group("verb").lower()
+    verb = {"asked": "ask", "wrote": "write", "used": "use", "gave": "give", "kept": "keep"}.get(verb, verb)
+    if verb not in IMPERATIVE_VERBS:
+        return []  # "I'd rather you didn't" is a prohibition (`prohibition_hits`)
+    rest = match.group("rest")
+    if "rather" in match.group().lower() and " rather than " not in rest:
+        rest = rest.replace(" than ", " rather than ", 1)  # "I'd rather you use X than Y"
+    content = sentence_case(f"{verb}{third_person(rest)}")
+    cand = make(content, Kind.PROCEDURAL, Category.CONSTRAINT, Tier.MUST, rule="en.rule.prefer_you",
+                confidence=0.85, lang="en")  # fmt: skip
+    return [(cand, match.start(), match.end())]
 
 
 def dont_want_hits(sentence: str) -> list[Hit]:
@@ -287,19 +352,21 @@ def rule_hits(sentence: str) -> list[Hit]:
     if rest[:1].isupper() and rest[1:2].islower():  # "Use British spelling ...": the verb after "always"
         rest = rest[0].lower() + rest[1:]
     first, canon = rest.split()[0].lower(), _MOD_CANON[mod]
-    if "-" in first and first.rsplit("-", 1)[-1] in _IMPERATIVE_VERBS:
+    if first == "keep" and re.search(r"\byou\s*$", body[: match.start("rest")], re.I):
+        return []  # "you keep giving me X": what the agent does (feedback, `feedback_hits`), not "always keep"
+    if "-" in first and first.rsplit("-", 1)[-1] in IMPERATIVE_VERBS:
         first = first.rsplit("-", 1)[-1]  # "double-check", "re-run": the verb is the last part
     if not mod and standing_verb:
         canon = ""  # "prefer composition over inheritance", "stick to the standard library": standing as said
     if canon == "no more":  # "No more emojis please": a noun, not a verb
         rest = re.sub(r"[\s,]*please$", "", rest, flags=re.I)
-    elif canon == "always" and standing and first not in _IMPERATIVE_VERBS:
+    elif canon == "always" and standing and first not in IMPERATIVE_VERBS:
         # "when you write commit messages, conventional commits, lowercase": a specification of the output
         if not (_OUTPUT_COND_RE.match(cond) and _SPEC_RE.match(rest)):
             return []
         canon = ""
     elif canon in ("always", "remember to"):
-        if first not in _IMPERATIVE_VERBS:
+        if first not in IMPERATIVE_VERBS:
             return []
     elif (first in _NOT_IMPERATIVE and not re.match(r"give\s+(?:me|us)\b", rest, re.I)) or not first.replace(
         "-", ""
@@ -307,7 +374,7 @@ def rule_hits(sentence: str) -> list[Hit]:
         return []  # "don't give up", "never mind"; "don't give me pip commands" is a rule
     if (_ONE_OFF.search(rest) and not persistent) or _PRONOUN_ONLY.match(rest) or _KEEP_IN_MIND.match(rest):
         return []  # "don't change this file yet", "don't do that": about the task at hand
-    if len(rest.split()) == 1 and first not in _IMPERATIVE_VERBS and canon != "no more":
+    if len(rest.split()) == 1 and first not in IMPERATIVE_VERBS and canon != "no more":
         return []
     tools = find_tools(rest)
     uses = canon in ("always", "remember to") and first in ("use", "stick", "switch", "prefer")

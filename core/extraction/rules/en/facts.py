@@ -234,6 +234,14 @@ _DIET_WORDS = ("vegetarian", "vegan", "pescatarian", "pescetarian", "keto", "hal
                "celiac", "coeliac", "diabetic", "lacto")  # fmt: skip
 
 
+_DIETS = r"vegetarian|vegan|pescatarian|pescetarian|keto"
+_NEW_DIET_RE = re.compile(
+    r"\b(?P<d>" + _DIETS + r")\s+(?:now|these\s+days|instead)\b|\bnow\s+(?:i'm\s+|i\s+am\s+)?(?:a\s+|mostly\s+)?(?P<d2>"
+    + _DIETS + r")\b",
+    re.I,
+)
+
+
 def _profile_hits(sentence: str) -> list[Hit]:
     hits: list[Hit] = []
     low = sentence.lower()
@@ -241,10 +249,15 @@ def _profile_hits(sentence: str) -> list[Hit]:
     stopped = _NO_LONGER_DIET_RE.search(sentence) if diet_said else None
     if stopped and not blocked(sentence, stopped.start()):  # "I'm no longer vegetarian": the slot changes
         was = (stopped.group("diet") or stopped.group("diet2")).lower()
-        cand = make(f"The user is no longer {was}.", Kind.SEMANTIC, Category.PROFILE, Tier.WORTH,
-                    rule="en.profile.diet_stopped", confidence=0.85, lang="en", slot="user.diet",
-                    value="none")  # fmt: skip
-        return [(cand, stopped.start(), stopped.end())]
+        # "not vegan anymore, eating fish again, pescatarian now": the diet it changed to, named after it
+        after = _NEW_DIET_RE.search(sentence, stopped.end())
+        said = (after.group("d") or after.group("d2")).lower() if after else None
+        new = said if said != was else None
+        content = f"The user is no longer {was}; now {new}." if new else f"The user is no longer {was}."
+        value = _DIET_SLOTTED.get(new or "", "none")
+        cand = make(content, Kind.SEMANTIC, Category.PROFILE, Tier.WORTH, rule="en.profile.diet_stopped",
+                    confidence=0.85, lang="en", slot="user.diet", value=value)  # fmt: skip
+        return [(cand, stopped.start(), after.end() if new and after else stopped.end())]
     match = _DIET_RE.search(sentence) if diet_said else None
     if match and not blocked(sentence, match.start()):
         diet = match.group("diet").lower().replace(" ", "-")

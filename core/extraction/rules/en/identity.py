@@ -159,6 +159,10 @@ _LOCATION_RES = tuple((re.compile(pattern + _PLACE_RAW, re.I), slot, rule) for p
      r"conference|trip|meeting|holiday|vacation|wedding))\b))", "user.location", "en.location.in"),
     (r"(?<![\w'])(?:i|we)(?:\s+have|'ve)?\s+" + ADV + r"(?:moved|relocated)\s+(?:back\s+)?(?:to|into)\s+",
      "user.location", "en.location.moved"),
+    # "I relocated again, Madrid this time": the new place after the move, told as this time's
+    (r"(?<![\w'])(?:i|we)(?:\s+have|'ve)?\s+(?:moved|relocated)\s+(?:again|once\s+more)\s*,\s*(?!(?:mon|tues|wednes|thurs|fri|satur|sun)day\b)"
+     r"(?=(?-i:[A-Z])[a-z]+"
+     r"(?:\s+(?-i:[A-Z])[a-z]+)?\s+(?:this\s+time|now)\b)", "user.location", "en.location.moved"),
     (r"\bmy\s+(?:flat|apartment|house|home|place)\s+is\s+in\s+", "user.location", "en.location.my_home"),
     (r"\bmy\s+(?:current\s+)?(?:city|location|home\s+base)\s+is\s+(?:in\s+)?", "user.location",
      "en.location.my_city"),

@@ -36,7 +36,8 @@ _REMEMBER_RE = re.compile(
     r"note\s+for\s+later|note\s+to\s+self|note\s+for\s+you|(?:a\s+)?(?:thing|something)\s+to\s+(?:remember|keep\s+in\s+"
     r"mind)|for\s+your\s+(?:notes|memory|records)|"
     r"(?P<weak>note|save|store|record)(?=\s+(?:that|this))|make\s+a\s+note|take\s+a\s+note|note\s+down|"
-    r"take\s+note|memori[sz]e|(?:save|store|put|add)\s+(?:this|that|it)\s+(?:to|in|into)\s+(?:your\s+)?memory)"
+    r"take\s+note|memori[sz]e|(?:(?:jot|write|put|note|get)\s+(?:this|that|it)\s+down(?:\s+for\s+(?:me|us|later))?|"
+    r"jot\s+down)(?=\s*[:-])|(?:save|store|put|add)\s+(?:this|that|it)\s+(?:to|in|into)\s+(?:your\s+)?memory)"
     r"\b(?:\s+for\s+(?:next\s+time|the\s+future|later|future\s+sessions?))?(?:\s+(?:for|about|re|regarding)\s+"
     r"[^:,]{1,40}(?=\s*:))?(?:\s+(?:of\s+)?"
     r"(?P<det>this|that|the\s+following)\b)?\s*(?P<sep>[:,;-])?\s*(?P<p>.*)$", re.I)

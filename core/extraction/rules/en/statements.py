@@ -32,6 +32,11 @@ _BANNED_RE = re.compile(
     r"(?:^|(?<=[\s,:]))" + _THING + r"\s+(?:is|are)\s+(?:(?:strictly|completely|totally|basically|now|also)\s+)?"
     r"(?:banned|forbidden|prohibited|not\s+allowed|disallowed|off[- ]limits|a\s+no[- ]go|not\s+permitted|"
     r"not\s+an\s+option|verboten|deprecated\s+here)\b", re.I)
+# What the agent may only read or must keep out of: "prod DB is read-only for you", "the billing repo is
+# hands-off for you": a permission stated to the agent, MUST.
+_FOR_YOU_RE = re.compile(
+    r"^" + _THING + r"\s+(?:is|are)\s+(?:strictly\s+)?(?:read[- ]only|hands[- ]off|look[- ]but[- ]don't[- ]touch|"
+    r"off[- ]limits)\s+(?:for|to)\s+(?:you|the\s+agent|the\s+assistant)\b", re.I)
 _BANNED_WORDS = ("banned", "forbidden", "prohibited", "allowed", "limits", "no-go", "no go", "permitted", "option",
                  "verboten", "deprecated")  # one is in every match of _BANNED_RE: a cheap test before it
 _NO_X_IN_RE = re.compile(
@@ -47,7 +52,8 @@ _NO_ITEM = (
 )
 _NO_LIST_RE = re.compile(
     r"(?:^|[\u2014\u2013:;,(-]\s*)(?P<list>" + _NO_ITEM + r"(?:\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+)"
-    + _NO_ITEM + r"(?:(?:\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+)" + _NO_ITEM + r")*)\s*[.!)]*$",
+    + _NO_ITEM + r"(?:(?:\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+)" + _NO_ITEM + r")*)"
+    r"(?:\s*,?\s*(?:ever|period|please|pls|no\s+exceptions|full\s+stop))?\s*[.!)]*$",
     re.I,
 )
 _PLEASE_NO_RE = re.compile(
@@ -75,6 +81,13 @@ _REQUIRED_RE = re.compile(
 _PASSIVE_RULE_RE = re.compile(
     r"^(?:all\s+|every\s+|any\s+|our\s+|the\s+)?" + _THING + r"\s+(?:is|are|get|gets)\s+(?:never|always)\s+"
     r"(?:[a-z]+ed|[a-z]+en|built|run|kept|put|sent|made|done|set|written|shown|read)\b", re.I)
+# A requirement on every thing of a kind: "every migration needs a down()", "all endpoints require auth",
+# "each PR must have two approvals" (a quantified subject, a verb of need and what is needed): MUST.
+_EVERY_NEEDS_RE = re.compile(
+    r"(?:^|(?<=[,:;]\s)|(?<=\u2014\s)|(?<=-\s))(?:every|each|all|any)\s+(?!(?:time|times|day|days|week|now|of|one|other|"
+    r"the\s+time|these|those|this|that|my|your)\b)(?P<obj>[\w.+#/-]+(?:\s+[\w.+#/-]+){0,2}?)\s+(?:needs?|requires?|must\s+have|"
+    r"has\s+to\s+have|have\s+to\s+have|should\s+(?:always\s+)?have)\s+(?:a|an|its|their|at\s+least|two|three|one|\d+|"
+    r"(?-i:[A-Z])|[\w-]+\(\))", re.I)
 _MODAL_RULE_RE = re.compile(
     r"^(?:all\s+|every\s+|any\s+|each\s+)?(?P<subj>(?!(?:i|we|you|it|this|that|he|she|they|because|since|as|so|"
     r"and|but|if|when|until|which|who|there|here|what|how|why|where|then|also|just)\b)"
@@ -108,7 +121,7 @@ _ING_BASE = {"writing": "write", "using": "use", "adding": "add", "putting": "pu
 
 _COMPLAINT = re.compile(
     r"\b(?:ugh|argh|sigh|seriously|again|stop|annoying|frustrat\w*|come\s+on|why\s+do\s+you|i\s+told\s+you|i\s+said|"
-    r"please\s+don't|no\s+more|still|wrong|broken)\b|!{2,}",
+    r"please\s+don't|no\s+more|still|wrong|broken|everywhere|all\s+the\s+time|every\s+time|constantly)\b|!{2,}",
     re.I,
 )
 
@@ -153,6 +166,16 @@ def prohibition_hits(sentence: str) -> list[Hit]:
     )
     if required and not blocked(body, required.start()) and required.group("obj").lower() not in OBJ_PRONOUN:
         return [_rule(third_person(body), "en.rule.required", end=len(sentence))]
+    needs = "need" in low or "require" in low or " have " in low  # a word of every match: spares the pattern
+    every = _EVERY_NEEDS_RE.search(body) if needs else None
+    if every and not blocked(body, every.start()) and not _MOMENT.search(body) and not is_question(body):
+        said = body[every.start() :].split(" \u2014 ")[0].split(" - ")[0]
+        return [_rule(third_person(said), "en.rule.every_needs", end=len(sentence))]
+    to_agent = " for you" in low or " to you" in low or "agent" in low or "assistant" in low
+    for_you = _FOR_YOU_RE.match(body) if to_agent else None
+    if for_you and not blocked(body, for_you.start()) and not _MOMENT.search(body):
+        return [_rule(third_person(body.replace("for you", "for the agent").replace("to you", "to the agent")),
+                      "en.rule.for_you", end=len(sentence))]  # fmt: skip
     banned = _BANNED_RE.search(body) if any(word in low for word in _BANNED_WORDS) else None
     if banned and not blocked(body, banned.start()):
         obj = banned.group("obj").strip("`'\" ")
@@ -187,7 +210,8 @@ def prohibition_hits(sentence: str) -> list[Hit]:
 _TEAM_RE = re.compile(
     r"(?<![\w'])(?:i'm\s+(?:now\s+|currently\s+)?(?:leading|running|managing|heading)|i\s+(?:now\s+)?head|i'm|i\s+am|"
     r"i've\s+been|i\s+work|i'm\s+working|i\s+joined|i\s+moved|i\s+switched|"
-    r"i\s+transferred|i\s+got\s+moved|i\s+got\s+transferred|i'm\s+now|i\s+sit|i\s+lead|i\s+run|i\s+manage)\s+"
+    r"i\s+transferred|i\s+got\s+moved|i\s+got\s+transferred|i'm\s+now|i\s+sit|i\s+lead|i\s+run|i\s+manage|"
+    r"^(?:ever\s+)?(?:since|after)\s+(?:joining|moving\s+(?:over\s+)?to|transferring\s+to|switching\s+to))\s+"
     r"(?:now\s+|currently\s+|still\s+|officially\s+)?(?:on|in|with|to|into|over\s+to)?\s*(?:the\s+)?"
     r"(?P<team>(?-i:[A-Za-z][\w&/-]*)(?:\s+[\w&/-]+){0,2}?)\s+(?:team|squad|group|org|department|dept)\b",
     re.I)

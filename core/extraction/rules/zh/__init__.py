@@ -17,7 +17,13 @@ from core.extraction.rules.zh.behaviour import dont_want_hits, reply_hits, rule_
 from core.extraction.rules.zh.facts import CORRECTION_CUE, NEGATING, fact_hits, inherited_hits
 from core.extraction.rules.zh.grammar import is_question, with_subject, zh_content
 from core.extraction.rules.zh.requests import CONTRAST_RE, CORRECTION_RE, forget_hits, remember_hits
-from core.extraction.rules.zh.statements import banned_hits, labelled_rule_hits, prohibition_hits, team_hits
+from core.extraction.rules.zh.statements import (
+    all_do_hits,
+    banned_hits,
+    labelled_rule_hits,
+    prohibition_hits,
+    team_hits,
+)
 from core.extraction.rules.zh.statements import statement_hits as generic_hits
 
 __all__ = ["CHINESE", "sentence_hits"]
@@ -40,6 +46,7 @@ CHINESE = LanguageRules(
         or prohibition_hits(sentence)
         or labelled_rule_hits(sentence)
         or dont_want_hits(sentence)
+        or all_do_hits(sentence)
     ),
     generic=generic_hits,
     restate=lambda text: zh_content(text).rstrip("。"),

@@ -114,8 +114,9 @@ def _tool_hits(sentence: str) -> list[Hit]:
 
 
 # fmt: off
-_LIKE_RE = re.compile(
-    ME + r"\s*" + ADV + r"(?P<verb>不太喜欢|不喜欢|不爱|讨厌|反感|受不了|烦|厌恶|不习惯|更喜欢|喜欢|爱|偏好|偏爱|"
+_LIKE_RE = re.compile(  # "我周末喜欢钓鱼": a time of leisure before the verb says when, not whether
+    ME + r"\s*(?:周末|业余(?:时间)?|下班(?:以?后)?|没事(?:的时候|儿)?|闲暇时|空闲时|有空(?:的时候)?)?\s*" + ADV
+    + r"(?P<verb>不太喜欢|不喜欢|不爱|讨厌|反感|受不了|烦|厌恶|不习惯|更喜欢|喜欢|爱|偏好|偏爱|"
     r"喜爱|更倾向于?|倾向于?|习惯|钟爱|(?i:prefer|like|love|hate|enjoy)(?=\s))\s*(?P<obj>[^,.;!?]{1,40})")
 _OBJ_CUT = re.compile(r"因为|但是|但|所以|不过|而且|可是|然而|的话|,")
 _OBJ_REJECT = re.compile(  # "我喜欢你的方案": feedback on this task, not a preference
@@ -145,7 +146,35 @@ _TIMEZONE_RE = re.compile(
 _NEGATIVE = ("不", "讨厌", "反感", "受不了", "烦", "厌恶", "hate", "Hate")
 
 
+# "我的爱好是钓鱼", "业余爱好是攀岩": a hobby named by its noun
+_HOBBY_RE = re.compile(r"(?:" + ME + r"的?|^)(?:业余|兴趣)?爱好(?:是|就是)\s*(?P<obj>[^,.;!?]{2,24})")
+# How well the user knows a language or tool: "Python 不太熟", "我对 Go 很熟" (a known name only)
+_SKILL_RE = re.compile(
+    r"(?:" + ME + ADV + r"(?:对)?\s*|^|,\s*)(?P<obj>[A-Za-z][\w.+#-]*)\s*(?:还|也|就)?"
+    r"(?P<level>不太熟悉?|不熟悉?|不太会用|刚入门|"
+    r"(?:很|比较|挺|非常)熟悉?|熟练|是新手)"
+)
+
+
+def _skill_hits(sentence: str) -> list[Hit]:
+    match = _SKILL_RE.search(sentence) if "熟" in sentence or "入门" in sentence or "新手" in sentence else None
+    if match is None or blocked(sentence, match.start("obj")) or not find_tools(match.group("obj")):
+        return []
+    cand = make(f"用户对 {match.group('obj')} {match.group('level')}。", Kind.SEMANTIC, Category.PROFILE,
+                Tier.WORTH, rule="zh.profile.skill", confidence=0.75, lang="zh")  # fmt: skip
+    return [(cand, match.start("obj"), match.end())]
+
+
 def _pref_hits(sentence: str) -> list[Hit]:
+    hobby = _HOBBY_RE.search(sentence) if "爱好" in sentence else None
+    if hobby and not blocked(sentence, hobby.start()):
+        obj = strip_tail(hobby.group("obj"))
+        cand = make(f"用户的爱好是{obj}。", Kind.SEMANTIC, Category.PROFILE, Tier.WORTH, rule="zh.profile.hobby",
+                    confidence=0.75, lang="zh")  # fmt: skip
+        return [(cand, hobby.start(), hobby.start("obj") + len(obj))]
+    skill = _skill_hits(sentence)
+    if skill:
+        return skill
     match = _LIKE_RE.search(sentence)
     if match is None or blocked(sentence, match.start()):
         return []

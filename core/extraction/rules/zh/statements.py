@@ -145,6 +145,35 @@ def labelled_rule_hits(sentence: str) -> list[Hit]:
     return hits
 
 
+# A rule over everything of a kind the agent gives, said with 都: "所有时间都按北京时间显示给我",
+# "回答里的代码我希望都带类型注解" (what is asked for: a verb of form after 都; whose: the agent's output or
+# the user's wish).
+_ALL_DO_RE = re.compile(
+    r"^(?:所有的?|全部的?|一切)?(?P<topic>[^,]{1,14}?)\s*(?:我(?:希望|要求|想要)|希望)?(?:你)?(?:以后|今后)?都(?:要|得|请)?\s*"
+    r"(?P<rest>(?:按|用|带|加|写成|改成|换成|附上|保留|显示|标注|注明)[^,]{1,40})"
+)
+_ALL_DO_CUE = re.compile(r"给我|我希望|希望你|我要求|回答|回复|输出|显示|代码|注释|文档")
+
+
+def all_do_hits(sentence: str) -> list[Hit]:
+    body = _body(sentence) if "都" in sentence else None
+    match = _ALL_DO_RE.match(body) if body else None
+    if (
+        match is None
+        or body is None
+        or not _ALL_DO_CUE.search(body)
+        or _NOT_TOPIC.match(match.group("topic"))
+        or re.search(r"人|大家|同事|团队|他们|你们", match.group("topic"))  # everyone's habit, not a rule for the agent
+        or re.search(r"了$|按时", body)  # "都按时跑完了": an event
+        or match.group("rest").rstrip(" 。.!~").endswith("了")  # "新代码现在都用 Kotlin 写了": the state now
+        or re.search(r"现在|已经|目前", match.group("topic"))
+        or blocked(body, match.start("rest"))
+    ):
+        return []
+    said = strip_tail(f"{match.group('topic')}都{match.group('rest')}")
+    return [_rule(said, "zh.rule.all_do", len(sentence))]
+
+
 def prohibition_hits(sentence: str) -> list[Hit]:
     """Things forbidden or required in the user's work, however phrased (see the module docstring)."""
     body = _body(sentence)
@@ -166,10 +195,13 @@ def prohibition_hits(sentence: str) -> list[Hit]:
 
 
 # fmt: off
-_TEAM_RE = re.compile(
-    ME + ADV + r"(?:在|调到了?|调去了?|转到了?|转去了?|去了|加入了?|换到了?|转岗到了?|调岗到了?|转组到了?|带|负责|管|"
+_TEAM_RE = re.compile(  # "自从转到风控组": a move the user takes as given, its subject dropped
+    r"(?:" + ME + ADV + r"|^(?:自从|自打)\s*(?=调|转|去|加入|换))"
+    r"(?:在|调到了?|调去了?|转到了?|转去了?|去了|加入了?|换到了?|转岗到了?|调岗到了?|转组到了?|带|负责|管|"
     r"是)\s*(?P<team>[\u4e00-\u9fffA-Za-z]{1,8}?)\s?(?P<unit>组|团队|部门|小组|team)(?![\u4e00-\u9fff]{0,1}(?:的人|长))")
-_WE_TEAM_RE = re.compile(WE + r"(?:组|团队|部门)是\s*(?P<team>[\u4e00-\u9fffA-Za-z]{1,8}?)(?P<unit>组|团队|部门)")
+_WE_TEAM_RE = re.compile(
+    WE + r"(?:组|团队|部门)(?:是|叫)\s*(?P<team>[\u4e00-\u9fffA-Za-z]{1,8}?)(?P<unit>组|团队|部门)"
+)
 _FAMILY = r"猫|狗|猫咪|狗狗|女儿|儿子|老婆|老公|媳妇|妻子|丈夫|孩子|宝宝|闺女|男朋友|女朋友|对象|兔子|鹦鹉|仓鼠"
 _FAMILY_RE = re.compile(
     r"(?:" + ME + r"|" + WE + r"|家里)(?:家)?(?:的)?(?:那只|这只|那条|这条)?[\u4e00-\u9fff]{0,2}?(?P<who>" + _FAMILY
@@ -178,7 +210,7 @@ _FAMILY_RE = re.compile(
 _MANAGER_RE = re.compile(
     r"(?:(?:" + WE + r"(?:组|团队|部门)?|" + ME + r")(?:的|换了?|新)?|(?<![\u4e00-\u9fff])新(?:的)?|^新|现在(?:的)?|"
     r"目前(?:的)?|^)"
-    r"\s*(?:(?:组|团队|部门)的?)?\s*(?:leader|老大|领导|经理|老板|直属领导|主管|负责人|组长|TL|上级|直属上级|带我的(?:人)?)\s*"
+    r"\s*(?:(?:组|团队|部门)的?)?\s*(?:leader|manager|boss|老大|领导|经理|老板|直属领导|主管|负责人|组长|TL|上级|直属上级|带我的(?:人)?)\s*"
     r"(?:(?:是|叫)|了?[^,.;!?]{0,6}?,\s*(?:现在|目前)(?:是|换成了?))\s*(?P<name>[\u4e00-\u9fff]{2,3}|[A-Z][a-z]+)"
     r"(?=$|[\s,.;!~]|了|啦|呢|吧|哦)",
     re.I)
