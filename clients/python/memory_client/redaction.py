@@ -392,7 +392,11 @@ _AWS_SECRET = re.compile(
     _I,
 )
 _BEARER = re.compile(r"(?<![A-Za-z])(?P<lead>bearer[ \t]+)(?P<v>[\w.~+/-]{20,}=*)(?![\w.~+/=-])", _I)
-_JWT = re.compile(r"eyJ(?<![A-Za-z0-9_-]eyJ)[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}(?:\.[A-Za-z0-9_-]+)?")
+# Mapbox tokens are JWT-shaped: `sk.eyJ...` is secret (the JWT rule takes its body), `pk.eyJ...` is the
+# public token Mapbox documents as safe to ship in a web page, and is kept.
+_JWT = re.compile(
+    r"eyJ(?<![A-Za-z0-9_-]eyJ)(?<!pk\.eyJ)[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}(?:\.[A-Za-z0-9_-]+)?"
+)
 # The lazy body stops at the first END line; `\Z` takes a truncated block to the end of the text.
 _PEM_NAME = r"[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
 _PRIVATE_KEY = re.compile(r"-----BEGIN " + _PEM_NAME + r"[\s\S]*?(?:-----END " + _PEM_NAME + r"|\Z)")
@@ -492,8 +496,18 @@ _NOT_A_PASSWORD = frozenset(_NOT_A_PASSWORD_WORDS.split())
 _PW_TRAILING = ".,;:)]}>'\"。，；：！？）」』】”’\\"  # not ! or ?: often part of the password
 # Values that stand for a secret without being one: masks, template slots, env references, "n/a".
 _PW_STAND_IN = re.compile(
-    r"[*•xX-]+|<[^<>]*>|\$\{[^}]*\}|\$\(.*|\{\{\S*|\$[A-Z_][A-Z0-9_]*|%s|n/?a|tbd|todo|xxx+|your[_-]\w*", _I
+    r"[*•xX-]+|<[^<>]*>|\$\{[^}]*\}|\$\(.*|\{\{\S*|\$[A-Z_][A-Z0-9_]*|%s|n/?a|tbd|todo|xxx+|your[_-]\w*"
+    # a reference in code where a value would be: Terraform `var.db_password`, `local.x`, `data.x.y`,
+    # `module.x.y`; Node's `process.env.DB_PASS`
+    r"|(?-i:(?:var|local|data|module|each)\.[a-z_][\w.\[\]\"-]*|process\.env\.\w+)",
+    _I,
 )
+# Tokens their vendor documents as publishable (shipped in web pages): Stripe `pk_live_` / `pk_test_`,
+# Mapbox `pk.eyJ...`. Not secrets whatever label they follow.
+_PUBLISHABLE = ("pk_live_", "pk_test_", "pk.eyJ")
+# A placeholder in angle brackets may hold spaces (`<ask in #infra>`), which end a bare value: it starts at
+# the value and closes on its line.
+_ANGLE_SLOT = re.compile(r"<[^<>\n]{1,120}>")
 # "changeme", "replace-me": a placeholder in an example file (`.env.example`, "the sample config"), but a live
 # default password elsewhere ("the compose file we deployed still has POSTGRES_PASSWORD: changeme").
 _DEFAULT_WORD = re.compile(r"(?:change|replace)[_-]?(?:me|this|it)(?:[_-][a-z]+)?", _I)
@@ -555,6 +569,7 @@ def _stand_in(s: str) -> bool:
         _PW_STAND_IN.fullmatch(s) is not None
         or _TEMPLATE_WORD.fullmatch(s) is not None
         or _DOC_EXAMPLE.search(s) is not None
+        or s.startswith(_PUBLISHABLE)
     )
 
 
@@ -586,6 +601,9 @@ def _reference_at(text: str, at: int) -> bool:
     return end != -1 and (newline == -1 or end < newline)
 
 
+_PUBLIC_BEFORE = re.compile(r"(?<![A-Za-z])(?:public|publishable)[ \t_-]*\Z", _I)
+
+
 def _plain_word(s: str) -> bool:
     return s.replace("-", "").isalpha() and s.isascii()
 
@@ -614,8 +632,11 @@ def _labelled_value(m: re.Match[str], *, generated: bool) -> tuple[int, int] | N
         or _reference_at(text, v0)
         or _inside_reference(text, m.start("label"))
         or _example_default(text, secret)
+        or _ANGLE_SLOT.match(text, v0) is not None
     ):
         return None
+    if generated and _PUBLIC_BEFORE.search(text, max(0, m.start("label") - 16), m.start("label")):
+        return None  # "the public token: ...", "publishable key = ...": published by design
     if generated:
         return (v0, v1) if _token_like(secret) else None
     if m.group("q"):
@@ -841,6 +862,8 @@ def _assigned_action(m: re.Match[str]) -> tuple[str, int]:
     secret = value if quoted else value.rstrip(_PW_TRAILING)
     if (
         not secret
+        or not secret[0].isascii()  # Chinese words where the value goes: `DB_PASSWORD=请填写数据库密码`
+        or _ANGLE_SLOT.match(m.string, m.start(value_name)) is not None  # `SMTP_PASSWORD=<ask in #infra>`
         or secret.startswith(_MARK)
         or _stand_in(secret)
         or _stand_in(value)
