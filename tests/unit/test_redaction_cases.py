@@ -706,7 +706,7 @@ FORM_CASES_5: list[tuple[str, str, tuple[str, ...]]] = [
     # vendor tokens by published format
     ("vendor-token", f"keys.txt:\n# public key: age1qyqszqgpqyqszqgpqyqszqgp\n{_AGE5}", (_AGE5,)),
     ("vendor-token", f"加签密钥 {_SEC5}，webhook 另发", (_SEC5,)),
-    ("vendor-token", f'bot.run("{_DISCORD5}")', (_DISCORD5,)),
+    ("vendor-token", f'discord bot: bot.run("{_DISCORD5}")', (_DISCORD5,)),
     (
         "vendor-token",
         "SEC filing 10-K, section 7; age1 recipients are public; user id 1705146022055544305",

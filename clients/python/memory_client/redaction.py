@@ -311,6 +311,7 @@ _PAIRED_SECRET = (
     r"(?:(?P<sep>[\"'`]?[ \t]*(?:[,，/／|;；][ \t]*)?[\"'`]?)"
     r"(?P<paired>(?!\[REDACTED:)[A-Za-z0-9+/=_-]{20,64})(?![A-Za-z0-9+/=_-]))?"
 )
+_VENDOR_GATE = ("age-secret-key-1", "sec", "token", "discord")
 _API_RULES: list[tuple[str, Callable[[str], bool] | None, tuple[str, ...]]] = [
     (r"sk-(?<![A-Za-z0-9_-]sk-)[A-Za-z0-9_-]{20,400}" + _END, _openai_like, ("sk-",)),  # + Anthropic sk-ant-
     (_START + r"(?:AKIA|ASIA)[A-Z0-9]{16}" + _END + _PAIRED_SECRET, None, ("akia", "asia")),
@@ -347,18 +348,19 @@ _API_RULES: list[tuple[str, Callable[[str], bool] | None, tuple[str, ...]]] = [
     (r"[0-9](?<![A-Za-z0-9_:-][0-9])[0-9]{4,15}:AA[A-Za-z0-9_-]{33}" + _END, None, (":aa",)),
     # age's secret keys (bech32, upper case), DingTalk robots' signing secrets (`SEC` + 64 hex), Discord bot
     # tokens (the bot's id in base64, a timestamp, an HMAC; checked by decoding the id, and read where the text
-    # speaks of a token, a bot or Discord: with no literal to look for, a scan of every text would cost more)
+    # speaks of a token or Discord: with no literal to look for, a scan of every text would cost more). The three
+    # share one gate: one search of the text for their words.
     (
         r"AGE-SECRET-KEY-1(?<![A-Za-z0-9_-]AGE-SECRET-KEY-1)[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}" + _END,
         None,
-        ("age-secret-key-1",),
+        _VENDOR_GATE,
     ),
-    (r"SEC(?<![A-Za-z0-9_-]SEC)[0-9a-f]{64}" + _END, None, ("sec",)),
+    (r"SEC(?<![A-Za-z0-9_-]SEC)[0-9a-f]{64}" + _END, None, _VENDOR_GATE),
     (
         r"[MNO](?<![A-Za-z0-9_.-][MNO])[DTjz][A-Za-z0-9_-]{21,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}"
         + _END,
         _discord_ok,
-        ("token", "bot", "discord"),
+        _VENDOR_GATE,
     ),
 ]
 # A long key wrapped by a terminal or an editor: the rest of it on the following line(s), each alone on its
@@ -982,10 +984,11 @@ _BSN = re.compile(
     r"(?P<v>(?<![0-9])[0-9]{4}[ .]?[0-9]{2}[ .]?[0-9]{3}|[0-9]{9})(?![0-9])",
     _I,
 )
-_CPF = re.compile(
-    r"(?P<lead>)(?P<v>(?<![0-9.])[0-9]{3}\.[0-9]{3}\.[0-9]{3}-[0-9]{2}(?![0-9]))"
-    r"|(?P<lead2>(?<![A-Za-z])cpf\b[^0-9\n]{0,16})(?P<v2>(?<![0-9])[0-9]{11}(?![0-9]))",
-    _I,
+# (Patterns start with a character class, their lookbehind after it, so the engine can skip to candidates; a
+# leading empty group or an alternation would make it try every position.)
+_CPF = re.compile(r"(?P<v>[0-9](?<![0-9.][0-9])[0-9]{2}\.[0-9]{3}\.[0-9]{3}-[0-9]{2}(?![0-9]))")
+_CPF_LABELLED = re.compile(
+    r"(?P<lead2>(?<![A-Za-z])cpf\b[^0-9\n]{0,16})(?P<v2>(?<![0-9])[0-9]{11}(?![0-9]))", _I
 )
 _DNI = re.compile(
     r"(?P<lead>(?<![A-Za-z])(?:dni|nie|nif)\b[^0-9\n]{0,16}?)"
@@ -1029,9 +1032,9 @@ _NINO = re.compile(
     r"(?:[ \t]?[0-9]{2}){3}[ \t]?[A-D](?![A-Za-z0-9]))",
     _I,
 )
-_TW_ID = re.compile(r"(?P<lead>)(?P<v>(?<![A-Za-z0-9])[A-Z][12][0-9]{8}(?![A-Za-z0-9]))")
+_TW_ID = re.compile(r"(?P<v>[A-Z](?<![A-Za-z0-9][A-Z])[12][0-9]{8}(?![A-Za-z0-9]))")
 _HKID = re.compile(
-    r"(?P<lead>)(?P<v>(?<![A-Za-z0-9])[A-Z]{1,2}[0-9]{6}[ \t]?(?:\([0-9A]\)|[0-9A])(?![A-Za-z0-9]))"
+    r"(?P<v>[A-Z](?<![A-Za-z0-9][A-Z])[A-Z]?[0-9]{6}[ \t]?(?:\([0-9A]\)|[0-9A])(?![A-Za-z0-9]))"
 )
 _AADHAAR = re.compile(
     r"(?P<lead>(?<![A-Za-z])(?:aadhaar|aadhar|uidai|आधार)[^0-9\n]{0,24}?)"
@@ -1039,7 +1042,7 @@ _AADHAAR = re.compile(
     _I,
 )
 _IBAN = re.compile(
-    r"(?P<lead>)(?P<v>(?<![A-Za-z0-9])[A-Z]{2}[0-9]{2}(?:[ ]?[A-Z0-9]{4}){2,7}(?:[ ]?[A-Z0-9]{1,3})?(?![A-Za-z0-9]))"
+    r"(?P<v>[A-Z](?<![A-Za-z0-9][A-Z])[A-Z][0-9]{2}(?:[ ]?[A-Z0-9]{4}){2,7}(?:[ ]?[A-Z0-9]{1,3})?(?![A-Za-z0-9]))"
 )
 # "Aadhaar 3054 6592 0530", "Aadhaar no: ...": a number the user names an Aadhaar right before it is one even
 # when its check digit is wrong (a mistyped Aadhaar still identifies its holder); further away
@@ -1241,7 +1244,7 @@ def _checked_action(check: Callable[[str], bool], kind: str = "national_id") -> 
         lead, value = ("lead", "v") if groups.get("v") is not None else ("lead2", "v2")
         if not check(m.group(value)):
             return m.group(), 0
-        return (m.group(lead) or "") + tag, 1
+        return (groups.get(lead) or "") + tag, 1
 
     return action
 
@@ -1687,9 +1690,10 @@ _DOCKER_AUTH = re.compile(
 _USER_PASS_DECODED = re.compile(r"[^\s:{}\"]{1,128}:\S{1,256}")
 
 
-# The four rules above run under the tool rules' gate, which gains their words (one search of the text for all).
-_TOOL_AND_CONFIG_GATE = (
-    *_TOOL_GATE, *_DEVICE_CONFIG_GATE, "obsutil", "ossutil", "coscmd", *_KEY_FLAG_GATE, '"auth"', '"identitytoken"',
+# The four rules above share one gate (one search of the text for all their words, rare ones: not the tool
+# rules' gate, whose words such as "zip" and "http " are common).
+_CONFIG_FORMS_GATE = (
+    *_DEVICE_CONFIG_GATE, "obsutil", "ossutil", "coscmd", *_KEY_FLAG_GATE, '"auth"', '"identitytoken"',
 )  # fmt: skip
 
 
@@ -1721,7 +1725,7 @@ _CVV_NEAR_CARD = re.compile(
 
 # Vendor secrets with a check of their own or a fixed shape, numbers that identify a person, with their check.
 # A BitLocker recovery key: 8 groups of 6 digits, each a multiple of 11 below 720896 (each encodes 16 bits).
-_BITLOCKER = re.compile(r"(?P<lead>)(?P<v>(?<![0-9-])[0-9]{6}(?:-[0-9]{6}){7}(?![0-9-]))")
+_BITLOCKER = re.compile(r"(?P<v>[0-9](?<![0-9-][0-9])[0-9]{5}(?:-[0-9]{6}){7}(?![0-9-]))")
 
 
 def _bitlocker_ok(s: str) -> bool:
@@ -1743,7 +1747,7 @@ def _sin_ok(s: str) -> bool:
 
 
 # Singapore NRIC / FIN: S, T, F or G, 7 digits, a check letter (weighted sum mod 11).
-_SG_NRIC = re.compile(r"(?P<lead>)(?P<v>(?<![A-Za-z0-9])[STFG][0-9]{7}[A-Z](?![A-Za-z0-9]))")
+_SG_NRIC = re.compile(r"(?P<v>[STFG](?<![A-Za-z0-9][STFG])[0-9]{7}[A-Z](?![A-Za-z0-9]))")
 
 
 def _nric_ok(s: str) -> bool:
@@ -1771,7 +1775,9 @@ def _se_pnr_ok(s: str) -> bool:
 
 # Korea's resident registration number: YYMMDD-SNNNNNC, a real month and day, the 7th digit 1-8, the check
 # digit (11 - weighted sum mod 11) mod 10.
-_KR_RRN = r"(?<![0-9-])[0-9]{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12][0-9]|3[01])-[1-8][0-9]{6}(?![0-9-])"
+_KR_RRN_REST = (
+    r"[0-9](?:0[1-9]|1[0-2])(?:0[1-9]|[12][0-9]|3[01])-[1-8][0-9]{6}(?![0-9-])"  # after its 1st digit
+)
 
 
 def _kr_rrn_ok(s: str) -> bool:
@@ -1782,12 +1788,12 @@ def _kr_rrn_ok(s: str) -> bool:
 
 # France's NIR (numéro de sécurité sociale): sex, year, month, department (2A / 2B for Corsica), commune,
 # order, then a key = 97 - (the 13 digits mod 97); written whole or in its usual groups.
-_FR_NIR = (
-    r"(?<![0-9A-Za-z])[12](?P<sep> ?)[0-9]{2}(?P=sep)[0-9]{2}(?P=sep)(?:[0-9]{2}|2[ABab])"
+_FR_NIR_REST = (  # after its first digit
+    r"(?<=[12])(?P<sep> ?)[0-9]{2}(?P=sep)[0-9]{2}(?P=sep)(?:[0-9]{2}|2[ABab])"
     r"(?P=sep)[0-9]{3}(?P=sep)[0-9]{3}(?P=sep)[0-9]{2}(?![0-9A-Za-z])"
 )
 # one rule for both (a rule costs its scan even when it finds nothing): the dash tells them apart
-_RRN_OR_NIR = re.compile(r"(?P<lead>)(?P<v>" + _KR_RRN + "|" + _FR_NIR + ")")
+_RRN_OR_NIR = re.compile(r"(?P<v>[0-9](?<![0-9A-Za-z-][0-9])(?:" + _KR_RRN_REST + "|" + _FR_NIR_REST + "))")
 
 
 def _rrn_or_nir_ok(s: str) -> bool:
@@ -1841,13 +1847,13 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _BASIC, _basic_action, ("basic",)),
     _Rule("password", _ENV_PASSWORD, _assigned_action, ("pass", "pwd", "_auth")),
     _Rule("password", _CLI_PASSWORD, _assigned_action, ("mysql", "mariadb", "sshpass")),
-    _Rule("password", _CLI_FLAG_PASSWORD, _assigned_action, _TOOL_AND_CONFIG_GATE),
-    _Rule("password", _CLI_USER_PASSWORD, _assigned_action, _TOOL_AND_CONFIG_GATE),
-    _Rule("password", _CONF_PASSWORD, _assigned_action, _TOOL_AND_CONFIG_GATE),
-    _Rule("password", _DEVICE_CONFIG, _assigned_action, _TOOL_AND_CONFIG_GATE),
-    _Rule("api_key", _KEY_TOOL, _key_tool_action, _TOOL_AND_CONFIG_GATE),
-    _Rule("api_key", _KEY_FLAG, _swap("api_key", _generated_key), _TOOL_AND_CONFIG_GATE),
-    _Rule("password", _DOCKER_AUTH, _docker_auth_action, _TOOL_AND_CONFIG_GATE),
+    _Rule("password", _CLI_FLAG_PASSWORD, _assigned_action, _TOOL_GATE),
+    _Rule("password", _CLI_USER_PASSWORD, _assigned_action, _TOOL_GATE),
+    _Rule("password", _CONF_PASSWORD, _assigned_action, _TOOL_GATE),
+    _Rule("password", _DEVICE_CONFIG, _assigned_action, _CONFIG_FORMS_GATE),
+    _Rule("api_key", _KEY_TOOL, _key_tool_action, _CONFIG_FORMS_GATE),
+    _Rule("api_key", _KEY_FLAG, _swap("api_key", _generated_key), _CONFIG_FORMS_GATE),
+    _Rule("password", _DOCKER_AUTH, _docker_auth_action, _CONFIG_FORMS_GATE),
     _Rule("password", _XML_SECRET, _xml_secret_action, _XML_GATE),
     _Rule("api_key", _COOKIE, _cookie_action, ("cookie", "curl")),
     _Rule("api_key", _URL_SIGNATURE, _url_signature_action, _URL_SIGNATURE_GATE),
@@ -1884,6 +1890,7 @@ _RULES: tuple[_Rule, ...] = (
         ("bsn", "burgerservice", "sofinummer", "sofi-", "sofi "),
     ),
     _Rule("national_id", _CPF, _checked_action(_cpf_ok), _DIGITS),
+    _Rule("national_id", _CPF_LABELLED, _checked_action(_cpf_ok), ("cpf",)),
     _Rule("national_id", _DNI, _checked_action(_dni_ok), ("dni", "nif", "nie ", "nie:", "nie：")),
     _Rule("national_id", _NINO, _checked_action(lambda v: True), ("insurance", "nino", "ni no", "ni number")),
     # a letter and 9 digits passes the Taiwan check one time in ten: only where an identity card is named
@@ -1959,6 +1966,19 @@ def _apply(rule: _Rule, text: str) -> tuple[str, int]:
     return rule.pattern.sub(replace, text), found
 
 
+# Per rule, what the loop of `redact_with_report` reads to skip it: its window words (windowed rules), the kind
+# it runs after, its gate's key (0: none) and the pattern it needs.
+_PLAN = tuple(
+    (
+        rule,
+        _GATE_SETS[id(rule.gate)] if rule.windowed else None,
+        rule.after,
+        id(rule.gate) if rule.gate and not rule.windowed else 0,
+        rule.needs,
+    )
+    for rule in _RULES
+)
+
 _BACK, _AHEAD = 40, 24  # how far a label reaches before / after its gate word
 
 
@@ -2025,15 +2045,15 @@ def redact_with_report(text: str) -> tuple[str, dict[str, int]]:
     present: dict[int, bool] = {}
     hits: list[tuple[int, str]] | None = None  # gate words of the windowed rules in the text as it is now
     words: set[str] = set()  # the words among them
-    # (the checks that skip a rule come cheapest first: most texts skip most rules)
-    for rule in _RULES:
-        if rule.windowed:
+    # (the checks that skip a rule come cheapest first, from a table made once: most texts skip most rules)
+    for rule, window_words, after, gate, needs in _PLAN:
+        if window_words is not None:
             if hits is None:
                 hits = _gate_hits(text)
                 words = {word for _, word in hits}
             if (
                 not words
-                or words.isdisjoint(_GATE_SETS[id(rule.gate)])
+                or words.isdisjoint(window_words)
                 or (rule.context and words.isdisjoint(rule.context))
             ):
                 continue
@@ -2043,18 +2063,18 @@ def redact_with_report(text: str) -> tuple[str, dict[str, int]]:
                 text, more = _apply_windowed(rule, text, _gate_hits(text))
                 found += more
         else:
-            if rule.after and rule.after not in counts:
+            if after and after not in counts:
                 continue
-            if rule.gate:
-                hit = present.get(id(rule.gate))
+            if gate:
+                hit = present.get(gate)
                 if hit is None:
-                    hit = present[id(rule.gate)] = _GATE_RES[id(rule.gate)].search(lowered) is not None
+                    hit = present[gate] = _GATE_RES[gate].search(lowered) is not None
                 if not hit:
                     continue
-                if rule.needs is not None:  # (only gated rules name one)
-                    has = present.get(id(rule.needs))
+                if needs is not None:  # (only gated rules name one)
+                    has = present.get(id(needs))
                     if has is None:
-                        has = present[id(rule.needs)] = rule.needs.search(lowered) is not None
+                        has = present[id(needs)] = needs.search(lowered) is not None
                     if not has:
                         continue
             text, found = _apply(rule, text)
