@@ -629,6 +629,13 @@ FORM_CASES_5: list[tuple[str, str, tuple[str, ...]]] = [
     ("foreign-password-label", "社内 wiki のパスワードは Koi7-Nami22 です", ("Koi7-Nami22",)),
     ("foreign-password-label", "공유기 비밀번호는 Haneul93! 입니다", ("Haneul93!",)),
     ("foreign-password-label", "la contraseña: gatito", ("gatito",)),
+    # a qualifier word never starts at a placeholder (was: "[REDACTED:[REDACTED:password]]")
+    ("foreign-password-label", "el wifi del hotel, la contraseña es hotel2024", ("hotel2024",)),
+    (
+        "foreign-password-label",
+        "Passwort vergessen? Klicken Sie hier. Mot de passe oublié ? Réinitialisez-le.",
+        (),
+    ),
     ("foreign-password-label", "¿Olvidaste tu contraseña? Haz clic en el enlace para cambiarla", ()),
     ("foreign-password-label", "Das Passwort muss mindestens 12 Zeichen lang sein", ()),
     ("foreign-password-label", "la clave del éxito es la constancia", ()),
@@ -678,6 +685,8 @@ FORM_CASES_5: list[tuple[str, str, tuple[str, ...]]] = [
     ("device-config", "the password 0 days before expiry warning is off", ()),
     ("device-config", "password 5 attempts max, then a lockout", ()),
     ("device-config", "snmp-server community strings should be rotated", ()),
+    ("device-config", "line vty 0 4\n password 0 lighthouse\n login", ("lighthouse",)),
+    ("device-config", "notice:\n  password 7 days before it expires\nuser bob secret 5 apples", ()),
     # cloud keys given by a tool's flags
     (
         "cloud-cli-keys",

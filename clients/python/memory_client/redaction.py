@@ -1482,7 +1482,10 @@ _FOREIGN_PW_LABEL = (
 _FOREIGN_PW_HEAD = re.compile(_FOREIGN_PW_LABEL, _I)
 _FOREIGN_PW = re.compile(
     r"(?P<lead>(?P<label>" + _FOREIGN_PW_LABEL + ")"
-    r"(?:(?P<strong>(?:[ \t]+[^\s:：=,，。、]{1,20}){0,3}?(?:" + _FOREIGN_CONNECTOR + r"))|[ \t]+))" + _VALUE,
+    r"(?:(?P<strong>(?:[ \t]+(?!\[)[^\s:：=,，。、\[\]]{1,20}){0,3}?(?:"
+    + _FOREIGN_CONNECTOR
+    + r"))|[ \t]+))"
+    + _VALUE,
     _I,
 )
 
@@ -1640,12 +1643,33 @@ def _pw_prose_action(m: re.Match[str]) -> tuple[str, int]:
 # text, 7 reversible, 5/8/9 a hash of it). SNMP community strings grant access: `snmp-server community X RO`,
 # net-snmp `rocommunity X`.
 _DEVICE_CONFIG = re.compile(
-    r"(?P<lead>^(?:[ \t]*(?:(?:username|user)[ \t]+\S+(?:[ \t]+privilege[ \t]+[0-9]+)?[ \t]+|enable[ \t]+)|[ \t]+)"
+    r"(?P<lead>^(?:[ \t]*(?P<named>username[ \t]+\S+(?:[ \t]+privilege[ \t]+[0-9]+)?[ \t]+|enable[ \t]+)|[ \t]+)"
     r"(?:password|secret)[ \t]+[0-9][ \t]+"
     r"|^[ \t]*(?:snmp-server[ \t]+community|rocommunity6?|rwcommunity6?)[ \t]+(?=\S+(?:[ \t]*$|[ \t]+(?:RO|RW|view|"
     r"default|\S*[0-9./]))))(?P<q>)(?P<v>(?!\[REDACTED:)\S+)",
     _I | re.MULTILINE,
 )
+
+
+_DEVICE_CONFIG_CONTEXT = re.compile(
+    r"^[ \t]*(?:line[ \t]+(?:vty|con|aux)|interface[ \t]|hostname[ \t]|!)", re.M
+)
+
+
+def _device_config_action(m: re.Match[str]) -> tuple[str, int]:
+    """An indented `password 7 X` alone (a line's sub-mode) is a plain word only in a config ("line vty 0 4",
+    "!"): "  password 7 days notice" is prose."""
+    lead = m.group("lead")
+    if (
+        m.group("named") is None
+        and "community" not in lead
+        and _plain_word(m.group("v").rstrip(_PW_TRAILING))
+        and _DEVICE_CONFIG_CONTEXT.search(m.string) is None
+    ):
+        return m.group(), 0
+    return _assigned_action(m)
+
+
 _DEVICE_CONFIG_GATE = (
     "password 0", "password 5", "password 7", "secret 0", "secret 4", "secret 5", "secret 7", "secret 8",
     "secret 9", "snmp-server community", "rocommunity", "rwcommunity",
@@ -1850,7 +1874,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _CLI_FLAG_PASSWORD, _assigned_action, _TOOL_GATE),
     _Rule("password", _CLI_USER_PASSWORD, _assigned_action, _TOOL_GATE),
     _Rule("password", _CONF_PASSWORD, _assigned_action, _TOOL_GATE),
-    _Rule("password", _DEVICE_CONFIG, _assigned_action, _CONFIG_FORMS_GATE),
+    _Rule("password", _DEVICE_CONFIG, _device_config_action, _CONFIG_FORMS_GATE),
     _Rule("api_key", _KEY_TOOL, _key_tool_action, _CONFIG_FORMS_GATE),
     _Rule("api_key", _KEY_FLAG, _swap("api_key", _generated_key), _CONFIG_FORMS_GATE),
     _Rule("password", _DOCKER_AUTH, _docker_auth_action, _CONFIG_FORMS_GATE),
