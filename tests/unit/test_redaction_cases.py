@@ -754,6 +754,9 @@ FORM_CASES_5: list[tuple[str, str, tuple[str, ...]]] = [
         "BIP39 explained. A seed phrase is a list of words that stores what a wallet needs",
         (),
     ),
+    # a pair whose user a password label already took: the rerun must not read "[REDACTED" as the user
+    ("pair-rerun", "username/password: carol / Tidepool#42", ("Tidepool#42",)),
+    ("pair-rerun", "后台 账号/密码：qa_zz81 / Hq7!lm2Pz，登录后复现", ("Hq7!lm2Pz",)),
     # kept: code references, slots with spaces, Chinese placeholders, publishable tokens
     ("kept-placeholders", 'resource "x" "y" {\n  password = local.admin_pw\n  token = var.api_token\n}', ()),
     ("kept-placeholders", "SMTP_PASSWORD=<get it from the vault>\nAPI_TOKEN=<see 1Password>", ()),

@@ -741,7 +741,7 @@ _PAIR_HEAD_TEXT = (
 _PAIR_HEAD = re.compile(_PAIR_HEAD_TEXT, _I)
 _PAIR_LABELLED = re.compile(
     r"(?P<lead>" + _PAIR_HEAD_TEXT + _ANY_CONNECTOR + r"[ \t]*"
-    r"(?P<user>[^\s/／:,，|\"'`]{1,64})(?:[ \t]*[/／|,，][ \t]*|:|[ \t]+))" + _PAIR_VALUE,
+    r"(?P<user>[^\s/／:,，|\"'`\[\]]{1,64})(?:[ \t]*[/／|,，][ \t]*|:|[ \t]+))" + _PAIR_VALUE,
     _I,
 )
 _CREDENTIAL_HEAD_TEXT = (
