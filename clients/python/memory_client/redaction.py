@@ -17,7 +17,9 @@ labelled digits), ``api_key`` (OpenAI, Anthropic, AWS, GitHub, Slack, Google, St
 ``Bearer`` tokens, session cookies, URL signatures), ``jwt``, ``private_key`` (a whole PEM block, or to the
 end of the text when the END line is missing; a wallet's seed phrase), ``national_id`` (a Dutch BSN, a
 Brazilian CPF, a Spanish DNI / NIE, a Taiwan or Hong Kong ID, an Aadhaar number with a valid check, or any 12
-digits right after the word Aadhaar; a UK National Insurance number after its label), ``iban`` (valid mod 97),
+digits right after the word Aadhaar; a UK National Insurance number after its label; a Canadian SIN, Swedish
+personnummer or Indian PAN after its label; a Singapore NRIC, Korean RRN or French NIR with a valid check),
+``iban`` (valid mod 97),
 ``bank_account`` (a number after an account label where a bank, sort code, IBAN, routing or SWIFT code is
 named nearby) and ``password`` (English or Chinese "password is ..." phrases and
 ``scheme://user:password@host`` URLs; only the value is replaced, the lead-in words stay).
@@ -58,7 +60,16 @@ Built from the forms secrets are written in, not from examples (the table of cas
   names an example file (``.env.example``), a JSON schema's definition of a password field, vendors'
   documented examples (``...EXAMPLE``, ``...EXAMPLEKEY``) and a type in code (``pw: str``);
 * numbers written whole or in groups with spaces or dashes, the checksum deciding (Luhn and issuer for
-  cards, the MOD 11-2 check character and birth date for Chinese IDs, SSA rules for SSNs).
+  cards, the MOD 11-2 check character and birth date for Chinese IDs, SSA rules for SSNs, each group a
+  multiple of 11 for a BitLocker recovery key);
+* forms the fifth blind set showed: a password label in another language (contraseña, Passwort,
+  WLAN-Schlüssel, mot de passe, パスワード, 비밀번호...) or pinyin ``mm 是``; a PIN or a door / entry code (门禁码,
+  取款密码); a password told as changed, old and new ("原来那个 X 停用了，新的是 Y", "from X to Y"); credentials
+  in prose ("type admin in the first box and X in the second", "the phrase we agreed on, X"); Cisco
+  ``password 0 X`` and SNMP communities; a card's code after the card under any name (Amex CID, 背面后三位); age
+  and DingTalk ``SEC`` secrets, Discord bot tokens; Docker's ``config.json`` ``auth``; cloud keys given by
+  obsutil / ossutil / coscmd flags; kept: code references (``var.db_password``), ``<slots with spaces>``,
+  Chinese placeholder words and tokens published by design (Mapbox ``pk.``, Stripe ``pk_live_``).
 
 Redaction is idempotent: a placeholder never completes a match (the one rule that starts at a placeholder, a
 CVV after a card, runs only once this call has replaced the card), so ``redact(redact(x)) == redact(x)``.
