@@ -17,7 +17,9 @@ labelled digits), ``api_key`` (OpenAI, Anthropic, AWS, GitHub, Slack, Google, St
 ``Bearer`` tokens, session cookies, URL signatures), ``jwt``, ``private_key`` (a whole PEM block, or to the
 end of the text when the END line is missing; a wallet's seed phrase), ``national_id`` (a Dutch BSN, a
 Brazilian CPF, a Spanish DNI / NIE, a Taiwan or Hong Kong ID, an Aadhaar number with a valid check, or any 12
-digits right after the word Aadhaar; a UK National Insurance number after its label), ``iban`` (valid mod 97),
+digits right after the word Aadhaar; a UK National Insurance number after its label; a Canadian SIN, Swedish
+personnummer or Indian PAN after its label; a Singapore NRIC, Korean RRN or French NIR with a valid check),
+``iban`` (valid mod 97),
 ``bank_account`` (a number after an account label where a bank, sort code, IBAN, routing or SWIFT code is
 named nearby) and ``password`` (English or Chinese "password is ..." phrases and
 ``scheme://user:password@host`` URLs; only the value is replaced, the lead-in words stay).
@@ -58,7 +60,16 @@ Built from the forms secrets are written in, not from examples (the table of cas
   names an example file (``.env.example``), a JSON schema's definition of a password field, vendors'
   documented examples (``...EXAMPLE``, ``...EXAMPLEKEY``) and a type in code (``pw: str``);
 * numbers written whole or in groups with spaces or dashes, the checksum deciding (Luhn and issuer for
-  cards, the MOD 11-2 check character and birth date for Chinese IDs, SSA rules for SSNs).
+  cards, the MOD 11-2 check character and birth date for Chinese IDs, SSA rules for SSNs, each group a
+  multiple of 11 for a BitLocker recovery key);
+* forms the fifth blind set showed: a password label in another language (contraseña, Passwort,
+  WLAN-Schlüssel, mot de passe, パスワード, 비밀번호...) or pinyin ``mm 是``; a PIN or a door / entry code (门禁码,
+  取款密码); a password told as changed, old and new ("原来那个 X 停用了，新的是 Y", "from X to Y"); credentials
+  in prose ("type admin in the first box and X in the second", "the phrase we agreed on, X"); Cisco
+  ``password 0 X`` and SNMP communities; a card's code after the card under any name (Amex CID, 背面后三位); age
+  and DingTalk ``SEC`` secrets, Discord bot tokens; Docker's ``config.json`` ``auth``; cloud keys given by
+  obsutil / ossutil / coscmd flags; kept: code references (``var.db_password``), ``<slots with spaces>``,
+  Chinese placeholder words and tokens published by design (Mapbox ``pk.``, Stripe ``pk_live_``).
 
 Redaction is idempotent: a placeholder never completes a match (the one rule that starts at a placeholder, a
 CVV after a card, runs only once this call has replaced the card), so ``redact(redact(x)) == redact(x)``.
@@ -68,6 +79,7 @@ from __future__ import annotations
 
 import base64
 import datetime as _dt
+import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -107,6 +119,9 @@ class _Rule:
     context: tuple[str, ...] = ()
     # Run only once a rule of this kind has replaced something in the text (a CVV after a card number).
     after: str = ""
+    # A pattern the input must contain for the rule to run, once its gate is passed (searched once per text,
+    # shared by the rules that name the same one): a long number for the rules that read one.
+    needs: re.Pattern[str] | None = None
 
 
 def _swap(kind: str, check: Callable[[str], bool] | None = None) -> _Action:
@@ -282,6 +297,16 @@ def _openai_like(s: str) -> bool:
     return _has_digit(s) and (any(c.isupper() for c in s) or longest >= 12)
 
 
+def _discord_ok(token: str) -> bool:
+    """A Discord bot token's first part is the bot's user id (a snowflake, 17 to 20 digits) in base64."""
+    first = token.split(".", 1)[0]
+    try:
+        decoded = base64.b64decode(first + "=" * (-len(first) % 4), altchars=b"-_", validate=True)
+    except ValueError:
+        return False
+    return decoded.isdigit() and 17 <= len(decoded) <= 20
+
+
 def _bearer_action(m: re.Match[str]) -> tuple[str, int]:
     token = m.group("v").rstrip(".")  # a sentence-ending full stop is not part of the token
     if len(token) < 20 or not _has_digit(token) or not any(c.isalpha() for c in token):
@@ -297,6 +322,7 @@ _PAIRED_SECRET = (
     r"(?:(?P<sep>[\"'`]?[ \t]*(?:[,，/／|;；][ \t]*)?[\"'`]?)"
     r"(?P<paired>(?!\[REDACTED:)[A-Za-z0-9+/=_-]{20,64})(?![A-Za-z0-9+/=_-]))?"
 )
+_VENDOR_GATE = ("age-secret-key-1", "sec", "token", "discord")
 _API_RULES: list[tuple[str, Callable[[str], bool] | None, tuple[str, ...]]] = [
     (r"sk-(?<![A-Za-z0-9_-]sk-)[A-Za-z0-9_-]{20,400}" + _END, _openai_like, ("sk-",)),  # + Anthropic sk-ant-
     (_START + r"(?:AKIA|ASIA)[A-Z0-9]{16}" + _END + _PAIRED_SECRET, None, ("akia", "asia")),
@@ -331,6 +357,22 @@ _API_RULES: list[tuple[str, Callable[[str], bool] | None, tuple[str, ...]]] = [
     # characters that start with "AA")
     (_START + r"key-[0-9a-f]{32}" + _END, _has_digit, ("key-",)),
     (r"[0-9](?<![A-Za-z0-9_:-][0-9])[0-9]{4,15}:AA[A-Za-z0-9_-]{33}" + _END, None, (":aa",)),
+    # age's secret keys (bech32, upper case), DingTalk robots' signing secrets (`SEC` + 64 hex), Discord bot
+    # tokens (the bot's id in base64, a timestamp, an HMAC; checked by decoding the id, and read where the text
+    # speaks of a token or Discord: with no literal to look for, a scan of every text would cost more). The three
+    # share one gate: one search of the text for their words.
+    (
+        r"AGE-SECRET-KEY-1(?<![A-Za-z0-9_-]AGE-SECRET-KEY-1)[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}" + _END,
+        None,
+        _VENDOR_GATE,
+    ),
+    (r"SEC(?<![A-Za-z0-9_-]SEC)[0-9a-f]{64}" + _END, None, _VENDOR_GATE),
+    (
+        r"[MNO](?<![A-Za-z0-9_.-][MNO])[DTjz][A-Za-z0-9_-]{21,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}"
+        + _END,
+        _discord_ok,
+        _VENDOR_GATE,
+    ),
 ]
 # A long key wrapped by a terminal or an editor: the rest of it on the following line(s), each alone on its
 # line ("sk-proj-X0Fj...\nim3Gwx..."). Each piece must look generated (`_key_piece`); the first that does
@@ -392,7 +434,11 @@ _AWS_SECRET = re.compile(
     _I,
 )
 _BEARER = re.compile(r"(?<![A-Za-z])(?P<lead>bearer[ \t]+)(?P<v>[\w.~+/-]{20,}=*)(?![\w.~+/=-])", _I)
-_JWT = re.compile(r"eyJ(?<![A-Za-z0-9_-]eyJ)[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}(?:\.[A-Za-z0-9_-]+)?")
+# Mapbox tokens are JWT-shaped: `sk.eyJ...` is secret (the JWT rule takes its body), `pk.eyJ...` is the
+# public token Mapbox documents as safe to ship in a web page, and is kept.
+_JWT = re.compile(
+    r"eyJ(?<![A-Za-z0-9_-]eyJ)(?<!pk\.eyJ)[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}(?:\.[A-Za-z0-9_-]+)?"
+)
 # The lazy body stops at the first END line; `\Z` takes a truncated block to the end of the text.
 _PEM_NAME = r"[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
 _PRIVATE_KEY = re.compile(r"-----BEGIN " + _PEM_NAME + r"[\s\S]*?(?:-----END " + _PEM_NAME + r"|\Z)")
@@ -434,7 +480,12 @@ _KEY_WORDS = (
     r"(?:aws[ _-]?)?secret(?:[ _-]?access)?(?:[ _-]?key)?|(?:api|access|signing|encryption|master|account"
     r"|auth|app|client|consumer|shared[ _-]?access|webhook|license)[ _-]?key|api[ _-]?token|token"
 )
-_HEAD_KEY = r"(?P<ph>" + _KEY_WORDS + r")(?![A-Za-z0-9_])|(?P<pz>密钥|秘钥|密鑰|令牌)"
+# (and Azure's `key1` / `key2` / primary key for a storage account; a Chinese key label may end in 值 / 串:
+# "访问密钥值：...")
+_HEAD_KEY = (
+    r"(?P<ph>" + _KEY_WORDS + r"|key[12]|(?:primary|secondary)[ _-]?key)(?![A-Za-z0-9_])"
+    r"|(?P<pz>(?:密钥|秘钥|密鑰|令牌)(?:值|串)?)"
+)
 _HEAD_PRIVATE = r"(?P<ph>private[ _-]?key)(?![A-Za-z0-9_])|(?P<pz>私钥|私鑰)"
 # What may stand between a label and its value. `strong`: punctuation or a verb ("is", "是", ":", "->",
 # "——"); otherwise only spaces (or nothing after a Chinese label: "密码123456"), which asks more of the value.
@@ -454,7 +505,10 @@ _STRONG = (
 # A qualifier ("for my router", "(temporary)") needs a strong connector after it.
 # Without one, spaces; nothing at all only after a Chinese label ("密码123456").
 _WEAK = r"(?:[ \t]+|(?<=[^\x00-\x7f]))"
-_CONNECTOR = r"(?:(?P<strong>" + _QUALIFIER + r"(?:" + _STRONG + r"))|" + _WEAK + ")"
+# A bracketed name right after the label, then the value with no connector ("开发者密码（AppSecret）442e...")
+# counts as spaces do.
+_BRACKETED = r"[ \t]*[(（][^()（）\n]{1,24}[)）][ \t]*"
+_CONNECTOR = r"(?:(?P<strong>" + _QUALIFIER + r"(?:" + _STRONG + r"))|" + _BRACKETED + "|" + _WEAK + ")"
 _ANY_CONNECTOR = r"(?:" + _QUALIFIER + r"(?:" + _STRONG + r")|" + _WEAK + ")"
 # The value: quoted (anything up to the closing quote, escaped quotes of nested JSON included) or a bare run
 # of printable ASCII, which stops at spaces, CJK text ("密码是abc123请保密") and placeholders. A bare value
@@ -492,8 +546,18 @@ _NOT_A_PASSWORD = frozenset(_NOT_A_PASSWORD_WORDS.split())
 _PW_TRAILING = ".,;:)]}>'\"。，；：！？）」』】”’\\"  # not ! or ?: often part of the password
 # Values that stand for a secret without being one: masks, template slots, env references, "n/a".
 _PW_STAND_IN = re.compile(
-    r"[*•xX-]+|<[^<>]*>|\$\{[^}]*\}|\$\(.*|\{\{\S*|\$[A-Z_][A-Z0-9_]*|%s|n/?a|tbd|todo|xxx+|your[_-]\w*", _I
+    r"[*•xX-]+|<[^<>]*>|\$\{[^}]*\}|\$\(.*|\{\{\S*|\$[A-Z_][A-Z0-9_]*|%s|n/?a|tbd|todo|xxx+|your[_-]\w*"
+    # a reference in code where a value would be: Terraform `var.db_password`, `local.x`, `data.x.y`,
+    # `module.x.y`; Node's `process.env.DB_PASS`
+    r"|(?-i:(?:var|local|data|module|each)\.[a-z_][\w.\[\]\"-]*|process\.env\.\w+)",
+    _I,
 )
+# Tokens their vendor documents as publishable (shipped in web pages): Stripe `pk_live_` / `pk_test_`,
+# Mapbox `pk.eyJ...`. Not secrets whatever label they follow.
+_PUBLISHABLE = ("pk_live_", "pk_test_", "pk.eyJ")
+# A placeholder in angle brackets may hold spaces (`<ask in #infra>`), which end a bare value: it starts at
+# the value and closes on its line.
+_ANGLE_SLOT = re.compile(r"<[^<>\n]{1,120}>")
 # "changeme", "replace-me": a placeholder in an example file (`.env.example`, "the sample config"), but a live
 # default password elsewhere ("the compose file we deployed still has POSTGRES_PASSWORD: changeme").
 _DEFAULT_WORD = re.compile(r"(?:change|replace)[_-]?(?:me|this|it)(?:[_-][a-z]+)?", _I)
@@ -555,6 +619,7 @@ def _stand_in(s: str) -> bool:
         _PW_STAND_IN.fullmatch(s) is not None
         or _TEMPLATE_WORD.fullmatch(s) is not None
         or _DOC_EXAMPLE.search(s) is not None
+        or s.startswith(_PUBLISHABLE)
     )
 
 
@@ -586,6 +651,12 @@ def _reference_at(text: str, at: int) -> bool:
     return end != -1 and (newline == -1 or end < newline)
 
 
+_PUBLIC_BEFORE = re.compile(r"(?<![A-Za-z])(?:public|publishable)[ \t_-]*\Z", _I)
+
+
+_BARE_TO = re.compile(r"[ \t]+to[ \t]*", _I)
+
+
 def _plain_word(s: str) -> bool:
     return s.replace("-", "").isalpha() and s.isascii()
 
@@ -614,8 +685,13 @@ def _labelled_value(m: re.Match[str], *, generated: bool) -> tuple[int, int] | N
         or _reference_at(text, v0)
         or _inside_reference(text, m.start("label"))
         or _example_default(text, secret)
+        or _ANGLE_SLOT.match(text, v0) is not None
     ):
         return None
+    if len(secret) == 1 and text[v1:].lstrip(" \t").startswith(_MARK):
+        return None  # Cisco's `password 0 <value>`: the 0 is the type, the value is already replaced
+    if generated and _PUBLIC_BEFORE.search(text, max(0, m.start("label") - 16), m.start("label")):
+        return None  # "the public token: ...", "publishable key = ...": published by design
     if generated:
         return (v0, v1) if _token_like(secret) else None
     if m.group("q"):
@@ -632,7 +708,12 @@ def _labelled_value(m: re.Match[str], *, generated: bool) -> tuple[int, int] | N
     if _plain_word(word) and (
         word.split("-")[0].lower() in _NOT_A_PASSWORD
         or (not strong and not _USER_BEFORE.search(text, max(0, m.start() - 60), m.start()))
+        # "changed the root password to comply with ...": after a bare "to", a word is the verb's object
+        or (strong and _BARE_TO.fullmatch(m.group("strong")) is not None)
     ):
+        return None
+    # "the password 0 days before expiry", "password 5 attempts max": a count, not a value
+    if secret.isdigit() and len(secret) < 4 and not strong and label not in ("pin", "密码", "密碼"):
         return None
     if secret.rstrip("+").isdigit():
         if _LENGTH_WORD.match(text, v1) is not None:  # "the password is 12 characters long", "密码至少8位"
@@ -671,7 +752,7 @@ _PAIR_HEAD_TEXT = (
 _PAIR_HEAD = re.compile(_PAIR_HEAD_TEXT, _I)
 _PAIR_LABELLED = re.compile(
     r"(?P<lead>" + _PAIR_HEAD_TEXT + _ANY_CONNECTOR + r"[ \t]*"
-    r"(?P<user>[^\s/／:,，|\"'`]{1,64})(?:[ \t]*[/／|,，][ \t]*|:|[ \t]+))" + _PAIR_VALUE,
+    r"(?P<user>[^\s/／:,，|\"'`\[\]]{1,64})(?:[ \t]*[/／|,，][ \t]*|:|[ \t]+))" + _PAIR_VALUE,
     _I,
 )
 _CREDENTIAL_HEAD_TEXT = (
@@ -841,6 +922,8 @@ def _assigned_action(m: re.Match[str]) -> tuple[str, int]:
     secret = value if quoted else value.rstrip(_PW_TRAILING)
     if (
         not secret
+        or not secret[0].isascii()  # Chinese words where the value goes: `DB_PASSWORD=请填写数据库密码`
+        or _ANGLE_SLOT.match(m.string, m.start(value_name)) is not None  # `SMTP_PASSWORD=<ask in #infra>`
         or secret.startswith(_MARK)
         or _stand_in(secret)
         or _stand_in(value)
@@ -912,10 +995,11 @@ _BSN = re.compile(
     r"(?P<v>(?<![0-9])[0-9]{4}[ .]?[0-9]{2}[ .]?[0-9]{3}|[0-9]{9})(?![0-9])",
     _I,
 )
-_CPF = re.compile(
-    r"(?P<lead>)(?P<v>(?<![0-9.])[0-9]{3}\.[0-9]{3}\.[0-9]{3}-[0-9]{2}(?![0-9]))"
-    r"|(?P<lead2>(?<![A-Za-z])cpf\b[^0-9\n]{0,16})(?P<v2>(?<![0-9])[0-9]{11}(?![0-9]))",
-    _I,
+# (Patterns start with a character class, their lookbehind after it, so the engine can skip to candidates; a
+# leading empty group or an alternation would make it try every position.)
+_CPF = re.compile(r"(?P<v>[0-9](?<![0-9.][0-9])[0-9]{2}\.[0-9]{3}\.[0-9]{3}-[0-9]{2}(?![0-9]))")
+_CPF_LABELLED = re.compile(
+    r"(?P<lead2>(?<![A-Za-z])cpf\b[^0-9\n]{0,16})(?P<v2>(?<![0-9])[0-9]{11}(?![0-9]))", _I
 )
 _DNI = re.compile(
     r"(?P<lead>(?<![A-Za-z])(?:dni|nie|nif)\b[^0-9\n]{0,16}?)"
@@ -959,9 +1043,9 @@ _NINO = re.compile(
     r"(?:[ \t]?[0-9]{2}){3}[ \t]?[A-D](?![A-Za-z0-9]))",
     _I,
 )
-_TW_ID = re.compile(r"(?P<lead>)(?P<v>(?<![A-Za-z0-9])[A-Z][12][0-9]{8}(?![A-Za-z0-9]))")
+_TW_ID = re.compile(r"(?P<v>[A-Z](?<![A-Za-z0-9][A-Z])[12][0-9]{8}(?![A-Za-z0-9]))")
 _HKID = re.compile(
-    r"(?P<lead>)(?P<v>(?<![A-Za-z0-9])[A-Z]{1,2}[0-9]{6}[ \t]?(?:\([0-9A]\)|[0-9A])(?![A-Za-z0-9]))"
+    r"(?P<v>[A-Z](?<![A-Za-z0-9][A-Z])[A-Z]?[0-9]{6}[ \t]?(?:\([0-9A]\)|[0-9A])(?![A-Za-z0-9]))"
 )
 _AADHAAR = re.compile(
     r"(?P<lead>(?<![A-Za-z])(?:aadhaar|aadhar|uidai|आधार)[^0-9\n]{0,24}?)"
@@ -969,7 +1053,7 @@ _AADHAAR = re.compile(
     _I,
 )
 _IBAN = re.compile(
-    r"(?P<lead>)(?P<v>(?<![A-Za-z0-9])[A-Z]{2}[0-9]{2}(?:[ ]?[A-Z0-9]{4}){2,7}(?:[ ]?[A-Z0-9]{1,3})?(?![A-Za-z0-9]))"
+    r"(?P<v>[A-Z](?<![A-Za-z0-9][A-Z])[A-Z][0-9]{2}(?:[ ]?[A-Z0-9]{4}){2,7}(?:[ ]?[A-Z0-9]{1,3})?(?![A-Za-z0-9]))"
 )
 # "Aadhaar 3054 6592 0530", "Aadhaar no: ...": a number the user names an Aadhaar right before it is one even
 # when its check digit is wrong (a mistyped Aadhaar still identifies its holder); further away
@@ -1171,7 +1255,7 @@ def _checked_action(check: Callable[[str], bool], kind: str = "national_id") -> 
         lead, value = ("lead", "v") if groups.get("v") is not None else ("lead2", "v2")
         if not check(m.group(value)):
             return m.group(), 0
-        return (m.group(lead) or "") + tag, 1
+        return (groups.get(lead) or "") + tag, 1
 
     return action
 
@@ -1208,14 +1292,14 @@ def _xml_secret_action(m: re.Match[str]) -> tuple[str, int]:
 # A card's security code after its label: "cvv 380", "CVC: 1234", "card verification code 512", "安全码 123".
 # Its length ("CVV is 3 digits") is not one.
 _CVV = re.compile(
-    r"(?P<lead>(?<![A-Za-z])(?:cvv2?|cvc2?|cvn|cav2|card[ \t]+(?:security|verification)[ \t]+(?:code|value|number))"
+    r"(?P<lead>(?<![A-Za-z])(?:cvv2?|cvc2?|cvn2?|cav2|card[ \t]+(?:security|verification)[ \t]+(?:code|value|number))"
     r"(?![A-Za-z])(?:[ \t]*(?:code|number|no\.?))?[ \t]*(?:[:：=#]|is(?![A-Za-z])|was(?![A-Za-z])|是|为)?[ \t]*"
     r"|安全码[ \t]*(?:[:：]|是|为)?[ \t]*)"
     r"(?P<v>(?<![0-9])[0-9]{3,4})(?![0-9A-Za-z]|[ \t]*(?:digits?|chars?|characters?|numbers?|位|个))",
     _I,
 )
 _CVV_HEAD = re.compile(
-    r"(?<![A-Za-z])(?:cvv2?|cvc2?|cvn|cav2|card[ \t]+(?:security|verification)[ \t]+(?:code|value|number))"
+    r"(?<![A-Za-z])(?:cvv2?|cvc2?|cvn2?|cav2|card[ \t]+(?:security|verification)[ \t]+(?:code|value|number))"
     r"(?![A-Za-z])|安全码",
     _I,
 )
@@ -1341,13 +1425,14 @@ def _url_signature_action(m: re.Match[str]) -> tuple[str, int]:
 # English list lacks ("the", "and", "your", "with" ...), which prose after such a label always has.
 _SEED_LABEL = (
     r"(?<![A-Za-z])(?:(?:secret[ \t]+)?(?:recovery|backup|seed|mnemonic|wallet)[ \t_-]+(?:phrase|words|seed)"
-    r"|seed|mnemonic)(?![A-Za-z])|助记词|助記詞|种子短语|恢复短语|恢复词"
+    r"|seed|mnemonic|bip[ -]?39)(?![A-Za-z])|助记词|助記詞|种子短语|恢复短语|恢复词"
 )
 _SEED_WORD = r"(?:[0-9]{1,2}[.):][ \t]*)?[A-Za-z]{3,8}"
 _SEED_SEP = r"(?:[ \t]*[,，][ \t]*|[ \t]*\r?\n[ \t]*|[ \t]+)"
 _SEED = re.compile(
     r"(?P<lead>(?:" + _SEED_LABEL + r")"
-    r"(?:[^\n:：=]{0,60}?(?:[:：=]|[ \t](?:is|are|was|were)(?![A-Za-z]))|[ \t]*(?:是|为)?)[ \t]*(?:\r?\n[ \t]*)?)"
+    r"(?:[^\n:：=]{0,60}?(?:[:：=]|[?!.](?=[ \t])|[ \t](?:is|are|was|were)(?![A-Za-z]))|[ \t]*(?:是|为)?)"
+    r"[ \t]*(?:\r?\n[ \t]*)?)"
     r"(?P<v>" + _SEED_WORD + r"(?:" + _SEED_SEP + _SEED_WORD + r"){11,23}(?![A-Za-z])"
     r"|[\u4e00-\u9fff](?:[ \t]+[\u4e00-\u9fff]){11,23}(?![\u4e00-\u9fff]))",
     _I,
@@ -1355,8 +1440,8 @@ _SEED = re.compile(
 _SEED_HEAD = re.compile(_SEED_LABEL, _I)
 # windowed
 _SEED_GATE = (
-    "seed", "mnemonic", "phrase", "recovery words", "backup words", "wallet words", "助记词", "助記詞", "短语",
-    "恢复词",
+    "seed", "mnemonic", "bip39", "bip-39", "bip 39", "phrase", "recovery words", "backup words", "wallet words",
+    "助记词", "助記詞", "短语", "恢复词",
 )  # fmt: skip
 # Common English words that are not in the BIP-39 English wordlist: one in the run ends the phrase.
 _NOT_SEED_WORDS = frozenset(
@@ -1384,9 +1469,397 @@ def _seed_action(m: re.Match[str]) -> tuple[str, int]:
     return m.group("lead") + _tag("private_key") + value[end:], 1
 
 
+# ---------------------------------------------------------------- forms of the fifth hold-out set
+
+# A password label in another language, then the value: Spanish `contraseña` / `clave`, German `Passwort`,
+# `Kennwort`, `WLAN-Schlüssel`, French `mot de passe`, Swedish `lösenord`, Dutch `wachtwoord`, Portuguese
+# `senha`, Russian `пароль`, Polish `hasło`, Japanese `パスワード` / `暗証番号`, Korean `비밀번호`, Chinese
+# `暗号` and the pinyin abbreviation `mm` (only before 是 / 为 / ：, where it cannot be millimetres). A few
+# words may come between the label and a connector of that language ("WLAN-Schlüssel im Büro ist ...");
+# with no connector the value must not be a plain word, as after an English label.
+_FOREIGN_PW_WORDS = (
+    r"contraseñas?|(?<![A-Za-z])clave(?![A-Za-z])|passw(?:o|ö)rt|kennwort|(?:wlan|wifi|wi-fi|netzwerk)-?schl(?:ü|ue)ssel"
+    r"|mot[ \t]+de[ \t]+passe|lösenord(?:et)?|wachtwoord|senha|пароль|Пароль|ПАРОЛЬ|hasło|パスワード|暗証番号"
+    r"|비밀번호|비번|暗号|暗號"
+)
+_FOREIGN_CONNECTOR = (
+    r"[ \t]*(?:[:：=＝]|->|→)"
+    r"|[ \t]+(?:ist|lautet|war|es|era|est|était|är|var|is|was|é|era|это|wynosi|to)(?![\w])[ \t]*[:：]?"
+    r"|[ \t]*(?:就|也|还)?(?:是|为|為|は|が|는|은)[ \t]*[:：]?"
+)
+_FOREIGN_PW_LABEL = (
+    r"(?P<pz>" + _FOREIGN_PW_WORDS + r"|(?<![A-Za-z0-9])(?<![0-9] )mm(?=[ \t]*(?:是|为|為|：)))"
+)
+_FOREIGN_PW_HEAD = re.compile(_FOREIGN_PW_LABEL, _I)
+_FOREIGN_PW = re.compile(
+    r"(?P<lead>(?P<label>" + _FOREIGN_PW_LABEL + ")"
+    r"(?:(?P<strong>(?:[ \t]+(?!\[)[^\s:：=,，。、\[\]]{1,20}){0,3}?(?:"
+    + _FOREIGN_CONNECTOR
+    + r"))|[ \t]+))"
+    + _VALUE,
+    _I,
+)
+
+
+def _foreign_pw_action(m: re.Match[str]) -> tuple[str, int]:
+    span = _labelled_value(m, generated=False)
+    if span is None:
+        return m.group(), 0
+    secret = m.string[span[0] : span[1]]
+    if _plain_word(secret) and not re.search(r"[:：=＝][ \t]*\Z", m.group("lead")):
+        return m.group(), 0
+    base, whole = m.start(), m.group()
+    return whole[: span[0] - base] + _tag("password") + whole[span[1] - base :], 1
+
+
+# windowed ("pass" is the English rules' word already: Passwort, mot de passe)
+_FOREIGN_PW_GATE = (
+    "contraseña", "clave", "pass", "kennwort", "schlüssel", "schluessel", "lösenord", "wachtwoord", "senha",
+    "пароль", "hasło", "パスワード", "暗証番号", "비밀번호", "비번", "暗号", "暗號",
+    "mm是", "mm 是", "mm为", "mm 为", "mm：",
+)  # fmt: skip
+
+# A numeric code told as a secret: a door / entry / gate code, a PIN, a bank card's withdrawal or payment
+# PIN (门禁码, 取款密码, 支付密码), or the digits "entered at the ATM" (取款时输的是 ...). 4 to 8 digits, not a
+# length ("6 位").
+_PIN_LABEL = (
+    r"(?:门禁(?:码|密码)|开门密码|门锁密码|密码锁|大门密码|取款密码|支付密码|交易密码|付款密码|(?:银行)?卡密码"
+    r"|(?:取款|取钱|柜员机|ATM|刷卡|付款|支付|开门)(?:时|的时候)?(?:输入?|按)的?(?:是|了)?"
+    r"|(?<![A-Za-z])(?:(?:front[ \t]+)?door|entry|gate|alarm|garage|atm)"
+    r"[ \t]+(?:code|pin|combo|combination)(?:[ \t]+(?:number|no\.?))?"
+    r"|(?<![A-Za-z])pin(?:[ \t]+(?:code|number|no\.?))?)(?![A-Za-z])"
+)
+_PIN_HEAD = re.compile(_PIN_LABEL, _I)
+_PIN_CODE = re.compile(
+    r"(?P<lead>" + _PIN_LABEL + r"(?:[ \t]+(?:is|was|are)(?:[ \t]+(?:still|now))?(?![A-Za-z])"
+    r"|[ \t]*(?:[:：=#]|是|为|為))?[ \t]*)"
+    r"(?P<v>(?<![0-9])[0-9]{4,8})(?![0-9A-Za-z]|[ \t]*(?:digits?|numbers?|characters?|chars?|位|个))",
+    _I,
+)
+# windowed: found by the scan shared with the labelled rules ("密码" and "pin" are theirs already; "code" is in
+# every English label: door / entry / gate / alarm code). The scan costs by the first letters of its words:
+# new words start with letters the old ones start with.
+_PIN_CODE_GATE = (
+    "门禁", "密码", "取款", "取钱", "柜员机", "atm", "刷卡", "付款", "支付", "开门", "code", "pin",
+)  # fmt: skip
+
+# A password told as changed, with the old value, the new one or both: "支付密码换了，原来那个 351048 停用了，
+# 新的是 167728", "changed my password from Winter24! to Spring25?", "把跳板机 root 从 X 改成了 Y" (an account
+# named, its value changed from one to the other). The sentence must say it changed; each value follows a
+# marker of old or new and must look like a password (digits only: 6+, or 4+ after a PIN).
+_CHANGE_LABEL = (
+    r"(?P<label>密码|密碼|口令|(?<![A-Za-z])(?:pass(?:word|code|phrase)?s?|pwd|pin)(?![A-Za-z])"
+    r"|(?P<account>(?<![A-Za-z])(?:root|admin|administrator)(?![A-Za-z])|管理员|账号|帐号))"
+)
+_CHANGE_LABEL_HEAD = re.compile(_CHANGE_LABEL, _I)
+_CHANGE_HEAD = re.compile(_CHANGE_LABEL + r"(?P<body>[^\n。！？]{4,90})", _I)
+_CHANGE_VERB = re.compile(r"改|换|變|变|更新|重置|(?<![A-Za-z])(?:chang|reset|rotat|updat|switch)", _I)
+_CHANGED_FROM_TO = re.compile(r"从[ \t]*[\x21-\x7e]+[ \t]*(?:改|换|变)(?:成|为)")
+_CHANGE_VALUE = re.compile(
+    r"(?:从|原来(?:的|那个)?(?:是)?|旧的?(?:是|为)?|之前(?:的|那个)?(?:是)?|以前(?:的|那个)?(?:是)?|改成了?|改为"
+    r"|换成了?|变成了?|新的(?:是|为)?|现在(?:的)?是"
+    r"|(?<![A-Za-z])(?:from|to|old(?:[ \t]+one)?(?:[ \t]+(?:was|is))?|new(?:[ \t]+one)?(?:[ \t]+(?:is|was))?)"
+    r"(?![A-Za-z]))[ \t]*[:：]?[ \t]*[\"'`“‘]?"
+    r"(?P<v>(?!\[REDACTED:)[\x21-\x7e]{4,64})(?![\x21-\x7e])"
+)
+# windowed, on the labels (the verb is looked for by the action)
+_CHANGE_GATE = ("密码", "密碼", "口令", "pass", "pw", "pin", "root", "admin", "管理员", "账号", "帐号")
+
+
+def _pw_shaped(s: str) -> bool:
+    """Looks like a password, not a word, a path or a version: a letter with a digit or a symbol, or a
+    capital right after a small letter ("RJNyYowqmj"; not "IT-Sec")."""
+    if _VERSION.fullmatch(s) or s[0] in "/~." or "://" in s:
+        return False
+    letter = any(c.isalpha() for c in s)
+    digit = any(c.isdigit() for c in s)
+    symbol = any(c in "!@#$%^&*_+=?" for c in s)
+    inner_capital = any(a.islower() and b.isupper() for a, b in itertools.pairwise(s))
+    return letter and (digit or symbol or inner_capital)
+
+
+def _change_action(m: re.Match[str]) -> tuple[str, int]:
+    body = m.group("body")
+    # the verb after the label ("支付密码换了") or just before it ("I changed my email password from ...")
+    if _CHANGE_VERB.search(m.string, max(0, m.start() - 40), m.end()) is None:
+        return m.group(), 0
+    if m.group("account") is not None and _CHANGED_FROM_TO.search(body) is None:
+        return m.group(), 0
+    pin = m.group("label").lower() in ("pin", "pins")
+    found = 0
+
+    def one(v: re.Match[str]) -> str:
+        nonlocal found
+        value = v.group("v")
+        secret = value.rstrip(_PW_TRAILING)
+        if not secret or _stand_in(secret) or secret.lower() in _NOT_A_PASSWORD:
+            return v.group()
+        if secret.isdigit():
+            if len(secret) < (4 if pin or m.group("label") in ("密码", "密碼") else 6):
+                return v.group()
+            if _LENGTH_WORD.match(body, v.end("v")) is not None:
+                return v.group()
+        elif not _pw_shaped(secret):
+            return v.group()
+        found += 1
+        return v.group()[: v.start("v") - v.start()] + _tag("password") + value[len(secret) :]
+
+    new = _CHANGE_VALUE.sub(one, body)
+    return (m.group()[: m.start("body") - m.start()] + new, found) if found else (m.group(), 0)
+
+
+# Credentials told in prose, not labelled: "type admin in the first box and X in the second", "it takes the
+# phrase we agreed on Friday, X". The value goes (a passphrase of words joined by dashes counts).
+_PROSE_BOXES = re.compile(
+    r"(?P<lead>(?<![A-Za-z])(?:type|enter|put|use|input)[ \t]+[\"'`]?[^\s\"'`]{1,64}[\"'`]?[ \t]+(?:in|into|for)"
+    r"[ \t]+the[ \t]+(?:first|top|user(?:[ \t]?name)?|login|e-?mail)[ \t]+(?:box|field|one|line|input)[ \t]*,?"
+    r"[ \t]+(?:and|then)[ \t]+(?:(?:type|enter|put|use)[ \t]+)?[\"'`]?)"
+    r"(?P<v>(?!\[REDACTED:)[^\s\"'`]{1,64}?)(?=[\"'`]?[ \t]+(?:in|into|for)[ \t]+the[ \t]+"
+    r"(?:second|bottom|other|next|password|pass)(?![A-Za-z]))",
+    _I,
+)
+_PROSE_BOXES_HEAD = re.compile(r"(?<![A-Za-z])(?:type|enter|put|use|input)(?=[ \t])", _I)
+# windowed ("log" is the sign-in rules' word already: "login field")
+_PROSE_BOXES_GATE = ("the first", "the top", "the user", "the email", "the e-mail", "box", "log")
+_AGREED = re.compile(
+    r"(?P<lead>(?<![A-Za-z])(?:pass)?(?:phrase|word|code|password|passcode)[ \t]+(?:that[ \t]+)?"
+    r"(?:we|you|i|they)[ \t]+(?:agreed|settled|decided)(?:[ \t]+(?:on|upon))?(?:[ \t]+[\w'-]+){0,3}?"
+    r"[ \t]*(?:[,:：—–]|[ \t]-|[ \t]is)[ \t]*[\"'`“‘]?)"
+    r"(?P<v>(?!\[REDACTED:)[^\s\"'`“”‘’]{4,64})",
+    _I,
+)
+
+
+_AGREED_HEAD = re.compile(r"(?<![A-Za-z])(?:pass)?(?:phrase|word|code|password|passcode)(?![A-Za-z])", _I)
+
+
+def _agreed_action(m: re.Match[str]) -> tuple[str, int]:
+    value = m.group("v")
+    secret = value.rstrip(_PW_TRAILING)
+    dashed = secret.count("-") >= 2 and all(p.isalnum() for p in secret.split("-"))
+    if not secret or _stand_in(secret) or not (_pw_shaped(secret) or dashed):
+        return m.group(), 0
+    return m.group("lead") + _tag("password") + value[len(secret) :], 1
+
+
+def _pw_prose_action(m: re.Match[str]) -> tuple[str, int]:
+    secret = m.group("v")
+    if len(secret) < 4 or _stand_in(secret) or secret.lower() in _NOT_A_PASSWORD:
+        return m.group(), 0
+    return m.group("lead") + _tag("password"), 1
+
+
+# Network device configs: Cisco IOS `username x privilege 15 password 0 <plain>`, `enable secret 5 <hash>`,
+# an indented line's `password 7 <reversible>`: the digit is the encoding, the value after it goes (type 0 is plain
+# text, 7 reversible, 5/8/9 a hash of it). SNMP community strings grant access: `snmp-server community X RO`,
+# net-snmp `rocommunity X`.
+_DEVICE_CONFIG = re.compile(
+    r"(?P<lead>^(?:[ \t]*(?P<named>username[ \t]+\S+(?:[ \t]+privilege[ \t]+[0-9]+)?[ \t]+|enable[ \t]+)|[ \t]+)"
+    r"(?:password|secret)[ \t]+[0-9][ \t]+"
+    r"|^[ \t]*(?:snmp-server[ \t]+community|rocommunity6?|rwcommunity6?)[ \t]+(?=\S+(?:[ \t]*$|[ \t]+(?:RO|RW|view|"
+    r"default|\S*[0-9./]))))(?P<q>)(?P<v>(?!\[REDACTED:)\S+)",
+    _I | re.MULTILINE,
+)
+
+
+_DEVICE_CONFIG_CONTEXT = re.compile(
+    r"^[ \t]*(?:line[ \t]+(?:vty|con|aux)|interface[ \t]|hostname[ \t]|!)", re.M
+)
+
+
+def _device_config_action(m: re.Match[str]) -> tuple[str, int]:
+    """An indented `password 7 X` alone (a line's sub-mode) is a plain word only in a config ("line vty 0 4",
+    "!"): "  password 7 days notice" is prose."""
+    lead = m.group("lead")
+    if (
+        m.group("named") is None
+        and "community" not in lead
+        and _plain_word(m.group("v").rstrip(_PW_TRAILING))
+        and _DEVICE_CONFIG_CONTEXT.search(m.string) is None
+    ):
+        return m.group(), 0
+    return _assigned_action(m)
+
+
+_DEVICE_CONFIG_GATE = (
+    "password 0", "password 5", "password 7", "secret 0", "secret 4", "secret 5", "secret 7", "secret 8",
+    "secret 9", "snmp-server community", "rocommunity", "rwcommunity",
+)  # fmt: skip
+
+# Cloud storage tools configured on the command line, keys given by flag: Huawei `obsutil config -i=AK
+# -k=SK`, Alibaba `ossutil config -i AK -k SK`, Tencent `coscmd config -a ID -s KEY` (and `-t` a session
+# token); any tool's `--secret-key`, `--access-key-secret`, `--secret-id`. A value goes when it looks generated.
+_KEY_TOOL = re.compile(r"(?<![\w.-])(?:obsutil|ossutil(?:64)?|coscmd)(?![\w-])(?P<body>[^\n|;&]*)")
+_KEY_TOOL_FLAG = re.compile(
+    r"(?<=[ \t])(?:-[iakst]|--?(?:access[_-]?key(?:[_-]?(?:id|secret))?|secret[_-]?(?:id|key)))(?:[ \t]+|=)[\"']?"
+    r"(?P<v>(?!\[REDACTED:)[^\s'\"]+)"
+)
+_KEY_FLAG = re.compile(
+    r"(?P<lead>(?<![\w-])--(?:secret[_-]?(?:access[_-]?)?key|access[_-]?key[_-]?secret|secret[_-]?id)"
+    r"(?:[ \t]+|=)[\"']?)(?P<v>(?!\[REDACTED:)[^\s'\"]+)",
+    _I,
+)
+_KEY_FLAG_GATE = ("--secret", "--access-key-secret", "--access_key_secret", "--accesskeysecret")
+
+
+def _key_tool_action(m: re.Match[str]) -> tuple[str, int]:
+    found = 0
+
+    def one(f: re.Match[str]) -> str:
+        nonlocal found
+        if not _generated_key(f.group("v")):
+            return f.group()
+        found += 1
+        return f.group()[: f.start("v") - f.start()] + _tag("api_key")
+
+    body = _KEY_TOOL_FLAG.sub(one, m.group("body"))
+    return (m.group()[: m.start("body") - m.start()] + body, found) if found else (m.group(), 0)
+
+
+# Docker's `~/.docker/config.json`: `"auth": "<base64 of user:password>"` (and `identitytoken`).
+_DOCKER_AUTH = re.compile(
+    r"(?P<lead>\"(?P<name>auth|identitytoken)\"[ \t]*:[ \t]*\")(?P<v>[A-Za-z0-9+/._-]{8,}={0,2})(?=\")", _I
+)
+
+
+_USER_PASS_DECODED = re.compile(r"[^\s:{}\"]{1,128}:\S{1,256}")
+
+
+# The four rules above share one gate (one search of the text for all their words, rare ones: not the tool
+# rules' gate, whose words such as "zip" and "http " are common).
+_CONFIG_FORMS_GATE = (
+    *_DEVICE_CONFIG_GATE, "obsutil", "ossutil", "coscmd", *_KEY_FLAG_GATE, '"auth"', '"identitytoken"',
+)  # fmt: skip
+
+
+def _docker_auth_action(m: re.Match[str]) -> tuple[str, int]:
+    raw = m.group("v")
+    if m.group("name").lower() == "auth":
+        try:
+            decoded = base64.b64decode(raw + "=" * (-len(raw) % 4), validate=True).decode("utf-8")
+        except (ValueError, UnicodeDecodeError):
+            return m.group(), 0
+        if _USER_PASS_DECODED.fullmatch(decoded) is None:
+            return m.group(), 0
+    elif not _token_like(raw):
+        return m.group(), 0
+    return m.group("lead") + _tag("password"), 1
+
+
+# A card's security code after the card itself, under any of its names: Amex's CID (4 digits on the front),
+# CVV / CVC / CVN2 / CSC, 安全码, 校验码, and the Chinese "the three digits on the back" (背面后三位, 卡背三位):
+# only once a card was replaced earlier in the same text ("CID" alone is a customer id elsewhere).
+_CVV_NEAR_CARD = re.compile(
+    r"\[REDACTED:card\](?P<mid>[^\n]{0,80}?"
+    r"(?:(?<![A-Za-z])(?:cid|cvv2?|cvc2?|cvn2?|csc|security[ \t]+code)(?![A-Za-z])|安全码|校验码|验证码"
+    r"|(?:卡?背面?|卡背)的?(?:后|末)?三位(?:数字?|码)?|(?:后|末)三位(?:数字?|码)?)"
+    r"(?:[ \t]*(?:code|number|no\.?))?[ \t]*(?:[:：=#]|is(?![A-Za-z])|是|为)?[ \t]*)"
+    r"(?P<v>(?<![0-9])[0-9]{3,4})(?![0-9A-Za-z/.:]|[ \t]*(?:digits?|位|个))",
+    _I,
+)
+
+# Vendor secrets with a check of their own or a fixed shape, numbers that identify a person, with their check.
+# A BitLocker recovery key: 8 groups of 6 digits, each a multiple of 11 below 720896 (each encodes 16 bits).
+_BITLOCKER = re.compile(r"(?P<v>[0-9](?<![0-9-][0-9])[0-9]{5}(?:-[0-9]{6}){7}(?![0-9-]))")
+
+
+def _bitlocker_ok(s: str) -> bool:
+    return all(int(g) % 11 == 0 and int(g) < 720896 for g in s.split("-"))
+
+
+# Canada's Social Insurance Number after its label (9 digits, Luhn; a bare Luhn-valid 9 digits is one number
+# in ten): "SIN 046 454 286", "social insurance number: 590-327-391", numéro d'assurance sociale.
+_CA_SIN_LABEL = r"(?:(?-i:SIN)|(?<![A-Za-z])social[ \t]+insurance|assurance[ \t]+sociale)(?![A-Za-z])"
+_CA_SIN = re.compile(
+    r"(?P<lead>" + _CA_SIN_LABEL + r"[^0-9\n]{0,40}?)"
+    r"(?P<v>(?<![0-9])[1-79][0-9]{2}(?P<sep>[ -]?)[0-9]{3}(?P=sep)[0-9]{3}(?![0-9]))",
+    _I,
+)
+
+
+def _sin_ok(s: str) -> bool:
+    return _luhn_ok("".join(c for c in s if c.isdigit()))
+
+
+# Singapore NRIC / FIN: S, T, F or G, 7 digits, a check letter (weighted sum mod 11).
+_SG_NRIC = re.compile(r"(?P<v>[STFG](?<![A-Za-z0-9][STFG])[0-9]{7}[A-Z](?![A-Za-z0-9]))")
+
+
+def _nric_ok(s: str) -> bool:
+    total = sum(int(c) * w for c, w in zip(s[1:8], (2, 7, 6, 5, 4, 3, 2), strict=True))
+    total += 4 if s[0] in "TG" else 0
+    letters = "JZIHGFEDCBA" if s[0] in "ST" else "XWUTRQPNMLK"
+    return letters[total % 11] == s[8]
+
+
+# Sweden's personnummer after its label: (YY)YYMMDD-NNNN, the last 10 digits Luhn-valid, a real date (a
+# samordningsnummer adds 60 to the day).
+_SE_PNR_LABEL = r"(?<![A-Za-z])(?:personnummer|personnr|samordningsnummer)(?![A-Za-z])"
+_SE_PNR = re.compile(
+    r"(?P<lead>" + _SE_PNR_LABEL + r"[^0-9\n]{0,30}?)"
+    r"(?P<v>(?<![0-9])(?:19|20)?[0-9]{6}[-+ ]?[0-9]{4}(?![0-9]))",
+    _I,
+)
+
+
+def _se_pnr_ok(s: str) -> bool:
+    d = "".join(c for c in s if c.isdigit())[-10:]
+    day = int(d[4:6]) - (60 if int(d[4:6]) > 60 else 0)
+    return 1 <= int(d[2:4]) <= 12 and 1 <= day <= 31 and _luhn_ok(d)
+
+
+# Korea's resident registration number: YYMMDD-SNNNNNC, a real month and day, the 7th digit 1-8, the check
+# digit (11 - weighted sum mod 11) mod 10.
+_KR_RRN_REST = (
+    r"[0-9](?:0[1-9]|1[0-2])(?:0[1-9]|[12][0-9]|3[01])-[1-8][0-9]{6}(?![0-9-])"  # after its 1st digit
+)
+
+
+def _kr_rrn_ok(s: str) -> bool:
+    d = [int(c) for c in s if c.isdigit()]
+    total = sum(x * w for x, w in zip(d[:12], (2, 3, 4, 5, 6, 7, 8, 9, 2, 3, 4, 5), strict=True))
+    return (11 - total % 11) % 10 == d[12]
+
+
+# France's NIR (numéro de sécurité sociale): sex, year, month, department (2A / 2B for Corsica), commune,
+# order, then a key = 97 - (the 13 digits mod 97); written whole or in its usual groups.
+_FR_NIR_REST = (  # after its first digit
+    r"(?<=[12])(?P<sep> ?)[0-9]{2}(?P=sep)[0-9]{2}(?P=sep)(?:[0-9]{2}|2[ABab])"
+    r"(?P=sep)[0-9]{3}(?P=sep)[0-9]{3}(?P=sep)[0-9]{2}(?![0-9A-Za-z])"
+)
+# one rule for both (a rule costs its scan even when it finds nothing): the dash tells them apart
+_RRN_OR_NIR = re.compile(r"(?P<v>[0-9](?<![0-9A-Za-z-][0-9])(?:" + _KR_RRN_REST + "|" + _FR_NIR_REST + "))")
+
+
+def _rrn_or_nir_ok(s: str) -> bool:
+    return _kr_rrn_ok(s) if "-" in s else _fr_nir_ok(s)
+
+
+def _fr_nir_ok(s: str) -> bool:
+    raw = s.replace(" ", "").upper()
+    body = raw[:13].replace("2A", "19", 1) if raw[5:7] == "2A" else raw[:13]
+    body = body.replace("2B", "18", 1) if raw[5:7] == "2B" else body
+    return body.isdigit() and 97 - int(body) % 97 == int(raw[13:])
+
+
+# India's PAN after its label: 5 letters (the 4th the holder's type), 4 digits, a letter.
+_IN_PAN_LABEL = r"(?:(?-i:PAN)|(?<![A-Za-z])permanent[ \t]+account[ \t]+number)(?![A-Za-z])"
+_IN_PAN = re.compile(
+    r"(?P<lead>" + _IN_PAN_LABEL + r"(?:[ \t]+(?:card|no\.?|number|#))?[ \t]*(?:[:：=#-]|is)?[ \t]*)"
+    r"(?P<v>(?-i:[A-Z]{3}[PCHFATBLJG][A-Z][0-9]{4}[A-Z])(?![A-Za-z0-9]))",
+    _I,
+)
+
+
 # ---------------------------------------------------------------- rule table (order matters)
 
 _DIGITS = tuple("0123456789")
+# Numbers of 9+ digits, whole or in groups joined by single spaces or dashes: every card, Chinese ID, SSN,
+# BitLocker key, Korean RRN and French NIR holds one. One search of the text decides whether those rules run.
+_LONG_NUMBER = re.compile(r"[0-9](?:[ -]?[0-9]){8}")
+# A Singapore NRIC / FIN is read near a word that names one or Singapore (a letter, 7 digits and a check letter
+# is otherwise one string in eleven of that shape)
+_NRIC_CONTEXT = ("ric", "singapore", "新加坡")  # windowed: the number within reach of (n)ric or Singapore
 _to_private = _labelled_action("private_key", generated=True)
 _to_api_key = _labelled_action("api_key", generated=True)
 _to_password = _labelled_action("password", generated=False)
@@ -1412,6 +1885,10 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _CLI_FLAG_PASSWORD, _assigned_action, _TOOL_GATE),
     _Rule("password", _CLI_USER_PASSWORD, _assigned_action, _TOOL_GATE),
     _Rule("password", _CONF_PASSWORD, _assigned_action, _TOOL_GATE),
+    _Rule("password", _DEVICE_CONFIG, _device_config_action, _CONFIG_FORMS_GATE),
+    _Rule("api_key", _KEY_TOOL, _key_tool_action, _CONFIG_FORMS_GATE),
+    _Rule("api_key", _KEY_FLAG, _swap("api_key", _generated_key), _CONFIG_FORMS_GATE),
+    _Rule("password", _DOCKER_AUTH, _docker_auth_action, _CONFIG_FORMS_GATE),
     _Rule("password", _XML_SECRET, _xml_secret_action, _XML_GATE),
     _Rule("api_key", _COOKIE, _cookie_action, ("cookie", "curl")),
     _Rule("api_key", _URL_SIGNATURE, _url_signature_action, _URL_SIGNATURE_GATE),
@@ -1420,17 +1897,26 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _PAIR_LABELLED, _pair_action, _PAIR_GATE, _PAIR_HEAD, True),
     _Rule("password", _CREDENTIALS, _pair_action, _CREDENTIAL_GATE, _CREDENTIAL_HEAD, True),
     _Rule("password", _CREDENTIALS_ZH, _pair_action, ("登录", "登陆", "登入", "登錄")),
+    _Rule("password", _CHANGE_HEAD, _change_action, _CHANGE_GATE, _CHANGE_LABEL_HEAD, True),
+    _Rule("password", _PROSE_BOXES, _pw_prose_action, _PROSE_BOXES_GATE, _PROSE_BOXES_HEAD, True),
+    _Rule("password", _AGREED, _agreed_action, ("agreed", "settled"), _AGREED_HEAD, True),
     _Rule("private_key", _PRIVATE_LABELLED, _to_private, _PRIVATE_GATE, re.compile(_HEAD_PRIVATE, _I), True),
     _Rule("api_key", _KEY_LABELLED, _to_api_key, _KEY_GATE, re.compile(_HEAD_KEY, _I), True),
     _Rule("password", _PW_LABELLED, _to_password, _PW_GATE, re.compile(_HEAD_PW, _I), True),
     _Rule("password", _PW_BEFORE, _pw_before_action, _PW_BEFORE_GATE, None, True),
+    _Rule("password", _FOREIGN_PW, _foreign_pw_action, _FOREIGN_PW_GATE, _FOREIGN_PW_HEAD, True),
+    _Rule("password", _PIN_CODE, _swap_value("password"), _PIN_CODE_GATE, _PIN_HEAD, True),
     _Rule("password", _WIFI_KEY, _wifi_key_action, _WIFI_GATE, _WIFI_HEAD, True, _WIFI_CONTEXT),
     _Rule("card", _CVV, _swap_value("card"), _CVV_GATE, _CVV_HEAD, True),
+    # numbers of a fixed grouping before the card rule can read a Luhn-valid stretch of them as a card
+    _Rule("api_key", _BITLOCKER, _checked_action(_bitlocker_ok, "api_key"), _DIGITS, needs=_LONG_NUMBER),
+    _Rule("national_id", _RRN_OR_NIR, _checked_action(_rrn_or_nir_ok), _DIGITS, needs=_LONG_NUMBER),
     # Chinese IDs before cards: an 18-digit ID starting 62/65/35 could also pass as a Luhn-valid card.
-    _Rule("cn_id", _CN_ID_RUN, _cn_id_action, _DIGITS),
-    _Rule("card", _DIGIT_RUN, _card_action, _DIGITS),
+    _Rule("cn_id", _CN_ID_RUN, _cn_id_action, _DIGITS, needs=_LONG_NUMBER),
+    _Rule("card", _DIGIT_RUN, _card_action, _DIGITS, needs=_LONG_NUMBER),
     _Rule("card", _CVV_AFTER_CARD, _swap_value("card"), after="card"),
-    _Rule("ssn", _SSN, _swap("ssn", lambda s: _ssn_ok(s[:3] + s[4:6] + s[7:])), _DIGITS),
+    _Rule("card", _CVV_NEAR_CARD, _swap_value("card"), after="card"),
+    _Rule("ssn", _SSN, _swap("ssn", lambda s: _ssn_ok(s[:3] + s[4:6] + s[7:])), _DIGITS, needs=_LONG_NUMBER),
     _Rule("ssn", _SSN_LABELLED, _swap("ssn", _ssn_ok), ("ssn", "social")),
     _Rule(
         "national_id",
@@ -1439,12 +1925,25 @@ _RULES: tuple[_Rule, ...] = (
         ("bsn", "burgerservice", "sofinummer", "sofi-", "sofi "),
     ),
     _Rule("national_id", _CPF, _checked_action(_cpf_ok), _DIGITS),
+    _Rule("national_id", _CPF_LABELLED, _checked_action(_cpf_ok), ("cpf",)),
     _Rule("national_id", _DNI, _checked_action(_dni_ok), ("dni", "nif", "nie ", "nie:", "nie：")),
     _Rule("national_id", _NINO, _checked_action(lambda v: True), ("insurance", "nino", "ni no", "ni number")),
     # a letter and 9 digits passes the Taiwan check one time in ten: only where an identity card is named
     _Rule("national_id", _TW_ID, _checked_action(_tw_id_ok), _ID_CARD_WORDS),
     _Rule("national_id", _HKID, _checked_action(_hkid_ok), _ID_CARD_WORDS),
     _Rule("national_id", _AADHAAR, _aadhaar_action, ("aadhaar", "aadhar", "uidai", "आधार")),
+    # numbers of 9+ digits after their label: run only where both are in the text
+    _Rule("national_id", _CA_SIN, _checked_action(_sin_ok), _DIGITS, needs=_LONG_NUMBER),
+    _Rule("national_id", _SE_PNR, _checked_action(_se_pnr_ok), _DIGITS, needs=_LONG_NUMBER),
+    _Rule("national_id", _SG_NRIC, _checked_action(_nric_ok), _NRIC_CONTEXT, None, True),
+    _Rule(
+        "national_id",
+        _IN_PAN,
+        _swap_value("national_id"),
+        ("pan", "permanent account"),
+        re.compile(_IN_PAN_LABEL, _I),
+        True,
+    ),
     _Rule("iban", _IBAN, _checked_action(_iban_ok, "iban"), _DIGITS),
     _Rule("bank_account", _BANK_ACCOUNT, _bank_account_action, _BANK_GATE),
     _Rule("api_key", _AK_SK, _swap_value("api_key"), _AK_SK_GATE),
@@ -1501,6 +2000,19 @@ def _apply(rule: _Rule, text: str) -> tuple[str, int]:
 
     return rule.pattern.sub(replace, text), found
 
+
+# Per rule, what the loop of `redact_with_report` reads to skip it: its window words (windowed rules), the kind
+# it runs after, its gate's key (0: none) and the pattern it needs.
+_PLAN = tuple(
+    (
+        rule,
+        _GATE_SETS[id(rule.gate)] if rule.windowed else None,
+        rule.after,
+        id(rule.gate) if rule.gate and not rule.windowed else 0,
+        rule.needs,
+    )
+    for rule in _RULES
+)
 
 _BACK, _AHEAD = 40, 24  # how far a label reaches before / after its gate word
 
@@ -1568,15 +2080,16 @@ def redact_with_report(text: str) -> tuple[str, dict[str, int]]:
     present: dict[int, bool] = {}
     hits: list[tuple[int, str]] | None = None  # gate words of the windowed rules in the text as it is now
     words: set[str] = set()  # the words among them
-    for rule in _RULES:
-        if rule.after and rule.after not in counts:
-            continue
-        if rule.windowed:
+    # (the checks that skip a rule come cheapest first, from a table made once: most texts skip most rules)
+    for rule, window_words, after, gate, needs in _PLAN:
+        if window_words is not None:
             if hits is None:
                 hits = _gate_hits(text)
                 words = {word for _, word in hits}
-            if words.isdisjoint(_GATE_SETS[id(rule.gate)]) or (
-                rule.context and words.isdisjoint(rule.context)
+            if (
+                not words
+                or words.isdisjoint(window_words)
+                or (rule.context and words.isdisjoint(rule.context))
             ):
                 continue
             text, found = _apply_windowed(rule, text, hits)
@@ -1585,12 +2098,20 @@ def redact_with_report(text: str) -> tuple[str, dict[str, int]]:
                 text, more = _apply_windowed(rule, text, _gate_hits(text))
                 found += more
         else:
-            if rule.gate:
-                hit = present.get(id(rule.gate))
+            if after and after not in counts:
+                continue
+            if gate:
+                hit = present.get(gate)
                 if hit is None:
-                    hit = present[id(rule.gate)] = _GATE_RES[id(rule.gate)].search(lowered) is not None
+                    hit = present[gate] = _GATE_RES[gate].search(lowered) is not None
                 if not hit:
                     continue
+                if needs is not None:  # (only gated rules name one)
+                    has = present.get(id(needs))
+                    if has is None:
+                        has = present[id(needs)] = needs.search(lowered) is not None
+                    if not has:
+                        continue
             text, found = _apply(rule, text)
             # A value cut short after its match ("KEY = secret)=KEY = other") leaves the rest of the match
             # unscanned: the rule runs again until it finds nothing (placeholders never match, so it ends)
