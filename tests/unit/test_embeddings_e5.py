@@ -66,9 +66,10 @@ def test_queries_get_the_query_prefix_and_stored_texts_the_passage_prefix(e5: Em
 
 def test_chinese_questions_find_their_english_answers(e5: Embedder) -> None:
     # Each answer within the first two of seven passages, and first for all but one question. Not first for
-    # every one: the 4-bit engine's numbers differ by CPU (SIMD paths), and on an AMD EPYC host "用户在准备
-    # 什么比赛？" put "lives in Berlin" 0.001 above its answer (0.768 against 0.767) where an Intel host had
-    # it first. The hashing embedder, which shares no token between the two languages, fails both bounds.
+    # every one: the 4-bit engine's numbers differ by CPU (SIMD paths), and on an Intel Xeon host with
+    # AVX-512 "用户在准备什么比赛？" put "lives in Berlin" 0.001 above its answer (0.768 against 0.767) where
+    # the AMD EPYC host of an earlier CI run had it first. The hashing embedder, which shares no token
+    # between the two languages, fails both bounds (ranks 7, 4, 3, 2, 5).
     passages = np.asarray(e5.embed([en for _, en in ZH_TO_EN] + DISTRACTORS), dtype=np.float32)
     ranks = []
     for i, (zh, _) in enumerate(ZH_TO_EN):
