@@ -48,7 +48,7 @@ _ZH_LASTING = re.compile(
 # --- English ---------------------------------------------------------------------------------------------
 
 _WEEKDAYS_EN = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-_MONTHS_EN = (
+MONTHS_EN = (
     "january",
     "february",
     "march",
@@ -62,7 +62,7 @@ _MONTHS_EN = (
     "november",
     "december",
 )
-_NUMBERS_EN = {
+NUMBERS_EN = {
     "a": 1,
     "an": 1,
     "one": 1,
@@ -115,7 +115,7 @@ _EN_DURATION = re.compile(
 _EN_NEXT_UNIT = re.compile(r"\b(?:for|over)\s+the\s+(?:next|coming)\s+(?P<unit>day|week|month)\b", re.I)
 _EN_UNTIL = re.compile(r"\b(?:until|till|til|through|thru|up\s+to)\b(?P<rest>[^.;!?]{0,60})", re.I)
 _EN_WEEKDAY = re.compile(r"\b(" + "|".join(_WEEKDAYS_EN) + r")\b", re.I)
-_EN_DATE = re.compile(r"\b(" + "|".join(_MONTHS_EN) + r")\s+(\d{1,2})(?:st|nd|rd|th)?\b", re.I)
+_EN_DATE = re.compile(r"\b(" + "|".join(MONTHS_EN) + r")\s+(\d{1,2})(?:st|nd|rd|th)?\b", re.I)
 _EN_RANGE = re.compile(r"\bfrom\s+(?:" + "|".join(_WEEKDAYS_EN) + r")\b", re.I)
 
 # --- Chinese ---------------------------------------------------------------------------------------------
@@ -222,7 +222,7 @@ def _number(word: str) -> int | None:
     word = re.sub(r"\s+", " ", word.strip().lower())
     if word.isdigit():
         return int(word)
-    return _NUMBERS_EN.get(word) or _ZH_DIGITS.get(word)
+    return NUMBERS_EN.get(word) or _ZH_DIGITS.get(word)
 
 
 def infer_expiry(text: str, event_time: datetime) -> Expiry | None:
@@ -254,7 +254,7 @@ def infer_expiry(text: str, event_time: datetime) -> Expiry | None:
                 phrase = text[match.start() : match.start("rest") + weekday.end()]
                 found.append(Expiry(_midnight_after(day), phrase))
             elif date := _EN_DATE.search(rest):
-                at = _date_ahead(event_time, _MONTHS_EN.index(date.group(1).lower()) + 1, int(date.group(2)))
+                at = _date_ahead(event_time, MONTHS_EN.index(date.group(1).lower()) + 1, int(date.group(2)))
                 if at:
                     found.append(Expiry(at, date.group(0)))
     for match in _ZH_DURATION.finditer(text):

@@ -25,6 +25,8 @@ from calendar import monthrange
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from core.temporal import MONTHS_EN, NUMBERS_EN
+
 SLACK = timedelta(days=1)  # calendar spans are widened by this on each side (unknown time zone)
 
 
@@ -38,54 +40,14 @@ class TimeFrame:
     relation: str | None = None  # "before" | "after" (with anchor)
 
 
-_MONTHS = {
-    "january": 1,
-    "jan": 1,
-    "february": 2,
-    "feb": 2,
-    "march": 3,
-    "mar": 3,
-    "april": 4,
-    "apr": 4,
-    "may": 5,
-    "june": 6,
-    "jun": 6,
-    "july": 7,
-    "jul": 7,
-    "august": 8,
-    "aug": 8,
-    "september": 9,
-    "sept": 9,
-    "sep": 9,
-    "october": 10,
-    "oct": 10,
-    "november": 11,
-    "nov": 11,
-    "december": 12,
-    "dec": 12,
-}
+# month names and their usual abbreviations, and number words (shared with core.temporal)
+_MONTHS = {name: i for i, name in enumerate(MONTHS_EN, 1)} | {
+    name[:3]: i for i, name in enumerate(MONTHS_EN, 1)
+} | {"sept": 9}
 _MONTH = r"(?P<mon>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
 _DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
 _YEAR = r"(?P<year>(?:19|20)\d\d)"
-_NUMBER_WORDS = {
-    "a": 1,
-    "an": 1,
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-    "eleven": 11,
-    "twelve": 12,
-    "a couple of": 2,
-    "a few": 3,
-    "several": 3,
-}
+_NUMBER_WORDS = NUMBERS_EN | {"eleven": 11, "twelve": 12, "several": 3}
 _ZH_NUMBERS = dict(zip("一两二俩三四五六七八九十", (1, 2, 2, 2, 3, 4, 5, 6, 7, 8, 9, 10), strict=True))
 
 # --- English ---------------------------------------------------------------------------------------------
@@ -192,11 +154,7 @@ def _number(word: str) -> int | None:
         return int(word)
     if word in _NUMBER_WORDS:
         return _NUMBER_WORDS[word]
-    if word in _ZH_NUMBERS:
-        return _ZH_NUMBERS[word]
-    if word in ("few", "couple of"):
-        return 3 if word == "few" else 2
-    return None
+    return _ZH_NUMBERS.get(word)
 
 
 def _unit_span(unit: str, back: int, reference: datetime) -> tuple[datetime, datetime]:
@@ -215,6 +173,17 @@ def _unit_span(unit: str, back: int, reference: datetime) -> tuple[datetime, dat
         year, month = _shift_months(reference.year, reference.month, -back)
         return _month_span(year, month)
     return _year_span(reference.year - back)
+
+
+def _ago_span(unit: str, n: int, reference: datetime) -> tuple[datetime, datetime]:
+    """"n days / weeks ago": that day, widened by a quarter of the distance (at least a day) each side, as
+    such counts are loose; "n months / years ago": that calendar month or year."""
+    if unit in ("day", "week"):
+        days = n * (7 if unit == "week" else 1)
+        centre = _midnight(reference) - timedelta(days=days)
+        spread = timedelta(days=max(1, days // 4))
+        return centre - spread, centre + timedelta(days=1) + spread
+    return _unit_span(unit, n, reference)
 
 
 _SEASONS = {"spring": (3, 3), "summer": (6, 3), "fall": (9, 3), "autumn": (9, 3), "winter": (12, 3)}
@@ -261,12 +230,7 @@ def _english(query: str, reference: datetime) -> TimeFrame | None:
         n = _number(m["n"])
         unit = m["unit"].lower()
         if n is not None:
-            if unit in ("day", "week"):
-                days = n * (7 if unit == "week" else 1)
-                centre = _midnight(reference) - timedelta(days=days)
-                spread = timedelta(days=max(1, days // 4))
-                return TimeFrame(m.group(0), centre - spread, centre + timedelta(days=1) + spread)
-            return TimeFrame(m.group(0), *_unit_span(unit, n, reference))
+            return TimeFrame(m.group(0), *_ago_span(unit, n, reference))
     m = _EN_IN_LAST.search(query)
     if m:
         n = _number(m["n"]) if m["n"] else 1
@@ -318,12 +282,7 @@ def _chinese(query: str, reference: datetime) -> TimeFrame | None:
         n = _number(m["n"])
         unit = {"天": "day", "周": "week", "星期": "week", "礼拜": "week", "月": "month", "年": "year"}[m["unit"]]
         if n is not None:
-            if unit in ("day", "week"):
-                days = n * (7 if unit == "week" else 1)
-                centre = _midnight(reference) - timedelta(days=days)
-                spread = timedelta(days=max(1, days // 4))
-                return TimeFrame(m.group(0), centre - spread, centre + timedelta(days=1) + spread)
-            return TimeFrame(m.group(0), *_unit_span(unit, n, reference))
+            return TimeFrame(m.group(0), *_ago_span(unit, n, reference))
     m = _ZH_MONTH_DAY.search(query)
     if m and 1 <= int(m["m"]) <= 12:
         return TimeFrame(m.group(0), month_of_year=int(m["m"]))

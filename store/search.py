@@ -104,6 +104,14 @@ class _Source:
     def key(self, row: Any) -> str:
         return f"m:{row.id}" if self.prefix == "m" else f"t:{row.event_id}"
 
+    def keyword_rows(self, db: Session, tokens: Sequence[str], n: int) -> list[tuple[Any, float, float]]:
+        """This source's keyword candidates alone (row, BM25, coverage), best first."""
+        _, rows = candidates(
+            db, table=self.table, where=self.where, params=self.params, cols=self.cols, tokens=tokens, n=n,
+            vector=False,
+        )  # fmt: skip
+        return rows
+
 
 def _note_rows(
     src: _Source,
@@ -137,17 +145,7 @@ def _frame_bounds(
     anchor_tokens = keywords.tokens(frame.anchor)
     best: tuple[float, float, datetime] | None = None  # (coverage, bm25, time)
     for src in sources:
-        _, keyword_rows = candidates(
-            db,
-            table=src.table,
-            where=src.where,
-            params=src.params,
-            cols=src.cols,
-            tokens=anchor_tokens,
-            n=1,
-            vector=False,
-        )
-        for r, score, share in keyword_rows[:1]:
+        for r, score, share in src.keyword_rows(db, anchor_tokens, 1)[:1]:
             if share >= ANCHOR_MIN_COVERAGE and (best is None or (share, score) > best[:2]):
                 best = (share, score, getattr(r, src.time_col))
     if best is None:
@@ -343,16 +341,7 @@ def search(
         terms = expansion_terms([r.content for r in seeds], exclude=set(toks))
         if terms:
             for src in sources:
-                _, keyword_rows = candidates(
-                    db,
-                    table=src.table,
-                    where=src.where,
-                    params=src.params,
-                    cols=src.cols,
-                    tokens=(toks + terms)[:64],
-                    n=n,
-                    vector=False,
-                )
+                keyword_rows = src.keyword_rows(db, (toks + terms)[:64], n)
                 _note_rows(src, [], [r for r, _, _ in keyword_rows], rows, meta)
                 for position, (r, _score, _share) in enumerate(keyword_rows, 1):
                     extra.setdefault(src.key(r), []).append((EXPANSION_WEIGHT, position))
