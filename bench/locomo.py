@@ -957,13 +957,17 @@ ABOUT = """Evidence recall on the LoCoMo development conversations (`../shared/b
     recall@5 / @10 = 58.8 / 67.5; mem0 paper: search p50 / p95 = 148 / 200 ms, about 7,000 tokens of memory per
     conversation."""
 WHAT_MOVED_RECALL = """What moved recall: adjacent matching turns of one session come back as one passage of up
-    to three consecutive turns (`core/passages.py`): each of the k results is a different moment of the
+    to five consecutive turns (`core/passages.py`): each of the k results is a different moment of the
     conversation instead of two or three results for one answer split over turns. Passages cost tokens (about
     2.1 source turns per item), so the table shows the same search with `passages: false` as an ablation, and
     recall within fixed budgets of 512 and 2,048 tokens. Read the plot honestly: at equal returned tokens the
     single-turn curve lies on or slightly above the passage curve (run of 2026-11-29: passages off at k = 10,
     70.2 % in 389 tokens; passages at k = 5, 71.2 % in 438), so passages buy recall per result, not per token.
     The targets are per result (recall@5 / @10) under a token cap, which passages meet and single turns do not.
+    The same holds for the passage cap: 3 -> 5 turns (2026-12-02) added about 1.5 / 1 point at about 50 more
+    tokens per query. Queries that name a time ("in May 2023", "last year", "before the move") add the
+    candidates of that span of event time as two more fused lists (`core/timeframe.py`): the time-frames-off row
+    is that ablation; the second-step row is the entity-seeded second retrieval (`expand`), off by default.
     Earlier on the same data: 48.9 / 58.5 (ts_rank keyword ranking, k = 25), about 60 / 70 (BM25 with the
     user's own document frequencies, keyword weight 3, turns indexed with their predecessor's words; the
     ablation row). Run to run on the same code, recall has moved by 0.1 point (R@25 84.4 and 84.5 on

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-MAX_PASSAGE_TURNS = 3
+# LoCoMo dev (the only data it was set on): 3 -> 5 turns moved R@5 / R@10 from 73.1 / 79.7 to 75.3 / 81.0
+# for 50 more tokens per query (801 -> 850); beyond 5 nothing changed (a run of more than five consecutive
+# hits is rare)
+MAX_PASSAGE_TURNS = 5
 POOL_FACTOR = 5  # lower-ranked hits (down to POOL_FACTOR x k) may still join a passage above them
 
 

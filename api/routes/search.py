@@ -34,7 +34,7 @@ class SearchRequest(BaseModel):
     passages: bool = Field(
         default=True,
         description="with include_turns: adjacent matching turns of one session come back as one result "
-        "(up to 3 consecutive turns, citing each)",
+        "(up to 5 consecutive turns, citing each)",
     )
     include_memories: bool = True
     agent_id: Annotated[

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import random
 
-from core.passages import merge_passages
+from core.passages import MAX_PASSAGE_TURNS, merge_passages
 
 # one session of turns t0..t9, another of u0..u4, and two memories
 SESSIONS = [[f"t{i}" for i in range(10)], [f"u{i}" for i in range(5)]]
@@ -55,7 +55,7 @@ def test_properties_on_random_rankings():
         assert len(groups) <= k
         assert len(flat) == len(set(flat)) and set(flat) <= set(ranked)
         for g in groups:
-            assert 1 <= len(g) <= 3
+            assert 1 <= len(g) <= MAX_PASSAGE_TURNS
             if len(g) > 1:  # consecutive turns of one session, in order
                 assert all(NEXT[a] == b for a, b in itertools.pairwise(g))
         # results come in the order of their best-ranked member

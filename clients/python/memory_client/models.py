@@ -80,7 +80,7 @@ class MemoryPage:
 
 @dataclass(frozen=True, kw_only=True)
 class SearchResult:
-    """A memory, or an indexed turn (a passage of up to three turns) with `include_turns`."""
+    """A memory, or an indexed turn (a passage of up to five turns) with `include_turns`."""
 
     id: str
     type: str  # memory | turn
