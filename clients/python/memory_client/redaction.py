@@ -228,7 +228,7 @@ _CN_WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
 # ("110105 19491231 002X", "4401-0619-7511-0345-69"): the checksum and the birth date decide.
 _CN_ID_RUN = re.compile(
     r"[1-9](?<![0-9A-Za-z_+][1-9])(?<![0-9][.-][1-9])(?<![0-9] [1-9])(?=[0-9 -]{13})"
-    r"[0-9]*+(?:[ -][0-9]++)*+(?:(?<=[0-9])[Xx])?(?![0-9A-Za-z_]|[.,][0-9])"
+    r"[0-9]*+(?:[ -][0-9]++)*+(?:(?<=[0-9])[Xx])?(?![0-9A-Za-z_]|\.[0-9]|,[0-9]{3}(?![0-9]))"
 )
 _ID_GROUP = re.compile(r"[0-9]+[Xx]?")
 
@@ -441,13 +441,19 @@ _JWT = re.compile(
 )
 # The lazy body stops at the first END line; `\Z` takes a truncated block to the end of the text.
 _PEM_NAME = r"[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
-_PRIVATE_KEY = re.compile(r"-----BEGIN " + _PEM_NAME + r"[\s\S]*?(?:-----END " + _PEM_NAME + r"|\Z)")
+# A header followed on its line by words ("... PRIVATE KEY----- ではなく ...") is talk about one, not a key: the
+# body starts on the next line (or after an escaped newline, a quote, or base64 on the same line).
+_PRIVATE_KEY = re.compile(
+    r"-----BEGIN " + _PEM_NAME + r"(?=[ \t]*(?:\r?\n|\\(?:r\\)?n|\Z|[\"']|[A-Za-z0-9+/]{16}))[\s\S]*?(?:-----END "
+    + _PEM_NAME
+    + r"|\Z)"
+)
 
 # ---------------------------------------------------------------- passwords
 
 # scheme://user:password@host (the scheme itself is irrelevant, so the scan starts at the "://" literal);
 # greedy up to the last "@" of the authority, since passwords may contain "@".
-_URL_PASSWORD = re.compile(r"://(?P<user>[^\s:/?#@\[\]]*):(?P<v>(?!\[REDACTED:)[^\s/?#]+)(?=@)")
+_URL_PASSWORD = re.compile(r"://(?P<user>[^\s:/?#@\[\]]*):(?P<v>(?!\[REDACTED:)(?:[^\s/?#]|\?(?=[^\s/#]*@))+)(?=@)")
 # `postgres://user:password@localhost` in a README or an `.env.example`: both halves name their slot.
 _URL_TEMPLATE_USER = re.compile(r"(?:db[_-]?|my[_-]?|your[_-]?)?(?:user(?:name)?|usr|login|name)", _I)
 _URL_TEMPLATE_PASSWORD = re.compile(
@@ -483,8 +489,8 @@ _KEY_WORDS = (
 # (and Azure's `key1` / `key2` / primary key for a storage account; a Chinese key label may end in 值 / 串:
 # "访问密钥值：...")
 _HEAD_KEY = (
-    r"(?P<ph>" + _KEY_WORDS + r"|key[12]|(?:primary|secondary)[ _-]?key)(?![A-Za-z0-9_])"
-    r"|(?P<pz>(?:密钥|秘钥|密鑰|令牌)(?:值|串)?)"
+    r"(?P<ph>" + _KEY_WORDS + r"|key[12]|(?:primary|secondary)[ _-]?key|private[ _-]?key[ _-]?id)(?![A-Za-z0-9_])"
+    r"|(?P<pz>(?:密钥|秘钥|密鑰|令牌)(?:值|串|ID|Id|id)?)"
 )
 _HEAD_PRIVATE = r"(?P<ph>private[ _-]?key)(?![A-Za-z0-9_])|(?P<pz>私钥|私鑰)"
 # What may stand between a label and its value. `strong`: punctuation or a verb ("is", "是", ":", "->",
@@ -501,6 +507,7 @@ _STRONG = (
     r"|[ \t]+(?:is|was|are|equals|set[ \t]+to|changed[ \t]+to|to)(?![A-Za-z'])"
     r"(?:[ \t]+(?:now|still|just|set[ \t]+to|changed[ \t]+to))?[ \t]*[:：]?"
     r"|[ \t]*(?:就|也|还|都|仍)?(?:是|为|為|改成了?|改为|设为|设置为|设置成|换成了?)[ \t]*[:：]?"
+    r"|[ \t]*は[ \t]*"  # Japanese: "SecretKey は ..."
 )
 # A qualifier ("for my router", "(temporary)") needs a strong connector after it.
 # Without one, spaces; nothing at all only after a Chinese label ("密码123456").
@@ -515,7 +522,7 @@ _ANY_CONNECTOR = r"(?:" + _QUALIFIER + r"(?:" + _STRONG + r")|" + _WEAK + ")"
 # never starts with a quote, a bracket or a connector character, so reruns cannot re-read a placeholder.
 _VALUE = (
     r"[ \t]*(?P<q>\\{0,3}[\"'`“‘「『])?(?P<v>(?!\[REDACTED:)"
-    r"(?(q)[^\n\"'`“”‘’「」『』\\]{1,200}|(?![\"'`:=>\]\[])(?:(?!\[REDACTED:)[\x21-\x7e])+))"
+    r"(?(q)[^\n\"'`“”‘’「」『』\\]{1,200}|(?![\"'`:=>\]\[|])(?:(?!\[REDACTED:)[\x21-\x7e])+))"
 )
 
 
@@ -547,6 +554,9 @@ _PW_TRAILING = ".,;:)]}>'\"。，；：！？）」』】”’\\"  # not ! or ?
 # Values that stand for a secret without being one: masks, template slots, env references, "n/a".
 _PW_STAND_IN = re.compile(
     r"[*•xX-]+|<[^<>]*>|\$\{[^}]*\}|\$\(.*|\{\{\S*|\$[A-Z_][A-Z0-9_]*|%s|n/?a|tbd|todo|xxx+|your[_-]\w*"
+    # templating and interpolation (`{{ vault_db_password }}`, ConfigParser `%(password)s`), an ellipsis, Ansible's
+    # `!vault |`, Terraform's `(sensitive value)`
+    r"|\{\{[^{}\n]*\}\}|%\(\w+\)s|\.{2,}|…+|!vault|\(sensitive(?:[ \t]+value\))?"
     # a reference in code where a value would be: Terraform `var.db_password`, `local.x`, `data.x.y`,
     # `module.x.y`; Node's `process.env.DB_PASS`
     r"|(?-i:(?:var|local|data|module|each)\.[a-z_][\w.\[\]\"-]*|process\.env\.\w+)",
@@ -1293,7 +1303,7 @@ def _xml_secret_action(m: re.Match[str]) -> tuple[str, int]:
 # Its length ("CVV is 3 digits") is not one.
 _CVV = re.compile(
     r"(?P<lead>(?<![A-Za-z])(?:cvv2?|cvc2?|cvn2?|cav2|card[ \t]+(?:security|verification)[ \t]+(?:code|value|number))"
-    r"(?![A-Za-z])(?:[ \t]*(?:code|number|no\.?))?[ \t]*(?:[:：=#]|is(?![A-Za-z])|was(?![A-Za-z])|是|为)?[ \t]*"
+    r"(?![A-Za-z])(?:[ \t]*(?:code|number|no\.?))?[\"']?[ \t]*(?:[:：=#]|is(?![A-Za-z])|was(?![A-Za-z])|是|为)?[ \t]*[\"']?"
     r"|安全码[ \t]*(?:[:：]|是|为)?[ \t]*)"
     r"(?P<v>(?<![0-9])[0-9]{3,4})(?![0-9A-Za-z]|[ \t]*(?:digits?|chars?|characters?|numbers?|位|个))",
     _I,
@@ -1318,8 +1328,9 @@ _CVV_AFTER_CARD = re.compile(
 # no secret in general, so a Wi-Fi word must be near, and the value look like a passphrase (8 to 63
 # characters, not a word, not a security mode like WPA2-PSK).
 _WIFI_KEY = re.compile(
-    r"(?P<lead>(?<![A-Za-z])(?:(?:wi-?fi|wlan|wpa[23]?|network|security|wireless)[ \t]+)?(?:pass[ \t-]?key|key)"
-    r"(?![A-Za-z0-9_])[ \t]*(?:[:：=]|is(?![A-Za-z])|was(?![A-Za-z])|是|为)[ \t]*[\"'`“‘]?)"
+    r"(?P<lead>(?<![A-Za-z])(?:(?P<qual>wi-?fi|wlan|wpa[23]?|network|security|wireless)[ \t]+)?(?:pass[ \t-]?key|key)"
+    r"(?![A-Za-z0-9_])(?:[ \t]*(?:[:：=]|is(?![A-Za-z])|was(?![A-Za-z])|是|为)|(?P<bare>(?(qual)[ \t]+|(?!))))"
+    r"[ \t]*[\"'`“‘]?)"
     r"(?P<v>(?!\[REDACTED:)[^\s\"'`“”‘’]{8,80})",
     _I,
 )
@@ -1360,6 +1371,7 @@ def _wifi_key_action(m: re.Match[str]) -> tuple[str, int]:
         or _VERSION.fullmatch(secret)
         or _SECURITY_MODE.fullmatch(secret)
         or not any(c.isalpha() for c in secret)
+        or (m.group("bare") is not None and not _has_digit(secret))  # "WPA2 key q9dv...": no connector
         or _WIFI_WORDS.search(text, max(0, m.start() - 150), m.end() + 80) is None
     ):
         return m.group(), 0
@@ -1372,7 +1384,7 @@ def _wifi_key_action(m: re.Match[str]) -> tuple[str, int]:
 # ids like `_ga=GA1.1.135...` are kept).
 _COOKIE = re.compile(
     r"(?P<lead>(?<![A-Za-z0-9_-])(?:set-)?cookie[ \t]*:[ \t]*"
-    r"|(?<![\w-])curl(?![\w-])[^\n|;]*?[ \t](?:-b|--cookie)[ \t]+[\"']?)"
+    r"|(?<![\w-])curl(?![\w-])(?:[^\n|;\\]|\\\r?\n|\\(?!\r?\n))*?[ \t](?:-b|--cookie)[ \t]+[\"']?)"
     r"(?P<body>[^\n'\"]{3,4000})",
     _I,
 )
@@ -1549,7 +1561,7 @@ _PIN_CODE_GATE = (
 # marker of old or new and must look like a password (digits only: 6+, or 4+ after a PIN).
 _CHANGE_LABEL = (
     r"(?P<label>密码|密碼|口令|(?<![A-Za-z])(?:pass(?:word|code|phrase)?s?|pwd|pin)(?![A-Za-z])"
-    r"|(?P<account>(?<![A-Za-z])(?:root|admin|administrator)(?![A-Za-z])|管理员|账号|帐号))"
+    r"|(?P<account>(?<![A-Za-z])(?:root|admin|administrator|account)(?![A-Za-z])|管理员|账号|帐号))"
 )
 _CHANGE_LABEL_HEAD = re.compile(_CHANGE_LABEL, _I)
 _CHANGE_HEAD = re.compile(_CHANGE_LABEL + r"(?P<body>[^\n。！？]{4,90})", _I)
@@ -1557,13 +1569,17 @@ _CHANGE_VERB = re.compile(r"改|换|變|变|更新|重置|(?<![A-Za-z])(?:chang|
 _CHANGED_FROM_TO = re.compile(r"从[ \t]*[\x21-\x7e]+[ \t]*(?:改|换|变)(?:成|为)")
 _CHANGE_VALUE = re.compile(
     r"(?:从|原来(?:的|那个)?(?:是)?|旧的?(?:是|为)?|之前(?:的|那个)?(?:是)?|以前(?:的|那个)?(?:是)?|改成了?|改为"
-    r"|换成了?|变成了?|新的(?:是|为)?|现在(?:的)?是"
+    r"|换成了?|变成了?|新的(?:是|为)?|现在(?:的)?是|(?<![A-Za-z])(?:it'?s|it[ \t]+is)[ \t]+now"
     r"|(?<![A-Za-z])(?:from|to|old(?:[ \t]+one)?(?:[ \t]+(?:was|is))?|new(?:[ \t]+one)?(?:[ \t]+(?:is|was))?)"
     r"(?![A-Za-z]))[ \t]*[:：]?[ \t]*[\"'`“‘]?"
     r"(?P<v>(?!\[REDACTED:)[\x21-\x7e]{4,64})(?![\x21-\x7e])"
 )
 # windowed, on the labels (the verb is looked for by the action)
-_CHANGE_GATE = ("密码", "密碼", "口令", "pass", "pw", "pin", "root", "admin", "管理员", "账号", "帐号")
+_CHANGE_GATE = ("密码", "密碼", "口令", "pass", "pw", "pin", "root", "admin", "account", "管理员", "账号", "帐号")
+
+
+# "the account was reset ... it's now X": the new value told of the account, not of its password
+_NOW_IS = re.compile(r"(?<![A-Za-z])(?:it'?s|it[ \t]+is)[ \t]+now[ \t]+\S", _I)
 
 
 def _pw_shaped(s: str) -> bool:
@@ -1583,7 +1599,7 @@ def _change_action(m: re.Match[str]) -> tuple[str, int]:
     # the verb after the label ("支付密码换了") or just before it ("I changed my email password from ...")
     if _CHANGE_VERB.search(m.string, max(0, m.start() - 40), m.end()) is None:
         return m.group(), 0
-    if m.group("account") is not None and _CHANGED_FROM_TO.search(body) is None:
+    if m.group("account") is not None and _CHANGED_FROM_TO.search(body) is None and _NOW_IS.search(body) is None:
         return m.group(), 0
     pin = m.group("label").lower() in ("pin", "pins")
     found = 0
