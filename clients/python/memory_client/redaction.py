@@ -1869,6 +1869,145 @@ _IN_PAN = re.compile(
 
 # ---------------------------------------------------------------- rule table (order matters)
 
+# ---------------------------------------------------------------- forms of the sixth set
+# A table (CSV or Markdown) whose header names a secret-bearing column: each row's cell of that column goes
+# (a password / key column: any value but a stand-in; an id column: a value that passes an id check).
+_TABLE = re.compile(r"(?m)^(?P<head>[^\n]*[,|][^\n]*)\n(?P<body>(?:[^\n]*[,|][^\n]*(?:\n|\Z))+)")
+_TABLE_SECRET_COLUMN = re.compile(
+    r"(?:[\w ]*[ _-])?(?:pass(?:word|wd|code)?|pwd|secret|token|api[ _-]?key|access[ _-]?key[ _-]?secret)s?"
+    r"|密码|密碼|口令|密钥|秘钥",
+    _I,
+)
+_TABLE_ID_COLUMN = re.compile(
+    r"id[ _-]?(?:no|num|number)\.?|national[ _-]?id|nric|fin|rrn|ssn|my[ _-]?number|身份证号?码?|身份證號?碼?"
+    r"|マイナンバー|個人番号|주민등록번호",
+    _I,
+)
+_TABLE_GATE = (
+    "pass", "pwd", "secret", "token", "key", "密码", "密碼", "口令", "密钥", "秘钥", "id_no", "id no", "id num",
+    "national", "nric", "ssn", "my number", "身份证", "身份證", "マイナンバー", "個人番号",
+)  # fmt: skip
+_TABLE_RULE = re.compile(r"\|?[ \t:|-]+\|?")
+
+
+def _table_id_ok(cell: str) -> bool:
+    digits = cell.replace(" ", "").replace("-", "")
+    return (
+        (_SG_NRIC.fullmatch(cell) is not None and _nric_ok(cell))
+        or (len(digits) == 18 and _cn_id_ok(digits.upper()))
+        or (len(digits) == 13 and digits.isdigit() and _kr_rrn_ok(digits))
+        or (len(digits) == 12 and digits.isdigit() and _my_number_ok(digits))
+        or (len(digits) == 9 and digits.isdigit() and _ssn_ok(digits))
+    )
+
+
+def _table_action(m: re.Match[str]) -> tuple[str, int]:
+    head = m.group("head")
+    sep = "|" if "|" in head else ","
+    names = [c.strip().strip("\"'`*") for c in head.split(sep)]
+    kinds: dict[int, str] = {}
+    for i, name in enumerate(names):
+        if _MARK in name:
+            continue
+        if _TABLE_SECRET_COLUMN.fullmatch(name):
+            kinds[i] = "password"
+        elif _TABLE_ID_COLUMN.fullmatch(name):
+            kinds[i] = "national_id"
+    if not kinds:
+        return m.group(), 0
+    lines = m.group("body").split("\n")
+    found = 0
+    for n, line in enumerate(lines):
+        if sep not in line:
+            break
+        if _TABLE_RULE.fullmatch(line.strip()):
+            continue
+        cells = line.split(sep)
+        for i, kind in kinds.items():
+            if i >= len(cells):
+                continue
+            cell = cells[i].strip()
+            bare = cell.strip("\"'`")
+            if not bare or _MARK in bare or _stand_in(bare) or bare.lower() in _NOT_A_PASSWORD:
+                continue
+            if kind == "national_id" and not _table_id_ok(bare):
+                continue
+            cells[i] = cells[i].replace(bare, _tag(kind), 1)
+            found += 1
+        lines[n] = sep.join(cells)
+    if not found:
+        return m.group(), 0
+    return head + "\n" + "\n".join(lines), found
+
+
+def _my_number_ok(s: str) -> bool:
+    """Japan's My Number: 11 digits and a check digit (weights 2..7, 2..6 from the right, mod 11)."""
+    s = s.replace(" ", "").replace("-", "")
+    body = s[:11][::-1]
+    total = sum(int(c) * (n + 1 if n <= 6 else n - 5) for n, c in enumerate(body, start=1))
+    r = total % 11
+    return int(s[11]) == (0 if r <= 1 else 11 - r)
+
+
+_MY_NUMBER = re.compile(r"(?P<v>[0-9](?<![0-9A-Za-z][0-9])[0-9]{3}([ -]?)[0-9]{4}\2[0-9]{4}(?![0-9A-Za-z]))")
+_MY_NUMBER_GATE = ("マイナンバー", "個人番号", "my number", "mynumber")
+
+# Zhipu (智谱) API keys: an id of 32 hex, a dot, a secret of 16 letters and digits.
+_ZHIPU = re.compile(r"[0-9a-f](?<![\w.-][0-9a-f])[0-9a-f]{31}\.[A-Za-z0-9]{16}(?![\w.-])")
+_ZHIPU_GATE = ("key", "密钥", "zhipu", "智谱", "glm", "bigmodel")
+
+# A PEM private key in base64 (a Kubernetes secret's `tls.key`): base64 of "-----BEGIN" starts with
+# "LS0tLS1CRUdJTi"; it goes when it decodes to a private key's header.
+_PEM_B64 = re.compile(r"LS0tLS1CRUdJTi(?<![A-Za-z0-9+/]LS0tLS1CRUdJTi)[A-Za-z0-9+/]{8,}={0,2}")
+
+
+def _pem_b64_ok(s: str) -> bool:
+    head = s[:120]
+    try:
+        decoded = base64.b64decode(head[: len(head) // 4 * 4])
+    except ValueError:
+        return False
+    return b"PRIVATE KEY-----" in decoded.split(b"\n", 1)[0]
+
+
+# A private key's DER body without its PEM lines (what Alipay and others ask to paste): base64 lines starting
+# "MI" / "MH" whose DER is a SEQUENCE that opens with the INTEGER version 0 or 1 (PKCS#1, PKCS#8, SEC1 EC
+# keys). Public keys and certificates open with a SEQUENCE instead, and are kept.
+_DER_B64 = re.compile(
+    r"M[IHG](?<![A-Za-z0-9+/]M[IHG])[A-Za-z0-9+/]{38,}={0,2}(?:[ \t]*(?:\r?\n|\\n)[ \t]*[A-Za-z0-9+/]{4,}={0,2})*"
+)
+_DER_GATE = ("mii", "mhc", "mg")
+
+
+def _der_private_ok(s: str) -> bool:
+    try:
+        der = base64.b64decode(s[:16])
+    except ValueError:
+        return False
+    if len(der) < 8 or der[0] != 0x30:
+        return False
+    at = 2 + (der[1] & 0x7F if der[1] & 0x80 else 0)
+    return der[at : at + 2] == b"\x02\x01" and der[at + 2] in (0, 1) and len(s) >= 100
+
+
+# `.pgpass` lines (host:port:database:user:password), where the file is named.
+_PGPASS = re.compile(r"(?m)^[ \t]*[\w.*-]+:(?:[0-9]+|\*):[^:\s]+:[^:\s]+:(?P<v>(?!\[REDACTED:)\S+)[ \t]*$")
+
+# .NET appSettings: `<add key="SmtpPassword" value="..." />`: the key names a secret.
+_APP_SETTING = re.compile(
+    r"(?<![\w-])key[ \t]*=[ \t]*\"(?P<n>[^\"\n]{1,80})\"[ \t]+value[ \t]*=[ \t]*\"(?P<v>(?!\[REDACTED:)[^\"\n]{1,300})\"",
+    _I,
+)
+
+
+def _app_setting_action(m: re.Match[str]) -> tuple[str, int]:
+    kind = secret_kind_of_name(m.group("n"))
+    value = m.group("v")
+    if kind is None or _stand_in(value) or _reference_at(value, 0):
+        return m.group(), 0
+    return _swap(kind)(m)
+
+
 _DIGITS = tuple("0123456789")
 # Numbers of 9+ digits, whole or in groups joined by single spaces or dashes: every card, Chinese ID, SSN,
 # BitLocker key, Korean RRN and French NIR holds one. One search of the text decides whether those rules run.
@@ -1888,6 +2027,9 @@ _CREDENTIAL_GATE = ("log", "sign", "cred", "ssh", "账号", "帐号", "登录", 
 _RULES: tuple[_Rule, ...] = (
     # Multi-line and structured secrets first, so their inner digits/words never feed the narrower rules.
     _Rule("private_key", _PRIVATE_KEY, _swap("private_key"), ("private key",)),
+    _Rule("private_key", _PEM_B64, _swap("private_key", _pem_b64_ok), ("ls0tls1crudjti",)),
+    _Rule("private_key", _DER_B64, _swap("private_key", _der_private_ok), _DER_GATE),
+    _Rule("password", _TABLE, _table_action, _TABLE_GATE),
     _Rule("jwt", _JWT, _swap("jwt"), ("eyj",)),
     *(_Rule("api_key", _api_pattern(p), _key_action(c), g) for p, c, g in _API_RULES),
     _Rule("api_key", _AWS_SECRET, _swap("api_key"), ("secret",)),
@@ -1906,6 +2048,9 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("api_key", _KEY_FLAG, _swap("api_key", _generated_key), _CONFIG_FORMS_GATE),
     _Rule("password", _DOCKER_AUTH, _docker_auth_action, _CONFIG_FORMS_GATE),
     _Rule("password", _XML_SECRET, _xml_secret_action, _XML_GATE),
+    _Rule("password", _APP_SETTING, _app_setting_action, ("value=", "value =")),
+    _Rule("password", _PGPASS, _swap("password"), ("pgpass",)),
+    _Rule("api_key", _ZHIPU, _swap("api_key", lambda v: _key_piece(v.split(".")[1])), _ZHIPU_GATE),
     _Rule("api_key", _COOKIE, _cookie_action, ("cookie", "curl")),
     _Rule("api_key", _URL_SIGNATURE, _url_signature_action, _URL_SIGNATURE_GATE),
     _Rule("private_key", _SEED, _seed_action, _SEED_GATE, _SEED_HEAD, True),
@@ -1952,6 +2097,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("national_id", _CA_SIN, _checked_action(_sin_ok), _DIGITS, needs=_LONG_NUMBER),
     _Rule("national_id", _SE_PNR, _checked_action(_se_pnr_ok), _DIGITS, needs=_LONG_NUMBER),
     _Rule("national_id", _SG_NRIC, _checked_action(_nric_ok), _NRIC_CONTEXT, None, True),
+    _Rule("national_id", _MY_NUMBER, _checked_action(_my_number_ok), _MY_NUMBER_GATE),
     _Rule(
         "national_id",
         _IN_PAN,
