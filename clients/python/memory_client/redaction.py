@@ -444,7 +444,9 @@ _PEM_NAME = r"[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
 # A header followed on its line by words ("... PRIVATE KEY----- ではなく ...") is talk about one, not a key: the
 # body starts on the next line (or after an escaped newline, a quote, or base64 on the same line).
 _PRIVATE_KEY = re.compile(
-    r"-----BEGIN " + _PEM_NAME + r"(?=[ \t]*(?:\r?\n|\\(?:r\\)?n|\Z|[\"']|[A-Za-z0-9+/]{16}))[\s\S]*?(?:-----END "
+    r"-----BEGIN "
+    + _PEM_NAME
+    + r"(?=[ \t]*(?:\r?\n|\\(?:r\\)?n|\Z|[\"']|[A-Za-z0-9+/]{16}))[\s\S]*?(?:-----END "
     + _PEM_NAME
     + r"|\Z)"
 )
@@ -453,7 +455,9 @@ _PRIVATE_KEY = re.compile(
 
 # scheme://user:password@host (the scheme itself is irrelevant, so the scan starts at the "://" literal);
 # greedy up to the last "@" of the authority, since passwords may contain "@".
-_URL_PASSWORD = re.compile(r"://(?P<user>[^\s:/?#@\[\]]*):(?P<v>(?!\[REDACTED:)(?:[^\s/?#]|\?(?=[^\s/#]*@))+)(?=@)")
+_URL_PASSWORD = re.compile(
+    r"://(?P<user>[^\s:/?#@\[\]]*):(?P<v>(?!\[REDACTED:)(?:[^\s/?#]|\?(?=[^\s/#]*@))+)(?=@)"
+)
 # `postgres://user:password@localhost` in a README or an `.env.example`: both halves name their slot.
 _URL_TEMPLATE_USER = re.compile(r"(?:db[_-]?|my[_-]?|your[_-]?)?(?:user(?:name)?|usr|login|name)", _I)
 _URL_TEMPLATE_PASSWORD = re.compile(
@@ -489,7 +493,9 @@ _KEY_WORDS = (
 # (and Azure's `key1` / `key2` / primary key for a storage account; a Chinese key label may end in 值 / 串:
 # "访问密钥值：...")
 _HEAD_KEY = (
-    r"(?P<ph>" + _KEY_WORDS + r"|key[12]|(?:primary|secondary)[ _-]?key|private[ _-]?key[ _-]?id)(?![A-Za-z0-9_])"
+    r"(?P<ph>"
+    + _KEY_WORDS
+    + r"|key[12]|(?:primary|secondary)[ _-]?key|private[ _-]?key[ _-]?id)(?![A-Za-z0-9_])"
     r"|(?P<pz>(?:密钥|秘钥|密鑰|令牌)(?:值|串|ID|Id|id)?)"
 )
 _HEAD_PRIVATE = r"(?P<ph>private[ _-]?key)(?![A-Za-z0-9_])|(?P<pz>私钥|私鑰)"
@@ -1303,7 +1309,8 @@ def _xml_secret_action(m: re.Match[str]) -> tuple[str, int]:
 # Its length ("CVV is 3 digits") is not one.
 _CVV = re.compile(
     r"(?P<lead>(?<![A-Za-z])(?:cvv2?|cvc2?|cvn2?|cav2|card[ \t]+(?:security|verification)[ \t]+(?:code|value|number))"
-    r"(?![A-Za-z])(?:[ \t]*(?:code|number|no\.?))?[\"']?[ \t]*(?:[:：=#]|is(?![A-Za-z])|was(?![A-Za-z])|是|为)?[ \t]*[\"']?"
+    r"(?![A-Za-z])(?:[ \t]*(?:code|number|no\.?))?[\"']?[ \t]*"
+    r"(?:[:：=#]|is(?![A-Za-z])|was(?![A-Za-z])|是|为)?[ \t]*[\"']?"
     r"|安全码[ \t]*(?:[:：]|是|为)?[ \t]*)"
     r"(?P<v>(?<![0-9])[0-9]{3,4})(?![0-9A-Za-z]|[ \t]*(?:digits?|chars?|characters?|numbers?|位|个))",
     _I,
@@ -1569,13 +1576,26 @@ _CHANGE_VERB = re.compile(r"改|换|變|变|更新|重置|(?<![A-Za-z])(?:chang|
 _CHANGED_FROM_TO = re.compile(r"从[ \t]*[\x21-\x7e]+[ \t]*(?:改|换|变)(?:成|为)")
 _CHANGE_VALUE = re.compile(
     r"(?:从|原来(?:的|那个)?(?:是)?|旧的?(?:是|为)?|之前(?:的|那个)?(?:是)?|以前(?:的|那个)?(?:是)?|改成了?|改为"
-    r"|换成了?|变成了?|新的(?:是|为)?|现在(?:的)?是|(?<![A-Za-z])(?:it'?s|it[ \t]+is)[ \t]+now"
+    r"|换成了?|变成了?|新的(?:是|为)?|现在(?:的)?是|(?<![A-Za-z])(?:[Ii]t'?s|[Ii]t[ \t]+is)[ \t]+now"
     r"|(?<![A-Za-z])(?:from|to|old(?:[ \t]+one)?(?:[ \t]+(?:was|is))?|new(?:[ \t]+one)?(?:[ \t]+(?:is|was))?)"
     r"(?![A-Za-z]))[ \t]*[:：]?[ \t]*[\"'`“‘]?"
     r"(?P<v>(?!\[REDACTED:)[\x21-\x7e]{4,64})(?![\x21-\x7e])"
 )
 # windowed, on the labels (the verb is looked for by the action)
-_CHANGE_GATE = ("密码", "密碼", "口令", "pass", "pw", "pin", "root", "admin", "account", "管理员", "账号", "帐号")
+_CHANGE_GATE = (
+    "密码",
+    "密碼",
+    "口令",
+    "pass",
+    "pw",
+    "pin",
+    "root",
+    "admin",
+    "account",
+    "管理员",
+    "账号",
+    "帐号",
+)
 
 
 # "the account was reset ... it's now X": the new value told of the account, not of its password
@@ -1599,7 +1619,11 @@ def _change_action(m: re.Match[str]) -> tuple[str, int]:
     # the verb after the label ("支付密码换了") or just before it ("I changed my email password from ...")
     if _CHANGE_VERB.search(m.string, max(0, m.start() - 40), m.end()) is None:
         return m.group(), 0
-    if m.group("account") is not None and _CHANGED_FROM_TO.search(body) is None and _NOW_IS.search(body) is None:
+    if (
+        m.group("account") is not None
+        and _CHANGED_FROM_TO.search(body) is None
+        and _NOW_IS.search(body) is None
+    ):
         return m.group(), 0
     pin = m.group("label").lower() in ("pin", "pins")
     found = 0
@@ -1995,7 +2019,8 @@ _PGPASS = re.compile(r"(?m)^[ \t]*[\w.*-]+:(?:[0-9]+|\*):[^:\s]+:[^:\s]+:(?P<v>(
 
 # .NET appSettings: `<add key="SmtpPassword" value="..." />`: the key names a secret.
 _APP_SETTING = re.compile(
-    r"(?<![\w-])key[ \t]*=[ \t]*\"(?P<n>[^\"\n]{1,80})\"[ \t]+value[ \t]*=[ \t]*\"(?P<v>(?!\[REDACTED:)[^\"\n]{1,300})\"",
+    r"(?<![\w-])key[ \t]*=[ \t]*\"(?P<n>[^\"\n]{1,80})\"[ \t]+value[ \t]*=[ \t]*"
+    r"\"(?P<v>(?!\[REDACTED:)[^\"\n]{1,300})\"",
     _I,
 )
 
@@ -2049,7 +2074,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _DOCKER_AUTH, _docker_auth_action, _CONFIG_FORMS_GATE),
     _Rule("password", _XML_SECRET, _xml_secret_action, _XML_GATE),
     _Rule("password", _APP_SETTING, _app_setting_action, ("value=", "value =")),
-    _Rule("password", _PGPASS, _swap("password"), ("pgpass",)),
+    _Rule("password", _PGPASS, _swap("password", lambda v: not _stand_in(v)), ("pgpass",)),
     _Rule("api_key", _ZHIPU, _swap("api_key", lambda v: _key_piece(v.split(".")[1])), _ZHIPU_GATE),
     _Rule("api_key", _COOKIE, _cookie_action, ("cookie", "curl")),
     _Rule("api_key", _URL_SIGNATURE, _url_signature_action, _URL_SIGNATURE_GATE),
@@ -2102,7 +2127,7 @@ _RULES: tuple[_Rule, ...] = (
         "national_id",
         _IN_PAN,
         _swap_value("national_id"),
-        ("pan", "permanent account"),
+        ("pan", "permanent"),
         re.compile(_IN_PAN_LABEL, _I),
         True,
     ),
