@@ -844,7 +844,7 @@ FORM_CASES_6: list[tuple[str, str, tuple[str, ...]]] = [
     ("dsn", "see https://example.com/login?next=/home and mail me@x.org", ()),
     (
         "zhipu",
-        "我的 API key 是 0f1e2d3c4b5a69788796a5b4c3d2e1f0.Rt7QmZ2kLp9XwN4v",
+        "智谱的 API key 是 0f1e2d3c4b5a69788796a5b4c3d2e1f0.Rt7QmZ2kLp9XwN4v",
         ("0f1e2d3c4b5a69788796a5b4c3d2e1f0.Rt7QmZ2kLp9XwN4v",),
     ),
     ("zhipu", "key 0f1e2d3c4b5a69788796a5b4c3d2e1f0.tar.gz", ()),

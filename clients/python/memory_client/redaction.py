@@ -1911,6 +1911,8 @@ _TABLE_GATE = (
     "pass", "pwd", "secret", "token", "key", "密码", "密碼", "口令", "密钥", "秘钥", "id_no", "id no", "id num",
     "national", "nric", "ssn", "my number", "身份证", "身份證", "マイナンバー", "個人番号",
 )  # fmt: skip
+# (a table has lines: the rule runs on texts with a newline, and one of its header words)
+_TABLE_WORDS = re.compile("|".join(re.escape(w) for w in _TABLE_GATE))
 _TABLE_RULE = re.compile(r"\|?[ \t:|-]+\|?")
 
 
@@ -1975,10 +1977,14 @@ def _my_number_ok(s: str) -> bool:
 
 _MY_NUMBER = re.compile(r"(?P<v>[0-9](?<![0-9A-Za-z][0-9])[0-9]{3}([ -]?)[0-9]{4}\2[0-9]{4}(?![0-9A-Za-z]))")
 _MY_NUMBER_GATE = ("マイナンバー", "個人番号", "my number", "mynumber")
+# The rarer forms of the sixth set share one gate: one search of the text for all their words.
+_SIXTH_GATE = (
+    *_MY_NUMBER_GATE, "zhipu", "智谱", "glm", "bigmodel", "ls0tls1crudjti", "mii", "mig", "mih", "mhc", "pgpass",
+    "value=", "value =",
+)  # fmt: skip
 
 # Zhipu (智谱) API keys: an id of 32 hex, a dot, a secret of 16 letters and digits.
 _ZHIPU = re.compile(r"[0-9a-f](?<![\w.-][0-9a-f])[0-9a-f]{31}\.[A-Za-z0-9]{16}(?![\w.-])")
-_ZHIPU_GATE = ("key", "密钥", "zhipu", "智谱", "glm", "bigmodel")
 
 # A PEM private key in base64 (a Kubernetes secret's `tls.key`): base64 of "-----BEGIN" starts with
 # "LS0tLS1CRUdJTi"; it goes when it decodes to a private key's header.
@@ -2000,7 +2006,6 @@ def _pem_b64_ok(s: str) -> bool:
 _DER_B64 = re.compile(
     r"M[IHG](?<![A-Za-z0-9+/]M[IHG])[A-Za-z0-9+/]{38,}={0,2}(?:[ \t]*(?:\r?\n|\\n)[ \t]*[A-Za-z0-9+/]{4,}={0,2})*"
 )
-_DER_GATE = ("mii", "mhc", "mg")
 
 
 def _der_private_ok(s: str) -> bool:
@@ -2052,9 +2057,9 @@ _CREDENTIAL_GATE = ("log", "sign", "cred", "ssh", "账号", "帐号", "登录", 
 _RULES: tuple[_Rule, ...] = (
     # Multi-line and structured secrets first, so their inner digits/words never feed the narrower rules.
     _Rule("private_key", _PRIVATE_KEY, _swap("private_key"), ("private key",)),
-    _Rule("private_key", _PEM_B64, _swap("private_key", _pem_b64_ok), ("ls0tls1crudjti",)),
-    _Rule("private_key", _DER_B64, _swap("private_key", _der_private_ok), _DER_GATE),
-    _Rule("password", _TABLE, _table_action, _TABLE_GATE),
+    _Rule("private_key", _PEM_B64, _swap("private_key", _pem_b64_ok), _SIXTH_GATE),
+    _Rule("private_key", _DER_B64, _swap("private_key", _der_private_ok), _SIXTH_GATE),
+    _Rule("password", _TABLE, _table_action, ("\n",), needs=_TABLE_WORDS),
     _Rule("jwt", _JWT, _swap("jwt"), ("eyj",)),
     *(_Rule("api_key", _api_pattern(p), _key_action(c), g) for p, c, g in _API_RULES),
     _Rule("api_key", _AWS_SECRET, _swap("api_key"), ("secret",)),
@@ -2073,9 +2078,9 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("api_key", _KEY_FLAG, _swap("api_key", _generated_key), _CONFIG_FORMS_GATE),
     _Rule("password", _DOCKER_AUTH, _docker_auth_action, _CONFIG_FORMS_GATE),
     _Rule("password", _XML_SECRET, _xml_secret_action, _XML_GATE),
-    _Rule("password", _APP_SETTING, _app_setting_action, ("value=", "value =")),
-    _Rule("password", _PGPASS, _swap("password", lambda v: not _stand_in(v)), ("pgpass",)),
-    _Rule("api_key", _ZHIPU, _swap("api_key", lambda v: _key_piece(v.split(".")[1])), _ZHIPU_GATE),
+    _Rule("password", _APP_SETTING, _app_setting_action, _SIXTH_GATE),
+    _Rule("password", _PGPASS, _swap("password", lambda v: not _stand_in(v)), _SIXTH_GATE),
+    _Rule("api_key", _ZHIPU, _swap("api_key", lambda v: _key_piece(v.split(".")[1])), _SIXTH_GATE),
     _Rule("api_key", _COOKIE, _cookie_action, ("cookie", "curl")),
     _Rule("api_key", _URL_SIGNATURE, _url_signature_action, _URL_SIGNATURE_GATE),
     _Rule("private_key", _SEED, _seed_action, _SEED_GATE, _SEED_HEAD, True),
@@ -2122,7 +2127,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("national_id", _CA_SIN, _checked_action(_sin_ok), _DIGITS, needs=_LONG_NUMBER),
     _Rule("national_id", _SE_PNR, _checked_action(_se_pnr_ok), _DIGITS, needs=_LONG_NUMBER),
     _Rule("national_id", _SG_NRIC, _checked_action(_nric_ok), _NRIC_CONTEXT, None, True),
-    _Rule("national_id", _MY_NUMBER, _checked_action(_my_number_ok), _MY_NUMBER_GATE),
+    _Rule("national_id", _MY_NUMBER, _checked_action(_my_number_ok), _SIXTH_GATE),
     _Rule(
         "national_id",
         _IN_PAN,
