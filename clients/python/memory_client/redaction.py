@@ -1898,8 +1898,8 @@ _IN_PAN = re.compile(
 # (a password / key column: any value but a stand-in; an id column: a value that passes an id check).
 _TABLE = re.compile(r"(?m)^(?P<head>[^\n]*[,|][^\n]*)\n(?P<body>(?:[^\n]*[,|][^\n]*(?:\n|\Z))+)")
 _TABLE_SECRET_COLUMN = re.compile(
-    r"(?:[\w ]*[ _-])?(?:pass(?:word|wd|code)?|pwd|secret|token|api[ _-]?key|access[ _-]?key[ _-]?secret)s?"
-    r"|密码|密碼|口令|密钥|秘钥",
+    r"(?:[\w ]*[ _-])?(?:(?P<pw>pass(?:word|wd|code)|pwd)|secret|token|api[ _-]?key|access[ _-]?key[ _-]?secret)s?"
+    r"|(?P<pz>密码|密碼|口令)|密钥|秘钥",
     _I,
 )
 _TABLE_ID_COLUMN = re.compile(
@@ -1935,8 +1935,9 @@ def _table_action(m: re.Match[str]) -> tuple[str, int]:
     for i, name in enumerate(names):
         if _MARK in name:
             continue
-        if _TABLE_SECRET_COLUMN.fullmatch(name):
-            kinds[i] = "password"
+        if column := _TABLE_SECRET_COLUMN.fullmatch(name):
+            # a password column takes any value; a key / token column a generated one ("tokens: 1234" counts)
+            kinds[i] = "password" if column.group("pw") or column.group("pz") else "api_key"
         elif _TABLE_ID_COLUMN.fullmatch(name):
             kinds[i] = "national_id"
     if not kinds:
@@ -1957,6 +1958,8 @@ def _table_action(m: re.Match[str]) -> tuple[str, int]:
             if not bare or _MARK in bare or _stand_in(bare) or bare.lower() in _NOT_A_PASSWORD:
                 continue
             if kind == "national_id" and not _table_id_ok(bare):
+                continue
+            if kind == "api_key" and not _token_like(bare):
                 continue
             cells[i] = cells[i].replace(bare, _tag(kind), 1)
             found += 1
