@@ -1896,7 +1896,6 @@ _IN_PAN = re.compile(
 # ---------------------------------------------------------------- forms of the sixth set
 # A table (CSV or Markdown) whose header names a secret-bearing column: each row's cell of that column goes
 # (a password / key column: any value but a stand-in; an id column: a value that passes an id check).
-_TABLE = re.compile(r"(?m)^(?P<head>[^\n]*[,|][^\n]*)\n(?P<body>(?:[^\n]*[,|][^\n]*(?:\n|\Z))+)")
 _TABLE_SECRET_COLUMN = re.compile(
     r"(?:[\w ]*[ _-])?(?:(?P<pw>pass(?:word|wd|code)|pwd)|secret|token|api[ _-]?key|access[ _-]?key[ _-]?secret)s?"
     r"|(?P<pz>密码|密碼|口令)|密钥|秘钥",
@@ -1911,8 +1910,13 @@ _TABLE_GATE = (
     "pass", "pwd", "secret", "token", "key", "密码", "密碼", "口令", "密钥", "秘钥", "id_no", "id no", "id num",
     "national", "nric", "ssn", "my number", "身份证", "身份證", "マイナンバー", "個人番号",
 )  # fmt: skip
+# The match is a line with a delimiter and the lines with one after it; the rule runs only where a header word
+# ends a cell (searched once, below).
+_TABLE = re.compile(r"(?m)^(?P<rest>[^\n]*[,|][^\n]*)\n(?P<body>(?:[^\n]*[,|][^\n]*(?:\n|\Z))+)")
 # (a table has lines: the rule runs on texts with a newline, and one of its header words)
-_TABLE_WORDS = re.compile("|".join(re.escape(w) for w in _TABLE_GATE))
+_TABLE_WORDS = re.compile(
+    "(?:" + "|".join(re.escape(w) for w in _TABLE_GATE) + r")[a-z_ ]{0,8}[\"'`*]*[ \t]*[,|\n]"
+)
 _TABLE_RULE = re.compile(r"\|?[ \t:|-]+\|?")
 
 
@@ -1928,7 +1932,7 @@ def _table_id_ok(cell: str) -> bool:
 
 
 def _table_action(m: re.Match[str]) -> tuple[str, int]:
-    head = m.group("head")
+    head = m.string[m.string.rfind("\n", 0, m.start()) + 1 : m.end("rest")]
     sep = "|" if "|" in head else ","
     names = [c.strip().strip("\"'`*") for c in head.split(sep)]
     kinds: dict[int, str] = {}
@@ -1966,7 +1970,7 @@ def _table_action(m: re.Match[str]) -> tuple[str, int]:
         lines[n] = sep.join(cells)
     if not found:
         return m.group(), 0
-    return head + "\n" + "\n".join(lines), found
+    return m.string[m.start() : m.end("rest")] + "\n" + "\n".join(lines), found
 
 
 def _my_number_ok(s: str) -> bool:
@@ -1982,7 +1986,7 @@ _MY_NUMBER = re.compile(r"(?P<v>[0-9](?<![0-9A-Za-z][0-9])[0-9]{3}([ -]?)[0-9]{4
 _MY_NUMBER_GATE = ("マイナンバー", "個人番号", "my number", "mynumber")
 # The rarer forms of the sixth set share one gate: one search of the text for all their words.
 _SIXTH_GATE = (
-    *_MY_NUMBER_GATE, "zhipu", "智谱", "glm", "bigmodel", "ls0tls1crudjti", "mii", "mig", "mih", "mhc", "pgpass",
+    *_MY_NUMBER_GATE, "zhipu", "智谱", "glm", "bigmodel", "ls0tls1crudjti", "pgpass",
     "value=", "value =",
 )  # fmt: skip
 
@@ -2009,6 +2013,9 @@ def _pem_b64_ok(s: str) -> bool:
 _DER_B64 = re.compile(
     r"M[IHG](?<![A-Za-z0-9+/]M[IHG])[A-Za-z0-9+/]{38,}={0,2}(?:[ \t]*(?:\r?\n|\\n)[ \t]*[A-Za-z0-9+/]{4,}={0,2})*"
 )
+
+
+_DER_GATE = ("mii", "mig", "mih", "mhc")  # the DER lengths' prefixes (MII: 256+ bytes, MIG / MIH, MHc)
 
 
 def _der_private_ok(s: str) -> bool:
@@ -2061,7 +2068,7 @@ _RULES: tuple[_Rule, ...] = (
     # Multi-line and structured secrets first, so their inner digits/words never feed the narrower rules.
     _Rule("private_key", _PRIVATE_KEY, _swap("private_key"), ("private key",)),
     _Rule("private_key", _PEM_B64, _swap("private_key", _pem_b64_ok), _SIXTH_GATE),
-    _Rule("private_key", _DER_B64, _swap("private_key", _der_private_ok), _SIXTH_GATE),
+    _Rule("private_key", _DER_B64, _swap("private_key", _der_private_ok), _DER_GATE),
     _Rule("password", _TABLE, _table_action, ("\n",), needs=_TABLE_WORDS),
     _Rule("jwt", _JWT, _swap("jwt"), ("eyj",)),
     *(_Rule("api_key", _api_pattern(p), _key_action(c), g) for p, c, g in _API_RULES),
