@@ -806,6 +806,8 @@ FORM_CASES_6: list[tuple[str, str, tuple[str, ...]]] = [
     ("table", "| model | tokens |\n|---|---|\n| glm-4 | 18342 |", ()),
     ("table", "| suite | pass | fail |\n|---|---|---|\n| unit | 412 | 3 |", ()),
     ("table", "env,api_key\nprod,Zq81vKx3Lm0Tb7Ws5Rn2\n", ("Zq81vKx3Lm0Tb7Ws5Rn2",)),
+    ("table", "Hi, the list:\nhost,user,password\nweb,root,Vb3!kq9Zr\n", ("Vb3!kq9Zr",)),
+    ("table", "Hi, the list:\nhost,user,password\nweb,root,\n", ()),
     ("table", "name,country,id_no\nLim,SG,S7345126D\n", ("S7345126D",)),
     ("table", "name,country,id_no\nLim,SG,S7345126A\n", ()),
     ("table", "姓名,身份证号,手机\n李雷,440305198706122533,13800000000\n", ("440305198706122533",)),

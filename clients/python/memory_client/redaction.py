@@ -1931,12 +1931,14 @@ def _table_id_ok(cell: str) -> bool:
     )
 
 
-def _table_action(m: re.Match[str]) -> tuple[str, int]:
-    head = m.string[m.string.rfind("\n", 0, m.start()) + 1 : m.end("rest")]
+def _table_columns(head: str) -> tuple[str, dict[int, str]]:
+    """The delimiter of a header line and the kind of secret each of its secret-bearing columns holds."""
     sep = "|" if "|" in head else ","
-    names = [c.strip().strip("\"'`*") for c in head.split(sep)]
     kinds: dict[int, str] = {}
-    for i, name in enumerate(names):
+    if not _TABLE_WORDS.search(head.lower() + "\n"):
+        return sep, kinds
+    for i, cell in enumerate(head.split(sep)):
+        name = cell.strip().strip("\"'`*")
         if _MARK in name:
             continue
         if column := _TABLE_SECRET_COLUMN.fullmatch(name):
@@ -1944,33 +1946,43 @@ def _table_action(m: re.Match[str]) -> tuple[str, int]:
             kinds[i] = "password" if column.group("pw") or column.group("pz") else "api_key"
         elif _TABLE_ID_COLUMN.fullmatch(name):
             kinds[i] = "national_id"
-    if not kinds:
-        return m.group(), 0
-    lines = m.group("body").split("\n")
+    return sep, kinds
+
+
+def _table_row(line: str, sep: str, kinds: dict[int, str]) -> tuple[str, int]:
+    cells = line.split(sep)
     found = 0
-    for n, line in enumerate(lines):
-        if sep not in line:
-            break
-        if _TABLE_RULE.fullmatch(line.strip()):
+    for i, kind in kinds.items():
+        if i >= len(cells):
             continue
-        cells = line.split(sep)
-        for i, kind in kinds.items():
-            if i >= len(cells):
-                continue
-            cell = cells[i].strip()
-            bare = cell.strip("\"'`")
-            if not bare or _MARK in bare or _stand_in(bare) or bare.lower() in _NOT_A_PASSWORD:
-                continue
-            if kind == "national_id" and not _table_id_ok(bare):
-                continue
-            if kind == "api_key" and not _token_like(bare):
-                continue
-            cells[i] = cells[i].replace(bare, _tag(kind), 1)
-            found += 1
-        lines[n] = sep.join(cells)
-    if not found:
-        return m.group(), 0
-    return m.string[m.start() : m.end("rest")] + "\n" + "\n".join(lines), found
+        bare = cells[i].strip().strip("\"'`")
+        if not bare or _MARK in bare or _stand_in(bare) or bare.lower() in _NOT_A_PASSWORD:
+            continue
+        if kind == "national_id" and not _table_id_ok(bare):
+            continue
+        if kind == "api_key" and not _token_like(bare):
+            continue
+        cells[i] = cells[i].replace(bare, _tag(kind), 1)
+        found += 1
+    return sep.join(cells), found
+
+
+def _table_action(m: re.Match[str]) -> tuple[str, int]:
+    # every line of the block may be a header (a table after a line of prose with a comma): each header's rows
+    # are the lines after it that hold its delimiter
+    lines = m.group().split("\n")
+    found = n = 0
+    while n < len(lines):
+        sep, kinds = _table_columns(lines[n])
+        n += 1
+        if not kinds:
+            continue
+        while n < len(lines) and sep in lines[n]:
+            if not _TABLE_RULE.fullmatch(lines[n].strip()):
+                lines[n], k = _table_row(lines[n], sep, kinds)
+                found += k
+            n += 1
+    return ("\n".join(lines), found) if found else (m.group(), 0)
 
 
 def _my_number_ok(s: str) -> bool:
