@@ -70,6 +70,11 @@ Built from the forms secrets are written in, not from examples (the table of cas
   and DingTalk ``SEC`` secrets, Discord bot tokens; Docker's ``config.json`` ``auth``; cloud keys given by
   obsutil / ossutil / coscmd flags; kept: code references (``var.db_password``), ``<slots with spaces>``,
   Chinese placeholder words and tokens published by design (Mapbox ``pk.``, Stripe ``pk_live_``).
+* forms the sixth blind set showed: a secret-bearing column of a CSV / Markdown table (password, 口令, api key,
+  身份证号, NRIC: id columns by their checks); Japan's My Number (check digit); a private key as base64 of its PEM
+  or as its DER body without PEM lines (a SEQUENCE opening with the version INTEGER); ``.pgpass`` lines, .NET
+  appSettings, GCP ``private_key_id``, 访问密钥ID, Zhipu ``id.secret``; kept: templating (``{{ ... }}``,
+  ``%(password)s``, Ansible ``!vault``), Terraform ``(sensitive value)`` and talk about a PEM header.
 
 Redaction is idempotent: a placeholder never completes a match (the one rule that starts at a placeholder, a
 CVV after a card, runs only once this call has replaced the card), so ``redact(redact(x)) == redact(x)``.
