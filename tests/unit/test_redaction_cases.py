@@ -352,13 +352,15 @@ if __name__ == "__main__":
 # Chinese label and Amex's CID, age / DingTalk SEC / Discord tokens, keys after Chinese labels and Azure's key1,
 # Docker's config.json `auth`, a BitLocker key, a seed phrase on one line, obsutil's key flags; broken: a
 # Terraform `var.x` reference, `<...>` and Chinese placeholders in `.env.example`, a Mapbox public `pk.` token.
-# Folded in the same way (`FORM_CASES_5` below).
+# Folded in the same way (`FORM_CASES_5` below). The sixth (78/102, 54/60 at first sight) likewise:
+# `FORM_CASES_6` below.
 HOLDOUT_PATHS = (
     DATA / "redaction_holdout.jsonl",
     DATA / "redaction_holdout2.jsonl",
     DATA / "redaction_holdout3.jsonl",
     DATA / "redaction_holdout4.jsonl",
     DATA / "redaction_holdout5.jsonl",
+    DATA / "redaction_holdout6.jsonl",
 )
 
 
@@ -775,4 +777,107 @@ FORM_CASES_5: list[tuple[str, str, tuple[str, ...]]] = [
     ("form", "text", "secrets"), FORM_CASES_5, ids=[f"{c[0]}-{i}" for i, c in enumerate(FORM_CASES_5)]
 )
 def test_a_form_added_for_the_fifth_holdout_set(form: str, text: str, secrets: tuple[str, ...]) -> None:
+    test_a_form_added_for_the_fourth_holdout_set(form, text, secrets)
+
+
+# ---------------------------------------------------------------- forms added for the sixth hold-out set
+
+_EC_BODY = (
+    "MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgnZFqoLRUfJAqLnh5\n"
+    "nH+WGcYIhFkugMxVvfEHu6EJUHWhRANCAASHV02ocwc/4kmrPRbEZmI6YRgcJr2E\n"
+    "FPfu6UtgpQbUX3+6hgx6eMpS8tVyD5Vb7YX3DA7bLGfeJAY72PLiigIj"
+)
+_EC_PUBLIC = (
+    "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEh1dNqHMHP+JJqz0WxGZiOmEYHCa9\n"
+    "hBT37ulLYKUG1F9/uoYMenjKUvLVcg+VW+2F9wwO2yxn3iQGO9jy4ooCIw=="
+)
+_PEM_B64 = (
+    "LS0tLS1CRUdJTiBQUklWQVRFIEtFWS0tLS0tCk1JR0hBZ0VBTUJNR0J5cUdTTTQ5QWdFR0NDcUdTTTQ5QXdFSEJHMHdhd0lCQVFRZ25a"
+    "RnFvTFJVZkpBcUxuaDUKbkgrV0djWUloRmt1Z014VnZmRUh1NkVKVUhXaFJBTkNBQVNIVjAyb2N3Yy80a21yUFJiRVptSTZZUmdjSnIy"
+    "RQpGUGZ1NlV0Z3BRYlVYMys2aGd4NmVNcFM4dFZ5RDVWYjdZWDNEQTdiTEdmZUpBWTcyUExpaWdJagotLS0tLUVORCBQUklWQVRFIEtF"
+    "WS0tLS0tCg=="
+)
+FORM_CASES_6: list[tuple[str, str, tuple[str, ...]]] = [
+    # a secret-bearing column of a CSV / Markdown table
+    ("table", "| app | login | password |\n|---|---|---|\n| wiki | ops | Kq7#vLp2!x |\nok?", ("Kq7#vLp2!x",)),
+    ("table", "主机,账号,口令\napp02,deploy,Zr8&mT4q%w\n", ("Zr8&mT4q%w",)),
+    ("table", "| step | password policy |\n|---|---|\n| 1 | 12 chars |", ()),
+    ("table", "| 字段 | 说明 |\n|---|---|\n| 密码 | 必填 |", ()),
+    ("table", "| model | tokens |\n|---|---|\n| glm-4 | 18342 |", ()),
+    ("table", "| suite | pass | fail |\n|---|---|---|\n| unit | 412 | 3 |", ()),
+    ("table", "env,api_key\nprod,Zq81vKx3Lm0Tb7Ws5Rn2\n", ("Zq81vKx3Lm0Tb7Ws5Rn2",)),
+    ("table", "Hi, the list:\nhost,user,password\nweb,root,Vb3!kq9Zr\n", ("Vb3!kq9Zr",)),
+    ("table", "Hi, the list:\nhost,user,password\nweb,root,\n", ()),
+    ("table", "name,country,id_no\nLim,SG,S7345126D\n", ("S7345126D",)),
+    ("table", "name,country,id_no\nLim,SG,S7345126A\n", ()),
+    ("table", "姓名,身份证号,手机\n李雷,440305198706122533,13800000000\n", ("440305198706122533",)),
+    ("table", "姓名,身份证号,手机\n李雷,440305198706122534,13800000000\n", ()),
+    # national ids with checks
+    ("my-number", "マイナンバーは 5217 0384 9610 です", ("5217 0384 9610",)),
+    ("my-number", "マイナンバーの欄に 5217 0384 9611 と書いた（間違い）", ()),
+    ("my-number", "order 5217 0384 9610 shipped", ()),
+    # labels in other scripts and key-id labels
+    (
+        "label",
+        "Tencent の SecretKey は Hq3vT8wLm2Xz9QpR4sNc7YbK1dFe6GjA です",
+        ("Hq3vT8wLm2Xz9QpR4sNc7YbK1dFe6GjA",),
+    ),
+    ("label", "SecretKey は環境変数から読みます", ()),
+    ("label", "访问密钥ID：WQ8ZK3N5TXR7VB2M4LPA，区域 cn-east-3", ("WQ8ZK3N5TXR7VB2M4LPA",)),
+    (
+        "label",
+        '{"private_key_id": "7c1e9a0d3b5f42e8a6c0d1f2b3e4a5c6d7e8f901"}',
+        ("7c1e9a0d3b5f42e8a6c0d1f2b3e4a5c6d7e8f901",),
+    ),
+    ("label", '{"private_key_id": "<your key id>"}', ()),
+    # private keys without PEM lines, or in base64
+    (
+        "der-key",
+        "应用私钥：\n" + _EC_BODY.replace("\\n", "\n"),
+        ("MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgnZFqoLRUfJAqLnh5",),
+    ),
+    ("der-key", "应用公钥：\n" + _EC_PUBLIC.replace("\\n", "\n"), ()),
+    ("pem-b64", "data:\n  tls.key: " + _PEM_B64 + "\n", (_PEM_B64,)),
+    ("pem-b64", "tls.crt: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUJrakNDQVRlZ0F3SUJBZ0lV", ()),
+    ("pem-talk", "the file starts with -----BEGIN RSA PRIVATE KEY----- instead of PKCS#8, why?", ()),
+    # files and configs
+    ("pgpass", "my ~/.pgpass:\ndb1.internal:6432:billing:app:Wm4!qT9z#R\n", ("Wm4!qT9z#R",)),
+    ("pgpass", "my ~/.pgpass:\ndb1.internal:6432:billing:app:*\n", ()),
+    ("appsettings", '<add key="ApiSecret" value="p8Lq2Zx7Vn4Tr1Ks" />', ("p8Lq2Zx7Vn4Tr1Ks",)),
+    ("appsettings", '<add key="SmtpHost" value="mail.contoso.com" />', ()),
+    ("dsn", "DATABASE_URL=mysql://svc:Ab?-c+9Xq_71@db:3306/app?ssl=true", ("Ab?-c+9Xq_71",)),
+    ("dsn", "see https://example.com/login?next=/home and mail me@x.org", ()),
+    (
+        "zhipu",
+        "智谱的 API key 是 0f1e2d3c4b5a69788796a5b4c3d2e1f0.Rt7QmZ2kLp9XwN4v",
+        ("0f1e2d3c4b5a69788796a5b4c3d2e1f0.Rt7QmZ2kLp9XwN4v",),
+    ),
+    ("zhipu", "key 0f1e2d3c4b5a69788796a5b4c3d2e1f0.tar.gz", ()),
+    ("cvc-json", '{"pan": "4539 1488 0343 6467", "cvc": "417", "exp": "09/29"}', ("417",)),
+    (
+        "cookie",
+        "curl 'https://x.example/api' \\\n  -H 'authorization: Bearer abc' \\\n  -b 'PHPSESSID=9f8e7d6c5b4a39281706f5e4'",
+        ("9f8e7d6c5b4a39281706f5e4",),
+    ),
+    ("wpa", "guest network, WPA3 key 7hn2qv8kzt4w, valid today", ("7hn2qv8kzt4w",)),
+    ("wpa", "WPA2 key management uses a 4-way handshake", ()),
+    (
+        "changed-first",
+        "They reset the admin account last night. It's now Qv7!mZ2#pL (same user).",
+        ("Qv7!mZ2#pL",),
+    ),
+    ("changed-first", "They reset my account last night. It's now working again.", ()),
+    # templating and stand-ins
+    ("template", "password: {{ .Values.redis.password | b64enc }}", ()),
+    ("template", "dsn = mysql://%(user)s:%(password)s@%(host)s/app", ()),
+    ("template", "password: !vault |\n  $ANSIBLE_VAULT;1.1;AES256", ()),
+    ("template", "  ~ secret_string = (sensitive value)", ()),
+    ("template", 'body {"password": "..."} is what the client sends', ()),
+]
+
+
+@pytest.mark.parametrize(
+    ("form", "text", "secrets"), FORM_CASES_6, ids=[f"{c[0]}-{i}" for i, c in enumerate(FORM_CASES_6)]
+)
+def test_a_form_added_for_the_sixth_holdout_set(form: str, text: str, secrets: tuple[str, ...]) -> None:
     test_a_form_added_for_the_fourth_holdout_set(form, text, secrets)

@@ -70,6 +70,11 @@ Built from the forms secrets are written in, not from examples (the table of cas
   and DingTalk ``SEC`` secrets, Discord bot tokens; Docker's ``config.json`` ``auth``; cloud keys given by
   obsutil / ossutil / coscmd flags; kept: code references (``var.db_password``), ``<slots with spaces>``,
   Chinese placeholder words and tokens published by design (Mapbox ``pk.``, Stripe ``pk_live_``).
+* forms the sixth blind set showed: a secret-bearing column of a CSV / Markdown table (password, 口令, api key,
+  身份证号, NRIC: id columns by their checks); Japan's My Number (check digit); a private key as base64 of its PEM
+  or as its DER body without PEM lines (a SEQUENCE opening with the version INTEGER); ``.pgpass`` lines, .NET
+  appSettings, GCP ``private_key_id``, 访问密钥ID, Zhipu ``id.secret``; kept: templating (``{{ ... }}``,
+  ``%(password)s``, Ansible ``!vault``), Terraform ``(sensitive value)`` and talk about a PEM header.
 
 Redaction is idempotent: a placeholder never completes a match (the one rule that starts at a placeholder, a
 CVV after a card, runs only once this call has replaced the card), so ``redact(redact(x)) == redact(x)``.
@@ -228,7 +233,7 @@ _CN_WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
 # ("110105 19491231 002X", "4401-0619-7511-0345-69"): the checksum and the birth date decide.
 _CN_ID_RUN = re.compile(
     r"[1-9](?<![0-9A-Za-z_+][1-9])(?<![0-9][.-][1-9])(?<![0-9] [1-9])(?=[0-9 -]{13})"
-    r"[0-9]*+(?:[ -][0-9]++)*+(?:(?<=[0-9])[Xx])?(?![0-9A-Za-z_]|[.,][0-9])"
+    r"[0-9]*+(?:[ -][0-9]++)*+(?:(?<=[0-9])[Xx])?(?![0-9A-Za-z_]|\.[0-9]|,[0-9]{3}(?![0-9]))"
 )
 _ID_GROUP = re.compile(r"[0-9]+[Xx]?")
 
@@ -441,13 +446,23 @@ _JWT = re.compile(
 )
 # The lazy body stops at the first END line; `\Z` takes a truncated block to the end of the text.
 _PEM_NAME = r"[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
-_PRIVATE_KEY = re.compile(r"-----BEGIN " + _PEM_NAME + r"[\s\S]*?(?:-----END " + _PEM_NAME + r"|\Z)")
+# A header followed on its line by words ("... PRIVATE KEY----- ではなく ...") is talk about one, not a key: the
+# body starts on the next line (or after an escaped newline, a quote, or base64 on the same line).
+_PRIVATE_KEY = re.compile(
+    r"-----BEGIN "
+    + _PEM_NAME
+    + r"(?=[ \t]*(?:\r?\n|\\(?:r\\)?n|\Z|[\"']|[A-Za-z0-9+/]{16}))[\s\S]*?(?:-----END "
+    + _PEM_NAME
+    + r"|\Z)"
+)
 
 # ---------------------------------------------------------------- passwords
 
 # scheme://user:password@host (the scheme itself is irrelevant, so the scan starts at the "://" literal);
 # greedy up to the last "@" of the authority, since passwords may contain "@".
-_URL_PASSWORD = re.compile(r"://(?P<user>[^\s:/?#@\[\]]*):(?P<v>(?!\[REDACTED:)[^\s/?#]+)(?=@)")
+_URL_PASSWORD = re.compile(
+    r"://(?P<user>[^\s:/?#@\[\]]*):(?P<v>(?!\[REDACTED:)(?:[^\s/?#]|\?(?=[^\s/#]*@))+)(?=@)"
+)
 # `postgres://user:password@localhost` in a README or an `.env.example`: both halves name their slot.
 _URL_TEMPLATE_USER = re.compile(r"(?:db[_-]?|my[_-]?|your[_-]?)?(?:user(?:name)?|usr|login|name)", _I)
 _URL_TEMPLATE_PASSWORD = re.compile(
@@ -483,8 +498,10 @@ _KEY_WORDS = (
 # (and Azure's `key1` / `key2` / primary key for a storage account; a Chinese key label may end in 值 / 串:
 # "访问密钥值：...")
 _HEAD_KEY = (
-    r"(?P<ph>" + _KEY_WORDS + r"|key[12]|(?:primary|secondary)[ _-]?key)(?![A-Za-z0-9_])"
-    r"|(?P<pz>(?:密钥|秘钥|密鑰|令牌)(?:值|串)?)"
+    r"(?P<ph>"
+    + _KEY_WORDS
+    + r"|key[12]|(?:primary|secondary)[ _-]?key|private[ _-]?key[ _-]?id)(?![A-Za-z0-9_])"
+    r"|(?P<pz>(?:密钥|秘钥|密鑰|令牌)(?:值|串|ID|Id|id)?)"
 )
 _HEAD_PRIVATE = r"(?P<ph>private[ _-]?key)(?![A-Za-z0-9_])|(?P<pz>私钥|私鑰)"
 # What may stand between a label and its value. `strong`: punctuation or a verb ("is", "是", ":", "->",
@@ -501,6 +518,7 @@ _STRONG = (
     r"|[ \t]+(?:is|was|are|equals|set[ \t]+to|changed[ \t]+to|to)(?![A-Za-z'])"
     r"(?:[ \t]+(?:now|still|just|set[ \t]+to|changed[ \t]+to))?[ \t]*[:：]?"
     r"|[ \t]*(?:就|也|还|都|仍)?(?:是|为|為|改成了?|改为|设为|设置为|设置成|换成了?)[ \t]*[:：]?"
+    r"|[ \t]*は[ \t]*"  # Japanese: "SecretKey は ..."
 )
 # A qualifier ("for my router", "(temporary)") needs a strong connector after it.
 # Without one, spaces; nothing at all only after a Chinese label ("密码123456").
@@ -515,7 +533,7 @@ _ANY_CONNECTOR = r"(?:" + _QUALIFIER + r"(?:" + _STRONG + r")|" + _WEAK + ")"
 # never starts with a quote, a bracket or a connector character, so reruns cannot re-read a placeholder.
 _VALUE = (
     r"[ \t]*(?P<q>\\{0,3}[\"'`“‘「『])?(?P<v>(?!\[REDACTED:)"
-    r"(?(q)[^\n\"'`“”‘’「」『』\\]{1,200}|(?![\"'`:=>\]\[])(?:(?!\[REDACTED:)[\x21-\x7e])+))"
+    r"(?(q)[^\n\"'`“”‘’「」『』\\]{1,200}|(?![\"'`:=>\]\[|])(?:(?!\[REDACTED:)[\x21-\x7e])+))"
 )
 
 
@@ -547,6 +565,9 @@ _PW_TRAILING = ".,;:)]}>'\"。，；：！？）」』】”’\\"  # not ! or ?
 # Values that stand for a secret without being one: masks, template slots, env references, "n/a".
 _PW_STAND_IN = re.compile(
     r"[*•xX-]+|<[^<>]*>|\$\{[^}]*\}|\$\(.*|\{\{\S*|\$[A-Z_][A-Z0-9_]*|%s|n/?a|tbd|todo|xxx+|your[_-]\w*"
+    # templating and interpolation (`{{ vault_db_password }}`, ConfigParser `%(password)s`), an ellipsis, Ansible's
+    # `!vault |`, Terraform's `(sensitive value)`
+    r"|\{\{[^{}\n]*\}\}|%\(\w+\)s|\.{2,}|…+|!vault|\(sensitive(?:[ \t]+value\))?"
     # a reference in code where a value would be: Terraform `var.db_password`, `local.x`, `data.x.y`,
     # `module.x.y`; Node's `process.env.DB_PASS`
     r"|(?-i:(?:var|local|data|module|each)\.[a-z_][\w.\[\]\"-]*|process\.env\.\w+)",
@@ -1293,7 +1314,8 @@ def _xml_secret_action(m: re.Match[str]) -> tuple[str, int]:
 # Its length ("CVV is 3 digits") is not one.
 _CVV = re.compile(
     r"(?P<lead>(?<![A-Za-z])(?:cvv2?|cvc2?|cvn2?|cav2|card[ \t]+(?:security|verification)[ \t]+(?:code|value|number))"
-    r"(?![A-Za-z])(?:[ \t]*(?:code|number|no\.?))?[ \t]*(?:[:：=#]|is(?![A-Za-z])|was(?![A-Za-z])|是|为)?[ \t]*"
+    r"(?![A-Za-z])(?:[ \t]*(?:code|number|no\.?))?[\"']?[ \t]*"
+    r"(?:[:：=#]|is(?![A-Za-z])|was(?![A-Za-z])|是|为)?[ \t]*[\"']?"
     r"|安全码[ \t]*(?:[:：]|是|为)?[ \t]*)"
     r"(?P<v>(?<![0-9])[0-9]{3,4})(?![0-9A-Za-z]|[ \t]*(?:digits?|chars?|characters?|numbers?|位|个))",
     _I,
@@ -1318,8 +1340,9 @@ _CVV_AFTER_CARD = re.compile(
 # no secret in general, so a Wi-Fi word must be near, and the value look like a passphrase (8 to 63
 # characters, not a word, not a security mode like WPA2-PSK).
 _WIFI_KEY = re.compile(
-    r"(?P<lead>(?<![A-Za-z])(?:(?:wi-?fi|wlan|wpa[23]?|network|security|wireless)[ \t]+)?(?:pass[ \t-]?key|key)"
-    r"(?![A-Za-z0-9_])[ \t]*(?:[:：=]|is(?![A-Za-z])|was(?![A-Za-z])|是|为)[ \t]*[\"'`“‘]?)"
+    r"(?P<lead>(?<![A-Za-z])(?:(?P<qual>wi-?fi|wlan|wpa[23]?|network|security|wireless)[ \t]+)?(?:pass[ \t-]?key|key)"
+    r"(?![A-Za-z0-9_])(?:[ \t]*(?:[:：=]|is(?![A-Za-z])|was(?![A-Za-z])|是|为)|(?P<bare>(?(qual)[ \t]+|(?!))))"
+    r"[ \t]*[\"'`“‘]?)"
     r"(?P<v>(?!\[REDACTED:)[^\s\"'`“”‘’]{8,80})",
     _I,
 )
@@ -1360,6 +1383,7 @@ def _wifi_key_action(m: re.Match[str]) -> tuple[str, int]:
         or _VERSION.fullmatch(secret)
         or _SECURITY_MODE.fullmatch(secret)
         or not any(c.isalpha() for c in secret)
+        or (m.group("bare") is not None and not _has_digit(secret))  # "WPA2 key q9dv...": no connector
         or _WIFI_WORDS.search(text, max(0, m.start() - 150), m.end() + 80) is None
     ):
         return m.group(), 0
@@ -1372,7 +1396,7 @@ def _wifi_key_action(m: re.Match[str]) -> tuple[str, int]:
 # ids like `_ga=GA1.1.135...` are kept).
 _COOKIE = re.compile(
     r"(?P<lead>(?<![A-Za-z0-9_-])(?:set-)?cookie[ \t]*:[ \t]*"
-    r"|(?<![\w-])curl(?![\w-])[^\n|;]*?[ \t](?:-b|--cookie)[ \t]+[\"']?)"
+    r"|(?<![\w-])curl(?![\w-])(?:[^\n|;\\]|\\\r?\n|\\(?!\r?\n))*?[ \t](?:-b|--cookie)[ \t]+[\"']?)"
     r"(?P<body>[^\n'\"]{3,4000})",
     _I,
 )
@@ -1549,7 +1573,7 @@ _PIN_CODE_GATE = (
 # marker of old or new and must look like a password (digits only: 6+, or 4+ after a PIN).
 _CHANGE_LABEL = (
     r"(?P<label>密码|密碼|口令|(?<![A-Za-z])(?:pass(?:word|code|phrase)?s?|pwd|pin)(?![A-Za-z])"
-    r"|(?P<account>(?<![A-Za-z])(?:root|admin|administrator)(?![A-Za-z])|管理员|账号|帐号))"
+    r"|(?P<account>(?<![A-Za-z])(?:root|admin|administrator|account)(?![A-Za-z])|管理员|账号|帐号))"
 )
 _CHANGE_LABEL_HEAD = re.compile(_CHANGE_LABEL, _I)
 _CHANGE_HEAD = re.compile(_CHANGE_LABEL + r"(?P<body>[^\n。！？]{4,90})", _I)
@@ -1557,13 +1581,30 @@ _CHANGE_VERB = re.compile(r"改|换|變|变|更新|重置|(?<![A-Za-z])(?:chang|
 _CHANGED_FROM_TO = re.compile(r"从[ \t]*[\x21-\x7e]+[ \t]*(?:改|换|变)(?:成|为)")
 _CHANGE_VALUE = re.compile(
     r"(?:从|原来(?:的|那个)?(?:是)?|旧的?(?:是|为)?|之前(?:的|那个)?(?:是)?|以前(?:的|那个)?(?:是)?|改成了?|改为"
-    r"|换成了?|变成了?|新的(?:是|为)?|现在(?:的)?是"
+    r"|换成了?|变成了?|新的(?:是|为)?|现在(?:的)?是|(?<![A-Za-z])(?:[Ii]t'?s|[Ii]t[ \t]+is)[ \t]+now"
     r"|(?<![A-Za-z])(?:from|to|old(?:[ \t]+one)?(?:[ \t]+(?:was|is))?|new(?:[ \t]+one)?(?:[ \t]+(?:is|was))?)"
     r"(?![A-Za-z]))[ \t]*[:：]?[ \t]*[\"'`“‘]?"
     r"(?P<v>(?!\[REDACTED:)[\x21-\x7e]{4,64})(?![\x21-\x7e])"
 )
 # windowed, on the labels (the verb is looked for by the action)
-_CHANGE_GATE = ("密码", "密碼", "口令", "pass", "pw", "pin", "root", "admin", "管理员", "账号", "帐号")
+_CHANGE_GATE = (
+    "密码",
+    "密碼",
+    "口令",
+    "pass",
+    "pw",
+    "pin",
+    "root",
+    "admin",
+    "account",
+    "管理员",
+    "账号",
+    "帐号",
+)
+
+
+# "the account was reset ... it's now X": the new value told of the account, not of its password
+_NOW_IS = re.compile(r"(?<![A-Za-z])(?:it'?s|it[ \t]+is)[ \t]+now[ \t]+\S", _I)
 
 
 def _pw_shaped(s: str) -> bool:
@@ -1583,7 +1624,11 @@ def _change_action(m: re.Match[str]) -> tuple[str, int]:
     # the verb after the label ("支付密码换了") or just before it ("I changed my email password from ...")
     if _CHANGE_VERB.search(m.string, max(0, m.start() - 40), m.end()) is None:
         return m.group(), 0
-    if m.group("account") is not None and _CHANGED_FROM_TO.search(body) is None:
+    if (
+        m.group("account") is not None
+        and _CHANGED_FROM_TO.search(body) is None
+        and _NOW_IS.search(body) is None
+    ):
         return m.group(), 0
     pin = m.group("label").lower() in ("pin", "pins")
     found = 0
@@ -1853,6 +1898,173 @@ _IN_PAN = re.compile(
 
 # ---------------------------------------------------------------- rule table (order matters)
 
+# ---------------------------------------------------------------- forms of the sixth set
+# A table (CSV or Markdown) whose header names a secret-bearing column: each row's cell of that column goes
+# (a password / key column: any value but a stand-in; an id column: a value that passes an id check).
+_TABLE_SECRET_COLUMN = re.compile(
+    r"(?:[\w ]*[ _-])?(?:(?P<pw>pass(?:word|wd|code)|pwd)|secret|token|api[ _-]?key|access[ _-]?key[ _-]?secret)s?"
+    r"|(?P<pz>密码|密碼|口令)|密钥|秘钥",
+    _I,
+)
+_TABLE_ID_COLUMN = re.compile(
+    r"id[ _-]?(?:no|num|number)\.?|national[ _-]?id|nric|fin|rrn|ssn|my[ _-]?number|身份证号?码?|身份證號?碼?"
+    r"|マイナンバー|個人番号|주민등록번호",
+    _I,
+)
+_TABLE_GATE = (
+    "pass", "pwd", "secret", "token", "key", "密码", "密碼", "口令", "密钥", "秘钥", "id_no", "id no", "id num",
+    "national", "nric", "ssn", "my number", "身份证", "身份證", "マイナンバー", "個人番号",
+)  # fmt: skip
+# The match is a line with a delimiter and the lines with one after it; the rule runs only where a header word
+# ends a cell (searched once, below).
+_TABLE = re.compile(r"(?m)^(?P<rest>[^\n]*[,|][^\n]*)\n(?P<body>(?:[^\n]*[,|][^\n]*(?:\n|\Z))+)")
+# (a table has lines: the rule runs on texts with a newline, and one of its header words)
+_TABLE_WORDS = re.compile(
+    "(?:" + "|".join(re.escape(w) for w in _TABLE_GATE) + r")[a-z_ ]{0,8}[\"'`*]*[ \t]*[,|\n]"
+)
+_TABLE_RULE = re.compile(r"\|?[ \t:|-]+\|?")
+
+
+def _table_id_ok(cell: str) -> bool:
+    digits = cell.replace(" ", "").replace("-", "")
+    return (
+        (_SG_NRIC.fullmatch(cell) is not None and _nric_ok(cell))
+        or (len(digits) == 18 and _cn_id_ok(digits.upper()))
+        or (len(digits) == 13 and digits.isdigit() and _kr_rrn_ok(digits))
+        or (len(digits) == 12 and digits.isdigit() and _my_number_ok(digits))
+        or (len(digits) == 9 and digits.isdigit() and _ssn_ok(digits))
+    )
+
+
+def _table_columns(head: str) -> tuple[str, dict[int, str]]:
+    """The delimiter of a header line and the kind of secret each of its secret-bearing columns holds."""
+    sep = "|" if "|" in head else ","
+    kinds: dict[int, str] = {}
+    if not _TABLE_WORDS.search(head.lower() + "\n"):
+        return sep, kinds
+    for i, cell in enumerate(head.split(sep)):
+        name = cell.strip().strip("\"'`*")
+        if _MARK in name:
+            continue
+        if column := _TABLE_SECRET_COLUMN.fullmatch(name):
+            # a password column takes any value; a key / token column a generated one ("tokens: 1234" counts)
+            kinds[i] = "password" if column.group("pw") or column.group("pz") else "api_key"
+        elif _TABLE_ID_COLUMN.fullmatch(name):
+            kinds[i] = "national_id"
+    return sep, kinds
+
+
+def _table_row(line: str, sep: str, kinds: dict[int, str]) -> tuple[str, int]:
+    cells = line.split(sep)
+    found = 0
+    for i, kind in kinds.items():
+        if i >= len(cells):
+            continue
+        bare = cells[i].strip().strip("\"'`")
+        if not bare or _MARK in bare or _stand_in(bare) or bare.lower() in _NOT_A_PASSWORD:
+            continue
+        if kind == "national_id" and not _table_id_ok(bare):
+            continue
+        if kind == "api_key" and not _token_like(bare):
+            continue
+        cells[i] = cells[i].replace(bare, _tag(kind), 1)
+        found += 1
+    return sep.join(cells), found
+
+
+def _table_action(m: re.Match[str]) -> tuple[str, int]:
+    # every line of the block may be a header (a table after a line of prose with a comma): each header's rows
+    # are the lines after it that hold its delimiter
+    lines = m.group().split("\n")
+    found = n = 0
+    while n < len(lines):
+        sep, kinds = _table_columns(lines[n])
+        n += 1
+        if not kinds:
+            continue
+        while n < len(lines) and sep in lines[n]:
+            if not _TABLE_RULE.fullmatch(lines[n].strip()):
+                lines[n], k = _table_row(lines[n], sep, kinds)
+                found += k
+            n += 1
+    return ("\n".join(lines), found) if found else (m.group(), 0)
+
+
+def _my_number_ok(s: str) -> bool:
+    """Japan's My Number: 11 digits and a check digit (weights 2..7, 2..6 from the right, mod 11)."""
+    s = s.replace(" ", "").replace("-", "")
+    body = s[:11][::-1]
+    total = sum(int(c) * (n + 1 if n <= 6 else n - 5) for n, c in enumerate(body, start=1))
+    r = total % 11
+    return int(s[11]) == (0 if r <= 1 else 11 - r)
+
+
+_MY_NUMBER = re.compile(r"(?P<v>[0-9](?<![0-9A-Za-z][0-9])[0-9]{3}([ -]?)[0-9]{4}\2[0-9]{4}(?![0-9A-Za-z]))")
+_MY_NUMBER_GATE = ("マイナンバー", "個人番号", "my number", "mynumber")
+# The rarer forms of the sixth set share one gate: one search of the text for all their words.
+_SIXTH_GATE = (
+    *_MY_NUMBER_GATE, "zhipu", "智谱", "glm", "bigmodel", "ls0tls1crudjti", "pgpass",
+    "value=", "value =",
+)  # fmt: skip
+
+# Zhipu (智谱) API keys: an id of 32 hex, a dot, a secret of 16 letters and digits.
+_ZHIPU = re.compile(r"[0-9a-f](?<![\w.-][0-9a-f])[0-9a-f]{31}\.[A-Za-z0-9]{16}(?![\w.-])")
+
+# A PEM private key in base64 (a Kubernetes secret's `tls.key`): base64 of "-----BEGIN" starts with
+# "LS0tLS1CRUdJTi"; it goes when it decodes to a private key's header.
+_PEM_B64 = re.compile(r"LS0tLS1CRUdJTi(?<![A-Za-z0-9+/]LS0tLS1CRUdJTi)[A-Za-z0-9+/]{8,}={0,2}")
+
+
+def _pem_b64_ok(s: str) -> bool:
+    head = s[:120]
+    try:
+        decoded = base64.b64decode(head[: len(head) // 4 * 4])
+    except ValueError:
+        return False
+    return b"PRIVATE KEY-----" in decoded.split(b"\n", 1)[0]
+
+
+# A private key's DER body without its PEM lines (what Alipay and others ask to paste): base64 lines starting
+# "MI" / "MH" whose DER is a SEQUENCE that opens with the INTEGER version 0 or 1 (PKCS#1, PKCS#8, SEC1 EC
+# keys). Public keys and certificates open with a SEQUENCE instead, and are kept.
+_DER_B64 = re.compile(
+    r"M[IHG](?<![A-Za-z0-9+/]M[IHG])[A-Za-z0-9+/]{38,}={0,2}(?:[ \t]*(?:\r?\n|\\n)[ \t]*[A-Za-z0-9+/]{4,}={0,2})*"
+)
+
+
+_DER_GATE = ("mii", "mig", "mih", "mhc")  # the DER lengths' prefixes (MII: 256+ bytes, MIG / MIH, MHc)
+
+
+def _der_private_ok(s: str) -> bool:
+    try:
+        der = base64.b64decode(s[:16])
+    except ValueError:
+        return False
+    if len(der) < 8 or der[0] != 0x30:
+        return False
+    at = 2 + (der[1] & 0x7F if der[1] & 0x80 else 0)
+    return der[at : at + 2] == b"\x02\x01" and der[at + 2] in (0, 1) and len(s) >= 100
+
+
+# `.pgpass` lines (host:port:database:user:password), where the file is named.
+_PGPASS = re.compile(r"(?m)^[ \t]*[\w.*-]+:(?:[0-9]+|\*):[^:\s]+:[^:\s]+:(?P<v>(?!\[REDACTED:)\S+)[ \t]*$")
+
+# .NET appSettings: `<add key="SmtpPassword" value="..." />`: the key names a secret.
+_APP_SETTING = re.compile(
+    r"(?<![\w-])key[ \t]*=[ \t]*\"(?P<n>[^\"\n]{1,80})\"[ \t]+value[ \t]*=[ \t]*"
+    r"\"(?P<v>(?!\[REDACTED:)[^\"\n]{1,300})\"",
+    _I,
+)
+
+
+def _app_setting_action(m: re.Match[str]) -> tuple[str, int]:
+    kind = secret_kind_of_name(m.group("n"))
+    value = m.group("v")
+    if kind is None or _stand_in(value) or _reference_at(value, 0):
+        return m.group(), 0
+    return _swap(kind)(m)
+
+
 _DIGITS = tuple("0123456789")
 # Numbers of 9+ digits, whole or in groups joined by single spaces or dashes: every card, Chinese ID, SSN,
 # BitLocker key, Korean RRN and French NIR holds one. One search of the text decides whether those rules run.
@@ -1872,6 +2084,9 @@ _CREDENTIAL_GATE = ("log", "sign", "cred", "ssh", "账号", "帐号", "登录", 
 _RULES: tuple[_Rule, ...] = (
     # Multi-line and structured secrets first, so their inner digits/words never feed the narrower rules.
     _Rule("private_key", _PRIVATE_KEY, _swap("private_key"), ("private key",)),
+    _Rule("private_key", _PEM_B64, _swap("private_key", _pem_b64_ok), _SIXTH_GATE),
+    _Rule("private_key", _DER_B64, _swap("private_key", _der_private_ok), _DER_GATE),
+    _Rule("password", _TABLE, _table_action, ("\n",), needs=_TABLE_WORDS),
     _Rule("jwt", _JWT, _swap("jwt"), ("eyj",)),
     *(_Rule("api_key", _api_pattern(p), _key_action(c), g) for p, c, g in _API_RULES),
     _Rule("api_key", _AWS_SECRET, _swap("api_key"), ("secret",)),
@@ -1890,6 +2105,9 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("api_key", _KEY_FLAG, _swap("api_key", _generated_key), _CONFIG_FORMS_GATE),
     _Rule("password", _DOCKER_AUTH, _docker_auth_action, _CONFIG_FORMS_GATE),
     _Rule("password", _XML_SECRET, _xml_secret_action, _XML_GATE),
+    _Rule("password", _APP_SETTING, _app_setting_action, _SIXTH_GATE),
+    _Rule("password", _PGPASS, _swap("password", lambda v: not _stand_in(v)), _SIXTH_GATE),
+    _Rule("api_key", _ZHIPU, _swap("api_key", lambda v: _key_piece(v.split(".")[1])), _SIXTH_GATE),
     _Rule("api_key", _COOKIE, _cookie_action, ("cookie", "curl")),
     _Rule("api_key", _URL_SIGNATURE, _url_signature_action, _URL_SIGNATURE_GATE),
     _Rule("private_key", _SEED, _seed_action, _SEED_GATE, _SEED_HEAD, True),
@@ -1936,11 +2154,12 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("national_id", _CA_SIN, _checked_action(_sin_ok), _DIGITS, needs=_LONG_NUMBER),
     _Rule("national_id", _SE_PNR, _checked_action(_se_pnr_ok), _DIGITS, needs=_LONG_NUMBER),
     _Rule("national_id", _SG_NRIC, _checked_action(_nric_ok), _NRIC_CONTEXT, None, True),
+    _Rule("national_id", _MY_NUMBER, _checked_action(_my_number_ok), _SIXTH_GATE),
     _Rule(
         "national_id",
         _IN_PAN,
         _swap_value("national_id"),
-        ("pan", "permanent account"),
+        ("pan", "permanent"),
         re.compile(_IN_PAN_LABEL, _I),
         True,
     ),
