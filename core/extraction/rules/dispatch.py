@@ -110,6 +110,14 @@ _TOOL_AS_MODIFIER = re.compile(
 )
 
 
+# A supposition before the positive value: "suppose I were on X instead of Y", "say we moved from Y to X", "假如换成 X"
+_SUPPOSED = re.compile(
+    r"\b(?:if|suppose|supposing|imagine|assuming|what\s+if|hypothetically|let'?s\s+say)\b"
+    r"|(?:^|[,;:(\u2014]\s*)say\s+(?:we|i|you|they|our|my)\b|如果|要是|假如|假设|万一|倘若",
+    re.I,
+)
+
+
 def tool_pair_hits(sentence: str, *, lang: str, negating: re.Pattern[str], cue: re.Pattern[str]) -> list[Hit]:
     """ "pnpm, not npm" / "switched from npm to pnpm": the one positive tool of a slot where one is negated.
 
@@ -136,7 +144,7 @@ def tool_pair_hits(sentence: str, *, lang: str, negating: re.Pattern[str], cue: 
             other.slot == slot and neg and (0 <= o_start - end <= 14 or 0 <= start - o_end <= 14)
             for (other, o_start, o_end), neg in zip(tools, negations, strict=True)
         )
-        if near:
+        if near and not _SUPPOSED.search(sentence[:start]):  # "suppose I were on a Mac instead of Linux"
             positive.setdefault(slot, set()).add(tool.canonical)
             first.setdefault(slot, tool)
     hits: list[Hit] = []
