@@ -1163,3 +1163,25 @@ def test_a_negated_formula_after_a_rule_does_not_join_it() -> None:
 )
 def test_a_rule_piece_inside_the_remembered_sentence_is_not_stored_again(text: str) -> None:
     assert len(_contents(text)) == 1
+
+
+def test_a_no_with_more_than_a_tool_is_not_that_tools_prohibition() -> None:
+    assert "Do not use TypeScript." not in _contents("no enums in TS. ever.")
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("不对不对，我刚刚说错了，Kafka 的分区数是 24 不是 12", "24"),
+        ("不对，我前面说的不对，测试环境在成都", "成都"),
+        ("Quick fix to what I said earlier: the freeze window is Fridays, not Mondays.", "Fridays"),
+    ],
+)
+def test_a_correction_opened_by_several_markers_or_a_fix_to_what_was_said_is_kept(text: str, kept: str) -> None:
+    found = extract_turn(Turn("e1", "user", text))
+    assert [c.tier.value for c in found] == ["must"] and kept in found[0].content
+
+
+@pytest.mark.parametrize("text", ["这个写法对不对", "我刚才说错了一个词，帮我改下", "quick fix to the regex please, it skips dots"])
+def test_an_a_not_a_question_or_a_fix_request_is_no_correction(text: str) -> None:
+    assert not [c for c in extract_turn(Turn("e1", "user", text)) if c.tier.value == "must"]

@@ -103,8 +103,10 @@ def analyze_turn(turn: Turn, *, roles: Sequence[str] = ("user",)) -> TurnAnalysi
                 candidates[-1] = dataclasses.replace(last, content=joined)
                 previous = None
                 continue
-            tools = find_tools(fragment.group("body"))
-            if len(tools) == 1 and fragment.group("neg").lower() == "no":
+            body = fragment.group("body").rstrip(".")
+            tools = find_tools(body)
+            whole = len(tools) == 1 and tools[0][1] == 0 and tools[0][2] == len(body)
+            if whole and fragment.group("neg").lower() == "no":
                 # "No jQuery. I mean it.": a bare "no <tool>" is a prohibition of that tool
                 said = f"Do not use {tools[0][0].display}."
                 cand = make(said, Kind.PROCEDURAL, Category.CONSTRAINT, Tier.MUST, rule="en.rule.no_tool",
@@ -128,7 +130,7 @@ def analyze_turn(turn: Turn, *, roles: Sequence[str] = ("user",)) -> TurnAnalysi
 
 # A sentence that is only a negated noun phrase or bare verb: "Never local time.", "Not merge.", "No jQuery."
 _NEGATED_FRAGMENT_RE = re.compile(
-    r"(?P<neg>never|not|no|don't|do\s+not)\s+(?P<body>[\w./+#-]+(?:\s+[\w./+#-]+){0,2})\s*[.!]*\s*$", re.I
+    r"(?P<neg>never|not|no|don't|do\s+not)\s+(?P<body>[\w./+#-]+(?:\s+[\w./+#-]+)?)\s*[.!]*\s*$", re.I
 )
 _NOT_A_RULE_RE = re.compile(
     r"(?:never|not|no)\s+(?:mind|problem|worries|worry|sure|yet|really|thanks|idea|way|rush|biggie|luck|clue|"
