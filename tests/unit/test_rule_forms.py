@@ -1185,3 +1185,8 @@ def test_a_correction_opened_by_several_markers_or_a_fix_to_what_was_said_is_kep
 @pytest.mark.parametrize("text", ["这个写法对不对", "我刚才说错了一个词，帮我改下", "quick fix to the regex please, it skips dots"])
 def test_an_a_not_a_question_or_a_fix_request_is_no_correction(text: str) -> None:
     assert not [c for c in extract_turn(Turn("e1", "user", text)) if c.tier.value == "must"]
+
+
+@pytest.mark.parametrize("text", ["不对，我说的是下一个文件", "不对不对，我刚刚贴错日志了，应该是下面这段", "no, I pasted the wrong trace"])
+def test_a_correction_of_what_was_said_or_pasted_in_the_chat_is_no_fact(text: str) -> None:
+    assert _contents(text) == []
