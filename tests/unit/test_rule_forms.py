@@ -1190,3 +1190,19 @@ def test_an_a_not_a_question_or_a_fix_request_is_no_correction(text: str) -> Non
 @pytest.mark.parametrize("text", ["不对，我说的是下一个文件", "不对不对，我刚刚贴错日志了，应该是下面这段", "no, I pasted the wrong trace"])
 def test_a_correction_of_what_was_said_or_pasted_in_the_chat_is_no_fact(text: str) -> None:
     assert _contents(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "content"),
+    [
+        ("been on Helix full time now, uninstalled Sublime Text", "helix", "The user uses Helix."),
+        ("switched my editor to Zed, deleted Atom last week", "zed", "The user uses Zed."),
+    ],
+)
+def test_a_tool_named_as_uninstalled_or_deleted_is_the_value_left(text: str, value: str, content: str) -> None:
+    found = [c for c in extract_turn(Turn("e1", "user", text)) if c.slot == "user.editor"]
+    assert [(c.value, c.content) for c in found] == [(value, content)]
+
+
+def test_a_tool_used_alongside_is_not_a_value_left() -> None:
+    assert _slots("I use Zed with VS Code for notebooks").get("user.editor") == "zed"
