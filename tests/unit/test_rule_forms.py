@@ -1206,3 +1206,17 @@ def test_a_tool_named_as_uninstalled_or_deleted_is_the_value_left(text: str, val
 
 def test_a_tool_used_alongside_is_not_a_value_left() -> None:
     assert _slots("I use Zed with VS Code for notebooks").get("user.editor") == "zed"
+
+
+@pytest.mark.parametrize(
+    ("text", "value"), [("I'm in Sublime Text most days", "sublime"), ("honestly I'm mostly in Neovim", "neovim")]
+)
+def test_a_user_in_an_editor_uses_it(text: str, value: str) -> None:
+    assert _slots(text).get("user.editor") == value
+
+
+@pytest.mark.parametrize(
+    "text", ["the crash is in VS Code, not the terminal", "I'm in a call, open it in Neovim later", "we're in Emacs land"]
+)
+def test_in_an_editor_said_of_something_else_is_no_editor(text: str) -> None:
+    assert "user.editor" not in _slots(text)
