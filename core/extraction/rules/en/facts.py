@@ -69,10 +69,14 @@ def _cut(span: str) -> str:
 
 def _tool_hits(sentence: str) -> list[Hit]:
     hits: list[Hit] = []
-    named = bool(find_tools(sentence))  # no tool named: only "we don't use X" can say something of tools
+    tools_named = find_tools(sentence)
+    named = bool(tools_named)  # no tool named: only "we don't use X" can say something of tools
+    editor_named = any(t.slot == "user.editor" for t, _, _ in tools_named)
     for match in statements(_TOOL_STMT_RE, sentence) if named else ():
         verb = match.group("verb").lower()
-        if (verb in ("on", "in") and not match.group("be")) or blocked(sentence, match.start()):
+        if verb == "in" and not (editor_named and match.group("be")):
+            continue  # "I'm in VS Code": only when an editor is named
+        if (verb == "on" and not match.group("be")) or blocked(sentence, match.start()):
             continue
         subject_is_user = match.group("subj").lower() == "i" or match.group("device") is not None
         if verb in ("a", "an", "running", "runs") and not match.group("device"):
