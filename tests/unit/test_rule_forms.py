@@ -1079,3 +1079,144 @@ def test_someone_elses_tools_or_a_tool_named_as_a_place_fill_no_slot(text: str) 
 @pytest.mark.parametrize("text", ["新服务现在都用 Go 写了，老的慢慢迁", "新代码已经都用 Kotlin 写"])
 def test_a_state_told_with_dou_is_no_rule(text: str) -> None:
     assert [c for c in extract_turn(Turn("e1", "user", text)) if c.rule == "zh.rule.all_do"] == []
+
+
+# --- round 7 as dev: suppositions opened by "say" / "suppose I were", leading a team, restated rule pieces ------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Say we moved the API to Deno — would the Dockerfile change much?",
+        "ok, say I relocated to Porto next spring, which timezone would the cron use?",
+        "Suppose I were on Windows instead of macOS, would the paths still work?",
+        "假如我们从 yarn 换成 pnpm，lockfile 要怎么迁？",
+    ],
+)
+def test_a_supposition_stores_no_value(text: str) -> None:
+    assert not [s for s in _slots(text) if s]
+
+
+@pytest.mark.parametrize(
+    ("text", "slot", "value"),
+    [
+        ("I'd say we use Poetry for every service", "project.package_manager", "poetry"),  # "I'd say": an opinion
+        ("I'm on Fedora now instead of Ubuntu", "user.os", "fedora"),  # no supposition before the value
+    ],
+)
+def test_a_say_that_opens_no_supposition_keeps_the_value(text: str, slot: str, value: str) -> None:
+    assert _slots(text).get(slot) == value
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I'm Priya, I lead the growth analytics team at a retailer",
+        "btw I run the mobile team these days, so loop me in",
+        "I manage the billing squad, mostly Go services",
+    ],
+)
+def test_a_user_who_leads_a_team_leads_it_and_a_pronoun_is_no_role(text: str) -> None:
+    found = extract_turn(Turn("e1", "user", text))
+    assert not [c for c in found if c.slot == "user.job"]  # "I lead" is a verb, not "works as an I lead"
+    team = [c.content for c in found if c.slot == "user.team"]
+    assert len(team) == 1 and team[0].startswith("The user leads the ")
+
+
+def test_a_member_of_a_team_is_on_it() -> None:
+    assert _contents("I'm on the payments team since May") == ["The user is on the payments team."]
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("Always write dates as ISO 8601 in logs. Never locale formats.", "never locale formats"),
+        ("Remember: squash commits when you land a branch. Never rebase.", "never rebase"),
+    ],
+)
+def test_a_bare_negated_fragment_after_a_rule_is_kept_with_that_rule(text: str, kept: str) -> None:
+    found = _contents(text)
+    assert len(found) == 1 and kept in found[0].lower()
+
+
+@pytest.mark.parametrize("text", ["Never mind. Thanks anyway.", "No worries.", "Not sure.", "Not yet."])
+def test_a_negated_formula_is_no_rule(text: str) -> None:
+    assert _contents(text) == []
+
+
+def test_a_bare_no_tool_is_a_prohibition_of_that_tool() -> None:
+    assert _contents("no Lodash. seriously.") == ["Do not use Lodash."]
+
+
+def test_a_negated_formula_after_a_rule_does_not_join_it() -> None:
+    assert _contents("Always pin versions in the Dockerfile. No worries.") == [
+        "Always pin versions in the Dockerfile."
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Note this: the nightly export reads from the analytics replica, so no schema changes on it before 6am.",
+        "please remember I'm off on Friday the 9th, don't book calls for me then.",
+    ],
+)
+def test_a_rule_piece_inside_the_remembered_sentence_is_not_stored_again(text: str) -> None:
+    assert len(_contents(text)) == 1
+
+
+def test_a_no_with_more_than_a_tool_is_not_that_tools_prohibition() -> None:
+    assert "Do not use TypeScript." not in _contents("no enums in TS. ever.")
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("不对不对，我刚刚说错了，Kafka 的分区数是 24 不是 12", "24"),
+        ("不对，我前面说的不对，测试环境在成都", "成都"),
+        ("Quick fix to what I said earlier: the freeze window is Fridays, not Mondays.", "Fridays"),
+    ],
+)
+def test_a_correction_opened_by_several_markers_or_a_fix_to_what_was_said_is_kept(text: str, kept: str) -> None:
+    found = extract_turn(Turn("e1", "user", text))
+    assert [c.tier.value for c in found] == ["must"] and kept in found[0].content
+
+
+@pytest.mark.parametrize("text", ["这个写法对不对", "我刚才说错了一个词，帮我改下", "quick fix to the regex please, it skips dots"])
+def test_an_a_not_a_question_or_a_fix_request_is_no_correction(text: str) -> None:
+    assert not [c for c in extract_turn(Turn("e1", "user", text)) if c.tier.value == "must"]
+
+
+@pytest.mark.parametrize("text", ["不对，我说的是下一个文件", "不对不对，我刚刚贴错日志了，应该是下面这段", "no, I pasted the wrong trace"])
+def test_a_correction_of_what_was_said_or_pasted_in_the_chat_is_no_fact(text: str) -> None:
+    assert _contents(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "content"),
+    [
+        ("been on Helix full time now, uninstalled Sublime Text", "helix", "The user uses Helix."),
+        ("switched my editor to Zed, deleted Atom last week", "zed", "The user uses Zed."),
+    ],
+)
+def test_a_tool_named_as_uninstalled_or_deleted_is_the_value_left(text: str, value: str, content: str) -> None:
+    found = [c for c in extract_turn(Turn("e1", "user", text)) if c.slot == "user.editor"]
+    assert [(c.value, c.content) for c in found] == [(value, content)]
+
+
+def test_a_tool_used_alongside_is_not_a_value_left() -> None:
+    assert _slots("I use Zed with VS Code for notebooks").get("user.editor") == "zed"
+
+
+@pytest.mark.parametrize(
+    ("text", "value"), [("I'm in Sublime Text most days", "sublime"), ("honestly I'm mostly in Neovim", "neovim")]
+)
+def test_a_user_in_an_editor_uses_it(text: str, value: str) -> None:
+    assert _slots(text).get("user.editor") == value
+
+
+@pytest.mark.parametrize(
+    "text", ["the crash is in VS Code, not the terminal", "I'm in a call, open it in Neovim later", "we're in Emacs land"]
+)
+def test_in_an_editor_said_of_something_else_is_no_editor(text: str) -> None:
+    assert "user.editor" not in _slots(text)

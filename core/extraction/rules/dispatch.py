@@ -87,7 +87,7 @@ def _dispatch(sentence: str, rules: LanguageRules) -> list[Hit]:
             or rules.contrast.search(rest.split(".")[0] + ".")
             or _OWN_MISTAKE.search(rest)  # "nah, the standup is at 9:15, I mixed it up"
         )
-        if strong and not pairs and _STATES.search(rest):
+        if strong and not pairs and _STATES.search(rest) and not _ABOUT_THE_CHAT.search(rest):
             # "Small correction: standups are 9:30 CET, not PST": the corrected statement itself, MUST
             return [_corrected(rules.restate(rest), rules.lang, len(sentence))]
         # "No Friday deploys": a "no" that opens a statement, not a correction of one
@@ -106,6 +106,14 @@ _SOFT_NEGATIONS = ("from", "over", "instead", "rather", "no longer", "replac", "
 _TOOL_AS_MODIFIER = re.compile(
     r"\s*(?:script|scripts|command|commands|package|packages|version|registry|lock\s*file|lockfile|cache|one|"
     r"config|file|files|module|modules|docs|api|client|driver|server|image|container|plugin|error|issue|bug)\b",
+    re.I,
+)
+
+
+# A supposition before the positive value: "suppose I were on X instead of Y", "say we moved from Y to X", "假如换成 X"
+_SUPPOSED = re.compile(
+    r"\b(?:if|suppose|supposing|imagine|assuming|what\s+if|hypothetically|let'?s\s+say)\b"
+    r"|(?:^|[,;:(\u2014]\s*)say\s+(?:we|i|you|they|our|my)\b|如果|要是|假如|假设|万一|倘若",
     re.I,
 )
 
@@ -136,7 +144,7 @@ def tool_pair_hits(sentence: str, *, lang: str, negating: re.Pattern[str], cue: 
             other.slot == slot and neg and (0 <= o_start - end <= 14 or 0 <= start - o_end <= 14)
             for (other, o_start, o_end), neg in zip(tools, negations, strict=True)
         )
-        if near:
+        if near and not _SUPPOSED.search(sentence[:start]):  # "suppose I were on a Mac instead of Linux"
             positive.setdefault(slot, set()).add(tool.canonical)
             first.setdefault(slot, tool)
     hits: list[Hit] = []
@@ -497,6 +505,12 @@ def stack_hits(clause: str, *, lang: str, inherited: bool = False) -> list[Hit]:
 _OWN_MISTAKE = re.compile(
     r"\b(?:i\s+mixed\s+(?:it|them|that)\s+up|i\s+misspoke|my\s+(?:bad|mistake)|typo|i\s+was\s+wrong)\b|我说错了|我记错了|"
     r"打错了|写错了",
+    re.I,
+)
+# A correction of what was said or pasted in the chat ("不对，我说的是上一个函数", "我刚才贴错代码了"), not of a fact
+_ABOUT_THE_CHAT = re.compile(
+    r"^(?:我|i)?\s*(?:刚才|刚刚|之前|前面)?(?:说的是|指的是|是说|的意思是|贴错|发错|复制错|贴的是|发的是)|下面这段|上面这段|"
+    r"\bi\s+(?:pasted|sent|copied)\s+the\s+wrong\b|\bi\s+was\s+talking\s+about\b",
     re.I,
 )
 _STRONG_CORRECTION = re.compile(

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from core.extraction.candidates import Candidate, Category, Kind, Tier, Turn
 from core.extraction.lang import detect_lang
 from core.extraction.rules.en.grammar import sentence_case, third_person
-from core.extraction.rules.hits import Hit
+from core.extraction.rules.hits import Hit, make
 from core.extraction.rules.passes import is_asked, sentence_hits
 from core.extraction.rules.sentences import clean_text, split_sentences
+from core.extraction.rules.vocab import find_tools
 from core.extraction.rules.zh.grammar import zh_content
 
 MAX_SENTENCE_CHARS = 400
@@ -92,6 +93,27 @@ def analyze_turn(turn: Turn, *, roles: Sequence[str] = ("user",)) -> TurnAnalysi
                 candidates += _raised(found, sentence, sources, turn_ids)
                 previous = None
                 continue
+        fragment = _NEGATED_FRAGMENT_RE.match(sentence) if sentence[:1] in "NnDd" else None
+        if fragment and not _NOT_A_RULE_RE.match(sentence):
+            last = candidates[-1] if candidates else None
+            if last is not None and last.tier is Tier.MUST and last.slot is None and last.lang == "en":
+                # "Always use UTC. Never local time." / "open it as a draft. Never merge.": a verbless or bare
+                # negated fragment restates the rule before it, and is kept with it, not alone
+                joined = f"{last.content.rstrip('.!')}; {fragment.group(0).strip().rstrip('.!').lower()}."
+                candidates[-1] = dataclasses.replace(last, content=joined)
+                previous = None
+                continue
+            body = fragment.group("body").rstrip(".")
+            tools = find_tools(body)
+            whole = len(tools) == 1 and tools[0][1] == 0 and tools[0][2] == len(body)
+            if whole and fragment.group("neg").lower() == "no":
+                # "No jQuery. I mean it.": a bare "no <tool>" is a prohibition of that tool
+                said = f"Do not use {tools[0][0].display}."
+                cand = make(said, Kind.PROCEDURAL, Category.CONSTRAINT, Tier.MUST, rule="en.rule.no_tool",
+                            confidence=0.8, lang="en")  # fmt: skip
+                candidates.append(dataclasses.replace(cand, source_event_ids=sources, source_turn_ids=turn_ids))
+                previous = (sentence, len(candidates) - 1)
+                continue
         start_index = len(candidates)
         hits = sentence_hits(sentence)
         correcting = not hits and _CORRECTION_OPENER_RE.match(sentence) is not None
@@ -103,7 +125,50 @@ def analyze_turn(turn: Turn, *, roles: Sequence[str] = ("user",)) -> TurnAnalysi
         if rest:
             residual.append(rest)
         previous = (sentence, start_index)
-    return TurnAnalysis(tuple(dedupe(candidates)), lang, text, " | ".join(residual))
+    return TurnAnalysis(tuple(_drop_contained(dedupe(candidates))), lang, text, " | ".join(residual))
+
+
+# A sentence that is only a negated noun phrase or bare verb: "Never local time.", "Not merge.", "No jQuery."
+_NEGATED_FRAGMENT_RE = re.compile(
+    r"(?P<neg>never|not|no|don't|do\s+not)\s+(?P<body>[\w./+#-]+(?:\s+[\w./+#-]+)?)\s*[.!]*\s*$", re.I
+)
+_NOT_A_RULE_RE = re.compile(
+    r"(?:never|not|no)\s+(?:mind|problem|worries|worry|sure|yet|really|thanks|idea|way|rush|biggie|luck|clue|"
+    r"need|one|more|big\s+deal|at\s+all|that|this|it|now|today|again|quite|exactly|much|me|you|i|we)\b",
+    re.I,
+)
+_CONTRACTION_RE = re.compile(r"n't\b", re.I)
+_TOKENS_RE = re.compile(r"[a-z0-9]+|[\u4e00-\u9fff]")
+
+
+def _tokens(content: str) -> set[str]:
+    return set(_TOKENS_RE.findall(_CONTRACTION_RE.sub(" not", content.casefold())))
+
+
+def _drop_contained(candidates: list[Candidate]) -> list[Candidate]:
+    """A slotless candidate whose words all lie in a longer slotless one of the same turn, of a tier as high, is
+    a piece of it ("so no migrations on it during business hours" inside the remembered sentence): dropped."""
+    free = [c for c in candidates if c.slot is None]
+    if len(free) < 2:
+        return candidates
+    words = {id(c): _tokens(c.content) for c in free}
+    dropped: set[int] = set()
+    for short in free:
+        mine = words[id(short)]
+        if len(mine) < 3:
+            continue
+        for long in free:
+            theirs = words[id(long)]
+            if (
+                long is not short
+                and id(long) not in dropped
+                and len(theirs) > len(mine)
+                and (long.tier is Tier.MUST or short.tier is not Tier.MUST)
+                and mine <= theirs
+            ):
+                dropped.add(id(short))
+                break
+    return [c for c in candidates if id(c) not in dropped] if dropped else candidates
 
 
 _REMEMBER_THAT_TAIL_RE = re.compile(

@@ -262,7 +262,7 @@ _OLD_VALUE_RE = re.compile(
     r"(?:\b(?:from|off|replaced|replacing|replace|instead\s+of|rather\s+than|no\s+longer(?:\s+use)?|not|ditched|"
     r"dropped|left|leaving|away\s+from|over|than|retired|killed|sunset|deprecated|against|ruled\s+out|rejected|"
     r"ripped(?:\s+out)?|tore(?:\s+out)?|pulled(?:\s+out)?|got\s+rid\s+of|removed|phased\s+out|gave\s+up(?:\s+on)?|"
-    r"scrapped|dumped|binned|abandoned|never|without|"
+    r"scrapped|dumped|binned|abandoned|never|without|uninstalled|deinstalled|deleted|"
     r"(?:don't|do\s+not|stop)\s+(?:use|using|suggest|write|writing))|从|不再用?|替换掉?|换掉|弃用|放弃了?|不用|不是|"
     r"而不是|代替|取代|没用|没上|没选|不选|否掉|下掉了?|干掉了?|去掉了?|拿掉了?|(?:别|不要)再?(?:用|写|推荐))"
     r"\s*(?:the\s+|our\s+|using\s+)?$",

@@ -27,7 +27,7 @@ _TOOL_STMT_RE = re.compile(
     r"(?P<verb>use|uses|using|rely\s+on|relies\s+on|run\s+on|runs\s+on|work\s+with|works\s+with|(?:code|write|"
     r"program|develop)\s+(?:mostly\s+|mainly\s+|only\s+)?in|built\s+(?:with|on|in)|written\s+in|based\s+on|"
     r"standardi[sz]ed\s+on|switched\s+to|moved\s+to|migrated\s+to|settled\s+on|went\s+with|go\s+with|"
-    r"stick\s+with|write|writes|deploys?\s+(?:on|to)|host\s+on|hosted\s+on|runs|running|on|an?)\b(?P<span>" + SPAN
+    r"stick\s+with|write|writes|deploys?\s+(?:on|to)|host\s+on|hosted\s+on|runs|running|on|in|an?)\b(?P<span>" + SPAN
     + r"{1,120})",
     re.I)
 _TOOL_NOUN_RE = re.compile(
@@ -69,9 +69,13 @@ def _cut(span: str) -> str:
 
 def _tool_hits(sentence: str) -> list[Hit]:
     hits: list[Hit] = []
-    named = bool(find_tools(sentence))  # no tool named: only "we don't use X" can say something of tools
+    tools_named = find_tools(sentence)
+    named = bool(tools_named)  # no tool named: only "we don't use X" can say something of tools
+    editor_named = any(t.slot == "user.editor" for t, _, _ in tools_named)
     for match in statements(_TOOL_STMT_RE, sentence) if named else ():
         verb = match.group("verb").lower()
+        if verb == "in" and not (editor_named and match.group("be")):
+            continue  # "I'm in VS Code": only when an editor is named
         if (verb == "on" and not match.group("be")) or blocked(sentence, match.start()):
             continue
         subject_is_user = match.group("subj").lower() == "i" or match.group("device") is not None
@@ -85,6 +89,8 @@ def _tool_hits(sentence: str) -> list[Hit]:
                 continue  # "we use Linux servers" says nothing about the user's own OS
             if named_as_left(span, start, end):
                 continue  # "we use pnpm, never npm"
+            if verb == "in" and (tool.slot != "user.editor" or start > 4 or not subject_is_user):
+                continue  # "I'm in VS Code all day": only an editor one is "in", right after the verb
             hits.append(
                 tool_hit(tool, match.start(), offset + end, rule="en.tool.use", lang="en", category=category)
             )

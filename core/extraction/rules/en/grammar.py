@@ -26,7 +26,9 @@ I_AM = r"(?<![\w'])(?:i'm|i\s+am|im)"
 SPAN = r"(?:[^.;!?]|\.(?=\w))"  # a clause: up to the sentence's end, inner dots ("Next.js") included
 _HYPOTHETICAL = re.compile(  # anywhere before the statement: "if ...", "for example, ..."
     r"\b(?:if|suppose|supposing|imagine|assuming|assume|what\s+if|in\s+case|hypothetically|let's\s+say|"
-    r"lets\s+say|pretend|unless|whether|wish|for\s+example|for\s+instance|e\.g|such\s+as)\b", re.I)
+    r"lets\s+say|pretend|unless|whether|wish|for\s+example|for\s+instance|e\.g|such\s+as)\b"
+    # an imperative "say" opening a clause sets up a supposition: "Say we moved to Bun, would ...?"
+    r"|(?:^|(?<=[,;:(\u2014]))\s*say\b(?=\s+(?:we|i|you|they|our|my|the|that)\b|\s*$)", re.I)
 _UNSURE = re.compile(  # in the statement's own clause: "maybe I'll ...", "before I moved to ..."
     r"\b(?:would|might|maybe|perhaps|probably|when|whenever|once|before|after|until|thinking\s+(?:about|of)|"
     r"considering|planning|plan\s+to|want\s+to|wanted\s+to|going\s+to|gonna|hope|hoping|not\s+sure|"

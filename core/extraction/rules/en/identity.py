@@ -254,7 +254,9 @@ def _job_patterns(named: str) -> tuple[tuple[re.Pattern[str], str], ...]:
 _JOB_RES = _job_patterns("")
 _JOB_RES_NAMED = _job_patterns(_ORG_DESCRIBED)
 # fmt: on
-_JOB_STOP = frozenset("not no big huge bit little fan total complete real".split())
+_JOB_STOP = frozenset(  # a pronoun is a new clause's subject ("I'm Ana, I lead ..."), never a role word
+    "not no big huge bit little fan total complete real i we you he she they it".split()
+)
 
 
 def _article(word: str) -> str:

@@ -150,7 +150,10 @@ def forget_hits(sentence: str) -> list[Hit] | None:
 CORRECTION_RE = re.compile(
     LEAD + r"(?:(?:small|quick|minor|one|a|just\s+a)\s+)?"
     r"(?P<marker>(?:no|nope|nah)(?:[\s,]+(?:no|nope|nah))*|wrong|incorrect|not\s+quite|that's\s+(?:not\s+right|wrong|incorrect|not\s+"
-    r"correct)|that\s+is\s+(?:not\s+right|wrong|incorrect)|actually|correction|wait|oops|to\s+clarify|let\s+me\s+"
+    r"correct)|that\s+is\s+(?:not\s+right|wrong|incorrect)|actually|"
+    # "small fix to what I told you yesterday:", "an amendment to what I said earlier:"
+    r"(?:fix|correction|amendment|update)\s+to\s+what\s+i\s+(?:told\s+you|said|wrote)(?:\s+(?:earlier|before|"
+    r"yesterday|last\s+time|this\s+morning|last\s+week))?|correction|wait|oops|to\s+clarify|let\s+me\s+"
     r"correct\s+(?:that|myself)|i\s+meant|i\s+mean|again|(?:i\s+)?(?:already\s+)?told\s+you(?:\s+(?:already|before|"
     r"yesterday|twice|this|last\s+time|so))*|as\s+i\s+said|like\s+i\s+said|for\s+the\s+(?:\w+\s+)?time)\b"
     r"[\s,:;!.\u2014\u2013-]*(?P<rest>.+)$",

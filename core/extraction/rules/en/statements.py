@@ -215,6 +215,7 @@ _TEAM_RE = re.compile(
     r"(?:now\s+|currently\s+|still\s+|officially\s+)?(?:on|in|with|to|into|over\s+to)?\s*(?:the\s+)?"
     r"(?P<team>(?-i:[A-Za-z][\w&/-]*)(?:\s+[\w&/-]+){0,2}?)\s+(?:team|squad|group|org|department|dept)\b",
     re.I)
+_TEAM_LEAD_RE = re.compile(r"i(?:'m|\s+am)?\s+(?:now\s+|currently\s+)?(?:lead|run|manage|head)", re.I)
 _FAMILY = (
     r"wife|husband|partner|girlfriend|boyfriend|fiancee?|son|daughter|kid|child|baby|mom|mother|mum|dad|father|"
     r"brother|sister|dog|cat|puppy|pup|kitten|kitty|pet|parrot|rabbit|bunny|hamster|horse|turtle|bird|guinea\s+pig"
@@ -304,7 +305,10 @@ def team_hits(sentence: str) -> list[Hit]:
             "your",
         ):
             value = f"{name} team"
-            cand = fact(f"The user is on the {value}.", "user.team", value.lower(), rule="en.team", lang="en")
+            # "I run / lead / manage / head the X team": the user leads it, not only sits in it
+            leads = _TEAM_LEAD_RE.match(sentence, team.start()) is not None
+            told = f"The user leads the {value}." if leads else f"The user is on the {value}."
+            cand = fact(told, "user.team", value.lower(), rule="en.team", lang="en")
             hits.append((cand, team.start(), team.end()))
     family = _FAMILY_RE.search(sentence)
     if family and not blocked(sentence, family.start()):
