@@ -163,8 +163,12 @@ def _time_frame_lists(
     rows: dict[str, Any],
     meta: dict[str, tuple[float, float | None, datetime]],
     extra: dict[str, list[tuple[float, int]]],
+    similarity: dict[str, float],
+    coverage: dict[str, float],
 ) -> None:
-    """The query's candidates within its time frame, as two more ranked lists (vector, keyword)."""
+    """The query's candidates within its time frame, as two more ranked lists (vector, keyword). A hit found
+    only here gets its cosine to the query and its keyword coverage (within the frame) like any other, so
+    the context block's relevance floor judges it the same way."""
     bounds = _frame_bounds(db, sources, frame)
     if bounds is None:
         return
@@ -195,8 +199,12 @@ def _time_frame_lists(
             n=n,
         )
         _note_rows(src, vector_rows, [r for r, _, _ in keyword_rows], rows, meta)
-        vector_list += [(float(r.dist), src.key(r)) for r in vector_rows]
-        keyword_list += [(-score, src.key(r)) for r, score, _ in keyword_rows]
+        for r in vector_rows:
+            vector_list.append((float(r.dist), src.key(r)))
+            similarity.setdefault(src.key(r), 1.0 - float(r.dist))
+        for r, score, share in keyword_rows:
+            keyword_list.append((-score, src.key(r)))
+            coverage.setdefault(src.key(r), share)
     for weight, entries in ((TIME_VECTOR_WEIGHT, vector_list), (TIME_KEYWORD_WEIGHT, keyword_list)):
         for position, (_score, key) in enumerate(sorted(entries, key=lambda e: e[0])[:n], 1):
             extra.setdefault(key, []).append((weight, position))
@@ -318,7 +326,7 @@ def search(
     extra: dict[str, list[tuple[float, int]]] = {}
     frame = query_timeframe(query, f.as_of or now) if time_frame else None
     if frame is not None:
-        _time_frame_lists(db, sources, frame, toks, n, rows, meta, extra)
+        _time_frame_lists(db, sources, frame, toks, n, rows, meta, extra, similarity, coverage)
     merging = include_turns and passages
     pool = k * POOL_FACTOR if merging else k
 
@@ -332,6 +340,7 @@ def search(
                 extra=tuple(extra.get(key, ())),
             )
             for key in meta
+            if key in ranks or key in extra  # a row cut from every list it was on is no candidate
         ]
         return rank(items, now=now, k=pool, keyword_weight=KEYWORD_WEIGHT)
 

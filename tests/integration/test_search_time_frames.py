@@ -39,6 +39,8 @@ def _memories(engine, tenant: str) -> dict[str, str]:
 def _top(engine, tenant: str, query: str, **kw) -> list[str]:
     with session_scope(engine, tenant=tenant) as db:
         hits = search(db, tenant_id=tenant, user_id="u", query=query, k=4, embedder=EMBEDDER, now=NOW, **kw)
+    # every hit carries the signals the context block's relevance floor reads, whichever list found it
+    assert all(h.similarity is not None or h.keyword_coverage is not None for h in hits)
     return [h.id for h in hits]
 
 
