@@ -48,6 +48,22 @@ def test_a_named_span_becomes_event_time_bounds_with_a_day_of_slack(query, start
     assert frame.phrase and frame.phrase in query
 
 
+@pytest.mark.parametrize(
+    ("query", "reference", "start", "end"),
+    [
+        # "last summer" is the latest that has ended: in December the one just past, in July the year before's
+        ("the trip last summer", REF, day(2026, 6, 1), day(2026, 9, 1)),
+        ("the trip last summer", datetime(2026, 7, 15, tzinfo=UTC), day(2025, 6, 1), day(2025, 9, 1)),
+        # a winter spans the turn of the year
+        ("what broke this winter", datetime(2026, 2, 10, tzinfo=UTC), day(2025, 12, 1), day(2026, 3, 1)),
+        ("what broke last winter", REF, day(2025, 12, 1), day(2026, 3, 1)),
+    ],
+)
+def test_seasons_are_meteorological_and_last_means_the_latest_ended(query, reference, start, end):
+    frame = query_timeframe(query, reference)
+    assert frame is not None and (frame.start, frame.end) == (start - SLACK, end + SLACK)
+
+
 def test_days_ago_centre_on_that_day_with_a_spread():
     frame = query_timeframe("the bug from 3 days ago", REF)
     assert frame is not None and frame.start is not None and frame.end is not None
