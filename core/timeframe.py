@@ -301,8 +301,11 @@ def query_timeframe(query: str, reference: datetime) -> TimeFrame | None:
     month of any year, and an event anchor last."""
     if reference.tzinfo is None:
         raise ValueError("reference must be timezone-aware")
-    if re.search(r"[\u4e00-\u9fff]", query):
-        found = _chinese(query, reference)
-        if found is not None:
-            return found
-    return _english(query, reference)
+    try:
+        if re.search(r"[\u4e00-\u9fff]", query):
+            found = _chinese(query, reference)
+            if found is not None:
+                return found
+        return _english(query, reference)
+    except (ValueError, OverflowError):  # a span past what a datetime holds (year 1 or 9999): none to search
+        return None

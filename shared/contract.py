@@ -8,7 +8,7 @@ the server accepts, and the reverse. `now` is passed in (the future-time check),
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, model_validator
@@ -36,6 +36,7 @@ __all__ = [
     "MAX_ID_CHARS",
     "MAX_METADATA_BYTES",
     "SCHEMA_VERSION",
+    "ApiTime",
     "CleanText",
     "EventIn",
     "SafeId",
@@ -54,6 +55,28 @@ def _no_nul(value: str) -> str:
 
 
 CleanText = Annotated[str, AfterValidator(_no_nul)]
+
+# The span of time the API takes in a request's own datetimes (a memory's valid_from, a search's as_of):
+# wide enough for any fact a user tells, narrow enough that a day or a year of arithmetic on it, or its
+# conversion to UTC, never leaves what Python and psycopg can represent (year 1 with a positive offset is
+# year 0 in UTC: PostgreSQL stores it, psycopg cannot read it back).
+TIME_MIN = datetime(1000, 1, 1, tzinfo=UTC)
+TIME_MAX = datetime(9000, 1, 1, tzinfo=UTC)
+
+
+def _in_time_range(value: datetime) -> datetime:
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)  # a naive time is UTC, as the routes read it
+    try:
+        utc = value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError("is out of range") from None
+    if not TIME_MIN <= utc < TIME_MAX:
+        raise ValueError(f"must be from {TIME_MIN.date()} to before {TIME_MAX.date()}")
+    return value
+
+
+ApiTime = Annotated[datetime, AfterValidator(_in_time_range)]
 SafeId = Annotated[str, StringConstraints(min_length=1, max_length=MAX_ID_CHARS, pattern=ID_PATTERN)]
 Role = Literal["user", "assistant", "system", "tool"]
 EventType = Literal["turn", "session_end"]

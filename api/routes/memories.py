@@ -19,7 +19,7 @@ from api.keys import Principal
 from core.extraction.lang import detect_lang
 from core.reconcile import Op, PendingCandidate, calibrated_policy
 from core.relevance import floor_for
-from shared.contract import ID_PATTERN, MAX_FUTURE, CleanText, SafeId, utcnow
+from shared.contract import ID_PATTERN, MAX_FUTURE, ApiTime, CleanText, SafeId, utcnow
 from shared.db.vectors import vector_literal
 from shared.redaction import redact
 from store import memories as repo
@@ -115,7 +115,7 @@ class MemoryIn(BaseModel):
     ttl_days: Annotated[float | None, Field(gt=0, le=36500, description="expire this many days from now")] = (
         None
     )
-    valid_from: datetime | None = Field(default=None, description="when it became true; default: now")
+    valid_from: ApiTime | None = Field(default=None, description="when it became true; default: now")
     idempotency_key: Annotated[
         SafeId | None,
         Field(description="the same key sent again (a retry) changes nothing the second time"),

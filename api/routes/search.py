@@ -12,7 +12,7 @@ from sqlmodel import Session
 
 from api.deps import AppState, BearerKey, StateDep, in_tenant
 from api.keys import Principal
-from shared.contract import ID_PATTERN, CleanText, utcnow
+from shared.contract import ID_PATTERN, ApiTime, CleanText, utcnow
 from store.search import SearchFilters, SearchHit, search
 from store.users import user_exists
 
@@ -46,7 +46,7 @@ class SearchRequest(BaseModel):
             "app's; without it, agents' own memories are left out",
         ),
     ] = None
-    as_of: datetime | None = Field(default=None, description="answer with what was current at this time")
+    as_of: ApiTime | None = Field(default=None, description="answer with what was current at this time")
     time_frame: bool = Field(
         default=True,
         description="when the query names a time ('last month', 'in July 2023', '去年', 'before the move'), "
