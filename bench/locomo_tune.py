@@ -87,6 +87,7 @@ def score(embedder: str, folder: Path, *, k: int, time_frame: bool, expand: bool
     from bench.lib import scorer
     from bench.lib.locomo_data import load_conversations
     from bench.lib.project import get_engine, make_embedder, search, session_scope
+    from bench.lib.stats import percentile
 
     if not (folder / "tune.json").is_file():
         print(f"nothing loaded in {folder}: run `python -m bench.locomo_tune load` first", file=sys.stderr)
@@ -126,7 +127,7 @@ def score(embedder: str, folder: Path, *, k: int, time_frame: bool, expand: bool
     for cat, s in summary["by_category"].items():
         print(line(f"{cat} {s['name']}", s))
     latencies.sort()
-    p50, p95 = latencies[len(latencies) // 2], latencies[int(0.95 * (len(latencies) - 1))]
+    p50, p95 = percentile(latencies, 50), percentile(latencies, 95)
     print(f"search in process: p50 {1000 * p50:.1f} ms, p95 {1000 * p95:.1f} ms")
     return 0
 
