@@ -41,7 +41,7 @@ from shared.settings import Settings, get_settings
 from shared.stream import FIELD, GROUP, stream_keys
 from store.triggers import after_store
 from worker import metrics
-from worker.services.ingest import BatchResult, Item, dead_letter_undeliverable, store_items
+from worker.services.ingest import BatchResult, Item, dead_letter_entry, store_items
 
 log = structlog.get_logger("worker.ingest")
 
@@ -254,7 +254,8 @@ class IngestConsumer:
         for item in items:
             n = deliveries.get(item.entry_id, 1)
             if n > limit:
-                dead_letter_undeliverable(self.engine, item, n, now=utcnow())
+                reason = f"delivered {n} times, each time to a consumer that stopped before storing it"
+                dead_letter_entry(self.engine, item, reason, now=utcnow())
                 log.error("ingest.undeliverable", stream=key, entry_id=item.entry_id, deliveries=n)
                 dropped.append(item.entry_id)
             else:

@@ -68,22 +68,16 @@ class BatchResult:
     )  # tenant -> sessions with new rows
 
     def add(self, other: BatchResult) -> None:
-        self.received += other.received
-        self.inserted += other.inserted
-        self.duplicates += other.duplicates
-        self.dead_lettered += other.dead_lettered
-        self.isolated += other.isolated
+        for name in COUNTS:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
         for tenant, sessions in other.sessions.items():
             self.sessions.setdefault(tenant, []).extend(sessions)
 
     def counts(self) -> dict[str, int]:
-        return {
-            "received": self.received,
-            "inserted": self.inserted,
-            "duplicates": self.duplicates,
-            "dead_lettered": self.dead_lettered,
-            "isolated": self.isolated,
-        }
+        return {name: getattr(self, name) for name in COUNTS}
+
+
+COUNTS = ("received", "inserted", "duplicates", "dead_lettered", "isolated")
 
 
 def store_items(
@@ -164,23 +158,14 @@ def _record(session: Session, rejected: list[Rejected], *, now: datetime) -> Non
 
 def _dead_letter_item(engine: Engine, item: Item, exc: BaseException, *, now: datetime) -> BatchResult:
     orig = getattr(exc, "orig", None) or exc
-    envelope = item.envelope if isinstance(item.envelope, dict) else None
-    tenant_id = envelope.get("tenant_id") if envelope else None
-    with session_scope(engine, tenant=ALL_TENANTS) as session:
-        record_dead_letter(
-            session,
-            task_name=tasknames.INGEST,
-            payload=item.envelope,
-            reason=f"database rejected the payload: {type(orig).__name__}",
-            now=now,
-            tenant_id=tenant_id if isinstance(tenant_id, str) else None,
-        )
+    dead_letter_entry(engine, item, f"database rejected the payload: {type(orig).__name__}", now=now)
     log.warning("ingest.poison", entry_id=item.entry_id, error=type(orig).__name__)
     return BatchResult(dead_lettered=1)
 
 
-def dead_letter_undeliverable(engine: Engine, item: Item, deliveries: int, *, now: datetime) -> None:
-    """An entry that every consumer taking it died on: kept with the reason, never tried again."""
+def dead_letter_entry(engine: Engine, item: Item, reason: str, *, now: datetime) -> None:
+    """Keep an entry that can never be stored (the database refuses it, or every consumer that took it died)
+    with the reason, in a transaction of its own; it is never tried again."""
     envelope = item.envelope if isinstance(item.envelope, dict) else None
     tenant_id = envelope.get("tenant_id") if envelope else None
     with session_scope(engine, tenant=ALL_TENANTS) as session:
@@ -188,7 +173,7 @@ def dead_letter_undeliverable(engine: Engine, item: Item, deliveries: int, *, no
             session,
             task_name=tasknames.INGEST,
             payload=item.envelope,
-            reason=f"delivered {deliveries} times, each time to a consumer that stopped before storing it",
+            reason=reason,
             now=now,
             tenant_id=tenant_id if isinstance(tenant_id, str) else None,
         )
