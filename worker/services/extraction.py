@@ -183,7 +183,7 @@ def run_window(
         )
     if not events:
         return {"outcome": "empty"}
-    plan = plan_window(events, llm_available=use_llm)
+    plan = plan_window(events, llm_available=use_llm, residual=llm is None)
     if plan.llm_turns and not _llm_due(plan, events, state, reason=reason, now=now, policy=policy):
         plan = defer_llm(plan)
     result = None

@@ -20,6 +20,7 @@ from typing import Any
 from core.extraction.candidates import Candidate, Turn
 from core.extraction.gate import GateDecision, gate_window
 from core.extraction.merge import merge_candidates
+from core.extraction.residual import residual_candidates
 from core.extraction.rules import dedupe
 from shared.tokens import estimate_tokens
 from store.window import LLMState, PendingEvent
@@ -68,8 +69,13 @@ class WindowPlan:
         return [*self.earlier_candidates, *self.rule_candidates]
 
 
-def plan_window(events: Sequence[PendingEvent], *, llm_available: bool) -> WindowPlan:
+def plan_window(events: Sequence[PendingEvent], *, llm_available: bool, residual: bool = False) -> WindowPlan:
     """Gate every turn, take the rule candidates of the new ones, and pick the turns the LLM must see.
+
+    `residual` (set when no LLM is configured at all): what the rules left of a new user turn that needed the
+    LLM is read by the residual sentence filter instead (`core.extraction.residual`), and the sentences it
+    keeps are stored with the rule candidates, verbatim and without a slot. With an LLM configured the
+    residual is the LLM's, now or later, so the filter never runs (no memory is extracted twice).
 
     The gate runs the rule extractor on each turn it does not skip and hands over its candidates, so the
     rules run once per turn. Events already `llm_pending` had their rule pass before: they go to the LLM only
@@ -97,6 +103,8 @@ def plan_window(events: Sequence[PendingEvent], *, llm_available: bool) -> Windo
         kept.append(turn)
         was_pending = by_id[turn.event_id].status == "llm_pending"
         (earlier if was_pending else fresh).extend(result.candidates)
+        if residual and not was_pending and result.decision == GateDecision.NEEDS_LLM:
+            fresh.extend(residual_candidates(turn, result.residual, lang=result.lang))
         if result.decision == GateDecision.NEEDS_LLM or was_pending:
             needs_llm.add(turn.event_id)
             owed_tokens += estimate_tokens(turn.content)
