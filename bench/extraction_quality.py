@@ -9,8 +9,9 @@ prints the figures and, for the dev split, every missed case (what was expected,
 
 - corpus: `bench.lib.quality.load_cases` (format: the corpus README); the dev and the test split are run and
   reported separately, the test split only ever for its figures (its misses are counted, never listed).
-- modes: `rules`: a real `celery worker -c 2` with no `OPENAI_API_KEY` (rules-only extraction; turns the
-  gate routes to the LLM stay `llm_pending`). `llm`: the same worker with `OPENAI_BASE_URL` on the tests'
+- modes: `rules`: a real `celery worker -c 2` with no `OPENAI_API_KEY` (extraction without an LLM: the rules,
+  and the residual sentence filter on the sentences no rule touched; turns the gate routes to the LLM stay
+  `llm_pending`). `llm`: the same worker with `OPENAI_BASE_URL` on the tests'
   fake OpenAI-compatible server answering as a scripted oracle (`ScriptedModel`): each extraction request
   gets, for every corpus case whose turns are in its conversation window, that case's expected memories.
   The oracle sees only what the worker sends it, so the gap between the two modes is what the rules miss
@@ -28,8 +29,8 @@ prints the figures and, for the dev split, every missed case (what was expected,
   the run's tenant).
 - scored by `bench.lib.quality` (`score_single`, `score_update`, `Tally`): MUST / WORTH recall, precision,
   nothing-when-nothing, forbidden stored, newest-wins@1 (all and explicit), stale-current; per language and
-  per form. Targets (issue #12) on the test split, rules only.
-- quick mode: the dev split only, rules only, QUICK_CASES cases (the first of each file and type, in turn).
+  per form. Targets (issue #12) on the test split, without an LLM.
+- quick mode: the dev split only, without an LLM, QUICK_CASES cases (the first of each file and type, in turn).
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ from bench.lib.report import Column, Lines, Section, Table, Target, Text, fmt
 from bench.lib.services import Services, drop_queue, services, unique_name, worker_env
 
 MODES = ("rules", "llm")
-MODE_NAMES = {"rules": "rules only", "llm": "rules + scripted LLM"}
+MODE_NAMES = {"rules": "no LLM (rules + residual filter)", "llm": "rules + scripted LLM"}
 QUICK_CASES = 60
 BASE_TIME = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)  # event time of a turn without `at`: base + index s
 QUIET_S = 1.0
@@ -79,7 +80,7 @@ OWN_LIMIT_S = {True: 300.0, False: 900.0}
 SEARCH_K = 5
 WORKER_CONCURRENCY = 2
 
-# issue #12 acceptance, on the test split, rules only
+# issue #12 acceptance, on the test split, without an LLM
 TARGET_MUST = 0.90
 TARGET_WORTH = 0.60
 TARGET_PRECISION = 0.95
@@ -756,7 +757,7 @@ def measure(
 
 
 def _acceptance(figures: dict[str, Any]) -> dict[str, Any] | None:
-    """The run the targets are read from: the test split, rules only (quick mode: the dev split)."""
+    """The run the targets are read from: the test split, without an LLM (quick mode: the dev split)."""
     runs = {(r["split"], r["mode"]): r for r in figures.get("runs", [])}
     return runs.get(("test", "rules")) or runs.get(("dev", "rules"))
 
@@ -765,7 +766,7 @@ def _target_note(f: dict[str, Any]) -> str:
     r = _acceptance(f)
     if r is None:
         return "not run"
-    note = f"{r['split']} split, rules only, {r['cases']} cases"
+    note = f"{r['split']} split, no LLM, {r['cases']} cases"
     if r["split"] != "test":
         note += "; the targets are on the test split"
     return note + (f"; incomplete: {r['incomplete']}" if r.get("incomplete") else "")

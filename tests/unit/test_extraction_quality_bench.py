@@ -189,12 +189,12 @@ def test_the_section_renders_the_targets_from_the_test_split_rules_only() -> Non
         "targets": eq.targets(figures),
     }
     markdown = eq.render_markdown(result)
-    assert "| MUST recall (test split, rules only, 2 cases) | 0  | >= 0.9 | **no** |" in markdown
-    assert "| WORTH recall (test split, rules only, 2 cases) | 1  | >= 0.6 | yes |" in markdown
+    assert "| MUST recall (test split, no LLM, 2 cases) | 0  | >= 0.9 | **no** |" in markdown
+    assert "| WORTH recall (test split, no LLM, 2 cases) | 1  | >= 0.6 | yes |" in markdown
     assert (
-        "| stale-current, all updates (test split, rules only, 2 cases) | 1 scenarios | <= 0 scenarios | **no** |"
+        "| stale-current, all updates (test split, no LLM, 2 cases) | 1 scenarios | <= 0 scenarios | **no** |"
         in markdown
     )
-    assert "| stale-current, explicit updates (test split, rules only, 2 cases) |" in markdown
+    assert "| stale-current, explicit updates (test split, no LLM, 2 cases) |" in markdown
     assert "test, rules only: 2 of 2 cases missed (not listed)" in markdown
     assert update.id not in markdown
