@@ -495,13 +495,14 @@ _KEY_WORDS = (
     r"(?:aws[ _-]?)?secret(?:[ _-]?access)?(?:[ _-]?key)?|(?:api|access|signing|encryption|master|account"
     r"|auth|app|client|consumer|shared[ _-]?access|webhook|license)[ _-]?key|api[ _-]?token|token"
 )
-# (and Azure's `key1` / `key2` / primary key for a storage account; a Chinese key label may end in 值 / 串:
-# "访问密钥值：...")
+# (and Azure's `key1` / `key2` / primary key for a storage account; a Chinese key label may end in 值 / 串 /
+# 密文 / 明文 / 内容 / 字符串, or name its secret half in English: "访问密钥值：...", "访问密钥密文：...",
+# "密钥Secret：..."; 密匙 is the common miswriting of 密钥)
 _HEAD_KEY = (
     r"(?P<ph>"
     + _KEY_WORDS
     + r"|key[12]|(?:primary|secondary)[ _-]?key|private[ _-]?key[ _-]?id)(?![A-Za-z0-9_])"
-    r"|(?P<pz>(?:密钥|秘钥|密鑰|令牌)(?:值|串|ID|Id|id)?)"
+    r"|(?P<pz>(?:密钥|秘钥|密鑰|密匙|秘匙|令牌)(?:值|字符串|串|密文|明文|内容|ID|Id|id|Secret|secret|SECRET)?)"
 )
 _HEAD_PRIVATE = r"(?P<ph>private[ _-]?key)(?![A-Za-z0-9_])|(?P<pz>私钥|私鑰)"
 # What may stand between a label and its value. `strong`: punctuation or a verb ("is", "是", ":", "->",
@@ -593,7 +594,7 @@ def _example_default(text: str, secret: str) -> bool:
 
 
 _LENGTH_WORD = re.compile(
-    r"[ \t]*(?:characters?|chars?|digits?|letters?|symbols?|long\b|位|个字符|字符|字节)", _I
+    r"[ \t]*(?:characters?|chars?|digits?|letters?|symbols?|bytes?\b|long\b|位|个字符|字符|字节)", _I
 )
 # "pass: 142, fail: 3" counts tests (the counts may come before: "214 passed, 3 skipped ... 'pass: 213'").
 _TEST_COUNTS = re.compile(
@@ -635,9 +636,20 @@ _TEMPLATE_WORD = re.compile(
 )
 
 
+# A value shown masked or filled in: a mask with a few characters left in view (`****************5ZEQ`,
+# `••••3391`, `ab12****`: what `aws configure list`, a console or a receipt prints), or a vendor's prefix then
+# one character repeated (`sk_test_XXXXXXXXXXXX`, `AKIAXXXXXXXXXXXXXXXX`, `ghp_xxxxxxxx...`; not `000000`, a PIN):
+# the slot of a key, not a key.
+_MASKED = re.compile(
+    r"[^\s*•●]{0,6}[*•●]{4,}[^\s*•●]{0,6}"
+    r"|(?:(?:[A-Za-z0-9]+[_.-])+|[A-Za-z]{2,8}?)([xX*#])\1{5,}(?:[_.-][A-Za-z0-9]{0,8})?"
+)
+
+
 def _stand_in(s: str) -> bool:
     return (
         _PW_STAND_IN.fullmatch(s) is not None
+        or _MASKED.fullmatch(s) is not None
         or _TEMPLATE_WORD.fullmatch(s) is not None
         or _DOC_EXAMPLE.search(s) is not None
         or s.startswith(_PUBLISHABLE)
@@ -1095,14 +1107,16 @@ def _aadhaar_action(m: re.Match[str]) -> tuple[str, int]:
 # details. Without a bank nearby an "account number" is a customer or order account and is kept.
 _BANK_ACCOUNT = re.compile(
     r"(?P<lead>(?<![A-Za-z])(?:(?:bank[ \t]+)?(?:account|acct|a/c)(?:[ \t]*(?:number|num|no\.?|nr\.?|#)"
-    r"[ \t]*(?:[:：=]|is)?|[ \t]*(?:[:：=]|is))"
+    r"[ \t]*(?:[:：=]|is)?|[ \t]*(?:[:：=]|is))?"
     r"|(?:银行|收款|对公)?(?:账号|帐号|账户|帳號|帳戶)[ \t]*(?:[:：]|是|为)?)[ \t]*)"
     r"(?P<v>(?<![0-9])[0-9](?:[ -]?[0-9]){5,19}(?![0-9A-Za-z]))",
     _I,
 )
 _BANK_CONTEXT = re.compile(
-    r"\b(?:sort[ \t]*code|iban|swift|bic|routing|aba|ifsc|bsb|banks?|banking|beneficiary|wire)\b"
-    r"|银行|開戶行|开户行|开户名|户名|汇款|匯款",
+    r"\b(?:sort[ \t]*code|iban|swift|bic|routing|aba|ifsc|bsb|banks?|banking|beneficiary|wire"
+    # where pay goes: "direct deposit acct ...", "payroll account", "checking / savings account", "ACH"
+    r"|(?:direct[ \t]+)?deposits?|payroll|paycheck|salary|checking|savings|ach)\b"
+    r"|银行|開戶行|开户行|开户名|户名|汇款|匯款|工资|工資|代发|储蓄|存折",
     _I,
 )
 _BANK_GATE = ("account", "acct", "a/c", "账号", "帐号", "账户", "帳號", "帳戶")
@@ -1736,7 +1750,7 @@ _DEVICE_CONFIG_GATE = (
 # token); any tool's `--secret-key`, `--access-key-secret`, `--secret-id`. A value goes when it looks generated.
 _KEY_TOOL = re.compile(r"(?<![\w.-])(?:obsutil|ossutil(?:64)?|coscmd)(?![\w-])(?P<body>[^\n|;&]*)")
 _KEY_TOOL_FLAG = re.compile(
-    r"(?<=[ \t])(?:-[iakst]|--?(?:access[_-]?key(?:[_-]?(?:id|secret))?|secret[_-]?(?:id|key)))(?:[ \t]+|=)[\"']?"
+    r"(?<=[ \t:：,，])(?:-[iakst]|--?(?:access[_-]?key(?:[_-]?(?:id|secret))?|secret[_-]?(?:id|key)))(?:[ \t]+|=)[\"']?"
     r"(?P<v>(?!\[REDACTED:)[^\s'\"]+)"
 )
 _KEY_FLAG = re.compile(
@@ -2077,7 +2091,7 @@ _to_api_key = _labelled_action("api_key", generated=True)
 _to_password = _labelled_action("password", generated=False)
 _PW_BEFORE_GATE = ("pass", "pw", "pin", "密码", "口令")
 _PW_GATE = ("pass", "pw", "pin", "密码", "密碼", "口令", "授权码", "授權碼")
-_KEY_GATE = ("secret", "key", "token", "密钥", "秘钥", "密鑰", "令牌")
+_KEY_GATE = ("secret", "key", "token", "密钥", "秘钥", "密鑰", "密匙", "秘匙", "令牌")
 _PRIVATE_GATE = ("private", "私钥", "私鑰")
 _PAIR_GATE = ("pass", "pw", "密码", "口令")
 _CREDENTIAL_GATE = ("log", "sign", "cred", "ssh", "账号", "帐号", "登录", "凭据", "凭证")
