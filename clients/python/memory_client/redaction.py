@@ -470,9 +470,16 @@ _URL_TEMPLATE_PASSWORD = re.compile(
 )
 
 
+# A local default: the password repeats the user on a loopback host (`amqp://guest:guest@localhost`,
+# `postgres://postgres:postgres@127.0.0.1`), as a service documents for a development machine.
+_LOOPBACK = re.compile(r"@(?:localhost|127\.[0-9.]+|\[::1\]|0\.0\.0\.0|host\.docker\.internal)(?![\w.-])", _I)
+
+
 def _url_password_ok(m: re.Match[str]) -> bool:
     value = m.group("v")
     if _stand_in(value):
+        return False
+    if value == m.group("user") and _LOOPBACK.match(m.string, m.end()):
         return False
     return not (_URL_TEMPLATE_USER.fullmatch(m.group("user")) and _URL_TEMPLATE_PASSWORD.fullmatch(value))
 
@@ -817,6 +824,15 @@ def _pair_action(m: re.Match[str]) -> tuple[str, int]:
         return m.group(), 0
     user, value = m.group("user"), m.group("v")
     secret = value.rstrip(_PW_TRAILING)
+    # the last piece of a name (`registry-cred`, `db_creds`) followed only by spaces is a name in a listing
+    # (`kubectl get secrets`: "registry-cred   kubernetes.io/dockerconfigjson"), not a label
+    if (
+        label
+        and m.start("label") > 0
+        and text[m.start("label") - 1] in "-_./"
+        and not text[m.end("label") : m.start("user")].strip(" \t")
+    ):
+        return m.group(), 0
     if (
         not secret
         or text.startswith(_MARK, m.end())
@@ -1439,20 +1455,36 @@ def _cookie_action(m: re.Match[str]) -> tuple[str, int]:
     return (m.group("lead") + body, found) if found else (m.group(), 0)
 
 
-# A signature in a signed URL's query: Azure SAS `&sig=...` (URL-encoded base64), AWS / GCS
-# `X-Amz-Signature=`, `X-Goog-Signature=`, CloudFront `Signature=`, `X-Amz-Security-Token=`.
-_URL_SIGNATURE = re.compile(
-    r"[?&;](?P<lead>(?:sig|signature|x-amz-signature|x-goog-signature|x-amz-security-token)=)"
+# A URL query parameter named after a secret, in any URL: a signature (Azure SAS `&sig=`, AWS / GCS
+# `X-Amz-Signature=`, COS `q-signature=`, `sign=`), a secret (WeCom `corpsecret=`, `appsecret=`,
+# `client_secret=`), a key or token (`api_key=`, `access_token=`, `X-Amz-Security-Token=`), and an `appid=`
+# holding a long generated value (OpenWeatherMap's key; a WeChat AppID, `wx` + 16 hex, is an id). The name
+# ends with the word (`q-key-time`, `token_type` do not); pagination names (`pageToken`, `next_token`,
+# `continuation-token`) name cursors. The value must look generated (16+ characters once percent escapes are
+# dropped). `password=` / `pwd=` are the password labels' own. The name is read to its `=` with no nested
+# repeat: `[?&;]`, up to 40 name characters, the word.
+_URL_SECRET_WORD = (
+    r"(?P<key>[a-z0-9_.-]{0,40}?(?:secret|signature|sig|sign|token|api[_-]?key|apikey|access[_-]?key|key)"
+    r"|app[_-]?id)"
+)
+_URL_SECRET = re.compile(
+    r"[?&;](?P<lead>(?P<name>" + _URL_SECRET_WORD + r")=)"
     r"(?P<v>(?!\[REDACTED:)[A-Za-z0-9%+/=_.~-]{16,4096})",
     _I,
 )
-_URL_SIGNATURE_GATE = ("sig=", "signature=", "security-token=")
+_URL_CURSOR = re.compile(r"(?:page|next|continuation|sync|cursor|resume|start|prev(?:ious)?)[_.-]?token", _I)
+_URL_SECRET_GATE = ("secret=", "sig=", "sign=", "signature=", "token=", "key=", "appid=", "app_id=")
 
 
 def _url_signature_action(m: re.Match[str]) -> tuple[str, int]:
     value = m.group("v")
+    name = m.group("name")
+    if _URL_CURSOR.fullmatch(name):
+        return m.group(), 0
     plain = re.sub(r"%[0-9A-Fa-f]{2}", "", value)
-    if len(plain) < 16 or not _key_piece(plain):
+    if len(plain) < 16 or not _key_piece(plain) or _stand_in(plain):
+        return m.group(), 0
+    if name.lower().replace("-", "_") in ("appid", "app_id") and (len(plain) < 24 or not _token_like(plain)):
         return m.group(), 0
     return m.group()[0] + m.group("lead") + _tag("api_key"), 1
 
@@ -2123,7 +2155,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _PGPASS, _swap("password", lambda v: not _stand_in(v)), _SIXTH_GATE),
     _Rule("api_key", _ZHIPU, _swap("api_key", lambda v: _key_piece(v.split(".")[1])), _SIXTH_GATE),
     _Rule("api_key", _COOKIE, _cookie_action, ("cookie", "curl")),
-    _Rule("api_key", _URL_SIGNATURE, _url_signature_action, _URL_SIGNATURE_GATE),
+    _Rule("api_key", _URL_SECRET, _url_signature_action, _URL_SECRET_GATE),
     _Rule("private_key", _SEED, _seed_action, _SEED_GATE, _SEED_HEAD, True),
     # Pairs before single labels, so that only the password of "user / pass" is replaced.
     _Rule("password", _PAIR_LABELLED, _pair_action, _PAIR_GATE, _PAIR_HEAD, True),
