@@ -1489,6 +1489,83 @@ def _url_signature_action(m: re.Match[str]) -> tuple[str, int]:
     return m.group()[0] + m.group("lead") + _tag("api_key"), 1
 
 
+# A password dictated character by character (read out on a call, typed by speech to text): "capital T,
+# lowercase r, 3, 5, exclamation mark, ...", "大写Q，小写k，数字8，井号，...". Six or more items in a row, each a
+# letter with its case, a digit (or "number 7", 数字7) or a symbol's name, joined by commas, 、 or spaces; at least
+# two carry a case or name a symbol (a list of digits alone is a number). The whole spelled run goes: it tells
+# the password as well as the literal would.
+_SPELL_CASE = r"(?:capital|upper(?:[ -]?case)?|lower(?:[ -]?case)?|small|big|大写|小写|大寫|小寫)(?:字母)?"
+_SPELL_SYMBOL = (
+    r"(?:exclamation(?:[ \t]+(?:mark|point))?|at[ \t]+(?:sign|symbol)|hash(?:[ \t]+sign)?|pound[ \t]+sign"
+    r"|dollar(?:[ \t]+sign)?|percent(?:[ \t]+sign)?|caret|ampersand|asterisk|star|underscore|dash|hyphen|minus"
+    r"|plus(?:[ \t]+sign)?|equals(?:[ \t]+sign)?|dot|period|full[ \t]+stop|question[ \t]+mark|slash|backslash"
+    r"|tilde|colon|semicolon|comma"
+    r"|井号|星号|感叹号|叹号|下划线|横杠|横线|中划线|减号|加号|等号|句号|点号|美元符号|百分号|艾特|at符号|@符号|问号|斜杠"
+    r"|反斜杠|波浪号|冒号|分号|逗号)"
+)
+_SPELL_ITEM = (
+    r"(?:(?P<marked>" + _SPELL_CASE + r"[ \t]*[A-Za-z]|" + _SPELL_SYMBOL + r")"
+    r"|(?:(?:number|digit|数字)[ \t]*)?[0-9])(?![A-Za-z0-9\u4e00-\u9fff])"
+)
+_SPELL_SEP = (
+    r"(?:[ \t]*[,，、;；][ \t]*(?:and[ \t]+)?(?:then[ \t]+)?(?:然后|再)?|[ \t]+(?:and[ \t]+)?(?:then[ \t]+)?)"
+)
+_SPELLED = re.compile(
+    r"(?<![A-Za-z0-9])(?:" + _SPELL_ITEM.replace("?P<marked>", "") + _SPELL_SEP + r"){5,63}" + _SPELL_ITEM,
+    _I,
+)
+_SPELL_MARKED = re.compile(
+    r"(?<![A-Za-z])(?:" + _SPELL_CASE + r"[ \t]*[A-Za-z](?![A-Za-z])|" + _SPELL_SYMBOL + ")", _I
+)
+# windowed: the run is tried from each item found within reach of a case word
+_SPELL_GATE = ("capital", "upper", "lower", "small", "大写", "小写", "大寫", "小寫")
+_SPELL_HEAD = re.compile(r"(?<![A-Za-z0-9])" + _SPELL_ITEM.replace("?P<marked>", ""), _I)
+
+
+def _spelled_action(m: re.Match[str]) -> tuple[str, int]:
+    if len(_SPELL_MARKED.findall(m.group())) < 2:
+        return m.group(), 0
+    return _tag("password"), 1
+
+
+# A secret sent in pieces: "first half: AWz81kq ... second half: 0pQmR7e", "前半段是 ...，后半段 ...", "第二部分：...".
+# Each piece goes where the text speaks of a password, key or token (searched once per text) and the piece
+# looks like part of one (4+ characters: a letter with a digit or a symbol, or an inner capital; digits only
+# after a colon or "is"; a letter with a digit when no connector is written).
+_SPLIT_LABEL = (
+    r"(?:(?<![A-Za-z])(?:first|second|third|fourth|last|other|remaining|final|1st|2nd|3rd|4th)[ \t]+"
+    r"(?:half|part|piece|bit|chunk|segment)(?:[ \t]+(?:is|was))?(?![A-Za-z])"
+    r"|(?:前|后|後|上|下)一?半(?:部分|段|截)?|第[一二三四1-4](?:段|部分|截))"
+)
+_SPLIT = re.compile(
+    r"(?P<lead>" + _SPLIT_LABEL + r"[ \t]*(?:[:：=]|是|为|為)?[ \t]*)(?P<v>(?!\[REDACTED:)[\x21-\x7e]{3,64})",
+    _I,
+)
+# windowed on the piece's noun; the secret word is looked for around the piece by the action
+_SPLIT_GATE = ("half", "part", "piece", "chunk", "segment", "半", "段", "截")
+_SPLIT_HEAD = re.compile(_SPLIT_LABEL, _I)
+_SPLIT_TOLD = re.compile(r"[:：=]|是|为|為|(?<![A-Za-z])(?:is|was)(?![A-Za-z])", _I)
+_SPLIT_NEEDS = re.compile(r"pass|pwd|secret|token|key|密码|密碼|口令|密钥|秘钥")
+
+
+def _split_action(m: re.Match[str]) -> tuple[str, int]:
+    if _SPLIT_NEEDS.search(m.string[max(0, m.start() - 300) : m.end() + 300].lower()) is None:
+        return m.group(), 0
+    value = m.group("v")
+    secret = value.rstrip(_PW_TRAILING)
+    # told with a colon or "is" / 是, or else a piece with a letter and a digit ("first half 2024 was slow")
+    strong = _SPLIT_TOLD.search(m.group("lead")) is not None
+    shaped = _pw_shaped(secret) if strong else _has_digit(secret) and any(c.isalpha() for c in secret)
+    if (
+        len(secret) < 4
+        or _stand_in(secret)
+        or _VERSION.fullmatch(secret)
+        or not (shaped or (strong and secret.isdigit()))
+    ):
+        return m.group(), 0
+    return m.group("lead") + _tag("password") + value[len(secret) :], 1
+
+
 # A wallet's seed phrase (BIP-39: 12 to 24 words from a list of short words) after its label: "recovery
 # phrase: stand reward apple ...", "seed words\n1. stand\n2. reward ...", "助记词：...". No wordlist is at hand,
 # so the form decides: 12+ words of 3 to 8 letters in one case, none of them a word of prose that the BIP-39
@@ -1627,7 +1704,8 @@ _CHANGE_VERB = re.compile(r"改|换|變|变|更新|重置|(?<![A-Za-z])(?:chang|
 _CHANGED_FROM_TO = re.compile(r"从[ \t]*[\x21-\x7e]+[ \t]*(?:改|换|变)(?:成|为)")
 _CHANGE_VALUE = re.compile(
     r"(?:从|原来(?:的|那个)?(?:是)?|旧的?(?:是|为)?|之前(?:的|那个)?(?:是)?|以前(?:的|那个)?(?:是)?|改成了?|改为"
-    r"|换成了?|变成了?|新的(?:是|为)?|现在(?:的)?是|(?<![A-Za-z])(?:[Ii]t'?s|[Ii]t[ \t]+is)[ \t]+now"
+    r"|换成了?|变成了?|新的(?:是|为)?|现在(?:的)?是|(?:现在|以后|今后)(?:改)?用|改用|新密码(?:是|为)?"
+    r"|(?<![A-Za-z])(?:[Ii]t'?s|[Ii]t[ \t]+is)[ \t]+now|(?<![A-Za-z])now[ \t]+(?:use|it'?s|it[ \t]+is)"
     r"|(?<![A-Za-z])(?:from|to|old(?:[ \t]+one)?(?:[ \t]+(?:was|is))?|new(?:[ \t]+one)?(?:[ \t]+(?:is|was))?)"
     r"(?![A-Za-z]))[ \t]*[:：]?[ \t]*[\"'`“‘]?"
     r"(?P<v>(?!\[REDACTED:)[\x21-\x7e]{4,64})(?![\x21-\x7e])"
@@ -2157,6 +2235,8 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("api_key", _COOKIE, _cookie_action, ("cookie", "curl")),
     _Rule("api_key", _URL_SECRET, _url_signature_action, _URL_SECRET_GATE),
     _Rule("private_key", _SEED, _seed_action, _SEED_GATE, _SEED_HEAD, True),
+    _Rule("password", _SPELLED, _spelled_action, _SPELL_GATE, _SPELL_HEAD, True),
+    _Rule("password", _SPLIT, _split_action, _SPLIT_GATE, _SPLIT_HEAD, True),
     # Pairs before single labels, so that only the password of "user / pass" is replaced.
     _Rule("password", _PAIR_LABELLED, _pair_action, _PAIR_GATE, _PAIR_HEAD, True),
     _Rule("password", _CREDENTIALS, _pair_action, _CREDENTIAL_GATE, _CREDENTIAL_HEAD, True),
