@@ -1690,6 +1690,61 @@ _PIN_CODE_GATE = (
     "门禁", "密码", "取款", "取钱", "柜员机", "atm", "刷卡", "付款", "支付", "开门", "code", "pin",
 )  # fmt: skip
 
+# A one-time code told as a code: "验证码608116", "短信校验码：4417", "your verification code is 482913", "OTP
+# 771204", "the login code: G-540981"; a bare "code is 482913" where the text speaks of a text message or of
+# verification (SMS, OTP, 2FA, 短信, 验证) and no other kind of code is named just before ("error code",
+# "zip code", "模板"), told with "is" or a colon. 4 to 8 digits (Google's `G-` kept with them), not a length or a
+# duration. Kept: a code the writer says they never asked for, quoted to ask whether the message is a scam
+# ("我没在登录啊，是不是诈骗", "I didn't request this, phishing?"): evidence of someone else's attempt, not a code
+# the writer uses (the third hold-out set keeps such a text; the seventh redacts a code that was used or given).
+_OTP_LABEL = (
+    r"(?:(?:短信|手机|动态|登录|登陆|支付|安全|邮箱)?(?:验证码|校验码|动态码|确认码)|动态密码|一次性(?:验证码|密码)"
+    r"|(?<![A-Za-z])(?:(?:verification|one[ -]?time|login|log-?in|sign[ -]?in|2fa|mfa|two[ -]factor|otp|sms|text"
+    r"|auth(?:entication|orization)?|confirmation|access)[ \t]+(?:code|pin|passcode)|otp|one[ -]?time[ \t]+"
+    r"pass(?:code|word)|(?P<bare>code))(?![A-Za-z]))"
+)
+_OTP_HEAD = re.compile(_OTP_LABEL, _I)
+_OTP = re.compile(
+    r"(?P<lead>"
+    + _OTP_LABEL
+    + r"(?:[ \t]*(?:[:：=#]|是|为|為)|[ \t]+(?:is|was)(?:[ \t]*:)?(?![A-Za-z]))?[ \t]*)"
+    r"(?P<v>(?:G-)?(?<![0-9])[0-9]{4,8})"
+    r"(?![0-9A-Za-z.,:/-]?[0-9]|[A-Za-z]|[ \t]*(?:digits?|numbers?|characters?|chars?|seconds?|secs?|minutes?|mins?"
+    r"|hours?|位|个|秒|分钟|小时|年|月|日|号))",
+    _I,
+)
+_OTP_GATE = ("验证码", "校验码", "动态码", "确认码", "密码", "code", "otp")
+_OTP_CONTEXT = re.compile(
+    r"sms|text(?:ed)?[ \t]+(?:message|me)|otp|2fa|mfa|one[ -]?time|verif|短信|验证|口令", _I
+)
+_OTP_UNREQUESTED = re.compile(
+    r"诈骗|骗子|钓鱼|不是我|没(?:有)?在?(?:登录|登陆|申请|操作|注册)|并没(?:有)?|scam|phishing|fraud"
+    r"|(?:didn'?t|did[ \t]+not|never)[ \t]+(?:request|ask|sign|log)|not[ \t]+me\b|wasn'?t[ \t]+me",
+    _I,
+)
+_OTHER_CODE = re.compile(
+    r"(?:error|err|status|exit|return|response|http|zip|postal|post|area|country|promo|coupon|discount|product"
+    r"|item|sku|order|tracking|template|region|currency|language|source|qr|bar|invite|referral|color|colour"
+    r"|错误|状态|返回|邮编|区号|模板|优惠|商品|订单)[ \t_-]*\Z",
+    _I,
+)
+
+
+def _otp_action(m: re.Match[str]) -> tuple[str, int]:
+    text = m.string
+    if _OTHER_CODE.search(text, max(0, m.start() - 24), m.start()) is not None:
+        return m.group(), 0
+    if m.group("bare") is not None and (
+        _OTP_CONTEXT.search(text, max(0, m.start() - 200), m.end() + 200) is None
+        or re.fullmatch(r"code[ \t]*", m.group("lead"), re.I)
+        is not None  # "code 2024": told with is / a colon
+    ):
+        return m.group(), 0
+    if _OTP_UNREQUESTED.search(text, max(0, m.start() - 300), m.end() + 300) is not None:
+        return m.group(), 0
+    return m.group("lead") + _tag("password"), 1
+
+
 # A password told as changed, with the old value, the new one or both: "支付密码换了，原来那个 351048 停用了，
 # 新的是 167728", "changed my password from Winter24! to Spring25?", "把跳板机 root 从 X 改成了 Y" (an account
 # named, its value changed from one to the other). The sentence must say it changed; each value follows a
@@ -2114,6 +2169,99 @@ def _table_action(m: re.Match[str]) -> tuple[str, int]:
     return ("\n".join(lines), found) if found else (m.group(), 0)
 
 
+# SQL that writes a secret column: `INSERT INTO users (email, initial_password) VALUES ('a@b.io', 'x'), (...)`
+# (each row's value in that column), `INSERT ... SET password = 'x'` and `UPDATE ... SET pwd = 'x'` are the labelled
+# rules' own. A column is a secret one as a table header is (`_TABLE_SECRET_COLUMN`: password, passwd, pwd,
+# secret, token, api_key, 密码 ...; not `password_hash`). A quoted literal goes, or the first quoted literal
+# inside a function call (`crypt('x', gen_salt('bf'))`, `PASSWORD('x')`); parameters (`?`, `$1`, `%s`,
+# `:pw`), NULL, DEFAULT and stand-ins are kept.
+_SQL_LITERAL = r"'(?:[^'\\\n]|\\.|'')*'|\"(?:[^\"\\\n]|\\.)*\""
+# a call's parentheses, two levels deep (`crypt('x', gen_salt('bf'))`)
+_SQL_CALL = r"\((?:" + _SQL_LITERAL + r"|\((?:" + _SQL_LITERAL + r"|[^()'\"])*\)|[^()'\"])*\)"
+_SQL_ROW = r"\((?:" + _SQL_LITERAL + "|" + _SQL_CALL + r"|[^()'\";])*\)"
+_SQL_INSERT = re.compile(
+    r"(?<![A-Za-z])INSERT[ \t\r\n]+(?:IGNORE[ \t\r\n]+)?INTO[ \t\r\n]+[\w.\"`\[\]]+[ \t\r\n]*"
+    r"\((?P<cols>[^()'\";]{1,2000})\)[ \t\r\n]*VALUES[ \t\r\n]*"
+    r"(?P<rows>" + _SQL_ROW + r"(?:[ \t\r\n]*,[ \t\r\n]*" + _SQL_ROW + r")*)",
+    _I,
+)
+_SQL_CELL = re.compile(r"(?:" + _SQL_LITERAL + "|" + _SQL_CALL + r"|[^,()'\"])+")
+_SQL_QUOTED = re.compile(_SQL_LITERAL)
+_SQL_TUPLE = re.compile(_SQL_ROW)
+
+
+def _sql_insert_action(m: re.Match[str]) -> tuple[str, int]:
+    kinds: dict[int, str] = {}
+    for i, col in enumerate(m.group("cols").split(",")):
+        name = col.strip().strip('"`[]')
+        c = _TABLE_SECRET_COLUMN.fullmatch(name)
+        if c is not None:
+            kinds[i] = "password" if c.group("pw") or c.group("pz") else "api_key"
+    if not kinds:
+        return m.group(), 0
+    found = 0
+
+    def one_cell(i: int, cell: str) -> str:
+        nonlocal found
+        if i not in kinds:
+            return cell
+        q = _SQL_QUOTED.search(cell)
+        if q is None:
+            return cell
+        value = q.group()[1:-1]
+        if not value or _MARK in value or _stand_in(value) or value.lower() in _NOT_A_PASSWORD:
+            return cell
+        if kinds[i] == "api_key" and not _token_like(value):
+            return cell
+        found += 1
+        return cell[: q.start() + 1] + _tag(kinds[i]) + cell[q.end() - 1 :]
+
+    def one_row(t: re.Match[str]) -> str:
+        body = t.group()[1:-1]
+        cells = [c.group() for c in _SQL_CELL.finditer(body)]
+        if ",".join(cells) != body:
+            return t.group()  # an empty cell or a form the split does not read: the row is left as is
+        return "(" + ",".join(one_cell(i, c) for i, c in enumerate(cells)) + ")"
+
+    rows = _SQL_TUPLE.sub(one_row, m.group("rows"))
+    if not found:
+        return m.group(), 0
+    return m.group()[: m.start("rows") - m.start()] + rows + m.group()[m.end("rows") - m.start() :], found
+
+
+# Oracle's inline `user/password[@db]`, wherever a connect string is given: a JDBC thin / OCI URL
+# (`jdbc:oracle:thin:app/x@//host:1521/SVC`), the tools that take one (`sqlplus -s app/x@db`, `expdp`, `impdp`,
+# `sqlldr`, `rman target sys/x@db catalog rco/y@rcat`, `dgmgrl`), a `userid=app/x` parameter, and SQL*Plus
+# `CONNECT app/x@db` at the start of a line. Only the password goes; `sqlplus / as sysdba` names no user and has none.
+_ORACLE_CONNECT = re.compile(
+    r"(?P<lead>(?:jdbc:oracle:(?:thin|oci8?|kprb):"
+    r"|(?<![\w.-])(?:sqlplus|expdp|impdp|sqlldr|rman|dgmgrl)(?:[ \t]+-{1,2}[A-Za-z]+)*"
+    r"(?:[ \t]+(?:target|catalog|auxiliary)[ \t]*=?)?[ \t]+"
+    r"|(?<![\w-])userid[ \t]*=[ \t]*|(?P<rman>(?<![\w-])(?:target|catalog|auxiliary)[ \t]*=?[ \t]+)"
+    r"|^[ \t]*(?:SQL>[ \t]*)?conn(?:ect)?[ \t]+)"
+    r"(?P<user>[A-Za-z][\w$#.]{0,63}|\"[^\"\n]{1,64}\")/)"
+    r"(?P<v>(?!\[REDACTED:)(?:\"[^\"\n]{1,128}\"|[^\s/@\"'`;]{1,128}))(?=@|[ \t]*(?:\r?\n|\Z)|[ \t]+\S)",
+    _I | re.MULTILINE,
+)
+# ("conn" alone would pass most prose about connections, "rman" every "performance": a line's `conn` is gated by
+# its line start, RMAN by its connect keyword)
+_ORACLE_GATE = (
+    "jdbc:oracle", "sqlplus", "expdp", "impdp", "sqlldr", "rman target", "rman catalog", "rman auxiliary",
+    "dgmgrl", "userid=", "userid =", "\nconn",
+    "\nsql>", "sql> conn",
+)  # fmt: skip
+
+
+def _oracle_action(m: re.Match[str]) -> tuple[str, int]:
+    value = m.group("v")
+    if _stand_in(value.strip('"')) or m.group("user").upper() in ("USER", "USERNAME"):
+        return m.group(), 0
+    # RMAN's second connection (`catalog rco/x@rcat`) must name its database: "target arm64/linux" is no login
+    if m.group("rman") is not None and not m.string.startswith("@", m.end()):
+        return m.group(), 0
+    return m.group("lead") + _tag("password"), 1
+
+
 def _my_number_ok(s: str) -> bool:
     """Japan's My Number: 11 digits and a check digit (weights 2..7, 2..6 from the right, mod 11)."""
     s = s.replace(" ", "").replace("-", "")
@@ -2250,6 +2398,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _PW_BEFORE, _pw_before_action, _PW_BEFORE_GATE, None, True),
     _Rule("password", _FOREIGN_PW, _foreign_pw_action, _FOREIGN_PW_GATE, _FOREIGN_PW_HEAD, True),
     _Rule("password", _PIN_CODE, _swap_value("password"), _PIN_CODE_GATE, _PIN_HEAD, True),
+    _Rule("password", _OTP, _otp_action, _OTP_GATE, _OTP_HEAD, True),
     _Rule("password", _WIFI_KEY, _wifi_key_action, _WIFI_GATE, _WIFI_HEAD, True, _WIFI_CONTEXT),
     _Rule("card", _CVV, _swap_value("card"), _CVV_GATE, _CVV_HEAD, True),
     # numbers of a fixed grouping before the card rule can read a Luhn-valid stretch of them as a card
@@ -2281,6 +2430,8 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("national_id", _SE_PNR, _checked_action(_se_pnr_ok), _DIGITS, needs=_LONG_NUMBER),
     _Rule("national_id", _SG_NRIC, _checked_action(_nric_ok), _NRIC_CONTEXT, None, True),
     _Rule("national_id", _MY_NUMBER, _checked_action(_my_number_ok), _SIXTH_GATE),
+    _Rule("password", _SQL_INSERT, _sql_insert_action, ("insert",)),
+    _Rule("password", _ORACLE_CONNECT, _oracle_action, _ORACLE_GATE),
     _Rule(
         "national_id",
         _IN_PAN,
