@@ -514,7 +514,13 @@ _HEAD_KEY = (
 _HEAD_PRIVATE = r"(?P<ph>private[ _-]?key)(?![A-Za-z0-9_])|(?P<pz>私钥|私鑰)"
 # What may stand between a label and its value. `strong`: punctuation or a verb ("is", "是", ":", "->",
 # "——"); otherwise only spaces (or nothing after a Chinese label: "密码123456"), which asks more of the value.
-_QUALIFIER = r"(?:[ \t]+(?:for|to|of|on|at)(?:[ \t]+[\w@.'-]+){1,4}?)?(?:[ \t]*[(（][^()（）\n]{1,24}[)）])?"
+# A Chinese word naming the form of the value between any label and its connector: "App Secret 密文：...",
+# "SK 明文 = ...", "密码明文：...".
+_ZH_SUFFIX = r"(?:[ \t]*(?:密文|明文|原文|值|字符串|内容))?"
+_QUALIFIER = (
+    r"(?:[ \t]+(?:for|to|of|on|at)(?:[ \t]+[\w@.'-]+){1,4}?)?(?:[ \t]*[(（][^()（）\n]{1,24}[)）])?"
+    + _ZH_SUFFIX
+)
 _STRONG = (
     r"\\{0,3}[\"']?[ \t]*(?::=|=>|->|→|[:=：＝]|[—–]+|-(?=[ \t]))"
     # a change told first, then the new value ("password was reset, the new one is ...", "口令改了，新的是 ..."),
@@ -566,7 +572,8 @@ _NOT_A_PASSWORD_WORDS = """
     enabled active inactive default please see something anything nothing everything important private
     confidential based managed generated rotated written printed listed given shared used reused common
     obvious predictable mine yours ours theirs then enter type click use check change choose create
-    confirm must should can cannot will would may might is was were are equals
+    confirm must should can cannot will would may might is was were are equals old new current previous
+    former initial temporary
 """
 _NOT_A_PASSWORD = frozenset(_NOT_A_PASSWORD_WORDS.split())
 _PW_TRAILING = ".,;:)]}>'\"。，；：！？）」』】”’\\"  # not ! or ?: often part of the password
@@ -611,6 +618,9 @@ _TEST_COUNTS = re.compile(
 # A user named just before: "username admin password admin", "账号 root 密码 toor".
 _USER_BEFORE = re.compile(
     r"(?:user(?:[ _-]?name)?|login|account|acct|用户名?|账号|帐号|账户)[^\n]{0,40}\Z", _I
+)
+_DATE_OR_TIME = re.compile(
+    r"[0-9]{1,4}([/.-])[0-9]{1,2}\1[0-9]{1,4}(?:[T ][0-9:.]+Z?)?|[0-9]{1,2}:[0-9]{2}(?::[0-9]{2})?"
 )
 _VERSION = re.compile(r"v?[0-9]+(?:\.[0-9]+)+(?:[-+.][0-9A-Za-z.]+)?", _I)
 _KEY_CUT = re.compile(r"[,;&|<>(){}\[\]\"'`]")
@@ -751,6 +761,9 @@ def _labelled_value(m: re.Match[str], *, generated: bool) -> tuple[int, int] | N
         # "changed the root password to comply with ...": after a bare "to", a word is the verb's object
         or (strong and _BARE_TO.fullmatch(m.group("strong")) is not None)
     ):
+        return None
+    # a date or a time after spaces: a listing's column ("db-password     11/2/2026", "api-token  2026-01-04")
+    if not strong and _DATE_OR_TIME.fullmatch(secret):
         return None
     # "the password 0 days before expiry", "password 5 attempts max": a count, not a value
     if secret.isdigit() and len(secret) < 4 and not strong and label not in ("pin", "密码", "密碼"):
@@ -1216,7 +1229,8 @@ _AK_SK = re.compile(
 # (The label's letters come first and the checks on them after, so that the scan can skip to an a / s.)
 _SHORT_KEY_LABEL = re.compile(
     r"[AaSs][Kk](?<![A-Za-z0-9_.-][AaSs][Kk])(?<=AK|SK|ak|sk)(?:[ _-]?(?:ID|Id|id))?"
-    r"[ \t]*(?:[:：=＝]|->|→|是|为|為)[ \t]*[\"'`]?"
+    + _ZH_SUFFIX
+    + r"[ \t]*(?:[:：=＝]|->|→|是|为|為)[ \t]*[\"'`]?"
     r"(?P<v>(?!\[REDACTED:)[A-Za-z0-9+/=_-]{16,128})(?![A-Za-z0-9+/=_-])"
 )
 # a longer list of label + connector spellings costs more to search than it saves
