@@ -409,7 +409,7 @@ def _key_action(check: Callable[[str], bool] | None) -> _Action:
         groups = m.groupdict()
         if groups.get("sep") is not None:  # an id with, perhaps, its secret
             key = whole[: m.start("sep") - m.start()]
-            if (check is not None and not check(key)) or _DOC_EXAMPLE.search(key):
+            if (check is not None and not check(key)) or _DOC_EXAMPLE.search(key) or _MASKED.fullmatch(key):
                 return whole, 0
             paired = groups["paired"]
             if groups["sep"] and _generated_key(paired) and not _DOC_EXAMPLE.search(paired):
@@ -417,7 +417,7 @@ def _key_action(check: Callable[[str], bool] | None) -> _Action:
             return tag + whole[len(key) :], 1
         wrap = groups.get("wrap") or ""
         key = whole[: len(whole) - len(wrap)]
-        if (check is not None and not check(key)) or _DOC_EXAMPLE.search(key):
+        if (check is not None and not check(key)) or _DOC_EXAMPLE.search(key) or _MASKED.fullmatch(key):
             return whole, 0
         end = len(key)
         for piece in _WRAP_PIECE.finditer(wrap):
@@ -659,7 +659,7 @@ _TEMPLATE_WORD = re.compile(
 # the slot of a key, not a key.
 _MASKED = re.compile(
     r"[^\s*•●]{0,6}[*•●]{4,}[^\s*•●]{0,6}"
-    r"|(?:(?:[A-Za-z0-9]+[_.-])+|[A-Za-z]{2,8}?)([xX*#])\1{5,}(?:[_.-][A-Za-z0-9]{0,8})?"
+    r"|(?:(?:[A-Za-z0-9]+[_.-])+|[A-Za-z]{2,8}?)([xX*#])\1{5,}(?:[_.-](?:\1{4,}|[A-Za-z0-9]{0,8}))*"
 )
 
 
@@ -701,6 +701,9 @@ def _reference_at(text: str, at: int) -> bool:
     return end != -1 and (newline == -1 or end < newline)
 
 
+_CURSOR_BEFORE = re.compile(
+    r"(?<![A-Za-z])(?:page|next|continuation|sync|cursor|resume|prev(?:ious)?)[ \t_.-]?\Z", _I
+)
 _PUBLIC_BEFORE = re.compile(r"(?<![A-Za-z])(?:public|publishable)[ \t_-]*\Z", _I)
 
 
@@ -742,6 +745,8 @@ def _labelled_value(m: re.Match[str], *, generated: bool) -> tuple[int, int] | N
         return None  # Cisco's `password 0 <value>`: the 0 is the type, the value is already replaced
     if generated and _PUBLIC_BEFORE.search(text, max(0, m.start("label") - 16), m.start("label")):
         return None  # "the public token: ...", "publishable key = ...": published by design
+    if generated and _CURSOR_BEFORE.search(text, max(0, m.start("label") - 16), m.start("label")):
+        return None  # `pageToken=`, `next_token:`, `continuation-token`: a page's cursor
     if generated:
         return (v0, v1) if _token_like(secret) else None
     if m.group("q"):
@@ -1143,8 +1148,8 @@ _BANK_ACCOUNT = re.compile(
 )
 _BANK_CONTEXT = re.compile(
     r"\b(?:sort[ \t]*code|iban|swift|bic|routing|aba|ifsc|bsb|banks?|banking|beneficiary|wire"
-    # where pay goes: "direct deposit acct ...", "payroll account", "checking / savings account", "ACH"
-    r"|(?:direct[ \t]+)?deposits?|payroll|paycheck|salary|checking|savings|ach)\b"
+    # where pay goes: "direct deposit acct ...", "payroll account", "a checking / savings account", "ACH"
+    r"|(?:direct[ \t]+)?deposits?|payroll|paycheck|salary|ach|(?:checking|savings|current)[ \t]+(?:account|acct))\b"
     r"|银行|開戶行|开户行|开户名|户名|汇款|匯款|工资|工資|代发|储蓄|存折",
     _I,
 )
@@ -1775,7 +1780,8 @@ _CHANGE_VALUE = re.compile(
     r"(?:从|原来(?:的|那个)?(?:是)?|旧的?(?:是|为)?|之前(?:的|那个)?(?:是)?|以前(?:的|那个)?(?:是)?|改成了?|改为"
     r"|换成了?|变成了?|新的(?:是|为)?|现在(?:的)?是|(?:现在|以后|今后)(?:改)?用|改用|新密码(?:是|为)?"
     r"|(?<![A-Za-z])(?:[Ii]t'?s|[Ii]t[ \t]+is)[ \t]+now|(?<![A-Za-z])now[ \t]+(?:use|it'?s|it[ \t]+is)"
-    r"|(?<![A-Za-z])(?:from|to|old(?:[ \t]+one)?(?:[ \t]+(?:was|is))?|new(?:[ \t]+one)?(?:[ \t]+(?:is|was))?)"
+    r"|(?<![A-Za-z])(?:from|to|(?:old|previous|former)(?:[ \t]+one)?(?:[ \t]+(?:was|is))?"
+    r"|new(?:[ \t]+one)?(?:[ \t]+(?:is|was))?)"
     r"(?![A-Za-z]))[ \t]*[:：]?[ \t]*[\"'`“‘]?"
     r"(?P<v>(?!\[REDACTED:)[\x21-\x7e]{4,64})(?![\x21-\x7e])"
 )
