@@ -353,7 +353,10 @@ if __name__ == "__main__":
 # Docker's config.json `auth`, a BitLocker key, a seed phrase on one line, obsutil's key flags; broken: a
 # Terraform `var.x` reference, `<...>` and Chinese placeholders in `.env.example`, a Mapbox public `pk.` token.
 # Folded in the same way (`FORM_CASES_5` below). The sixth (78/102, 54/60 at first sight) likewise:
-# `FORM_CASES_6` below.
+# `FORM_CASES_6` below. The seventh (66/80, 54/60 at first sight: Chinese key labels, a bank account by a pay
+# word, a changed password's new value, secret query parameters, passwords spelled out or sent in pieces, SQL
+# INSERT of a password column, Oracle's inline user/password, SMS codes; broken: masked and filled-in values,
+# secret listings, a loopback default) likewise: `FORM_CASES_7` below.
 HOLDOUT_PATHS = (
     DATA / "redaction_holdout.jsonl",
     DATA / "redaction_holdout2.jsonl",
@@ -361,6 +364,7 @@ HOLDOUT_PATHS = (
     DATA / "redaction_holdout4.jsonl",
     DATA / "redaction_holdout5.jsonl",
     DATA / "redaction_holdout6.jsonl",
+    DATA / "redaction_holdout7.jsonl",
 )
 
 
