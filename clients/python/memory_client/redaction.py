@@ -75,6 +75,17 @@ Built from the forms secrets are written in, not from examples (the table of cas
   or as its DER body without PEM lines (a SEQUENCE opening with the version INTEGER); ``.pgpass`` lines, .NET
   appSettings, GCP ``private_key_id``, 访问密钥ID, Zhipu ``id.secret``; kept: templating (``{{ ... }}``,
   ``%(password)s``, Ansible ``!vault``), Terraform ``(sensitive value)`` and talk about a PEM header.
+* forms the seventh blind set showed: Chinese key labels naming the secret half (访问密钥密文, 密匙, a
+  value-form word such as 密文 / 明文 between any label and its connector); a bank account by a pay word (direct
+  deposit, payroll); a URL query parameter named after a secret in any URL (``corpsecret``, ``appsecret``,
+  ``q-signature``, ``access_token``, a long ``appid``); a password spelled out item by item (capital T,
+  lowercase r, 3 / 大写Q，小写k，井号) or sent in pieces (first half / 前半段); a change's new value after "now
+  use" / 现在用; SQL ``INSERT`` of a password or token column; Oracle's inline ``user/password`` (JDBC thin,
+  sqlplus, expdp, rman, ``userid=``, ``CONNECT``); a one-time code told as a code (验证码, OTP, verification
+  code); kept: masked values (``****5ZEQ``, ``••••a91c``) and vendor prefixes filled with one character
+  (``sk_test_XXXX``), "24 bytes", a date in a listing's column, a listed name ending in a credential word
+  (``registry-cred``), a page's cursor (``pageToken``), a loopback URL whose password repeats its user
+  (``guest:guest@localhost``) and a one-time code the writer says they never asked for.
 
 Redaction is idempotent: a placeholder never completes a match (the one rule that starts at a placeholder, a
 CVV after a card, runs only once this call has replaced the card), so ``redact(redact(x)) == redact(x)``.
