@@ -1548,7 +1548,11 @@ _SPELL_MARKED = re.compile(
     r"(?<![A-Za-z])(?:" + _SPELL_CASE + r"[ \t]*[A-Za-z](?![A-Za-z])|" + _SPELL_SYMBOL + ")", _I
 )
 # windowed: the run is tried from each item found within reach of a case word
-_SPELL_GATE = ("capital", "upper", "lower", "small", "大写", "小写", "大寫", "小寫")
+# ("small" / "upper" / "lower" alone are common words; a spelled run names a case in one of these)
+_SPELL_GATE = (
+    "capital", "uppercase", "upper case", "upper-case", "lowercase", "lower case", "lower-case", "大写", "小写",
+    "大寫", "小寫",
+)  # fmt: skip
 _SPELL_HEAD = re.compile(r"(?<![A-Za-z0-9])" + _SPELL_ITEM.replace("?P<marked>", ""), _I)
 
 
