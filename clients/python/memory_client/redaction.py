@@ -2279,12 +2279,16 @@ _ORACLE_CONNECT = re.compile(
     _I | re.MULTILINE,
 )
 # ("conn" alone would pass most prose about connections, "rman" every "performance": a line's `conn` is gated by
-# its line start, RMAN by its connect keyword)
-_ORACLE_GATE = (
+# its line start, RMAN by its connect keyword.) The rule's gate is the slash every form has, a one-character
+# search; these words are looked for only in the texts that hold one (a search for ten words costs more).
+_ORACLE_WORDS = (
     "jdbc:oracle", "sqlplus", "expdp", "impdp", "sqlldr", "rman target", "rman catalog", "rman auxiliary",
     "dgmgrl", "userid=", "userid =", "\nconn",
     "\nsql>", "sql> conn",
 )  # fmt: skip
+
+
+_ORACLE_NEEDS = re.compile("|".join(re.escape(w) for w in _ORACLE_WORDS))
 
 
 def _oracle_action(m: re.Match[str]) -> tuple[str, int]:
@@ -2466,7 +2470,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("national_id", _SG_NRIC, _checked_action(_nric_ok), _NRIC_CONTEXT, None, True),
     _Rule("national_id", _MY_NUMBER, _checked_action(_my_number_ok), _SIXTH_GATE),
     _Rule("password", _SQL_INSERT, _sql_insert_action, ("insert",)),
-    _Rule("password", _ORACLE_CONNECT, _oracle_action, _ORACLE_GATE),
+    _Rule("password", _ORACLE_CONNECT, _oracle_action, ("/",), needs=_ORACLE_NEEDS),
     _Rule(
         "national_id",
         _IN_PAN,
