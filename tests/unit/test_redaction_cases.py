@@ -1029,6 +1029,22 @@ FORM_CASES_7: list[tuple[str, str, tuple[str, ...]]] = [
     ("listing", "amqp://guest:guest@127.0.0.1:5672/ for the local broker", ()),
     ("listing", "amqp://guest:guest@mq.prod.example:5672/ is still the prod broker", ("guest@mq",)),
     ("listing", "creds: deploy / Rv8-qm44", ("Rv8-qm44",)),
+    # more of the same families: SQL that sets an account's password, a code told first or in groups, a letter
+    # told by a word, a slot that says where its value goes
+    ("sql-account", 'CREATE USER audit_ro IDENTIFIED BY "Xc4!mp7Q";', ("Xc4!mp7Q",)),
+    ("sql-account", "ALTER USER billing IDENTIFIED BY tiger;", ("tiger",)),
+    ("sql-account", "GRANT SELECT ON crm.* TO 'bi'@'%' IDENTIFIED BY 'Wd9-kx31';", ("Wd9-kx31",)),
+    ("sql-account", "SET PASSWORD FOR 'ops'@'localhost' = 'Hn6_qz40';", ("Hn6_qz40",)),
+    ("sql-account", "ALTER USER app IDENTIFIED BY :new_password", ()),
+    ("sql-account", "each row is identified by name and region", ()),
+    ("otp", "G-730914 is your Google verification code", ("730914",)),
+    ("otp", "509381 是您的登录验证码，请勿泄露", ("509381",)),
+    ("otp", "sms says: your login code is 318 604", ("318 604",)),
+    ("otp", "1200 is your total, the verification code comes later", ()),
+    ("spelled", "read it back to me: K as in Kilo, 4, m as in Mike, 9, dollar sign, z as in Zulu", ("Kilo",)),
+    ("spelled", "P as in Paris, that is how the surname starts", ()),
+    ("masked", "API_KEY=put-your-api-key-here\nDB_PASSWORD=put-your-password-here", ()),
+    ("masked", "token: insert_token_here", ()),
 ]
 
 

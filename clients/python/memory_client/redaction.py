@@ -591,6 +591,9 @@ _PW_TRAILING = ".,;:)]}>'\"。，；：！？）」』】”’\\"  # not ! or ?
 # Values that stand for a secret without being one: masks, template slots, env references, "n/a".
 _PW_STAND_IN = re.compile(
     r"[*•xX-]+|<[^<>]*>|\$\{[^}]*\}|\$\(.*|\{\{\S*|\$[A-Z_][A-Z0-9_]*|%s|n/?a|tbd|todo|xxx+|your[_-]\w*"
+    # words joined by `-` / `_` that say where a value goes: `put-your-password-here`, `api_key_goes_here`,
+    # `insert-token-here`, `placeholder`
+    r"|(?:[a-z]+[_-])*(?:here|your|placeholder)(?:[_-][a-z]+)*"
     # templating and interpolation (`{{ vault_db_password }}`, ConfigParser `%(password)s`), an ellipsis, Ansible's
     # `!vault |`, Terraform's `(sensitive value)`
     r"|\{\{[^{}\n]*\}\}|%\(\w+\)s|\.{2,}|…+|!vault|\(sensitive(?:[ \t]+value\))?"
@@ -1525,6 +1528,8 @@ def _url_signature_action(m: re.Match[str]) -> tuple[str, int]:
 # two carry a case or name a symbol (a list of digits alone is a number). The whole spelled run goes: it tells
 # the password as well as the literal would.
 _SPELL_CASE = r"(?:capital|upper(?:[ -]?case)?|lower(?:[ -]?case)?|small|big|大写|小写|大寫|小寫)(?:字母)?"
+# a letter told by a word: "T as in Tango", "r for Romeo" (the case may be given too)
+_SPELL_AS_IN = r"(?:" + _SPELL_CASE + r"[ \t]*)?[A-Za-z][ \t]+(?:as[ \t]+in|for)[ \t]+[A-Z][a-z]{2,}"
 _SPELL_SYMBOL = (
     r"(?:exclamation(?:[ \t]+(?:mark|point))?|at[ \t]+(?:sign|symbol)|hash(?:[ \t]+sign)?|pound[ \t]+sign"
     r"|dollar(?:[ \t]+sign)?|percent(?:[ \t]+sign)?|caret|ampersand|asterisk|star|underscore|dash|hyphen|minus"
@@ -1534,7 +1539,7 @@ _SPELL_SYMBOL = (
     r"|反斜杠|波浪号|冒号|分号|逗号)"
 )
 _SPELL_ITEM = (
-    r"(?:(?P<marked>" + _SPELL_CASE + r"[ \t]*[A-Za-z]|" + _SPELL_SYMBOL + r")"
+    r"(?:(?P<marked>" + _SPELL_CASE + r"[ \t]*[A-Za-z]|" + _SPELL_SYMBOL + r"|" + _SPELL_AS_IN + r")"
     r"|(?:(?:number|digit|数字)[ \t]*)?[0-9])(?![A-Za-z0-9\u4e00-\u9fff])"
 )
 _SPELL_SEP = (
@@ -1545,13 +1550,20 @@ _SPELLED = re.compile(
     _I,
 )
 _SPELL_MARKED = re.compile(
-    r"(?<![A-Za-z])(?:" + _SPELL_CASE + r"[ \t]*[A-Za-z](?![A-Za-z])|" + _SPELL_SYMBOL + ")", _I
+    r"(?<![A-Za-z])(?:"
+    + _SPELL_CASE
+    + r"[ \t]*[A-Za-z](?![A-Za-z])|"
+    + _SPELL_SYMBOL
+    + "|"
+    + _SPELL_AS_IN
+    + ")",
+    _I,
 )
 # windowed: the run is tried from each item found within reach of a case word
 # ("small" / "upper" / "lower" alone are common words; a spelled run names a case in one of these)
 _SPELL_GATE = (
     "capital", "uppercase", "upper case", "upper-case", "lowercase", "lower case", "lower-case", "大写", "小写",
-    "大寫", "小寫",
+    "大寫", "小寫", " as in ",
 )  # fmt: skip
 _SPELL_HEAD = re.compile(r"(?<![A-Za-z0-9])" + _SPELL_ITEM.replace("?P<marked>", ""), _I)
 
@@ -1742,7 +1754,7 @@ _OTP = re.compile(
     r"(?P<lead>"
     + _OTP_LABEL
     + r"(?:[ \t]*(?:[:：=#]|是|为|為)|[ \t]+(?:is|was)(?:[ \t]*:)?(?![A-Za-z]))?[ \t]*)"
-    r"(?P<v>(?:G-)?(?<![0-9])[0-9]{4,8})"
+    r"(?P<v>(?:G-)?(?<![0-9])(?:[0-9]{3}[ -][0-9]{3}|[0-9]{4,8}))"
     r"(?![0-9A-Za-z.,:/-]?[0-9]|[A-Za-z]|[ \t]*(?:digits?|numbers?|characters?|chars?|seconds?|secs?|minutes?|mins?"
     r"|hours?|位|个|秒|分钟|小时|年|月|日|号))",
     _I,
@@ -1762,6 +1774,23 @@ _OTHER_CODE = re.compile(
     r"|错误|状态|返回|邮编|区号|模板|优惠|商品|订单)[ \t_-]*\Z",
     _I,
 )
+
+
+# The code first: "G-550192 is your Google verification code", "608116 是您的登录验证码".
+_OTP_FIRST = re.compile(
+    r"(?<![0-9A-Za-z-])(?P<v>(?:G-)?(?:[0-9]{3}[ -][0-9]{3}|[0-9]{4,8}))(?![0-9])"
+    r"(?=[ \t]*(?:is[ \t]+your[ \t]+(?:[\w-]+[ \t]+){0,3}?(?:verification|security|login|log-?in|sign-?in|one-time"
+    r"|confirmation|2fa|mfa|otp|access|auth(?:entication)?)[ \t]+(?:code|pin|passcode)(?![A-Za-z])"
+    r"|(?:是|为)(?:你|您)的[^\s，。,]{0,6}?(?:验证码|校验码|动态码|动态密码)))",
+    _I,
+)
+_OTP_FIRST_GATE = ("is your", "是你的", "是您的", "为你的", "为您的")
+
+
+def _otp_first_action(m: re.Match[str]) -> tuple[str, int]:
+    if _OTP_UNREQUESTED.search(m.string, max(0, m.start() - 300), m.end() + 300) is not None:
+        return m.group(), 0
+    return _tag("password"), 1
 
 
 def _otp_action(m: re.Match[str]) -> tuple[str, int]:
@@ -2301,6 +2330,33 @@ def _oracle_action(m: re.Match[str]) -> tuple[str, int]:
     return m.group("lead") + _tag("password"), 1
 
 
+# SQL that sets an account's password in the statement: `CREATE USER x IDENTIFIED BY "..."`, `ALTER USER x
+# IDENTIFIED BY ...`, MySQL `GRANT ... IDENTIFIED BY '...'`, `IDENTIFIED WITH plugin BY '...'`, `SET PASSWORD [FOR
+# 'u'@'h'] = '...'` (or `= PASSWORD('...')`). A hash (`IDENTIFIED BY PASSWORD '*6BB4...'`, `AS '...'`) is kept.
+_SQL_CREDENTIAL = re.compile(
+    r"(?P<lead>(?<![A-Za-z])(?:IDENTIFIED(?:[ \t]+WITH[ \t]+['\"`]?\w+['\"`]?)?[ \t]+BY"
+    r"|SET[ \t]+PASSWORD(?:[ \t]+FOR[ \t]+[^\s=;]{1,128})?[ \t]*=(?:[ \t]*PASSWORD[ \t]*\()?)[ \t]*"
+    r"(?P<q>['\"`])?)(?P<v>(?!\[REDACTED:)(?(q)[^'\"`\n]{1,128}|[^\s;'\"`)]{1,128}))",
+    _I,
+)
+
+
+_SQL_ACCOUNT = re.compile(r"(?<![A-Za-z])(?:(?:create|alter)[ \t]+(?:user|role|login)|grant)(?![A-Za-z])", _I)
+
+
+def _sql_credential_action(m: re.Match[str]) -> tuple[str, int]:
+    value = m.group("v")
+    if value.upper() == "PASSWORD" or _stand_in(value) or value.startswith((":", "?", "$", "%", "&")):
+        return m.group(), 0  # `BY PASSWORD '*hash'`, a bind variable or a substitution
+    # unquoted, in a statement that makes or changes an account, or looking like a password ("identified by its
+    # name" is prose)
+    if m.group("q") is None and not _pw_shaped(value):
+        line_start = m.string.rfind("\n", 0, m.start()) + 1
+        if _SQL_ACCOUNT.search(m.string, line_start, m.start()) is None:
+            return m.group(), 0
+    return m.group("lead") + _tag("password"), 1
+
+
 def _my_number_ok(s: str) -> bool:
     """Japan's My Number: 11 digits and a check digit (weights 2..7, 2..6 from the right, mod 11)."""
     s = s.replace(" ", "").replace("-", "")
@@ -2438,6 +2494,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _FOREIGN_PW, _foreign_pw_action, _FOREIGN_PW_GATE, _FOREIGN_PW_HEAD, True),
     _Rule("password", _PIN_CODE, _swap_value("password"), _PIN_CODE_GATE, _PIN_HEAD, True),
     _Rule("password", _OTP, _otp_action, _OTP_GATE, _OTP_HEAD, True),
+    _Rule("password", _OTP_FIRST, _otp_first_action, _OTP_FIRST_GATE),
     _Rule("password", _WIFI_KEY, _wifi_key_action, _WIFI_GATE, _WIFI_HEAD, True, _WIFI_CONTEXT),
     _Rule("card", _CVV, _swap_value("card"), _CVV_GATE, _CVV_HEAD, True),
     # numbers of a fixed grouping before the card rule can read a Luhn-valid stretch of them as a card
@@ -2470,6 +2527,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("national_id", _SG_NRIC, _checked_action(_nric_ok), _NRIC_CONTEXT, None, True),
     _Rule("national_id", _MY_NUMBER, _checked_action(_my_number_ok), _SIXTH_GATE),
     _Rule("password", _SQL_INSERT, _sql_insert_action, ("insert",)),
+    _Rule("password", _SQL_CREDENTIAL, _sql_credential_action, ("identified", "set password")),
     _Rule("password", _ORACLE_CONNECT, _oracle_action, ("/",), needs=_ORACLE_NEEDS),
     _Rule(
         "national_id",
