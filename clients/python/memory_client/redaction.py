@@ -79,13 +79,15 @@ Built from the forms secrets are written in, not from examples (the table of cas
   value-form word such as 密文 / 明文 between any label and its connector); a bank account by a pay word (direct
   deposit, payroll); a URL query parameter named after a secret in any URL (``corpsecret``, ``appsecret``,
   ``q-signature``, ``access_token``, a long ``appid``); a password spelled out item by item (capital T,
-  lowercase r, 3 / 大写Q，小写k，井号) or sent in pieces (first half / 前半段); a change's new value after "now
-  use" / 现在用; SQL ``INSERT`` of a password or token column; Oracle's inline ``user/password`` (JDBC thin,
-  sqlplus, expdp, rman, ``userid=``, ``CONNECT``); a one-time code told as a code (验证码, OTP, verification
-  code); kept: masked values (``****5ZEQ``, ``••••a91c``) and vendor prefixes filled with one character
-  (``sk_test_XXXX``), "24 bytes", a date in a listing's column, a listed name ending in a credential word
-  (``registry-cred``), a page's cursor (``pageToken``), a loopback URL whose password repeats its user
-  (``guest:guest@localhost``) and a one-time code the writer says they never asked for.
+  lowercase r, 3, K as in Kilo / 大写Q，小写k，井号) or sent in pieces (first half / 前半段); a change's new
+  value after "now use" / 现在用; SQL ``INSERT`` of a password or token column, ``IDENTIFIED BY`` and ``SET
+  PASSWORD``; Oracle's inline ``user/password`` (JDBC thin, sqlplus, expdp, rman, ``userid=``, ``CONNECT``); a
+  one-time code told as a code (验证码, OTP, verification code, "G-730914 is your ... code"); kept: masked
+  values (``****5ZEQ``, ``••••a91c``) and vendor prefixes filled with one character (``sk_test_XXXX``), slots
+  saying where a value goes (``put-your-password-here``), "24 bytes", a date in a listing's column, a listed
+  name ending in a credential word (``registry-cred``), a page's cursor (``pageToken``), a loopback URL whose
+  password repeats its user (``guest:guest@localhost``) and a one-time code the writer says they never asked
+  for.
 
 Redaction is idempotent: a placeholder never completes a match (the one rule that starts at a placeholder, a
 CVV after a card, runs only once this call has replaced the card), so ``redact(redact(x)) == redact(x)``.
@@ -1784,7 +1786,8 @@ _OTP_FIRST = re.compile(
     r"|(?:是|为)(?:你|您)的[^\s，。,]{0,6}?(?:验证码|校验码|动态码|动态密码)))",
     _I,
 )
-_OTP_FIRST_GATE = ("is your", "是你的", "是您的", "为你的", "为您的")
+# windowed on the OTP rule's words: the match ends at one of them ("code", 验证码, 密码 of 动态密码), so a window
+# reaching back from it holds the whole match
 
 
 def _otp_first_action(m: re.Match[str]) -> tuple[str, int]:
@@ -2494,7 +2497,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _FOREIGN_PW, _foreign_pw_action, _FOREIGN_PW_GATE, _FOREIGN_PW_HEAD, True),
     _Rule("password", _PIN_CODE, _swap_value("password"), _PIN_CODE_GATE, _PIN_HEAD, True),
     _Rule("password", _OTP, _otp_action, _OTP_GATE, _OTP_HEAD, True),
-    _Rule("password", _OTP_FIRST, _otp_first_action, _OTP_FIRST_GATE),
+    _Rule("password", _OTP_FIRST, _otp_first_action, _OTP_GATE, None, True),
     _Rule("password", _WIFI_KEY, _wifi_key_action, _WIFI_GATE, _WIFI_HEAD, True, _WIFI_CONTEXT),
     _Rule("card", _CVV, _swap_value("card"), _CVV_GATE, _CVV_HEAD, True),
     # numbers of a fixed grouping before the card rule can read a Luhn-valid stretch of them as a card
@@ -2527,7 +2530,12 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("national_id", _SG_NRIC, _checked_action(_nric_ok), _NRIC_CONTEXT, None, True),
     _Rule("national_id", _MY_NUMBER, _checked_action(_my_number_ok), _SIXTH_GATE),
     _Rule("password", _SQL_INSERT, _sql_insert_action, ("insert",)),
-    _Rule("password", _SQL_CREDENTIAL, _sql_credential_action, ("identified", "set password")),
+    _Rule(
+        "password",
+        _SQL_CREDENTIAL,
+        _sql_credential_action,
+        ("identified by", "identified with", "set password"),
+    ),
     _Rule("password", _ORACLE_CONNECT, _oracle_action, ("/",), needs=_ORACLE_NEEDS),
     _Rule(
         "national_id",
