@@ -1041,7 +1041,11 @@ FORM_CASES_7: list[tuple[str, str, tuple[str, ...]]] = [
     ("otp", "509381 是您的登录验证码，请勿泄露", ("509381",)),
     ("otp", "sms says: your login code is 318 604", ("318 604",)),
     ("otp", "1200 is your total, the verification code comes later", ()),
-    ("spelled", "read it back to me: K as in Kilo, 4, m as in Mike, 9, dollar sign, z as in Zulu", ("Kilo",)),
+    (
+        "spelled",
+        "read it back to me: capital K as in Kilo, 4, lowercase m, 9, dollar sign, z as in Zulu",
+        ("Kilo", "lowercase m, 9"),
+    ),
     ("spelled", "P as in Paris, that is how the surname starts", ()),
     ("masked", "API_KEY=put-your-api-key-here\nDB_PASSWORD=put-your-password-here", ()),
     ("masked", "token: insert_token_here", ()),

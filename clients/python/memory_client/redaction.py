@@ -1562,10 +1562,11 @@ _SPELL_MARKED = re.compile(
     _I,
 )
 # windowed: the run is tried from each item found within reach of a case word
-# ("small" / "upper" / "lower" alone are common words; a spelled run names a case in one of these)
+# ("small" / "upper" / "lower" alone are common words; a spelled run names a case in one of these. "as in" is
+# no gate either: a run told only by words, "K as in Kilo, m as in Mike", is read only when a case is named.)
 _SPELL_GATE = (
     "capital", "uppercase", "upper case", "upper-case", "lowercase", "lower case", "lower-case", "大写", "小写",
-    "大寫", "小寫", " as in ",
+    "大寫", "小寫",
 )  # fmt: skip
 _SPELL_HEAD = re.compile(r"(?<![A-Za-z0-9])" + _SPELL_ITEM.replace("?P<marked>", ""), _I)
 
