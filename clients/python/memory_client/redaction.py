@@ -2243,17 +2243,19 @@ def _table_action(m: re.Match[str]) -> tuple[str, int]:
 # secret, token, api_key, 密码 ...; not `password_hash`). A quoted literal goes, or the first quoted literal
 # inside a function call (`crypt('x', gen_salt('bf'))`, `PASSWORD('x')`); parameters (`?`, `$1`, `%s`,
 # `:pw`), NULL, DEFAULT and stand-ins are kept.
-_SQL_LITERAL = r"'(?:[^'\\\n]|\\.|'')*'|\"(?:[^\"\\\n]|\\.)*\""
+# Every repeat is possessive: a literal's `''` could also end it and open the next one, and without possessive
+# repeats a row left open (`('a''a''a''...`) would be tried every way it splits.
+_SQL_LITERAL = r"'(?:[^'\\\n]|\\.|'')*+'|\"(?:[^\"\\\n]|\\.)*+\""
 # a call's parentheses, two levels deep (`crypt('x', gen_salt('bf'))`)
-_SQL_CALL = r"\((?:" + _SQL_LITERAL + r"|\((?:" + _SQL_LITERAL + r"|[^()'\"])*\)|[^()'\"])*\)"
-_SQL_ROW = r"\((?:" + _SQL_LITERAL + "|" + _SQL_CALL + r"|[^()'\";])*\)"
+_SQL_CALL = r"\((?:" + _SQL_LITERAL + r"|\((?:" + _SQL_LITERAL + r"|[^()'\"])*+\)|[^()'\"])*+\)"
+_SQL_ROW = r"\((?:" + _SQL_LITERAL + "|" + _SQL_CALL + r"|[^()'\";])*+\)"
 _SQL_INSERT = re.compile(
     r"(?<![A-Za-z])INSERT[ \t\r\n]+(?:IGNORE[ \t\r\n]+)?INTO[ \t\r\n]+[\w.\"`\[\]]+[ \t\r\n]*"
     r"\((?P<cols>[^()'\";]{1,2000})\)[ \t\r\n]*VALUES[ \t\r\n]*"
     r"(?P<rows>" + _SQL_ROW + r"(?:[ \t\r\n]*,[ \t\r\n]*" + _SQL_ROW + r")*)",
     _I,
 )
-_SQL_CELL = re.compile(r"(?:" + _SQL_LITERAL + "|" + _SQL_CALL + r"|[^,()'\"])+")
+_SQL_CELL = re.compile(r"(?:" + _SQL_LITERAL + "|" + _SQL_CALL + r"|[^,()'\"])++")
 _SQL_QUOTED = re.compile(_SQL_LITERAL)
 _SQL_TUPLE = re.compile(_SQL_ROW)
 
@@ -2355,8 +2357,8 @@ def _sql_credential_action(m: re.Match[str]) -> tuple[str, int]:
     # unquoted, in a statement that makes or changes an account, or looking like a password ("identified by its
     # name" is prose)
     if m.group("q") is None and not _pw_shaped(value):
-        line_start = m.string.rfind("\n", 0, m.start()) + 1
-        if _SQL_ACCOUNT.search(m.string, line_start, m.start()) is None:
+        line_start = m.string.rfind("\n", max(0, m.start() - 200), m.start()) + 1
+        if _SQL_ACCOUNT.search(m.string, max(line_start, m.start() - 200), m.start()) is None:
             return m.group(), 0
     return m.group("lead") + _tag("password"), 1
 
