@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import random
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -1057,3 +1058,19 @@ FORM_CASES_7: list[tuple[str, str, tuple[str, ...]]] = [
 )
 def test_a_form_added_for_the_seventh_holdout_set(form: str, text: str, secrets: tuple[str, ...]) -> None:
     test_a_form_added_for_the_fourth_holdout_set(form, text, secrets)
+
+
+def test_the_seventh_sets_rules_stay_linear_on_texts_made_to_backtrack() -> None:
+    texts = [
+        "INSERT INTO t (password) VALUES (" + "'q''" * 5000,  # a row left open, doubled quotes
+        "INSERT INTO t (a, pwd) VALUES " + "('a', crypt('b', f('c')))," * 2000 + "(",
+        "IDENTIFIED BY " * 3000,  # one long line, no account statement
+        "https://x.example/?" + "a_b-c." * 3000 + "secret=" + "Z9" * 3000,
+        "first part second part " * 3000 + " password",
+        "capital A, " * 3000,
+    ]
+    for text in texts:
+        started = time.perf_counter()
+        out = redact(text)
+        assert time.perf_counter() - started < 2.0, text[:40]
+        assert redact(out) == out
