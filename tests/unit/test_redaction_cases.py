@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import random
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -353,7 +354,10 @@ if __name__ == "__main__":
 # Docker's config.json `auth`, a BitLocker key, a seed phrase on one line, obsutil's key flags; broken: a
 # Terraform `var.x` reference, `<...>` and Chinese placeholders in `.env.example`, a Mapbox public `pk.` token.
 # Folded in the same way (`FORM_CASES_5` below). The sixth (78/102, 54/60 at first sight) likewise:
-# `FORM_CASES_6` below.
+# `FORM_CASES_6` below. The seventh (66/80, 54/60 at first sight: Chinese key labels, a bank account by a pay
+# word, a changed password's new value, secret query parameters, passwords spelled out or sent in pieces, SQL
+# INSERT of a password column, Oracle's inline user/password, SMS codes; broken: masked and filled-in values,
+# secret listings, a loopback default) likewise: `FORM_CASES_7` below.
 HOLDOUT_PATHS = (
     DATA / "redaction_holdout.jsonl",
     DATA / "redaction_holdout2.jsonl",
@@ -361,6 +365,7 @@ HOLDOUT_PATHS = (
     DATA / "redaction_holdout4.jsonl",
     DATA / "redaction_holdout5.jsonl",
     DATA / "redaction_holdout6.jsonl",
+    DATA / "redaction_holdout7.jsonl",
 )
 
 
@@ -881,3 +886,191 @@ FORM_CASES_6: list[tuple[str, str, tuple[str, ...]]] = [
 )
 def test_a_form_added_for_the_sixth_holdout_set(form: str, text: str, secrets: tuple[str, ...]) -> None:
     test_a_form_added_for_the_fourth_holdout_set(form, text, secrets)
+
+
+# ---------------------------------------------------------------- forms added for the seventh hold-out set
+
+FORM_CASES_7: list[tuple[str, str, tuple[str, ...]]] = [
+    # Chinese labels naming the secret half of any vendor's key, and a Chinese word for the value's form
+    (
+        "zh-key-label",
+        "火山引擎控制台复制的：访问密钥密文：Nq7rT2xWm9LkP4sVb8Zc3Hd6Jf1Gy5",
+        ("Nq7rT2xWm9LkP4sVb8Zc3Hd6Jf1Gy5",),
+    ),
+    (
+        "zh-key-label",
+        "阿里云 RAM 用户的 AccessKey Secret 明文：Hk2mW8qZ7pXv3Lr9Tb5Nc1Ys4Gd6F",
+        ("Hk2mW8qZ7pXv3Lr9Tb5Nc1Ys4Gd6F",),
+    ),
+    (
+        "zh-key-label",
+        "七牛的 SK 原文 = mP3xQ9wL2kZ7rT5vB8nC4jH6gF1dS0aYe",
+        ("mP3xQ9wL2kZ7rT5vB8nC4jH6gF1dS0aYe",),
+    ),
+    ("zh-key-label", "接口密匙：c4Xq8Lm2Rw7Zt9Vb3Np5Hk", ("c4Xq8Lm2Rw7Zt9Vb3Np5Hk",)),
+    ("zh-key-label", "密钥密文存在 KMS 里，程序启动时解密", ()),
+    ("zh-key-label", "访问密钥内容请到控制台查看", ()),
+    # bank accounts labelled as where pay goes
+    ("bank-account", "Payroll: acct 30418822917, effective next cycle", ("30418822917",)),
+    ("bank-account", "工资卡账号 6217 0012 3456 7890 123 开户行建设银行", ("6217 0012 3456 7890 123",)),
+    ("bank-account", "savings target for the acct: 250000 by June", ()),
+    ("bank-account", "customer acct 88231 asked about the order status", ()),
+    # a query parameter named after a secret, in any URL
+    (
+        "url-secret-param",
+        "GET https://oapi.example.cn/gettoken?appkey=dingw7q2&appsecret=Rk8vN2xQ9mT4wL7pZ3cB6hJ1yG5dF0sA",
+        ("Rk8vN2xQ9mT4wL7pZ3cB6hJ1yG5dF0sA",),
+    ),
+    (
+        "url-secret-param",
+        "webhook: https://hooks.example.io/in?client_secret=q7W2e9R4t1Y6u3I8o5P0aZxC&ts=1",
+        ("q7W2e9R4t1Y6u3I8o5P0aZxC",),
+    ),
+    (
+        "url-secret-param",
+        "the weather call 401s: /data/3.0/onecall?lat=51.5&lon=-0.1&appid=7c2e91ab04d36f58c1e09b7a2d4f6e83",
+        ("7c2e91ab04d36f58c1e09b7a2d4f6e83",),
+    ),
+    (
+        "url-secret-param",
+        "https://api.example.com/v2/items?access_token=Zr5Kq1Wm8Xt3Lp7Vn2Bc9Hd4",
+        ("Zr5Kq1Wm8Xt3Lp7Vn2Bc9Hd4",),
+    ),
+    ("url-secret-param", "next page: /v1/list?limit=50&pageToken=CgwI8ZvM9gUQkK3xMhIGb3JkZXJz", ()),
+    ("url-secret-param", "小程序 appid=wx9a8b7c6d5e4f3a2b 已审核", ()),
+    ("url-secret-param", "signed upload: ?q-key-time=1764000000;1764003600&q-header-list=host", ()),
+    ("url-secret-param", "https://x.example/cb?token_type=bearer&expires_in=3600", ()),
+    # passwords spelled out item by item
+    (
+        "spelled",
+        "over the phone she read it as: lower case h, upper case W, 9, 2, at sign, lower case q, 7",
+        ("lower case h, upper case W, 9, 2, at sign, lower case q, 7",),
+    ),
+    (
+        "spelled",
+        "路由器管理密码我一个个说：小写t、大写M、数字4、数字0、下划线、小写v、大写K",
+        ("小写t、大写M、数字4、数字0、下划线、小写v、大写K",),
+    ),
+    ("spelled", "It needs capital letters, lower case letters, digits 0-9 and one of ! @ #", ()),
+    ("spelled", "必须包含大写字母、小写字母、数字和下划线，长度 8 到 16 位", ()),
+    ("spelled", "round 1, 2, 3, 4, 5, 6 and 7 all passed", ()),
+    # a secret sent in pieces
+    (
+        "split",
+        "sending the signing key in two bits. part 1: (later)\nfirst part: Zq4-Wm81\nsecond part: kT7!x2Rv",
+        ("Zq4-Wm81", "kT7!x2Rv"),
+    ),
+    ("split", "堡垒机密码分两段发：前半段 pX83kQ，后半段是 Lm92!w", ("pX83kQ", "Lm92!w")),
+    ("split", "first half: onboarding, second half: Q&A on the password manager rollout", ()),
+    ("split", "our key metric dipped in the first half 2026 then recovered", ()),
+    # a change told with both values
+    (
+        "changed",
+        "VPN 账号的密码我刚改了，原来那个 Fz8-mq21 不用了，以后用 Tw3_kp90",
+        ("Fz8-mq21", "Tw3_kp90"),
+    ),
+    (
+        "changed",
+        "rotated the NAS password; previous was Gr33n-Tea7, now use Bl4ck-Cof9",
+        ("Gr33n-Tea7", "Bl4ck-Cof9"),
+    ),
+    ("changed", "我把浏览器改用 Firefox 了，密码管理器也换了", ()),
+    (
+        "changed",
+        "Changed the wiki password: old one was Lamp5!post, new is Desk8?tile",
+        ("Lamp5!post", "Desk8?tile"),
+    ),
+    # SQL writing a password column
+    (
+        "sql-insert",
+        "INSERT INTO admins (login, pwd, note) VALUES\n  ('mei', 'Ux7#pL2q', 'night, shift'),\n"
+        "  ('omar', crypt('Vb4!nQ8z', gen_salt('bf')), NULL);",
+        ("Ux7#pL2q", "Vb4!nQ8z"),
+    ),
+    (
+        "sql-insert",
+        "INSERT INTO integrations (name, api_token) VALUES ('crm', 'r8Kw2Zq7Lm4Xt9Vb3Np5Hc1');",
+        ("r8Kw2Zq7Lm4Xt9Vb3Np5Hc1",),
+    ),
+    ("sql-insert", "UPDATE staff SET temp_password = 'Kd8-vR2m' WHERE id = 12;", ("Kd8-vR2m",)),
+    ("sql-insert", "cur.execute('INSERT INTO users (email, password) VALUES (%s, %s)', (email, pw))", ()),
+    ("sql-insert", "INSERT INTO users (email, password_hash) VALUES ('a@b.example', '$2b$12$Qm3Vx8Lp');", ()),
+    ("sql-insert", "INSERT INTO users (email, password) VALUES ($1, $2), (?, ?)", ()),
+    # Oracle's inline user/password
+    ("oracle-inline", "pool url = jdbc:oracle:thin:ledger/Pq7vX2mw@//ora-db:1521/LEDGER", ("Pq7vX2mw",)),
+    ("oracle-inline", "run: sqlplus -L reports/Zt8_qm31@PRODPDB @daily.sql", ("Zt8_qm31",)),
+    ("oracle-inline", "rman target sys/Wk4!rp90@prim catalog rcat/Hb2-xn55@rcatdb", ("Wk4!rp90", "Hb2-xn55")),
+    ("oracle-inline", "expdp userid=hr/Mx3-kv77 schemas=HR dumpfile=hr.dmp", ("Mx3-kv77",)),
+    ("oracle-inline", "SQL> connect scott/Tg5_ra12@orcl", ("Tg5_ra12",)),
+    ("oracle-inline", "sqlplus / as sysdba", ()),
+    ("oracle-inline", "the jdbc:oracle:thin:USER/PASSWORD@host:1521/svc template from the docs", ()),
+    ("oracle-inline", "we target arm64/linux and x86_64/linux builds", ()),
+    # one-time codes told as a code
+    ("otp", "【某快递】您的取件验证码：730518，请尽快领取", ("730518",)),
+    ("otp", "the bank texted me: your one-time passcode is 552907, do not share it", ("552907",)),
+    ("otp", "got a text message, the code is 884120 — should I read it to the caller?", ("884120",)),
+    ("otp", "登录动态码 4417，我发给你了", ("4417",)),
+    ("otp", "验证码 5 分钟内有效，长度为 6 位", ()),
+    ("otp", "SMS gateway returned error code: 400113", ()),
+    ("otp", "the code 2026 release notes mention the SMS login", ()),
+    ("otp", "收到一条验证码 662901，我根本没在登录，是不是有人在试我的号？", ()),
+    # masked values, fill-ins and listings that name secrets without their values
+    ("masked", 'client_secret = "••••••••••••••a91c"', ()),
+    ("masked", "access_key     ****************W2QK env", ()),
+    ("masked", "SENDGRID_API_KEY=SG.xxxxxxxxxxxxxxxx.xxxxxxxxxxxxxxxxxxxxxxxx", ()),
+    ("masked", '"secret_key": "AKIAXXXXXXXXXXXXXXXX"', ()),
+    (
+        "masked",
+        "the new key is ghp_Xx7Lm2Qw9Rt4Vb8Np3Hc6Kd1Fz5Sa0YeUiOo",
+        ("ghp_Xx7Lm2Qw9Rt4Vb8Np3Hc6Kd1Fz5Sa0YeUiOo",),
+    ),
+    ("listing", "Data\n====\napi-token:  40 bytes\nca.crt:     1099 bytes", ()),
+    ("listing", "NAME            TYPE      DATA\nreg-cred        kubernetes.io/basic-auth   2", ()),
+    ("listing", "Name            Updated\nsmtp-password   11/28/2026\nstripe-token    2026-11-30", ()),
+    ("listing", "amqp://guest:guest@127.0.0.1:5672/ for the local broker", ()),
+    ("listing", "amqp://guest:guest@mq.prod.example:5672/ is still the prod broker", ("guest@mq",)),
+    ("listing", "creds: deploy / Rv8-qm44", ("Rv8-qm44",)),
+    # more of the same families: SQL that sets an account's password, a code told first or in groups, a letter
+    # told by a word, a slot that says where its value goes
+    ("sql-account", 'CREATE USER audit_ro IDENTIFIED BY "Xc4!mp7Q";', ("Xc4!mp7Q",)),
+    ("sql-account", "ALTER USER billing IDENTIFIED BY tiger;", ("tiger",)),
+    ("sql-account", "GRANT SELECT ON crm.* TO 'bi'@'%' IDENTIFIED BY 'Wd9-kx31';", ("Wd9-kx31",)),
+    ("sql-account", "SET PASSWORD FOR 'ops'@'localhost' = 'Hn6_qz40';", ("Hn6_qz40",)),
+    ("sql-account", "ALTER USER app IDENTIFIED BY :new_password", ()),
+    ("sql-account", "each row is identified by name and region", ()),
+    ("otp", "G-730914 is your Google verification code", ("730914",)),
+    ("otp", "509381 是您的登录验证码，请勿泄露", ("509381",)),
+    ("otp", "sms says: your login code is 318 604", ("318 604",)),
+    ("otp", "1200 is your total, the verification code comes later", ()),
+    (
+        "spelled",
+        "read it back to me: capital K as in Kilo, 4, lowercase m, 9, dollar sign, z as in Zulu",
+        ("Kilo", "lowercase m, 9"),
+    ),
+    ("spelled", "P as in Paris, that is how the surname starts", ()),
+    ("masked", "API_KEY=put-your-api-key-here\nDB_PASSWORD=put-your-password-here", ()),
+    ("masked", "token: insert_token_here", ()),
+]
+
+
+@pytest.mark.parametrize(
+    ("form", "text", "secrets"), FORM_CASES_7, ids=[f"{c[0]}-{i}" for i, c in enumerate(FORM_CASES_7)]
+)
+def test_a_form_added_for_the_seventh_holdout_set(form: str, text: str, secrets: tuple[str, ...]) -> None:
+    test_a_form_added_for_the_fourth_holdout_set(form, text, secrets)
+
+
+def test_the_seventh_sets_rules_stay_linear_on_texts_made_to_backtrack() -> None:
+    texts = [
+        "INSERT INTO t (password) VALUES (" + "'q''" * 5000,  # a row left open, doubled quotes
+        "INSERT INTO t (a, pwd) VALUES " + "('a', crypt('b', f('c')))," * 2000 + "(",
+        "IDENTIFIED BY " * 3000,  # one long line, no account statement
+        "https://x.example/?" + "a_b-c." * 3000 + "secret=" + "Z9" * 3000,
+        "first part second part " * 3000 + " password",
+        "capital A, " * 3000,
+    ]
+    for text in texts:
+        started = time.perf_counter()
+        out = redact(text)
+        assert time.perf_counter() - started < 2.0, text[:40]
+        assert redact(out) == out

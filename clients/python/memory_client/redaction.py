@@ -75,6 +75,19 @@ Built from the forms secrets are written in, not from examples (the table of cas
   or as its DER body without PEM lines (a SEQUENCE opening with the version INTEGER); ``.pgpass`` lines, .NET
   appSettings, GCP ``private_key_id``, 访问密钥ID, Zhipu ``id.secret``; kept: templating (``{{ ... }}``,
   ``%(password)s``, Ansible ``!vault``), Terraform ``(sensitive value)`` and talk about a PEM header.
+* forms the seventh blind set showed: Chinese key labels naming the secret half (访问密钥密文, 密匙, a
+  value-form word such as 密文 / 明文 between any label and its connector); a bank account by a pay word (direct
+  deposit, payroll); a URL query parameter named after a secret in any URL (``corpsecret``, ``appsecret``,
+  ``q-signature``, ``access_token``, a long ``appid``); a password spelled out item by item (capital T,
+  lowercase r, 3, K as in Kilo / 大写Q，小写k，井号) or sent in pieces (first half / 前半段); a change's new
+  value after "now use" / 现在用; SQL ``INSERT`` of a password or token column, ``IDENTIFIED BY`` and ``SET
+  PASSWORD``; Oracle's inline ``user/password`` (JDBC thin, sqlplus, expdp, rman, ``userid=``, ``CONNECT``); a
+  one-time code told as a code (验证码, OTP, verification code, "G-730914 is your ... code"); kept: masked
+  values (``****5ZEQ``, ``••••a91c``) and vendor prefixes filled with one character (``sk_test_XXXX``), slots
+  saying where a value goes (``put-your-password-here``), "24 bytes", a date in a listing's column, a listed
+  name ending in a credential word (``registry-cred``), a page's cursor (``pageToken``), a loopback URL whose
+  password repeats its user (``guest:guest@localhost``) and a one-time code the writer says they never asked
+  for.
 
 Redaction is idempotent: a placeholder never completes a match (the one rule that starts at a placeholder, a
 CVV after a card, runs only once this call has replaced the card), so ``redact(redact(x)) == redact(x)``.
@@ -409,7 +422,7 @@ def _key_action(check: Callable[[str], bool] | None) -> _Action:
         groups = m.groupdict()
         if groups.get("sep") is not None:  # an id with, perhaps, its secret
             key = whole[: m.start("sep") - m.start()]
-            if (check is not None and not check(key)) or _DOC_EXAMPLE.search(key):
+            if (check is not None and not check(key)) or _DOC_EXAMPLE.search(key) or _MASKED.fullmatch(key):
                 return whole, 0
             paired = groups["paired"]
             if groups["sep"] and _generated_key(paired) and not _DOC_EXAMPLE.search(paired):
@@ -417,7 +430,7 @@ def _key_action(check: Callable[[str], bool] | None) -> _Action:
             return tag + whole[len(key) :], 1
         wrap = groups.get("wrap") or ""
         key = whole[: len(whole) - len(wrap)]
-        if (check is not None and not check(key)) or _DOC_EXAMPLE.search(key):
+        if (check is not None and not check(key)) or _DOC_EXAMPLE.search(key) or _MASKED.fullmatch(key):
             return whole, 0
         end = len(key)
         for piece in _WRAP_PIECE.finditer(wrap):
@@ -470,9 +483,16 @@ _URL_TEMPLATE_PASSWORD = re.compile(
 )
 
 
+# A local default: the password repeats the user on a loopback host (`amqp://guest:guest@localhost`,
+# `postgres://postgres:postgres@127.0.0.1`), as a service documents for a development machine.
+_LOOPBACK = re.compile(r"@(?:localhost|127\.[0-9.]+|\[::1\]|0\.0\.0\.0|host\.docker\.internal)(?![\w.-])", _I)
+
+
 def _url_password_ok(m: re.Match[str]) -> bool:
     value = m.group("v")
     if _stand_in(value):
+        return False
+    if value == m.group("user") and _LOOPBACK.match(m.string, m.end()):
         return False
     return not (_URL_TEMPLATE_USER.fullmatch(m.group("user")) and _URL_TEMPLATE_PASSWORD.fullmatch(value))
 
@@ -495,18 +515,25 @@ _KEY_WORDS = (
     r"(?:aws[ _-]?)?secret(?:[ _-]?access)?(?:[ _-]?key)?|(?:api|access|signing|encryption|master|account"
     r"|auth|app|client|consumer|shared[ _-]?access|webhook|license)[ _-]?key|api[ _-]?token|token"
 )
-# (and Azure's `key1` / `key2` / primary key for a storage account; a Chinese key label may end in 值 / 串:
-# "访问密钥值：...")
+# (and Azure's `key1` / `key2` / primary key for a storage account; a Chinese key label may end in 值 / 串 /
+# 密文 / 明文 / 内容 / 字符串, or name its secret half in English: "访问密钥值：...", "访问密钥密文：...",
+# "密钥Secret：..."; 密匙 is the common miswriting of 密钥)
 _HEAD_KEY = (
     r"(?P<ph>"
     + _KEY_WORDS
     + r"|key[12]|(?:primary|secondary)[ _-]?key|private[ _-]?key[ _-]?id)(?![A-Za-z0-9_])"
-    r"|(?P<pz>(?:密钥|秘钥|密鑰|令牌)(?:值|串|ID|Id|id)?)"
+    r"|(?P<pz>(?:密钥|秘钥|密鑰|密匙|秘匙|令牌)(?:值|字符串|串|密文|明文|内容|ID|Id|id|Secret|secret|SECRET)?)"
 )
 _HEAD_PRIVATE = r"(?P<ph>private[ _-]?key)(?![A-Za-z0-9_])|(?P<pz>私钥|私鑰)"
 # What may stand between a label and its value. `strong`: punctuation or a verb ("is", "是", ":", "->",
 # "——"); otherwise only spaces (or nothing after a Chinese label: "密码123456"), which asks more of the value.
-_QUALIFIER = r"(?:[ \t]+(?:for|to|of|on|at)(?:[ \t]+[\w@.'-]+){1,4}?)?(?:[ \t]*[(（][^()（）\n]{1,24}[)）])?"
+# A Chinese word naming the form of the value between any label and its connector: "App Secret 密文：...",
+# "SK 明文 = ...", "密码明文：...".
+_ZH_SUFFIX = r"(?:[ \t]*(?:密文|明文|原文|值|字符串|内容))?"
+_QUALIFIER = (
+    r"(?:[ \t]+(?:for|to|of|on|at)(?:[ \t]+[\w@.'-]+){1,4}?)?(?:[ \t]*[(（][^()（）\n]{1,24}[)）])?"
+    + _ZH_SUFFIX
+)
 _STRONG = (
     r"\\{0,3}[\"']?[ \t]*(?::=|=>|->|→|[:=：＝]|[—–]+|-(?=[ \t]))"
     # a change told first, then the new value ("password was reset, the new one is ...", "口令改了，新的是 ..."),
@@ -558,13 +585,17 @@ _NOT_A_PASSWORD_WORDS = """
     enabled active inactive default please see something anything nothing everything important private
     confidential based managed generated rotated written printed listed given shared used reused common
     obvious predictable mine yours ours theirs then enter type click use check change choose create
-    confirm must should can cannot will would may might is was were are equals
+    confirm must should can cannot will would may might is was were are equals old new current previous
+    former initial temporary
 """
 _NOT_A_PASSWORD = frozenset(_NOT_A_PASSWORD_WORDS.split())
 _PW_TRAILING = ".,;:)]}>'\"。，；：！？）」』】”’\\"  # not ! or ?: often part of the password
 # Values that stand for a secret without being one: masks, template slots, env references, "n/a".
 _PW_STAND_IN = re.compile(
     r"[*•xX-]+|<[^<>]*>|\$\{[^}]*\}|\$\(.*|\{\{\S*|\$[A-Z_][A-Z0-9_]*|%s|n/?a|tbd|todo|xxx+|your[_-]\w*"
+    # words joined by `-` / `_` that say where a value goes: `put-your-password-here`, `api_key_goes_here`,
+    # `insert-token-here`, `placeholder`
+    r"|(?:[a-z]+[_-])*(?:here|your|placeholder)(?:[_-][a-z]+)*"
     # templating and interpolation (`{{ vault_db_password }}`, ConfigParser `%(password)s`), an ellipsis, Ansible's
     # `!vault |`, Terraform's `(sensitive value)`
     r"|\{\{[^{}\n]*\}\}|%\(\w+\)s|\.{2,}|…+|!vault|\(sensitive(?:[ \t]+value\))?"
@@ -593,7 +624,7 @@ def _example_default(text: str, secret: str) -> bool:
 
 
 _LENGTH_WORD = re.compile(
-    r"[ \t]*(?:characters?|chars?|digits?|letters?|symbols?|long\b|位|个字符|字符|字节)", _I
+    r"[ \t]*(?:characters?|chars?|digits?|letters?|symbols?|bytes?\b|long\b|位|个字符|字符|字节)", _I
 )
 # "pass: 142, fail: 3" counts tests (the counts may come before: "214 passed, 3 skipped ... 'pass: 213'").
 _TEST_COUNTS = re.compile(
@@ -603,6 +634,9 @@ _TEST_COUNTS = re.compile(
 # A user named just before: "username admin password admin", "账号 root 密码 toor".
 _USER_BEFORE = re.compile(
     r"(?:user(?:[ _-]?name)?|login|account|acct|用户名?|账号|帐号|账户)[^\n]{0,40}\Z", _I
+)
+_DATE_OR_TIME = re.compile(
+    r"[0-9]{1,4}([/.-])[0-9]{1,2}\1[0-9]{1,4}(?:[T ][0-9:.]+Z?)?|[0-9]{1,2}:[0-9]{2}(?::[0-9]{2})?"
 )
 _VERSION = re.compile(r"v?[0-9]+(?:\.[0-9]+)+(?:[-+.][0-9A-Za-z.]+)?", _I)
 _KEY_CUT = re.compile(r"[,;&|<>(){}\[\]\"'`]")
@@ -635,9 +669,20 @@ _TEMPLATE_WORD = re.compile(
 )
 
 
+# A value shown masked or filled in: a mask with a few characters left in view (`****************5ZEQ`,
+# `••••3391`, `ab12****`: what `aws configure list`, a console or a receipt prints), or a vendor's prefix then
+# one character repeated (`sk_test_XXXXXXXXXXXX`, `AKIAXXXXXXXXXXXXXXXX`, `ghp_xxxxxxxx...`; not `000000`, a PIN):
+# the slot of a key, not a key.
+_MASKED = re.compile(
+    r"[^\s*•●]{0,6}[*•●]{4,}[^\s*•●]{0,6}"
+    r"|(?:(?:[A-Za-z0-9]+[_.-])+|[A-Za-z]{2,8}?)([xX*#])\1{5,}(?:[_.-](?:\1{4,}|[A-Za-z0-9]{0,8}))*"
+)
+
+
 def _stand_in(s: str) -> bool:
     return (
         _PW_STAND_IN.fullmatch(s) is not None
+        or _MASKED.fullmatch(s) is not None
         or _TEMPLATE_WORD.fullmatch(s) is not None
         or _DOC_EXAMPLE.search(s) is not None
         or s.startswith(_PUBLISHABLE)
@@ -672,6 +717,9 @@ def _reference_at(text: str, at: int) -> bool:
     return end != -1 and (newline == -1 or end < newline)
 
 
+_CURSOR_BEFORE = re.compile(
+    r"(?<![A-Za-z])(?:page|next|continuation|sync|cursor|resume|prev(?:ious)?)[ \t_.-]?\Z", _I
+)
 _PUBLIC_BEFORE = re.compile(r"(?<![A-Za-z])(?:public|publishable)[ \t_-]*\Z", _I)
 
 
@@ -713,6 +761,8 @@ def _labelled_value(m: re.Match[str], *, generated: bool) -> tuple[int, int] | N
         return None  # Cisco's `password 0 <value>`: the 0 is the type, the value is already replaced
     if generated and _PUBLIC_BEFORE.search(text, max(0, m.start("label") - 16), m.start("label")):
         return None  # "the public token: ...", "publishable key = ...": published by design
+    if generated and _CURSOR_BEFORE.search(text, max(0, m.start("label") - 16), m.start("label")):
+        return None  # `pageToken=`, `next_token:`, `continuation-token`: a page's cursor
     if generated:
         return (v0, v1) if _token_like(secret) else None
     if m.group("q"):
@@ -732,6 +782,9 @@ def _labelled_value(m: re.Match[str], *, generated: bool) -> tuple[int, int] | N
         # "changed the root password to comply with ...": after a bare "to", a word is the verb's object
         or (strong and _BARE_TO.fullmatch(m.group("strong")) is not None)
     ):
+        return None
+    # a date or a time after spaces: a listing's column ("db-password     11/2/2026", "api-token  2026-01-04")
+    if not strong and _DATE_OR_TIME.fullmatch(secret):
         return None
     # "the password 0 days before expiry", "password 5 attempts max": a count, not a value
     if secret.isdigit() and len(secret) < 4 and not strong and label not in ("pin", "密码", "密碼"):
@@ -805,6 +858,15 @@ def _pair_action(m: re.Match[str]) -> tuple[str, int]:
         return m.group(), 0
     user, value = m.group("user"), m.group("v")
     secret = value.rstrip(_PW_TRAILING)
+    # the last piece of a name (`registry-cred`, `db_creds`) followed only by spaces is a name in a listing
+    # (`kubectl get secrets`: "registry-cred   kubernetes.io/dockerconfigjson"), not a label
+    if (
+        label
+        and m.start("label") > 0
+        and text[m.start("label") - 1] in "-_./"
+        and not text[m.end("label") : m.start("user")].strip(" \t")
+    ):
+        return m.group(), 0
     if (
         not secret
         or text.startswith(_MARK, m.end())
@@ -1095,14 +1157,16 @@ def _aadhaar_action(m: re.Match[str]) -> tuple[str, int]:
 # details. Without a bank nearby an "account number" is a customer or order account and is kept.
 _BANK_ACCOUNT = re.compile(
     r"(?P<lead>(?<![A-Za-z])(?:(?:bank[ \t]+)?(?:account|acct|a/c)(?:[ \t]*(?:number|num|no\.?|nr\.?|#)"
-    r"[ \t]*(?:[:：=]|is)?|[ \t]*(?:[:：=]|is))"
+    r"[ \t]*(?:[:：=]|is)?|[ \t]*(?:[:：=]|is))?"
     r"|(?:银行|收款|对公)?(?:账号|帐号|账户|帳號|帳戶)[ \t]*(?:[:：]|是|为)?)[ \t]*)"
     r"(?P<v>(?<![0-9])[0-9](?:[ -]?[0-9]){5,19}(?![0-9A-Za-z]))",
     _I,
 )
 _BANK_CONTEXT = re.compile(
-    r"\b(?:sort[ \t]*code|iban|swift|bic|routing|aba|ifsc|bsb|banks?|banking|beneficiary|wire)\b"
-    r"|银行|開戶行|开户行|开户名|户名|汇款|匯款",
+    r"\b(?:sort[ \t]*code|iban|swift|bic|routing|aba|ifsc|bsb|banks?|banking|beneficiary|wire"
+    # where pay goes: "direct deposit acct ...", "payroll account", "a checking / savings account", "ACH"
+    r"|(?:direct[ \t]+)?deposits?|payroll|paycheck|salary|ach|(?:checking|savings|current)[ \t]+(?:account|acct))\b"
+    r"|银行|開戶行|开户行|开户名|户名|汇款|匯款|工资|工資|代发|储蓄|存折",
     _I,
 )
 _BANK_GATE = ("account", "acct", "a/c", "账号", "帐号", "账户", "帳號", "帳戶")
@@ -1186,7 +1250,8 @@ _AK_SK = re.compile(
 # (The label's letters come first and the checks on them after, so that the scan can skip to an a / s.)
 _SHORT_KEY_LABEL = re.compile(
     r"[AaSs][Kk](?<![A-Za-z0-9_.-][AaSs][Kk])(?<=AK|SK|ak|sk)(?:[ _-]?(?:ID|Id|id))?"
-    r"[ \t]*(?:[:：=＝]|->|→|是|为|為)[ \t]*[\"'`]?"
+    + _ZH_SUFFIX
+    + r"[ \t]*(?:[:：=＝]|->|→|是|为|為)[ \t]*[\"'`]?"
     r"(?P<v>(?!\[REDACTED:)[A-Za-z0-9+/=_-]{16,128})(?![A-Za-z0-9+/=_-])"
 )
 # a longer list of label + connector spellings costs more to search than it saves
@@ -1425,22 +1490,129 @@ def _cookie_action(m: re.Match[str]) -> tuple[str, int]:
     return (m.group("lead") + body, found) if found else (m.group(), 0)
 
 
-# A signature in a signed URL's query: Azure SAS `&sig=...` (URL-encoded base64), AWS / GCS
-# `X-Amz-Signature=`, `X-Goog-Signature=`, CloudFront `Signature=`, `X-Amz-Security-Token=`.
-_URL_SIGNATURE = re.compile(
-    r"[?&;](?P<lead>(?:sig|signature|x-amz-signature|x-goog-signature|x-amz-security-token)=)"
+# A URL query parameter named after a secret, in any URL: a signature (Azure SAS `&sig=`, AWS / GCS
+# `X-Amz-Signature=`, COS `q-signature=`, `sign=`), a secret (WeCom `corpsecret=`, `appsecret=`,
+# `client_secret=`), a key or token (`api_key=`, `access_token=`, `X-Amz-Security-Token=`), and an `appid=`
+# holding a long generated value (OpenWeatherMap's key; a WeChat AppID, `wx` + 16 hex, is an id). The name
+# ends with the word (`q-key-time`, `token_type` do not); pagination names (`pageToken`, `next_token`,
+# `continuation-token`) name cursors. The value must look generated (16+ characters once percent escapes are
+# dropped). `password=` / `pwd=` are the password labels' own. The name is read to its `=` with no nested
+# repeat: `[?&;]`, up to 40 name characters, the word.
+_URL_SECRET_WORD = (
+    r"(?P<key>[a-z0-9_.-]{0,40}?(?:secret|signature|sig|sign|token|api[_-]?key|apikey|access[_-]?key|key)"
+    r"|app[_-]?id)"
+)
+_URL_SECRET = re.compile(
+    r"[?&;](?P<lead>(?P<name>" + _URL_SECRET_WORD + r")=)"
     r"(?P<v>(?!\[REDACTED:)[A-Za-z0-9%+/=_.~-]{16,4096})",
     _I,
 )
-_URL_SIGNATURE_GATE = ("sig=", "signature=", "security-token=")
+_URL_CURSOR = re.compile(r"(?:page|next|continuation|sync|cursor|resume|start|prev(?:ious)?)[_.-]?token", _I)
+_URL_SECRET_GATE = ("secret=", "sig=", "sign=", "signature=", "token=", "key=", "appid=", "app_id=")
 
 
 def _url_signature_action(m: re.Match[str]) -> tuple[str, int]:
     value = m.group("v")
+    name = m.group("name")
+    if _URL_CURSOR.fullmatch(name):
+        return m.group(), 0
     plain = re.sub(r"%[0-9A-Fa-f]{2}", "", value)
-    if len(plain) < 16 or not _key_piece(plain):
+    if len(plain) < 16 or not _key_piece(plain) or _stand_in(plain):
+        return m.group(), 0
+    if name.lower().replace("-", "_") in ("appid", "app_id") and (len(plain) < 24 or not _token_like(plain)):
         return m.group(), 0
     return m.group()[0] + m.group("lead") + _tag("api_key"), 1
+
+
+# A password dictated character by character (read out on a call, typed by speech to text): "capital T,
+# lowercase r, 3, 5, exclamation mark, ...", "大写Q，小写k，数字8，井号，...". Six or more items in a row, each a
+# letter with its case, a digit (or "number 7", 数字7) or a symbol's name, joined by commas, 、 or spaces; at least
+# two carry a case or name a symbol (a list of digits alone is a number). The whole spelled run goes: it tells
+# the password as well as the literal would.
+_SPELL_CASE = r"(?:capital|upper(?:[ -]?case)?|lower(?:[ -]?case)?|small|big|大写|小写|大寫|小寫)(?:字母)?"
+# a letter told by a word: "T as in Tango", "r for Romeo" (the case may be given too)
+_SPELL_AS_IN = r"(?:" + _SPELL_CASE + r"[ \t]*)?[A-Za-z][ \t]+(?:as[ \t]+in|for)[ \t]+[A-Z][a-z]{2,}"
+_SPELL_SYMBOL = (
+    r"(?:exclamation(?:[ \t]+(?:mark|point))?|at[ \t]+(?:sign|symbol)|hash(?:[ \t]+sign)?|pound[ \t]+sign"
+    r"|dollar(?:[ \t]+sign)?|percent(?:[ \t]+sign)?|caret|ampersand|asterisk|star|underscore|dash|hyphen|minus"
+    r"|plus(?:[ \t]+sign)?|equals(?:[ \t]+sign)?|dot|period|full[ \t]+stop|question[ \t]+mark|slash|backslash"
+    r"|tilde|colon|semicolon|comma"
+    r"|井号|星号|感叹号|叹号|下划线|横杠|横线|中划线|减号|加号|等号|句号|点号|美元符号|百分号|艾特|at符号|@符号|问号|斜杠"
+    r"|反斜杠|波浪号|冒号|分号|逗号)"
+)
+_SPELL_ITEM = (
+    r"(?:(?P<marked>" + _SPELL_CASE + r"[ \t]*[A-Za-z]|" + _SPELL_SYMBOL + r"|" + _SPELL_AS_IN + r")"
+    r"|(?:(?:number|digit|数字)[ \t]*)?[0-9])(?![A-Za-z0-9\u4e00-\u9fff])"
+)
+_SPELL_SEP = (
+    r"(?:[ \t]*[,，、;；][ \t]*(?:and[ \t]+)?(?:then[ \t]+)?(?:然后|再)?|[ \t]+(?:and[ \t]+)?(?:then[ \t]+)?)"
+)
+_SPELLED = re.compile(
+    r"(?<![A-Za-z0-9])(?:" + _SPELL_ITEM.replace("?P<marked>", "") + _SPELL_SEP + r"){5,63}" + _SPELL_ITEM,
+    _I,
+)
+_SPELL_MARKED = re.compile(
+    r"(?<![A-Za-z])(?:"
+    + _SPELL_CASE
+    + r"[ \t]*[A-Za-z](?![A-Za-z])|"
+    + _SPELL_SYMBOL
+    + "|"
+    + _SPELL_AS_IN
+    + ")",
+    _I,
+)
+# windowed: the run is tried from each item found within reach of a case word
+# ("small" / "upper" / "lower" alone are common words; a spelled run names a case in one of these. "as in" is
+# no gate either: a run told only by words, "K as in Kilo, m as in Mike", is read only when a case is named.)
+_SPELL_GATE = (
+    "capital", "uppercase", "upper case", "upper-case", "lowercase", "lower case", "lower-case", "大写", "小写",
+    "大寫", "小寫",
+)  # fmt: skip
+_SPELL_HEAD = re.compile(r"(?<![A-Za-z0-9])" + _SPELL_ITEM.replace("?P<marked>", ""), _I)
+
+
+def _spelled_action(m: re.Match[str]) -> tuple[str, int]:
+    if len(_SPELL_MARKED.findall(m.group())) < 2:
+        return m.group(), 0
+    return _tag("password"), 1
+
+
+# A secret sent in pieces: "first half: AWz81kq ... second half: 0pQmR7e", "前半段是 ...，后半段 ...", "第二部分：...".
+# Each piece goes where the text speaks of a password, key or token (searched once per text) and the piece
+# looks like part of one (4+ characters: a letter with a digit or a symbol, or an inner capital; digits only
+# after a colon or "is"; a letter with a digit when no connector is written).
+_SPLIT_LABEL = (
+    r"(?:(?<![A-Za-z])(?:first|second|third|fourth|last|other|remaining|final|1st|2nd|3rd|4th)[ \t]+"
+    r"(?:half|part|piece|bit|chunk|segment)(?:[ \t]+(?:is|was))?(?![A-Za-z])"
+    r"|(?:前|后|後|上|下)一?半(?:部分|段|截)?|第[一二三四1-4](?:段|部分|截))"
+)
+_SPLIT = re.compile(
+    r"(?P<lead>" + _SPLIT_LABEL + r"[ \t]*(?:[:：=]|是|为|為)?[ \t]*)(?P<v>(?!\[REDACTED:)[\x21-\x7e]{3,64})",
+    _I,
+)
+# windowed on the piece's noun; the secret word is looked for around the piece by the action
+_SPLIT_GATE = ("half", "part", "piece", "chunk", "segment", "半", "段", "截")
+_SPLIT_HEAD = re.compile(_SPLIT_LABEL, _I)
+_SPLIT_TOLD = re.compile(r"[:：=]|是|为|為|(?<![A-Za-z])(?:is|was)(?![A-Za-z])", _I)
+_SPLIT_NEEDS = re.compile(r"pass|pwd|secret|token|key|密码|密碼|口令|密钥|秘钥")
+
+
+def _split_action(m: re.Match[str]) -> tuple[str, int]:
+    if _SPLIT_NEEDS.search(m.string[max(0, m.start() - 300) : m.end() + 300].lower()) is None:
+        return m.group(), 0
+    value = m.group("v")
+    secret = value.rstrip(_PW_TRAILING)
+    # told with a colon or "is" / 是, or else a piece with a letter and a digit ("first half 2024 was slow")
+    strong = _SPLIT_TOLD.search(m.group("lead")) is not None
+    shaped = _pw_shaped(secret) if strong else _has_digit(secret) and any(c.isalpha() for c in secret)
+    if (
+        len(secret) < 4
+        or _stand_in(secret)
+        or _VERSION.fullmatch(secret)
+        or not (shaped or (strong and secret.isdigit()))
+    ):
+        return m.group(), 0
+    return m.group("lead") + _tag("password") + value[len(secret) :], 1
 
 
 # A wallet's seed phrase (BIP-39: 12 to 24 words from a list of short words) after its label: "recovery
@@ -1567,6 +1739,79 @@ _PIN_CODE_GATE = (
     "门禁", "密码", "取款", "取钱", "柜员机", "atm", "刷卡", "付款", "支付", "开门", "code", "pin",
 )  # fmt: skip
 
+# A one-time code told as a code: "验证码608116", "短信校验码：4417", "your verification code is 482913", "OTP
+# 771204", "the login code: G-540981"; a bare "code is 482913" where the text speaks of a text message or of
+# verification (SMS, OTP, 2FA, 短信, 验证) and no other kind of code is named just before ("error code",
+# "zip code", "模板"), told with "is" or a colon. 4 to 8 digits (Google's `G-` kept with them), not a length or a
+# duration. Kept: a code the writer says they never asked for, quoted to ask whether the message is a scam
+# ("我没在登录啊，是不是诈骗", "I didn't request this, phishing?"): evidence of someone else's attempt, not a code
+# the writer uses (the third hold-out set keeps such a text; the seventh redacts a code that was used or given).
+_OTP_LABEL = (
+    r"(?:(?:短信|手机|动态|登录|登陆|支付|安全|邮箱)?(?:验证码|校验码|动态码|确认码)|动态密码|一次性(?:验证码|密码)"
+    r"|(?<![A-Za-z])(?:(?:verification|one[ -]?time|login|log-?in|sign[ -]?in|2fa|mfa|two[ -]factor|otp|sms|text"
+    r"|auth(?:entication|orization)?|confirmation|access)[ \t]+(?:code|pin|passcode)|otp|one[ -]?time[ \t]+"
+    r"pass(?:code|word)|(?P<bare>code))(?![A-Za-z]))"
+)
+_OTP_HEAD = re.compile(_OTP_LABEL, _I)
+_OTP = re.compile(
+    r"(?P<lead>"
+    + _OTP_LABEL
+    + r"(?:[ \t]*(?:[:：=#]|是|为|為)|[ \t]+(?:is|was)(?:[ \t]*:)?(?![A-Za-z]))?[ \t]*)"
+    r"(?P<v>(?:G-)?(?<![0-9])(?:[0-9]{3}[ -][0-9]{3}|[0-9]{4,8}))"
+    r"(?![0-9A-Za-z.,:/-]?[0-9]|[A-Za-z]|[ \t]*(?:digits?|numbers?|characters?|chars?|seconds?|secs?|minutes?|mins?"
+    r"|hours?|位|个|秒|分钟|小时|年|月|日|号))",
+    _I,
+)
+_OTP_GATE = ("验证码", "校验码", "动态码", "确认码", "密码", "code", "otp")
+_OTP_CONTEXT = re.compile(
+    r"sms|text(?:ed)?[ \t]+(?:message|me)|otp|2fa|mfa|one[ -]?time|verif|短信|验证|口令", _I
+)
+_OTP_UNREQUESTED = re.compile(
+    r"诈骗|骗子|钓鱼|不是我|没(?:有)?在?(?:登录|登陆|申请|操作|注册)|并没(?:有)?|scam|phishing|fraud"
+    r"|(?:didn'?t|did[ \t]+not|never)[ \t]+(?:request|ask|sign|log)|not[ \t]+me\b|wasn'?t[ \t]+me",
+    _I,
+)
+_OTHER_CODE = re.compile(
+    r"(?:error|err|status|exit|return|response|http|zip|postal|post|area|country|promo|coupon|discount|product"
+    r"|item|sku|order|tracking|template|region|currency|language|source|qr|bar|invite|referral|color|colour"
+    r"|错误|状态|返回|邮编|区号|模板|优惠|商品|订单)[ \t_-]*\Z",
+    _I,
+)
+
+
+# The code first: "G-550192 is your Google verification code", "608116 是您的登录验证码".
+_OTP_FIRST = re.compile(
+    r"(?<![0-9A-Za-z-])(?P<v>(?:G-)?(?:[0-9]{3}[ -][0-9]{3}|[0-9]{4,8}))(?![0-9])"
+    r"(?=[ \t]*(?:is[ \t]+your[ \t]+(?:[\w-]+[ \t]+){0,3}?(?:verification|security|login|log-?in|sign-?in|one-time"
+    r"|confirmation|2fa|mfa|otp|access|auth(?:entication)?)[ \t]+(?:code|pin|passcode)(?![A-Za-z])"
+    r"|(?:是|为)(?:你|您)的[^\s，。,]{0,6}?(?:验证码|校验码|动态码|动态密码)))",
+    _I,
+)
+# windowed on the OTP rule's words: the match ends at one of them ("code", 验证码, 密码 of 动态密码), so a window
+# reaching back from it holds the whole match
+
+
+def _otp_first_action(m: re.Match[str]) -> tuple[str, int]:
+    if _OTP_UNREQUESTED.search(m.string, max(0, m.start() - 300), m.end() + 300) is not None:
+        return m.group(), 0
+    return _tag("password"), 1
+
+
+def _otp_action(m: re.Match[str]) -> tuple[str, int]:
+    text = m.string
+    if _OTHER_CODE.search(text, max(0, m.start() - 24), m.start()) is not None:
+        return m.group(), 0
+    if m.group("bare") is not None and (
+        _OTP_CONTEXT.search(text, max(0, m.start() - 200), m.end() + 200) is None
+        or re.fullmatch(r"code[ \t]*", m.group("lead"), re.I)
+        is not None  # "code 2024": told with is / a colon
+    ):
+        return m.group(), 0
+    if _OTP_UNREQUESTED.search(text, max(0, m.start() - 300), m.end() + 300) is not None:
+        return m.group(), 0
+    return m.group("lead") + _tag("password"), 1
+
+
 # A password told as changed, with the old value, the new one or both: "支付密码换了，原来那个 351048 停用了，
 # 新的是 167728", "changed my password from Winter24! to Spring25?", "把跳板机 root 从 X 改成了 Y" (an account
 # named, its value changed from one to the other). The sentence must say it changed; each value follows a
@@ -1581,8 +1826,10 @@ _CHANGE_VERB = re.compile(r"改|换|變|变|更新|重置|(?<![A-Za-z])(?:chang|
 _CHANGED_FROM_TO = re.compile(r"从[ \t]*[\x21-\x7e]+[ \t]*(?:改|换|变)(?:成|为)")
 _CHANGE_VALUE = re.compile(
     r"(?:从|原来(?:的|那个)?(?:是)?|旧的?(?:是|为)?|之前(?:的|那个)?(?:是)?|以前(?:的|那个)?(?:是)?|改成了?|改为"
-    r"|换成了?|变成了?|新的(?:是|为)?|现在(?:的)?是|(?<![A-Za-z])(?:[Ii]t'?s|[Ii]t[ \t]+is)[ \t]+now"
-    r"|(?<![A-Za-z])(?:from|to|old(?:[ \t]+one)?(?:[ \t]+(?:was|is))?|new(?:[ \t]+one)?(?:[ \t]+(?:is|was))?)"
+    r"|换成了?|变成了?|新的(?:是|为)?|现在(?:的)?是|(?:现在|以后|今后)(?:改)?用|改用|新密码(?:是|为)?"
+    r"|(?<![A-Za-z])(?:[Ii]t'?s|[Ii]t[ \t]+is)[ \t]+now|(?<![A-Za-z])now[ \t]+(?:use|it'?s|it[ \t]+is)"
+    r"|(?<![A-Za-z])(?:from|to|(?:old|previous|former)(?:[ \t]+one)?(?:[ \t]+(?:was|is))?"
+    r"|new(?:[ \t]+one)?(?:[ \t]+(?:is|was))?)"
     r"(?![A-Za-z]))[ \t]*[:：]?[ \t]*[\"'`“‘]?"
     r"(?P<v>(?!\[REDACTED:)[\x21-\x7e]{4,64})(?![\x21-\x7e])"
 )
@@ -1736,7 +1983,7 @@ _DEVICE_CONFIG_GATE = (
 # token); any tool's `--secret-key`, `--access-key-secret`, `--secret-id`. A value goes when it looks generated.
 _KEY_TOOL = re.compile(r"(?<![\w.-])(?:obsutil|ossutil(?:64)?|coscmd)(?![\w-])(?P<body>[^\n|;&]*)")
 _KEY_TOOL_FLAG = re.compile(
-    r"(?<=[ \t])(?:-[iakst]|--?(?:access[_-]?key(?:[_-]?(?:id|secret))?|secret[_-]?(?:id|key)))(?:[ \t]+|=)[\"']?"
+    r"(?<=[ \t:：,，])(?:-[iakst]|--?(?:access[_-]?key(?:[_-]?(?:id|secret))?|secret[_-]?(?:id|key)))(?:[ \t]+|=)[\"']?"
     r"(?P<v>(?!\[REDACTED:)[^\s'\"]+)"
 )
 _KEY_FLAG = re.compile(
@@ -1990,6 +2237,132 @@ def _table_action(m: re.Match[str]) -> tuple[str, int]:
     return ("\n".join(lines), found) if found else (m.group(), 0)
 
 
+# SQL that writes a secret column: `INSERT INTO users (email, initial_password) VALUES ('a@b.io', 'x'), (...)`
+# (each row's value in that column), `INSERT ... SET password = 'x'` and `UPDATE ... SET pwd = 'x'` are the labelled
+# rules' own. A column is a secret one as a table header is (`_TABLE_SECRET_COLUMN`: password, passwd, pwd,
+# secret, token, api_key, 密码 ...; not `password_hash`). A quoted literal goes, or the first quoted literal
+# inside a function call (`crypt('x', gen_salt('bf'))`, `PASSWORD('x')`); parameters (`?`, `$1`, `%s`,
+# `:pw`), NULL, DEFAULT and stand-ins are kept.
+# Every repeat is possessive: a literal's `''` could also end it and open the next one, and without possessive
+# repeats a row left open (`('a''a''a''...`) would be tried every way it splits.
+_SQL_LITERAL = r"'(?:[^'\\\n]|\\.|'')*+'|\"(?:[^\"\\\n]|\\.)*+\""
+# a call's parentheses, two levels deep (`crypt('x', gen_salt('bf'))`)
+_SQL_CALL = r"\((?:" + _SQL_LITERAL + r"|\((?:" + _SQL_LITERAL + r"|[^()'\"])*+\)|[^()'\"])*+\)"
+_SQL_ROW = r"\((?:" + _SQL_LITERAL + "|" + _SQL_CALL + r"|[^()'\";])*+\)"
+_SQL_INSERT = re.compile(
+    r"(?<![A-Za-z])INSERT[ \t\r\n]+(?:IGNORE[ \t\r\n]+)?INTO[ \t\r\n]+[\w.\"`\[\]]+[ \t\r\n]*"
+    r"\((?P<cols>[^()'\";]{1,2000})\)[ \t\r\n]*VALUES[ \t\r\n]*"
+    r"(?P<rows>" + _SQL_ROW + r"(?:[ \t\r\n]*,[ \t\r\n]*" + _SQL_ROW + r")*)",
+    _I,
+)
+_SQL_CELL = re.compile(r"(?:" + _SQL_LITERAL + "|" + _SQL_CALL + r"|[^,()'\"])++")
+_SQL_QUOTED = re.compile(_SQL_LITERAL)
+_SQL_TUPLE = re.compile(_SQL_ROW)
+
+
+def _sql_insert_action(m: re.Match[str]) -> tuple[str, int]:
+    kinds: dict[int, str] = {}
+    for i, col in enumerate(m.group("cols").split(",")):
+        name = col.strip().strip('"`[]')
+        c = _TABLE_SECRET_COLUMN.fullmatch(name)
+        if c is not None:
+            kinds[i] = "password" if c.group("pw") or c.group("pz") else "api_key"
+    if not kinds:
+        return m.group(), 0
+    found = 0
+
+    def one_cell(i: int, cell: str) -> str:
+        nonlocal found
+        if i not in kinds:
+            return cell
+        q = _SQL_QUOTED.search(cell)
+        if q is None:
+            return cell
+        value = q.group()[1:-1]
+        if not value or _MARK in value or _stand_in(value) or value.lower() in _NOT_A_PASSWORD:
+            return cell
+        if kinds[i] == "api_key" and not _token_like(value):
+            return cell
+        found += 1
+        return cell[: q.start() + 1] + _tag(kinds[i]) + cell[q.end() - 1 :]
+
+    def one_row(t: re.Match[str]) -> str:
+        body = t.group()[1:-1]
+        cells = [c.group() for c in _SQL_CELL.finditer(body)]
+        if ",".join(cells) != body:
+            return t.group()  # an empty cell or a form the split does not read: the row is left as is
+        return "(" + ",".join(one_cell(i, c) for i, c in enumerate(cells)) + ")"
+
+    rows = _SQL_TUPLE.sub(one_row, m.group("rows"))
+    if not found:
+        return m.group(), 0
+    return m.group()[: m.start("rows") - m.start()] + rows + m.group()[m.end("rows") - m.start() :], found
+
+
+# Oracle's inline `user/password[@db]`, wherever a connect string is given: a JDBC thin / OCI URL
+# (`jdbc:oracle:thin:app/x@//host:1521/SVC`), the tools that take one (`sqlplus -s app/x@db`, `expdp`, `impdp`,
+# `sqlldr`, `rman target sys/x@db catalog rco/y@rcat`, `dgmgrl`), a `userid=app/x` parameter, and SQL*Plus
+# `CONNECT app/x@db` at the start of a line. Only the password goes; `sqlplus / as sysdba` names no user and has none.
+_ORACLE_CONNECT = re.compile(
+    r"(?P<lead>(?:jdbc:oracle:(?:thin|oci8?|kprb):"
+    r"|(?<![\w.-])(?:sqlplus|expdp|impdp|sqlldr|rman|dgmgrl)(?:[ \t]+-{1,2}[A-Za-z]+)*"
+    r"(?:[ \t]+(?:target|catalog|auxiliary)[ \t]*=?)?[ \t]+"
+    r"|(?<![\w-])userid[ \t]*=[ \t]*|(?P<rman>(?<![\w-])(?:target|catalog|auxiliary)[ \t]*=?[ \t]+)"
+    r"|^[ \t]*(?:SQL>[ \t]*)?conn(?:ect)?[ \t]+)"
+    r"(?P<user>[A-Za-z][\w$#.]{0,63}|\"[^\"\n]{1,64}\")/)"
+    r"(?P<v>(?!\[REDACTED:)(?:\"[^\"\n]{1,128}\"|[^\s/@\"'`;]{1,128}))(?=@|[ \t]*(?:\r?\n|\Z)|[ \t]+\S)",
+    _I | re.MULTILINE,
+)
+# ("conn" alone would pass most prose about connections, "rman" every "performance": a line's `conn` is gated by
+# its line start, RMAN by its connect keyword.) The rule's gate is the slash every form has, a one-character
+# search; these words are looked for only in the texts that hold one (a search for ten words costs more).
+_ORACLE_WORDS = (
+    "jdbc:oracle", "sqlplus", "expdp", "impdp", "sqlldr", "rman target", "rman catalog", "rman auxiliary",
+    "dgmgrl", "userid=", "userid =", "\nconn",
+    "\nsql>", "sql> conn",
+)  # fmt: skip
+
+
+_ORACLE_NEEDS = re.compile("|".join(re.escape(w) for w in _ORACLE_WORDS))
+
+
+def _oracle_action(m: re.Match[str]) -> tuple[str, int]:
+    value = m.group("v")
+    if _stand_in(value.strip('"')) or m.group("user").upper() in ("USER", "USERNAME"):
+        return m.group(), 0
+    # RMAN's second connection (`catalog rco/x@rcat`) must name its database: "target arm64/linux" is no login
+    if m.group("rman") is not None and not m.string.startswith("@", m.end()):
+        return m.group(), 0
+    return m.group("lead") + _tag("password"), 1
+
+
+# SQL that sets an account's password in the statement: `CREATE USER x IDENTIFIED BY "..."`, `ALTER USER x
+# IDENTIFIED BY ...`, MySQL `GRANT ... IDENTIFIED BY '...'`, `IDENTIFIED WITH plugin BY '...'`, `SET PASSWORD [FOR
+# 'u'@'h'] = '...'` (or `= PASSWORD('...')`). A hash (`IDENTIFIED BY PASSWORD '*6BB4...'`, `AS '...'`) is kept.
+_SQL_CREDENTIAL = re.compile(
+    r"(?P<lead>(?<![A-Za-z])(?:IDENTIFIED(?:[ \t]+WITH[ \t]+['\"`]?\w+['\"`]?)?[ \t]+BY"
+    r"|SET[ \t]+PASSWORD(?:[ \t]+FOR[ \t]+[^\s=;]{1,128})?[ \t]*=(?:[ \t]*PASSWORD[ \t]*\()?)[ \t]*"
+    r"(?P<q>['\"`])?)(?P<v>(?!\[REDACTED:)(?(q)[^'\"`\n]{1,128}|[^\s;'\"`)]{1,128}))",
+    _I,
+)
+
+
+_SQL_ACCOUNT = re.compile(r"(?<![A-Za-z])(?:(?:create|alter)[ \t]+(?:user|role|login)|grant)(?![A-Za-z])", _I)
+
+
+def _sql_credential_action(m: re.Match[str]) -> tuple[str, int]:
+    value = m.group("v")
+    if value.upper() == "PASSWORD" or _stand_in(value) or value.startswith((":", "?", "$", "%", "&")):
+        return m.group(), 0  # `BY PASSWORD '*hash'`, a bind variable or a substitution
+    # unquoted, in a statement that makes or changes an account, or looking like a password ("identified by its
+    # name" is prose)
+    if m.group("q") is None and not _pw_shaped(value):
+        line_start = m.string.rfind("\n", max(0, m.start() - 200), m.start()) + 1
+        if _SQL_ACCOUNT.search(m.string, max(line_start, m.start() - 200), m.start()) is None:
+            return m.group(), 0
+    return m.group("lead") + _tag("password"), 1
+
+
 def _my_number_ok(s: str) -> bool:
     """Japan's My Number: 11 digits and a check digit (weights 2..7, 2..6 from the right, mod 11)."""
     s = s.replace(" ", "").replace("-", "")
@@ -2077,7 +2450,7 @@ _to_api_key = _labelled_action("api_key", generated=True)
 _to_password = _labelled_action("password", generated=False)
 _PW_BEFORE_GATE = ("pass", "pw", "pin", "密码", "口令")
 _PW_GATE = ("pass", "pw", "pin", "密码", "密碼", "口令", "授权码", "授權碼")
-_KEY_GATE = ("secret", "key", "token", "密钥", "秘钥", "密鑰", "令牌")
+_KEY_GATE = ("secret", "key", "token", "密钥", "秘钥", "密鑰", "密匙", "秘匙", "令牌")
 _PRIVATE_GATE = ("private", "私钥", "私鑰")
 _PAIR_GATE = ("pass", "pw", "密码", "口令")
 _CREDENTIAL_GATE = ("log", "sign", "cred", "ssh", "账号", "帐号", "登录", "凭据", "凭证")
@@ -2109,8 +2482,10 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _PGPASS, _swap("password", lambda v: not _stand_in(v)), _SIXTH_GATE),
     _Rule("api_key", _ZHIPU, _swap("api_key", lambda v: _key_piece(v.split(".")[1])), _SIXTH_GATE),
     _Rule("api_key", _COOKIE, _cookie_action, ("cookie", "curl")),
-    _Rule("api_key", _URL_SIGNATURE, _url_signature_action, _URL_SIGNATURE_GATE),
+    _Rule("api_key", _URL_SECRET, _url_signature_action, _URL_SECRET_GATE),
     _Rule("private_key", _SEED, _seed_action, _SEED_GATE, _SEED_HEAD, True),
+    _Rule("password", _SPELLED, _spelled_action, _SPELL_GATE, _SPELL_HEAD, True),
+    _Rule("password", _SPLIT, _split_action, _SPLIT_GATE, _SPLIT_HEAD, True),
     # Pairs before single labels, so that only the password of "user / pass" is replaced.
     _Rule("password", _PAIR_LABELLED, _pair_action, _PAIR_GATE, _PAIR_HEAD, True),
     _Rule("password", _CREDENTIALS, _pair_action, _CREDENTIAL_GATE, _CREDENTIAL_HEAD, True),
@@ -2124,6 +2499,8 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _PW_BEFORE, _pw_before_action, _PW_BEFORE_GATE, None, True),
     _Rule("password", _FOREIGN_PW, _foreign_pw_action, _FOREIGN_PW_GATE, _FOREIGN_PW_HEAD, True),
     _Rule("password", _PIN_CODE, _swap_value("password"), _PIN_CODE_GATE, _PIN_HEAD, True),
+    _Rule("password", _OTP, _otp_action, _OTP_GATE, _OTP_HEAD, True),
+    _Rule("password", _OTP_FIRST, _otp_first_action, _OTP_GATE, None, True),
     _Rule("password", _WIFI_KEY, _wifi_key_action, _WIFI_GATE, _WIFI_HEAD, True, _WIFI_CONTEXT),
     _Rule("card", _CVV, _swap_value("card"), _CVV_GATE, _CVV_HEAD, True),
     # numbers of a fixed grouping before the card rule can read a Luhn-valid stretch of them as a card
@@ -2155,6 +2532,14 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("national_id", _SE_PNR, _checked_action(_se_pnr_ok), _DIGITS, needs=_LONG_NUMBER),
     _Rule("national_id", _SG_NRIC, _checked_action(_nric_ok), _NRIC_CONTEXT, None, True),
     _Rule("national_id", _MY_NUMBER, _checked_action(_my_number_ok), _SIXTH_GATE),
+    _Rule("password", _SQL_INSERT, _sql_insert_action, ("insert",)),
+    _Rule(
+        "password",
+        _SQL_CREDENTIAL,
+        _sql_credential_action,
+        ("identified by", "identified with", "set password"),
+    ),
+    _Rule("password", _ORACLE_CONNECT, _oracle_action, ("/",), needs=_ORACLE_NEEDS),
     _Rule(
         "national_id",
         _IN_PAN,
