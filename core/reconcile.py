@@ -87,6 +87,8 @@ class PendingCandidate:
     lang: str = "en"
     agent_id: str | None = None
     source_turn_ids: tuple[str, ...] = ()
+    # the extractor that proposed it (rules, llm, rules+llm, residual); kept on the memory it adds
+    origin: str | None = None
 
 
 @dataclass(frozen=True)

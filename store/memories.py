@@ -225,6 +225,7 @@ def insert_memory(
         "expires_at": expiry.expires_at if expiry else None,
         "source_event_ids": list(c.source_event_ids),
         "source_turn_ids": list(c.source_turn_ids),
+        "origin": c.origin,
         "embedding": vec,
         "search_tokens": keywords.document(c.content),
     }

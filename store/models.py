@@ -66,6 +66,9 @@ class Memory(MemoryBase, table=True):
     embedding: Any = Field(default=None, sa_column=Column(Vector(), nullable=True))
     search_tokens: Any = Field(default=None, sa_column=Column(TSVECTOR, nullable=True))
     updated_at: datetime = Field(sa_column=_ts(nullable=False))
+    # the extractor that proposed it: rules, llm, rules+llm, residual (migration 0018); None for memories
+    # written by hand, by distillation or before 0018
+    origin: str | None = Field(default=None, max_length=16)
 
 
 class MemoryPublic(MemoryBase):
