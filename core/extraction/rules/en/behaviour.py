@@ -129,7 +129,7 @@ _RULE_RE = re.compile(
     r"\s*[,:-]?\s*)?(?P<cond>(?:when|whenever|if\s+you(?:'re|\s+are)?|for|in|while)\s[^,]{1,60}?(?:,\s*|\s+(?=(?:please|pls|"
     r"assume|reply|answer|include|stick|default|always|never|don't|do\s+not)\b)))?"
     r"(?:please\s+|pls\s+)?(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?)?(?:you(?:'re|\s+are)?\s+)?"
-    r"(?P<mod>(?:mind\s+not|(?<=you\s)not|please\s+not)(?=\s+\w+ing\b)|(?:kindly\s+|please\s+)?refrain\s+from|"
+    r"(?P<mod>(?:mind\s+not|(?<=you\s)not|please\s+not|mind\s+always|mind\s+never)(?=\s+\w+ing\b)|(?:kindly\s+|please\s+)?refrain\s+from|"
     r"i'd\s+appreciate\s+it\s+if\s+you\s+(?:didn't|did\s+not|wouldn't|would\s+not)|don't\s+(?:you\s+)?ever|do\s+not\s+ever|don't\s+you\s+dare|don't|do\s+not|dont|never\s+ever|never|always|"
     r"avoid|stop|quit|"
     r"should\s+never|should\s+always|must\s+always|must\s+never|shouldn't|should\s+not|must\s+not|mustn't|"
@@ -151,7 +151,8 @@ _MOD_CANON = {
     "not allowed to": "do not", "can't": "do not",
     "cannot": "do not", "may not": "do not", "must": "always", "under no circumstances": "never",
     "under no circumstances should you": "never", "at no point": "never", "at no point should you": "never",
-    "only ever": "only ever", "mind not": "stop", "not": "stop", "please not": "stop", "refrain from": "stop",
+    "only ever": "only ever", "mind not": "stop", "mind always": "always", "mind never": "never",
+    "not": "stop", "please not": "stop", "refrain from": "stop",
     "kindly refrain from": "stop", "please refrain from": "stop", "i'd appreciate it if you didn't": "do not",
     "i'd appreciate it if you did not": "do not", "i'd appreciate it if you wouldn't": "do not",
     "i'd appreciate it if you would not": "do not",
@@ -223,7 +224,10 @@ _DONT_WANT_RE = re.compile(
 # "I prefer you ask before guessing", "I'd rather you wrote tests first": what the user prefers the agent to do,
 # a standing rule for it (the verb after "you" is one an instruction starts with).
 _PREFER_YOU_RE = re.compile(
-    I_WORD + r"\s*" + ADV + r"(?:'d\s+|\s+would\s+)?(?:prefer|rather)\s+(?:it\s+)?(?:if\s+|that\s+|when\s+)?you\s+"
+    I_WORD
+    + r"\s*"
+    + ADV
+    + r"(?:'d\s+|\s+would\s+)?(?:prefer|rather)\s+(?:it\s+)?(?:if\s+|that\s+|when\s+)?you\s+"
     r"(?:to\s+)?(?:always\s+)?(?P<verb>[a-z]+)\b(?P<rest>[^.;!?]{2,100})",
     re.I,
 )
@@ -260,7 +264,11 @@ def np_rule_hits(sentence: str) -> list[Hit]:
 def prefer_you_hits(sentence: str) -> list[Hit]:
     """ "I prefer you ask clarifying questions rather than guess": the rule, MUST."""
     match = _PREFER_YOU_RE.search(sentence) if ("prefer" in sentence or "rather" in sentence) else None
-    if match is None or blocked(sentence, match.start(), hypothetical=True) or _ONE_OFF.search(match.group("rest")):
+    if (
+        match is None
+        or blocked(sentence, match.start(), hypothetical=True)
+        or _ONE_OFF.search(match.group("rest"))
+    ):
         return []
     verb = match.group("verb").lower()
     verb = {"asked": "ask", "wrote": "write", "used": "use", "gave": "give", "kept": "keep"}.get(verb, verb)
@@ -315,6 +323,15 @@ _SPEC_RE = re.compile(
 )
 
 
+def base_verb(word: str) -> str:
+    """An -ing form's base verb among the imperative verbs ("putting" -> "put", "using" -> "use")."""
+    stem = word.lower()[:-3]
+    for guess in (stem, stem + "e", stem[:-1] if len(stem) > 2 and stem[-1] == stem[-2] else stem):
+        if guess in IMPERATIVE_VERBS:
+            return guess
+    return stem
+
+
 def rule_hits(sentence: str) -> list[Hit]:
     """Standing rules for the agent: "don't use ORMs", "never suggest jQuery", "from now on, use pnpm"."""
     body = sentence.rstrip(" .!")
@@ -343,7 +360,10 @@ def rule_hits(sentence: str) -> list[Hit]:
         # "give me vim keybinding answers, not VS Code menus", "keep solutions simple": about a kind of output
         # in general (a plural noun for what the agent gives), not about the piece of work at hand
         persistent = persistent or (
-            (_GENERAL_OUTPUT_RE.search(rest_said) is not None or _EVERY_SCOPE_RE.search(rest_said) is not None)
+            (
+                _GENERAL_OUTPUT_RE.search(rest_said) is not None
+                or _EVERY_SCOPE_RE.search(rest_said) is not None
+            )
             and _ONE_OFF.search(rest_said) is None
         )
         if not persistent and not standing_verb:
@@ -352,6 +372,11 @@ def rule_hits(sentence: str) -> list[Hit]:
     if rest[:1].isupper() and rest[1:2].islower():  # "Use British spelling ...": the verb after "always"
         rest = rest[0].lower() + rest[1:]
     first, canon = rest.split()[0].lower(), _MOD_CANON[mod]
+    if mod in ("mind always", "mind never") and first.endswith(
+        "ing"
+    ):  # "mind always putting X": "always put X"
+        first = base_verb(first)
+        rest = " ".join([first, *rest.split(None, 1)[1:]])
     if first == "keep" and re.search(r"\byou\s*$", body[: match.start("rest")], re.I):
         return []  # "you keep giving me X": what the agent does (feedback, `feedback_hits`), not "always keep"
     if "-" in first and first.rsplit("-", 1)[-1] in IMPERATIVE_VERBS:

@@ -37,10 +37,11 @@ _REMEMBER_RE = re.compile(
     r"mind)|for\s+your\s+(?:notes|memory|records)|"
     r"(?P<weak>note|save|store|record)(?=\s+(?:that|this))|make\s+a\s+note|take\s+a\s+note|note\s+down|"
     r"take\s+note|memori[sz]e|(?:(?:jot|write|put|note|get)\s+(?:this|that|it)\s+down(?:\s+for\s+(?:me|us|later))?|"
-    r"jot\s+down)(?=\s*[:-])|(?:save|store|put|add)\s+(?:this|that|it)\s+(?:to|in|into)\s+(?:your\s+)?memory)"
+    r"jot\s+down)(?=\s*[:-])|(?:save|store|put|add|commit|write)\s+(?:(?:this|that|it)\s+)?(?:to|in|into)\s+"
+    r"(?:your\s+)?(?:memory|notes)|keep\s+(?:this|that|it)\s+in\s+(?:your\s+)?(?:head|memory|notes))"
     r"\b(?:\s+for\s+(?:next\s+time|the\s+future|later|future\s+sessions?))?(?:\s+(?:for|about|re|regarding)\s+"
     r"[^:,]{1,40}(?=\s*:))?(?:\s+(?:of\s+)?"
-    r"(?P<det>this|that|the\s+following)\b)?\s*(?P<sep>[:,;-])?\s*(?P<p>.*)$", re.I)
+    r"(?P<det>this|that|the\s+following)\b)?(?:\s+(?:pls|please|plz))?\s*(?P<sep>[-=]>|[:,;-])?\s*(?P<p>.*)$", re.I)
 _PAYLOAD_START = re.compile(
     r"^(?:i|i'm|i've|i'd|i'll|im|my|we|we're|we've|our|you|you're|your|the|this|there|it's|he|she|they|to|"
     r"always|never|don't|do\s+not|use|avoid|[A-Z0-9])")

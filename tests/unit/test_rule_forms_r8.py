@@ -1,0 +1,74 @@
+"""Forms read as a class after round 8 moved to dev (issue #12): each with new wording and new values, in both
+languages where the form exists in both, and the near misses that must not match.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from core.extraction.candidates import Turn
+from core.extraction.rules import extract_turn
+
+
+def _found(text: str) -> list[tuple[str, str | None, str | None, str]]:
+    return [(c.tier.value, c.slot, c.value, c.content) for c in extract_turn(Turn("e1", "user", text))]
+
+
+def _must(text: str) -> list[str]:
+    return [content for tier, _, _, content in _found(text) if tier == "must"]
+
+
+# --- a request to remember in more verbs ("commit to memory", "keep this in your head", "memorize ->") --------
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("keep this in your head: the on-call phone number lives in 1Password", "1password"),
+        ("could you commit to memory that the wiki is read-only on Sundays?", "read-only"),
+        ("save to memory: our staging bucket is eu-north-1", "eu-north-1"),
+        ("memorize pls -> the Grafana admin is Oskar", "oskar"),
+        ("write this into your notes: demo day is the last Friday of the month", "demo day"),
+    ],
+)
+def test_a_request_to_remember_in_other_verbs_is_must(text: str, kept: str) -> None:
+    assert any(kept in content.lower() for content in _must(text))
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["I keep the notes in my head anyway", "save this to a file called out.txt", "can you save the CSV?"],
+)
+def test_saving_to_something_other_than_memory_is_no_remember_request(text: str) -> None:
+    assert not [c for c in extract_turn(Turn("e1", "user", text)) if c.rule == "en.remember"]
+
+
+# --- a polite rule ("would you mind always <verb>ing") and an impatient lead ("for the last time") ----------
+
+
+@pytest.mark.parametrize(
+    ("text", "rule"),
+    [
+        (
+            "Would you mind always adding a changelog line to your PRs from now on?",
+            "Always add a changelog line",
+        ),
+        ("would you mind never using semicolons in our TypeScript?", "Never use semicolons"),
+        ("For the last time, stop wrapping every answer in a table", "Stop wrapping every answer"),
+        ("I told you before: never rebase the shared branches", "Never rebase the shared branches"),
+    ],
+)
+def test_a_polite_or_impatient_rule_is_must(text: str, rule: str) -> None:
+    assert any(content.startswith(rule) for content in _must(text))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "would you mind explaining this diff?",
+        "would you mind putting it in a gist?",
+        "for the last time today, run it",
+    ],
+)
+def test_a_polite_request_for_the_task_at_hand_is_no_rule(text: str) -> None:
+    assert _must(text) == []
