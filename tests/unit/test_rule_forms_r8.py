@@ -72,3 +72,50 @@ def test_a_polite_or_impatient_rule_is_must(text: str, rule: str) -> None:
 )
 def test_a_polite_request_for_the_task_at_hand_is_no_rule(text: str) -> None:
     assert _must(text) == []
+
+
+# --- slot values the vocabulary lacked (paging, Fastify / Koa / Hono, 云效, 火山引擎, 七牛, 夜莺, MyBatis-Plus) ---
+
+
+@pytest.mark.parametrize(
+    ("text", "slot", "value"),
+    [
+        ("we moved paging from PagerDuty to Opsgenie last month", "project.paging", "opsgenie"),
+        ("our paging is VictorOps", "project.paging", "victorops"),
+        ("we ported the gateway to Hono over the summer", "project.framework", "hono"),
+        ("流水线已经迁到云效了", "project.ci", "yunxiao"),
+        ("去年底整体搬到火山引擎了", "project.cloud", "volcengine"),
+        ("我们 switched to MyBatis-Plus 了", "project.orm", "mybatis-plus"),
+    ],
+)
+def test_values_of_more_slots_are_known(text: str, slot: str, value: str) -> None:
+    assert (slot, value) in [(s, v) for _, s, v, _ in _found(text)]
+
+
+# --- a clause that only names the value left ("the X cluster was retired", "X 已经下线了") is no fact --------
+
+
+@pytest.mark.parametrize(
+    ("text", "slot", "value"),
+    [
+        ("the Cassandra ring was decommissioned in May; everything is on Postgres now", "project.database", "postgresql"),
+        ("we closed the Azure subscription, 100% AWS these days", "project.cloud", "aws"),
+        ("CouchDB 已经下线了，全部迁到了 MongoDB", "project.database", "mongodb"),
+    ],
+)  # fmt: skip
+def test_a_value_told_as_gone_leaves_only_the_new_value(text: str, slot: str, value: str) -> None:
+    found = _found(text)
+    assert (slot, value) in [(s, v) for _, s, v, _ in found]
+    assert all(v == value for _, s, v, _ in found if s == slot or s is None)
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("We decided against GraphQL, plain REST is enough", "graphql"),
+        ("100% sure the Kafka topic is fine", ""),
+    ],
+)
+def test_a_value_not_in_a_slot_or_a_percent_of_certainty_is_no_value_left(text: str, kept: str) -> None:
+    contents = " ".join(content.lower() for *_, content in _found(text))
+    assert kept in contents if kept else "kafka" not in contents

@@ -211,6 +211,8 @@ def change_match(clause: str) -> re.Match[str] | None:
         return found
     given = _GIVEN_CHANGE_RE.search(clause)
     return given if given is not None and (found is None or given.start() < found.start()) else found
+
+
 _REMOVAL_RE = re.compile(
     r"\b(?:got\s+rid\s+of|ripped\s+out|tore\s+out|removed|phased\s+out|dropped|ditched|retired|killed|no\s+longer|"
     r"anymore|any\s+more|never|stop\s+(?:using|writing|suggesting))\b|不再|不用|下掉|干掉|去掉|换掉|弃用|别再|不要再",
@@ -249,6 +251,7 @@ _SLOT_NOUNS = (
     (r"(?:container\s+|image\s+|docker\s+)?registry|镜像仓库", "project.registry"),
     (r"(?:job\s+|workflow\s+)?(?:scheduler|orchestrator)|调度(?:系统|平台|工具)?", "project.workflow"),
     (r"shell", "user.shell"), (r"(?:operating\s+system|os)|操作系统", "user.os"),
+    (r"paging|on-?call\s+paging|incident\s+(?:management|alerting)", "project.paging"),
 )  # fmt: skip
 _SLOT_NAMES = {
     "project.ci": ("CI", "CI"), "project.database": ("database", "数据库"),
@@ -262,6 +265,7 @@ _SLOT_NAMES = {
     "project.warehouse": ("data warehouse", "数据仓库"), "project.tracker": ("issue tracker", "工单系统"),
     "project.registry": ("container registry", "镜像仓库"), "project.workflow": ("job scheduler", "调度系统"),
     "user.shell": ("shell", "shell"), "user.os": ("operating system", "操作系统"),
+    "project.paging": ("paging", "告警通道"),
 }  # fmt: skip
 _VALUE = r"(?P<val>(?-i:[A-Z0-9])[\w.+#-]*(?:\s(?-i:[A-Z0-9])[\w.+#-]*)?|[\u4e00-\u9fff]{2,6}(?=$|[\s,.;!~]|了|啦))"
 _NOUN_GROUPS = "|".join(f"(?P<n{i}>{noun})" for i, (noun, _) in enumerate(_SLOT_NOUNS))
@@ -290,14 +294,17 @@ _NOUN_STATE_RES = tuple(
         r"^(?:(?:and|so|also|btw|fyi)\s+)*(?:our\s+|the\s+|my\s+)?(?:[\w-]+\s+)?(?:{noun})(?:\s+(?:is|are|=)|'s)\s+"
         r"(?:all\s+)?(?:on\s+)?{val}" + _STATE_END,
         r"^(?:[\u4e00-\u9fff]{{0,4}}?的|我们的?|我的|咱们的?|项目的?)?\s*(?:{noun})\s*(?:现在|目前|一直|都|主要|统一)*"
-        r"(?:是|用的是|用的|用|走的是|走|跑在|选的是|(?:放|建|搭|部署|托管)?在(?=\s*[A-Za-z]))\s*{val}" + _STATE_END,
+        r"(?:是|用的是|用的|用|走的是|走|跑在|选的是|(?:放|建|搭|部署|托管)?在(?=\s*[A-Za-z]))\s*{val}"
+        + _STATE_END,
     )
 )
 
 
 # A value given its slot by "as": "using Helix as my editor", "we picked Drone as our CI"
 _NOUN_AS_RE = re.compile(
-    r"\b(?:use|uses|using|used|went\s+with|picked|chose|run|running|have)\s+" + _VALUE + r"\s+as\s+(?:my|our)\s+"
+    r"\b(?:use|uses|using|used|went\s+with|picked|chose|run|running|have)\s+"
+    + _VALUE
+    + r"\s+as\s+(?:my|our)\s+"
     r"(?:main\s+|primary\s+|daily\s+|default\s+|go-to\s+)?(?:" + _NOUN_GROUPS + r")\b",
     re.I,
 )
@@ -306,7 +313,7 @@ _STATE_NOUN_WORDS = frozenset(
     "ci ci/cd pipeline pipelines database db package editor ide host hosting cloud framework monitoring queue "
     "cache orm bundler build linter lint test phone warehouse tracker registry scheduler orchestrator shell os "
     "error crash "
-    "operating".split()
+    "operating paging".split()
 )
 _STATE_NOUN_HAN = re.compile(
     r"流水线|数据库|主库|包管理|编辑器|托管|云|框架|监控|队列|缓存|打包|测试框架|手机|数仓|数据仓库|工单|需求管理|项目管理|"
@@ -434,12 +441,13 @@ def change_hits(clause: str, *, lang: str, blocked: Callable[[str, int], bool] |
 # A clause that speaks for the user, the team or the project and names tools: "Stack is Laravel 10 + MySQL,
 # all hosted on DigitalOcean", "我们主要是 Kotlin + Spring Boot，数据库 PostgreSQL", "前端是 Vue 3".
 _STACK_SUBJECT_RE = re.compile(
-    r"^(?:(?:and|also|plus|btw|fyi|so|oh|ok|but|heads\s+up|quick\s+update|update|fwiw)[\s,:]+)*(?:i\b|i'm|i've|we\b|we're|we've|our\b|my\b|(?:the|this)\s+"
+    r"^(?:(?:and|also|plus|btw|fyi|so|oh|ok|but|heads\s+up|quick\s+update|update|fwiw|now)[\s,:]+)*(?:i\b|i'm|i've|we\b|we're|we've|our\b|my\b|(?:the|this)\s+"
     r"(?:[\w-]+\s+){0,2}?(?:stack|backend|frontend|api|app|service|project|repo|codebase|db|database|infra|cluster|site|"
     r"pipeline|ci|layer|cache|queue|server|servers|platform|website|blog|monorepo|tests|test\s+suite|product|saas|"
     r"startup|tool|box|machine|laptop|homelab|home\s+lab|setup|system|side)\b|"
     r"this\s+(?:repo|project|service|app|codebase)\b|(?:tech\s+)?stack\b|backend\b|frontend\b|db\b|database\b|"
     r"ci\b|infra\b|prod\b|everything\b|all\s+hosted|hosted\b|deployed\b|running\b|built\b|"
+    r"100\s*%\s*(?=(?-i:[A-Z])[\w.+#-]*\s*(?:(?:now|these\s+days|nowadays)\s*)?(?:$|[,.;!]))|"
     # "it's all Zustand now", "all on Buildkite these days": the current state, told after a change
     # "day to day it's mostly Kotlin for me": the user's, said by "for me"
     r"(?:(?:day\s+to\s+day|these\s+days|mostly|mainly),?\s+)?(?:it's|it\s+is|all|everything's)\s+"

@@ -76,7 +76,9 @@ _CLAUSE_BREAK_RE = re.compile(
 ENUMERATOR_RE = re.compile(  # "一是", "第二，", "2)", "（3）", "- ": a list item's mark, not its words
     r"^\s*(?:[一二三四五六七八九十]是|第[一二三四五六七八九十]+[,、]?|\d+[)）.、]|[(（]\d+[)）]|[-*•])\s*"
 )
-_MIN_CLAUSE = re.compile(r"[A-Za-z]{2,}.*[A-Za-z]{2,}|[\u4e00-\u9fff].*[\u4e00-\u9fff]", re.S)
+_MIN_CLAUSE = re.compile(  # two words, two Han characters, or a share of a name ("100% GCP")
+    r"[A-Za-z]{2,}.*[A-Za-z]{2,}|[\u4e00-\u9fff].*[\u4e00-\u9fff]|\d\s*%\s*[A-Za-z]{2,}", re.S
+)
 
 
 _ASIDE_RE = re.compile(r"[(（][^()（）]{1,80}[)）]")  # an aside, closed within 80 characters

@@ -23,7 +23,7 @@ from core.extraction.candidates import Category, Kind, Tier
 from core.extraction.rules.en.facts import OBJ_PRONOUN
 from core.extraction.rules.en.grammar import I_AM, LEAD, blocked, is_question, sentence_case, third_person
 from core.extraction.rules.hits import Hit, fact, make
-from core.extraction.rules.vocab import find_tools
+from core.extraction.rules.vocab import find_tools, only_left
 
 _LEAD_RE = re.compile(LEAD, re.I)
 # fmt: off
@@ -337,7 +337,12 @@ def team_hits(sentence: str) -> list[Hit]:
         hits.append((cand, 0, end))
     manager = _MANAGER_RE.search(sentence)
     if manager and not blocked(sentence, manager.start()):  # "Ruth — my new manager", "my manager Dana"
-        name = manager.group("name") or manager.group("name2") or manager.group("name3") or manager.group("name4")
+        name = (
+            manager.group("name")
+            or manager.group("name2")
+            or manager.group("name3")
+            or manager.group("name4")
+        )
         if name not in _NOT_NAMES:
             cand = fact(f"The user's manager is {name}.", "user.manager", name, rule="en.manager", lang="en")
             hits.append((cand, manager.start(), manager.end()))
@@ -544,6 +549,8 @@ def statement_hits(clause: str, sentence: str = "", whole: bool = False) -> list
     body = _LEAD_RE.sub("", clause, count=1).strip(" ,;:-")
     if len(body) < 8 or is_question(body) or body.endswith("?") or _LESSON_LABEL.fullmatch(body + ":"):
         return []
+    if only_left(body):
+        return []  # "the Mongo cluster was retired in June": the value left, replaced by the one told with it
     if ((_BARE_DECISION_RE.match(body) or _PASSIVE_DECISION_RE.match(body)) and find_tools(body)) or (
         _PASSIVE_DECISION_RE.match(body) and not _MOMENT.search(body)
     ):

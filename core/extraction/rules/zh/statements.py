@@ -24,6 +24,7 @@ from core.extraction.candidates import Category, Kind, Tier
 from core.extraction.rules.en.statements import family_slot
 from core.extraction.rules.hits import Hit, fact, make
 from core.extraction.rules.sentences import ENUMERATOR_RE
+from core.extraction.rules.vocab import only_left
 from core.extraction.rules.zh.behaviour import NOT_RULE
 from core.extraction.rules.zh.grammar import (
     ADV,
@@ -163,7 +164,9 @@ def all_do_hits(sentence: str) -> list[Hit]:
         or body is None
         or not _ALL_DO_CUE.search(body)
         or _NOT_TOPIC.match(match.group("topic"))
-        or re.search(r"人|大家|同事|团队|他们|你们", match.group("topic"))  # everyone's habit, not a rule for the agent
+        or re.search(
+            r"人|大家|同事|团队|他们|你们", match.group("topic")
+        )  # everyone's habit, not a rule for the agent
         or re.search(r"了$|按时", body)  # "都按时跑完了": an event
         or match.group("rest").rstrip(" 。.!~").endswith("了")  # "新代码现在都用 Kotlin 写了": the state now
         or re.search(r"现在|已经|目前", match.group("topic"))
@@ -386,8 +389,14 @@ def statement_hits(clause: str, sentence: str = "", whole: bool = False) -> list
             hits = [_generic(body, Category.FACT, Kind.SEMANTIC, "zh.statement.policy", len(sentence))]
         return hits
     body = _LEAD_RE.sub("", clause, count=1).strip(" ,:;!.~")
-    if len(body) < 5 or is_question(body) or _MOMENT.search(body) or blocked(body, len(body)):
-        return []
+    if (
+        len(body) < 5
+        or is_question(body)
+        or _MOMENT.search(body)
+        or blocked(body, len(body))
+        or only_left(body)
+    ):
+        return []  # only_left: "Oracle 已经下线了" tells the value left, replaced by the one told with it
     if sentence and blocked(sentence, max(0, sentence.find(clause))):
         return []
     match = _STATEMENT_RE.match(body)
