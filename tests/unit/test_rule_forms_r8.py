@@ -119,3 +119,33 @@ def test_a_value_told_as_gone_leaves_only_the_new_value(text: str, slot: str, va
 def test_a_value_not_in_a_slot_or_a_percent_of_certainty_is_no_value_left(text: str, kept: str) -> None:
     contents = " ".join(content.lower() for *_, content in _found(text))
     assert kept in contents if kept else "kafka" not in contents
+
+
+# --- irony ("I *love* merge conflicts", "对对对…多简单啊", two weak marks) and work disowned ("纯属练手") --------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Oh I *love* writing Helm charts by hand, truly the best hobby ever.",
+        "是是是，全部换成 Rust，下周就交付，多容易啊",
+        "oh great, 我最喜欢半夜被 page 了，超开心的",
+        "this course uses Flask and SQLite, just for practice, nothing to do with work",
+        "这个 demo 用的是 Svelte，纯属练手，跟工作没关系",
+    ],
+)
+def test_an_ironic_or_disowned_statement_is_not_the_users(text: str) -> None:
+    assert _found(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("quit putting emojis in the changelog 🙄", "emojis"),  # annoyance with a rule: the rule stays
+        ("yeah sure, our API runs on Elixir", "elixir"),  # one weak mark: a plain answer
+        ("we switched to Bun, best decision ever", "bun"),
+        ("我最爱用 Vim 了", "vim"),
+    ],
+)
+def test_a_single_weak_mark_or_a_rule_is_kept(text: str, kept: str) -> None:
+    assert any(kept in f"{v} {content}".lower() for _, _, v, content in _found(text))

@@ -15,7 +15,7 @@ from core.extraction.candidates import Candidate, Category, Kind, Tier, Turn
 from core.extraction.lang import detect_lang
 from core.extraction.rules.en.grammar import sentence_case, third_person
 from core.extraction.rules.hits import Hit, make
-from core.extraction.rules.passes import is_asked, sentence_hits
+from core.extraction.rules.passes import IRONY_EMPHASIS, is_asked, sentence_hits
 from core.extraction.rules.sentences import clean_text, split_sentences
 from core.extraction.rules.vocab import find_tools
 from core.extraction.rules.zh.grammar import zh_content
@@ -54,6 +54,9 @@ def analyze_turn(turn: Turn, *, roles: Sequence[str] = ("user",)) -> TurnAnalysi
     previous: tuple[str, int] | None = None  # the last sentence and where its candidates start
     following = False  # a "remember these:" request came before: each later sentence is MUST
     correcting = False  # a bare correction ("no I said Thursday.") came before: the next sentence is the fact
+    emphasised = frozenset(  # "I *adore* YAML": praise in emphasis, dropped by the cleaning, read as irony
+        word.lower() for word in (IRONY_EMPHASIS.findall(turn.content) if "*" in turn.content else ())
+    )
     for sentence in split_sentences(text):
         if len(sentence) > MAX_SENTENCE_CHARS:
             residual.append(sentence)
@@ -111,11 +114,13 @@ def analyze_turn(turn: Turn, *, roles: Sequence[str] = ("user",)) -> TurnAnalysi
                 said = f"Do not use {tools[0][0].display}."
                 cand = make(said, Kind.PROCEDURAL, Category.CONSTRAINT, Tier.MUST, rule="en.rule.no_tool",
                             confidence=0.8, lang="en")  # fmt: skip
-                candidates.append(dataclasses.replace(cand, source_event_ids=sources, source_turn_ids=turn_ids))
+                candidates.append(
+                    dataclasses.replace(cand, source_event_ids=sources, source_turn_ids=turn_ids)
+                )
                 previous = (sentence, len(candidates) - 1)
                 continue
         start_index = len(candidates)
-        hits = sentence_hits(sentence)
+        hits = sentence_hits(sentence, emphasised=emphasised)
         correcting = not hits and _CORRECTION_OPENER_RE.match(sentence) is not None
         for cand, _, _ in hits:
             if not _WORD_RE.search(cand.content):

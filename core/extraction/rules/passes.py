@@ -145,7 +145,9 @@ def _change_statement_hits(sentence: str) -> list[Hit]:
             continue
         said = clause.strip()
         if lang == "en" and not re.search(r"\b(?:i|i'm|i've|we|we're|we've|my|our)\b", said, re.I):
-            said = "the user " + said[:1].lower() + said[1:]  # "got an iPhone 16 last week": the subject dropped
+            said = (
+                "the user " + said[:1].lower() + said[1:]
+            )  # "got an iPhone 16 last week": the subject dropped
         content = zh_content(clause) if lang == "zh" else sentence_case(third_person(said))
         cand = Candidate(content=content, kind=Kind.SEMANTIC, category=Category.FACT, tier=Tier.WORTH,
                          confidence=0.75, source_event_ids=(), lang=lang, rule=f"{lang}.statement.change")  # fmt: skip
@@ -446,7 +448,9 @@ def _complaint_rule_hits(sentence: str, clauses: list[tuple[int, str]]) -> list[
             continue
         name = use.group("en") or use.group("zh")
         left = [t for t, s, _ in find_tools(sentence[:start]) if t.canonical != name.lower()]
-        words = re.findall(r"(?<![A-Za-z0-9_.])(?:用|using|use)\s*([A-Za-z][\w.+#/-]*)", sentence[:start], re.I)
+        words = re.findall(
+            r"(?<![A-Za-z0-9_.])(?:用|using|use)\s*([A-Za-z][\w.+#/-]*)", sentence[:start], re.I
+        )
         old = left[0].display if left else next((w for w in words if w.lower() != name.lower()), None)
         lang = "en" if use.group("en") else "zh"
         if lang == "zh":
@@ -460,16 +464,70 @@ def _complaint_rule_hits(sentence: str, clauses: list[tuple[int, str]]) -> list[
     return []
 
 
-def sentence_hits(sentence: str) -> list[Hit]:
+# Irony: praise the speaker does not mean ("I *adore* YAML, best language ever", "对对对，全部重写，多简单啊😅",
+# "yeah sure，我最爱周末加班了，超开心的"). A strong mark alone, or two weak ones, make the sentence no statement.
+_IRONY_STRONG = re.compile(
+    r"\*(?:love|adore|enjoy|great|amazing|fantastic|wonderful|best|totally|definitely)\w*\*|said\s+no\s+one\s+ever|"
+    r"(?:^|\s)/s\s*$|[\U0001F643\U0001F612]|多(?:简单|容易|轻松|方便)(?:啊|呀|哦)|(?:真是|可)太(?:棒|好)了吧",
+    re.I,
+)
+_IRONY_WEAK = re.compile(
+    r"^\W*(?:yeah|yea|oh|ah)\s*,?\s*(?:sure|right|great|totally|of\s+course)\b|\boh\s+(?:great|joy|wonderful)\b|"
+    r"\bbest\s+[\w-]+(?:\s+[\w-]+)?\s+ever\b|\bjust\s+love\s+(?:it\s+)?when\b|[\U0001F605\U0001F644]|对对对|是是是|呵呵|"
+    r"超开心|太开心了|开心死了|我最(?:爱|喜欢)[^,，。!！]{1,10}了",
+    re.I,
+)
+_IRONY_CHARS = re.compile(
+    r"[*/\U0001F600-\U0001F64F]|best|said|sure|right|great|joy|love|对对|是是|呵呵|开心|最爱|最喜欢|多"
+)
+# Said to be no part of the user's own work or setup ("纯属练手，跟工作没关系", "just a tutorial I'm following,
+# nothing to do with work"): the tools it names are not the user's.
+_NOT_OWN = re.compile(
+    r"纯属练手|只是练手|练手用的|跟工作没关系|和工作没关系|与工作无关|跟项目没关系|不是工作上的|"
+    r"\b(?:nothing\s+to\s+do\s+with\s+(?:my\s+|our\s+)?(?:work|job|project)|not\s+for\s+work|"
+    r"(?:just|only|purely)\s+(?:for\s+)?(?:practice|practicing|learning|fun)\b.{0,40}\b(?:not|nothing)\b)",
+    re.I,
+)
+
+
+def ironic(sentence: str) -> bool:
+    """The sentence praises what the speaker does not mean (see `_IRONY_STRONG`)."""
+    if _IRONY_CHARS.search(sentence) is None:
+        return False
+    return _IRONY_STRONG.search(sentence) is not None or len(_IRONY_WEAK.findall(sentence)) >= 2
+
+
+def sentence_hits(sentence: str, *, emphasised: frozenset[str] = frozenset()) -> list[Hit]:
+    """`_sentence_hits`, where an ironic sentence (`ironic`, or praise the turn set in emphasis: "I *adore*
+    YAML", `emphasised` holding "adore") keeps only its rules for the agent ("stop adding emojis 🙄")."""
+    low = sentence.lower()
+    irony = ironic(sentence) or any(word in low for word in emphasised)
+    hits = _sentence_hits(sentence)
+    return [hit for hit in hits if hit[0].tier is Tier.MUST] if irony else hits
+
+
+# "*adore*", "*love*": praise set in emphasis, which the cleaning drops (so it is found in the raw turn)
+IRONY_EMPHASIS = re.compile(
+    r"(?<![\w*])\*(love|adore|enjoy|great|amazing|fantastic|wonderful|best|totally)[a-z]*\*(?![\w*])", re.I
+)
+
+
+def _sentence_hits(sentence: str) -> list[Hit]:
     """The sentence's hits, then those of each clause no hit accounts for: a fact stated in passing inside
     a request ("this service is on Go 1.22, can you check the build?"), a rule after a fact ("数据库用
     PostgreSQL，不要用 ORM"). A clause after a hypothetical or reported one is not the user's statement."""
     if en_hearsay(sentence) or zh_hearsay(sentence):
         return []  # "our competitor runs on Elixir apparently", "竞品好像是用 Go 写的": nothing is the user's own
-    asked_for = _asked_standing_request(sentence)  # substring tests first: most sentences say no "from now on"
+    if _NOT_OWN.search(sentence):
+        return []  # "教程用的是 Django + Celery，纯属练手，跟工作没关系": not the user's own
+    asked_for = _asked_standing_request(
+        sentence
+    )  # substring tests first: most sentences say no "from now on"
     asked_for = asked_for if asked_for and is_asked(sentence) else None
     if asked_for:
-        rules = [(cand, 0, len(sentence)) for cand, _, _ in _language_hits(asked_for) if cand.tier is Tier.MUST]
+        rules = [
+            (cand, 0, len(sentence)) for cand, _, _ in _language_hits(asked_for) if cand.tier is Tier.MUST
+        ]
         if rules:
             return rules
     hits = _language_hits(sentence)
@@ -547,7 +605,9 @@ def sentence_hits(sentence: str) -> list[Hit]:
         if here:
             hits += shift(here, start)
             continue
-        premise = _PREMISE_RE.match(clause)  # "given that our app is Flutter, should ...?": the ground is told
+        premise = _PREMISE_RE.match(
+            clause
+        )  # "given that our app is Flutter, should ...?": the ground is told
         said, at = (clause[premise.end() :], start + premise.end()) if premise else (clause, start)
         hits += shift(_generic_hits(said, sentence, inherited=inherited or chained), at)
         inherited = inherited or opens
