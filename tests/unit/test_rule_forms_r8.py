@@ -149,3 +149,35 @@ def test_an_ironic_or_disowned_statement_is_not_the_users(text: str) -> None:
 )
 def test_a_single_weak_mark_or_a_rule_is_kept(text: str, kept: str) -> None:
     assert any(kept in f"{v} {content}".lower() for _, _, v, content in _found(text))
+
+
+# --- corrections: a late marker ("it's X actually"), a name after the marker ("nope, it's Aoife"), "you keep
+# calling it X — it's Y", a value against a time ("..., not 17:00"), "small fix:" ---------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("it's Svelte actually, there's no React in the app", "svelte"),
+        ("Nope — it's Grzegorz, with a z. Please spell it that way.", "grzegorz"),
+        ("you keep calling it the orders queue — it's fulfilment-events.", "fulfilment-events"),
+        ("that's wrong, the batch job starts at 04:15 CET, not 05:00", "04:15"),
+        ("quick fix: the staging branch is `develop`, not `dev`", "develop"),
+    ],
+)
+def test_a_correction_in_other_forms_is_must(text: str, kept: str) -> None:
+    assert any(kept in content.lower() or kept == v for tier, _, v, content in _found(text) if tier == "must")
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["no, it's fine", "nope, it's 404 again", "it's fine actually", "you keep going, I'll review later"],
+)
+def test_a_marker_before_no_value_is_no_correction(text: str) -> None:
+    assert [t for t, *_ in _found(text) if t == "must"] == []
+
+
+def test_a_tool_told_as_not_installed_is_not_the_one_used() -> None:
+    assert [(s, v) for _, s, v, _ in _found("we use deno here, node isn't even installed")] == [
+        ("project.runtime", "deno")
+    ]

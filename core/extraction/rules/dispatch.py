@@ -69,7 +69,10 @@ def _dispatch(sentence: str, rules: LanguageRules) -> list[Hit]:
         if hits is not None:
             return hits
     pairs = tool_pair_hits(sentence, lang=rules.lang, negating=rules.negating, cue=rules.correction_cue)
-    correction = rules.correction.match(sentence)
+    late = _LATE_MARKER.match(sentence) if rules.lang == "en" and "actually" in sentence.lower() else None
+    # "it's Flask actually": the marker after the value, read as "actually, it's Flask"
+    correction = rules.correction.match(f"actually, {late.group('body')}") if late else None
+    correction = correction or rules.correction.match(sentence)
     if correction:
         rest = correction.group("rest")
         inner = (
@@ -82,13 +85,27 @@ def _dispatch(sentence: str, rules: LanguageRules) -> list[Hit]:
                 must(hit, f"{rules.lang}.correction", start=0)
                 for hit in shift(inner, correction.start("rest"))
             ]
+        marker = correction.group("marker")
+        if marker[:8].lower() == "you keep":  # "you keep calling it the users table — it's accounts"
+            called = re.sub(r"^you\s+keep\s+\w+\s+(?:it\s+|me\s+|this\s+|that\s+)?", "", marker, flags=re.I)
+            rest = f"{rest.rstrip(' .!')}, not {called}"
+        contrast = rules.contrast.search(rest.split(".")[0] + ".")
         strong = (
             _STRONG_CORRECTION.search(correction.group("marker"))
-            or rules.contrast.search(rest.split(".")[0] + ".")
+            or contrast
             or _OWN_MISTAKE.search(rest)  # "nah, the standup is at 9:15, I mixed it up"
         )
-        if strong and not pairs and _STATES.search(rest) and not _ABOUT_THE_CHAT.search(rest):
+        if _ABOUT_THE_CHAT.search(rest) or pairs:
+            pass
+        elif strong and (_STATES.search(rest) or contrast):
             # "Small correction: standups are 9:30 CET, not PST": the corrected statement itself, MUST
+            return [_corrected(rules.restate(rest), rules.lang, len(sentence))]
+        elif rules.lang == "en" and _NAMED_VALUE.match(rest):
+            # "nope, it's Siobhán", "actually it's Flask": the right name, after the marker
+            tool = current_tool(rest.split(",")[0])
+            if tool is not None:
+                return [tool_hit(tool, 0, len(sentence), rule="en.correction.named", lang="en", tier=Tier.MUST,
+                                 confidence=0.85)]  # fmt: skip
             return [_corrected(rules.restate(rest), rules.lang, len(sentence))]
         # "No Friday deploys": a "no" that opens a statement, not a correction of one
     reply = rules.reply(sentence)
@@ -510,6 +527,16 @@ def stack_hits(clause: str, *, lang: str, inherited: bool = False) -> list[Hit]:
     return hits
 
 
+# The right value named after a correction's marker: a name (capitalised, or not in ASCII), not "it's fine"
+_NAMED_VALUE = re.compile(
+    r"^(?:it's|it\s+is|its|that's|that\s+is|the\s+\w+\s+is|they're|he's|she's)\s+(?!(?:OK|Fine|Good|True|False)\b)"
+    r"(?:(?-i:[A-Z])|[^\x00-\x7f])",
+    re.I,
+)
+_LATE_MARKER = re.compile(
+    r"^(?P<body>(?:it's|it\s+is|its|that's|we\s+use|we're\s+on)\s+[^,;]{1,40}?)[\s,]+actually(?:\W*$|\s*[,;.\u2014]\s)",
+    re.I,
+)
 _OWN_MISTAKE = re.compile(
     r"\b(?:i\s+mixed\s+(?:it|them|that)\s+up|i\s+misspoke|my\s+(?:bad|mistake)|typo|i\s+was\s+wrong)\b|我说错了|我记错了|"
     r"打错了|写错了",
@@ -522,7 +549,7 @@ _ABOUT_THE_CHAT = re.compile(
     re.I,
 )
 _STRONG_CORRECTION = re.compile(
-    r"correct|clarify|i\s+meant|i\s+mean|wrong|incorrect|not\s+right|纠正|更正|说错|搞错|记错|错了|不对|应该是",
+    r"correct|clarify|i\s+meant|i\s+mean|wrong|incorrect|not\s+right|fix|keep\s+(?:calling|saying|writing|spelling|naming)|纠正|更正|说错|搞错|记错|错了|不对|应该是",
     re.I,
 )
 

@@ -285,6 +285,8 @@ _GONE_AFTER_RE = re.compile(
     r"(?:(?:finally|now|being|getting)\s+)?(?:shut\s+down|shutdown|decommissioned|cancell?ed|sunset|sunsetted|"
     r"turned\s+off|switched\s+off|torn\s+down|deleted|archived|retired|deprecated|removed|dropped|killed)\b"
     r"|\s*only\s+(?:lives|exists|remains|survives)\s+in\b"
+    # "yarn isn't even installed", "npm is not installed here"
+    r"|\s*(?:isn't|is\s+not|aren't|are\s+not|'s\s+not)\s+(?:even\s+)?(?:installed|used|in\s+use)\b"
     r"|\s*(?:[\w.-]+\s+){0,1}?out\b(?=.{0,30}\b(?:and|for|in\s+favou?r)\b)"  # "ripped yarn out ... and went with"
     r"|\s*(?:那边|那套|那台|这边)?\s*(?:已经|早就|早|下个月|下周|马上|就要|即将)?(?:都)?(?:没了|下线了?|下掉了?|退役了?|"
     r"不用了|废弃了?|停用了?|淘汰了?|停掉了?|关掉了?|删掉了?|删了|退订了?|注销了?|到期不续了?)",

@@ -84,7 +84,11 @@ def _tool_hits(sentence: str) -> list[Hit]:
         category = Category.DECISION if verb.startswith(_DECISION_VERBS) else None
         offset = match.start("span")
         span = _cut(match.group("span"))
-        for tool, start, end in find_tools(span):
+        # the sentence's tools within the span: a name told by its verb ("we use bun") is found in the sentence
+        in_span = [
+            (t, s - offset, e - offset) for t, s, e in tools_named if s >= offset and e <= offset + len(span)
+        ]
+        for tool, start, end in in_span:
             if tool.slot and tool.slot.startswith("user.") and not subject_is_user:
                 continue  # "we use Linux servers" says nothing about the user's own OS
             if named_as_left(span, start, end):
@@ -242,8 +246,11 @@ _DIET_WORDS = ("vegetarian", "vegan", "pescatarian", "pescetarian", "keto", "hal
 
 _DIETS = r"vegetarian|vegan|pescatarian|pescetarian|keto"
 _NEW_DIET_RE = re.compile(
-    r"\b(?P<d>" + _DIETS + r")\s+(?:now|these\s+days|instead)\b|\bnow\s+(?:i'm\s+|i\s+am\s+)?(?:a\s+|mostly\s+)?(?P<d2>"
-    + _DIETS + r")\b",
+    r"\b(?P<d>"
+    + _DIETS
+    + r")\s+(?:now|these\s+days|instead)\b|\bnow\s+(?:i'm\s+|i\s+am\s+)?(?:a\s+|mostly\s+)?(?P<d2>"
+    + _DIETS
+    + r")\b",
     re.I,
 )
 

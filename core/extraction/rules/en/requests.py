@@ -117,7 +117,7 @@ CONTRAST_RE = re.compile(
     r",?\s+(?:not|rather\s+than|instead\s+of)\s+(?:in\s+|at\s+|the\s+|an?\s+)?"
     # a value, not a verb or a degree ("not going back", "not sure", "not too bad")
     r"(?!\w+ing\b|(?:sure|yet|bad|really|so|too|very|that|quite|much|ideal|great|happy|anymore|ever)\b)"
-    r"[\w.+#-]+(?:\s+[\w.+#-]+){0,2}"
+    r"[\w.+#-]+(?::\d\d)?(?:\s+[\w.+#-]+){0,2}"  # "not 03:00"
     r"(?:[.!]*$|(?=\s+[-\u2014\u2013;]\s|;))",  # the end of the sentence, or of its clause ("..., not requests - ...")
     re.I,
 )
@@ -150,7 +150,9 @@ def forget_hits(sentence: str) -> list[Hit] | None:
 
 CORRECTION_RE = re.compile(
     LEAD + r"(?:(?:small|quick|minor|one|a|just\s+a)\s+)?"
-    r"(?P<marker>(?:no|nope|nah)(?:[\s,]+(?:no|nope|nah))*|wrong|incorrect|not\s+quite|that's\s+(?:not\s+right|wrong|incorrect|not\s+"
+    r"(?P<marker>(?:no|nope|nah)(?:[\s,]+(?:no|nope|nah))*|wrong|incorrect|fix(?=\s*[:\u2014\u2013-])|"
+    # "you keep calling it the users table — it's accounts"
+    r"you\s+keep\s+(?:calling|saying|writing|spelling|naming)\b[^\u2014\u2013:;,.]{0,40}?(?=\s*[\u2014\u2013:;,-])|not\s+quite|that's\s+(?:not\s+right|wrong|incorrect|not\s+"
     r"correct)|that\s+is\s+(?:not\s+right|wrong|incorrect)|actually|"
     # "small fix to what I told you yesterday:", "an amendment to what I said earlier:"
     r"(?:fix|correction|amendment|update)\s+to\s+what\s+i\s+(?:told\s+you|said|wrote)(?:\s+(?:earlier|before|"
