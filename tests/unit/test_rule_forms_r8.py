@@ -181,3 +181,42 @@ def test_a_tool_told_as_not_installed_is_not_the_one_used() -> None:
     assert [(s, v) for _, s, v, _ in _found("we use deno here, node isn't even installed")] == [
         ("project.runtime", "deno")
     ]
+
+
+# --- the user's own slot told after a change ("got promoted — X now", "swapped teams, I'm with X these days",
+# "so <diet> these days", "<zone> for scheduling"), and a new value in the slot of the one it replaces ----------
+
+
+@pytest.mark.parametrize(
+    ("text", "slot", "value"),
+    [
+        ("got promoted — principal engineer now, fewer tickets for me", "user.job", "principal engineer"),
+        ("switched teams, I'm with billing now", "user.team", "billing team"),
+        (
+            "went back to eating meat at weddings only, so vegetarian these days otherwise",
+            "user.diet",
+            "vegetarian",
+        ),
+        ("moved to Seoul last month, so KST for scheduling", "user.timezone", "KST"),
+        ("Timezone's Europe/Lisbon fwiw", "user.timezone", "Europe/Lisbon"),
+        ("we moved from Nomad to GKE in the spring", "project.orchestration", "gke"),
+    ],
+)
+def test_the_users_slot_after_a_change(text: str, slot: str, value: str) -> None:
+    assert (slot, value) in [(s, v) for _, s, v, _ in _found(text)]
+
+
+@pytest.mark.parametrize(
+    ("text", "slot"),
+    [
+        ("promoted the build to prod, all green", "user.job"),
+        ("vegan options now on the menu?", "user.diet"),
+        ("they switched teams last week, I'm with you on that", "user.team"),
+    ],
+)
+def test_a_change_said_of_something_else_fills_no_user_slot(text: str, slot: str) -> None:
+    assert slot not in [s for _, s, _, _ in _found(text)]
+
+
+def test_a_value_of_another_slot_family_keeps_its_own_slot() -> None:
+    assert ("project.cloud", "gcp") in [(s, v) for _, s, v, _ in _found("we moved from Vercel to GCP")]

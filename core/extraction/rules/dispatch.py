@@ -432,6 +432,28 @@ def _upgraded(clause: str, change: re.Match[str]) -> Tool | None:
     return tool._replace(canonical=f"{base} {v}", display=f"{display} {v}")
 
 
+# Slots whose values stand in for one another ("moved from ECS to EKS": a scheduler for a managed cluster)
+_SLOT_FAMILIES = (
+    frozenset({"project.hosting", "project.orchestration"}),
+    frozenset({"project.database", "project.warehouse"}),
+)
+
+
+def _in_left_slot(clause: str, tool: Tool) -> Tool:
+    """The new value in the slot of the value it replaces, when the two sit in slots of one family ("moved from
+    ECS to EKS": EKS takes ECS's place, so ECS does not stay current beside it)."""
+    left = [
+        t
+        for t, start, end in find_tools(clause)
+        if t.slot and t.slot != tool.slot and named_as_left(clause, start, end)
+    ]
+    if len({t.slot for t in left}) != 1:
+        return tool
+    slot = left[0].slot
+    family = next((f for f in _SLOT_FAMILIES if tool.slot in f), None)
+    return tool._replace(slot=slot) if family is not None and slot in family else tool
+
+
 def change_hits(clause: str, *, lang: str, blocked: Callable[[str, int], bool] | None = None) -> list[Hit]:
     """A change of a slot's value already made ("fyi we've since moved CI to Buildkite", "CI 改用 GitHub
     Actions 了", "after the Node 22 upgrade ..."): the tool named as the new value, in its slot, as a
@@ -451,6 +473,7 @@ def change_hits(clause: str, *, lang: str, blocked: Callable[[str, int], bool] |
     tool = _upgraded(clause, change) or current_tool(change.group()) or first_current_tool(tail)
     if tool is None:
         return []
+    tool = _in_left_slot(clause, tool)
     return [tool_hit(tool, 0, len(clause), rule=f"{lang}.tool.change", lang=lang, category=Category.DECISION,
                      confidence=0.85)]  # fmt: skip
 

@@ -185,7 +185,10 @@ def _pref_hits(sentence: str) -> list[Hit]:
 _DIET_RE = re.compile(
     r"(?:" + I_AM + r"\s+" + ADV + r"|(?<![\w'])i(?:'ve|\s+have)\s+been\s+" + ADV
     + r"|(?:(?<![\w'])i\s+)?(?:went|turned|became|have\s+gone|'ve\s+gone|gone|"
-    r"switched\s+to\s+being)\s+(?:fully\s+|full\s+|completely\s+)?)(?:a\s+)?(?:strict\s+)?"
+    r"switched\s+to\s+being)\s+(?:fully\s+|full\s+|completely\s+)?"
+    # "so pescatarian these days": a bare diet told as the state now
+    r"|(?:^|[,;:]\s*)(?:so\s+|and\s+|but\s+)?(?=(?:vegetarian|vegan|pescatarian|pescetarian|keto)\s+(?:these\s+days|"
+    r"now|nowadays)\b))(?:a\s+)?(?:strict\s+)?"
     r"(?P<diet>lacto[- ]ovo(?:[- ]vegetarian)?|ovo[- ]lacto(?:[- ]vegetarian)?|vegetarian|vegan|pescatarian|"
     r"pescetarian|keto|halal|kosher|lactose[- ]intolerant|gluten[- ]free|"
     r"celiac|coeliac|diabetic)\b", re.I)
@@ -217,7 +220,7 @@ _PROFILE_RES = (
      "{}", "en.profile.language_level"),  # the statement itself
 )
 _SLOTTED_PROFILE_RES = (
-    (re.compile(r"\bmy\s+time\s?zone\s+is\s+(?P<tz>[\w+:/-]+(?:\s*[+-]\s*\d{1,2})?)|" + I_AM + r"\s+"
+    (re.compile(r"(?:\bmy\s+|^)time\s?zone(?:\s+is|'s)\s+(?P<tz>[\w+:/-]+(?:\s*[+-]\s*\d{1,2})?)|" + I_AM + r"\s+"
                 r"(?:in|on)\s+(?P<tz2>(?:UTC|GMT)\s?[+-]\s?\d{1,2}(?::?\d{2})?|PST|PDT|EST|EDT|CST|CET|CEST|JST|"
                 r"IST|BST|AEST|MST|(?:Central|Eastern|Western)\s+European(?:\s+Summer)?|Pacific|Eastern|Central)"
                 r"(?:\s+time(?:\s*zone)?)?\b", re.I),
@@ -227,7 +230,8 @@ _SLOTTED_PROFILE_RES = (
      "user.timezone", "The user's timezone is {}.", "en.profile.timezone_hours"),
     # "so SGT from now on", "CET now": a zone named as the user's own from now on
     (re.compile(r"\b(?P<tz>(?-i:SGT|HKT|JST|KST|CST|CET|CEST|EET|EEST|WET|BST|GMT|UTC|IST|AEST|AEDT|NZST|PST|PDT|EST|"
-                r"EDT|MST|MDT|MSK|BRT|ART)(?:\s?[+-]\s?\d{1,2})?)\s+(?:from\s+now\s+on|now|going\s+forward)\b"),
+                r"EDT|MST|MDT|MSK|BRT|ART)(?:\s?[+-]\s?\d{1,2})?)\s+(?:from\s+now\s+on|now|going\s+forward|for\s+(?:any\s+|all\s+)?"
+                r"(?:scheduling|meetings|calls))\b"),
      "user.timezone", "The user's timezone is {}.", "en.profile.timezone_now"),
     (re.compile(r"\bmy\s+birthday\s+is\s+(?:on\s+)?(?P<day>[^.;!?,]{3,25})", re.I),
      "user.birthday", "The user's birthday is {}.", "en.profile.birthday"),
