@@ -220,3 +220,37 @@ def test_a_change_said_of_something_else_fills_no_user_slot(text: str, slot: str
 
 def test_a_value_of_another_slot_family_keeps_its_own_slot() -> None:
     assert ("project.cloud", "gcp") in [(s, v) for _, s, v, _ in _found("we moved from Vercel to GCP")]
+
+
+# --- Chinese: a line of work as the whole statement ("我是运维"), a team after a transfer ("转岗去了支付组"), a
+# posting ("被调去深圳了", "又调回杭州了"), the state after a move ("回国了，现在在上海"), an office by city ----------
+
+
+@pytest.mark.parametrize(
+    ("text", "slot", "value"),
+    [
+        ("我是产品，技术细节可以讲简单点", "user.job", "产品"),
+        ("我是后端开发", "user.job", "后端开发"),
+        ("下个季度我转岗去了支付组", "user.team", "支付组"),
+        ("我被调去深圳了，下周开始", "user.location", "深圳"),
+        ("我又调回杭州了", "user.location", "杭州"),
+        ("辞职回国了，现在在上海", "user.location", "上海"),
+        ("我在成都研发中心，离总部挺远", "user.location", "成都"),
+    ],
+)
+def test_zh_the_users_own_role_team_and_place(text: str, slot: str, value: str) -> None:
+    assert (slot, value) in [(s, v) for _, s, v, _ in _found(text)]
+
+
+@pytest.mark.parametrize(
+    ("text", "slot"),
+    [
+        ("我是说这个函数有问题", "user.job"),
+        ("我是来问问题的", "user.job"),
+        ("他被调去深圳了", "user.location"),
+        ("我们现在在北京有个办公室", "user.location"),
+        ("我跳槽去了字节", "user.team"),
+    ],
+)
+def test_zh_not_the_users_role_team_or_place(text: str, slot: str) -> None:
+    assert slot not in [s for _, s, _, _ in _found(text)]
