@@ -254,3 +254,33 @@ def test_zh_the_users_own_role_team_and_place(text: str, slot: str, value: str) 
 )
 def test_zh_not_the_users_role_team_or_place(text: str, slot: str) -> None:
     assert slot not in [s for _, s, _, _ in _found(text)]
+
+
+# --- a house convention told as standing is a rule in its topic's slot (indentation, commit messages) ---------
+
+
+@pytest.mark.parametrize(
+    ("text", "slot"),
+    [
+        ("use 3-space indentation in all our Lua files", "project.indentation"),
+        ("after the vote, YAML is 2-space indentation now", "project.indentation"),
+        ("缩进以后一律用两个空格", "project.indentation"),
+        ("定了：提交说明今后统一写英文", "project.commit_messages"),
+        ("commit messages are in German from now on, per the new policy", "project.commit_messages"),
+    ],
+)
+def test_a_standing_convention_is_a_rule_in_its_topic_slot(text: str, slot: str) -> None:
+    assert [(t, s) for t, s, _, _ in _found(text) if s == slot] == [("must", slot)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I have 40 browser tabs open now",
+        "I always forget commit messages",
+        "can you fix the indentation in this file?",
+        "这个文件的缩进乱了",
+    ],
+)
+def test_a_one_off_or_the_users_habit_is_no_convention(text: str) -> None:
+    assert not [s for _, s, _, _ in _found(text) if s in ("project.indentation", "project.commit_messages")]

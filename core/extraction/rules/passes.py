@@ -497,13 +497,80 @@ def ironic(sentence: str) -> bool:
     return _IRONY_STRONG.search(sentence) is not None or len(_IRONY_WEAK.findall(sentence)) >= 2
 
 
+# A house convention with one current value ("indent with tabs" -> "4 spaces from now on", "提交信息用英文写" ->
+# "以后用中文写"): told as standing (统一 / 以后 / now / from now on / in our ...), it is a rule in its topic's slot,
+# so a later convention on the topic replaces it.
+_CONVENTIONS = (
+    (
+        re.compile(
+            r"缩进|\bindent(?:ation|ing|s)?\b|\b\d[- ]spaces?\b|\btabs?\b.{0,20}\bspaces\b|"
+            r"\bspaces\b.{0,20}\btabs?\b|个空格",
+            re.I,
+        ),
+        "project.indentation",
+    ),
+    (re.compile(r"提交信息|提交说明|\bcommit\s+(?:messages?|msgs?)\b", re.I), "project.commit_messages"),
+)
+_CONVENTION_CUE = re.compile(
+    r"统一|以后|今后|一律|现在|改成|改为|改用|换成|\b(?:now|from\s+now\s+on|going\s+forward|always|in\s+(?:our|all)|"
+    r"across\s+the|house\s+style|convention|voted)\b",
+    re.I,
+)
+
+
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|my|me)\b|我(?!们)", re.I)
+
+
+def _convention_hits(sentence: str, hits: list[Hit]) -> list[Hit]:
+    """A standing convention's rule in its topic's slot (see `_CONVENTIONS`); the hits as they were otherwise."""
+    topic = next((slot for pattern, slot in _CONVENTIONS if pattern.search(sentence)), None)
+    if (
+        topic is None
+        or is_asked(sentence)
+        or not _CONVENTION_CUE.search(sentence)
+        or _blocked(sentence, len(sentence))
+    ):
+        return hits
+    ruled = [h for h in hits if h[0].tier is Tier.MUST and h[0].slot is None and h[0].kind is Kind.PROCEDURAL]
+    if ruled:
+        cand, start, end = ruled[0]
+        slotted = dataclasses.replace(cand, slot=topic, value=topic_value(cand.content))
+        return [(slotted, start, end) if h is ruled[0] else h for h in hits]
+    if any(h[0].slot == topic or (h[0].tier is Tier.MUST and h[0].slot is None) for h in hits):
+        return hits
+    if _FIRST_PERSON.search(sentence):
+        return hits  # "I always forget commit messages": the user's habit, not a convention for the agent
+    lang = detect_lang(sentence)
+    body = sentence.strip(" .!~。")
+    content = zh_content(body) if lang == "zh" else sentence_case(third_person(body))
+    cand = Candidate(content=content, kind=Kind.PROCEDURAL, category=Category.CONSTRAINT, tier=Tier.MUST,
+                     confidence=0.8, source_event_ids=(), slot=topic, value=topic_value(content), lang=lang,
+                     rule=f"{lang}.rule.convention_slot")  # fmt: skip
+    return [*hits, (cand, 0, len(sentence))]
+
+
 def sentence_hits(sentence: str, *, emphasised: frozenset[str] = frozenset()) -> list[Hit]:
     """`_sentence_hits`, where an ironic sentence (`ironic`, or praise the turn set in emphasis: "I *adore*
     YAML", `emphasised` holding "adore") keeps only its rules for the agent ("stop adding emojis 🙄")."""
     low = sentence.lower()
     irony = ironic(sentence) or any(word in low for word in emphasised)
     hits = _sentence_hits(sentence)
-    return [hit for hit in hits if hit[0].tier is Tier.MUST] if irony else hits
+    if irony:
+        return [hit for hit in hits if hit[0].tier is Tier.MUST]
+    return _convention_hits(sentence, hits) if _may_name_convention(sentence) else hits
+
+
+def _may_name_convention(sentence: str) -> bool:
+    low = sentence.lower()
+    return (
+        "indent" in low
+        or "space" in low
+        or "tab" in low
+        or "commit" in low
+        or "缩进" in low
+        or "空格" in low
+        or ("提交" in low)
+    )
 
 
 # "*adore*", "*love*": praise set in emphasis, which the cleaning drops (so it is found in the raw turn)
