@@ -284,3 +284,30 @@ def test_a_standing_convention_is_a_rule_in_its_topic_slot(text: str, slot: str)
 )
 def test_a_one_off_or_the_users_habit_is_no_convention(text: str) -> None:
     assert not [s for _, s, _, _ in _found(text) if s in ("project.indentation", "project.commit_messages")]
+
+
+# --- standing rules under a condition ("if a migration could lock a table, ask first", "凡是…都先…给我看"), and
+# more verbs of a Chinese remember request ("这个你记牢：") ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("if a change could drop a column, ask before applying it", "ask before applying"),
+        ("For anything that touches billing, loop me in before merging.", "billing"),
+        ("如果要改数据库结构，先问我一声", "数据库结构"),
+        ("凡是要发邮件给客户的脚本，都先给我过目", "客户"),
+        ("写完接口先补单测再提给我", "单测"),
+        ("这点你记牢：周五下午不发版", "周五"),
+    ],
+)
+def test_a_conditional_rule_or_a_remember_request_is_must(text: str, kept: str) -> None:
+    assert any(kept in content for content in _must(text))
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["if a test fails, rerun it", "吃完饭先休息一下再说", "改完这个文件先跑一下测试", "我记得他说过这事"],
+)
+def test_a_one_off_step_or_a_memory_of_the_users_is_no_rule(text: str) -> None:
+    assert _must(text) == []

@@ -126,7 +126,8 @@ def reply_hits(sentence: str) -> list[Hit]:
 _RULE_RE = re.compile(
     LEAD + r"(?P<lead>(?:from\s+now\s+on|going\s+forward|moving\s+forward|in\s+(?:the\s+)?future|from\s+"
     r"here\s+on(?:\s+out)?|as\s+a\s+(?:general\s+)?rule|by\s+default|in\s+general|every\s+time|each\s+time)"
-    r"\s*[,:-]?\s*)?(?P<cond>(?:when|whenever|if\s+you(?:'re|\s+are)?|for|in|while)\s[^,]{1,60}?(?:,\s*|\s+(?=(?:please|pls|"
+    r"\s*[,:-]?\s*)?(?P<cond>(?:when|whenever|if\s+you(?:'re|\s+are)?|if\s+(?:a|an|any|anything|something)|for|in|"
+    r"while)\s[^,]{1,60}?(?:,\s*|\s+(?=(?:please|pls|"
     r"assume|reply|answer|include|stick|default|always|never|don't|do\s+not)\b)))?"
     r"(?:please\s+|pls\s+)?(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?)?(?:you(?:'re|\s+are)?\s+)?"
     r"(?P<mod>(?:mind\s+not|(?<=you\s)not|please\s+not|mind\s+always|mind\s+never)(?=\s+\w+ing\b)|(?:kindly\s+|please\s+)?refrain\s+from|"
@@ -177,7 +178,7 @@ IMPERATIVE_VERBS = frozenset(
     "check verify review read go let set leave respect stay avoid skip emit raise throw catch "
     "handle validate sign annotate declare store cache touch open close copy paste bump pin upgrade "
     "downgrade switch target support mark tag greet address refer refrain steer favor favour lean drop cut omit trim "
-    "ditch spell".split()
+    "ditch spell ping notify confirm wait loop".split()
 )
 _ONE_OFF = re.compile(
     r"\b(?:yet|this\s+time|for\s+now|right\s+now|today|tonight|tomorrow|at\s+the\s+moment|(?:this|these)\s+(?:file|"
@@ -344,7 +345,19 @@ def rule_hits(sentence: str) -> list[Hit]:
     mod = " ".join((match.group("mod") or "").lower().split())
     cond = (match.group("cond") or "").lower()
     standing = cond.startswith(
-        ("when", "whenever", "if you")
+        (
+            "when",
+            "whenever",
+            "if you",
+            "if a ",
+            "if an ",
+            "if any",
+            "if something",
+            "for anything",
+            "for any ",
+            "for every",
+            "for all ",
+        )
     )  # also "if you're unsure, say so"  # "whenever you give me recipes, include ..."
     persistent = bool(match.group("lead") or tail or standing)
     standing_verb = False
