@@ -311,3 +311,14 @@ def test_a_conditional_rule_or_a_remember_request_is_must(text: str, kept: str) 
 )
 def test_a_one_off_step_or_a_memory_of_the_users_is_no_rule(text: str) -> None:
     assert _must(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "value"), [("我写 Rust 用的是 Helix", "helix"), ("我写前端代码时用的是 WebStorm", "webstorm")]
+)
+def test_zh_the_tool_used_for_a_kind_of_work_is_the_users(text: str, value: str) -> None:
+    assert [(s, v) for _, s, v, _ in _found(text)] == [("user.editor", value)]
+
+
+def test_zh_a_language_alone_is_still_the_projects() -> None:
+    assert ("project.language", "rust") in [(s, v) for _, s, v, _ in _found("我们写后端用的是 Rust")]
