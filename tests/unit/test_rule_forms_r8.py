@@ -322,3 +322,26 @@ def test_zh_the_tool_used_for_a_kind_of_work_is_the_users(text: str, value: str)
 
 def test_zh_a_language_alone_is_still_the_projects() -> None:
     assert ("project.language", "rust") in [(s, v) for _, s, v, _ in _found("我们写后端用的是 Rust")]
+
+
+# --- a list of the user's setup under a header ("stack:", "环境说明：") -------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "pairs"),
+    [
+        ("our stack:\n- Elixir 1.16\n- Phoenix\n- hosted on Fly.io",
+         {("project.language", "elixir 1.16"), ("project.framework", "phoenix"), ("project.hosting", "fly.io")}),
+        ("开发环境如下：\n- 数据库：TiDB\n- Go 1.22", {("project.database", "tidb"), ("project.language", "go 1.22")}),
+    ],
+)  # fmt: skip
+def test_a_setup_list_under_a_header_names_the_users_tools(text: str, pairs: set[tuple[str, str]]) -> None:
+    assert pairs <= {(s, v) for _, s, v, _ in _found(text) if s and v}
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["setup:\n- Redis was down yesterday\n- can you check the Kafka logs?", "stack trace below:\nRedis"],
+)
+def test_a_list_of_other_things_after_a_header_is_not_the_setup(text: str) -> None:
+    assert not [s for _, s, _, _ in _found(text) if s in ("project.cache", "project.queue")]

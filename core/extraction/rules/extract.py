@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from core.extraction.candidates import Candidate, Category, Kind, Tier, Turn
 from core.extraction.lang import detect_lang
+from core.extraction.rules.dispatch import stack_hits
 from core.extraction.rules.en.grammar import sentence_case, third_person
 from core.extraction.rules.hits import Hit, make
 from core.extraction.rules.passes import IRONY_EMPHASIS, is_asked, sentence_hits
@@ -53,6 +54,7 @@ def analyze_turn(turn: Turn, *, roles: Sequence[str] = ("user",)) -> TurnAnalysi
     residual: list[str] = []
     previous: tuple[str, int] | None = None  # the last sentence and where its candidates start
     following = False  # a "remember these:" request came before: each later sentence is MUST
+    setup = False  # a "setup notes:" header came before: each short item after it speaks for the user's setup
     correcting = False  # a bare correction ("no I said Thursday.") came before: the next sentence is the fact
     emphasised = frozenset(  # "I *adore* YAML": praise in emphasis, dropped by the cleaning, read as irony
         word.lower() for word in (IRONY_EMPHASIS.findall(turn.content) if "*" in turn.content else ())
@@ -66,6 +68,21 @@ def analyze_turn(turn: Turn, *, roles: Sequence[str] = ("user",)) -> TurnAnalysi
             sentence
         ):  # "记住几件事：" / "remember these:" points at what follows
             following = True
+            previous = None
+            continue
+        if _SETUP_HEADER_RE.match(
+            sentence
+        ):  # "setup notes for you:" / "环境说明：": the items that follow are the setup
+            setup = True
+            previous = None
+            continue
+        if setup and (len(sentence) > 80 or is_asked(sentence)):
+            setup = False
+        elif setup:
+            found = sentence_hits(sentence) or stack_hits(
+                sentence, lang=detect_lang(sentence), inherited=True
+            )
+            candidates += _sourced(found, sources, turn_ids)
             previous = None
             continue
         if following and _CLOSER_RE.match(sentence):
@@ -201,6 +218,13 @@ _REMEMBER_THAT_RE = re.compile(
 )
 
 
+# A header over a list of the user's setup ("setup notes for you:", "our stack:", "环境说明：", "技术栈如下：")
+_SETUP_HEADER_RE = re.compile(
+    r"^(?:(?:my|our|the|some|quick)\s+)?(?:tech\s+stack|stack|setup|environment|env|dev\s+environment|tooling|infra)"
+    r"(?:\s+(?:notes|details|info|overview))?(?:\s+for\s+you)?\s*[:：]\s*$"
+    r"|^(?:我的|我们的?|项目的?)?(?:环境说明|开发环境|运行环境|环境|技术栈|技术选型|配置)(?:说明|信息|情况)?(?:如下)?\s*[:：]\s*$",
+    re.I,
+)
 _REMEMBER_FOLLOWING_RE = re.compile(
     r"^.{0,30}?(?:remember|don't\s+forget|note|keep\s+in\s+mind)\s+(?:(?:these|the\s+following|a\s+few|some|two|three|"
     r"four|several)\s+)?(?:things|points|facts|items|rules|details|notes)?\s*(?:about\s+me\s*)?[:：]\s*$"
