@@ -70,9 +70,8 @@ def analyze_turn(turn: Turn, *, roles: Sequence[str] = ("user",)) -> TurnAnalysi
             following = True
             previous = None
             continue
-        if _SETUP_HEADER_RE.match(
-            sentence
-        ):  # "setup notes for you:" / "环境说明：": the items that follow are the setup
+        if _SETUP_HEADER_RE.match(sentence):
+            # "setup notes for you:" / "环境说明：": the items that follow are the setup
             setup = True
             previous = None
             continue
