@@ -345,3 +345,38 @@ def test_a_setup_list_under_a_header_names_the_users_tools(text: str, pairs: set
 )
 def test_a_list_of_other_things_after_a_header_is_not_the_setup(text: str) -> None:
     assert not [s for _, s, _, _ in _found(text) if s in ("project.cache", "project.queue")]
+
+
+# --- tools in passing: "<Tool> is our <noun>", "my <tool> config", "using <tool> ... in this repo", and the ground
+# of a question ("since we're on X I assume ...?") ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "slot", "value"),
+    [
+        ("RabbitMQ is our job queue, so keep the consumers idempotent please", "project.queue", "rabbitmq"),
+        ("my Fish prompt got slow after the update, any idea?", "user.shell", "fish"),
+        ("my Emacs config is a mess, how do I split it into modules?", "user.editor", "emacs"),
+        ("using Vitest in this repo, how do I mock timers?", "project.test_framework", "vitest"),
+        (
+            "since we're on Postgres 16 I assume MERGE works? show me an upsert",
+            "project.database",
+            "postgresql 16",
+        ),
+    ],
+)
+def test_a_tool_in_passing_in_other_forms(text: str, slot: str, value: str) -> None:
+    assert (slot, value) in [(s, v) for _, s, v, _ in _found(text)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Kafka topics are our problem today",
+        "my colleague's Emacs config is wild",
+        "if we were on MySQL I assume this would work?",
+        "my Python script is slow",
+    ],
+)
+def test_a_tool_said_of_something_else_is_not_in_passing(text: str) -> None:
+    assert not [r for r in (c.rule for c in extract_turn(Turn("e1", "user", text))) if r == "en.tool.passing"]

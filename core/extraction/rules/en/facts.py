@@ -311,8 +311,44 @@ def _profile_hits(sentence: str) -> list[Hit]:
     return hits
 
 
+# Tools named in passing in other forms: "Kafka is our message bus" (the tool, then what it is to us), "my nvim
+# config broke" (the user's own editor, shell or OS, named by what the user keeps of it), "using pnpm workspaces in
+# this monorepo, how do I ..." (the subject dropped, the scope this repo).
+_PASSING_TOOL_RES = (
+    (re.compile(r"^(?P<span>[\w.+#-]+(?:\s[\w.+#-]+)?)\s+(?:is|are)\s+(?:our|my|the\s+team's)\s+(?:main\s+|primary\s+|"
+                r"only\s+)?[a-z][\w/-]*(?:\s+[a-z][\w/-]*){0,2}"
+                r"(?=\s*(?:$|[,.;!?(]|\s+(?:and|but|for|here|now)\b))", re.I), None),
+    (re.compile(r"\bmy\s+(?P<span>[\w.+#-]+)\s+(?:config|configs|configuration|setup|dotfiles|plugins?|install|"
+                r"keybindings|keymaps?|theme|box|laptop|machine|workstation|profile|prompt)\b", re.I), "user."),
+    (re.compile(r"^(?:(?:been|now)\s+)?using\s+(?P<span>[\w.+#-]+)(?:\s+[a-z]+)?\s+(?:in|for|across)\s+"
+                r"(?:this|our|my|the)\s+(?:repo|monorepo|project|codebase|app|service|workspace)\b", re.I), "project."),
+)  # fmt: skip
+
+
+def _passing_tool_hits(sentence: str) -> list[Hit]:
+    hits: list[Hit] = []
+    for pattern, family in _PASSING_TOOL_RES:
+        match = pattern.search(sentence)
+        if match is None or blocked(sentence, match.start()):
+            continue
+        tools = [t for t in find_tools(sentence) if t[1] >= match.start("span") and t[2] <= match.end("span")]
+        if len(tools) != 1 or (family and not (tools[0][0].slot or "").startswith(family)):
+            continue
+        tool = tools[0][0]
+        if family is None and match.start("span") + len(tool.said) < match.end("span") - 1:
+            continue  # "Kafka topics are our ...": the tool must be the whole subject
+        hits.append(tool_hit(tool, match.start(), match.end(), rule="en.tool.passing", lang="en"))
+    return hits
+
+
 def fact_hits(sentence: str) -> list[Hit]:
-    return (
+    hits = (
         name_hits(sentence) + place_hits(sentence) + job_hits(sentence) + _tool_hits(sentence)
         + _pref_hits(sentence) + _profile_hits(sentence)
     )  # fmt: skip
+    if not any(
+        hit[0].slot and hit[0].slot.startswith(("project.", "user.editor", "user.os", "user.shell"))
+        for hit in hits
+    ):
+        hits += _passing_tool_hits(sentence)
+    return hits
