@@ -380,3 +380,30 @@ def test_a_tool_in_passing_in_other_forms(text: str, slot: str, value: str) -> N
 )
 def test_a_tool_said_of_something_else_is_not_in_passing(text: str) -> None:
     assert not [r for r in (c.rule for c in extract_turn(Turn("e1", "user", text))) if r == "en.tool.passing"]
+
+
+# --- a reply language's variety ("British English"), a convention on a noun with its owner ("所有接口返回的时间…") --
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("Respond in American English please, we ship to US customers", "en-us"),
+        ("answer in Simplified Chinese", "zh-hans"),
+    ],
+)
+def test_a_reply_language_keeps_its_variety(text: str, value: str) -> None:
+    assert ("user.reply_language", value) in [(s, v) for _, s, v, _ in _found(text)]
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [("所有报表导出的日期统一用 ISO 8601", "ISO 8601"), ("全部接口返回的时区一律用 UTC+8", "UTC+8")],
+)
+def test_zh_a_convention_on_a_noun_with_its_owner_is_must(text: str, kept: str) -> None:
+    assert any(kept in content for content in _must(text))
+
+
+@pytest.mark.parametrize("text", ["时间用完了", "我的时间都用在 debug 上了"])
+def test_zh_time_spent_is_no_convention(text: str) -> None:
+    assert _must(text) == []

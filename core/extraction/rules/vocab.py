@@ -357,5 +357,10 @@ LANGUAGE_CODES = {
     "spanish": "es", "korean": "ko", "portuguese": "pt", "italian": "it", "russian": "ru", "中文": "zh",
     "汉语": "zh", "普通话": "zh", "英文": "en", "英语": "en", "日语": "ja", "日文": "ja", "韩语": "ko",
     "法语": "fr", "德语": "de", "西班牙语": "es",
+    # a language's variety: spelling and words differ, so it is kept
+    "british english": "en-gb", "uk english": "en-gb", "american english": "en-us", "us english": "en-us",
+    "simplified chinese": "zh-hans", "traditional chinese": "zh-hant", "brazilian portuguese": "pt-br",
+    "简体中文": "zh-hans", "繁体中文": "zh-hant", "繁体": "zh-hant", "简体": "zh-hans", "英式英语": "en-gb",
+    "美式英语": "en-us",
 }
 # fmt: on

@@ -63,7 +63,10 @@ _IMPERATIVE_CUE_RE = re.compile(
     r"going\s+forward|in\s+(?:the\s+)?future|format|explain)\b", re.I)
 _BARE_BE_RE = re.compile(LEAD + r"(?:please\s+)?(?:be|keep\s+it|keep\s+things|stay)\s+(?:\w+\s+){0,2}$",
                          re.I)
-_LANG_WORDS = r"english|chinese|mandarin|japanese|french|german|spanish|korean|portuguese|italian|russian"
+_LANG_WORDS = (
+    r"(?:british|uk|american|us)\s+english|(?:simplified|traditional)\s+chinese|brazilian\s+portuguese|"
+    r"english|chinese|mandarin|japanese|french|german|spanish|korean|portuguese|italian|russian"
+)
 _REPLY_LANG_RE = re.compile(
     r"\b(?:(?:reply|replied|respond|responded|answer|answered|write|wrote|talk|speak|communicate|chat|"
     r"explain(?:\s+things)?)\s+(?:to\s+me\s+|me\s+|back\s+)?(?:only\s+|always\s+)?|(?:answers|responses|replies|"
@@ -90,7 +93,7 @@ def reply_hits(sentence: str) -> list[Hit]:
     if match and not blocked(sentence, match.start(), hypothetical=False):
         mode = _reply_mode(sentence)
         if mode is not None:
-            code = LANGUAGE_CODES[match.group("lang").lower()]
+            code = LANGUAGE_CODES[" ".join(match.group("lang").lower().split())]
             return [reply_hit("user.reply_language", code, mode=mode, lang="en", rule="en.reply.language",
                               end=len(sentence))]  # fmt: skip
     style = _STYLE_RE.search(sentence)
