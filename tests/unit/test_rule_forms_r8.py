@@ -407,3 +407,31 @@ def test_zh_a_convention_on_a_noun_with_its_owner_is_must(text: str, kept: str) 
 @pytest.mark.parametrize("text", ["时间用完了", "我的时间都用在 debug 上了"])
 def test_zh_time_spent_is_no_convention(text: str) -> None:
     assert _must(text) == []
+
+
+# --- "<new> replaced <old>" and its Chinese forms ("用 X 替换了 Y", "Y 被 X 取代了") -----------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "slot", "value"),
+    [
+        ("Gradle replaced Maven in all our builds last year", "project.build_tool", "gradle"),
+        ("Loki? no, Grafana has replaced Datadog for dashboards here", "project.monitoring", "grafana"),
+        ("我们用 Pulumi 替换了 Terraform", "project.iac", "pulumi"),
+        ("Jenkins 早就被 Drone 取代了", "project.ci", "drone"),
+    ],
+)
+def test_the_value_named_before_replaced_is_the_new_one(text: str, slot: str, value: str) -> None:
+    assert [(s, v) for _, s, v, _ in _found(text) if s == slot] == [(slot, value)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "should Gradle replace Maven here?",
+        "if Pulumi replaced Terraform, would state migrate?",
+        "要不要用 Pulumi 替换 Terraform",
+    ],
+)
+def test_a_replacement_asked_about_or_supposed_is_no_change(text: str) -> None:
+    assert not [s for _, s, _, _ in _found(text) if s in ("project.build_tool", "project.iac")]

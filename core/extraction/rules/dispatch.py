@@ -454,10 +454,38 @@ def _in_left_slot(clause: str, tool: Tool) -> Tool:
     return tool._replace(slot=slot) if family is not None and slot in family else tool
 
 
+# "Vitest replaced Jest", "用 Vitest 替换了 Jest", "Jest 已经被 Vitest 取代了": the new value is the one named right
+# before the verb, the other value of its slot is the one replaced ("replaced by" / "replaced X with" are read as
+# changes already)
+_REPLACED_BY_RE = re.compile(
+    r"(?:\b(?:has\s+|have\s+|had\s+|finally\s+|fully\s+)?(?:replaced|superseded|supplanted|took\s+over\s+from)\b"
+    r"(?!\s+(?:by|with)\b)|替换了?掉?|替代了?|取代了?)",
+    re.I,
+)
+
+
+def _replaced_hits(clause: str, *, lang: str) -> list[Hit]:
+    verb = _REPLACED_BY_RE.search(clause)
+    if verb is None or _ASKED.search(clause[: verb.start()]) or is_question_like(clause[: verb.start()]):
+        return []
+    tools = [(t, start, end) for t, start, end in find_tools(clause) if t.slot]
+    before = [(t, start, end) for t, start, end in tools if end <= verb.start() and verb.start() - end <= 12]
+    if not before:
+        return []
+    new = before[-1][0]
+    if not any(t.slot == new.slot and t.canonical != new.canonical for t, _, _ in tools):
+        return []
+    return [tool_hit(new, 0, len(clause), rule=f"{lang}.tool.replaced", lang=lang, category=Category.DECISION,
+                     confidence=0.85)]  # fmt: skip
+
+
 def change_hits(clause: str, *, lang: str, blocked: Callable[[str, int], bool] | None = None) -> list[Hit]:
     """A change of a slot's value already made ("fyi we've since moved CI to Buildkite", "CI 改用 GitHub
     Actions 了", "after the Node 22 upgrade ..."): the tool named as the new value, in its slot, as a
     decision. Nothing when the change is asked about or planned."""
+    replaced = _replaced_hits(clause, lang=lang) if _REPLACED_BY_RE.search(clause) else []
+    if replaced and (blocked is None or not blocked(clause, 0)):
+        return replaced
     change = change_match(clause)
     if change is None or _ASKED.search(clause[: change.start()]):
         return []
