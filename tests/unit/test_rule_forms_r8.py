@@ -435,3 +435,27 @@ def test_the_value_named_before_replaced_is_the_new_one(text: str, slot: str, va
 )
 def test_a_replacement_asked_about_or_supposed_is_no_change(text: str) -> None:
     assert not [s for _, s, _, _ in _found(text) if s in ("project.build_tool", "project.iac")]
+
+
+# --- a labelled value to remember: the request in an aside at the end, "for the record —", 提醒你一下 ------------
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("grafana admin URL: https://graf.int.example.org (remember this)", "graf.int.example.org"),
+        ("for the record — on-call lead this quarter: Bongani", "bongani"),
+        ("提醒你一下：预发环境每周日凌晨重置", "预发环境"),
+        ("备份桶叫 nightly-dumps-eu（记住这个）", "nightly-dumps-eu"),
+    ],
+)
+def test_a_labelled_value_to_remember_is_must(text: str, kept: str) -> None:
+    assert any(kept in content.lower() for content in _must(text))
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["for the record, I never said that", "我提醒一下自己明天交周报", "the docs (remember those?) are gone"],
+)
+def test_no_request_to_remember_in_these(text: str) -> None:
+    assert _must(text) == []

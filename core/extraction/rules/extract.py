@@ -195,6 +195,9 @@ def _drop_contained(candidates: list[Candidate]) -> list[Candidate]:
 _REMEMBER_THAT_TAIL_RE = re.compile(
     r"\s*[,;:-]\s*(?:and\s+)?(?:pls\s+|please\s+)?(?:remember|don't\s+forget|note|keep)\s+(?:that|this|it)\b"
     r"(?:\s+in\s+mind)?(?:\s+(?:so|because|for|please|pls)\b[^.]*)?[\s.!]*$"
+    # "staging URL: https://stg.example.dev (remember this)", "(记住这个)": the request in an aside at the end
+    r"|\s*[(（]\s*(?:pls\s+|please\s+)?(?:remember|don't\s+forget|note|keep)\s+(?:that|this|it)(?:\s+in\s+mind)?"
+    r"[\s.!]*[)）][\s.!]*$|\s*[(（](?:请|麻烦)?(?:记住|记一下|记下|记着|别忘了)(?:这个|这点|它)?[)）][\s.!。]*$"
     r"|\s*[,，]\s*(?:请|麻烦)?(?:你)?(?:记住|记一下|记下|记着|别忘了)(?:这个|这点|这一点|它)?[^。.!?]{0,20}$",
     re.I,
 )

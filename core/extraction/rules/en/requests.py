@@ -34,7 +34,7 @@ _REMEMBER_RE = re.compile(
     LEAD + _ASKING + r"(?P<verb>remember|don't\s+forget|do\s+not\s+forget|never\s+forget|keep\s+(?:this\s+|"
     r"that\s+|it\s+)?in\s+mind|bear\s+in\s+mind|for\s+future\s+reference|note\s+for\s+(?:the\s+)?future(?:\s+sessions?)?|"
     r"note\s+for\s+later|note\s+to\s+self|note\s+for\s+you|(?:a\s+)?(?:thing|something)\s+to\s+(?:remember|keep\s+in\s+"
-    r"mind)|for\s+your\s+(?:notes|memory|records)|"
+    r"mind)|for\s+your\s+(?:notes|memory|records)|for\s+the\s+record(?=\s*[:\u2014\u2013-])|"
     r"(?P<weak>note|save|store|record)(?=\s+(?:that|this))|make\s+a\s+note|take\s+a\s+note|note\s+down|"
     r"take\s+note|memori[sz]e|(?:(?:jot|write|put|note|get)\s+(?:this|that|it)\s+down(?:\s+for\s+(?:me|us|later))?|"
     r"jot\s+down)(?=\s*[:-])|(?:save|store|put|add|commit|write)\s+(?:(?:this|that|it)\s+)?(?:to|in|into)\s+"
