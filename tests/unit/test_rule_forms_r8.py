@@ -459,3 +459,15 @@ def test_a_labelled_value_to_remember_is_must(text: str, kept: str) -> None:
 )
 def test_no_request_to_remember_in_these(text: str) -> None:
     assert _must(text) == []
+
+
+# --- "…的话" makes its own clause a supposition, not the clause before it ----------------------------------------
+
+
+def test_zh_a_fact_before_a_supposition_clause_is_kept() -> None:
+    assert ("user.location", "厦门") in [(s, v) for _, s, v, _ in _found("我在厦门，开会的话按北京时间约")]
+
+
+@pytest.mark.parametrize("text", ["我们用 Memcached 的话，缓存会简单点", "我用 Bun 的话会快一点"])
+def test_zh_a_tool_under_de_hua_is_a_supposition(text: str) -> None:
+    assert _found(text) == []
