@@ -471,3 +471,38 @@ def test_zh_a_fact_before_a_supposition_clause_is_kept() -> None:
 @pytest.mark.parametrize("text", ["我们用 Memcached 的话，缓存会简单点", "我用 Bun 的话会快一点"])
 def test_zh_a_tool_under_de_hua_is_a_supposition(text: str) -> None:
     assert _found(text) == []
+
+
+# --- a slot's noun as a label over its value ("Editor: Zed. OS: macOS."), "I'd like you to always …" ------------
+
+
+@pytest.mark.parametrize(
+    ("text", "slot", "value"),
+    [
+        ("Editor: Neovim. OS: macOS.", "user.os", "macos"),
+        ("Editor: Neovim. OS: macOS.", "user.editor", "neovim"),
+        ("CI: Buildkite, deploys are manual", "project.ci", "buildkite"),
+    ],
+)
+def test_a_slot_noun_as_a_label_gives_the_value(text: str, slot: str, value: str) -> None:
+    assert (slot, value) in [(s, v) for _, s, v, _ in _found(text)]
+
+
+@pytest.mark.parametrize("text", ["Note: the database is slow today", "Editor: which one do you recommend?"])
+def test_a_label_over_no_value_fills_no_slot(text: str) -> None:
+    assert not [s for _, s, _, _ in _found(text) if s in ("project.database", "user.editor")]
+
+
+@pytest.mark.parametrize(
+    ("text", "rule"),
+    [
+        ("I'd like you to always cite the RFC when you mention a header", "Always cite the RFC"),
+        ("I want you to never squash my commits", "Never squash"),
+    ],
+)
+def test_a_rule_asked_as_what_the_user_wants_of_the_agent(text: str, rule: str) -> None:
+    assert any(content.startswith(rule) for content in _must(text))
+
+
+def test_a_one_off_wish_is_no_rule() -> None:
+    assert _must("I'd like you to explain this regex") == []

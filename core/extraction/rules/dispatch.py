@@ -284,7 +284,9 @@ _SLOT_NAMES = {
     "user.shell": ("shell", "shell"), "user.os": ("operating system", "操作系统"),
     "project.paging": ("paging", "告警通道"),
 }  # fmt: skip
-_VALUE = r"(?P<val>(?-i:[A-Z0-9])[\w.+#-]*(?:\s(?-i:[A-Z0-9])[\w.+#-]*)?|[\u4e00-\u9fff]{2,6}(?=$|[\s,.;!~]|了|啦))"
+_VALUE = (  # a name: capitalised, a number, or in camel case ("macOS"); or Han characters ending the clause
+    r"(?P<val>(?-i:[A-Z0-9]|[a-z]+[A-Z])[\w.+#-]*(?:\s(?-i:[A-Z0-9])[\w.+#-]*)?|[\u4e00-\u9fff]{2,6}(?=$|[\s,.;!~]|了|啦))"
+)
 _NOUN_GROUPS = "|".join(f"(?P<n{i}>{noun})" for i, (noun, _) in enumerate(_SLOT_NOUNS))
 _NOUN_CHANGE_RES = tuple(
     re.compile(pattern.format(noun=_NOUN_GROUPS, val=_VALUE), re.I)
@@ -308,7 +310,7 @@ _STATE_END = r"(?=\s*$|\s*[,.;!(（]|\s+(?:and|but|with|for|now|these|since|too|
 _NOUN_STATE_RES = tuple(
     re.compile(pattern.format(noun=_NOUN_GROUPS, val=_VALUE.replace("(?=$|", "(?=$|[\u4e00-\u9fff]|")), re.I)
     for pattern in (
-        r"^(?:(?:and|so|also|btw|fyi)\s+)*(?:our\s+|the\s+|my\s+)?(?:[\w-]+\s+)?(?:{noun})(?:\s+(?:is|are|=)|'s)\s+"
+        r"^(?:(?:and|so|also|btw|fyi)\s+)*(?:our\s+|the\s+|my\s+)?(?:[\w-]+\s+)?(?:{noun})(?:\s+(?:is|are|=)|'s|\s*:)\s+"
         r"(?:all\s+)?(?:on\s+)?{val}" + _STATE_END,
         r"^(?:[\u4e00-\u9fff]{{0,4}}?的|我们的?|我的|咱们的?|项目的?)?\s*(?:{noun})\s*(?:现在|目前|一直|都|主要|统一)*"
         r"(?:是|用的是|用的|用|走的是|走|跑在|选的是|(?:放|建|搭|部署|托管)?在(?=\s*[A-Za-z]))\s*{val}"
@@ -394,7 +396,7 @@ def noun_state_hits(clause: str, *, lang: str) -> list[Hit]:
         if named is not None and not is_question_like(clause[: named.start()]):
             return _noun_value_hit(clause, named, lang=lang, change=False)
     head = clause[:40]
-    if _STATE_NOUN_WORDS.isdisjoint(head.lower().replace("'s ", " ").split()) and not (
+    if _STATE_NOUN_WORDS.isdisjoint(head.lower().replace("'s ", " ").replace(":", " ").split()) and not (
         has_han(head) and _STATE_NOUN_HAN.search(head)
     ):
         return []  # the noun comes first in its clause, or not at all

@@ -598,6 +598,9 @@ def _sentence_hits(sentence: str) -> list[Hit]:
         if rules:
             return rules
     hits = _language_hits(sentence)
+    if not hits and ":" in sentence[:24] and not is_asked(sentence):
+        # "Editor: IntelliJ", "OS: macOS": a slot's noun as a label over its value (the colon splits clauses)
+        hits = noun_state_hits(sentence, lang=detect_lang(sentence))
     clauses = split_clauses(sentence) or [(0, sentence)]
     known: dict[int, bool] = {}
 
