@@ -506,3 +506,19 @@ def test_a_rule_asked_as_what_the_user_wants_of_the_agent(text: str, rule: str) 
 
 def test_a_one_off_wish_is_no_rule() -> None:
     assert _must("I'd like you to explain this regex") == []
+
+
+# --- Chinese: a rule about what is named before it ("Rust 别问我"), an A-not-A question is no stack statement -----
+
+
+def test_zh_a_rule_keeps_the_latin_topic_before_it() -> None:
+    assert any("Kotlin" in content for content in _must("前端我熟，Kotlin 别问我"))
+
+
+def test_zh_a_latin_filler_before_a_rule_is_not_its_topic() -> None:
+    assert _must("ok 别用 Lombok") == ["不要使用 Lombok。"]
+
+
+@pytest.mark.parametrize("text", ["有没有好用的 Rust 插件推荐", "是不是 Redis 的问题", "哪个 ORM 比较好"])
+def test_zh_a_question_naming_a_tool_is_no_stack_statement(text: str) -> None:
+    assert _found(text) == []

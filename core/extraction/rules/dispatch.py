@@ -536,7 +536,7 @@ _STACK_BLOCK_RE = re.compile(
     r"going\s+to|gonna|said|says|told|colleague|friend|boss|cto|ceo|cfo|vp|manager|wants?|wanted|wishes|today|yesterday|tried|trying|not|never|don't|no\s+longer|"
     r"competitors?|rivals?|vendors?|partners?|suppliers?|clients?|customers?|apparently|reportedly|supposedly|"
     r"instead|than|vs|versus|or)\b|如果|要是|假如|假设|的话|打算|准备|考虑|可能|也许|同事|朋友|老板|他们|不用|不是|没用|没上|"
-    r"不再|放弃|还是[^,]{0,20}?(?:好|呢|吧|更)|或者|对比|比较|今天|试了|试试|[?？吗]|[A-Za-z0-9+#.]\s*(?!上了|里了)[\u4e00-\u9fff]{1,3}了(?!解)|"
+    r"不再|放弃|有没有|是不是|能不能|怎么|为什么|哪个|哪些|还是[^,]{0,20}?(?:好|呢|吧|更)|或者|对比|比较|今天|试了|试试|[?？吗]|[A-Za-z0-9+#.]\s*(?!上了|里了)[\u4e00-\u9fff]{1,3}了(?!解)|"
     r"\b(?:installed|ran|used\s+\w+\s+to|just|discuss\w*|meeting|talked|debated)\b|讨论|会上|开会|聊过|要不要|评估|隔壁|"
     r"竞品|竞争对手|友商|甲方|供应商|合作方|外包|好像|貌似|似乎|试着|尝试|正在|在试|在装|在配|在调|"
     r"别的组|其他组|别人|对方|客户|听说|据说",

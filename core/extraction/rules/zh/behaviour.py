@@ -201,6 +201,12 @@ def _sequence_hits(sentence: str) -> list[Hit]:
     return [(cand, 0, len(sentence))]
 
 
+_LATIN_TOPIC = re.compile(r"[A-Za-z][\w.+#-]*(?:\s[A-Za-z][\w.+#-]*)?")
+_LATIN_FILLERS = frozenset(
+    "ok okay hi hey hello btw fyi pls please also and so but well yes yeah sure".split()
+)
+
+
 def rule_hits(sentence: str) -> list[Hit]:
     """Standing rules for the agent: "别用 ORM", "永远不要…", "以后都用 pnpm"."""
     match = _RULE_RE.match(sentence.rstrip(" .!~"))
@@ -236,6 +242,9 @@ def rule_hits(sentence: str) -> list[Hit]:
         return [tool_hit(tools[0][0], 0, len(sentence), rule="zh.rule.use_tool", lang="zh", tier=Tier.MUST,
                          confidence=0.9)]  # fmt: skip
     cond = (match.group("cond") or "").rstrip(" ,")
+    said_before = sentence[: match.start("mod")].strip() if mod and not lead and not cond else ""
+    if _LATIN_TOPIC.fullmatch(said_before) and said_before.lower() not in _LATIN_FILLERS:
+        cond = said_before  # "Java 别问我": the rule is about what is named before it, not a filler
     verb = re.sub(r"^用(?!户)", "使用", core)
     content = zh_content(f"{cond + ',' if cond else ''}{canon}{verb}").replace(",", "，")
     feedback = canon == "不要再" or rest.rstrip(" .!~").endswith(("了", "啦"))  # "不要再用 var 了"
