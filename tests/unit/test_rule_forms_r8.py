@@ -522,3 +522,31 @@ def test_zh_a_latin_filler_before_a_rule_is_not_its_topic() -> None:
 @pytest.mark.parametrize("text", ["有没有好用的 Rust 插件推荐", "是不是 Redis 的问题", "哪个 ORM 比较好"])
 def test_zh_a_question_naming_a_tool_is_no_stack_statement(text: str) -> None:
     assert _found(text) == []
+
+
+# --- a noun phrase over all the agent makes ("light theme for every chart you draw"), a repository's way told
+# against another ("In this repo, fixtures live in conftest.py, not inline") ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("high-contrast colours for every chart you draw for me, accessibility matters", "high-contrast"),
+        ("In this codebase, config lives in env vars, not in YAML files.", "env vars"),
+        ("In our monorepo, packages only ever import from their public index", "public index"),
+    ],
+)
+def test_a_scoped_rule_is_must(text: str, kept: str) -> None:
+    assert any(kept in content for content in _must(text))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "good luck for anything you build",
+        "In this repo, the build is broken again",
+        "thanks for everything you made",
+    ],
+)
+def test_a_wish_or_a_state_of_the_repo_is_no_rule(text: str) -> None:
+    assert _must(text) == []

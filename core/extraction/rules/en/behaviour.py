@@ -250,6 +250,39 @@ _NP_RULE_RE = re.compile(
 )
 
 
+# "dark theme for anything visual you generate for me": a noun phrase made standing by its scope over what the
+# agent makes; "In this repo, tests live next to their file, not in tests/": a repo's way, told against another
+_NP_SCOPE_RE = re.compile(
+    r"^(?P<np>(?!i\b|we\b|you\b|it\b|this\b|that\b|good\s+luck|thanks|thank\s+you|congrats|cheers|kudos|props|credit|"
+    r"respect|love)[a-z][\w -]{1,30}?)\s+for\s+(?:anything|everything|all|any|every)\b"
+    r"(?:\s+\w+){0,3}?\s+(?:that\s+)?you\s+(?:generate|make|write|produce|create|draw|output|give\s+me|build|render)\b",
+    re.I,
+)
+_REPO_WAY_RE = re.compile(
+    r"^(?:in|for|across)\s+(?:this|our|the)\s+(?:repo|repository|project|codebase|monorepo|service|team)\s*,\s*"
+    r"(?P<rest>(?!(?:i|you)\b)[^?]{8,160}?(?:,\s*not\s+|\b(?:always|never|only)\b)[^?]*)$",
+    re.I,
+)
+
+
+def scoped_rule_hits(sentence: str) -> list[Hit]:
+    """A noun phrase over all the agent makes, or a repository's way told against another: the rule, MUST."""
+    scope = _NP_SCOPE_RE.match(sentence) if " you " in sentence else None
+    if scope is not None and not is_question(sentence) and not _ONE_OFF.search(sentence):
+        content = sentence_case(f"use {third_person(sentence.rstrip(' .!'))}")
+        content = content.split(",")[0].rstrip(" .") + "."
+        cand = make(content, Kind.PROCEDURAL, Category.CONSTRAINT, Tier.MUST, rule="en.rule.scoped_np",
+                    confidence=0.8, lang="en")  # fmt: skip
+        return [(cand, 0, len(sentence))]
+    way = _REPO_WAY_RE.match(sentence) if sentence[:3].lower() in ("in ", "for", "acr") else None
+    if way is None or is_question(sentence) or blocked(sentence, way.start("rest")):
+        return []
+    content = sentence_case(third_person(sentence.rstrip(" .!")))
+    cand = make(content, Kind.PROCEDURAL, Category.CONSTRAINT, Tier.MUST, rule="en.rule.repo_way", confidence=0.8,
+                lang="en")  # fmt: skip
+    return [(cand, 0, len(sentence))]
+
+
 def np_rule_hits(sentence: str) -> list[Hit]:
     """ "plain text commits only please": the rule, MUST."""
     if not sentence.rstrip(" .!").lower().endswith(("please", "pls", "plz", "thanks", "thx", "ty")):
