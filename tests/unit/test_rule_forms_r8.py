@@ -550,3 +550,13 @@ def test_a_scoped_rule_is_must(text: str, kept: str) -> None:
 )
 def test_a_wish_or_a_state_of_the_repo_is_no_rule(text: str) -> None:
     assert _must(text) == []
+
+
+@pytest.mark.parametrize(("text", "value"), [("我姓司马，复姓，别叫我马总", "司马"), ("我姓林哈", "林")])
+def test_zh_the_users_surname(text: str, value: str) -> None:
+    assert ("user.surname", value) in [(s, v) for _, s, v, _ in _found(text)]
+
+
+@pytest.mark.parametrize("text", ["我姓什么你知道吗", "他姓王"])
+def test_zh_no_surname_of_the_users(text: str) -> None:
+    assert "user.surname" not in [s for _, s, _, _ in _found(text)]

@@ -26,6 +26,9 @@ _NAME_RES = (
     (re.compile(ME + r"(?:的)?(?:名字|姓名|全名|真名|大名)(?:是|叫)\s*" + _NAME + _NAME_END), "user.name",
      "zh.name.my_name", 0.9),
     (re.compile(ME + r"(?:就|其实|本名)?叫\s*" + _NAME + _NAME_END), "user.name", "zh.name.jiao", 0.9),
+    # "我姓欧阳，复姓": the user's surname
+    (re.compile(ME + r"(?:就|其实)?姓\s*(?P<name>[\u4e00-\u9fff]{1,2}?)(?=$|[\s,.;!~]|复姓|单姓|哦|啊|呀|哈|,)"),
+     "user.surname", "zh.name.surname", 0.85),
     (re.compile(r"(?:^|[\s,.!:]|你|您|大家|就|可以|直接|以后|都|请|也)(?:叫|称呼|喊)我\s*" + _NAME
                 + r"(?=就好|就行|就可以|吧|好了|即可|就成|$|[\s,.;!~])"), "user.address_as",
      "zh.address.call_me", 0.9),
@@ -59,7 +62,7 @@ def name_hits(sentence: str) -> list[Hit]:
         name = match.group("name").strip()
         if _NAME_STOP.search(name) or (rule == "zh.name.intro" and re.search(_ROLE_ANY, name)):
             continue  # "你好，我是产品经理" introduces a job, not a name
-        template = "用户叫{}。" if slot == "user.name" else "用户希望被称呼为{}。"
+        template = {"user.name": "用户叫{}。", "user.surname": "用户姓{}。"}.get(slot, "用户希望被称呼为{}。")
         cand = fact(template.format(name), slot, name, rule=rule, lang="zh", conf=conf)
         hits.append((cand, match.start(), match.end("name")))
     return hits
