@@ -560,3 +560,25 @@ def test_zh_the_users_surname(text: str, value: str) -> None:
 @pytest.mark.parametrize("text", ["我姓什么你知道吗", "他姓王"])
 def test_zh_no_surname_of_the_users(text: str) -> None:
     assert "user.surname" not in [s for _, s, _, _ in _found(text)]
+
+
+# --- the user's new machine and the system on it ("on my new MacBook, ...", "新 Framework 装了 Fedora") -----------
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("on my new MacBook, Docker won't start, any idea?", "macos"),
+        ("新 Framework 笔记本装了 Fedora，风扇有点吵", "fedora"),
+        ("我的工作机装的是 Debian", "debian"),
+    ],
+)
+def test_the_system_on_the_users_machine(text: str, value: str) -> None:
+    assert ("user.os", value) in [(s, v) for _, s, v, _ in _found(text)]
+
+
+@pytest.mark.parametrize(
+    "text", ["他新电脑装了 Windows", "my colleague's new MacBook is fast", "我在虚拟机里装了个 Ubuntu 试试"]
+)
+def test_someone_elses_machine_or_a_trial_is_not_the_users_os(text: str) -> None:
+    assert "user.os" not in [s for _, s, _, _ in _found(text)]

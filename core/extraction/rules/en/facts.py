@@ -318,6 +318,9 @@ _PASSING_TOOL_RES = (
     (re.compile(r"^(?P<span>[\w.+#-]+(?:\s[\w.+#-]+)?)\s+(?:is|are)\s+(?:our|my|the\s+team's)\s+(?:main\s+|primary\s+|"
                 r"only\s+)?[a-z][\w/-]*(?:\s+[a-z][\w/-]*){0,2}"
                 r"(?=\s*(?:$|[,.;!?(]|\s+(?:and|but|for|here|now)\b))", re.I), None),
+    # "on my new MacBook, how do I ...": the user's new machine
+    (re.compile(r"\bmy\s+(?:brand\s+)?new\s+(?P<span>[\w.+#-]+)(?=\s*[,.;!?]|\s*$|\s+(?:laptop|machine|box|pro|air|is|arrived))",
+                re.I), "user."),
     (re.compile(r"\bmy\s+(?P<span>[\w.+#-]+)\s+(?:config|configs|configuration|setup|dotfiles|plugins?|install|"
                 r"keybindings|keymaps?|theme|box|laptop|machine|workstation|profile|prompt)\b", re.I), "user."),
     (re.compile(r"^(?:(?:been|now)\s+)?using\s+(?P<span>[\w.+#-]+)(?:\s+[a-z]+)?\s+(?:in|for|across)\s+"

@@ -265,11 +265,35 @@ def _profile_hits(sentence: str) -> list[Hit]:
     return hits
 
 
+# "新 ThinkPad 装了 Ubuntu", "我的笔记本装的是 Fedora": the system on the user's (new) machine
+_MACHINE_OS_RE = re.compile(
+    r"(?:^|[,\s])(?:新的?|我的?|我这台|这台新的?)\s*(?:[A-Za-z][\w-]*\s*(?:电脑|笔记本|本子)?|电脑|笔记本|本子|机器|主机|工作机)\s*(?:上)?\s*"
+    r"(?:装了|装的是|重装了|刷了|换成了?|跑的是)\s*(?P<span>[A-Za-z][\w.+-]*)"
+)
+
+
+def _machine_os_hits(sentence: str) -> list[Hit]:
+    match = (
+        _MACHINE_OS_RE.search(sentence) if "装" in sentence or "刷" in sentence or "跑" in sentence else None
+    )
+    if match is None or blocked(sentence, match.start()):
+        return []
+    tools = [
+        t for t, start, end in find_tools(sentence) if start >= match.start("span") and t.slot == "user.os"
+    ]
+    if not tools:
+        return []
+    return [tool_hit(tools[0], match.start(), match.end(), rule="zh.tool.machine_os", lang="zh")]
+
+
 def fact_hits(sentence: str) -> list[Hit]:
-    return (
+    hits = (
         name_hits(sentence) + place_hits(sentence) + job_hits(sentence) + _tool_hits(sentence)
         + _pref_hits(sentence) + _profile_hits(sentence)
     )  # fmt: skip
+    if not any(hit[0].slot == "user.os" for hit in hits):
+        hits += _machine_os_hits(sentence)
+    return hits
 
 
 _INHERIT = re.compile(
