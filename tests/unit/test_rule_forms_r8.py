@@ -582,3 +582,23 @@ def test_the_system_on_the_users_machine(text: str, value: str) -> None:
 )
 def test_someone_elses_machine_or_a_trial_is_not_the_users_os(text: str) -> None:
     assert "user.os" not in [s for _, s, _, _ in _found(text)]
+
+
+# --- the user's manager named in passing: in apposition inside a request, "我老板X…", "my manager 是 X" ---------------
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("could you draft a reply to my boss, Ifeoma, about the outage?", "Ifeoma"),
+        ("我领导周倩一直催这个需求，帮我估一下工期", "周倩"),
+        ("my manager 是 Farid，请假要找他批", "Farid"),
+    ],
+)
+def test_the_managers_name_in_passing(text: str, name: str) -> None:
+    assert ("user.manager", name) in [(s, v) for _, s, v, _ in _found(text)]
+
+
+@pytest.mark.parametrize("text", ["我老板很严格", "我老板特别在意这个", "can you ask a manager about it?"])
+def test_no_managers_name_in_these(text: str) -> None:
+    assert "user.manager" not in [s for _, s, _, _ in _found(text)]

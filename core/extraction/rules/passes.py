@@ -35,6 +35,7 @@ from core.extraction.rules.en.grammar import blocked as en_blocked
 from core.extraction.rules.en.grammar import hearsay as en_hearsay
 from core.extraction.rules.en.grammar import sentence_case, third_person
 from core.extraction.rules.en.grammar import with_subject as en_with_subject
+from core.extraction.rules.en.statements import team_hits as en_team_hits
 from core.extraction.rules.hits import Hit, shift, tool_hit
 from core.extraction.rules.sentences import split_clauses
 from core.extraction.rules.vocab import current_tool, find_tools, named_as_left, topic_slot
@@ -598,6 +599,9 @@ def _sentence_hits(sentence: str) -> list[Hit]:
         if rules:
             return rules
     hits = _language_hits(sentence)
+    if not hits and is_asked(sentence) and ("manager" in sentence or "boss" in sentence):
+        # "can you help me word a message to my manager, Oluwaseun, about ...?": the name in passing
+        hits = [hit for hit in en_team_hits(sentence) if hit[0].slot == "user.manager"]
     if not hits and ":" in sentence[:24] and not is_asked(sentence):
         # "Editor: IntelliJ", "OS: macOS": a slot's noun as a label over its value (the colon splits clauses)
         hits = noun_state_hits(sentence, lang=detect_lang(sentence))

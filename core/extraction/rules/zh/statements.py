@@ -213,7 +213,8 @@ _FAMILY_RE = re.compile(
     + r")(?:的名字)?(?:叫做?|名叫|是|,)?\s*(?P<name>[A-Z][a-z]+|[\u4e00-\u9fff]{1,3}?)(?=$|[\s,.;!~]|今年|了|呢|已经|"
       r"特别|三|两|一|刚|最近|老)")
 _MANAGER_RE = re.compile(
-    r"(?:(?:" + WE + r"(?:组|团队|部门)?|" + ME + r")(?:的|换了?|新)?|(?<![\u4e00-\u9fff])新(?:的)?|^新|现在(?:的)?|"
+    r"(?:(?:" + WE + r"(?:组|团队|部门)?|" + ME + r")(?:的|换了?|新)?|\bmy\s+|(?<![\u4e00-\u9fff])新(?:的)?|^新|"
+    r"现在(?:的)?|"
     r"目前(?:的)?|^)"
     r"\s*(?:(?:组|团队|部门)的?)?\s*(?:leader|manager|boss|老大|领导|经理|老板|直属领导|主管|负责人|组长|TL|上级|直属上级|带我的(?:人)?)\s*"
     r"(?:(?:是|叫)|了?[^,.;!?]{0,6}?,\s*(?:现在|目前)(?:是|换成了?))\s*(?P<name>[\u4e00-\u9fff]{2,3}|[A-Z][a-z]+)"
@@ -223,6 +224,10 @@ _REPORT_TO_RE = re.compile(  # "现在我汇报给刘婷", "改成向 Amy 汇报
     r"(?:现在|目前|已经|改成|改为)?\s*(?:我)?\s*(?:汇报给|向)\s*(?P<name>[\u4e00-\u9fff]{2,3}?|[A-Z][a-z]+)\s*(?:汇报)?"
     r"(?=$|[\s,.;!~]|了|啦|呢|吧|哦)"
 )
+_APPOS_MANAGER_RE = re.compile(  # "我老板李娜特别在意测试覆盖率": the boss named right after the word
+    r"(?:" + ME + r")的?(?:老板|领导|经理|leader|boss|manager|直属领导|主管|上级)\s*"
+    r"(?P<name>[\u4e00-\u9fff]{2,3}?|[A-Z][a-z]+)"
+    r"(?=特别|非常|比较|一直|总是|说|让|要|在|对|希望|觉得|最近|$|[\s,])", re.I)
 _PAREN_MANAGER_RE = re.compile(  # "陈思（我现在的主管）让我…"
     r"(?P<name>[\u4e00-\u9fff]{2,3})\s*[(（]\s*我(?:现在|目前|新)?的?(?:领导|主管|老板|经理|leader|直属领导)\s*[)）]",
     re.I)
@@ -286,6 +291,7 @@ def team_hits(sentence: str) -> list[Hit]:
         or _NEW_MANAGER_RE.search(sentence)
         or _PAREN_MANAGER_RE.search(sentence)
         or (_REPORT_TO_RE.search(sentence) if "汇报" in sentence else None)
+        or _APPOS_MANAGER_RE.search(sentence)
     )
     if manager and not blocked(sentence, manager.start()) and not _NAME_STOP.match(manager.group("name")):
         name = manager.group("name")  # "我们组 leader 是张伟", "我们组换 leader 了，现在是李娜"
