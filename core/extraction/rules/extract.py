@@ -78,10 +78,10 @@ def analyze_turn(turn: Turn, *, roles: Sequence[str] = ("user",)) -> TurnAnalysi
         if setup and (len(sentence) > 80 or is_asked(sentence)):
             setup = False
         elif setup:
-            found = sentence_hits(sentence) or stack_hits(
+            items = sentence_hits(sentence) or stack_hits(
                 sentence, lang=detect_lang(sentence), inherited=True
             )
-            candidates += _sourced(found, sources, turn_ids)
+            candidates += _sourced(items, sources, turn_ids)
             previous = None
             continue
         if following and _CLOSER_RE.match(sentence):
