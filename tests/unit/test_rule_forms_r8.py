@@ -602,32 +602,3 @@ def test_the_managers_name_in_passing(text: str, name: str) -> None:
 @pytest.mark.parametrize("text", ["我老板很严格", "我老板特别在意这个", "can you ask a manager about it?"])
 def test_no_managers_name_in_these(text: str) -> None:
     assert "user.manager" not in [s for _, s, _, _ in _found(text)]
-
-
-# --- the size of the user's team, one current value --------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("text", "value"),
-    [
-        ("our data team is six people, so no on-call rota", "6"),
-        ("the whole mobile squad is 3 engineers right now", "3"),
-        ("我们组一共十二个人，前端占一半", "12"),
-        ("我现在带 5 个人的团队", "5"),
-    ],
-)
-def test_the_size_of_the_users_team(text: str, value: str) -> None:
-    assert ("project.team_size", value) in [(s, v) for _, s, v, _ in _found(text)]
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        "他们团队有 20 个人",
-        "is the team four people?",
-        "之所以没上微服务，是因为团队就三个人",
-        "we hired two people",
-    ],
-)
-def test_no_size_of_the_users_team_in_these(text: str) -> None:
-    assert "project.team_size" not in [s for _, s, _, _ in _found(text)]

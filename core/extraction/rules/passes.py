@@ -43,7 +43,6 @@ from core.extraction.rules.zh.grammar import BIE, zh_content
 from core.extraction.rules.zh.grammar import blocked as zh_blocked
 from core.extraction.rules.zh.grammar import hearsay as zh_hearsay
 from core.extraction.rules.zh.grammar import with_subject as zh_with_subject
-from core.temporal import NUMBERS_EN
 
 _LATIN_WORD_RE = re.compile(r"[A-Za-z]{2,}")
 
@@ -551,73 +550,6 @@ def _convention_hits(sentence: str, hits: list[Hit]) -> list[Hit]:
     return [*hits, (cand, 0, len(sentence))]
 
 
-# The size of the user's team, one current value ("the whole backend team is four people", "我们团队一共 8 个人",
-# "我带 3 个人的小组" -> "组里现在 7 个人了")
-_TEAM_SIZE_EN = re.compile(
-    r"\b(?:our|my|the)\s+(?:whole\s+|entire\s+)?(?:[\w-]+\s+)?(?:team|squad|group)\s+(?:is|are|has)\s+"
-    r"(?:just\s+|only\s+|now\s+)?(?P<n>\d{1,3}|one|two|three|four|five|six|seven|eight|nine|ten)\s+"
-    r"(?:people|engineers|devs|developers|folks|persons)\b",
-    re.I,
-)
-_TEAM_SIZE_ZH = re.compile(
-    r"(?:我们的?(?:团队|组|小组|部门|team)?|团队|组里|小组|部门|team)(?:里)?\s*(?:一共|总共|现在|目前|就|只有|加起来)*(?:有)?\s*"
-    r"(?P<n>\d{1,3}|[一二两三四五六七八九十]{1,2})\s*个人|带\s*(?P<n2>\d{1,3}|[一二两三四五六七八九十]{1,2})\s*个人的(?:小组|团队|组)",
-    re.I,
-)
-_ZH_NUMBER = {
-    "一": 1,
-    "二": 2,
-    "两": 2,
-    "三": 3,
-    "四": 4,
-    "五": 5,
-    "六": 6,
-    "七": 7,
-    "八": 8,
-    "九": 9,
-    "十": 10,
-}
-
-
-def _count(word: str) -> int | None:
-    word = word.lower()
-    if word.isdigit():
-        return int(word)
-    if word in NUMBERS_EN:
-        return NUMBERS_EN[word]
-    if len(word) == 2 and word[0] == "十":  # 十二
-        return 10 + _ZH_NUMBER.get(word[1], 0)
-    if len(word) == 2 and word[1] == "十":  # 二十
-        return _ZH_NUMBER.get(word[0], 0) * 10
-    return _ZH_NUMBER.get(word)
-
-
-def _team_size_hits(sentence: str) -> list[Hit]:
-    match = _TEAM_SIZE_ZH.search(sentence) if "个人" in sentence else _TEAM_SIZE_EN.search(sentence)
-    if match is None or _blocked(sentence, match.start()) or is_asked(sentence[: match.end()]):
-        return []
-    if re.search(
-        r"(?:因为|由于|毕竟|\bbecause|\bsince|\bas)\W{0,2}\w{0,4}\W{0,2}$", sentence[: match.start()], re.I
-    ):
-        return []  # "之所以没上 K8s，是因为团队就两个人": the size as a reason for something else
-    n = _count(match.group("n") or (match.groupdict().get("n2") or ""))
-    if not n:
-        return []
-    lang = detect_lang(sentence)
-    said = sentence[match.start() : match.end()]
-    if lang == "zh":
-        said = (
-            ("我" + said if said.startswith("带") else said)
-            .replace("我们团队", "我们")
-            .replace("我们的团队", "我们")
-        )
-    content = zh_content(said) if lang == "zh" else sentence_case(third_person(said))
-    cand = Candidate(content=content, kind=Kind.SEMANTIC, category=Category.FACT, tier=Tier.WORTH, confidence=0.8,
-                     source_event_ids=(), slot="project.team_size", value=str(n), lang=lang,
-                     rule=f"{lang}.team.size")  # fmt: skip
-    return [(cand, match.start(), match.end())]
-
-
 def sentence_hits(sentence: str, *, emphasised: frozenset[str] = frozenset()) -> list[Hit]:
     """`_sentence_hits`, where an ironic sentence (`ironic`, or praise the turn set in emphasis: "I *adore*
     YAML", `emphasised` holding "adore") keeps only its rules for the agent ("stop adding emojis 🙄")."""
@@ -626,11 +558,6 @@ def sentence_hits(sentence: str, *, emphasised: frozenset[str] = frozenset()) ->
     hits = _sentence_hits(sentence)
     if irony:
         return [hit for hit in hits if hit[0].tier is Tier.MUST]
-    low = sentence.lower()
-    if ("team" in low or "squad" in low or "group" in low or "个人" in sentence) and not any(
-        h[0].slot == "project.team_size" for h in hits
-    ):
-        hits = hits + _team_size_hits(sentence)
     return _convention_hits(sentence, hits) if _may_name_convention(sentence) else hits
 
 
