@@ -466,6 +466,17 @@ _REPLACED_BY_RE = re.compile(
 )
 
 
+def _may_replace(clause: str) -> bool:
+    low = clause.lower()
+    return (
+        "replac" in low
+        or "supersed" in low
+        or "supplant" in low
+        or "took over" in low
+        or (not clause.isascii() and ("替" in clause or "取代" in clause))
+    )
+
+
 def _replaced_hits(clause: str, *, lang: str) -> list[Hit]:
     verb = _REPLACED_BY_RE.search(clause)
     if verb is None or _ASKED.search(clause[: verb.start()]) or is_question_like(clause[: verb.start()]):
@@ -485,7 +496,7 @@ def change_hits(clause: str, *, lang: str, blocked: Callable[[str, int], bool] |
     """A change of a slot's value already made ("fyi we've since moved CI to Buildkite", "CI 改用 GitHub
     Actions 了", "after the Node 22 upgrade ..."): the tool named as the new value, in its slot, as a
     decision. Nothing when the change is asked about or planned."""
-    replaced = _replaced_hits(clause, lang=lang) if _REPLACED_BY_RE.search(clause) else []
+    replaced = _replaced_hits(clause, lang=lang) if _may_replace(clause) else []
     if replaced and (blocked is None or not blocked(clause, 0)):
         return replaced
     change = change_match(clause)

@@ -491,6 +491,21 @@ _NOT_OWN = re.compile(
 )
 
 
+def _may_disown(sentence: str) -> bool:
+    """The words `_NOT_OWN` needs, by substring tests (cheaper than its alternation at every character)."""
+    if sentence.isascii():
+        low = sentence.lower()
+        return (
+            "work" in low
+            or "job" in low
+            or "project" in low
+            or "practi" in low
+            or "fun" in low
+            or "learn" in low
+        )
+    return "练手" in sentence or "没关系" in sentence or "无关" in sentence or "工作上" in sentence
+
+
 def ironic(sentence: str) -> bool:
     """The sentence praises what the speaker does not mean (see `_IRONY_STRONG`)."""
     if _IRONY_CHARS.search(sentence) is None:
@@ -586,7 +601,7 @@ def _sentence_hits(sentence: str) -> list[Hit]:
     PostgreSQL，不要用 ORM"). A clause after a hypothetical or reported one is not the user's statement."""
     if en_hearsay(sentence) or zh_hearsay(sentence):
         return []  # "our competitor runs on Elixir apparently", "竞品好像是用 Go 写的": nothing is the user's own
-    if _NOT_OWN.search(sentence):
+    if _may_disown(sentence) and _NOT_OWN.search(sentence):
         return []  # "教程用的是 Django + Celery，纯属练手，跟工作没关系": not the user's own
     asked_for = _asked_standing_request(
         sentence

@@ -330,6 +330,8 @@ _PASSING_TOOL_RES = (
 
 def _passing_tool_hits(sentence: str) -> list[Hit]:
     hits: list[Hit] = []
+    if not find_tools(sentence):
+        return hits  # every form names a tool: most sentences are spared the patterns
     for pattern, family in _PASSING_TOOL_RES:
         match = pattern.search(sentence)
         if match is None or blocked(sentence, match.start()):

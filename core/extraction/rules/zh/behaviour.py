@@ -188,7 +188,7 @@ _SEQUENCE_TO_ME = re.compile(
 
 
 def _sequence_hits(sentence: str) -> list[Hit]:
-    match = _SEQUENCE_RE.match(sentence)
+    match = _SEQUENCE_RE.match(sentence) if "先" in sentence else None
     if (
         match is None
         or not _SEQUENCE_TO_ME.search(match.group("rest"))
