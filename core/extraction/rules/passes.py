@@ -496,7 +496,9 @@ def _may_disown(sentence: str) -> bool:
     low = sentence.lower()
     if "work" in low or "job" in low or "project" in low or "practi" in low or "fun" in low or "learn" in low:
         return True
-    return not sentence.isascii() and ("练手" in sentence or "没关系" in sentence or "无关" in sentence or "工作上" in sentence)
+    if sentence.isascii():
+        return False
+    return "练手" in sentence or "没关系" in sentence or "无关" in sentence or "工作上" in sentence
 
 
 def ironic(sentence: str) -> bool:
