@@ -69,7 +69,10 @@ def _dispatch(sentence: str, rules: LanguageRules) -> list[Hit]:
         if hits is not None:
             return hits
     pairs = tool_pair_hits(sentence, lang=rules.lang, negating=rules.negating, cue=rules.correction_cue)
-    correction = rules.correction.match(sentence)
+    late = _LATE_MARKER.match(sentence) if rules.lang == "en" and "actually" in sentence.lower() else None
+    # "it's Flask actually": the marker after the value, read as "actually, it's Flask"
+    correction = rules.correction.match(f"actually, {late.group('body')}") if late else None
+    correction = correction or rules.correction.match(sentence)
     if correction:
         rest = correction.group("rest")
         inner = (
@@ -82,13 +85,27 @@ def _dispatch(sentence: str, rules: LanguageRules) -> list[Hit]:
                 must(hit, f"{rules.lang}.correction", start=0)
                 for hit in shift(inner, correction.start("rest"))
             ]
+        marker = correction.group("marker")
+        if marker[:8].lower() == "you keep":  # "you keep calling it the users table — it's accounts"
+            called = re.sub(r"^you\s+keep\s+\w+\s+(?:it\s+|me\s+|this\s+|that\s+)?", "", marker, flags=re.I)
+            rest = f"{rest.rstrip(' .!')}, not {called}"
+        contrast = rules.contrast.search(rest.split(".")[0] + ".")
         strong = (
             _STRONG_CORRECTION.search(correction.group("marker"))
-            or rules.contrast.search(rest.split(".")[0] + ".")
+            or contrast
             or _OWN_MISTAKE.search(rest)  # "nah, the standup is at 9:15, I mixed it up"
         )
-        if strong and not pairs and _STATES.search(rest) and not _ABOUT_THE_CHAT.search(rest):
+        if _ABOUT_THE_CHAT.search(rest) or pairs:
+            pass
+        elif strong and (_STATES.search(rest) or contrast):
             # "Small correction: standups are 9:30 CET, not PST": the corrected statement itself, MUST
+            return [_corrected(rules.restate(rest), rules.lang, len(sentence))]
+        elif rules.lang == "en" and _NAMED_VALUE.match(rest):
+            # "nope, it's Siobhán", "actually it's Flask": the right name, after the marker
+            tool = current_tool(rest.split(",")[0])
+            if tool is not None:
+                return [tool_hit(tool, 0, len(sentence), rule="en.correction.named", lang="en", tier=Tier.MUST,
+                                 confidence=0.85)]  # fmt: skip
             return [_corrected(rules.restate(rest), rules.lang, len(sentence))]
         # "No Friday deploys": a "no" that opens a statement, not a correction of one
     reply = rules.reply(sentence)
@@ -211,6 +228,8 @@ def change_match(clause: str) -> re.Match[str] | None:
         return found
     given = _GIVEN_CHANGE_RE.search(clause)
     return given if given is not None and (found is None or given.start() < found.start()) else found
+
+
 _REMOVAL_RE = re.compile(
     r"\b(?:got\s+rid\s+of|ripped\s+out|tore\s+out|removed|phased\s+out|dropped|ditched|retired|killed|no\s+longer|"
     r"anymore|any\s+more|never|stop\s+(?:using|writing|suggesting))\b|不再|不用|下掉|干掉|去掉|换掉|弃用|别再|不要再",
@@ -249,6 +268,7 @@ _SLOT_NOUNS = (
     (r"(?:container\s+|image\s+|docker\s+)?registry|镜像仓库", "project.registry"),
     (r"(?:job\s+|workflow\s+)?(?:scheduler|orchestrator)|调度(?:系统|平台|工具)?", "project.workflow"),
     (r"shell", "user.shell"), (r"(?:operating\s+system|os)|操作系统", "user.os"),
+    (r"paging|on-?call\s+paging|incident\s+(?:management|alerting)", "project.paging"),
 )  # fmt: skip
 _SLOT_NAMES = {
     "project.ci": ("CI", "CI"), "project.database": ("database", "数据库"),
@@ -262,8 +282,11 @@ _SLOT_NAMES = {
     "project.warehouse": ("data warehouse", "数据仓库"), "project.tracker": ("issue tracker", "工单系统"),
     "project.registry": ("container registry", "镜像仓库"), "project.workflow": ("job scheduler", "调度系统"),
     "user.shell": ("shell", "shell"), "user.os": ("operating system", "操作系统"),
+    "project.paging": ("paging", "告警通道"),
 }  # fmt: skip
-_VALUE = r"(?P<val>(?-i:[A-Z0-9])[\w.+#-]*(?:\s(?-i:[A-Z0-9])[\w.+#-]*)?|[\u4e00-\u9fff]{2,6}(?=$|[\s,.;!~]|了|啦))"
+_VALUE = (  # a name: capitalised, a number, or in camel case ("macOS"); or Han characters ending the clause
+    r"(?P<val>(?-i:[A-Z0-9]|[a-z]+[A-Z])[\w.+#-]*(?:\s(?-i:[A-Z0-9])[\w.+#-]*)?|[\u4e00-\u9fff]{2,6}(?=$|[\s,.;!~]|了|啦))"
+)
 _NOUN_GROUPS = "|".join(f"(?P<n{i}>{noun})" for i, (noun, _) in enumerate(_SLOT_NOUNS))
 _NOUN_CHANGE_RES = tuple(
     re.compile(pattern.format(noun=_NOUN_GROUPS, val=_VALUE), re.I)
@@ -287,17 +310,20 @@ _STATE_END = r"(?=\s*$|\s*[,.;!(（]|\s+(?:and|but|with|for|now|these|since|too|
 _NOUN_STATE_RES = tuple(
     re.compile(pattern.format(noun=_NOUN_GROUPS, val=_VALUE.replace("(?=$|", "(?=$|[\u4e00-\u9fff]|")), re.I)
     for pattern in (
-        r"^(?:(?:and|so|also|btw|fyi)\s+)*(?:our\s+|the\s+|my\s+)?(?:[\w-]+\s+)?(?:{noun})(?:\s+(?:is|are|=)|'s)\s+"
+        r"^(?:(?:and|so|also|btw|fyi)\s+)*(?:our\s+|the\s+|my\s+)?(?:[\w-]+\s+)?(?:{noun})(?:\s+(?:is|are|=)|'s|\s*:)\s+"
         r"(?:all\s+)?(?:on\s+)?{val}" + _STATE_END,
         r"^(?:[\u4e00-\u9fff]{{0,4}}?的|我们的?|我的|咱们的?|项目的?)?\s*(?:{noun})\s*(?:现在|目前|一直|都|主要|统一)*"
-        r"(?:是|用的是|用的|用|走的是|走|跑在|选的是|(?:放|建|搭|部署|托管)?在(?=\s*[A-Za-z]))\s*{val}" + _STATE_END,
+        r"(?:是|用的是|用的|用|走的是|走|跑在|选的是|(?:放|建|搭|部署|托管)?在(?=\s*[A-Za-z]))\s*{val}"
+        + _STATE_END,
     )
 )
 
 
 # A value given its slot by "as": "using Helix as my editor", "we picked Drone as our CI"
 _NOUN_AS_RE = re.compile(
-    r"\b(?:use|uses|using|used|went\s+with|picked|chose|run|running|have)\s+" + _VALUE + r"\s+as\s+(?:my|our)\s+"
+    r"\b(?:use|uses|using|used|went\s+with|picked|chose|run|running|have)\s+"
+    + _VALUE
+    + r"\s+as\s+(?:my|our)\s+"
     r"(?:main\s+|primary\s+|daily\s+|default\s+|go-to\s+)?(?:" + _NOUN_GROUPS + r")\b",
     re.I,
 )
@@ -306,7 +332,7 @@ _STATE_NOUN_WORDS = frozenset(
     "ci ci/cd pipeline pipelines database db package editor ide host hosting cloud framework monitoring queue "
     "cache orm bundler build linter lint test phone warehouse tracker registry scheduler orchestrator shell os "
     "error crash "
-    "operating".split()
+    "operating paging".split()
 )
 _STATE_NOUN_HAN = re.compile(
     r"流水线|数据库|主库|包管理|编辑器|托管|云|框架|监控|队列|缓存|打包|测试框架|手机|数仓|数据仓库|工单|需求管理|项目管理|"
@@ -370,7 +396,7 @@ def noun_state_hits(clause: str, *, lang: str) -> list[Hit]:
         if named is not None and not is_question_like(clause[: named.start()]):
             return _noun_value_hit(clause, named, lang=lang, change=False)
     head = clause[:40]
-    if _STATE_NOUN_WORDS.isdisjoint(head.lower().replace("'s ", " ").split()) and not (
+    if _STATE_NOUN_WORDS.isdisjoint(head.lower().replace("'s ", " ").replace(":", " ").split()) and not (
         has_han(head) and _STATE_NOUN_HAN.search(head)
     ):
         return []  # the noun comes first in its clause, or not at all
@@ -408,10 +434,71 @@ def _upgraded(clause: str, change: re.Match[str]) -> Tool | None:
     return tool._replace(canonical=f"{base} {v}", display=f"{display} {v}")
 
 
+# Slots whose values stand in for one another ("moved from ECS to EKS": a scheduler for a managed cluster)
+_SLOT_FAMILIES = (
+    frozenset({"project.hosting", "project.orchestration"}),
+    frozenset({"project.database", "project.warehouse"}),
+)
+
+
+def _in_left_slot(clause: str, tool: Tool) -> Tool:
+    """The new value in the slot of the value it replaces, when the two sit in slots of one family ("moved from
+    ECS to EKS": EKS takes ECS's place, so ECS does not stay current beside it)."""
+    left = [
+        t
+        for t, start, end in find_tools(clause)
+        if t.slot and t.slot != tool.slot and named_as_left(clause, start, end)
+    ]
+    if len({t.slot for t in left}) != 1:
+        return tool
+    slot = left[0].slot
+    family = next((f for f in _SLOT_FAMILIES if tool.slot in f), None)
+    return tool._replace(slot=slot) if family is not None and slot in family else tool
+
+
+# "Vitest replaced Jest", "用 Vitest 替换了 Jest", "Jest 已经被 Vitest 取代了": the new value is the one named right
+# before the verb, the other value of its slot is the one replaced ("replaced by" / "replaced X with" are read as
+# changes already)
+_REPLACED_BY_RE = re.compile(
+    r"(?:\b(?:has\s+|have\s+|had\s+|finally\s+|fully\s+)?(?:replaced|superseded|supplanted|took\s+over\s+from)\b"
+    r"(?!\s+(?:by|with)\b)|替换了?掉?|替代了?|取代了?)",
+    re.I,
+)
+
+
+def _may_replace(clause: str) -> bool:
+    low = clause.lower()
+    return (
+        "replac" in low
+        or "supersed" in low
+        or "supplant" in low
+        or "took over" in low
+        or (not clause.isascii() and ("替" in clause or "取代" in clause))
+    )
+
+
+def _replaced_hits(clause: str, *, lang: str) -> list[Hit]:
+    verb = _REPLACED_BY_RE.search(clause)
+    if verb is None or _ASKED.search(clause[: verb.start()]) or is_question_like(clause[: verb.start()]):
+        return []
+    tools = [(t, start, end) for t, start, end in find_tools(clause) if t.slot]
+    before = [(t, start, end) for t, start, end in tools if end <= verb.start() and verb.start() - end <= 12]
+    if not before:
+        return []
+    new = before[-1][0]
+    if not any(t.slot == new.slot and t.canonical != new.canonical for t, _, _ in tools):
+        return []
+    return [tool_hit(new, 0, len(clause), rule=f"{lang}.tool.replaced", lang=lang, category=Category.DECISION,
+                     confidence=0.85)]  # fmt: skip
+
+
 def change_hits(clause: str, *, lang: str, blocked: Callable[[str, int], bool] | None = None) -> list[Hit]:
     """A change of a slot's value already made ("fyi we've since moved CI to Buildkite", "CI 改用 GitHub
     Actions 了", "after the Node 22 upgrade ..."): the tool named as the new value, in its slot, as a
     decision. Nothing when the change is asked about or planned."""
+    replaced = _replaced_hits(clause, lang=lang) if _may_replace(clause) else []
+    if replaced and (blocked is None or not blocked(clause, 0)):
+        return replaced
     change = change_match(clause)
     if change is None or _ASKED.search(clause[: change.start()]):
         return []
@@ -427,6 +514,7 @@ def change_hits(clause: str, *, lang: str, blocked: Callable[[str, int], bool] |
     tool = _upgraded(clause, change) or current_tool(change.group()) or first_current_tool(tail)
     if tool is None:
         return []
+    tool = _in_left_slot(clause, tool)
     return [tool_hit(tool, 0, len(clause), rule=f"{lang}.tool.change", lang=lang, category=Category.DECISION,
                      confidence=0.85)]  # fmt: skip
 
@@ -434,12 +522,13 @@ def change_hits(clause: str, *, lang: str, blocked: Callable[[str, int], bool] |
 # A clause that speaks for the user, the team or the project and names tools: "Stack is Laravel 10 + MySQL,
 # all hosted on DigitalOcean", "我们主要是 Kotlin + Spring Boot，数据库 PostgreSQL", "前端是 Vue 3".
 _STACK_SUBJECT_RE = re.compile(
-    r"^(?:(?:and|also|plus|btw|fyi|so|oh|ok|but|heads\s+up|quick\s+update|update|fwiw)[\s,:]+)*(?:i\b|i'm|i've|we\b|we're|we've|our\b|my\b|(?:the|this)\s+"
+    r"^(?:(?:and|also|plus|btw|fyi|so|oh|ok|but|heads\s+up|quick\s+update|update|fwiw|now)[\s,:]+)*(?:i\b|i'm|i've|we\b|we're|we've|our\b|my\b|(?:the|this)\s+"
     r"(?:[\w-]+\s+){0,2}?(?:stack|backend|frontend|api|app|service|project|repo|codebase|db|database|infra|cluster|site|"
     r"pipeline|ci|layer|cache|queue|server|servers|platform|website|blog|monorepo|tests|test\s+suite|product|saas|"
     r"startup|tool|box|machine|laptop|homelab|home\s+lab|setup|system|side)\b|"
     r"this\s+(?:repo|project|service|app|codebase)\b|(?:tech\s+)?stack\b|backend\b|frontend\b|db\b|database\b|"
     r"ci\b|infra\b|prod\b|everything\b|all\s+hosted|hosted\b|deployed\b|running\b|built\b|"
+    r"100\s*%\s*(?=(?-i:[A-Z])[\w.+#-]*\s*(?:(?:now|these\s+days|nowadays)\s*)?(?:$|[,.;!]))|"
     # "it's all Zustand now", "all on Buildkite these days": the current state, told after a change
     # "day to day it's mostly Kotlin for me": the user's, said by "for me"
     r"(?:(?:day\s+to\s+day|these\s+days|mostly|mainly),?\s+)?(?:it's|it\s+is|all|everything's)\s+"
@@ -457,8 +546,8 @@ _STACK_BLOCK_RE = re.compile(
     r"\b(?:if|suppose|imagine|would|could|should\s+we|maybe|might|thinking|considering|planning|plan\s+to|want\s+to|"
     r"going\s+to|gonna|said|says|told|colleague|friend|boss|cto|ceo|cfo|vp|manager|wants?|wanted|wishes|today|yesterday|tried|trying|not|never|don't|no\s+longer|"
     r"competitors?|rivals?|vendors?|partners?|suppliers?|clients?|customers?|apparently|reportedly|supposedly|"
-    r"instead|than|vs|versus|or)\b|如果|要是|假如|假设|打算|准备|考虑|可能|也许|同事|朋友|老板|他们|不用|不是|没用|没上|"
-    r"不再|放弃|还是[^,]{0,20}?(?:好|呢|吧|更)|或者|对比|比较|今天|试了|试试|[?？吗]|[A-Za-z0-9+#.]\s*(?!上了|里了)[\u4e00-\u9fff]{1,3}了(?!解)|"
+    r"instead|than|vs|versus|or)\b|如果|要是|假如|假设|的话|打算|准备|考虑|可能|也许|同事|朋友|老板|他们|不用|不是|没用|没上|"
+    r"不再|放弃|有没有|是不是|能不能|怎么|为什么|哪个|哪些|还是[^,]{0,20}?(?:好|呢|吧|更)|或者|对比|比较|今天|试了|试试|[?？吗]|[A-Za-z0-9+#.]\s*(?!上了|里了)[\u4e00-\u9fff]{1,3}了(?!解)|"
     r"\b(?:installed|ran|used\s+\w+\s+to|just|discuss\w*|meeting|talked|debated)\b|讨论|会上|开会|聊过|要不要|评估|隔壁|"
     r"竞品|竞争对手|友商|甲方|供应商|合作方|外包|好像|貌似|似乎|试着|尝试|正在|在试|在装|在配|在调|"
     r"别的组|其他组|别人|对方|客户|听说|据说",
@@ -502,6 +591,16 @@ def stack_hits(clause: str, *, lang: str, inherited: bool = False) -> list[Hit]:
     return hits
 
 
+# The right value named after a correction's marker: a name (capitalised, or not in ASCII), not "it's fine"
+_NAMED_VALUE = re.compile(
+    r"^(?:it's|it\s+is|its|that's|that\s+is|the\s+\w+\s+is|they're|he's|she's)\s+(?!(?:OK|Fine|Good|True|False)\b)"
+    r"(?:(?-i:[A-Z])|[^\x00-\x7f])",
+    re.I,
+)
+_LATE_MARKER = re.compile(
+    r"^(?P<body>(?:it's|it\s+is|its|that's|we\s+use|we're\s+on)\s+[^,;]{1,40}?)[\s,]+actually(?:\W*$|\s*[,;.\u2014]\s)",
+    re.I,
+)
 _OWN_MISTAKE = re.compile(
     r"\b(?:i\s+mixed\s+(?:it|them|that)\s+up|i\s+misspoke|my\s+(?:bad|mistake)|typo|i\s+was\s+wrong)\b|我说错了|我记错了|"
     r"打错了|写错了",
@@ -514,7 +613,7 @@ _ABOUT_THE_CHAT = re.compile(
     re.I,
 )
 _STRONG_CORRECTION = re.compile(
-    r"correct|clarify|i\s+meant|i\s+mean|wrong|incorrect|not\s+right|纠正|更正|说错|搞错|记错|错了|不对|应该是",
+    r"correct|clarify|i\s+meant|i\s+mean|wrong|incorrect|not\s+right|fix|keep\s+(?:calling|saying|writing|spelling|naming)|纠正|更正|说错|搞错|记错|错了|不对|应该是",
     re.I,
 )
 

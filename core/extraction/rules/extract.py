@@ -13,9 +13,10 @@ from dataclasses import dataclass
 
 from core.extraction.candidates import Candidate, Category, Kind, Tier, Turn
 from core.extraction.lang import detect_lang
+from core.extraction.rules.dispatch import stack_hits
 from core.extraction.rules.en.grammar import sentence_case, third_person
 from core.extraction.rules.hits import Hit, make
-from core.extraction.rules.passes import is_asked, sentence_hits
+from core.extraction.rules.passes import IRONY_EMPHASIS, is_asked, sentence_hits
 from core.extraction.rules.sentences import clean_text, split_sentences
 from core.extraction.rules.vocab import find_tools
 from core.extraction.rules.zh.grammar import zh_content
@@ -53,7 +54,11 @@ def analyze_turn(turn: Turn, *, roles: Sequence[str] = ("user",)) -> TurnAnalysi
     residual: list[str] = []
     previous: tuple[str, int] | None = None  # the last sentence and where its candidates start
     following = False  # a "remember these:" request came before: each later sentence is MUST
+    setup = False  # a "setup notes:" header came before: each short item after it speaks for the user's setup
     correcting = False  # a bare correction ("no I said Thursday.") came before: the next sentence is the fact
+    emphasised = frozenset(  # "I *adore* YAML": praise in emphasis, dropped by the cleaning, read as irony
+        word.lower() for word in (IRONY_EMPHASIS.findall(turn.content) if "*" in turn.content else ())
+    )
     for sentence in split_sentences(text):
         if len(sentence) > MAX_SENTENCE_CHARS:
             residual.append(sentence)
@@ -63,6 +68,20 @@ def analyze_turn(turn: Turn, *, roles: Sequence[str] = ("user",)) -> TurnAnalysi
             sentence
         ):  # "记住几件事：" / "remember these:" points at what follows
             following = True
+            previous = None
+            continue
+        if _SETUP_HEADER_RE.match(sentence):
+            # "setup notes for you:" / "环境说明：": the items that follow are the setup
+            setup = True
+            previous = None
+            continue
+        if setup and (len(sentence) > 80 or is_asked(sentence)):
+            setup = False
+        elif setup:
+            items = sentence_hits(sentence) or stack_hits(
+                sentence, lang=detect_lang(sentence), inherited=True
+            )
+            candidates += _sourced(items, sources, turn_ids)
             previous = None
             continue
         if following and _CLOSER_RE.match(sentence):
@@ -111,11 +130,13 @@ def analyze_turn(turn: Turn, *, roles: Sequence[str] = ("user",)) -> TurnAnalysi
                 said = f"Do not use {tools[0][0].display}."
                 cand = make(said, Kind.PROCEDURAL, Category.CONSTRAINT, Tier.MUST, rule="en.rule.no_tool",
                             confidence=0.8, lang="en")  # fmt: skip
-                candidates.append(dataclasses.replace(cand, source_event_ids=sources, source_turn_ids=turn_ids))
+                candidates.append(
+                    dataclasses.replace(cand, source_event_ids=sources, source_turn_ids=turn_ids)
+                )
                 previous = (sentence, len(candidates) - 1)
                 continue
         start_index = len(candidates)
-        hits = sentence_hits(sentence)
+        hits = sentence_hits(sentence, emphasised=emphasised)
         correcting = not hits and _CORRECTION_OPENER_RE.match(sentence) is not None
         for cand, _, _ in hits:
             if not _WORD_RE.search(cand.content):
@@ -174,6 +195,9 @@ def _drop_contained(candidates: list[Candidate]) -> list[Candidate]:
 _REMEMBER_THAT_TAIL_RE = re.compile(
     r"\s*[,;:-]\s*(?:and\s+)?(?:pls\s+|please\s+)?(?:remember|don't\s+forget|note|keep)\s+(?:that|this|it)\b"
     r"(?:\s+in\s+mind)?(?:\s+(?:so|because|for|please|pls)\b[^.]*)?[\s.!]*$"
+    # "staging URL: https://stg.example.dev (remember this)", "(记住这个)": the request in an aside at the end
+    r"|\s*[(（]\s*(?:pls\s+|please\s+)?(?:remember|don't\s+forget|note|keep)\s+(?:that|this|it)(?:\s+in\s+mind)?"
+    r"[\s.!]*[)）][\s.!]*$|\s*[(（](?:请|麻烦)?(?:记住|记一下|记下|记着|别忘了)(?:这个|这点|它)?[)）][\s.!。]*$"
     r"|\s*[,，]\s*(?:请|麻烦)?(?:你)?(?:记住|记一下|记下|记着|别忘了)(?:这个|这点|这一点|它)?[^。.!?]{0,20}$",
     re.I,
 )
@@ -196,6 +220,13 @@ _REMEMBER_THAT_RE = re.compile(
 )
 
 
+# A header over a list of the user's setup ("setup notes for you:", "our stack:", "环境说明：", "技术栈如下：")
+_SETUP_HEADER_RE = re.compile(
+    r"^(?:(?:my|our|the|some|quick)\s+)?(?:tech\s+stack|stack|setup|environment|env|dev\s+environment|tooling|infra)"
+    r"(?:\s+(?:notes|details|info|overview))?(?:\s+for\s+you)?\s*[:：]\s*$"
+    r"|^(?:我的|我们的?|项目的?)?(?:环境说明|开发环境|运行环境|环境|技术栈|技术选型|配置)(?:说明|信息|情况)?(?:如下)?\s*[:：]\s*$",
+    re.I,
+)
 _REMEMBER_FOLLOWING_RE = re.compile(
     r"^.{0,30}?(?:remember|don't\s+forget|note|keep\s+in\s+mind)\s+(?:(?:these|the\s+following|a\s+few|some|two|three|"
     r"four|several)\s+)?(?:things|points|facts|items|rules|details|notes)?\s*(?:about\s+me\s*)?[:：]\s*$"

@@ -128,7 +128,9 @@ _LANGUAGE_NAMES = {
     "en": ("English", "英文"), "zh": ("Chinese", "中文"), "ja": ("Japanese", "日语"),
     "fr": ("French", "法语"), "de": ("German", "德语"), "es": ("Spanish", "西班牙语"),
     "ko": ("Korean", "韩语"), "pt": ("Portuguese", "葡萄牙语"), "it": ("Italian", "意大利语"),
-    "ru": ("Russian", "俄语"),
+    "ru": ("Russian", "俄语"), "en-gb": ("British English", "英式英语"), "en-us": ("American English", "美式英语"),
+    "zh-hans": ("Simplified Chinese", "简体中文"), "zh-hant": ("Traditional Chinese", "繁体中文"),
+    "pt-br": ("Brazilian Portuguese", "巴西葡萄牙语"),
 }
 _STYLE_CONTENT = {
     "concise": ("The user prefers concise answers.", "用户喜欢简洁的回复。"),

@@ -35,6 +35,7 @@ from core.extraction.rules.en.grammar import blocked as en_blocked
 from core.extraction.rules.en.grammar import hearsay as en_hearsay
 from core.extraction.rules.en.grammar import sentence_case, third_person
 from core.extraction.rules.en.grammar import with_subject as en_with_subject
+from core.extraction.rules.en.statements import team_hits as en_team_hits
 from core.extraction.rules.hits import Hit, shift, tool_hit
 from core.extraction.rules.sentences import split_clauses
 from core.extraction.rules.vocab import current_tool, find_tools, named_as_left, topic_slot
@@ -145,7 +146,9 @@ def _change_statement_hits(sentence: str) -> list[Hit]:
             continue
         said = clause.strip()
         if lang == "en" and not re.search(r"\b(?:i|i'm|i've|we|we're|we've|my|our)\b", said, re.I):
-            said = "the user " + said[:1].lower() + said[1:]  # "got an iPhone 16 last week": the subject dropped
+            said = (
+                "the user " + said[:1].lower() + said[1:]
+            )  # "got an iPhone 16 last week": the subject dropped
         content = zh_content(clause) if lang == "zh" else sentence_case(third_person(said))
         cand = Candidate(content=content, kind=Kind.SEMANTIC, category=Category.FACT, tier=Tier.WORTH,
                          confidence=0.75, source_event_ids=(), lang=lang, rule=f"{lang}.statement.change")  # fmt: skip
@@ -446,7 +449,9 @@ def _complaint_rule_hits(sentence: str, clauses: list[tuple[int, str]]) -> list[
             continue
         name = use.group("en") or use.group("zh")
         left = [t for t, s, _ in find_tools(sentence[:start]) if t.canonical != name.lower()]
-        words = re.findall(r"(?<![A-Za-z0-9_.])(?:用|using|use)\s*([A-Za-z][\w.+#/-]*)", sentence[:start], re.I)
+        words = re.findall(
+            r"(?<![A-Za-z0-9_.])(?:用|using|use)\s*([A-Za-z][\w.+#/-]*)", sentence[:start], re.I
+        )
         old = left[0].display if left else next((w for w in words if w.lower() != name.lower()), None)
         lang = "en" if use.group("en") else "zh"
         if lang == "zh":
@@ -460,19 +465,156 @@ def _complaint_rule_hits(sentence: str, clauses: list[tuple[int, str]]) -> list[
     return []
 
 
-def sentence_hits(sentence: str) -> list[Hit]:
+# Irony: praise the speaker does not mean ("I *adore* YAML, best language ever", "对对对，全部重写，多简单啊😅",
+# "yeah sure，我最爱周末加班了，超开心的"). A strong mark alone, or two weak ones, make the sentence no statement.
+_IRONY_STRONG = re.compile(
+    r"\*(?:love|adore|enjoy|great|amazing|fantastic|wonderful|best|totally|definitely)\w*\*|said\s+no\s+one\s+ever|"
+    r"(?:^|\s)/s\s*$|[\U0001F643\U0001F612]|多(?:简单|容易|轻松|方便)(?:啊|呀|哦)|(?:真是|可)太(?:棒|好)了吧",
+    re.I,
+)
+_IRONY_WEAK = re.compile(
+    r"^\W*(?:yeah|yea|oh|ah)\s*,?\s*(?:sure|right|great|totally|of\s+course)\b|\boh\s+(?:great|joy|wonderful)\b|"
+    r"\bbest\s+[\w-]+(?:\s+[\w-]+)?\s+ever\b|\bjust\s+love\s+(?:it\s+)?when\b|[\U0001F605\U0001F644]|对对对|是是是|呵呵|"
+    r"超开心|太开心了|开心死了|我最(?:爱|喜欢)[^,，。!！]{1,10}了",
+    re.I,
+)
+_IRONY_CHARS = re.compile(
+    r"[*/\U0001F600-\U0001F64F]|best|said|sure|right|great|joy|love|对对|是是|呵呵|开心|最爱|最喜欢|多", re.I
+)
+# Said to be no part of the user's own work or setup ("纯属练手，跟工作没关系", "just a tutorial I'm following,
+# nothing to do with work"): the tools it names are not the user's.
+_NOT_OWN = re.compile(
+    r"纯属练手|只是练手|练手用的|跟工作没关系|和工作没关系|与工作无关|跟项目没关系|不是工作上的|"
+    r"\b(?:nothing\s+to\s+do\s+with\s+(?:my\s+|our\s+)?(?:work|job|project)|not\s+for\s+work|"
+    r"(?:just|only|purely)\s+(?:for\s+)?(?:practice|practicing|learning|fun)\b.{0,40}\b(?:not|nothing)\b)",
+    re.I,
+)
+
+
+def _may_disown(sentence: str) -> bool:
+    """The words `_NOT_OWN` needs, by substring tests (cheaper than its alternation at every character)."""
+    low = sentence.lower()
+    if "work" in low or "job" in low or "project" in low or "practi" in low or "fun" in low or "learn" in low:
+        return True
+    if sentence.isascii():
+        return False
+    return "练手" in sentence or "没关系" in sentence or "无关" in sentence or "工作上" in sentence
+
+
+def ironic(sentence: str) -> bool:
+    """The sentence praises what the speaker does not mean (see `_IRONY_STRONG`)."""
+    if _IRONY_CHARS.search(sentence) is None:
+        return False
+    return _IRONY_STRONG.search(sentence) is not None or len(_IRONY_WEAK.findall(sentence)) >= 2
+
+
+# A house convention with one current value ("indent with tabs" -> "4 spaces from now on", "提交信息用英文写" ->
+# "以后用中文写"): told as standing (统一 / 以后 / now / from now on / in our ...), it is a rule in its topic's slot,
+# so a later convention on the topic replaces it.
+_CONVENTIONS = (
+    (
+        re.compile(
+            r"缩进|\bindent(?:ation|ing|s)?\b|\b\d[- ]spaces?\b|\btabs?\b.{0,20}\bspaces\b|"
+            r"\bspaces\b.{0,20}\btabs?\b|个空格",
+            re.I,
+        ),
+        "project.indentation",
+    ),
+    (re.compile(r"提交信息|提交说明|\bcommit\s+(?:messages?|msgs?)\b", re.I), "project.commit_messages"),
+)
+_CONVENTION_CUE = re.compile(
+    r"统一|以后|今后|一律|现在|改成|改为|改用|换成|\b(?:now|from\s+now\s+on|going\s+forward|always|in\s+(?:our|all)|"
+    r"across\s+the|house\s+style|convention|voted)\b",
+    re.I,
+)
+
+
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|my|me)\b|我(?!们)", re.I)
+
+
+def _convention_hits(sentence: str, hits: list[Hit]) -> list[Hit]:
+    """A standing convention's rule in its topic's slot (see `_CONVENTIONS`); the hits as they were otherwise."""
+    topic = next((slot for pattern, slot in _CONVENTIONS if pattern.search(sentence)), None)
+    if (
+        topic is None
+        or is_asked(sentence)
+        or not _CONVENTION_CUE.search(sentence)
+        or _blocked(sentence, len(sentence))
+    ):
+        return hits
+    ruled = [h for h in hits if h[0].tier is Tier.MUST and h[0].slot is None and h[0].kind is Kind.PROCEDURAL]
+    if ruled:
+        cand, start, end = ruled[0]
+        slotted = dataclasses.replace(cand, slot=topic, value=topic_value(cand.content))
+        return [(slotted, start, end) if h is ruled[0] else h for h in hits]
+    if any(h[0].slot == topic or (h[0].tier is Tier.MUST and h[0].slot is None) for h in hits):
+        return hits
+    if _FIRST_PERSON.search(sentence):
+        return hits  # "I always forget commit messages": the user's habit, not a convention for the agent
+    lang = detect_lang(sentence)
+    body = sentence.strip(" .!~。")
+    content = zh_content(body) if lang == "zh" else sentence_case(third_person(body))
+    cand = Candidate(content=content, kind=Kind.PROCEDURAL, category=Category.CONSTRAINT, tier=Tier.MUST,
+                     confidence=0.8, source_event_ids=(), slot=topic, value=topic_value(content), lang=lang,
+                     rule=f"{lang}.rule.convention_slot")  # fmt: skip
+    return [*hits, (cand, 0, len(sentence))]
+
+
+def sentence_hits(sentence: str, *, emphasised: frozenset[str] = frozenset()) -> list[Hit]:
+    """`_sentence_hits`, where an ironic sentence (`ironic`, or praise the turn set in emphasis: "I *adore*
+    YAML", `emphasised` holding "adore") keeps only its rules for the agent ("stop adding emojis 🙄")."""
+    low = sentence.lower()
+    irony = ironic(sentence) or any(word in low for word in emphasised)
+    hits = _sentence_hits(sentence)
+    if irony:
+        return [hit for hit in hits if hit[0].tier is Tier.MUST]
+    return _convention_hits(sentence, hits) if _may_name_convention(sentence) else hits
+
+
+def _may_name_convention(sentence: str) -> bool:
+    low = sentence.lower()
+    return (
+        "indent" in low
+        or "space" in low
+        or "tab" in low
+        or "commit" in low
+        or "缩进" in low
+        or "空格" in low
+        or ("提交" in low)
+    )
+
+
+# "*adore*", "*love*": praise set in emphasis, which the cleaning drops (so it is found in the raw turn)
+IRONY_EMPHASIS = re.compile(
+    r"(?<![\w*])\*(love|adore|enjoy|great|amazing|fantastic|wonderful|best|totally)[a-z]*\*(?![\w*])", re.I
+)
+
+
+def _sentence_hits(sentence: str) -> list[Hit]:
     """The sentence's hits, then those of each clause no hit accounts for: a fact stated in passing inside
     a request ("this service is on Go 1.22, can you check the build?"), a rule after a fact ("数据库用
     PostgreSQL，不要用 ORM"). A clause after a hypothetical or reported one is not the user's statement."""
     if en_hearsay(sentence) or zh_hearsay(sentence):
         return []  # "our competitor runs on Elixir apparently", "竞品好像是用 Go 写的": nothing is the user's own
-    asked_for = _asked_standing_request(sentence)  # substring tests first: most sentences say no "from now on"
+    if _may_disown(sentence) and _NOT_OWN.search(sentence):
+        return []  # "教程用的是 Django + Celery，纯属练手，跟工作没关系": not the user's own
+    asked_for = _asked_standing_request(
+        sentence
+    )  # substring tests first: most sentences say no "from now on"
     asked_for = asked_for if asked_for and is_asked(sentence) else None
     if asked_for:
-        rules = [(cand, 0, len(sentence)) for cand, _, _ in _language_hits(asked_for) if cand.tier is Tier.MUST]
+        rules = [
+            (cand, 0, len(sentence)) for cand, _, _ in _language_hits(asked_for) if cand.tier is Tier.MUST
+        ]
         if rules:
             return rules
     hits = _language_hits(sentence)
+    if not hits and is_asked(sentence) and ("manager" in sentence or "boss" in sentence):
+        # "can you help me word a message to my manager, Oluwaseun, about ...?": the name in passing
+        hits = [hit for hit in en_team_hits(sentence) if hit[0].slot == "user.manager"]
+    if not hits and ":" in sentence[:24] and not is_asked(sentence):
+        # "Editor: IntelliJ", "OS: macOS": a slot's noun as a label over its value (the colon splits clauses)
+        hits = noun_state_hits(sentence, lang=detect_lang(sentence))
     clauses = split_clauses(sentence) or [(0, sentence)]
     known: dict[int, bool] = {}
 
@@ -547,7 +689,9 @@ def sentence_hits(sentence: str) -> list[Hit]:
         if here:
             hits += shift(here, start)
             continue
-        premise = _PREMISE_RE.match(clause)  # "given that our app is Flutter, should ...?": the ground is told
+        premise = _PREMISE_RE.match(
+            clause
+        )  # "given that our app is Flutter, should ...?": the ground is told
         said, at = (clause[premise.end() :], start + premise.end()) if premise else (clause, start)
         hits += shift(_generic_hits(said, sentence, inherited=inherited or chained), at)
         inherited = inherited or opens

@@ -68,6 +68,8 @@ _CLAUSE_BREAK_RE = re.compile(
     r"|\s+(?=(?:and|but|so|though|although|while)\s+(?:i|i'm|i've|we|we're|we've|my|our|the\s+team|please|pls|"
     r"can|could|would)\b)"
     r"|\s+(?=so\s+(?-i:[A-Z])|so\s+(?:the|it|that|this|my|our|you)\b)"
+    # "since we're on MySQL 8 I assume window functions are fine?": the ground, then the question
+    r"|(?<=\w)\s+(?=i\s+(?:assume|guess|suppose|figure|presume)\b)"
     # "the repo uses uv so don't give me pip commands": a request drawn from what was just said
     r"|\s+(?=so\s+(?:please\s+|pls\s+)?(?:don't|do\s+not|never|always|avoid|stop|no\s+more|give|keep|use|show)\b)"
     r"|(?<=[\u4e00-\u9fff])\s*(?=(?:但是|不过|所以|然后|而且|另外|顺便|并且|可是)[\u4e00-\u9fffA-Za-z])",
@@ -76,7 +78,9 @@ _CLAUSE_BREAK_RE = re.compile(
 ENUMERATOR_RE = re.compile(  # "一是", "第二，", "2)", "（3）", "- ": a list item's mark, not its words
     r"^\s*(?:[一二三四五六七八九十]是|第[一二三四五六七八九十]+[,、]?|\d+[)）.、]|[(（]\d+[)）]|[-*•])\s*"
 )
-_MIN_CLAUSE = re.compile(r"[A-Za-z]{2,}.*[A-Za-z]{2,}|[\u4e00-\u9fff].*[\u4e00-\u9fff]", re.S)
+_MIN_CLAUSE = re.compile(  # two words, two Han characters, or a share of a name ("100% GCP")
+    r"[A-Za-z]{2,}.*[A-Za-z]{2,}|[\u4e00-\u9fff].*[\u4e00-\u9fff]|\d\s*%\s*[A-Za-z]{2,}", re.S
+)
 
 
 _ASIDE_RE = re.compile(r"[(（][^()（）]{1,80}[)）]")  # an aside, closed within 80 characters

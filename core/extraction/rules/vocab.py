@@ -46,10 +46,12 @@ project.framework: react=React(react|reactjs|react.js) vue=Vue(vue|vuejs|vue.js|
     nestjs=NestJS(nestjs|nest.js) remix=Remix astro=Astro solidjs=SolidJS(solidjs|solid.js) gin=Gin
     phoenix=Phoenix axum=Axum actix=Actix(actix|actix-web) asp.net=ASP.NET(asp.net|asp.net_core|.net_core)
     react_native=React_Native(react_native|rn) electron=Electron tauri=Tauri swiftui=SwiftUI
-    jetpack_compose=Jetpack_Compose uni-app=uni-app(uni-app|uniapp) taro=Taro htmx=htmx qt=Qt
+    jetpack_compose=Jetpack_Compose uni-app=uni-app(uni-app|uniapp) taro=Taro htmx=htmx qt=Qt fastify=Fastify
+    koa=Koa hono=Hono
 project.test_framework: pytest jest=Jest vitest=Vitest mocha=Mocha junit=JUnit rspec=RSpec unittest
 project.orm: sqlalchemy=SQLAlchemy prisma=Prisma typeorm=TypeORM drizzle=Drizzle hibernate=Hibernate
-    gorm=GORM sequelize=Sequelize mongoose=Mongoose mybatis=MyBatis(mybatis|mybatis-plus) sqlmodel=SQLModel
+    gorm=GORM sequelize=Sequelize mongoose=Mongoose mybatis=MyBatis sqlmodel=SQLModel
+    mybatis-plus=MyBatis-Plus(mybatis-plus|mybatis_plus|mybatisplus)
     activerecord=ActiveRecord(activerecord|active_record) ent=ent(entgo)
 project.bundler: vite=Vite webpack esbuild rollup=Rollup turbopack=Turbopack parcel=Parcel rsbuild=Rsbuild rspack=Rspack
 project.iac: terraform=Terraform opentofu=OpenTofu pulumi=Pulumi cloudformation=CloudFormation aws_cdk=AWS_CDK(aws_cdk)
@@ -60,6 +62,7 @@ project.ci: github_actions=GitHub_Actions(github_actions|gh_actions|github_actio
     travis_ci=Travis_CI(travis|travis_ci) drone=Drone(drone|drone_ci) teamcity=TeamCity argo_workflows=Argo_Workflows
     woodpecker=Woodpecker(woodpecker|woodpecker_ci) concourse=Concourse(concourse_ci) bamboo=Bamboo
     bitbucket_pipelines=Bitbucket_Pipelines azure_pipelines=Azure_Pipelines(azure_pipelines|azure_devops)
+    yunxiao=云效(云效|yunxiao)
 project.hosting: vercel=Vercel netlify=Netlify heroku=Heroku fly.io=Fly.io(fly.io|flyio) render=Render
     railway=Railway cloudflare=Cloudflare(cloudflare|cloudflare_workers|cloudflare_pages) hetzner=Hetzner
     digitalocean=DigitalOcean(digitalocean|digital_ocean) linode=Linode ec2=EC2
@@ -71,12 +74,14 @@ project.orchestration: kubernetes=Kubernetes(kubernetes|k8s|k3s) ecs=ECS(ecs|aws
     openshift=OpenShift ack=ACK cce=CCE tke=TKE
 project.cloud: aws=AWS gcp=GCP(gcp|google_cloud) azure=Azure aliyun=Alibaba_Cloud(aliyun|alibaba_cloud|阿里云)
     tencent_cloud=Tencent_Cloud(tencent_cloud|腾讯云) huawei_cloud=Huawei_Cloud(huawei_cloud|华为云)
+    volcengine=火山引擎(火山引擎|volcengine|volcano_engine)
 project.tracker: jira=Jira linear=Linear trello=Trello asana=Asana youtrack=YouTrack zentao=ZenTao(zentao|禅道)
     clickup=ClickUp shortcut=Shortcut tapd=TAPD(tapd) pingcode=PingCode
 project.chat: slack=Slack microsoft_teams=Microsoft_Teams(microsoft_teams|ms_teams) discord=Discord
     feishu=Feishu(feishu|lark|飞书) dingtalk=DingTalk(dingtalk|钉钉) wecom=WeCom(wecom|企业微信|企微)
 project.monitoring: prometheus=Prometheus zabbix=Zabbix new_relic=New_Relic(new_relic|newrelic)
-    nagios=Nagios datadog=Datadog grafana=Grafana(grafana|grafana_cloud)
+    nagios=Nagios datadog=Datadog grafana=Grafana(grafana|grafana_cloud) nightingale=夜莺(夜莺|nightingale)
+project.paging: pagerduty=PagerDuty opsgenie=Opsgenie incident.io=incident.io(incident.io) victorops=VictorOps
 project.error_tracking: sentry=Sentry rollbar=Rollbar bugsnag=Bugsnag honeybadger=Honeybadger raygun=Raygun
 project.state_management: redux=Redux(redux|redux_toolkit|rtk) zustand=Zustand mobx=MobX pinia=Pinia vuex=Vuex
     jotai=Jotai recoil=Recoil ngrx=NgRx
@@ -93,7 +98,7 @@ project.workflow: airflow=Airflow(airflow|apache_airflow) dagster=Dagster prefec
     argo_events=Argo_Events
 project.storage: s3=S3(s3|aws_s3) oss=OSS(oss|aliyun_oss) minio=MinIO r2=R2(r2|cloudflare_r2)
     backblaze=Backblaze(backblaze|backblaze_b2|b2) wasabi=Wasabi gcs=GCS(gcs|google_cloud_storage) cos=COS(cos)
-    azure_blob=Azure_Blob(azure_blob|azure_blob_storage)
+    azure_blob=Azure_Blob(azure_blob|azure_blob_storage) qiniu=七牛(七牛|七牛云|qiniu)
 user.shell: bash=Bash zsh=Zsh(zsh|oh-my-zsh|oh_my_zsh) fish=Fish(fish|fish_shell) powershell=PowerShell(powershell|pwsh)
     nushell=Nushell(nushell|nu_shell)
 project.linter: eslint=ESLint biome=Biome oxlint=Oxlint flake8=Flake8 pylint=Pylint rubocop=RuboCop
@@ -180,7 +185,7 @@ _CASE_SENSITIVE = {
     "shortcut": ("Shortcut",), "bamboo": ("Bamboo",), "concourse": ("Concourse",), "woodpecker": ("Woodpecker",),
     "fish": ("Fish",), "bash": ("Bash", "bash"), "quay": ("Quay",), "wasabi": ("Wasabi",),
     "r2": ("R2",), "b2": ("B2",), "cos": ("COS",), "ack": ("ACK",), "acr": ("ACR",), "swr": ("SWR",),
-    "tke": ("TKE",), "cce": ("CCE",),
+    "tke": ("TKE",), "cce": ("CCE",), "koa": ("Koa",), "hono": ("Hono",),
     "mui": ("MUI",), "bootstrap": ("Bootstrap",), "stripe": ("Stripe",), "ecr": ("ECR",), "elk": ("ELK",),
     "rancher": ("Rancher",), "flink": ("Flink",), "trino": ("Trino",), "dvc": ("DVC",),
 }  # fmt: skip
@@ -262,7 +267,8 @@ _OLD_VALUE_RE = re.compile(
     r"(?:\b(?:from|off|replaced|replacing|replace|instead\s+of|rather\s+than|no\s+longer(?:\s+use)?|not|ditched|"
     r"dropped|left|leaving|away\s+from|over|than|retired|killed|sunset|deprecated|against|ruled\s+out|rejected|"
     r"ripped(?:\s+out)?|tore(?:\s+out)?|pulled(?:\s+out)?|got\s+rid\s+of|removed|phased\s+out|gave\s+up(?:\s+on)?|"
-    r"scrapped|dumped|binned|abandoned|never|without|uninstalled|deinstalled|deleted|"
+    r"scrapped|dumped|binned|abandoned|never|without|uninstalled|deinstalled|deleted|closed|shut\s+down|cancell?ed|"
+    r"decommissioned|"
     r"(?:don't|do\s+not|stop)\s+(?:use|using|suggest|write|writing))|从|不再用?|替换掉?|换掉|弃用|放弃了?|不用|不是|"
     r"而不是|代替|取代|没用|没上|没选|不选|否掉|下掉了?|干掉了?|去掉了?|拿掉了?|(?:别|不要)再?(?:用|写|推荐))"
     r"\s*(?:the\s+|our\s+|using\s+)?$",
@@ -279,6 +285,8 @@ _GONE_AFTER_RE = re.compile(
     r"(?:(?:finally|now|being|getting)\s+)?(?:shut\s+down|shutdown|decommissioned|cancell?ed|sunset|sunsetted|"
     r"turned\s+off|switched\s+off|torn\s+down|deleted|archived|retired|deprecated|removed|dropped|killed)\b"
     r"|\s*only\s+(?:lives|exists|remains|survives)\s+in\b"
+    # "yarn isn't even installed", "npm is not installed here"
+    r"|\s*(?:isn't|is\s+not|aren't|are\s+not|'s\s+not)\s+(?:even\s+)?(?:installed|used|in\s+use)\b"
     r"|\s*(?:[\w.-]+\s+){0,1}?out\b(?=.{0,30}\b(?:and|for|in\s+favou?r)\b)"  # "ripped yarn out ... and went with"
     r"|\s*(?:那边|那套|那台|这边)?\s*(?:已经|早就|早|下个月|下周|马上|就要|即将)?(?:都)?(?:没了|下线了?|下掉了?|退役了?|"
     r"不用了|废弃了?|停用了?|淘汰了?|停掉了?|关掉了?|删掉了?|删了|退订了?|注销了?|到期不续了?)",
@@ -292,6 +300,13 @@ def named_as_left(text: str, start: int, end: int | None = None) -> bool:
     if _OLD_VALUE_RE.search(text[max(0, start - 24) : start]) is not None:
         return True
     return end is not None and _GONE_AFTER_RE.match(text, end) is not None
+
+
+def only_left(text: str) -> bool:
+    """`text` names tools of a slot and every one as the value left ("the Mongo cluster was retired in June",
+    "Jenkins 退役了"): it tells what is gone, which the new value replaces, not a fact of its own."""
+    slotted = [(start, end) for tool, start, end in find_tools(text) if tool.slot]
+    return bool(slotted) and all(named_as_left(text, start, end) for start, end in slotted)
 
 
 def first_current_tool(text: str) -> Tool | None:
@@ -342,5 +357,10 @@ LANGUAGE_CODES = {
     "spanish": "es", "korean": "ko", "portuguese": "pt", "italian": "it", "russian": "ru", "中文": "zh",
     "汉语": "zh", "普通话": "zh", "英文": "en", "英语": "en", "日语": "ja", "日文": "ja", "韩语": "ko",
     "法语": "fr", "德语": "de", "西班牙语": "es",
+    # a language's variety: spelling and words differ, so it is kept
+    "british english": "en-gb", "uk english": "en-gb", "american english": "en-us", "us english": "en-us",
+    "simplified chinese": "zh-hans", "traditional chinese": "zh-hant", "brazilian portuguese": "pt-br",
+    "简体中文": "zh-hans", "繁体中文": "zh-hant", "繁体": "zh-hant", "简体": "zh-hans", "英式英语": "en-gb",
+    "美式英语": "en-us",
 }
 # fmt: on

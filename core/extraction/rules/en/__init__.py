@@ -23,6 +23,7 @@ from core.extraction.rules.en.behaviour import (
     prefer_you_hits,
     reply_hits,
     rule_hits,
+    scoped_rule_hits,
     when_you_hits,
 )
 from core.extraction.rules.en.facts import CORRECTION_CUE, NEGATING, fact_hits
@@ -59,6 +60,7 @@ ENGLISH = LanguageRules(
         or dont_want_hits(sentence)
         or prefer_you_hits(sentence)
         or np_rule_hits(sentence)
+        or scoped_rule_hits(sentence)
     ),
     generic=generic_hits,
     restate=third_person,

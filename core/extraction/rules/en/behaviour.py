@@ -63,7 +63,10 @@ _IMPERATIVE_CUE_RE = re.compile(
     r"going\s+forward|in\s+(?:the\s+)?future|format|explain)\b", re.I)
 _BARE_BE_RE = re.compile(LEAD + r"(?:please\s+)?(?:be|keep\s+it|keep\s+things|stay)\s+(?:\w+\s+){0,2}$",
                          re.I)
-_LANG_WORDS = r"english|chinese|mandarin|japanese|french|german|spanish|korean|portuguese|italian|russian"
+_LANG_WORDS = (
+    r"(?:british|uk|american|us)\s+english|(?:simplified|traditional)\s+chinese|brazilian\s+portuguese|"
+    r"english|chinese|mandarin|japanese|french|german|spanish|korean|portuguese|italian|russian"
+)
 _REPLY_LANG_RE = re.compile(
     r"\b(?:(?:reply|replied|respond|responded|answer|answered|write|wrote|talk|speak|communicate|chat|"
     r"explain(?:\s+things)?)\s+(?:to\s+me\s+|me\s+|back\s+)?(?:only\s+|always\s+)?|(?:answers|responses|replies|"
@@ -90,7 +93,7 @@ def reply_hits(sentence: str) -> list[Hit]:
     if match and not blocked(sentence, match.start(), hypothetical=False):
         mode = _reply_mode(sentence)
         if mode is not None:
-            code = LANGUAGE_CODES[match.group("lang").lower()]
+            code = LANGUAGE_CODES[" ".join(match.group("lang").lower().split())]
             return [reply_hit("user.reply_language", code, mode=mode, lang="en", rule="en.reply.language",
                               end=len(sentence))]  # fmt: skip
     style = _STYLE_RE.search(sentence)
@@ -126,10 +129,12 @@ def reply_hits(sentence: str) -> list[Hit]:
 _RULE_RE = re.compile(
     LEAD + r"(?P<lead>(?:from\s+now\s+on|going\s+forward|moving\s+forward|in\s+(?:the\s+)?future|from\s+"
     r"here\s+on(?:\s+out)?|as\s+a\s+(?:general\s+)?rule|by\s+default|in\s+general|every\s+time|each\s+time)"
-    r"\s*[,:-]?\s*)?(?P<cond>(?:when|whenever|if\s+you(?:'re|\s+are)?|for|in|while)\s[^,]{1,60}?(?:,\s*|\s+(?=(?:please|pls|"
+    r"\s*[,:-]?\s*)?(?P<cond>(?:when|whenever|if\s+you(?:'re|\s+are)?|if\s+(?:a|an|any|anything|something)|for|in|"
+    r"while)\s[^,]{1,60}?(?:,\s*|\s+(?=(?:please|pls|"
     r"assume|reply|answer|include|stick|default|always|never|don't|do\s+not)\b)))?"
-    r"(?:please\s+|pls\s+)?(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?)?(?:you(?:'re|\s+are)?\s+)?"
-    r"(?P<mod>(?:mind\s+not|(?<=you\s)not|please\s+not)(?=\s+\w+ing\b)|(?:kindly\s+|please\s+)?refrain\s+from|"
+    r"(?:please\s+|pls\s+)?(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?)?"
+    r"(?:i(?:'d|\s+would)\s+like\s+you\s+to\s+|i\s+(?:want|need)\s+you\s+to\s+)?(?:you(?:'re|\s+are)?\s+)?"
+    r"(?P<mod>(?:mind\s+not|(?<=you\s)not|please\s+not|mind\s+always|mind\s+never)(?=\s+\w+ing\b)|(?:kindly\s+|please\s+)?refrain\s+from|"
     r"i'd\s+appreciate\s+it\s+if\s+you\s+(?:didn't|did\s+not|wouldn't|would\s+not)|don't\s+(?:you\s+)?ever|do\s+not\s+ever|don't\s+you\s+dare|don't|do\s+not|dont|never\s+ever|never|always|"
     r"avoid|stop|quit|"
     r"should\s+never|should\s+always|must\s+always|must\s+never|shouldn't|should\s+not|must\s+not|mustn't|"
@@ -151,7 +156,8 @@ _MOD_CANON = {
     "not allowed to": "do not", "can't": "do not",
     "cannot": "do not", "may not": "do not", "must": "always", "under no circumstances": "never",
     "under no circumstances should you": "never", "at no point": "never", "at no point should you": "never",
-    "only ever": "only ever", "mind not": "stop", "not": "stop", "please not": "stop", "refrain from": "stop",
+    "only ever": "only ever", "mind not": "stop", "mind always": "always", "mind never": "never",
+    "not": "stop", "please not": "stop", "refrain from": "stop",
     "kindly refrain from": "stop", "please refrain from": "stop", "i'd appreciate it if you didn't": "do not",
     "i'd appreciate it if you did not": "do not", "i'd appreciate it if you wouldn't": "do not",
     "i'd appreciate it if you would not": "do not",
@@ -176,7 +182,7 @@ IMPERATIVE_VERBS = frozenset(
     "check verify review read go let set leave respect stay avoid skip emit raise throw catch "
     "handle validate sign annotate declare store cache touch open close copy paste bump pin upgrade "
     "downgrade switch target support mark tag greet address refer refrain steer favor favour lean drop cut omit trim "
-    "ditch spell".split()
+    "ditch spell ping notify confirm wait loop".split()
 )
 _ONE_OFF = re.compile(
     r"\b(?:yet|this\s+time|for\s+now|right\s+now|today|tonight|tomorrow|at\s+the\s+moment|(?:this|these)\s+(?:file|"
@@ -223,7 +229,10 @@ _DONT_WANT_RE = re.compile(
 # "I prefer you ask before guessing", "I'd rather you wrote tests first": what the user prefers the agent to do,
 # a standing rule for it (the verb after "you" is one an instruction starts with).
 _PREFER_YOU_RE = re.compile(
-    I_WORD + r"\s*" + ADV + r"(?:'d\s+|\s+would\s+)?(?:prefer|rather)\s+(?:it\s+)?(?:if\s+|that\s+|when\s+)?you\s+"
+    I_WORD
+    + r"\s*"
+    + ADV
+    + r"(?:'d\s+|\s+would\s+)?(?:prefer|rather)\s+(?:it\s+)?(?:if\s+|that\s+|when\s+)?you\s+"
     r"(?:to\s+)?(?:always\s+)?(?P<verb>[a-z]+)\b(?P<rest>[^.;!?]{2,100})",
     re.I,
 )
@@ -239,6 +248,39 @@ _NP_RULE_RE = re.compile(
     r"plz|thanks|thx|ty))?[\s.!]*$",
     re.I,
 )
+
+
+# "dark theme for anything visual you generate for me": a noun phrase made standing by its scope over what the
+# agent makes; "In this repo, tests live next to their file, not in tests/": a repo's way, told against another
+_NP_SCOPE_RE = re.compile(
+    r"^(?P<np>(?!i\b|we\b|you\b|it\b|this\b|that\b|good\s+luck|thanks|thank\s+you|congrats|cheers|kudos|props|credit|"
+    r"respect|love)[a-z][\w -]{1,30}?)\s+for\s+(?:anything|everything|all|any|every)\b"
+    r"(?:\s+\w+){0,3}?\s+(?:that\s+)?you\s+(?:generate|make|write|produce|create|draw|output|give\s+me|build|render)\b",
+    re.I,
+)
+_REPO_WAY_RE = re.compile(
+    r"^(?:in|for|across)\s+(?:this|our|the)\s+(?:repo|repository|project|codebase|monorepo|service|team)\s*,\s*"
+    r"(?P<rest>(?!(?:i|you)\b)[^?]{8,160}?(?:,\s*not\s+|\b(?:always|never|only)\b)[^?]*)$",
+    re.I,
+)
+
+
+def scoped_rule_hits(sentence: str) -> list[Hit]:
+    """A noun phrase over all the agent makes, or a repository's way told against another: the rule, MUST."""
+    scope = _NP_SCOPE_RE.match(sentence) if " you " in sentence else None
+    if scope is not None and not is_question(sentence) and not _ONE_OFF.search(sentence):
+        content = sentence_case(f"use {third_person(sentence.rstrip(' .!'))}")
+        content = content.split(",")[0].rstrip(" .") + "."
+        cand = make(content, Kind.PROCEDURAL, Category.CONSTRAINT, Tier.MUST, rule="en.rule.scoped_np",
+                    confidence=0.8, lang="en")  # fmt: skip
+        return [(cand, 0, len(sentence))]
+    way = _REPO_WAY_RE.match(sentence) if sentence[:3].lower() in ("in ", "for", "acr") else None
+    if way is None or is_question(sentence) or blocked(sentence, way.start("rest")):
+        return []
+    content = sentence_case(third_person(sentence.rstrip(" .!")))
+    cand = make(content, Kind.PROCEDURAL, Category.CONSTRAINT, Tier.MUST, rule="en.rule.repo_way", confidence=0.8,
+                lang="en")  # fmt: skip
+    return [(cand, 0, len(sentence))]
 
 
 def np_rule_hits(sentence: str) -> list[Hit]:
@@ -260,7 +302,11 @@ def np_rule_hits(sentence: str) -> list[Hit]:
 def prefer_you_hits(sentence: str) -> list[Hit]:
     """ "I prefer you ask clarifying questions rather than guess": the rule, MUST."""
     match = _PREFER_YOU_RE.search(sentence) if ("prefer" in sentence or "rather" in sentence) else None
-    if match is None or blocked(sentence, match.start(), hypothetical=True) or _ONE_OFF.search(match.group("rest")):
+    if (
+        match is None
+        or blocked(sentence, match.start(), hypothetical=True)
+        or _ONE_OFF.search(match.group("rest"))
+    ):
         return []
     verb = match.group("verb").lower()
     verb = {"asked": "ask", "wrote": "write", "used": "use", "gave": "give", "kept": "keep"}.get(verb, verb)
@@ -315,6 +361,15 @@ _SPEC_RE = re.compile(
 )
 
 
+def base_verb(word: str) -> str:
+    """An -ing form's base verb among the imperative verbs ("putting" -> "put", "using" -> "use")."""
+    stem = word.lower()[:-3]
+    for guess in (stem, stem + "e", stem[:-1] if len(stem) > 2 and stem[-1] == stem[-2] else stem):
+        if guess in IMPERATIVE_VERBS:
+            return guess
+    return stem
+
+
 def rule_hits(sentence: str) -> list[Hit]:
     """Standing rules for the agent: "don't use ORMs", "never suggest jQuery", "from now on, use pnpm"."""
     body = sentence.rstrip(" .!")
@@ -327,7 +382,19 @@ def rule_hits(sentence: str) -> list[Hit]:
     mod = " ".join((match.group("mod") or "").lower().split())
     cond = (match.group("cond") or "").lower()
     standing = cond.startswith(
-        ("when", "whenever", "if you")
+        (
+            "when",
+            "whenever",
+            "if you",
+            "if a ",
+            "if an ",
+            "if any",
+            "if something",
+            "for anything",
+            "for any ",
+            "for every",
+            "for all ",
+        )
     )  # also "if you're unsure, say so"  # "whenever you give me recipes, include ..."
     persistent = bool(match.group("lead") or tail or standing)
     standing_verb = False
@@ -343,7 +410,10 @@ def rule_hits(sentence: str) -> list[Hit]:
         # "give me vim keybinding answers, not VS Code menus", "keep solutions simple": about a kind of output
         # in general (a plural noun for what the agent gives), not about the piece of work at hand
         persistent = persistent or (
-            (_GENERAL_OUTPUT_RE.search(rest_said) is not None or _EVERY_SCOPE_RE.search(rest_said) is not None)
+            (
+                _GENERAL_OUTPUT_RE.search(rest_said) is not None
+                or _EVERY_SCOPE_RE.search(rest_said) is not None
+            )
             and _ONE_OFF.search(rest_said) is None
         )
         if not persistent and not standing_verb:
@@ -352,6 +422,11 @@ def rule_hits(sentence: str) -> list[Hit]:
     if rest[:1].isupper() and rest[1:2].islower():  # "Use British spelling ...": the verb after "always"
         rest = rest[0].lower() + rest[1:]
     first, canon = rest.split()[0].lower(), _MOD_CANON[mod]
+    if mod in ("mind always", "mind never") and first.endswith(
+        "ing"
+    ):  # "mind always putting X": "always put X"
+        first = base_verb(first)
+        rest = " ".join([first, *rest.split(None, 1)[1:]])
     if first == "keep" and re.search(r"\byou\s*$", body[: match.start("rest")], re.I):
         return []  # "you keep giving me X": what the agent does (feedback, `feedback_hits`), not "always keep"
     if "-" in first and first.rsplit("-", 1)[-1] in IMPERATIVE_VERBS:

@@ -84,7 +84,11 @@ def _tool_hits(sentence: str) -> list[Hit]:
         category = Category.DECISION if verb.startswith(_DECISION_VERBS) else None
         offset = match.start("span")
         span = _cut(match.group("span"))
-        for tool, start, end in find_tools(span):
+        # the sentence's tools within the span: a name told by its verb ("we use bun") is found in the sentence
+        in_span = [
+            (t, s - offset, e - offset) for t, s, e in tools_named if s >= offset and e <= offset + len(span)
+        ]
+        for tool, start, end in in_span:
             if tool.slot and tool.slot.startswith("user.") and not subject_is_user:
                 continue  # "we use Linux servers" says nothing about the user's own OS
             if named_as_left(span, start, end):
@@ -181,7 +185,10 @@ def _pref_hits(sentence: str) -> list[Hit]:
 _DIET_RE = re.compile(
     r"(?:" + I_AM + r"\s+" + ADV + r"|(?<![\w'])i(?:'ve|\s+have)\s+been\s+" + ADV
     + r"|(?:(?<![\w'])i\s+)?(?:went|turned|became|have\s+gone|'ve\s+gone|gone|"
-    r"switched\s+to\s+being)\s+(?:fully\s+|full\s+|completely\s+)?)(?:a\s+)?(?:strict\s+)?"
+    r"switched\s+to\s+being)\s+(?:fully\s+|full\s+|completely\s+)?"
+    # "so pescatarian these days": a bare diet told as the state now
+    r"|(?:^|[,;:]\s*)(?:so\s+|and\s+|but\s+)?(?=(?:vegetarian|vegan|pescatarian|pescetarian|keto)\s+(?:these\s+days|"
+    r"now|nowadays)\b))(?:a\s+)?(?:strict\s+)?"
     r"(?P<diet>lacto[- ]ovo(?:[- ]vegetarian)?|ovo[- ]lacto(?:[- ]vegetarian)?|vegetarian|vegan|pescatarian|"
     r"pescetarian|keto|halal|kosher|lactose[- ]intolerant|gluten[- ]free|"
     r"celiac|coeliac|diabetic)\b", re.I)
@@ -213,7 +220,7 @@ _PROFILE_RES = (
      "{}", "en.profile.language_level"),  # the statement itself
 )
 _SLOTTED_PROFILE_RES = (
-    (re.compile(r"\bmy\s+time\s?zone\s+is\s+(?P<tz>[\w+:/-]+(?:\s*[+-]\s*\d{1,2})?)|" + I_AM + r"\s+"
+    (re.compile(r"(?:\bmy\s+|^)time\s?zone(?:\s+is|'s)\s+(?P<tz>[\w+:/-]+(?:\s*[+-]\s*\d{1,2})?)|" + I_AM + r"\s+"
                 r"(?:in|on)\s+(?P<tz2>(?:UTC|GMT)\s?[+-]\s?\d{1,2}(?::?\d{2})?|PST|PDT|EST|EDT|CST|CET|CEST|JST|"
                 r"IST|BST|AEST|MST|(?:Central|Eastern|Western)\s+European(?:\s+Summer)?|Pacific|Eastern|Central)"
                 r"(?:\s+time(?:\s*zone)?)?\b", re.I),
@@ -223,7 +230,8 @@ _SLOTTED_PROFILE_RES = (
      "user.timezone", "The user's timezone is {}.", "en.profile.timezone_hours"),
     # "so SGT from now on", "CET now": a zone named as the user's own from now on
     (re.compile(r"\b(?P<tz>(?-i:SGT|HKT|JST|KST|CST|CET|CEST|EET|EEST|WET|BST|GMT|UTC|IST|AEST|AEDT|NZST|PST|PDT|EST|"
-                r"EDT|MST|MDT|MSK|BRT|ART)(?:\s?[+-]\s?\d{1,2})?)\s+(?:from\s+now\s+on|now|going\s+forward)\b"),
+                r"EDT|MST|MDT|MSK|BRT|ART)(?:\s?[+-]\s?\d{1,2})?)\s+(?:from\s+now\s+on|now|going\s+forward|for\s+(?:any\s+|all\s+)?"
+                r"(?:scheduling|meetings|calls))\b"),
      "user.timezone", "The user's timezone is {}.", "en.profile.timezone_now"),
     (re.compile(r"\bmy\s+birthday\s+is\s+(?:on\s+)?(?P<day>[^.;!?,]{3,25})", re.I),
      "user.birthday", "The user's birthday is {}.", "en.profile.birthday"),
@@ -242,8 +250,11 @@ _DIET_WORDS = ("vegetarian", "vegan", "pescatarian", "pescetarian", "keto", "hal
 
 _DIETS = r"vegetarian|vegan|pescatarian|pescetarian|keto"
 _NEW_DIET_RE = re.compile(
-    r"\b(?P<d>" + _DIETS + r")\s+(?:now|these\s+days|instead)\b|\bnow\s+(?:i'm\s+|i\s+am\s+)?(?:a\s+|mostly\s+)?(?P<d2>"
-    + _DIETS + r")\b",
+    r"\b(?P<d>"
+    + _DIETS
+    + r")\s+(?:now|these\s+days|instead)\b|\bnow\s+(?:i'm\s+|i\s+am\s+)?(?:a\s+|mostly\s+)?(?P<d2>"
+    + _DIETS
+    + r")\b",
     re.I,
 )
 
@@ -300,8 +311,49 @@ def _profile_hits(sentence: str) -> list[Hit]:
     return hits
 
 
+# Tools named in passing in other forms: "Kafka is our message bus" (the tool, then what it is to us), "my nvim
+# config broke" (the user's own editor, shell or OS, named by what the user keeps of it), "using pnpm workspaces in
+# this monorepo, how do I ..." (the subject dropped, the scope this repo).
+_PASSING_TOOL_RES = (
+    (re.compile(r"^(?P<span>[\w.+#-]+(?:\s[\w.+#-]+)?)\s+(?:is|are)\s+(?:our|my|the\s+team's)\s+(?:main\s+|primary\s+|"
+                r"only\s+)?[a-z][\w/-]*(?:\s+[a-z][\w/-]*){0,2}"
+                r"(?=\s*(?:$|[,.;!?(]|\s+(?:and|but|for|here|now)\b))", re.I), None),
+    # "on my new MacBook, how do I ...": the user's new machine
+    (re.compile(r"\bmy\s+(?:brand\s+)?new\s+(?P<span>[\w.+#-]+)(?=\s*[,.;!?]|\s*$|\s+(?:laptop|machine|box|pro|air|is|arrived))",
+                re.I), "user."),
+    (re.compile(r"\bmy\s+(?P<span>[\w.+#-]+)\s+(?:config|configs|configuration|setup|dotfiles|plugins?|install|"
+                r"keybindings|keymaps?|theme|box|laptop|machine|workstation|profile|prompt)\b", re.I), "user."),
+    (re.compile(r"^(?:(?:been|now)\s+)?using\s+(?P<span>[\w.+#-]+)(?:\s+[a-z]+)?\s+(?:in|for|across)\s+"
+                r"(?:this|our|my|the)\s+(?:repo|monorepo|project|codebase|app|service|workspace)\b", re.I), "project."),
+)  # fmt: skip
+
+
+def _passing_tool_hits(sentence: str) -> list[Hit]:
+    hits: list[Hit] = []
+    if not find_tools(sentence):
+        return hits  # every form names a tool: most sentences are spared the patterns
+    for pattern, family in _PASSING_TOOL_RES:
+        match = pattern.search(sentence)
+        if match is None or blocked(sentence, match.start()):
+            continue
+        tools = [t for t in find_tools(sentence) if t[1] >= match.start("span") and t[2] <= match.end("span")]
+        if len(tools) != 1 or (family and not (tools[0][0].slot or "").startswith(family)):
+            continue
+        tool = tools[0][0]
+        if family is None and match.start("span") + len(tool.said) < match.end("span") - 1:
+            continue  # "Kafka topics are our ...": the tool must be the whole subject
+        hits.append(tool_hit(tool, match.start(), match.end(), rule="en.tool.passing", lang="en"))
+    return hits
+
+
 def fact_hits(sentence: str) -> list[Hit]:
-    return (
+    hits = (
         name_hits(sentence) + place_hits(sentence) + job_hits(sentence) + _tool_hits(sentence)
         + _pref_hits(sentence) + _profile_hits(sentence)
     )  # fmt: skip
+    if not any(
+        hit[0].slot and hit[0].slot.startswith(("project.", "user.editor", "user.os", "user.shell"))
+        for hit in hits
+    ):
+        hits += _passing_tool_hits(sentence)
+    return hits

@@ -144,7 +144,8 @@ LEAD = (  # fillers before a request; a short non-Latin chunk too ("好的，rem
     r"^(?:[^\x00-\x7f]{1,12}(?:\s*[,:;!.]\s*|\s+))?(?:(?:and|also|oh|ok|okay|so|btw|by\s+the\s+way|plus|but|"
     r"hey|hi|hello|well|alright|anyway|one\s+more\s+thing|one\s+last\s+thing|last\s+thing|great|cool|thanks|"
     r"thank\s+you|fyi|ps|just\s+so\s+you\s+know|for\s+the\s+record|important|note|ugh|argh|hmm|look|listen|"
-    r"honestly|seriously|yeah|right|sorry)\b[\s,:;!.-]*)*"
+    r"honestly|seriously|yeah|right|sorry|for\s+the\s+(?:last|\w+th)\s+time|"
+    r"(?:i\s+)?(?:said|told\s+you)\s+(?:this\s+)?(?:before|already|twice)|once\s+again|again)\b[\s,:;!.-]*)*"
 )
 _QUESTION_START = re.compile(
     r"^(?:(?:and|so|but|also|oh|hey|ok|okay|btw|well)\b[\s,]*)*(?:do(?!\s+not\b)|does|did|can|could|would|will|"
@@ -153,7 +154,8 @@ _QUESTION_START = re.compile(
 _POLITE_RE = re.compile(  # "could you remember ...?" asks for something: not a question about a fact
     LEAD + r"(?:please\s+)?(?:can|could|would|will)\s+you\s+(?:please\s+|also\s+|just\s+)*(?:remember|note|"
     r"keep\s+in\s+mind|make\s+a\s+note|forget|stop\s+remembering|delete|erase|remove|call\s+me|address\s+me|"
-    r"always|never|not|stop|keep|use|reply|respond|answer|write|be|avoid|save|store|mind\s+not|refrain)\b", re.I)
+    r"always|never|not|stop|keep|use|reply|respond|answer|write|be|avoid|save|store|commit|"
+    r"mind\s+(?:not|always|never)|refrain)\b", re.I)
 # fmt: on
 
 

@@ -244,6 +244,9 @@ def _job_patterns(named: str) -> tuple[tuple[re.Pattern[str], str], ...]:
      + _ORG_WORD + r"){0,2})(?P<job>)", "en.employer.left_joined"),
     # "I'm Tomasz, backend dev at Allegro": a role in apposition after the name
     (I_AM + r"\s+(?-i:[A-Z])[\w'-]+\s*,\s*(?:a\s+|an\s+|the\s+)?" + _JOB + org_raw, "en.job.apposition"),
+    # "got promoted — engineering manager now": the new role after the promotion, the "I" dropped
+    (r"^(?:(?:just|finally|officially)\s+)?(?:got\s+|been\s+)?promoted(?:\s+to|\s*[,:\u2014\u2013-])\s*"
+     r"(?:(?:i'm|i\s+am)\s+)?(?:a\s+|an\s+|the\s+)?" + _JOB + org_raw, "en.job.promoted"),
     # "I took over as tech lead", "got promoted to staff engineer", "I became an engineering manager"
     (I_WORD + r"(?:'ve|\s+have)?\s+" + ADV + r"(?:took\s+over\s+as|got\s+promoted\s+to|was\s+promoted\s+to|been\s+"
      r"promoted\s+to|became|stepped\s+(?:up|in)\s+as|moved\s+into\s+(?:a|an|the)?\s*|switched\s+to\s+(?:being\s+)?)"

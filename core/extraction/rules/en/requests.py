@@ -34,13 +34,14 @@ _REMEMBER_RE = re.compile(
     LEAD + _ASKING + r"(?P<verb>remember|don't\s+forget|do\s+not\s+forget|never\s+forget|keep\s+(?:this\s+|"
     r"that\s+|it\s+)?in\s+mind|bear\s+in\s+mind|for\s+future\s+reference|note\s+for\s+(?:the\s+)?future(?:\s+sessions?)?|"
     r"note\s+for\s+later|note\s+to\s+self|note\s+for\s+you|(?:a\s+)?(?:thing|something)\s+to\s+(?:remember|keep\s+in\s+"
-    r"mind)|for\s+your\s+(?:notes|memory|records)|"
+    r"mind)|for\s+your\s+(?:notes|memory|records)|for\s+the\s+record(?=\s*[:\u2014\u2013-])|"
     r"(?P<weak>note|save|store|record)(?=\s+(?:that|this))|make\s+a\s+note|take\s+a\s+note|note\s+down|"
     r"take\s+note|memori[sz]e|(?:(?:jot|write|put|note|get)\s+(?:this|that|it)\s+down(?:\s+for\s+(?:me|us|later))?|"
-    r"jot\s+down)(?=\s*[:-])|(?:save|store|put|add)\s+(?:this|that|it)\s+(?:to|in|into)\s+(?:your\s+)?memory)"
+    r"jot\s+down)(?=\s*[:-])|(?:save|store|put|add|commit|write)\s+(?:(?:this|that|it)\s+)?(?:to|in|into)\s+"
+    r"(?:your\s+)?(?:memory|notes)|keep\s+(?:this|that|it)\s+in\s+(?:your\s+)?(?:head|memory|notes))"
     r"\b(?:\s+for\s+(?:next\s+time|the\s+future|later|future\s+sessions?))?(?:\s+(?:for|about|re|regarding)\s+"
     r"[^:,]{1,40}(?=\s*:))?(?:\s+(?:of\s+)?"
-    r"(?P<det>this|that|the\s+following)\b)?\s*(?P<sep>[:,;-])?\s*(?P<p>.*)$", re.I)
+    r"(?P<det>this|that|the\s+following)\b)?(?:\s+(?:pls|please|plz))?\s*(?P<sep>[-=]>|[:,;-])?\s*(?P<p>.*)$", re.I)
 _PAYLOAD_START = re.compile(
     r"^(?:i|i'm|i've|i'd|i'll|im|my|we|we're|we've|our|you|you're|your|the|this|there|it's|he|she|they|to|"
     r"always|never|don't|do\s+not|use|avoid|[A-Z0-9])")
@@ -116,7 +117,7 @@ CONTRAST_RE = re.compile(
     r",?\s+(?:not|rather\s+than|instead\s+of)\s+(?:in\s+|at\s+|the\s+|an?\s+)?"
     # a value, not a verb or a degree ("not going back", "not sure", "not too bad")
     r"(?!\w+ing\b|(?:sure|yet|bad|really|so|too|very|that|quite|much|ideal|great|happy|anymore|ever)\b)"
-    r"[\w.+#-]+(?:\s+[\w.+#-]+){0,2}"
+    r"[\w.+#-]+(?::\d\d)?(?:\s+[\w.+#-]+){0,2}"  # "not 03:00"
     r"(?:[.!]*$|(?=\s+[-\u2014\u2013;]\s|;))",  # the end of the sentence, or of its clause ("..., not requests - ...")
     re.I,
 )
@@ -149,7 +150,9 @@ def forget_hits(sentence: str) -> list[Hit] | None:
 
 CORRECTION_RE = re.compile(
     LEAD + r"(?:(?:small|quick|minor|one|a|just\s+a)\s+)?"
-    r"(?P<marker>(?:no|nope|nah)(?:[\s,]+(?:no|nope|nah))*|wrong|incorrect|not\s+quite|that's\s+(?:not\s+right|wrong|incorrect|not\s+"
+    r"(?P<marker>(?:no|nope|nah)(?:[\s,]+(?:no|nope|nah))*|wrong|incorrect|fix(?=\s*[:\u2014\u2013-])|"
+    # "you keep calling it the users table — it's accounts"
+    r"you\s+keep\s+(?:calling|saying|writing|spelling|naming)\b[^\u2014\u2013:;,.]{0,40}?(?=\s*[\u2014\u2013:;,-])|not\s+quite|that's\s+(?:not\s+right|wrong|incorrect|not\s+"
     r"correct)|that\s+is\s+(?:not\s+right|wrong|incorrect)|actually|"
     # "small fix to what I told you yesterday:", "an amendment to what I said earlier:"
     r"(?:fix|correction|amendment|update)\s+to\s+what\s+i\s+(?:told\s+you|said|wrote)(?:\s+(?:earlier|before|"

@@ -23,7 +23,7 @@ from core.extraction.candidates import Category, Kind, Tier
 from core.extraction.rules.en.facts import OBJ_PRONOUN
 from core.extraction.rules.en.grammar import I_AM, LEAD, blocked, is_question, sentence_case, third_person
 from core.extraction.rules.hits import Hit, fact, make
-from core.extraction.rules.vocab import find_tools
+from core.extraction.rules.vocab import find_tools, only_left
 
 _LEAD_RE = re.compile(LEAD, re.I)
 # fmt: off
@@ -211,9 +211,16 @@ _TEAM_RE = re.compile(
     r"(?<![\w'])(?:i'm\s+(?:now\s+|currently\s+)?(?:leading|running|managing|heading)|i\s+(?:now\s+)?head|i'm|i\s+am|"
     r"i've\s+been|i\s+work|i'm\s+working|i\s+joined|i\s+moved|i\s+switched|"
     r"i\s+transferred|i\s+got\s+moved|i\s+got\s+transferred|i'm\s+now|i\s+sit|i\s+lead|i\s+run|i\s+manage|"
+    r"i\s+(?:just|recently)\s+joined|"
     r"^(?:ever\s+)?(?:since|after)\s+(?:joining|moving\s+(?:over\s+)?to|transferring\s+to|switching\s+to))\s+"
     r"(?:now\s+|currently\s+|still\s+|officially\s+)?(?:on|in|with|to|into|over\s+to)?\s*(?:the\s+)?"
     r"(?P<team>(?-i:[A-Za-z][\w&/-]*)(?:\s+[\w&/-]+){0,2}?)\s+(?:team|squad|group|org|department|dept)\b",
+    re.I)
+# "swapped teams, I'm with infra these days": after a change of team, where the user is now names the team
+_TEAM_SWAP_RE = re.compile(
+    r"\b(?:swapped|switched|changed|moved|transferred)\s+teams\b[^.;!?]{0,20}?\bi(?:'m|\s+am)\s+(?:now\s+)?"
+    r"(?:with|on|in|at)\s+(?:the\s+)?(?!(?:you|him|her|them|it|that|this|a|an)\b)(?P<team>(?-i:[A-Za-z])[\w&/-]*)"
+    r"(?=\s+(?:now|these\s+days|nowadays)\b|\s*[,.;!?]|\s*$)",
     re.I)
 _TEAM_LEAD_RE = re.compile(r"i(?:'m|\s+am)?\s+(?:now\s+|currently\s+)?(?:lead|run|manage|head)", re.I)
 _FAMILY = (
@@ -285,7 +292,14 @@ def team_hits(sentence: str) -> list[Hit]:
                     Category.PROFILE, Tier.WORTH, rule="en.profile.condition", confidence=0.8,
                     lang="en")  # fmt: skip
         hits.append((cand, condition.start(), end))
-    team = _TEAM_RE.search(sentence)
+    swap = _TEAM_SWAP_RE.search(sentence) if "teams" in sentence.lower() else None
+    if swap and not blocked(sentence, swap.start()):
+        value = f"{swap.group('team')} team"
+        cand = fact(
+            f"The user is on the {value}.", "user.team", value.lower(), rule="en.team.swap", lang="en"
+        )
+        hits.append((cand, swap.start(), swap.end()))
+    team = None if swap else _TEAM_RE.search(sentence)
     if team and not blocked(sentence, team.start()):
         name = team.group("team").strip()
         first = name.split()[0].lower()
@@ -337,7 +351,12 @@ def team_hits(sentence: str) -> list[Hit]:
         hits.append((cand, 0, end))
     manager = _MANAGER_RE.search(sentence)
     if manager and not blocked(sentence, manager.start()):  # "Ruth — my new manager", "my manager Dana"
-        name = manager.group("name") or manager.group("name2") or manager.group("name3") or manager.group("name4")
+        name = (
+            manager.group("name")
+            or manager.group("name2")
+            or manager.group("name3")
+            or manager.group("name4")
+        )
         if name not in _NOT_NAMES:
             cand = fact(f"The user's manager is {name}.", "user.manager", name, rule="en.manager", lang="en")
             hits.append((cand, manager.start(), manager.end()))
@@ -544,6 +563,8 @@ def statement_hits(clause: str, sentence: str = "", whole: bool = False) -> list
     body = _LEAD_RE.sub("", clause, count=1).strip(" ,;:-")
     if len(body) < 8 or is_question(body) or body.endswith("?") or _LESSON_LABEL.fullmatch(body + ":"):
         return []
+    if only_left(body):
+        return []  # "the Mongo cluster was retired in June": the value left, replaced by the one told with it
     if ((_BARE_DECISION_RE.match(body) or _PASSIVE_DECISION_RE.match(body)) and find_tools(body)) or (
         _PASSIVE_DECISION_RE.match(body) and not _MOMENT.search(body)
     ):

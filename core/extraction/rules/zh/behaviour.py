@@ -175,14 +175,46 @@ def _output_rule_hits(sentence: str) -> list[Hit]:
     return [(cand, 0, match.end("rest"))]
 
 
+# A standing sequence under a condition: "如果要装新的依赖，先问我一声", "凡是涉及删数据的脚本，都先 dry-run 一遍
+# 给我看", "改完代码先跑 lint 再给我": the first step the agent takes each time, told with what it leads to (me / 再).
+_SEQUENCE_RE = re.compile(
+    LEAD + r"(?P<cond>(?:如果|凡是|只要|每当|一旦|每次|遇到|碰到|涉及)[^,.;!?]{1,25}?|"
+    r"[^,.;!?]{1,15}?(?:完|之前|以前|前)[^,.;!?先]{0,8}?)"
+    r"\s*,?\s*(?:都|请|你|也|一律)*(?:要|得|必须)?先\s*(?P<rest>[^.;!?]{2,40}?)[\s.!~]*$"
+)
+_SEQUENCE_TO_ME = re.compile(
+    r"问我|给我|让我|跟我|和我|找我|我确认|我同意|再(?:给|交|提|发|推|合|上线|部署|执行|动手|改|删)"
+)
+
+
+def _sequence_hits(sentence: str) -> list[Hit]:
+    match = _SEQUENCE_RE.match(sentence) if "先" in sentence else None
+    if (
+        match is None
+        or not _SEQUENCE_TO_ME.search(match.group("rest"))
+        or re.search(r"这个|这次|这段", sentence)
+    ):
+        return []  # "先跑一下看看": the task at hand; "这次先…": this once
+    content = zh_content(sentence.strip(" .!~。"))
+    cand = make(content, Kind.PROCEDURAL, Category.CONSTRAINT, Tier.MUST, rule="zh.rule.sequence", confidence=0.85,
+                lang="zh")  # fmt: skip
+    return [(cand, 0, len(sentence))]
+
+
+_LATIN_TOPIC = re.compile(r"[A-Za-z][\w.+#-]*(?:\s[A-Za-z][\w.+#-]*)?")
+_LATIN_FILLERS = frozenset(
+    "ok okay hi hey hello btw fyi pls please also and so but well yes yeah sure".split()
+)
+
+
 def rule_hits(sentence: str) -> list[Hit]:
     """Standing rules for the agent: "别用 ORM", "永远不要…", "以后都用 pnpm"."""
     match = _RULE_RE.match(sentence.rstrip(" .!~"))
     if match is None:
-        return []
+        return _sequence_hits(sentence)
     lead, mod = match.group("lead"), match.group("mod") or ""
     if not mod and not lead:
-        return _output_rule_hits(sentence)
+        return _output_rule_hits(sentence) or _sequence_hits(sentence)
     rest = match.group("rest").strip(" ,")
     clause_end = _NEXT_CLAUSE.search(
         rest
@@ -210,6 +242,9 @@ def rule_hits(sentence: str) -> list[Hit]:
         return [tool_hit(tools[0][0], 0, len(sentence), rule="zh.rule.use_tool", lang="zh", tier=Tier.MUST,
                          confidence=0.9)]  # fmt: skip
     cond = (match.group("cond") or "").rstrip(" ,")
+    said_before = sentence[: match.start("mod")].strip() if mod and not lead and not cond else ""
+    if _LATIN_TOPIC.fullmatch(said_before) and said_before.lower() not in _LATIN_FILLERS:
+        cond = said_before  # "Java 别问我": the rule is about what is named before it, not a filler
     verb = re.sub(r"^用(?!户)", "使用", core)
     content = zh_content(f"{cond + ',' if cond else ''}{canon}{verb}").replace(",", "，")
     feedback = canon == "不要再" or rest.rstrip(" .!~").endswith(("了", "啦"))  # "不要再用 var 了"

@@ -22,7 +22,11 @@ _TOOL_STMT_RE = re.compile(
     r"(?P<subj>" + WE + r"(?:的)?(?:团队|公司|项目|组|后端|前端)?|" + ME
     + r"(?:这台|这边|的?(?:电脑|笔记本|机器|手机|本子|主力机))?|(?:这个|我们的|我的|该|本)?"
     r"(?:项目|团队|公司|后端|前端|服务端|仓库|代码库|工程|应用|系统|服务))" + ADV + r"(?:主要|现在|目前|"
-    r"一直|都|统一|全部|全都|全)*(?P<verb>用的是|使用的是|用的|用|使用|采用|在用|是用|基于|换成了?|改用了?|"
+    r"一直|都|统一|全部|全都|全)*"
+    # "我写 Go 用的是 GoLand": what the tool is used for, between the subject and the verb
+    r"(?:(?:写|开发|做|搞|编)\s*(?:[A-Za-z][\w.+#-]*\s*(?:代码|项目)?|[\u4e00-\u9fff]{0,4}?(?:代码|程序))\s*(?:的时候|时)?\s*"
+    r"(?=用的是|用的|使用的是))?"
+    r"(?P<verb>用的是|使用的是|用的|用|使用|采用|在用|是用|基于|换成了?|改用了?|"
     r"迁移到了?|切换到了?|转到了?|上了|用上了|选了|选的是|选择了|(?<=[台边脑本器机])(?:是|装的是|跑的是|系统是|:)?)"
     r"\s*(?P<span>(?:[^.;!?]|\.(?=\w)){1,80})")
 _TOOL_NOUN_RE = re.compile(
@@ -157,7 +161,9 @@ _SKILL_RE = re.compile(
 
 
 def _skill_hits(sentence: str) -> list[Hit]:
-    match = _SKILL_RE.search(sentence) if "熟" in sentence or "入门" in sentence or "新手" in sentence else None
+    match = (
+        _SKILL_RE.search(sentence) if "熟" in sentence or "入门" in sentence or "新手" in sentence else None
+    )
     if match is None or blocked(sentence, match.start("obj")) or not find_tools(match.group("obj")):
         return []
     cand = make(f"用户对 {match.group('obj')} {match.group('level')}。", Kind.SEMANTIC, Category.PROFILE,
@@ -259,11 +265,35 @@ def _profile_hits(sentence: str) -> list[Hit]:
     return hits
 
 
+# "新 ThinkPad 装了 Ubuntu", "我的笔记本装的是 Fedora": the system on the user's (new) machine
+_MACHINE_OS_RE = re.compile(
+    r"(?:^|[,\s])(?:新的?|我的?|我这台|这台新的?)\s*(?:[A-Za-z][\w-]*\s*(?:电脑|笔记本|本子)?|电脑|笔记本|本子|机器|主机|工作机)\s*(?:上)?\s*"
+    r"(?:装了|装的是|重装了|刷了|换成了?|跑的是)\s*(?P<span>[A-Za-z][\w.+-]*)"
+)
+
+
+def _machine_os_hits(sentence: str) -> list[Hit]:
+    match = (
+        _MACHINE_OS_RE.search(sentence) if "装" in sentence or "刷" in sentence or "跑" in sentence else None
+    )
+    if match is None or blocked(sentence, match.start()):
+        return []
+    tools = [
+        t for t, start, end in find_tools(sentence) if start >= match.start("span") and t.slot == "user.os"
+    ]
+    if not tools:
+        return []
+    return [tool_hit(tools[0], match.start(), match.end(), rule="zh.tool.machine_os", lang="zh")]
+
+
 def fact_hits(sentence: str) -> list[Hit]:
-    return (
+    hits = (
         name_hits(sentence) + place_hits(sentence) + job_hits(sentence) + _tool_hits(sentence)
         + _pref_hits(sentence) + _profile_hits(sentence)
     )  # fmt: skip
+    if not any(hit[0].slot == "user.os" for hit in hits):
+        hits += _machine_os_hits(sentence)
+    return hits
 
 
 _INHERIT = re.compile(

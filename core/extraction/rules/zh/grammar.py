@@ -61,7 +61,12 @@ def blocked(sentence: str, start: int, *, hypothetical: bool = True) -> bool:
         return True
     if hypothetical:
         clause = prefix[prefix.rfind(",") + 1 :]
-        if _HYPOTHETICAL.search(prefix) or _UNSURE.search(clause) or "的话" in sentence[start : start + 30]:
+        # "…的话" makes its own clause a supposition, not the one before it ("我在杭州，约时间的话按北京时间")
+        if (
+            _HYPOTHETICAL.search(prefix)
+            or _UNSURE.search(clause)
+            or "的话" in sentence[start : start + 30].split(",")[0]
+        ):
             return True
     if _SOMEONE_ELSES.search(prefix):  # "我朋友的公司用 Supabase": someone else's
         return True

@@ -26,6 +26,9 @@ _NAME_RES = (
     (re.compile(ME + r"(?:的)?(?:名字|姓名|全名|真名|大名)(?:是|叫)\s*" + _NAME + _NAME_END), "user.name",
      "zh.name.my_name", 0.9),
     (re.compile(ME + r"(?:就|其实|本名)?叫\s*" + _NAME + _NAME_END), "user.name", "zh.name.jiao", 0.9),
+    # "我姓欧阳，复姓": the user's surname
+    (re.compile(ME + r"(?:就|其实)?姓\s*(?P<name>[\u4e00-\u9fff]{1,2}?)(?=$|[\s,.;!~]|复姓|单姓|哦|啊|呀|哈|,)"),
+     "user.surname", "zh.name.surname", 0.85),
     (re.compile(r"(?:^|[\s,.!:]|你|您|大家|就|可以|直接|以后|都|请|也)(?:叫|称呼|喊)我\s*" + _NAME
                 + r"(?=就好|就行|就可以|吧|好了|即可|就成|$|[\s,.;!~])"), "user.address_as",
      "zh.address.call_me", 0.9),
@@ -59,7 +62,7 @@ def name_hits(sentence: str) -> list[Hit]:
         name = match.group("name").strip()
         if _NAME_STOP.search(name) or (rule == "zh.name.intro" and re.search(_ROLE_ANY, name)):
             continue  # "你好，我是产品经理" introduces a job, not a name
-        template = "用户叫{}。" if slot == "user.name" else "用户希望被称呼为{}。"
+        template = {"user.name": "用户叫{}。", "user.surname": "用户姓{}。"}.get(slot, "用户希望被称呼为{}。")
         cand = fact(template.format(name), slot, name, rule=rule, lang="zh", conf=conf)
         hits.append((cand, match.start(), match.end("name")))
     return hits
@@ -85,6 +88,11 @@ _LOC_RES = (
                 re.I), "user.location", "zh.location.live"),
     (re.compile(r"(?:" + ME + r"|我们|我们家|我家)" + ADV + r"(?:搬到|搬去|搬来|搬家到|搬回|移居到?|迁居到?|"
                 r"搬回到)了?\s*" + _LOC + _LOC_END), "user.location", "zh.location.moved"),
+    # "我被调去上海了", "我又调回北京了": posted to a place the vocabulary knows
+    (re.compile(ME + ADV + r"(?:被|又|已经|刚)*(?:调去|调到|调回到?|派到|派去|外派到|回到|回)了?\s*(?P<loc>"
+                + "|".join(sorted(_PLACES, key=len, reverse=True))
+                + r")(?=$|[\s,.;!~]|了|啦|呢|工作|上班|这边|办公|研发|总部)"),
+     "user.location", "zh.location.posted"),
     (re.compile(ME + ADV + r"(?:来自|出生在|出生于|老家是|老家在)\s*" + _LOC + _LOC_END), "user.hometown",
      "zh.hometown.from"),
     (re.compile(ME + r"(?:现在|目前|一直|常年|长期)+在\s*(?P<loc>[\u4e00-\u9fff]{2,6}?)(?:生活|定居)?"
@@ -94,6 +102,13 @@ _LOC_RES = (
     # "搬来成都之后通勤短多了": a move with the subject dropped, to a place the vocabulary knows
     (re.compile(r"(?:^|[,\s])(?:刚|已经)?(?:搬来|搬到|搬去|搬回|搬家到)了?\s*(?P<loc>"
                 + "|".join(sorted(_PLACES, key=len, reverse=True)) + r")"), "user.location", "zh.location.moved_bare"),
+    # "已经回国了，现在在北京": the state after a move, the subject dropped
+    (re.compile(r"(?:^|[,\s])(?:现在|目前|如今)(?:人)?在\s*(?P<loc>" + "|".join(sorted(_PLACES, key=len, reverse=True))
+                + r")(?=$|[\s,.;!~]|了|呢|啊|哦|这边|工作|上班|生活|住)"), "user.location", "zh.location.now_bare"),
+    # "我在北京研发中心": the user's own place of work named by its city
+    (re.compile(ME + r"(?:现在|目前)?在\s*(?P<loc>" + "|".join(sorted(_PLACES, key=len, reverse=True))
+                + r")(?=(?:的)?(?:研发中心|办公室|分公司|总部|office|园区))", re.I),
+     "user.location", "zh.location.office"),
     (re.compile(ME + r"是\s*(?P<loc>[\u4e00-\u9fff]{2,4}?)人(?=$|[\s,.;!~]|哦|啊|呀)"), "user.hometown",
      "zh.hometown.ren"),
 )
@@ -129,6 +144,9 @@ def place_hits(sentence: str) -> list[Hit]:
 _JOB_RES = tuple((re.compile(pattern), rule) for pattern, rule in (
     (ME + ADV + r"是(?:一名|一个|一位|名|个|位)?\s*(?P<job>[\u4e00-\u9fffA-Za-z+# ]{0,10}?" + _ROLE_STRONG
      + r")(?=$|[\s,.;:!?]|在|就职|也|啊|哦|呀|啦|呢|了)", "zh.job.shi"),
+    # "我是测试开发", "我是运维": a line of work as the whole statement
+    (ME + ADV + r"是(?:一名|一个|一位|名|个|位)?\s*(?P<job>[\u4e00-\u9fffA-Za-z+# ]{0,6}?" + _ROLE_ANY
+     + r")(?=$|[\s,.;:!?]|啊|哦|呀|啦|呢)", "zh.job.shi_any"),
     (ME + ADV + r"在\s*(?P<org>[\u4e00-\u9fffA-Za-z0-9& ]{2,12}?)\s*(?:做|当|担任|任|干)\s*(?P<job>"
      r"[\u4e00-\u9fffA-Za-z+# ]{0,8}?" + _ROLE_ANY + r")(?:工作|的工作)?(?=$|[\s,.;:!?]|了|呢|啊|哦)",
      "zh.job.zai_zuo"),
@@ -179,6 +197,9 @@ _STUDY_RE = re.compile(  # also what the user is learning, the business they run
 # fmt: on
 
 
+_TEAM_ENDS = ("组", "团队", "小组", "部门", "事业部", "中台")
+
+
 def job_hits(sentence: str) -> list[Hit]:
     """The user's job and employer, and the studies they are in."""
     hits: list[Hit] = []
@@ -205,6 +226,9 @@ def job_hits(sentence: str) -> list[Hit]:
             cand = fact(
                 f"用户在{org}工作。", "user.location", org, rule=rule + ".place", lang="zh", conf=0.75
             )
+            hits.append((cand, match.start(), match.end("org")))
+        elif org and org.endswith(_TEAM_ENDS):  # "转岗去了搜索组": a team inside the employer, not a new one
+            cand = fact(f"用户在{org}。", "user.team", org, rule=rule + ".team", lang="zh", conf=0.8)
             hits.append((cand, match.start(), match.end("org")))
         elif org:
             cand = fact(zh_content(f"用户在{org}工作"), "user.employer", org, rule=rule, lang="zh", conf=0.8)

@@ -24,6 +24,7 @@ from core.extraction.candidates import Category, Kind, Tier
 from core.extraction.rules.en.statements import family_slot
 from core.extraction.rules.hits import Hit, fact, make
 from core.extraction.rules.sentences import ENUMERATOR_RE
+from core.extraction.rules.vocab import only_left
 from core.extraction.rules.zh.behaviour import NOT_RULE
 from core.extraction.rules.zh.grammar import (
     ADV,
@@ -103,10 +104,12 @@ _RULE_LABEL_RE = re.compile(
 # A convention on a part of the code or of the answer, stated as topic and comment ("变量名用英文", "缩进统一用四个
 # 空格", "注释写中文就行", "日期格式一律 YYYY-MM-DD"): how the agent must write it.
 _CONVENTION_RE = re.compile(
-    r"^(?P<noun>(?:代码)?注释|变量名|函数名|类名|方法名|文件名|表名|字段名|列名|命名|缩进|提交信息|commit\s*message|"
+    # "所有接口返回的时间统一用 UTC": the noun may come with what it belongs to
+    r"^(?:所有的?|全部的?)?(?:(?![我你他她])[\u4e00-\u9fffA-Za-z]{1,8}的)?"
+    r"(?P<noun>(?:代码)?注释|变量名|时间|时区|时间戳|日期|函数名|类名|方法名|文件名|表名|字段名|列名|命名|缩进|提交信息|commit\s*message|"
     r"分支名|日志|文档|字符串|引号|代码风格|代码示例|示例代码|示例|命令|单位|日期格式|时间格式|金额|编码|行宽|换行|"
     r"(?:SQL\s*)?关键字|报错信息|错误信息|返回值|接口返回)\s*(?:统一|都|一律|全部|全都|必须|一定要|要|得|请)*\s*"
-    r"(?:用|写成?|使用|采用|保持|遵循|按|走)(?![得了过着])\s*(?P<spec>[^,.;!?]{1,30}?)(?:就行|就好|即可|就可以|吧|哈|哦)?$",
+    r"(?:用|写成?|使用|采用|保持|遵循|按|走)(?![得了过着完光掉尽])\s*(?P<spec>[^,.;!?]{1,30}?)(?:就行|就好|即可|就可以|吧|哈|哦)?$",
     re.I,
 )
 
@@ -163,7 +166,9 @@ def all_do_hits(sentence: str) -> list[Hit]:
         or body is None
         or not _ALL_DO_CUE.search(body)
         or _NOT_TOPIC.match(match.group("topic"))
-        or re.search(r"人|大家|同事|团队|他们|你们", match.group("topic"))  # everyone's habit, not a rule for the agent
+        or re.search(
+            r"人|大家|同事|团队|他们|你们", match.group("topic")
+        )  # everyone's habit, not a rule for the agent
         or re.search(r"了$|按时", body)  # "都按时跑完了": an event
         or match.group("rest").rstrip(" 。.!~").endswith("了")  # "新代码现在都用 Kotlin 写了": the state now
         or re.search(r"现在|已经|目前", match.group("topic"))
@@ -208,7 +213,8 @@ _FAMILY_RE = re.compile(
     + r")(?:的名字)?(?:叫做?|名叫|是|,)?\s*(?P<name>[A-Z][a-z]+|[\u4e00-\u9fff]{1,3}?)(?=$|[\s,.;!~]|今年|了|呢|已经|"
       r"特别|三|两|一|刚|最近|老)")
 _MANAGER_RE = re.compile(
-    r"(?:(?:" + WE + r"(?:组|团队|部门)?|" + ME + r")(?:的|换了?|新)?|(?<![\u4e00-\u9fff])新(?:的)?|^新|现在(?:的)?|"
+    r"(?:(?:" + WE + r"(?:组|团队|部门)?|" + ME + r")(?:的|换了?|新)?|\bmy\s+|(?<![\u4e00-\u9fff])新(?:的)?|^新|"
+    r"现在(?:的)?|"
     r"目前(?:的)?|^)"
     r"\s*(?:(?:组|团队|部门)的?)?\s*(?:leader|manager|boss|老大|领导|经理|老板|直属领导|主管|负责人|组长|TL|上级|直属上级|带我的(?:人)?)\s*"
     r"(?:(?:是|叫)|了?[^,.;!?]{0,6}?,\s*(?:现在|目前)(?:是|换成了?))\s*(?P<name>[\u4e00-\u9fff]{2,3}|[A-Z][a-z]+)"
@@ -218,6 +224,10 @@ _REPORT_TO_RE = re.compile(  # "现在我汇报给刘婷", "改成向 Amy 汇报
     r"(?:现在|目前|已经|改成|改为)?\s*(?:我)?\s*(?:汇报给|向)\s*(?P<name>[\u4e00-\u9fff]{2,3}?|[A-Z][a-z]+)\s*(?:汇报)?"
     r"(?=$|[\s,.;!~]|了|啦|呢|吧|哦)"
 )
+_APPOS_MANAGER_RE = re.compile(  # "我老板李娜特别在意测试覆盖率": the boss named right after the word
+    r"(?:" + ME + r")的?(?:老板|领导|经理|leader|boss|manager|直属领导|主管|上级)\s*"
+    r"(?P<name>[\u4e00-\u9fff]{2,3}?|[A-Z][a-z]+)"
+    r"(?=特别|非常|比较|一直|总是|说|让|要|在|对|希望|觉得|最近|$|[\s,])", re.I)
 _PAREN_MANAGER_RE = re.compile(  # "陈思（我现在的主管）让我…"
     r"(?P<name>[\u4e00-\u9fff]{2,3})\s*[(（]\s*我(?:现在|目前|新)?的?(?:领导|主管|老板|经理|leader|直属领导)\s*[)）]",
     re.I)
@@ -281,6 +291,7 @@ def team_hits(sentence: str) -> list[Hit]:
         or _NEW_MANAGER_RE.search(sentence)
         or _PAREN_MANAGER_RE.search(sentence)
         or (_REPORT_TO_RE.search(sentence) if "汇报" in sentence else None)
+        or _APPOS_MANAGER_RE.search(sentence)
     )
     if manager and not blocked(sentence, manager.start()) and not _NAME_STOP.match(manager.group("name")):
         name = manager.group("name")  # "我们组 leader 是张伟", "我们组换 leader 了，现在是李娜"
@@ -386,8 +397,14 @@ def statement_hits(clause: str, sentence: str = "", whole: bool = False) -> list
             hits = [_generic(body, Category.FACT, Kind.SEMANTIC, "zh.statement.policy", len(sentence))]
         return hits
     body = _LEAD_RE.sub("", clause, count=1).strip(" ,:;!.~")
-    if len(body) < 5 or is_question(body) or _MOMENT.search(body) or blocked(body, len(body)):
-        return []
+    if (
+        len(body) < 5
+        or is_question(body)
+        or _MOMENT.search(body)
+        or blocked(body, len(body))
+        or only_left(body)
+    ):
+        return []  # only_left: "Oracle 已经下线了" tells the value left, replaced by the one told with it
     if sentence and blocked(sentence, max(0, sentence.find(clause))):
         return []
     match = _STATEMENT_RE.match(body)
