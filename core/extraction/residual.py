@@ -13,7 +13,8 @@ remembering, verbatim, as low-confidence candidates without a slot (they never s
   whether it is a MUST (a rule, a correction, a remember request) rather than a WORTH fact.
 - `residual_candidates(turn, residual)`: the candidates for a user turn's residual: each sentence no rule
   matched any part of (`untouched_sentences`), of at least `MIN_CHARS`, that does not weigh, suppose or
-  leave a choice undecided ("we're debating X vs Y", "what if", "还没拍板") and whose keep probability
+  leave a choice undecided ("we're debating X vs Y", "what if", "还没拍板"), that names no value the rules'
+  vocabulary files under a slot (`_names_a_slot_value`: the rules refused it) and whose keep probability
   reaches `residual_weights.THRESHOLD`; at most `MAX_PER_TURN` of them (best first, then in turn order; a
   sentence said twice counts once). Content is the sentence as the user wrote it (already redacted at
   ingest); `origin` "residual", `rule` "residual_model", confidence from the keep probability mapped below
@@ -34,6 +35,7 @@ from collections.abc import Mapping
 from core.extraction import residual_weights as weights
 from core.extraction.candidates import Candidate, Category, Kind, Tier, Turn
 from core.extraction.rules.sentences import clean_text, split_sentences
+from core.extraction.rules.vocab import find_tools
 
 MIN_CHARS = 6  # shorter sentences hold no memory on their own ("ok so", "嗯嗯")
 MAX_PER_TURN = 4  # a long turn keeps its best few sentences, not a transcript
@@ -90,6 +92,14 @@ def must_probability(text: str) -> float:
     return _probability(weights.MUST, weights.MUST_BIAS, features(text))
 
 
+def _names_a_slot_value(sentence: str) -> bool:
+    """The sentence names a value the rules' vocabulary files under a slot ("Postgres", "七牛", "macOS"), and
+    no rule took it: the rules read such a sentence and refused it (a supposition, someone else's setup,
+    practice work, irony, a negation), or a kept copy without a slot could never be replaced when the value
+    changes. Either way it is not the filter's to keep."""
+    return any(tool.slot for tool, _, _ in find_tools(sentence))
+
+
 def untouched_sentences(text: str, residual: str) -> list[str]:
     """The sentences of a turn (cleaned and split as the rules read it) that no rule matched any part of:
     the residual's pieces that are whole sentences. What is left of a sentence a rule matched in part is
@@ -110,7 +120,12 @@ def residual_candidates(turn: Turn, residual: str, *, lang: str) -> list[Candida
     seen: set[str] = set()
     for position, sentence in enumerate(untouched_sentences(turn.content, residual)):
         sentence = sentence.strip()
-        if len(sentence) < MIN_CHARS or _UNDECIDED_RE.search(sentence) or sentence.casefold() in seen:
+        if (
+            len(sentence) < MIN_CHARS
+            or _UNDECIDED_RE.search(sentence)
+            or sentence.casefold() in seen
+            or _names_a_slot_value(sentence)
+        ):
             continue
         seen.add(sentence.casefold())
         p = keep_probability(sentence)

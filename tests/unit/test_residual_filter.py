@@ -115,6 +115,18 @@ def test_a_sentence_that_weighs_or_has_not_decided_is_never_kept() -> None:
         assert residual_candidates(Turn(event_id="e", role="user", content=text), text, lang=lang) == [], text
 
 
+def test_a_sentence_naming_a_value_the_rules_know_is_left_to_the_rules() -> None:
+    # the rules read it and refused it (practice work, someone else's setup), or a copy without a slot could
+    # never be replaced when the value changes
+    text = "我们的对象存储用的是七牛，上传的文件都在那。"  # the model alone would keep it
+    assert keep_probability(text) >= residual_weights.THRESHOLD
+    assert residual_candidates(Turn(event_id="e", role="user", content=text), text, lang="zh") == []
+    other = "Our on-call handbook lives in the team wiki, under Runbooks."  # no value the vocabulary knows
+    assert keep_probability(other) < residual_weights.THRESHOLD or residual_candidates(
+        Turn(event_id="e", role="user", content=other), other, lang="en"
+    )
+
+
 def test_a_long_turn_keeps_at_most_its_best_few_sentences_once_each_in_turn_order() -> None:
     english = [s for s in WORTH_KEEPING if s.isascii()]
     # a turn no rule touched: the whole of it is residual
