@@ -21,6 +21,7 @@ from core.extraction.residual import (
     MAX_PER_TURN,
     features,
     keep_probability,
+    must_probability,
     residual_candidates,
     untouched_sentences,
 )
@@ -125,6 +126,17 @@ def test_a_sentence_naming_a_value_the_rules_know_is_left_to_the_rules() -> None
     assert keep_probability(other) < residual_weights.THRESHOLD or residual_candidates(
         Turn(event_id="e", role="user", content=other), other, lang="en"
     )
+
+
+def test_a_must_needs_a_directive_as_well_as_the_models_word() -> None:
+    # a MUST memory is put before the agent as a rule in every context block
+    boast = "I'm not gonna let anything or anyone stop me."
+    assert must_probability(boast) >= 0.5  # the negation is what the MUST model weighs
+    for cand in residual_candidates(Turn(event_id="e", role="user", content=boast), boast, lang="en"):
+        assert cand.tier is Tier.WORTH and cand.kind is Kind.SEMANTIC
+    rule = "以后回复都用中文"
+    (cand,) = residual_candidates(Turn(event_id="e", role="user", content=rule), rule, lang="zh")
+    assert cand.tier is Tier.MUST and cand.kind is Kind.PROCEDURAL
 
 
 def test_a_long_turn_keeps_at_most_its_best_few_sentences_once_each_in_turn_order() -> None:
