@@ -597,7 +597,8 @@ _NOT_A_PASSWORD_WORDS = """
     obvious predictable mine yours ours theirs then enter type click use check change choose create
     confirm must should can cannot will would may might is was were are equals old new current previous
     former initial temporary never always ever often rarely seldom usually sometimes automatically
-    periodically regularly immediately only later emailed mailed texted logged cached transmitted
+    periodically regularly immediately only later emailed mailed texted logged cached transmitted once
+    twice again pairs
 """
 _NOT_A_PASSWORD = frozenset(_NOT_A_PASSWORD_WORDS.split())
 _PW_TRAILING = ".,;:)]}>'\"。，；：！？）」』】”’\\"  # not ! or ?: often part of the password
@@ -1393,7 +1394,11 @@ _RESPECTIVE = re.compile(
 )
 _RESPECTIVE_LABEL_SEP = re.compile(r"[ \t]*(?:和|与|及|、|[,，;；/&]|(?<![A-Za-z])and(?![A-Za-z]))[ \t]*", _I)
 _RESPECTIVE_SPLIT = re.compile(_RESPECTIVE_SEP, _I)
-_ACCESS_KEY_ID_END = re.compile(r"(?<![A-Za-z])" + _ACCESS_KEY_ID + r"\Z", _I)
+# (and the labels a mapping's field name is not read by: an access key's id, the short AK / SK)
+_KEY_NAME_END = re.compile(
+    r"(?<![A-Za-z])(?:" + _ACCESS_KEY_ID + r"|(?-i:AK|SK|ak|sk)(?:[ _-]?id)?)\Z",
+    _I,
+)
 _RESPECTIVE_GATE = ("分别", "各自", "依次", "respectively")
 
 
@@ -1415,7 +1420,7 @@ def _respective_action(m: re.Match[str]) -> tuple[str, int]:
     out, done = [], 0
     for label, (start, raw) in zip(labels[-len(values) :], values, strict=True):
         label = label.strip(" \t:：的")
-        kind = secret_kind_of_name(label) or ("api_key" if _ACCESS_KEY_ID_END.search(label) else None)
+        kind = secret_kind_of_name(label) or ("api_key" if _KEY_NAME_END.search(label) else None)
         secret = raw.strip("\"'`“”‘’").rstrip(_PW_TRAILING)
         if kind is None or not secret or _stand_in(secret):
             continue
@@ -2008,8 +2013,8 @@ _OTHER_CODE = re.compile(
 # The code first: "G-550192 is your Google verification code", "608116 是您的登录验证码".
 _OTP_FIRST = re.compile(
     r"(?<![0-9A-Za-z-])(?P<v>(?:G-)?(?:[0-9]{3}[ -][0-9]{3}|[0-9]{4,8}))(?![0-9])"
-    r"(?=[ \t]*(?:is[ \t]+your[ \t]+(?:[\w-]+[ \t]+){0,3}?(?:verification|security|login|log-?in|sign-?in|one-time"
-    r"|confirmation|2fa|mfa|otp|access|auth(?:entication)?)[ \t]+(?:code|pin|passcode)(?![A-Za-z])"
+    r"(?=[ \t]*(?:(?:is|as)[ \t]+your[ \t]+(?:[\w-]+[ \t]+){0,3}?(?:verification|security|login|log-?in|sign-?in"
+    r"|one-time|confirmation|2fa|mfa|otp|access|auth(?:entication)?)[ \t]+(?:code|pin|passcode)(?![A-Za-z])"
     r"|(?:是|为)(?:你|您)的[^\s，。,]{0,6}?(?:验证码|校验码|动态码|动态密码)))",
     _I,
 )
