@@ -1400,6 +1400,7 @@ _KEY_NAME_END = re.compile(
     _I,
 )
 _RESPECTIVE_GATE = ("分别", "各自", "依次", "respectively")
+_RESPECTIVE_NEEDS = re.compile("|".join(_RESPECTIVE_GATE))
 
 
 def _respective_action(m: re.Match[str]) -> tuple[str, int]:
@@ -2555,7 +2556,9 @@ _ORACLE_WORDS = (
 
 
 _ORACLE_NEEDS = re.compile("|".join(re.escape(w) for w in _ORACLE_WORDS))
-_SLASH_GATE = ("/", "／")  # shared: one search for the rules that read an account and a slash
+# One gate search for the rules that read a slash (an account's, Oracle's) and for labels then values in order
+# ("分别是"): each rule then looks for its own words (`needs`) only in the texts that hold one of them.
+_SLASH_GATE = ("/", "／", *_RESPECTIVE_GATE)
 
 
 def _oracle_action(m: re.Match[str]) -> tuple[str, int]:
@@ -2720,7 +2723,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _SPELLED, _spelled_action, _SPELL_GATE, _SPELL_HEAD, True),
     _Rule("password", _SPLIT, _split_action, _SPLIT_GATE, _SPLIT_HEAD, True),
     # Labels listed, then their values ("分别是 X 和 Y"), before a label's own rule takes the first value alone.
-    _Rule("api_key", _RESPECTIVE, _respective_action, _RESPECTIVE_GATE),
+    _Rule("api_key", _RESPECTIVE, _respective_action, _SLASH_GATE, needs=_RESPECTIVE_NEEDS),
     # Pairs before single labels, so that only the password of "user / pass" is replaced.
     _Rule("password", _PAIR_LABELLED, _pair_action, _PAIR_GATE, _PAIR_HEAD, True),
     _Rule("password", _CREDENTIALS, _pair_action, _CREDENTIAL_GATE, _CREDENTIAL_HEAD, True),
