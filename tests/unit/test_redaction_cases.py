@@ -1132,6 +1132,11 @@ FORM_CASES_8: list[tuple[str, str, tuple[str, ...]]] = [
         "L8qq9PZyRg6ieKGEKhZolGC0vJWLw8iEJ88DRdyOg respectively.",
         ("xvz1evFS4wEEPTGEFPHBog", "L8qq9PZyRg6ieKGEKhZolGC0vJWLw8iEJ88DRdyOg"),
     ),
+    (
+        "respective",
+        "for the kiosk, the username and password are frontdesk and Wren-Harbor-6 respectively",
+        ("Wren-Harbor-6",),
+    ),
     ("respective", "两台机器的内存分别是 16GB 和 32GB", ()),
     ("respective", "AppID 和商户号分别是 wx5e8f1a2b3c4d5e6f 和 1623558801", ()),
     ("respective", "the old and new versions are 2.3.1 and 2.4.0 respectively", ()),

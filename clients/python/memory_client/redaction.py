@@ -88,6 +88,13 @@ Built from the forms secrets are written in, not from examples (the table of cas
   name ending in a credential word (``registry-cred``), a page's cursor (``pageToken``), a loopback URL whose
   password repeats its user (``guest:guest@localhost``) and a one-time code the writer says they never asked
   for.
+* forms the eighth blind set showed: passwords a tool reads from its input or arguments (``echo 'u:p' |
+  chpasswd``, a cloud-init ``chpasswd`` list, ``passwd --stdin``, ``htpasswd -b``, ``net user``); labels listed,
+  then their values in order ("API Key 和 Secret Key 分别是 X 和 Y", "... respectively"); a well-known account, a
+  slash and its password where passwords are spoken of ("admin / X"); a code told a few words after the lock it
+  opens ("lockbox by the door, code N"); a pre-shared key (``PresharedKey``, ``PSK``); an access key id told
+  with its value in text; a value after "- it's"; a one-time code is kept only when the writer says in the first
+  person they never asked for it; kept: a comment mark after a reference, "is never emailed".
 
 Redaction is idempotent: a placeholder never completes a match (the one rule that starts at a placeholder, a
 CVV after a card, runs only once this call has replaced the card), so ``redact(redact(x)) == redact(x)``.
@@ -737,6 +744,8 @@ _PUBLIC_BEFORE = re.compile(r"(?<![A-Za-z])(?:public|publishable)[ \t_-]*\Z", _I
 
 _BARE_TO = re.compile(r"[ \t]+to[ \t]*", _I)
 _VERB_CONNECTOR = re.compile(r"[ \t]+(?:is|was|are|were)[ \t]*", _I)
+_PLURAL_VERB = re.compile(r"[ \t]+(?:are|were)[ \t]*:?[ \t]*", _I)
+_RESPECTIVELY = re.compile(r"[ \t]respectively(?![A-Za-z])", _I)
 
 
 def _plain_word(s: str) -> bool:
@@ -776,6 +785,14 @@ def _labelled_value(m: re.Match[str], *, generated: bool) -> tuple[int, int] | N
         return None  # "the public token: ...", "publishable key = ...": published by design
     if generated and _CURSOR_BEFORE.search(text, max(0, m.start("label") - 16), m.start("label")):
         return None  # `pageToken=`, `next_token:`, `continuation-token`: a page's cursor
+    # "the username and password are deploy and X respectively": the list's own rule reads it (the first value
+    # is the username's)
+    if (
+        m.group("strong") is not None
+        and _PLURAL_VERB.fullmatch(m.group("strong")) is not None
+        and _RESPECTIVELY.search(text, v1, v1 + 200) is not None
+    ):
+        return None
     if generated:
         return (v0, v1) if _token_like(secret) else None
     if m.group("q"):
@@ -1025,6 +1042,7 @@ _CONF_GATE = ("requirepass", "masterauth", "auth_pass", "bindpw", "rootpw", "psk
 # `net user bob x /add`. A crypt hash (`$6$...`, `chpasswd -e`) and cloud-init's `RANDOM` are kept.
 _STDIN_ARG = r"'[^'\n]{1,300}'|\"[^\"\n]{1,300}\"|[^\s|;&'\"]{1,300}"
 _STDIN_TOOL = r"chpasswd|passwd|smbpasswd|htpasswd|saslpasswd2|vncpasswd|pure-pw"
+_STDIN_NEEDS = re.compile(r"passwd|pure-pw|net[ \t]+user")
 _STDIN_PASSWORD = re.compile(
     r"(?<![\w-])(?:echo|printf)(?:[ \t]+-[A-Za-z]+)*[ \t]+(?P<arg>" + _STDIN_ARG + r")"
     r"(?=[ \t]*\|[ \t]*(?:sudo[ \t]+(?:-\S+[ \t]+)*)?(?P<tool>" + _STDIN_TOOL + r")(?![\w-]))"
@@ -1100,7 +1118,7 @@ def _stdin_action(m: re.Match[str]) -> tuple[str, int]:
 
 # The rules above share one gate: one search of the text for all their words instead of four (they rarely
 # match, and a gate search is most of what a rule that does not match costs).
-_TOOL_GATE = _CLI_FLAG_GATE + _CLI_USER_GATE + _CONF_GATE + ("passwd", "net user")
+_TOOL_GATE = _CLI_FLAG_GATE + _CLI_USER_GATE + _CONF_GATE + ("passwd", "pure-pw", "net user")
 
 
 def _assigned_action(m: re.Match[str]) -> tuple[str, int]:
@@ -1166,12 +1184,11 @@ _ACCOUNT_NAMES = (
     r"admin(?:istrator)?|root|sa|sys(?:tem)?|postgres|mysql|oracle|guest|ubuntu|ec2-user|centos|pi|elastic"
     r"|kibana|grafana|operator|superuser|deploy|jenkins|ftpuser|tomcat|manager|nacos|minioadmin"
 )
+# (the scan starts at the slash, a one-character test; the account is looked for before it by the action)
 _ACCOUNT_PAIR = re.compile(
-    r"(?P<lead>(?<![\w./:@\\-])(?:" + _ACCOUNT_NAMES + r")[ \t]*[/／][ \t]*)"
-    r"(?P<v>(?!\[REDACTED:)[^\s/／,，。;；、)）\]\[\"'`]{4,64})(?=[\s,，。;；、)）]|\Z)",
-    _I,
+    r"[/／][ \t]*(?P<v>(?!\[REDACTED:)[^\s/／,，。;；、)）\]\[\"'`]{4,64})(?=[\s,，。;；、)）]|\Z)"
 )
-_ACCOUNT_NEEDS = re.compile(r"(?:" + _ACCOUNT_NAMES + r")[ \t]*[/／][ \t]*[^\s/／]")
+_ACCOUNT_BEFORE = re.compile(r"(?<![\w./:@\\-])(?:" + _ACCOUNT_NAMES + r")[ \t]*\Z", _I)
 _ACCOUNT_CONTEXT = re.compile(
     r"pass(?:word|wd)?|pwd|(?<![A-Za-z])pw(?![A-Za-z])|密码|密碼|口令|登录|登陆|账号|帐号|log(?:ged)?[ \t-]?in"
     r"|sign(?:ed)?[ \t-]?in|creds?(?![A-Za-z])|credentials?|(?<![A-Za-z])auth",
@@ -1184,14 +1201,16 @@ def _account_pair_action(m: re.Match[str]) -> tuple[str, int]:
     secret = value.rstrip(_PW_TRAILING)
     text = m.string
     if (
-        not secret
+        _ACCOUNT_BEFORE.search(text, max(0, m.start() - 24), m.start()) is None
+        or not secret
         or not _pw_shaped(secret)
         or _stand_in(secret)
         or text.startswith(_MARK, m.end())
         or _ACCOUNT_CONTEXT.search(text, max(0, m.start() - 200), m.end() + 200) is None
     ):
         return m.group(), 0
-    return m.group("lead") + _tag("password") + value[len(secret) :], 1
+    lead = m.start("v") - m.start()
+    return m.group()[:lead] + _tag("password") + value[len(secret) :], 1
 
 
 # HTTP basic auth: base64 of "user:password".
@@ -2708,7 +2727,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _CLI_FLAG_PASSWORD, _assigned_action, _TOOL_GATE),
     _Rule("password", _CLI_USER_PASSWORD, _assigned_action, _TOOL_GATE),
     _Rule("password", _CONF_PASSWORD, _assigned_action, _TOOL_GATE),
-    _Rule("password", _STDIN_PASSWORD, _stdin_action, _TOOL_GATE),
+    _Rule("password", _STDIN_PASSWORD, _stdin_action, _TOOL_GATE, needs=_STDIN_NEEDS),
     _Rule("password", _DEVICE_CONFIG, _device_config_action, _CONFIG_FORMS_GATE),
     _Rule("api_key", _KEY_TOOL, _key_tool_action, _CONFIG_FORMS_GATE),
     _Rule("api_key", _KEY_FLAG, _swap("api_key", _generated_key), _CONFIG_FORMS_GATE),
@@ -2778,7 +2797,7 @@ _RULES: tuple[_Rule, ...] = (
         ("identified by", "identified with", "set password"),
     ),
     _Rule("password", _ORACLE_CONNECT, _oracle_action, _SLASH_GATE, needs=_ORACLE_NEEDS),
-    _Rule("password", _ACCOUNT_PAIR, _account_pair_action, _SLASH_GATE, needs=_ACCOUNT_NEEDS),
+    _Rule("password", _ACCOUNT_PAIR, _account_pair_action, _SLASH_GATE),
     _Rule(
         "national_id",
         _IN_PAN,
