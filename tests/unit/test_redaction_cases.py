@@ -1107,6 +1107,7 @@ FORM_CASES_8: list[tuple[str, str, tuple[str, ...]]] = [
     ("otp", "SMS: 'Use 861204 as your login code. If you didn't request this, ignore it.'", ("861204",)),
     ("otp", "I didn't request this: 'Your sign-in code is 664120'. Is someone trying my account?", ()),
     ("otp", "收到验证码 318842，可我根本没在登录，是诈骗吗", ()),
+    ("otp", "登录验证码就是：207718，五分钟有效", ("207718",)),
     # a pre-shared key under any config's name for it; public keys and talk about PSKs are kept
     (
         "psk",
@@ -1151,7 +1152,9 @@ FORM_CASES_8: list[tuple[str, str, tuple[str, ...]]] = [
     ("lock", "Key safe is left of the garage, combination 3071, spare fob inside", ("3071",)),
     ("lock", "the padlock on the storage cage: code is 58213", ("58213",)),
     ("lock", "front door keypad - pin 90417, then press the bell", ("90417",)),
+    ("lock", "the gun safe's combo is 9-31-5, don't tell the kids", ("9-31-5",)),
     ("lock", "the gate's error code 4012 means the motor overheated", ()),
+    ("lock", "my pin expires 12-31-25, the bank says", ()),
     ("lock", "safe mode exit code 2048 again after the update", ()),
     ("lock", "door 4 code review moved to 1530", ()),
     # an access key's id told in text with a generated value; prose after the label is kept

@@ -1965,8 +1965,10 @@ _PIN_LABEL = (
 _PIN_HEAD = re.compile(_PIN_LABEL, _I)
 _PIN_CODE = re.compile(
     r"(?P<lead>" + _PIN_LABEL + r"(?:[ \t]+(?:is|was|are)(?:[ \t]+(?:still|now))?(?![A-Za-z])"
-    r"|[ \t]*(?:[:：=#]|是|为|為))?[ \t]*)"
-    r"(?P<v>(?<![0-9])[0-9]{4,8})(?![0-9A-Za-z]|[ \t]*(?:digits?|numbers?|characters?|chars?|位|个))",
+    r"|[ \t]*(?:[:：=#]|(?:就|也)?(?:是|为|為)[ \t]*[:：]?))?[ \t]*)"
+    # 4 to 8 digits; a lock's combination also as numbers joined by dashes ("combination is 3-14-27")
+    r"(?P<v>(?<![0-9])(?:[0-9]{4,8}|(?P<dial>[0-9]{1,2}(?:-[0-9]{1,2}){2,3})))"
+    r"(?![0-9A-Za-z]|-[0-9]|[ \t]*(?:digits?|numbers?|characters?|chars?|位|个))",
     _I,
 )
 # windowed: found by the scan shared with the labelled rules ("密码" and "pin" are theirs already; "code" is in
@@ -1982,6 +1984,10 @@ def _pin_action(m: re.Match[str]) -> tuple[str, int]:
     word = m.start("word")
     if word != -1 and _OTHER_CODE.search(m.string, max(0, word - 24), word) is not None:
         return m.group(), 0  # "the gate's error code 4012"
+    if m.group("dial") is not None and (
+        word == -1 or m.group("word").lower() not in ("combo", "combination")
+    ):
+        return m.group(), 0  # dashed numbers only as a lock's combination (not a date after "pin")
     return _swap_value("password")(m)
 
 
@@ -2005,7 +2011,7 @@ _OTP_HEAD = re.compile(_OTP_LABEL, _I)
 _OTP = re.compile(
     r"(?P<lead>"
     + _OTP_LABEL
-    + r"(?:[ \t]*(?:[:：=#]|是|为|為)|[ \t]+(?:is|was)(?:[ \t]*:)?(?![A-Za-z]))?[ \t]*)"
+    + r"(?:[ \t]*(?:[:：=#]|(?:就|也)?(?:是|为|為)[ \t]*[:：]?)|[ \t]+(?:is|was)(?:[ \t]*:)?(?![A-Za-z]))?[ \t]*)"
     r"(?P<v>(?:G-)?(?<![0-9])(?:[0-9]{3}[ -][0-9]{3}|[0-9]{4,8}))"
     r"(?![0-9A-Za-z.,:/-]?[0-9]|[A-Za-z]|[ \t]*(?:digits?|numbers?|characters?|chars?|seconds?|secs?|minutes?|mins?"
     r"|hours?|位|个|秒|分钟|小时|年|月|日|号))",
