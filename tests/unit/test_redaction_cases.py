@@ -1169,6 +1169,7 @@ FORM_CASES_8: list[tuple[str, str, tuple[str, ...]]] = [
     ("passphrase", "encrypted key, password - it's Fjord%2290 - works in openssl", ("Fjord%2290",)),
     ("passphrase", "Enter pass phrase for server.key:", ()),
     ("passphrase", "the pass phrase, it's not stored anywhere", ()),
+    ("passphrase", "what was the wifi password, it's Monday and I already forgot", ()),
     # prose and references after a password label are kept
     ("reference", "admin_password = local.admin_pw   # 由 KMS 解密", ()),
     ("reference", "password:   # set by the operator at install", ()),

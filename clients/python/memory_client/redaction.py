@@ -743,6 +743,7 @@ _PUBLIC_BEFORE = re.compile(r"(?<![A-Za-z])(?:public|publishable)[ \t_-]*\Z", _I
 
 
 _BARE_TO = re.compile(r"[ \t]+to[ \t]*", _I)
+_ITS = re.compile(r"[ \t]*[-—–,][ \t]*(?:it'?s|it[ \t]+is|that'?s)[ \t]+", _I)
 _VERB_CONNECTOR = re.compile(r"[ \t]+(?:is|was|are|were)[ \t]*", _I)
 _PLURAL_VERB = re.compile(r"[ \t]+(?:are|were)[ \t]*:?[ \t]*", _I)
 _RESPECTIVELY = re.compile(r"[ \t]respectively(?![A-Za-z])", _I)
@@ -825,6 +826,8 @@ def _labelled_value(m: re.Match[str], *, generated: bool) -> tuple[int, int] | N
         or (not strong and not _USER_BEFORE.search(text, max(0, m.start() - 60), m.start()))
         # "changed the root password to comply with ...": after a bare "to", a word is the verb's object
         or (strong and _BARE_TO.fullmatch(m.group("strong")) is not None)
+        # "the wifi password, it's Monday and I forgot": a plain word after "it's" is prose
+        or (strong and _ITS.fullmatch(m.group("strong")) is not None)
     ):
         return None
     # a date or a time after spaces: a listing's column ("db-password     11/2/2026", "api-token  2026-01-04")
