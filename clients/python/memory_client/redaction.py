@@ -723,7 +723,8 @@ _CONTRACTION = re.compile(r"[a-z]+'(?:s|re|ll|d|ve|m|t)", re.ASCII)
 
 def _inside_reference(text: str, at: int) -> bool:
     """`at` is inside a shell reference opened on its line: the label of `${POSTGRES_PASSWORD:?set it}`."""
-    opened = text.rfind("${", 0, at)
+    # (looked for within 200 characters: a scan back to the start for every label is quadratic on a long line)
+    opened = text.rfind("${", max(0, at - 200), at)
     return opened != -1 and "}" not in text[opened:at] and "\n" not in text[opened:at]
 
 
