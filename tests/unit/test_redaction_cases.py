@@ -357,7 +357,10 @@ if __name__ == "__main__":
 # `FORM_CASES_6` below. The seventh (66/80, 54/60 at first sight: Chinese key labels, a bank account by a pay
 # word, a changed password's new value, secret query parameters, passwords spelled out or sent in pieces, SQL
 # INSERT of a password column, Oracle's inline user/password, SMS codes; broken: masked and filled-in values,
-# secret listings, a loopback default) likewise: `FORM_CASES_7` below.
+# secret listings, a loopback default) likewise: `FORM_CASES_7` below. The eighth (94/104, 76/78 at first
+# sight: passwords fed to chpasswd, SMS codes quoted with a scam question, a WireGuard pre-shared key, labels
+# then values "分别是", a pass phrase "- it's X", an account / password pair in chat, a lockbox code, an access key
+# id; broken: a comment after a reference, "is never emailed") likewise: `FORM_CASES_8` below.
 HOLDOUT_PATHS = (
     DATA / "redaction_holdout.jsonl",
     DATA / "redaction_holdout2.jsonl",
@@ -366,6 +369,7 @@ HOLDOUT_PATHS = (
     DATA / "redaction_holdout5.jsonl",
     DATA / "redaction_holdout6.jsonl",
     DATA / "redaction_holdout7.jsonl",
+    DATA / "redaction_holdout8.jsonl",
 )
 
 
@@ -1068,6 +1072,131 @@ def test_the_seventh_sets_rules_stay_linear_on_texts_made_to_backtrack() -> None
         "https://x.example/?" + "a_b-c." * 3000 + "secret=" + "Z9" * 3000,
         "first part second part " * 3000 + " password",
         "capital A, " * 3000,
+    ]
+    for text in texts:
+        started = time.perf_counter()
+        out = redact(text)
+        assert time.perf_counter() - started < 2.0, text[:40]
+        assert redact(out) == out
+
+
+FORM_CASES_8: list[tuple[str, str, tuple[str, ...]]] = [
+    # a password fed to a tool on its input or as its argument (chpasswd pairs, passwd --stdin, htpasswd -b,
+    # net user); crypt hashes, cloud-init's RANDOM, a prompt (`*`) and talk about the tools are kept
+    ("stdin", "provisioning step: printf 'mira:Otter#5521\\n' | sudo chpasswd", ("Otter#5521",)),
+    (
+        "stdin",
+        "#cloud-config\nchpasswd:\n  list: |\n    admin:Violet-Quay-30\n    backup:RANDOM\n  expire: true",
+        ("Violet-Quay-30",),
+    ),
+    ("stdin", 'chpasswd <<< "svc_ci:Marble77!x"   # run as root', ("Marble77!x",)),
+    ("stdin", "echo 'Pylon_4420' | passwd --stdin builder && echo ok", ("Pylon_4420",)),
+    ("stdin", "(the lab box) printf 'Reed9!\\nReed9!\\n' | smbpasswd -s -a scanner", ("Reed9!",)),
+    ("stdin", "htpasswd -Bb ./auth/htpasswd registry Dune-Falcon-12", ("Dune-Falcon-12",)),
+    ("stdin", "htpasswd -nbB grafana Cinder_3390 >> users.htpasswd", ("Cinder_3390",)),
+    ("stdin", "C:\\> net user kiosk Tundra%6612 /add /y", ("Tundra%6612",)),
+    ("stdin", "chpasswd reads user:password pairs from stdin, one pair per line", ()),
+    ("stdin", "echo 'ops:$6$rounds=5000$k1$Qm9vW2x' | chpasswd -e", ()),
+    ("stdin", "net user kiosk * /add asks for the password twice", ()),
+    ("stdin", "htpasswd -c .htpasswd admin   # it prompts for the password", ()),
+    ("stdin", "grep www-data /etc/passwd\nwww-data:x:33:33:www-data:/var/www:/usr/sbin/nologin", ()),
+    # a one-time code: kept only when the writer says they never asked for it, not for a scam question alone
+    ("otp", "【示例银行】验证码 552901，用于网银登录，请勿泄露。这是不是钓鱼短信？", ("552901",)),
+    ("otp", "Text from 'Lyft': your verification code is 7731. phishing?", ("7731",)),
+    ("otp", "验证码 440173（如非本人操作，请忽略本短信），填进去提示过期", ("440173",)),
+    ("otp", "SMS: 'Use 861204 as your login code. If you didn't request this, ignore it.'", ("861204",)),
+    ("otp", "I didn't request this: 'Your sign-in code is 664120'. Is someone trying my account?", ()),
+    ("otp", "收到验证码 318842，可我根本没在登录，是诈骗吗", ()),
+    ("otp", "登录验证码就是：207718，五分钟有效", ("207718",)),
+    # a pre-shared key under any config's name for it; public keys and talk about PSKs are kept
+    (
+        "psk",
+        "[Peer]\nPublicKey = Hf2kLm9PqRs4Tu7Vw0Xy3Za6Bc8De1Fg5Hi2Jk4Lm6N=\n"
+        "PreSharedKey = k3Vh0sPq2XwLr8mN5tYb7cJd1fGe4aHi6uZo9QnRyTs=",
+        ("k3Vh0sPq2XwLr8mN5tYb7cJd1fGe4aHi6uZo9QnRyTs=",),
+    ),
+    ("psk", "pre_shared_key: 0aB9cD8eF7gH6iJ5kL4m  # site-to-site", ("0aB9cD8eF7gH6iJ5kL4m",)),
+    ("psk", "IPsec 对端给的 PSK：Lk82mQz7Wv0Rt3Yp", ("Lk82mQz7Wv0Rt3Yp",)),
+    ("psk", "WPA2-PSK mode is fine for the guest network", ()),
+    ("psk", "the pre-shared key must be at least 20 characters", ()),
+    ("psk", "PublicKey = Qz8Wn2Lp5Rt7Yv0Xb3Kd6Mf9Hj1Gs4Ac2Eu5Io8PaT=", ()),
+    # labels listed, then their values in order; a value under a label naming no secret is kept
+    (
+        "respective",
+        "华为云 OBS 的 AK 和 SK 分别为 Q0ZTRK8XWN5VJ2HLPD7M、p3Lq9Vw2Zk8Rt5Ys1Xn4Bm7Cd0Fg6Hj2Kl5Mn8Qr",
+        ("Q0ZTRK8XWN5VJ2HLPD7M", "p3Lq9Vw2Zk8Rt5Ys1Xn4Bm7Cd0Fg6Hj2Kl5Mn8Qr"),
+    ),
+    ("respective", "只读库的账号和密码分别是 report_ro 和 Lilac*0917，别外传", ("Lilac*0917",)),
+    (
+        "respective",
+        "the consumer key and consumer secret are xvz1evFS4wEEPTGEFPHBog and "
+        "L8qq9PZyRg6ieKGEKhZolGC0vJWLw8iEJ88DRdyOg respectively.",
+        ("xvz1evFS4wEEPTGEFPHBog", "L8qq9PZyRg6ieKGEKhZolGC0vJWLw8iEJ88DRdyOg"),
+    ),
+    (
+        "respective",
+        "for the kiosk, the username and password are frontdesk and Wren-Harbor-6 respectively",
+        ("Wren-Harbor-6",),
+    ),
+    ("respective", "两台机器的内存分别是 16GB 和 32GB", ()),
+    ("respective", "AppID 和商户号分别是 wx5e8f1a2b3c4d5e6f 和 1623558801", ()),
+    ("respective", "the old and new versions are 2.3.1 and 2.4.0 respectively", ()),
+    # a well-known account, a slash, its password, where passwords or logins are spoken of
+    ("account-pair", "密码没改过：jenkins 面板还是 admin / Tidal#Moss-58，改天再换", ("Tidal#Moss-58",)),
+    ("account-pair", "lab router login is still root / Quartz_8814 (don't laugh)", ("Quartz_8814",)),
+    ("account-pair", "nacos 控制台 nacos／Nc-2024pass 登录不上", ("Nc-2024pass",)),
+    ("account-pair", "go to admin / settings / users to reset a password", ()),
+    ("account-pair", "the login audit is under root/2024-10/logs", ()),
+    ("account-pair", "password rules: see admin / Policies", ()),
+    # a code told a few words after the lock it opens
+    ("lock", "Key safe is left of the garage, combination 3071, spare fob inside", ("3071",)),
+    ("lock", "the padlock on the storage cage: code is 58213", ("58213",)),
+    ("lock", "front door keypad - pin 90417, then press the bell", ("90417",)),
+    ("lock", "the gun safe's combo is 9-31-5, don't tell the kids", ("9-31-5",)),
+    ("lock", "the gate's error code 4012 means the motor overheated", ()),
+    ("lock", "my pin expires 12-31-25, the bank says", ()),
+    ("lock", "safe mode exit code 2048 again after the update", ()),
+    ("lock", "door 4 code review moved to 1530", ()),
+    # an access key's id told in text with a generated value; prose after the label is kept
+    (
+        "key-id",
+        "金山云：Access Key ID AKLTq8Zr2Vn5Xw7Yp0Lm3Kd6Jh9Gf4Ts，Secret 在 vault 里",
+        ("AKLTq8Zr2Vn5Xw7Yp0Lm3Kd6Jh9Gf4Ts",),
+    ),
+    ("key-id", "InvalidAccessKeyId: The AWS Access Key Id you provided does not exist in our records.", ()),
+    # a pass phrase told after a dash or a comma as "it's ..."
+    ("passphrase", "gpg wants the pass phrase, it's Orchid-Lantern-3 if I remember", ("Orchid-Lantern-3",)),
+    ("passphrase", "encrypted key, password - it's Fjord%2290 - works in openssl", ("Fjord%2290",)),
+    ("passphrase", "Enter pass phrase for server.key:", ()),
+    ("passphrase", "the pass phrase, it's not stored anywhere", ()),
+    ("passphrase", "what was the wifi password, it's Monday and I already forgot", ()),
+    # prose and references after a password label are kept
+    ("reference", "admin_password = local.admin_pw   # 由 KMS 解密", ()),
+    ("reference", "password:   # set by the operator at install", ()),
+    ("prose", "Passwords are never logged, and tokens are always hashed before they are stored.", ()),
+    ("prose", "The password is emailed to nobody; the passphrase is salted and stretched.", ()),
+]
+
+
+@pytest.mark.parametrize(
+    ("form", "text", "secrets"), FORM_CASES_8, ids=[f"{c[0]}-{i}" for i, c in enumerate(FORM_CASES_8)]
+)
+def test_a_form_added_for_the_eighth_holdout_set(form: str, text: str, secrets: tuple[str, ...]) -> None:
+    test_a_form_added_for_the_fourth_holdout_set(form, text, secrets)
+
+
+def test_the_eighth_sets_rules_stay_linear_on_texts_made_to_backtrack() -> None:
+    texts = [
+        "echo '" + "a:b " * 3000 + "' | chpasswd",
+        "chpasswd:\n" + "  u:" + "p" * 40 + "\n" * 1 + "  u:p\n" * 3000,
+        "htpasswd" + " -b" * 3000 + " f u",
+        "net user " + "a " * 5000,
+        "分别是 " + "a1b2c3d4 和 " * 3000,
+        "the key and secret are " + "k1 and " * 3000 + "respectively",
+        "lockbox " + "x " * 3000 + "code 1234",
+        "admin / " * 3000 + " password",
+        "password, it's " * 3000,
+        "password, it's " * 12000,  # one long line of labels: each label's checks stay near it
     ]
     for text in texts:
         started = time.perf_counter()

@@ -88,6 +88,13 @@ Built from the forms secrets are written in, not from examples (the table of cas
   name ending in a credential word (``registry-cred``), a page's cursor (``pageToken``), a loopback URL whose
   password repeats its user (``guest:guest@localhost``) and a one-time code the writer says they never asked
   for.
+* forms the eighth blind set showed: passwords a tool reads from its input or arguments (``echo 'u:p' |
+  chpasswd``, a cloud-init ``chpasswd`` list, ``passwd --stdin``, ``htpasswd -b``, ``net user``); labels listed,
+  then their values in order ("API Key 和 Secret Key 分别是 X 和 Y", "... respectively"); a well-known account, a
+  slash and its password where passwords are spoken of ("admin / X"); a code told a few words after the lock it
+  opens ("lockbox by the door, code N"); a pre-shared key (``PresharedKey``, ``PSK``); an access key id told
+  with its value in text; a value after "- it's"; a one-time code is kept only when the writer says in the first
+  person they never asked for it; kept: a comment mark after a reference, "is never emailed".
 
 Redaction is idempotent: a placeholder never completes a match (the one rule that starts at a placeholder, a
 CVV after a card, runs only once this call has replaced the card), so ``redact(redact(x)) == redact(x)``.
@@ -508,18 +515,26 @@ def _url_password_action(m: re.Match[str]) -> tuple[str, int]:
 # `_`, or at a camelCase step: checked in `_head_starts_word`) and end one (`token_count`, `passwords`,
 # `passport`, `AccessKeyId` are not labels). Three families, one placeholder type each.
 _HEAD_PW = (
-    r"(?P<ph>pass(?:word|wd|code|phrase)s?|pwd|pw|pass|(?-i:PIN))(?![A-Za-z0-9_])"
+    r"(?P<ph>pass(?:word|wd|code|phrase)s?|pass[ \t-]phrases?|pwd|pw|pass|(?-i:PIN))(?![A-Za-z0-9_])"
     r"|(?P<pz>密码|密碼|口令|授权码|授權碼)"
 )
 _KEY_WORDS = (
-    r"(?:aws[ _-]?)?secret(?:[ _-]?access)?(?:[ _-]?key)?|(?:api|access|signing|encryption|master|account"
+    # a pre-shared key (WireGuard `PresharedKey`, IPsec `PSK`)
+    r"(?:pre[ _-]?)?shared[ _-]?(?:key|secret)|psk"
+    r"|(?:aws[ _-]?)?secret(?:[ _-]?access)?(?:[ _-]?key)?|(?:api|access|signing|encryption|master|account"
     r"|auth|app|client|consumer|shared[ _-]?access|webhook|license)[ _-]?key|api[ _-]?token|token"
 )
 # (and Azure's `key1` / `key2` / primary key for a storage account; a Chinese key label may end in 值 / 串 /
 # 密文 / 明文 / 内容 / 字符串, or name its secret half in English: "访问密钥值：...", "访问密钥密文：...",
 # "密钥Secret：..."; 密匙 is the common miswriting of 密钥)
+# In text, an access key's id told with a generated value (`Access Key ID AKLT...`, `AccessKey ID：...`) goes too:
+# the name of a machine credential, given as half of the pair (a mapping's `AccessKeyId` field is kept: an id
+# alone, as a cloud's API answers it, is no secret).
+_ACCESS_KEY_ID = r"access[ _-]?key[ _-]?id"
 _HEAD_KEY = (
     r"(?P<ph>"
+    + _ACCESS_KEY_ID
+    + "|"
     + _KEY_WORDS
     + r"|key[12]|(?:primary|secondary)[ _-]?key|private[ _-]?key[ _-]?id)(?![A-Za-z0-9_])"
     r"|(?P<pz>(?:密钥|秘钥|密鑰|密匙|秘匙|令牌)(?:值|字符串|串|密文|明文|内容|ID|Id|id|Secret|secret|SECRET)?)"
@@ -535,7 +550,9 @@ _QUALIFIER = (
     + _ZH_SUFFIX
 )
 _STRONG = (
-    r"\\{0,3}[\"']?[ \t]*(?::=|=>|->|→|[:=：＝]|[—–]+|-(?=[ \t]))"
+    # a value told after a dash or a comma as "it's ...": "the pass phrase - it's X -", "password, it is X"
+    r"[ \t]*[-—–,][ \t]*(?:it'?s|it[ \t]+is|that'?s)[ \t]+(?=[^\s])"
+    r"|\\{0,3}[\"']?[ \t]*(?::=|=>|->|→|[:=：＝]|[—–]+|-(?=[ \t]))"
     # a change told first, then the new value ("password was reset, the new one is ...", "口令改了，新的是 ..."),
     # before "was" alone can take "reset" for the value
     r"|[ \t]+(?:(?:has|have)[ \t]+been[ \t]+|was[ \t]+|got[ \t]+|just[ \t]+)?(?:changed|updated|reset|rotated)"
@@ -586,7 +603,9 @@ _NOT_A_PASSWORD_WORDS = """
     confidential based managed generated rotated written printed listed given shared used reused common
     obvious predictable mine yours ours theirs then enter type click use check change choose create
     confirm must should can cannot will would may might is was were are equals old new current previous
-    former initial temporary
+    former initial temporary never always ever often rarely seldom usually sometimes automatically
+    periodically regularly immediately only later emailed mailed texted logged cached transmitted once
+    twice again pairs
 """
 _NOT_A_PASSWORD = frozenset(_NOT_A_PASSWORD_WORDS.split())
 _PW_TRAILING = ".,;:)]}>'\"。，；：！？）」』】”’\\"  # not ! or ?: often part of the password
@@ -704,7 +723,8 @@ _CONTRACTION = re.compile(r"[a-z]+'(?:s|re|ll|d|ve|m|t)", re.ASCII)
 
 def _inside_reference(text: str, at: int) -> bool:
     """`at` is inside a shell reference opened on its line: the label of `${POSTGRES_PASSWORD:?set it}`."""
-    opened = text.rfind("${", 0, at)
+    # (looked for within 200 characters: a scan back to the start for every label is quadratic on a long line)
+    opened = text.rfind("${", max(0, at - 200), at)
     return opened != -1 and "}" not in text[opened:at] and "\n" not in text[opened:at]
 
 
@@ -724,6 +744,10 @@ _PUBLIC_BEFORE = re.compile(r"(?<![A-Za-z])(?:public|publishable)[ \t_-]*\Z", _I
 
 
 _BARE_TO = re.compile(r"[ \t]+to[ \t]*", _I)
+_ITS = re.compile(r"[ \t]*[-—–,][ \t]*(?:it'?s|it[ \t]+is|that'?s)[ \t]+", _I)
+_VERB_CONNECTOR = re.compile(r"[ \t]+(?:is|was|are|were)[ \t]*", _I)
+_PLURAL_VERB = re.compile(r"[ \t]+(?:are|were)[ \t]*:?[ \t]*", _I)
+_RESPECTIVELY = re.compile(r"[ \t]respectively(?![A-Za-z])", _I)
 
 
 def _plain_word(s: str) -> bool:
@@ -763,11 +787,23 @@ def _labelled_value(m: re.Match[str], *, generated: bool) -> tuple[int, int] | N
         return None  # "the public token: ...", "publishable key = ...": published by design
     if generated and _CURSOR_BEFORE.search(text, max(0, m.start("label") - 16), m.start("label")):
         return None  # `pageToken=`, `next_token:`, `continuation-token`: a page's cursor
+    # "the username and password are deploy and X respectively": the list's own rule reads it (the first value
+    # is the username's)
+    if (
+        m.group("strong") is not None
+        and _PLURAL_VERB.fullmatch(m.group("strong")) is not None
+        and _RESPECTIVELY.search(text, v1, v1 + 200) is not None
+    ):
+        return None
     if generated:
         return (v0, v1) if _token_like(secret) else None
     if m.group("q"):
         return v0, v1
     if secret[0] == "{" and (len(secret) == 1 or secret[1] in "\"'"):  # `"password": {"type": ...}`
+        return None
+    if len(secret) <= 2 and not any(
+        c.isalnum() for c in secret
+    ):  # `var.db_password   # from Vault`: a comment
         return None
     label = m.group("label").lower()
     strong = m.group("strong") is not None
@@ -776,11 +812,23 @@ def _labelled_value(m: re.Match[str], *, generated: bool) -> tuple[int, int] | N
         return None
     if _TYPE_ANNOTATION.fullmatch(word):  # "pw: str", "password: Optional[str]": a type in code
         return None
+    # "the password is never emailed", "is hashed": after a verb, an adverb or a participle is prose
+    if (
+        strong
+        and word.isalpha()
+        and word.islower()
+        and len(word) >= 5
+        and word.endswith("ed")
+        and _VERB_CONNECTOR.fullmatch(m.group("strong")) is not None
+    ):
+        return None
     if _plain_word(word) and (
         word.split("-")[0].lower() in _NOT_A_PASSWORD
         or (not strong and not _USER_BEFORE.search(text, max(0, m.start() - 60), m.start()))
         # "changed the root password to comply with ...": after a bare "to", a word is the verb's object
         or (strong and _BARE_TO.fullmatch(m.group("strong")) is not None)
+        # "the wifi password, it's Monday and I forgot": a plain word after "it's" is prose
+        or (strong and _ITS.fullmatch(m.group("strong")) is not None)
     ):
         return None
     # a date or a time after spaces: a listing's column ("db-password     11/2/2026", "api-token  2026-01-04")
@@ -992,9 +1040,89 @@ _CONF_PASSWORD = re.compile(
     _I | re.MULTILINE,
 )
 _CONF_GATE = ("requirepass", "masterauth", "auth_pass", "bindpw", "rootpw", "psk", "ldap_default_authtok")
-# The three rules above share one gate: one search of the text for all their words instead of three (they
-# rarely match, and a gate search is most of what a rule that does not match costs).
-_TOOL_GATE = _CLI_FLAG_GATE + _CLI_USER_GATE + _CONF_GATE
+# Passwords a tool reads from its input or its arguments, not after a flag: `echo 'deploy:x' | chpasswd` (each
+# `user:password` pair, here-strings and a cloud-init `chpasswd:` list too), `echo 'x' | passwd --stdin bob`
+# (`printf 'x\nx\n' | smbpasswd -s -a bob`: each line), `htpasswd -b file user x` / `htpasswd -nb user x`, Windows
+# `net user bob x /add`. A crypt hash (`$6$...`, `chpasswd -e`) and cloud-init's `RANDOM` are kept.
+_STDIN_ARG = r"'[^'\n]{1,300}'|\"[^\"\n]{1,300}\"|[^\s|;&'\"]{1,300}"
+_STDIN_TOOL = r"chpasswd|passwd|smbpasswd|htpasswd|saslpasswd2|vncpasswd|pure-pw"
+_STDIN_NEEDS = re.compile(r"passwd|pure-pw|net[ \t]+user")
+_STDIN_PASSWORD = re.compile(
+    r"(?<![\w-])(?:echo|printf)(?:[ \t]+-[A-Za-z]+)*[ \t]+(?P<arg>" + _STDIN_ARG + r")"
+    r"(?=[ \t]*\|[ \t]*(?:sudo[ \t]+(?:-\S+[ \t]+)*)?(?P<tool>" + _STDIN_TOOL + r")(?![\w-]))"
+    r"|(?<![\w-])(?P<tool2>chpasswd)(?:[ \t]+-\S+)*[ \t]*<<<[ \t]*(?P<arg2>" + _STDIN_ARG + r")"
+    r"|(?<![\w-])(?P<tool3>chpasswd)(?:[ \t]*:[ \t]*(?:\r?\n[ \t]*list[ \t]*:[ \t]*[|>]?-?)?|(?:[ \t]+-\S+)*[ \t]*"
+    r"<<-?[ \t]*['\"]?\w+['\"]?)[ \t]*"
+    r"(?P<block>(?:\r?\n[ \t]*(?:-[ \t]+)?[\w.-]{1,32}:(?!\[REDACTED:)[^\s:]{1,128}[ \t]*(?=\r?\n|\Z))+)"
+    r"|(?<![\w-])htpasswd(?P<flags>(?:[ \t]+-[A-Za-z]+)+)(?P<args>(?:[ \t]+[^\s|;&<>-][^\s|;&<>]*){2,3})"
+    r"|(?<![\w-])net[ \t]+user[ \t]+(?:\"[^\"\n]{1,64}\"|[^\s/\"]{1,64})[ \t]+(?P<net>[^\s/*\"][^\s]{0,127})"
+)
+
+
+_STDIN_LINE = re.compile(r"(?:\\n|\n|\A)(?P<e>(?:(?!\\n)[^\n])*)")
+
+
+def _stdin_secret(value: str) -> bool:
+    return (
+        bool(value)
+        and not value.startswith("[REDACTED")
+        and not _stand_in(value)
+        and value not in ("RANDOM", "R")
+        and not value.startswith("$")
+    )
+
+
+def _stdin_action(m: re.Match[str]) -> tuple[str, int]:
+    whole, base = m.group(), m.start()
+    tag = _tag("password")
+    spans: list[tuple[int, int]] = []
+    if m.group("net") is not None:
+        if _stdin_secret(m.group("net")):
+            spans.append(m.span("net"))
+    elif m.group("args") is not None:
+        args = list(re.finditer(r"[^\s]+", m.group("args")))
+        flags = m.group("flags")
+        want = 1 if "n" in flags else 2
+        if "b" in flags and len(args) > want:
+            a = args[want]
+            if _stdin_secret(a.group()):
+                start = m.start("args") + a.start()
+                spans.append((start, start + len(a.group())))
+    else:
+        name = next(g for g in ("arg", "arg2", "block") if m.group(g) is not None)
+        tool = m.group("tool") or m.group("tool2") or m.group("tool3")
+        at = m.start(name)
+        body = m.group(name)
+        if body[:1] in "'\"":
+            body, at = body[1:-1], at + 1
+        # one entry a line (a real newline or a written `\n`); chpasswd's are `user:password`
+        for line in _STDIN_LINE.finditer(body):
+            entry = line.group("e").strip(" \t-")
+            if not entry:
+                continue
+            offset = at + line.start("e") + line.group("e").index(entry)
+            if tool == "chpasswd":
+                if ":" not in entry:
+                    continue
+                user, _, value = entry.partition(":")
+                offset += len(user) + 1
+            else:
+                value = entry
+            if _stdin_secret(value):
+                spans.append((offset, offset + len(value)))
+    if not spans:
+        return whole, 0
+    out, done = [], base
+    for start, end in spans:
+        out += [m.string[done:start], tag]
+        done = end
+    out.append(m.string[done : m.end()])
+    return "".join(out), len(spans)
+
+
+# The rules above share one gate: one search of the text for all their words instead of four (they rarely
+# match, and a gate search is most of what a rule that does not match costs).
+_TOOL_GATE = _CLI_FLAG_GATE + _CLI_USER_GATE + _CONF_GATE + ("passwd", "pure-pw", "net user")
 
 
 def _assigned_action(m: re.Match[str]) -> tuple[str, int]:
@@ -1050,6 +1178,43 @@ def _user_pass_action(m: re.Match[str]) -> tuple[str, int]:
     ):
         return m.group(), 0
     return m.group("lead") + _tag("password") + m.group("v")[len(secret) :], 1
+
+
+# A service's well-known account, a slash, then its password, where the text speaks of passwords or signing in:
+# "grafana 还是 admin / Gr4nite-owl-19", "the NAS is root / Kiwi_2231 as before", "sa／Xr7#pq01". The account
+# names one a product ships with or a team commonly shares (admin, root, sa, postgres, guest, ubuntu...); the
+# value must look like a password (`_pw_shaped`), not a path's next part ("admin/settings", "root/2024-10").
+_ACCOUNT_NAMES = (
+    r"admin(?:istrator)?|root|sa|sys(?:tem)?|postgres|mysql|oracle|guest|ubuntu|ec2-user|centos|pi|elastic"
+    r"|kibana|grafana|operator|superuser|deploy|jenkins|ftpuser|tomcat|manager|nacos|minioadmin"
+)
+# (the scan starts at the slash, a one-character test; the account is looked for before it by the action)
+_ACCOUNT_PAIR = re.compile(
+    r"[/／][ \t]*(?P<v>(?!\[REDACTED:)[^\s/／,，。;；、)）\]\[\"'`]{4,64})(?=[\s,，。;；、)）]|\Z)"
+)
+_ACCOUNT_BEFORE = re.compile(r"(?<![\w./:@\\-])(?:" + _ACCOUNT_NAMES + r")[ \t]*\Z", _I)
+_ACCOUNT_CONTEXT = re.compile(
+    r"pass(?:word|wd)?|pwd|(?<![A-Za-z])pw(?![A-Za-z])|密码|密碼|口令|登录|登陆|账号|帐号|log(?:ged)?[ \t-]?in"
+    r"|sign(?:ed)?[ \t-]?in|creds?(?![A-Za-z])|credentials?|(?<![A-Za-z])auth",
+    _I,
+)
+
+
+def _account_pair_action(m: re.Match[str]) -> tuple[str, int]:
+    value = m.group("v")
+    secret = value.rstrip(_PW_TRAILING)
+    text = m.string
+    if (
+        _ACCOUNT_BEFORE.search(text, max(0, m.start() - 24), m.start()) is None
+        or not secret
+        or not _pw_shaped(secret)
+        or _stand_in(secret)
+        or text.startswith(_MARK, m.end())
+        or _ACCOUNT_CONTEXT.search(text, max(0, m.start() - 200), m.end() + 200) is None
+    ):
+        return m.group(), 0
+    lead = m.start("v") - m.start()
+    return m.group()[:lead] + _tag("password") + value[len(secret) :], 1
 
 
 # HTTP basic auth: base64 of "user:password".
@@ -1234,6 +1399,69 @@ def _iban_ok(s: str) -> bool:
         return False
     moved = raw[4:] + raw[:4]
     return int("".join(str(int(c, 36)) for c in moved)) % 97 == 1
+
+
+# Labels listed, then their values in the same order: "API Key 和 Secret Key 分别是 X 和 Y", "用户名、密码分别为 a、b",
+# "the client id and client secret are X and Y respectively". Each value takes the kind of its label (by
+# `secret_kind_of_name`, the names a mapping's key is read by): a key's value must look generated, a password's
+# not be a word of prose; a value under a label that names no secret (an id, a user, an AppID) is kept.
+_RESPECTIVE_VALUE = (
+    r"[\"'`“‘]?(?!\[REDACTED:)[\x21\x23-\x26\x28-\x2b\x2d-\x3a\x3c-\x5f\x61-\x7e]{1,200}[\"'`”’]?"
+)
+_RESPECTIVE_SEP = r"(?:[ \t]*(?:和|与|及|、|[,，;；])[ \t]*|[ \t]+(?:/|and|&)[ \t]+|,[ \t]*and[ \t]+)"
+_RESPECTIVE = re.compile(
+    r"(?P<lead>(?:分别|各自|依次)(?:是|为|為)?[ \t]*[:：]?[ \t]*|[ \t]+(?:are|were)[ \t]*:?[ \t]*)"
+    r"(?P<values>" + _RESPECTIVE_VALUE + "(?:" + _RESPECTIVE_SEP + _RESPECTIVE_VALUE + "){1,3})"
+    r"(?P<tail>,?[ \t]+respectively(?![A-Za-z]))?",
+    _I,
+)
+_RESPECTIVE_LABEL_SEP = re.compile(r"[ \t]*(?:和|与|及|、|[,，;；/&]|(?<![A-Za-z])and(?![A-Za-z]))[ \t]*", _I)
+_RESPECTIVE_SPLIT = re.compile(_RESPECTIVE_SEP, _I)
+# (and the labels a mapping's field name is not read by: an access key's id, the short AK / SK)
+_KEY_NAME_END = re.compile(
+    r"(?<![A-Za-z])(?:" + _ACCESS_KEY_ID + r"|(?-i:AK|SK|ak|sk)(?:[ _-]?id)?)\Z",
+    _I,
+)
+_RESPECTIVE_GATE = ("分别", "各自", "依次", "respectively")
+_RESPECTIVE_NEEDS = re.compile("|".join(_RESPECTIVE_GATE))
+
+
+def _respective_action(m: re.Match[str]) -> tuple[str, int]:
+    text = m.string
+    if m.group("lead").strip().lower().startswith(("are", "were")) and m.group("tail") is None:
+        return m.group(), 0  # "are X and Y" only with "respectively"
+    line_start = text.rfind("\n", max(0, m.start() - 120), m.start()) + 1
+    labels = _RESPECTIVE_LABEL_SEP.split(text[line_start : m.start()])
+    body = m.group("values")
+    values, at = [], 0  # (start, piece) between the separators
+    for sep in _RESPECTIVE_SPLIT.finditer(body):
+        values.append((at, body[at : sep.start()]))
+        at = sep.end()
+    values.append((at, body[at:]))
+    if len(labels) < len(values) or _MARK in text[m.end() : m.end() + 40]:
+        return m.group(), 0  # (a list whose last values are already replaced: no shorter run is read again)
+    found = 0
+    out, done = [], 0
+    for label, (start, raw) in zip(labels[-len(values) :], values, strict=True):
+        label = label.strip(" \t:：的")
+        kind = secret_kind_of_name(label) or ("api_key" if _KEY_NAME_END.search(label) else None)
+        secret = raw.strip("\"'`“”‘’").rstrip(_PW_TRAILING)
+        if kind is None or not secret or _stand_in(secret):
+            continue
+        if kind == "password" and _plain_word(secret) and secret.lower() in _NOT_A_PASSWORD:
+            continue
+        if kind != "password" and not _token_like(secret):
+            continue
+        at = start + raw.index(secret)
+        out += [body[done:at], _tag(kind)]
+        done = at + len(secret)
+        found += 1
+    if not found:
+        return m.group(), 0
+    out.append(body[done:])
+    base = m.start("values") - m.start()
+    whole = m.group()
+    return whole[:base] + "".join(out) + whole[base + len(body) :], found
 
 
 # An access key and its secret given as a pair: "AK/SK：<id> / <secret>", "access key / secret key: a / b"
@@ -1718,26 +1946,54 @@ _FOREIGN_PW_GATE = (
 # A numeric code told as a secret: a door / entry / gate code, a PIN, a bank card's withdrawal or payment
 # PIN (门禁码, 取款密码, 支付密码), or the digits "entered at the ATM" (取款时输的是 ...). 4 to 8 digits, not a
 # length ("6 位").
+# A code that opens something, told a few words after the thing it opens: "lockbox by the blue door, code 4821",
+# "the key safe on the wall - combination 0719", "storage unit gate: pin is 55031". The thing: a lockbox, key
+# safe, safe, padlock or other lock, a keypad, mailbox, locker, door, gate, garage or alarm; then, within a few
+# words and in the same sentence, code / combo / combination / pin / passcode. Not another kind of code named
+# there ("the gate's error code 4012").
+_LOCK_WORDS = (
+    r"(?<![A-Za-z])(?:lock[ \t-]?box(?:es)?|key[ \t-]?(?:box|safe|lock[ \t-]?box)|safe|padlock|(?:combination|bike"
+    r"|door|smart|keypad)[ \t-]+lock|keypad|mailbox|locker|storage[ \t]+unit|(?:front[ \t]+)?door|gate|garage|alarm)"
+    r"(?![A-Za-z])"
+)
 _PIN_LABEL = (
     r"(?:门禁(?:码|密码)|开门密码|门锁密码|密码锁|大门密码|取款密码|支付密码|交易密码|付款密码|(?:银行)?卡密码"
     r"|(?:取款|取钱|柜员机|ATM|刷卡|付款|支付|开门)(?:时|的时候)?(?:输入?|按)的?(?:是|了)?"
-    r"|(?<![A-Za-z])(?:(?:front[ \t]+)?door|entry|gate|alarm|garage|atm)"
-    r"[ \t]+(?:code|pin|combo|combination)(?:[ \t]+(?:number|no\.?))?"
+    r"|"
+    + _LOCK_WORDS
+    + r"(?:'s)?[^\n.;!?0-9]{0,30}?(?<![A-Za-z])(?P<word>code|combo|combination|pin|passcode)"
+    r"(?:[ \t]+(?:number|no\.?))?"
+    r"|(?<![A-Za-z])(?:entry|atm)[ \t]+(?:code|pin|combo|combination)(?:[ \t]+(?:number|no\.?))?"
     r"|(?<![A-Za-z])pin(?:[ \t]+(?:code|number|no\.?))?)(?![A-Za-z])"
 )
 _PIN_HEAD = re.compile(_PIN_LABEL, _I)
 _PIN_CODE = re.compile(
     r"(?P<lead>" + _PIN_LABEL + r"(?:[ \t]+(?:is|was|are)(?:[ \t]+(?:still|now))?(?![A-Za-z])"
-    r"|[ \t]*(?:[:：=#]|是|为|為))?[ \t]*)"
-    r"(?P<v>(?<![0-9])[0-9]{4,8})(?![0-9A-Za-z]|[ \t]*(?:digits?|numbers?|characters?|chars?|位|个))",
+    r"|[ \t]*(?:[:：=#]|(?:就|也)?(?:是|为|為)[ \t]*[:：]?))?[ \t]*)"
+    # 4 to 8 digits; a lock's combination also as numbers joined by dashes ("combination is 3-14-27")
+    r"(?P<v>(?<![0-9])(?:[0-9]{4,8}|(?P<dial>[0-9]{1,2}(?:-[0-9]{1,2}){2,3})))"
+    r"(?![0-9A-Za-z]|-[0-9]|[ \t]*(?:digits?|numbers?|characters?|chars?|位|个))",
     _I,
 )
 # windowed: found by the scan shared with the labelled rules ("密码" and "pin" are theirs already; "code" is in
 # every English label: door / entry / gate / alarm code). The scan costs by the first letters of its words:
 # new words start with letters the old ones start with.
 _PIN_CODE_GATE = (
-    "门禁", "密码", "取款", "取钱", "柜员机", "atm", "刷卡", "付款", "支付", "开门", "code", "pin",
+    "门禁", "密码", "取款", "取钱", "柜员机", "atm", "刷卡", "付款", "支付", "开门", "code", "pin", "combo",
+    "combination",
 )  # fmt: skip
+
+
+def _pin_action(m: re.Match[str]) -> tuple[str, int]:
+    word = m.start("word")
+    if word != -1 and _OTHER_CODE.search(m.string, max(0, word - 24), word) is not None:
+        return m.group(), 0  # "the gate's error code 4012"
+    if m.group("dial") is not None and (
+        word == -1 or m.group("word").lower() not in ("combo", "combination")
+    ):
+        return m.group(), 0  # dashed numbers only as a lock's combination (not a date after "pin")
+    return _swap_value("password")(m)
+
 
 # A one-time code told as a code: "验证码608116", "短信校验码：4417", "your verification code is 482913", "OTP
 # 771204", "the login code: G-540981"; a bare "code is 482913" where the text speaks of a text message or of
@@ -1746,6 +2002,9 @@ _PIN_CODE_GATE = (
 # duration. Kept: a code the writer says they never asked for, quoted to ask whether the message is a scam
 # ("我没在登录啊，是不是诈骗", "I didn't request this, phishing?"): evidence of someone else's attempt, not a code
 # the writer uses (the third hold-out set keeps such a text; the seventh redacts a code that was used or given).
+# The writer must say so in the first person: a question alone ("is this a scam?", "这条是诈骗吗") leaves a live
+# code that may be the writer's own, and the message's boilerplate ("If you didn't request this", "如非本人操作")
+# says nothing of who asked (the eighth set).
 _OTP_LABEL = (
     r"(?:(?:短信|手机|动态|登录|登陆|支付|安全|邮箱)?(?:验证码|校验码|动态码|确认码)|动态密码|一次性(?:验证码|密码)"
     r"|(?<![A-Za-z])(?:(?:verification|one[ -]?time|login|log-?in|sign[ -]?in|2fa|mfa|two[ -]factor|otp|sms|text"
@@ -1756,7 +2015,7 @@ _OTP_HEAD = re.compile(_OTP_LABEL, _I)
 _OTP = re.compile(
     r"(?P<lead>"
     + _OTP_LABEL
-    + r"(?:[ \t]*(?:[:：=#]|是|为|為)|[ \t]+(?:is|was)(?:[ \t]*:)?(?![A-Za-z]))?[ \t]*)"
+    + r"(?:[ \t]*(?:[:：=#]|(?:就|也)?(?:是|为|為)[ \t]*[:：]?)|[ \t]+(?:is|was)(?:[ \t]*:)?(?![A-Za-z]))?[ \t]*)"
     r"(?P<v>(?:G-)?(?<![0-9])(?:[0-9]{3}[ -][0-9]{3}|[0-9]{4,8}))"
     r"(?![0-9A-Za-z.,:/-]?[0-9]|[A-Za-z]|[ \t]*(?:digits?|numbers?|characters?|chars?|seconds?|secs?|minutes?|mins?"
     r"|hours?|位|个|秒|分钟|小时|年|月|日|号))",
@@ -1767,8 +2026,10 @@ _OTP_CONTEXT = re.compile(
     r"sms|text(?:ed)?[ \t]+(?:message|me)|otp|2fa|mfa|one[ -]?time|verif|短信|验证|口令", _I
 )
 _OTP_UNREQUESTED = re.compile(
-    r"诈骗|骗子|钓鱼|不是我|没(?:有)?在?(?:登录|登陆|申请|操作|注册)|并没(?:有)?|scam|phishing|fraud"
-    r"|(?:didn'?t|did[ \t]+not|never)[ \t]+(?:request|ask|sign|log)|not[ \t]+me\b|wasn'?t[ \t]+me",
+    r"不是我(?:本人)?(?:在?操作|在?登录|在?登陆|申请|发起|弄的|点的|[啊呀吧的。！!？?，,]|$)"
+    r"|(?:我|本人)(?:并|根本|都|也)?没(?:有)?在?(?:登录|登陆|申请|操作|注册|请求|要)"
+    r"|(?<![A-Za-z])I[ \t]+(?:didn'?t|did[ \t]+not|never|haven'?t|have[ \t]+not|wasn'?t|was[ \t]+not)"
+    r"[ \t]+(?:even[ \t]+)?(?:request|ask|sign|log|try|trying|tried)|not[ \t]+me\b|wasn'?t[ \t]+me",
     _I,
 )
 _OTHER_CODE = re.compile(
@@ -1782,8 +2043,8 @@ _OTHER_CODE = re.compile(
 # The code first: "G-550192 is your Google verification code", "608116 是您的登录验证码".
 _OTP_FIRST = re.compile(
     r"(?<![0-9A-Za-z-])(?P<v>(?:G-)?(?:[0-9]{3}[ -][0-9]{3}|[0-9]{4,8}))(?![0-9])"
-    r"(?=[ \t]*(?:is[ \t]+your[ \t]+(?:[\w-]+[ \t]+){0,3}?(?:verification|security|login|log-?in|sign-?in|one-time"
-    r"|confirmation|2fa|mfa|otp|access|auth(?:entication)?)[ \t]+(?:code|pin|passcode)(?![A-Za-z])"
+    r"(?=[ \t]*(?:(?:is|as)[ \t]+your[ \t]+(?:[\w-]+[ \t]+){0,3}?(?:verification|security|login|log-?in|sign-?in"
+    r"|one-time|confirmation|2fa|mfa|otp|access|auth(?:entication)?)[ \t]+(?:code|pin|passcode)(?![A-Za-z])"
     r"|(?:是|为)(?:你|您)的[^\s，。,]{0,6}?(?:验证码|校验码|动态码|动态密码)))",
     _I,
 )
@@ -2324,6 +2585,9 @@ _ORACLE_WORDS = (
 
 
 _ORACLE_NEEDS = re.compile("|".join(re.escape(w) for w in _ORACLE_WORDS))
+# One gate search for the rules that read a slash (an account's, Oracle's) and for labels then values in order
+# ("分别是"): each rule then looks for its own words (`needs`) only in the texts that hold one of them.
+_SLASH_GATE = ("/", "／", *_RESPECTIVE_GATE)
 
 
 def _oracle_action(m: re.Match[str]) -> tuple[str, int]:
@@ -2450,7 +2714,7 @@ _to_api_key = _labelled_action("api_key", generated=True)
 _to_password = _labelled_action("password", generated=False)
 _PW_BEFORE_GATE = ("pass", "pw", "pin", "密码", "口令")
 _PW_GATE = ("pass", "pw", "pin", "密码", "密碼", "口令", "授权码", "授權碼")
-_KEY_GATE = ("secret", "key", "token", "密钥", "秘钥", "密鑰", "密匙", "秘匙", "令牌")
+_KEY_GATE = ("secret", "key", "token", "psk", "密钥", "秘钥", "密鑰", "密匙", "秘匙", "令牌")
 _PRIVATE_GATE = ("private", "私钥", "私鑰")
 _PAIR_GATE = ("pass", "pw", "密码", "口令")
 _CREDENTIAL_GATE = ("log", "sign", "cred", "ssh", "账号", "帐号", "登录", "凭据", "凭证")
@@ -2473,6 +2737,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _CLI_FLAG_PASSWORD, _assigned_action, _TOOL_GATE),
     _Rule("password", _CLI_USER_PASSWORD, _assigned_action, _TOOL_GATE),
     _Rule("password", _CONF_PASSWORD, _assigned_action, _TOOL_GATE),
+    _Rule("password", _STDIN_PASSWORD, _stdin_action, _TOOL_GATE, needs=_STDIN_NEEDS),
     _Rule("password", _DEVICE_CONFIG, _device_config_action, _CONFIG_FORMS_GATE),
     _Rule("api_key", _KEY_TOOL, _key_tool_action, _CONFIG_FORMS_GATE),
     _Rule("api_key", _KEY_FLAG, _swap("api_key", _generated_key), _CONFIG_FORMS_GATE),
@@ -2486,6 +2751,8 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("private_key", _SEED, _seed_action, _SEED_GATE, _SEED_HEAD, True),
     _Rule("password", _SPELLED, _spelled_action, _SPELL_GATE, _SPELL_HEAD, True),
     _Rule("password", _SPLIT, _split_action, _SPLIT_GATE, _SPLIT_HEAD, True),
+    # Labels listed, then their values ("分别是 X 和 Y"), before a label's own rule takes the first value alone.
+    _Rule("api_key", _RESPECTIVE, _respective_action, _SLASH_GATE, needs=_RESPECTIVE_NEEDS),
     # Pairs before single labels, so that only the password of "user / pass" is replaced.
     _Rule("password", _PAIR_LABELLED, _pair_action, _PAIR_GATE, _PAIR_HEAD, True),
     _Rule("password", _CREDENTIALS, _pair_action, _CREDENTIAL_GATE, _CREDENTIAL_HEAD, True),
@@ -2498,7 +2765,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _PW_LABELLED, _to_password, _PW_GATE, re.compile(_HEAD_PW, _I), True),
     _Rule("password", _PW_BEFORE, _pw_before_action, _PW_BEFORE_GATE, None, True),
     _Rule("password", _FOREIGN_PW, _foreign_pw_action, _FOREIGN_PW_GATE, _FOREIGN_PW_HEAD, True),
-    _Rule("password", _PIN_CODE, _swap_value("password"), _PIN_CODE_GATE, _PIN_HEAD, True),
+    _Rule("password", _PIN_CODE, _pin_action, _PIN_CODE_GATE, _PIN_HEAD, True),
     _Rule("password", _OTP, _otp_action, _OTP_GATE, _OTP_HEAD, True),
     _Rule("password", _OTP_FIRST, _otp_first_action, _OTP_GATE, None, True),
     _Rule("password", _WIFI_KEY, _wifi_key_action, _WIFI_GATE, _WIFI_HEAD, True, _WIFI_CONTEXT),
@@ -2539,7 +2806,8 @@ _RULES: tuple[_Rule, ...] = (
         _sql_credential_action,
         ("identified by", "identified with", "set password"),
     ),
-    _Rule("password", _ORACLE_CONNECT, _oracle_action, ("/",), needs=_ORACLE_NEEDS),
+    _Rule("password", _ORACLE_CONNECT, _oracle_action, _SLASH_GATE, needs=_ORACLE_NEEDS),
+    _Rule("password", _ACCOUNT_PAIR, _account_pair_action, _SLASH_GATE),
     _Rule(
         "national_id",
         _IN_PAN,
