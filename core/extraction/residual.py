@@ -1,8 +1,9 @@
 """What the rules left of a turn, kept without an LLM: a learned sentence filter. Pure: no I/O.
 
-When no LLM is configured (or the tenant's LLM budget is spent), the part of a turn the rules did not cover
-(`GateResult.residual`) was dropped. This module keeps the sentences of it that state something worth
-remembering, verbatim, as low-confidence candidates without a slot (they never supersede anything):
+When no LLM is configured, the part of a turn the rules did not cover (`GateResult.residual`) was dropped
+(it waits, `llm_pending`, for an LLM that may never come). This module keeps the sentences of it that state
+something worth remembering, verbatim, as low-confidence candidates without a slot (they never supersede
+anything):
 
 - `features(text)`: the sparse features of one sentence: its words (ASCII words whole, Chinese as single
   characters and character pairs), adjacent word pairs, its first word, whether it ends as a question, and
@@ -23,7 +24,7 @@ remembering, verbatim, as low-confidence candidates without a slot (they never s
   the rules' own.
 
 Measured (leave-one-round-out over the eight blind rounds, by sentence) and end to end in BENCHMARKS.md
-(extraction section); the LLM path is unchanged: with an LLM the residual goes to it as before.
+(extraction_quality section); the LLM path is unchanged: with an LLM the residual goes to it as before.
 """
 
 from __future__ import annotations
@@ -103,7 +104,7 @@ _DIRECTIVE_RE = re.compile(
     r"|\b(?:from\s+now\s+on|going\s+forward|in\s+future|next\s+time|every\s+time|whenever|you\s+(?:should|must|"
     r"need\s+to|have\s+to|shouldn'?t|mustn'?t|can'?t|may\s+not)|(?:is|are)\s+not\s+allowed|never\s+(?:use|suggest|"
     r"add|write|run|push|commit|recommend|call))\b"
-    r"|以后|今后|往后|从现在起|别|不要|不许|不准|不能|禁止|禁用|一律|统一|必须|务必|一定要|记住|记得|请你|每次",
+    r"|以后|今后|往后|从现在起|别|不要|不许|不准|禁止|禁用|一律|统一|必须|务必|一定要|记住|记得|请你|每次",
     re.I,
 )
 
