@@ -226,9 +226,10 @@ def expansion_terms(texts: Sequence[str], *, exclude: set[str]) -> list[str]:
 # neighbours around it, so the memory would only take a second result slot for them (measured on LoCoMo dev:
 # R@5 -2.2 with them ranked beside their turns). Once the turn's text is scrubbed (retention) the memory is
 # the only copy and is searched again.
+# (NULL-safe: a memory without an origin, hand-written, distilled or older than 0018, is always searched.)
 _NOT_A_SEARCHABLE_TURN = (
-    "NOT (origin = 'residual' AND EXISTS (SELECT 1 FROM events e WHERE e.tenant_id = memories.tenant_id "
-    "AND e.event_id = ANY(memories.source_event_ids) AND e.embedding IS NOT NULL))"
+    "(origin IS DISTINCT FROM 'residual' OR NOT EXISTS (SELECT 1 FROM events e WHERE e.tenant_id = "
+    "memories.tenant_id AND e.event_id = ANY(memories.source_event_ids) AND e.embedding IS NOT NULL))"
 )
 
 

@@ -48,6 +48,11 @@ def _setup(engine, tenant: str) -> dict[str, str]:
                 conn, tenant_id=tenant, user_id="u", content="The user's family reunion is every August in Ohio.",
                 valid_from=at, origin="rules", source_event_ids=["e1"],
             ),
+            # no origin: written by hand, distilled, or older than migration 0018
+            "unknown": insert_memory(
+                conn, tenant_id=tenant, user_id="u", content="Family reunion: August, on the farm in Ohio.",
+                valid_from=at, source_event_ids=["e1"],
+            ),
         }  # fmt: skip
     return ids
 
@@ -62,7 +67,7 @@ def _ids(engine, tenant: str, **kw) -> list[str]:
 def test_the_turn_stands_for_its_verbatim_memory_while_it_is_searchable(engine, tenant):
     ids = _setup(engine, tenant)
     with_turns = _ids(engine, tenant, include_turns=True)
-    assert "e1" in with_turns and ids["rules"] in with_turns
+    assert "e1" in with_turns and ids["rules"] in with_turns and ids["unknown"] in with_turns, with_turns
     assert ids["residual"] not in with_turns, with_turns
     # without turns the memory is the only copy of those words: it is searched
     assert ids["residual"] in _ids(engine, tenant, include_turns=False)
