@@ -2747,19 +2747,21 @@ _to_password = _labelled_action("password", generated=False)
 # E12345678", "Reisepass-Nr. C01X00T47", "パスポート番号 TK1234567". The country formats share one shape: 6 to
 # 10 capital letters and digits, at most three letters first, at least five digits (CN E/G + 8 digits, US 9
 # digits, UK 9, DE 9 alphanumeric, many 1-2 letters + 7 digits). No public checksum: the label decides.
-_PASSPORT = re.compile(
-    r"(?P<lead>(?i:(?<![A-Za-z])passport(?:[ \t]+(?:no\.?|nr\.?|number|num\.?|#))?"
+_PASSPORT_LABEL = (
+    r"(?i:(?<![A-Za-z])passport(?:[ \t]+(?:no\.?|nr\.?|number|num\.?|#))?"
     r"|(?:护照|護照)(?:号码|號碼|号|號|编号|編號)?|パスポート(?:番号)?|여권[ \t]*번호"
     r"|(?<![A-Za-z])(?:reisepass|passeport|pasaporte|passaporto|paspoort)"
     r"(?:[ \t-]*(?:nummer|nr\.?|n[°o]\.?|numéro|número|numero))?)"
-    r"(?:'s[ \t]+number)?"
+)
+_PASSPORT = re.compile(
+    r"(?P<lead>" + _PASSPORT_LABEL + r"(?:'s[ \t]+number)?"
     r"(?:[ \t]+(?i:is|was)(?![A-Za-z])|[ \t]*(?:[:：#=]|(?:是|为|為)[ \t]*[:：]?))?[ \t]*)"
     r"(?P<v>(?<![A-Za-z0-9])(?=[A-Z0-9]{6,10}(?![A-Za-z0-9]))(?=(?:[A-Z]*[0-9]){5})[A-Z]{0,3}[0-9][A-Z0-9]{4,9})"
     r"(?![A-Za-z0-9])"
 )
-_PASSPORT_GATE = (
-    "passport", "护照", "護照", "パスポート", "여권", "reisepass", "passeport", "pasaporte", "passaporto", "paspoort",
-)  # fmt: skip
+_PASSPORT_HEAD = re.compile(_PASSPORT_LABEL)
+# windowed: "pass" (already a word of the shared scan) stands for passport, Reisepass, passeport, passaporto
+_PASSPORT_GATE = ("pass", "护照", "護照", "パスポート", "여권", "pasaporte", "paspoort")  # fmt: skip
 
 # A PIN or code dictated as words (speech to text): "the pin they gave me is four one seven two", "支付密码是三五
 # 七九二四", "门禁码：幺三五七". After a PIN / password / code label and a verb or colon (a few words may stand
@@ -2788,20 +2790,25 @@ _SPOKEN_PIN_NEEDS = re.compile(
 # `ftp_login($c, 'u', 'pw')`. The password's place is the call's: 2nd (user, password, ...), 3rd (target,
 # user, password) or 4th (mysqli_real_connect). Variables there are kept (`new PDO($dsn, $user, $pass)`).
 _CALL_ARG = r"[ \t\r\n]*(?:'[^'\n]{0,300}'|\"[^\"\n]{0,300}\"|[$\w.\[\]>-]{1,80})[ \t\r\n]*,"
-_DB_CALL = re.compile(
-    r"(?P<lead>(?:(?:(?<![\w$.])(?:cx_Oracle|oracledb)\.connect|(?<=[\w)\]])\.login)[ \t]*\((?:"
-    + _CALL_ARG
-    + r"){1}"
-    r"|(?<![\w$.])(?:(?:new[ \t]+)?(?:PDO|mysqli|Sequelize)|mysqli_connect|mysql_p?connect"
+_DB_CALL_1 = r"(?:(?<![\w$.])(?:cx_Oracle|oracledb)\.connect|(?<=[\w)\]])\.login)[ \t]*\("
+_DB_CALL_2 = (
+    r"(?<![\w$.])(?:(?:new[ \t]+)?(?:PDO|mysqli|Sequelize)|mysqli_connect|mysql_p?connect"
     r"|DriverManager\.getConnection|(?:pymysql|MySQLdb|ibm_db)\.connect|ftp_login|ssh2_auth_password|ldap_bind"
-    r"|imap_open)[ \t]*\((?:" + _CALL_ARG + r"){2}"
-    r"|(?<![\w$.])mysqli_real_connect[ \t]*\((?:" + _CALL_ARG + r"){3}"
-    r")[ \t\r\n]*(?P<q>['\"]))(?P<v>(?!\[REDACTED:)[^'\"\n]{1,200})(?P=q)"
+    r"|imap_open)[ \t]*\("
 )
-_DB_CALL_GATE = (
-    "pdo", "mysql", "sequelize", "getconnection", ".connect", "ftp_login", "ssh2_auth", "ldap_bind", "imap_open",
-    ".login",
-)  # fmt: skip
+_DB_CALL_3 = r"(?<![\w$.])mysqli_real_connect[ \t]*\("
+_DB_CALL = re.compile(
+    r"(?P<lead>(?:" + _DB_CALL_1 + r"(?:" + _CALL_ARG + r"){1}|" + _DB_CALL_2 + r"(?:" + _CALL_ARG + r"){2}"
+    r"|"
+    + _DB_CALL_3
+    + r"(?:"
+    + _CALL_ARG
+    + r"){3})[ \t\r\n]*(?P<q>['\"]))(?P<v>(?!\[REDACTED:)[^'\"\n]{1,200})(?P=q)"
+)
+_DB_CALL_HEAD = re.compile(_DB_CALL_1 + "|" + _DB_CALL_2 + "|" + _DB_CALL_3)
+# windowed: "log" and "ssh" (words of the shared scan already) stand for .login, ftp_login and ssh2_auth_password;
+# "connect" for getConnection
+_DB_CALL_GATE = ("pdo", "mysql", "sequelize", "connect", "ssh", "ldap_bind", "imap_open", "log")  # fmt: skip
 
 
 def _db_call_action(m: re.Match[str]) -> tuple[str, int]:
@@ -2815,12 +2822,17 @@ def _db_call_action(m: re.Match[str]) -> tuple[str, int]:
 # 12345678", "ssid/pass: Lab24 / q7!mango". The second of the pair goes when it looks like a passphrase (8 to 63
 # characters with a digit or a symbol, or all digits), not a band or a security mode ("2.4GHz / 5GHz",
 # "WPA2 / WPA3").
-_WIFI_PAIR = re.compile(
-    r"(?P<lead>(?:(?<![A-Za-z])(?:wi-?fi|wlan|hotspot|wireless|ssid)(?:[ \t]*[/／][ \t]*(?:pass(?:word)?|pwd|pw|key))?"
+_WIFI_PAIR_LABEL = (
+    r"(?:(?<![A-Za-z])(?:wi-?fi|wlan|hotspot|wireless|ssid)(?:[ \t]*[/／][ \t]*(?:pass(?:word)?|pwd|pw|key))?"
     r"(?:[ \t]+(?:network|login|details|creds|credentials|info))?(?![A-Za-z])|无线网络?|热点)"
-    r"[ \t]*(?:[:：=]|是)[ \t]*[^\s/／:：]{1,32}[ \t]*[/／][ \t]*)(?P<v>(?!\[REDACTED:)[^\s/／]{1,80})",
+)
+_WIFI_PAIR = re.compile(
+    r"(?P<lead>" + _WIFI_PAIR_LABEL + r"[ \t]*(?:[:：=]|是)[ \t]*[^\s/／:：]{1,32}[ \t]*[/／][ \t]*)"
+    r"(?P<v>(?!\[REDACTED:)[^\s/／]{1,80})",
     _I,
 )
+_WIFI_PAIR_HEAD = re.compile(_WIFI_PAIR_LABEL, _I)
+# windowed: the Wi-Fi words are in the shared scan already (the Wi-Fi key rule's context)
 _WIFI_PAIR_GATE = ("wifi", "wi-fi", "wlan", "hotspot", "wireless", "ssid", "无线", "热点")
 
 
@@ -2876,7 +2888,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _SPELLED, _spelled_action, _SPELL_GATE, _SPELL_HEAD, True),
     _Rule("password", _SPLIT, _split_action, _SPLIT_GATE, _SPLIT_HEAD, True),
     # a Wi-Fi network / password pair before the pair rules read "ssid/pass: net / pw" as a label and a value
-    _Rule("password", _WIFI_PAIR, _wifi_pair_action, _WIFI_PAIR_GATE),
+    _Rule("password", _WIFI_PAIR, _wifi_pair_action, _WIFI_PAIR_GATE, _WIFI_PAIR_HEAD, True),
     # Labels listed, then their values ("分别是 X 和 Y"), before a label's own rule takes the first value alone.
     _Rule("api_key", _RESPECTIVE, _respective_action, _SLASH_GATE, needs=_RESPECTIVE_NEEDS),
     # Pairs before single labels, so that only the password of "user / pass" is replaced.
@@ -2896,8 +2908,8 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _OTP_FIRST, _otp_first_action, _OTP_GATE, None, True),
     _Rule("password", _WIFI_KEY, _wifi_key_action, _WIFI_GATE, _WIFI_HEAD, True, _WIFI_CONTEXT),
     _Rule("password", _SPOKEN_PIN, _swap_value("password"), _SPOKEN_PIN_GATE, needs=_SPOKEN_PIN_NEEDS),
-    _Rule("password", _DB_CALL, _db_call_action, _DB_CALL_GATE),
-    _Rule("national_id", _PASSPORT, _swap_value("national_id"), _PASSPORT_GATE),
+    _Rule("password", _DB_CALL, _db_call_action, _DB_CALL_GATE, _DB_CALL_HEAD, True),
+    _Rule("national_id", _PASSPORT, _swap_value("national_id"), _PASSPORT_GATE, _PASSPORT_HEAD, True),
     _Rule("card", _CVV, _swap_value("card"), _CVV_GATE, _CVV_HEAD, True),
     # numbers of a fixed grouping before the card rule can read a Luhn-valid stretch of them as a card
     _Rule("api_key", _BITLOCKER, _checked_action(_bitlocker_ok, "api_key"), _DIGITS, needs=_LONG_NUMBER),
