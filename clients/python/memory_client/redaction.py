@@ -95,6 +95,14 @@ Built from the forms secrets are written in, not from examples (the table of cas
   opens ("lockbox by the door, code N"); a pre-shared key (``PresharedKey``, ``PSK``); an access key id told
   with its value in text; a value after "- it's"; a one-time code is kept only when the writer says in the first
   person they never asked for it; kept: a comment mark after a reference, "is never emailed".
+* forms the ninth blind set showed: a Wi-Fi network and its password as a pair ("guest wifi: Net / pw"); a
+  passport number after its label in any language (护照号码, Reisepass-Nr., passeport; 6 to 10 capitals and digits,
+  5+ digits); a PIN or code dictated as words or Chinese numerals ("is four one seven two", "密码是三五七九");
+  codes listed after "each can be used once" / single-use / 只能用一次; credentials passed positionally to a
+  database or mail client (``new PDO(dsn, 'u', 'pw')``, mysqli, ``getConnection``, Sequelize, ``.login``);
+  ``APIv3 key`` and "密钥我设置成了 X"; kept: code that reads a secret (``getpass()``, ``os.environ``,
+  ``process.env``, ``System.getenv``) or generates one (``random_password.x.result``), a variable passed on
+  under its own name (``password=password)``).
 
 Redaction is idempotent: a placeholder never completes a match (the one rule that starts at a placeholder, a
 CVV after a card, runs only once this call has replaced the card), so ``redact(redact(x)) == redact(x)``.
