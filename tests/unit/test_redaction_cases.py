@@ -360,7 +360,11 @@ if __name__ == "__main__":
 # secret listings, a loopback default) likewise: `FORM_CASES_7` below. The eighth (94/104, 76/78 at first
 # sight: passwords fed to chpasswd, SMS codes quoted with a scam question, a WireGuard pre-shared key, labels
 # then values "分别是", a pass phrase "- it's X", an account / password pair in chat, a lockbox code, an access key
-# id; broken: a comment after a reference, "is never emailed") likewise: `FORM_CASES_8` below.
+# id; broken: a comment after a reference, "is never emailed") likewise: `FORM_CASES_8` below. The ninth
+# (69/80, 60/62 at first sight: a Wi-Fi `ssid / pass` pair, passport numbers, a payment APIv3 key, PINs dictated
+# as words or Chinese numerals, single-use codes listed without their name, positional credentials in a PDO
+# call; broken: code reading a password with getpass / from the environment, Terraform's random_password)
+# likewise: `FORM_CASES_9` below.
 HOLDOUT_PATHS = (
     DATA / "redaction_holdout.jsonl",
     DATA / "redaction_holdout2.jsonl",
@@ -370,6 +374,7 @@ HOLDOUT_PATHS = (
     DATA / "redaction_holdout6.jsonl",
     DATA / "redaction_holdout7.jsonl",
     DATA / "redaction_holdout8.jsonl",
+    DATA / "redaction_holdout9.jsonl",
 )
 
 
@@ -1197,6 +1202,116 @@ def test_the_eighth_sets_rules_stay_linear_on_texts_made_to_backtrack() -> None:
         "admin / " * 3000 + " password",
         "password, it's " * 3000,
         "password, it's " * 12000,  # one long line of labels: each label's checks stay near it
+    ]
+    for text in texts:
+        started = time.perf_counter()
+        out = redact(text)
+        assert time.perf_counter() - started < 2.0, text[:40]
+        assert redact(out) == out
+
+
+FORM_CASES_9: list[tuple[str, str, tuple[str, ...]]] = [
+    # a Wi-Fi network and its password written as a pair near a Wi-Fi word; bands and security modes kept
+    (
+        "wifi-pair",
+        "cabin checklist\n* wifi: LakeHouse-2G / otter-canoe-731\n* firewood in the shed",
+        ("otter-canoe-731",),
+    ),
+    ("wifi-pair", "访客无线网络：Studio_5G／88213476，打印机在二楼", ("88213476",)),
+    ("wifi-pair", "SSID/pass: Atelier9 / m1nt!Harbor", ("m1nt!Harbor",)),
+    ("wifi-pair", "the router supports wifi: 2.4GHz / 5GHz, both on channel auto", ()),
+    ("wifi-pair", "office wifi: WPA2-Personal / WPA3-Personal transition mode", ()),
+    # a passport number after its label, any language, the country shapes
+    ("passport", "hotel check-in form: passport number: PA4471093, nationality FI", ("PA4471093",)),
+    ("passport", "帮我填签证表，我的护照号是G52817364，签发地上海", ("G52817364",)),
+    ("passport", "Reisepass-Nr. C4J7N2R91 gültig bis 2030", ("C4J7N2R91",)),
+    ("passport", "my passport # is 563019847 (US), expires next spring", ("563019847",)),
+    ("passport", "Renew your passport 6 months before it expires; the passport office opens at 9.", ()),
+    ("passport", "护照照片要求：白底，护照有效期需超过6个月", ()),
+    ("passport", "train ticket E427190385, seat 06F", ()),
+    # a payment platform's API key after its label, whatever vendor, with a subject before the verb
+    (
+        "api-key",
+        "支付宝的接口密钥我已经配置成了 Qw7rTn2LpX9vKd4MzB6hYs3FjC8eGa5N ，还是验签失败",
+        ("Qw7rTn2LpX9vKd4MzB6hYs3FjC8eGa5N",),
+    ),
+    (
+        "api-key",
+        "merchant APIv3 key: 7hKp2QmZx9RtVb4Nw6LcJy3Fd8Gs5Ae1",
+        ("7hKp2QmZx9RtVb4Nw6LcJy3Fd8Gs5Ae1",),
+    ),
+    ("api-key", "商户号 1712345608 是公开的，APIv3 密钥在商户平台的 API 安全页面设置", ()),
+    # a PIN or code dictated as words or Chinese numerals after its label
+    (
+        "spoken-pin",
+        "note to self the garage code is three eight zero six don't tell the kids",
+        ("three eight zero six",),
+    ),
+    ("spoken-pin", "语音备忘：交易密码是七三一九五零，下周记得改", ("七三一九五零",)),
+    ("spoken-pin", "门禁码：幺五九三", ("幺五九三",)),
+    ("spoken-pin", "the pin is one of the four digits on the back of the card", ()),
+    ("spoken-pin", "密码是六位数字，不要用生日", ()),
+    ("spoken-pin", "the code is two or three lines long", ()),
+    # one-time codes listed after a phrase saying each is good for one use
+    (
+        "codes",
+        "Backup sign-in: every code may only be used once:\nq7v2k-0hm4d\n5tzr8-ww1pc\n",
+        ("q7v2k-0hm4d", "5tzr8-ww1pc"),
+    ),
+    ("codes", "single-use codes:\n  38104-77215\n  90442-16638", ("38104-77215", "90442-16638")),
+    ("codes", "Each ticket can be used once: see the 2026-05 schedule", ()),
+    # credentials passed positionally to a database / mail client; variables kept
+    ("positional", "$db = new mysqli('10.0.3.7', 'report', 'Fjord#2290', 'stats');", ("Fjord#2290",)),
+    (
+        "positional",
+        'Connection c = DriverManager.getConnection(url, "svc_ro", "Quartz-61-lime");',
+        ("Quartz-61-lime",),
+    ),
+    (
+        "positional",
+        "const db = new Sequelize('crm', 'crm_app', 'hazel77Pine', { dialect: 'postgres' });",
+        ("hazel77Pine",),
+    ),
+    ("positional", 'smtp.login("alerts@example.org", "wrenfield-904")', ("wrenfield-904",)),
+    ("positional", "$pdo = new PDO($dsn, $user, $pass, $options);", ()),
+    ("positional", "conn = pymysql.connect(host, user, password, db)", ()),
+    # code that reads a secret or generates one: kept
+    ("reads", 'pw = getpass.getpass(prompt="Vault password: ")\nsecret = os.getenv("API_SECRET")', ()),
+    (
+        "reads",
+        "const password = process.env.PG_PASSWORD;\nconst pool = new Pool({ user: 'api', password });",
+        (),
+    ),
+    ("reads", "api = Api(token=token, password=password)", ()),
+    (
+        "reads",
+        'resource "random_password" "admin" {\n  length = 24\n}\nadmin_password = random_password.admin.result',
+        (),
+    ),
+    ("reads", 'String pw = System.getenv("DB_PW");', ()),
+    ("reads", 'DB_PASSWORD = os.environ["DB_PASSWORD"]\nSMTP_PASS = getpass.getpass()', ()),
+]
+
+
+@pytest.mark.parametrize(
+    ("form", "text", "secrets"), FORM_CASES_9, ids=[f"{c[0]}-{i}" for i, c in enumerate(FORM_CASES_9)]
+)
+def test_a_form_added_for_the_ninth_holdout_set(form: str, text: str, secrets: tuple[str, ...]) -> None:
+    test_a_form_added_for_the_fourth_holdout_set(form, text, secrets)
+
+
+def test_the_ninth_sets_rules_stay_linear_on_texts_made_to_backtrack() -> None:
+    texts = [
+        "wifi: " + "a / " * 4000,
+        "wifi: x" * 4000,
+        "passport " * 4000 + "AB1234567",
+        "pin " * 4000 + "is one two three",
+        "the code " + "x " * 5000 + "is one two three four",
+        "one two " * 5000,
+        "new PDO(" + "'a', " * 4000,
+        "x.login(" + "a, " * 5000,
+        "each can be used once:\n" + "ab1-" * 4000,
+        "password = os.environ" * 3000,
     ]
     for text in texts:
         started = time.perf_counter()

@@ -95,6 +95,14 @@ Built from the forms secrets are written in, not from examples (the table of cas
   opens ("lockbox by the door, code N"); a pre-shared key (``PresharedKey``, ``PSK``); an access key id told
   with its value in text; a value after "- it's"; a one-time code is kept only when the writer says in the first
   person they never asked for it; kept: a comment mark after a reference, "is never emailed".
+* forms the ninth blind set showed: a Wi-Fi network and its password as a pair ("guest wifi: Net / pw"); a
+  passport number after its label in any language (护照号码, Reisepass-Nr., passeport; 6 to 10 capitals and digits,
+  5+ digits); a PIN or code dictated as words or Chinese numerals ("is four one seven two", "密码是三五七九");
+  codes listed after "each can be used once" / single-use / 只能用一次; credentials passed positionally to a
+  database or mail client (``new PDO(dsn, 'u', 'pw')``, mysqli, ``getConnection``, Sequelize, ``.login``);
+  ``APIv3 key`` and "密钥我设置成了 X"; kept: code that reads a secret (``getpass()``, ``os.environ``,
+  ``process.env``, ``System.getenv``) or generates one (``random_password.x.result``), a variable passed on
+  under its own name (``password=password)``).
 
 Redaction is idempotent: a placeholder never completes a match (the one rule that starts at a placeholder, a
 CVV after a card, runs only once this call has replaced the card), so ``redact(redact(x)) == redact(x)``.
@@ -521,8 +529,9 @@ _HEAD_PW = (
 _KEY_WORDS = (
     # a pre-shared key (WireGuard `PresharedKey`, IPsec `PSK`)
     r"(?:pre[ _-]?)?shared[ _-]?(?:key|secret)|psk"
-    r"|(?:aws[ _-]?)?secret(?:[ _-]?access)?(?:[ _-]?key)?|(?:api|access|signing|encryption|master|account"
-    r"|auth|app|client|consumer|shared[ _-]?access|webhook|license)[ _-]?key|api[ _-]?token|token"
+    r"|(?:aws[ _-]?)?secret(?:[ _-]?access)?(?:[ _-]?key)?|api[ _-]?v[0-9][ _-]?key"
+    r"|(?:api|access|signing|encryption|master|account|auth|app|client|consumer|shared[ _-]?access|webhook"
+    r"|license)[ _-]?key|api[ _-]?token|token"
 )
 # (and Azure's `key1` / `key2` / primary key for a storage account; a Chinese key label may end in 值 / 串 /
 # 密文 / 明文 / 内容 / 字符串, or name its secret half in English: "访问密钥值：...", "访问密钥密文：...",
@@ -561,7 +570,9 @@ _STRONG = (
     r"(?:新的|现在的?)(?:那个)?(?:就|也)?(?:是|为|為)[ \t]*[:：]?"
     r"|[ \t]+(?:is|was|are|equals|set[ \t]+to|changed[ \t]+to|to)(?![A-Za-z'])"
     r"(?:[ \t]+(?:now|still|just|set[ \t]+to|changed[ \t]+to))?[ \t]*[:：]?"
-    r"|[ \t]*(?:就|也|还|都|仍)?(?:是|为|為|改成了?|改为|设为|设置为|设置成|换成了?)[ \t]*[:：]?"
+    # (a subject or "already" may come first: "APIv3密钥我设置成了 ...", "密钥已经配置为 ...")
+    r"|[ \t]*(?:我们?)?(?:已经?|刚刚?)?(?:就|也|还|都|仍)?(?:是|为|為|改成了?|改为|设为|设置为|设置成了?|设成了?"
+    r"|配置为|配置成了?|换成了?)[ \t]*[:：]?"
     r"|[ \t]*は[ \t]*"  # Japanese: "SecretKey は ..."
 )
 # A qualifier ("for my router", "(temporary)") needs a strong connector after it.
@@ -750,6 +761,24 @@ _PLURAL_VERB = re.compile(r"[ \t]+(?:are|were)[ \t]*:?[ \t]*", _I)
 _RESPECTIVELY = re.compile(r"[ \t]respectively(?![A-Za-z])", _I)
 
 
+# Code where a value would be that READS a secret from elsewhere (the environment, a prompt, a secret store) or
+# GENERATES one (Terraform's / Pulumi's random_password): `password = os.environ.get("DB_PASSWORD")`,
+# `getpass.getpass(...)`, `process.env.DB_PASS`, `System.getenv(...)`, `random_password.db.result`. No secret.
+_READS_SECRET = re.compile(
+    r"(?:os\.)?(?:environ|getenv)(?![A-Za-z0-9_])|(?:getpass\.)?getpass[ \t]*\(|process\.env[.\[]"
+    r"|(?:System|Environment)\.(?:getenv|GetEnvironmentVariable)[ \t]*\(|os\.Getenv[ \t]*\(|(?:std::)?env::var"
+    r"|ENV\[|(?:import\.meta|Deno)\.env[.\[(]|secretKeyRef|keyring\.get_password"
+    r"|random_(?:password|string|id|bytes)\.|(?:new[ \t]+)?random\.(?:Random)?(?:Password|String)[ \t]*\(",
+    _I,
+)
+# A variable passed on in code under its own name: `Client(user="etl", password=password)`, `pwd=self.pwd,`:
+# an identifier that ends in the label's word, followed by `)` / `,` (an argument), not a value.
+_PASSED_ON = re.compile(
+    r"(?:[A-Za-z_$][\w$]*[._])?(?:password|passwd|passphrase|pwd|pw|pass|secret|token|api_?key)[ \t]*[),}]",
+    _I,
+)
+
+
 def _plain_word(s: str) -> bool:
     return s.replace("-", "").isalpha() and s.isascii()
 
@@ -775,6 +804,10 @@ def _labelled_value(m: re.Match[str], *, generated: bool) -> tuple[int, int] | N
         not secret
         or _stand_in(secret)
         or _stand_in(m.group("v"))
+        or _READS_SECRET.match(text, v0) is not None
+        or (not m.group("q") and _PASSED_ON.match(text, v0) is not None)
+        # a prompt's closing quote read as a value's opening one: `getpass("Password: ")`
+        or (m.group("q") and not any(c.isalnum() for c in secret))
         or _reference_at(text, v0)
         or _inside_reference(text, m.start("label"))
         or _example_default(text, secret)
@@ -1135,6 +1168,7 @@ def _assigned_action(m: re.Match[str]) -> tuple[str, int]:
         not secret
         or not secret[0].isascii()  # Chinese words where the value goes: `DB_PASSWORD=请填写数据库密码`
         or _ANGLE_SLOT.match(m.string, m.start(value_name)) is not None  # `SMTP_PASSWORD=<ask in #infra>`
+        or _READS_SECRET.match(m.string, m.start(value_name)) is not None  # `DB_PASSWORD = os.environ[...]`
         or secret.startswith(_MARK)
         or _stand_in(secret)
         or _stand_in(value)
@@ -1521,14 +1555,19 @@ def _base32_groups(s: str) -> bool:
 # One-time recovery / backup codes listed after their label: each code goes (a code has a digit, 6 to 24
 # characters, groups joined by dashes).
 _CODES = re.compile(
-    r"(?P<label>(?:recovery|backup|2fa|two[ -]factor)[ \t]+codes?|恢复码|备用码|救援码|备份码|恢復碼|備用碼)"
+    r"(?P<label>(?:recovery|backup|2fa|two[ -]factor)[ \t]+codes?|恢复码|备用码|救援码|备份码|恢復碼|備用碼"
+    # or as codes each good for one use: "each can be used once:", "single-use codes:", "每个只能用一次："
+    r"|(?<![A-Za-z])(?:(?:each|every)(?:[ \t]+(?:one|code))?|they|these(?:[ \t]+codes)?)[ \t]+(?:can|may|will)"
+    r"[ \t]+(?:only[ \t]+)?(?:be[ \t]+)?used?[ \t]+(?:only[ \t]+)?once|single[ -]use[ \t]+codes"
+    r"|one[ -]time(?:[ -]use)?[ \t]+codes|(?:每个|每一个)?(?:码)?(?:只能|仅能|只可)(?:使用|用)一次)"
     r"(?P<body>[^\n]{0,40}?[:：\n](?:[ \t,，;；:：\n]+"
     r"(?=[A-Za-z0-9-]*[0-9])[A-Za-z0-9]{3,}(?:-[A-Za-z0-9]{3,})*(?![\w-])){1,32})",
     _I,
 )
 _CODE_GATE = (
     "recovery code", "backup code", "2fa code", "two-factor code", "two factor code",
-    "恢复码", "备用码", "救援码", "备份码", "恢復碼", "備用碼",
+    "恢复码", "备用码", "救援码", "备份码", "恢復碼", "備用碼", "used once", "use once", "single-use codes",
+    "single use codes", "one-time codes", "one time codes", "one-time use codes", "用一次",
 )  # fmt: skip
 _AK_SK_GATE = ("ak/", "ak /", "ak／", "ak&", "access key", "access_key", "access-key", "accesskey")
 _CODE_TOKEN = re.compile(r"(?<![\w-])(?=[A-Za-z0-9-]*[0-9])[A-Za-z0-9]{3,}(?:-[A-Za-z0-9]{3,})*(?![\w-])")
@@ -2712,6 +2751,111 @@ _NRIC_CONTEXT = ("ric", "singapore", "新加坡")  # windowed: the number within
 _to_private = _labelled_action("private_key", generated=True)
 _to_api_key = _labelled_action("api_key", generated=True)
 _to_password = _labelled_action("password", generated=False)
+# A passport number after its label, in any of the common languages: "passport no. KX1234567", "护照号码
+# E12345678", "Reisepass-Nr. C01X00T47", "パスポート番号 TK1234567". The country formats share one shape: 6 to
+# 10 capital letters and digits, at most three letters first, at least five digits (CN E/G + 8 digits, US 9
+# digits, UK 9, DE 9 alphanumeric, many 1-2 letters + 7 digits). No public checksum: the label decides.
+_PASSPORT_LABEL = (
+    r"(?i:(?<![A-Za-z])passport(?:[ \t]+(?:no\.?|nr\.?|number|num\.?|#))?"
+    r"|(?:护照|護照)(?:号码|號碼|号|號|编号|編號)?|パスポート(?:番号)?|여권[ \t]*번호"
+    r"|(?<![A-Za-z])(?:reisepass|passeport|pasaporte|passaporto|paspoort)"
+    r"(?:[ \t-]*(?:nummer|nr\.?|n[°o]\.?|numéro|número|numero))?)"
+)
+_PASSPORT = re.compile(
+    r"(?P<lead>" + _PASSPORT_LABEL + r"(?:'s[ \t]+number)?"
+    r"(?:[ \t]+(?i:is|was)(?![A-Za-z])|[ \t]*(?:[:：#=]|(?:是|为|為)[ \t]*[:：]?))?[ \t]*)"
+    r"(?P<v>(?<![A-Za-z0-9])(?=[A-Z0-9]{6,10}(?![A-Za-z0-9]))(?=(?:[A-Z]*[0-9]){5})[A-Z]{0,3}[0-9][A-Z0-9]{4,9})"
+    r"(?![A-Za-z0-9])"
+)
+_PASSPORT_HEAD = re.compile(_PASSPORT_LABEL)
+# windowed: "pass" (already a word of the shared scan) stands for passport, Reisepass, passeport, passaporto
+_PASSPORT_GATE = ("pass", "护照", "護照", "パスポート", "여권", "pasaporte", "paspoort")  # fmt: skip
+
+# A PIN or code dictated as words (speech to text): "the pin they gave me is four one seven two", "支付密码是三五
+# 七九二四", "门禁码：幺三五七". After a PIN / password / code label and a verb or colon (a few words may stand
+# between: "the pin they sent is"), 4 to 12 digit words (English) or Chinese numerals (幺 and 两 included).
+_DIGIT_WORD = r"(?:zero|oh|one|two|three|four|five|six|seven|eight|nine)"
+_CN_NUMERAL = "[零〇一二三四五六七八九幺两]"
+_SPOKEN_PIN = re.compile(
+    r"(?P<lead>(?:(?<![A-Za-z])(?:pin|passcode|pass[ \t]code|password|code|combo|combination)(?![A-Za-z])"
+    r"|密码|密碼|口令|验证码|驗證碼|门禁码|开锁码)"
+    r"[^\n.;!?。，,；！？0-9]{0,24}?(?:(?<![A-Za-z])(?:is|was|are)(?![A-Za-z])|[:：=]|是|为|為)[ \t]*(?:[:：][ \t]*)?)"
+    r"(?P<v>" + _DIGIT_WORD + r"(?:[ \t,-]+" + _DIGIT_WORD + r"){3,11}(?![A-Za-z])"
+    r"|" + _CN_NUMERAL + r"(?:[ \t]?" + _CN_NUMERAL + r"){3,11})",
+    _I,
+)
+_SPOKEN_PIN_GATE = (
+    "pin", "code", "pass", "combo", "combination", "密码", "密碼", "口令", "验证码", "驗證碼", "门禁码", "开锁码",
+)  # fmt: skip
+_SPOKEN_PIN_NEEDS = re.compile(
+    _DIGIT_WORD + r"[ \t,-]+" + _DIGIT_WORD + r"(?![a-z])|" + _CN_NUMERAL + r"[ \t]?" + _CN_NUMERAL
+)
+
+# Credentials passed positionally to a database / mail / FTP client, as string literals where the call takes
+# the password: `new PDO($dsn, 'app', 'S3cret!')`, `new mysqli('db', 'app', 'pw', 'shop')`,
+# `DriverManager.getConnection(url, "app", "pw")`, `new Sequelize('db', 'user', 'pw', {...})`,
+# `pymysql.connect("h", "u", "pw")`, `cx_Oracle.connect("scott", "tiger", dsn)`, `smtp.login("me@x", "pw")`,
+# `ftp_login($c, 'u', 'pw')`. The password's place is the call's: 2nd (user, password, ...), 3rd (target,
+# user, password) or 4th (mysqli_real_connect). Variables there are kept (`new PDO($dsn, $user, $pass)`).
+_CALL_ARG = r"[ \t\r\n]*(?:'[^'\n]{0,300}'|\"[^\"\n]{0,300}\"|[$\w.\[\]>-]{1,80})[ \t\r\n]*,"
+_DB_CALL_1 = r"(?:(?<![\w$.])(?:cx_Oracle|oracledb)\.connect|(?<=[\w)\]])\.login)[ \t]*\("
+_DB_CALL_2 = (
+    r"(?<![\w$.])(?:(?:new[ \t]+)?(?:PDO|mysqli|Sequelize)|mysqli_connect|mysql_p?connect"
+    r"|DriverManager\.getConnection|(?:pymysql|MySQLdb|ibm_db)\.connect|ftp_login|ssh2_auth_password|ldap_bind"
+    r"|imap_open)[ \t]*\("
+)
+_DB_CALL_3 = r"(?<![\w$.])mysqli_real_connect[ \t]*\("
+_DB_CALL = re.compile(
+    r"(?P<lead>(?:" + _DB_CALL_1 + r"(?:" + _CALL_ARG + r"){1}|" + _DB_CALL_2 + r"(?:" + _CALL_ARG + r"){2}"
+    r"|"
+    + _DB_CALL_3
+    + r"(?:"
+    + _CALL_ARG
+    + r"){3})[ \t\r\n]*(?P<q>['\"]))(?P<v>(?!\[REDACTED:)[^'\"\n]{1,200})(?P=q)"
+)
+_DB_CALL_HEAD = re.compile(_DB_CALL_1 + "|" + _DB_CALL_2 + "|" + _DB_CALL_3)
+# windowed: "log" and "ssh" (words of the shared scan already) stand for .login, ftp_login and ssh2_auth_password;
+# "connect" for getConnection
+_DB_CALL_GATE = ("pdo", "mysql", "sequelize", "connect", "ssh", "ldap_bind", "imap_open", "log")  # fmt: skip
+
+
+def _db_call_action(m: re.Match[str]) -> tuple[str, int]:
+    v = m.group("v")
+    if _stand_in(v) or v.startswith(("${", "{{", "%(", "<", "$")) or not any(c.isalnum() for c in v):
+        return m.group(), 0
+    return _swap_value("password")(m)
+
+
+# A Wi-Fi network and its password written as a pair: "guest wifi: Cafe-Net / tulip-88-river", "WLAN：Home5G／
+# 12345678", "ssid/pass: Lab24 / q7!mango". The second of the pair goes when it looks like a passphrase (8 to 63
+# characters with a digit or a symbol, or all digits), not a band or a security mode ("2.4GHz / 5GHz",
+# "WPA2 / WPA3").
+_WIFI_PAIR_LABEL = (
+    r"(?:(?<![A-Za-z])(?:wi-?fi|wlan|hotspot|wireless|ssid)(?:[ \t]*[/／][ \t]*(?:pass(?:word)?|pwd|pw|key))?"
+    r"(?:[ \t]+(?:network|login|details|creds|credentials|info))?(?![A-Za-z])|无线网络?|热点)"
+)
+_WIFI_PAIR = re.compile(
+    r"(?P<lead>" + _WIFI_PAIR_LABEL + r"[ \t]*(?:[:：=]|是)[ \t]*[^\s/／:：]{1,32}[ \t]*[/／][ \t]*)"
+    r"(?P<v>(?!\[REDACTED:)[^\s/／]{1,80})",
+    _I,
+)
+_WIFI_PAIR_HEAD = re.compile(_WIFI_PAIR_LABEL, _I)
+# windowed: the Wi-Fi words are in the shared scan already (the Wi-Fi key rule's context)
+_WIFI_PAIR_GATE = ("wifi", "wi-fi", "wlan", "hotspot", "wireless", "ssid", "无线", "热点")
+
+
+def _wifi_pair_action(m: re.Match[str]) -> tuple[str, int]:
+    secret = m.group("v").rstrip(_PW_TRAILING)
+    if (
+        not 8 <= len(secret) <= 63
+        or _stand_in(secret)
+        or _SECURITY_MODE.fullmatch(secret)
+        or not (_pw_shaped(secret) or secret.isdigit())
+    ):
+        return m.group(), 0
+    return m.group("lead") + _tag("password") + m.group("v")[len(secret) :], 1
+
+
 _PW_BEFORE_GATE = ("pass", "pw", "pin", "密码", "口令")
 _PW_GATE = ("pass", "pw", "pin", "密码", "密碼", "口令", "授权码", "授權碼")
 _KEY_GATE = ("secret", "key", "token", "psk", "密钥", "秘钥", "密鑰", "密匙", "秘匙", "令牌")
@@ -2751,6 +2895,8 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("private_key", _SEED, _seed_action, _SEED_GATE, _SEED_HEAD, True),
     _Rule("password", _SPELLED, _spelled_action, _SPELL_GATE, _SPELL_HEAD, True),
     _Rule("password", _SPLIT, _split_action, _SPLIT_GATE, _SPLIT_HEAD, True),
+    # a Wi-Fi network / password pair before the pair rules read "ssid/pass: net / pw" as a label and a value
+    _Rule("password", _WIFI_PAIR, _wifi_pair_action, _WIFI_PAIR_GATE, _WIFI_PAIR_HEAD, True),
     # Labels listed, then their values ("分别是 X 和 Y"), before a label's own rule takes the first value alone.
     _Rule("api_key", _RESPECTIVE, _respective_action, _SLASH_GATE, needs=_RESPECTIVE_NEEDS),
     # Pairs before single labels, so that only the password of "user / pass" is replaced.
@@ -2769,6 +2915,9 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _OTP, _otp_action, _OTP_GATE, _OTP_HEAD, True),
     _Rule("password", _OTP_FIRST, _otp_first_action, _OTP_GATE, None, True),
     _Rule("password", _WIFI_KEY, _wifi_key_action, _WIFI_GATE, _WIFI_HEAD, True, _WIFI_CONTEXT),
+    _Rule("password", _SPOKEN_PIN, _swap_value("password"), _SPOKEN_PIN_GATE, needs=_SPOKEN_PIN_NEEDS),
+    _Rule("password", _DB_CALL, _db_call_action, _DB_CALL_GATE, _DB_CALL_HEAD, True),
+    _Rule("national_id", _PASSPORT, _swap_value("national_id"), _PASSPORT_GATE, _PASSPORT_HEAD, True),
     _Rule("card", _CVV, _swap_value("card"), _CVV_GATE, _CVV_HEAD, True),
     # numbers of a fixed grouping before the card rule can read a Luhn-valid stretch of them as a card
     _Rule("api_key", _BITLOCKER, _checked_action(_bitlocker_ok, "api_key"), _DIGITS, needs=_LONG_NUMBER),
