@@ -145,13 +145,15 @@ def residual_candidates(turn: Turn, residual: str, *, lang: str) -> list[Candida
         ):
             continue
         seen.add(sentence.casefold())
-        p = keep_probability(sentence)
+        feats = features(sentence)  # once: both models read the same features
+        p = _probability(weights.KEEP, weights.KEEP_BIAS, feats)
         if p >= weights.THRESHOLD:
-            scored.append((p, position, sentence))
+            scored.append((p, position, sentence, feats))
     best = sorted(scored, key=lambda s: (-s[0], s[1]))[:MAX_PER_TURN]
     out = []
-    for p, _, sentence in sorted(best, key=lambda s: s[1]):
-        must = must_probability(sentence) >= 0.5 and _DIRECTIVE_RE.search(sentence) is not None
+    for p, _, sentence, feats in sorted(best, key=lambda s: s[1]):
+        must_p = _probability(weights.MUST, weights.MUST_BIAS, feats)
+        must = must_p >= 0.5 and _DIRECTIVE_RE.search(sentence) is not None
         span = (1.0 - weights.THRESHOLD) or 1.0
         confidence = CONFIDENCE_FLOOR + (CONFIDENCE_CEIL - CONFIDENCE_FLOOR) * (p - weights.THRESHOLD) / span
         out.append(
