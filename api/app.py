@@ -17,7 +17,7 @@ from api.limits import BodyLimitMiddleware, RateLimit, RateLimiter
 from api.metrics import StoreCollector, TimingMiddleware
 from api.routes import episodes, events, health, memories, ops, search, sessions, trace
 from shared.db.engine import get_engine, resolve_database_url, resolve_redis_url
-from shared.db.schema import check_embedding_schema
+from shared.db.schema import resolve_embedding_schema
 from shared.logging import configure_logging
 from shared.publisher import TaskPublisher
 from shared.settings import Settings, get_settings
@@ -40,7 +40,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             role=settings.db_role_api or None,
             pre_ping=False,
         )
-        check_embedding_schema(engine, embedder=settings.embedder, dim=settings.embedding_dim)
+        resolve_embedding_schema(engine, settings)
         publisher = TaskPublisher(resolve_redis_url(settings), queue=settings.queue, timeout_s=1.0)
         embedder = embedder_from_settings(settings)
         access = AccessRecorder(engine).start()

@@ -48,6 +48,20 @@ def _settings() -> Settings:
         raise typer.Exit(2) from None
 
 
+def _embedding_settings() -> Settings:
+    """Settings for a command that embeds: checked against the database, whose embedder an automatic choice
+    follows (`shared.db.schema.resolve_embedding_schema`); a mismatch is a clear error, never wrong vectors."""
+    from shared.db.schema import resolve_embedding_schema
+    from shared.errors import MemoryError_
+
+    settings = _settings()
+    try:
+        resolve_embedding_schema(_engine(settings), settings)
+    except MemoryError_ as exc:
+        _fail(str(exc), 2)
+    return settings
+
+
 def _engine(settings: Settings) -> Any:
     from shared.db.engine import get_engine, resolve_database_url
 
@@ -715,7 +729,7 @@ def episodes_edit(
         _fail("nothing to change: give --what-happened, --outcome or --lesson", 2)
     if changes.get("what_happened") == "":
         _fail("--what-happened cannot be empty", 2)
-    settings = _settings()
+    settings = _embedding_settings()
     now = utcnow()
     with _scoped(settings, tenant) as db:
         found = _episode_or_fail(db, tenant, episode_id)
@@ -763,7 +777,7 @@ def search(
     from store.embeddings import embedder_from_settings
     from store.search import search as run_search
 
-    settings = _settings()
+    settings = _embedding_settings()
     embedder = embedder_from_settings(settings)
     with _scoped(settings, tenant) as db:
         hits = run_search(
@@ -807,7 +821,7 @@ def context(
     from store.context import user_context
     from store.embeddings import embedder_from_settings
 
-    settings = _settings()
+    settings = _embedding_settings()
     embedder = embedder_from_settings(settings)
     floor = floor_for(
         settings.embedder,

