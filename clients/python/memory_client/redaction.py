@@ -631,7 +631,10 @@ _PW_STAND_IN = re.compile(
     r"|\{\{[^{}\n]*\}\}|%\(\w+\)s|\.{2,}|…+|!vault|\(sensitive(?:[ \t]+value\))?"
     # a reference in code where a value would be: Terraform `var.db_password`, `local.x`, `data.x.y`,
     # `module.x.y`; Node's `process.env.DB_PASS`
-    r"|(?-i:(?:var|local|data|module|each)\.[a-z_][\w.\[\]\"-]*|process\.env\.\w+)",
+    r"|(?-i:(?:var|local|data|module|each)\.[a-z_][\w.\[\]\"-]*|process\.env\.\w+)"
+    # what a framework's log filter prints in a value's place: Rails `"password"=>"[FILTERED]"`, `[REDACTED]`,
+    # `(hidden)`, `<masked>` (the tenth set)
+    r"|[\[(<](?:filtered|redacted|masked|hidden|removed|omitted|secret|sensitive|scrubbed)[\])>]",
     _I,
 )
 # Tokens their vendor documents as publishable (shipped in web pages): Stripe `pk_live_` / `pk_test_`,
@@ -1664,7 +1667,7 @@ _CVV_GATE = ("cvv", "cvc", "cvn", "cav2", "card security", "card verification", 
 _CVV_AFTER_CARD = re.compile(
     r"\[REDACTED:card\](?P<mid>[ \t]*[,;/|]?[ \t]*"
     r"(?:(?:exp(?:iry|ires|iration)?(?:[ \t]+date)?|valid[ \t]+(?:thru|through|until)|有效期至?)\.?[ \t]*[:：]?[ \t]*)?"
-    r"(?:0[1-9]|1[0-2])[ \t]*/[ \t]*(?:20)?[0-9]{2}[ \t]*[,;/|]?[ \t]*)(?P<v>[0-9]{3,4})(?![0-9A-Za-z/.:])",
+    r"(?:0[1-9]|1[0-2])[ \t]*/[ \t]*(?:20)?[0-9]{2}[ \t]*[,;/|]?[ \t]*)(?P<v>[0-9]{3,4})(?![0-9A-Za-z/:]|\.[0-9])",
     _I,
 )
 
@@ -2340,13 +2343,14 @@ def _docker_auth_action(m: re.Match[str]) -> tuple[str, int]:
 
 # A card's security code after the card itself, under any of its names: Amex's CID (4 digits on the front),
 # CVV / CVC / CVN2 / CSC, 安全码, 校验码, and the Chinese "the three digits on the back" (背面后三位, 卡背三位):
-# only once a card was replaced earlier in the same text ("CID" alone is a customer id elsewhere).
+# only once a card was replaced earlier in the same text ("CID" alone is a customer id elsewhere). A full stop may
+# end the sentence after it ("security code 010."; the tenth set); a decimal point may not.
 _CVV_NEAR_CARD = re.compile(
     r"\[REDACTED:card\](?P<mid>[^\n]{0,80}?"
     r"(?:(?<![A-Za-z])(?:cid|cvv2?|cvc2?|cvn2?|csc|security[ \t]+code)(?![A-Za-z])|安全码|校验码|验证码"
     r"|(?:卡?背面?|卡背)的?(?:后|末)?三位(?:数字?|码)?|(?:后|末)三位(?:数字?|码)?)"
     r"(?:[ \t]*(?:code|number|no\.?))?[ \t]*(?:[:：=#]|is(?![A-Za-z])|是|为)?[ \t]*)"
-    r"(?P<v>(?<![0-9])[0-9]{3,4})(?![0-9A-Za-z/.:]|[ \t]*(?:digits?|位|个))",
+    r"(?P<v>(?<![0-9])[0-9]{3,4})(?![0-9A-Za-z/:]|\.[0-9]|[ \t]*(?:digits?|位|个))",
     _I,
 )
 
@@ -2458,9 +2462,22 @@ _TABLE_ID_COLUMN = re.compile(
     r"|マイナンバー|個人番号|주민등록번호",
     _I,
 )
+# A column named after an account or card number (the tenth set: `account_no` in a payroll CSV, 银行卡号 in a bank's
+# export; 账号 alone is a login's name, so a bank or pay word must come first): a cell of 6 to 34 digits (spaces or dashes between groups) goes, as the card it is (issuer and Luhn), a
+# valid IBAN, or a bank account; masked cells (`****1234`), names and amounts are kept. Not `account` alone (a
+# name) nor a sort code, a routing number or an account id (public halves and references).
+_TABLE_ACCOUNT_COLUMN = re.compile(
+    r"(?:[\w ]*[ _-])?(?:(?:bank[ _-]?)?(?:account|acct|a/c)[ _-]?(?:no|nr|num|number|#)\.?|bank[ _-]?account|iban"
+    r"|(?:(?:credit|debit|bank|payment)[ _-]?)?card[ _-]?(?:no|nr|num|number|#)\.?)s?"
+    r"|[\u4e00-\u9fff]{0,4}卡(?:号|號)(?:码|碼)?"
+    r"|(?:银行|銀行|收款|付款|对公|對公|工资|工資|结算|結算)(?:账|帐|賬|帳)(?:号|號|户|戶)(?:号|號)?(?:码|碼)?",
+    _I,
+)
+_TABLE_ACCOUNT_CELL = re.compile(r"[0-9]+(?:[ -][0-9]+)*")
 _TABLE_GATE = (
     "pass", "pwd", "secret", "token", "key", "密码", "密碼", "口令", "密钥", "秘钥", "id_no", "id no", "id num",
     "national", "nric", "ssn", "my number", "身份证", "身份證", "マイナンバー", "個人番号",
+    "account", "acct", "a/c", "iban", "card", "卡号", "卡號", "账号", "帐号", "賬號", "帳號", "账户", "帐户", "帳戶", "賬戶",
 )  # fmt: skip
 # The match is a line with a delimiter and the lines with one after it; the rule runs only where a header word
 # ends a cell (searched once, below).
@@ -2483,6 +2500,18 @@ def _table_id_ok(cell: str) -> bool:
     )
 
 
+def _table_account_tag(cell: str) -> str | None:
+    """The placeholder for a cell of an account / card number column, or None when it holds no number."""
+    compact = cell.replace(" ", "").replace("-", "")
+    if 15 <= len(compact) <= 34 and compact[:2].isalpha() and _iban_ok(compact.upper()):
+        return _tag("iban")
+    if not (6 <= len(compact) <= 34 and _TABLE_ACCOUNT_CELL.fullmatch(cell)):
+        return None
+    if 13 <= len(compact) <= 19 and _issuer_ok(compact) and _luhn_ok(compact):
+        return _tag("card")
+    return _tag("bank_account")
+
+
 def _table_columns(head: str) -> tuple[str, dict[int, str]]:
     """The delimiter of a header line and the kind of secret each of its secret-bearing columns holds."""
     sep = "|" if "|" in head else ","
@@ -2498,6 +2527,8 @@ def _table_columns(head: str) -> tuple[str, dict[int, str]]:
             kinds[i] = "password" if column.group("pw") or column.group("pz") else "api_key"
         elif _TABLE_ID_COLUMN.fullmatch(name):
             kinds[i] = "national_id"
+        elif _TABLE_ACCOUNT_COLUMN.fullmatch(name):
+            kinds[i] = "bank_account"
     return sep, kinds
 
 
@@ -2514,7 +2545,12 @@ def _table_row(line: str, sep: str, kinds: dict[int, str]) -> tuple[str, int]:
             continue
         if kind == "api_key" and not _token_like(bare):
             continue
-        cells[i] = cells[i].replace(bare, _tag(kind), 1)
+        tag = _tag(kind)
+        if kind == "bank_account":
+            tag = _table_account_tag(bare)
+            if tag is None:
+                continue
+        cells[i] = cells[i].replace(bare, tag, 1)
         found += 1
     return sep.join(cells), found
 
