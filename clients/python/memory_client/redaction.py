@@ -211,11 +211,12 @@ def _issuer_ok(d: str) -> bool:
 #
 # A run of digit groups joined by single spaces/dashes. Possessive quantifiers: a run glued to a letter or a
 # longer number fails as a whole instead of backtracking into a shorter "card". A decimal point before or
-# after means a float (0.4111...); a "+" before means a phone number (+4...).
+# after means a float (0.4111...); a "+" before means a phone number (+4...); a comma then three digits a
+# thousands group, but a comma then a number of another length is the next cell of a CSV row (the tenth set).
 # The (?=...{12}) pre-check rejects short numbers (dates, prices) without a Python callback per number.
 _DIGIT_RUN = re.compile(
     r"[0-9](?<![0-9A-Za-z_+][0-9])(?<![0-9]\.[0-9])(?=[0-9 -]{12})"
-    r"[0-9]*+(?:[ -][0-9]++)*+(?![0-9A-Za-z_]|[.,][0-9])"
+    r"[0-9]*+(?:[ -][0-9]++)*+(?![0-9A-Za-z_]|\.[0-9]|,[0-9]{3}(?![0-9]))"
 )
 _GROUP = re.compile(r"[0-9]+")
 
@@ -286,6 +287,33 @@ def _cn_id_action(m: re.Match[str]) -> tuple[str, int]:
         last, i, found = groups[hit][1], hit + 1, found + 1
     out.append(run[last:])
     return "".join(out), found
+
+
+# A number broken over two lines by OCR or a narrow column (the tenth set: "身份证号码：3101041991\n02226858", "Card
+# No.  54666941\n03970824  VALID THRU"): the pieces are joined and the checksum decides, as for one run (MOD 11-2
+# and a birth date for a Chinese ID; issuer and Luhn for a card). The first piece must follow a label on its line
+# (text that is not a number): a column of numbers one per line is a list, not one number.
+_BROKEN_NUMBER = re.compile(
+    r"(?P<a>[0-9](?<![0-9A-Za-z_+.-][0-9])(?<![0-9] [0-9])[0-9]{3,17}(?:[ -][0-9]{3,17})*)[ \t]*\r?\n[ \t]*"
+    r"(?P<b>[0-9]{2,17}(?:[ -][0-9]{2,17})*[Xx]?)(?![0-9A-Za-z_]|\.[0-9])"
+)
+_BROKEN_NEEDS = re.compile(r"[0-9]{4}[ \t]*\n[ \t]*[0-9]{2}")
+
+
+def _broken_number_action(kind: str) -> _Action:
+    def action(m: re.Match[str]) -> tuple[str, int]:
+        text = m.string
+        line = text[text.rfind("\n", 0, m.start()) + 1 : m.start()]
+        if not any(not (c.isspace() or c.isdigit()) for c in line):
+            return m.group(), 0
+        joined = "".join(c for c in m.group("a") + m.group("b") if c.isalnum()).upper()
+        if kind == "cn_id":
+            ok = len(joined) == 18 and joined[:17].isdigit() and _cn_id_ok(joined)
+        else:
+            ok = 13 <= len(joined) <= 19 and joined.isdigit() and _issuer_ok(joined) and _luhn_ok(joined)
+        return (_tag(kind) + "\n", 1) if ok else (m.group(), 0)
+
+    return action
 
 
 def _cn_id_ok(s: str) -> bool:
@@ -2959,6 +2987,8 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("api_key", _BITLOCKER, _checked_action(_bitlocker_ok, "api_key"), _DIGITS, needs=_LONG_NUMBER),
     _Rule("national_id", _RRN_OR_NIR, _checked_action(_rrn_or_nir_ok), _DIGITS, needs=_LONG_NUMBER),
     # Chinese IDs before cards: an 18-digit ID starting 62/65/35 could also pass as a Luhn-valid card.
+    _Rule("cn_id", _BROKEN_NUMBER, _broken_number_action("cn_id"), ("\n",), needs=_BROKEN_NEEDS),
+    _Rule("card", _BROKEN_NUMBER, _broken_number_action("card"), ("\n",), needs=_BROKEN_NEEDS),
     _Rule("cn_id", _CN_ID_RUN, _cn_id_action, _DIGITS, needs=_LONG_NUMBER),
     _Rule("card", _DIGIT_RUN, _card_action, _DIGITS, needs=_LONG_NUMBER),
     _Rule("card", _CVV_AFTER_CARD, _swap_value("card"), after="card"),
