@@ -2231,6 +2231,50 @@ def _change_action(m: re.Match[str]) -> tuple[str, int]:
     return (m.group()[: m.start("body") - m.start()] + new, found) if found else (m.group(), 0)
 
 
+# A secret told, then corrected (the tenth set): "the garage keypad code is 8595 / wait no that's the old one, it's
+# 3628 now", "邮箱密码是X\n不对不对，上周改过了，现在是Y". Both values are secrets (the old one may still be in use
+# elsewhere). Runs once a password was replaced in this call: after its placeholder, on its line or the next, a
+# word of correction (wait, sorry, actually, scratch that, my bad, the old one, typo, 不对, 错了, 说错, 更正, 改过, 旧的)
+# then the first value after "it's / is / now / use / should be" or 是 / 现在是 / 应该是 / 改成 that looks like a
+# password (a letter with a digit or a symbol, or 4+ digits; not a word, a date, a length).
+_CORRECTED = re.compile(r"\[REDACTED:password\](?P<body>[^\n]{0,100}(?:\r?\n[^\n]{0,120})?)")
+_CORRECTION_WORD = re.compile(
+    r"(?<![A-Za-z])(?:wait|sorry|oops|actually|correction|scratch[ \t]+that|my[ \t]+bad|wrong|old[ \t]+one|typo"
+    r"|i[ \t]+mean[t]?)(?![A-Za-z])|不对|不對|错了|錯了|说错|說錯|打错|打錯|写错|寫錯|更正|改过|改過|改了|旧的|舊的",
+    _I,
+)
+_CORRECTED_VALUE = re.compile(
+    r"(?:(?<![A-Za-z])(?:it'?s|it[ \t]+is|that'?s|is|now|use|try|should[ \t]+be)(?![A-Za-z'])"
+    r"|现在是|現在是|应该是|應該是|正确的是|正確的是|新的是|改成了?|改为|改為|是|为|為)[ \t]*[:：]?[ \t]*[\"'`“‘]?"
+    r"(?P<v>[\x21-\x7e]{3,64})(?![\x21-\x7e])",
+    _I,
+)
+
+
+def _corrected_action(m: re.Match[str]) -> tuple[str, int]:
+    body = m.group("body")
+    fix = _CORRECTION_WORD.search(body)
+    if fix is None or _MARK in body[fix.end() :]:
+        return m.group(), 0
+    for v in _CORRECTED_VALUE.finditer(body, fix.end()):
+        value = v.group("v")
+        secret = value.rstrip(_PW_TRAILING)
+        if (
+            len(secret) < 3
+            or _stand_in(secret)
+            or secret.lower() in _NOT_A_PASSWORD
+            or _DATE_OR_TIME.fullmatch(secret)
+            or _LENGTH_WORD.match(body, v.start("v") + len(secret)) is not None
+        ):
+            continue
+        if not (secret.isdigit() and len(secret) >= 4) and not (len(secret) >= 4 and _pw_shaped(secret)):
+            continue
+        at = v.start("v") + len(_MARK) + len("password]")
+        whole = m.group()
+        return whole[:at] + _tag("password") + whole[at + len(secret) :], 1
+    return m.group(), 0
+
+
 # Credentials told in prose, not labelled: "type admin in the first box and X in the second", "it takes the
 # phrase we agreed on Friday, X". The value goes (a passphrase of words joined by dashes counts).
 _PROSE_BOXES = re.compile(
@@ -3039,6 +3083,8 @@ _RULES: tuple[_Rule, ...] = (
     # last: a user:password pair needs the sentence to speak of signing in, and must not eat what the
     # narrower rules above recognise
     _Rule("password", _USER_COLON_PASS, _user_pass_action, (":",)),
+    # last: after every rule that may have replaced the password that is corrected
+    _Rule("password", _CORRECTED, _corrected_action, after="password"),
 )
 
 
