@@ -2275,6 +2275,70 @@ def _corrected_action(m: re.Match[str]) -> tuple[str, int]:
     return m.group(), 0
 
 
+# A label read by OCR from a screenshot, its letters spaced out (the tenth set: a password manager's "p a s s w o r d
+# bPxf..."; "密 码 ： ..."): the spaced label (password, passcode, passphrase, PIN, 密码, 口令 -> password; secret,
+# token, api key -> a generated value), then a colon or two spaces (how OCR separates the spaced word from the
+# next), then the value: after a password label any password-shaped value or 4+ digits, after a key label a
+# generated one.
+_SPACED_LABEL = re.compile(
+    r"(?<![A-Za-z0-9])(?<![A-Za-z0-9] )(?:(?P<pw>p a s s (?:w o r d|c o d e|p h r a s e)|p i n|p w d)"
+    r"|(?P<key>s e c r e t|t o k e n|a p i {1,2}k e y)|(?P<pz>密 码|密 碼|口 令))"
+    r"(?:[ \t]*[:：=][ \t]*|[ \t]{2,})[\"'`]?(?P<v>(?!\[REDACTED:)[^\s\"'`]{3,128})",
+    _I,
+)
+_SPACED_GATE = ("p a s s", "p i n", "p w d", "s e c r e t", "t o k e n", "a p i", "密 码", "密 碼", "口 令")
+
+
+def _spaced_label_action(m: re.Match[str]) -> tuple[str, int]:
+    value = m.group("v")
+    secret = value.rstrip(_PW_TRAILING)
+    if len(secret) < 3 or _stand_in(secret) or secret.lower() in _NOT_A_PASSWORD:
+        return m.group(), 0
+    if m.group("key") is not None:
+        ok = _token_like(secret)
+    else:
+        ok = (secret.isdigit() and len(secret) >= 4) or (len(secret) >= 4 and _pw_shaped(secret))
+    if not ok or _DATE_OR_TIME.fullmatch(secret):
+        return m.group(), 0
+    at = m.start("v") - m.start()
+    whole = m.group()
+    return whole[:at] + _tag("api_key" if m.group("key") else "password") + whole[at + len(secret) :], 1
+
+
+# A secret asked for by its label and given alone as the answer on the next line (the tenth set: a support chat,
+# "Can you confirm the auth token you're using?\n[10:43] Dev: 8f5f..."; 密码是多少？\n我：...). The question names
+# the secret (password, passcode, PIN, auth / API / access token or key, secret, 密码, 口令, 密钥, 令牌) and ends
+# its line with a question mark; the answer line holds only a speaker's name or a time stamp and the value: a
+# generated one after a key label, a password-shaped one (or 4+ digits) after a password label.
+_ASKED = re.compile(
+    r"(?:(?<![A-Za-z])(?:(?P<pw>pass(?:word|code|phrase)|pin|pwd)|(?P<key>(?:(?:auth|api|access|secret|bot|bearer"
+    r"|refresh|app|client)[ _-]?)?(?:token|key|secret)))s?(?![A-Za-z])|(?P<pz>密码|密碼|口令)|(?P<kz>密钥|秘钥|密鑰|令牌))"
+    # not a question about the secret's kind of thing ("what password policy do you use?", "which token scope?")
+    r"(?![ \t_-]*(?:polic(?:y|ies)|manager|reset|length|rules?|requirements?|fields?|hints?|strength|expir|format"
+    r"|recovery|history|generator|types?|versions?|scopes?|counts?|limits?|usage|rotation|names?|ids?(?![A-Za-z])"
+    r"|endpoint|url|files?|store|vault|prompt|box|input|screen|page|form|策略|规则|規則|长度|長度|管理|重置|格式))"
+    r"[^\n?？]{0,80}[?？][ \t]*\r?\n"
+    r"[ \t]*(?:\[[^\]\n]{1,24}\][ \t]*)?(?:[^\s:：\[\]][^\n:：]{0,30}[:：][ \t]*)?"
+    r"[\"'`]?(?P<v>(?!\[REDACTED:)[^\s\"'`]{4,200})[\"'`]?[ \t]*(?=\r?\n|\Z)",
+    _I,
+)
+_ASKED_NEEDS = re.compile(r"[?？][ \t]*\r?\n")
+
+
+def _asked_action(m: re.Match[str]) -> tuple[str, int]:
+    value = m.group("v")
+    secret = value.rstrip(_PW_TRAILING)
+    if len(secret) < 4 or _stand_in(secret) or secret.lower() in _NOT_A_PASSWORD or _DATE_OR_TIME.fullmatch(secret):
+        return m.group(), 0
+    key = m.group("key") is not None or m.group("kz") is not None
+    ok = _token_like(secret) if key else secret.isdigit() or _pw_shaped(secret)
+    if not ok:
+        return m.group(), 0
+    at = m.start("v") - m.start()
+    whole = m.group()
+    return whole[:at] + _tag("api_key" if key else "password") + whole[at + len(secret) :], 1
+
+
 # Credentials told in prose, not labelled: "type admin in the first box and X in the second", "it takes the
 # phrase we agreed on Friday, X". The value goes (a passphrase of words joined by dashes counts).
 _PROSE_BOXES = re.compile(
@@ -3012,6 +3076,8 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _CREDENTIALS, _pair_action, _CREDENTIAL_GATE, _CREDENTIAL_HEAD, True),
     _Rule("password", _CREDENTIALS_ZH, _pair_action, ("登录", "登陆", "登入", "登錄")),
     _Rule("password", _CHANGE_HEAD, _change_action, _CHANGE_GATE, _CHANGE_LABEL_HEAD, True),
+    _Rule("password", _SPACED_LABEL, _spaced_label_action, _SPACED_GATE),
+    _Rule("password", _ASKED, _asked_action, ("?", "？"), needs=_ASKED_NEEDS),
     _Rule("password", _PROSE_BOXES, _pw_prose_action, _PROSE_BOXES_GATE, _PROSE_BOXES_HEAD, True),
     _Rule("password", _AGREED, _agreed_action, ("agreed", "settled"), _AGREED_HEAD, True),
     _Rule("private_key", _PRIVATE_LABELLED, _to_private, _PRIVATE_GATE, re.compile(_HEAD_PRIVATE, _I), True),
