@@ -297,7 +297,8 @@ _BROKEN_NUMBER = re.compile(
     r"(?P<a>[0-9](?<![0-9A-Za-z_+.-][0-9])(?<![0-9] [0-9])[0-9]{3,17}(?:[ -][0-9]{3,17})*)[ \t]*\r?\n[ \t]*"
     r"(?P<b>[0-9]{2,17}(?:[ -][0-9]{2,17})*[Xx]?)(?![0-9A-Za-z_]|\.[0-9])"
 )
-_BROKEN_NEEDS = re.compile(r"[0-9]{4}[ \t]*\n[ \t]*[0-9]{2}")
+# (searched from the newline, the scan's cheapest start: the first piece must end its line, no space after it)
+_BROKEN_NEEDS = re.compile(r"\n(?<=[0-9]{4}\n)[ \t]*[0-9]{2}")
 
 
 def _broken_number_action(kind: str) -> _Action:
@@ -2310,27 +2311,39 @@ def _spaced_label_action(m: re.Match[str]) -> tuple[str, int]:
 # the secret (password, passcode, PIN, auth / API / access token or key, secret, 密码, 口令, 密钥, 令牌) and ends
 # its line with a question mark; the answer line holds only a speaker's name or a time stamp and the value: a
 # generated one after a key label, a password-shaped one (or 4+ digits) after a password label.
+# (the scan starts at the question mark that ends a line; the label is looked for on the question's line, within
+# 80 characters before it)
 _ASKED = re.compile(
+    r"[?？][ \t]*\r?\n"
+    r"[ \t]*(?:\[[^\]\n]{1,24}\][ \t]*)?(?:[^\s:：\[\]][^\n:：]{0,30}[:：][ \t]*)?"
+    r"[\"'`]?(?P<v>(?!\[REDACTED:)[^\s\"'`]{4,200})[\"'`]?[ \t]*(?=\r?\n|\Z)"
+)
+_ASKED_LABEL = re.compile(
     r"(?:(?<![A-Za-z])(?:(?P<pw>pass(?:word|code|phrase)|pin|pwd)|(?P<key>(?:(?:auth|api|access|secret|bot|bearer"
     r"|refresh|app|client)[ _-]?)?(?:token|key|secret)))s?(?![A-Za-z])|(?P<pz>密码|密碼|口令)|(?P<kz>密钥|秘钥|密鑰|令牌))"
     # not a question about the secret's kind of thing ("what password policy do you use?", "which token scope?")
     r"(?![ \t_-]*(?:polic(?:y|ies)|manager|reset|length|rules?|requirements?|fields?|hints?|strength|expir|format"
     r"|recovery|history|generator|types?|versions?|scopes?|counts?|limits?|usage|rotation|names?|ids?(?![A-Za-z])"
-    r"|endpoint|url|files?|store|vault|prompt|box|input|screen|page|form|策略|规则|規則|长度|長度|管理|重置|格式))"
-    r"[^\n?？]{0,80}[?？][ \t]*\r?\n"
-    r"[ \t]*(?:\[[^\]\n]{1,24}\][ \t]*)?(?:[^\s:：\[\]][^\n:：]{0,30}[:：][ \t]*)?"
-    r"[\"'`]?(?P<v>(?!\[REDACTED:)[^\s\"'`]{4,200})[\"'`]?[ \t]*(?=\r?\n|\Z)",
+    r"|endpoint|url|files?|store|vault|prompt|box|input|screen|page|form|策略|规则|規則|长度|長度|管理|重置|格式))",
     _I,
 )
 _ASKED_NEEDS = re.compile(r"[?？][ \t]*\r?\n")
 
 
 def _asked_action(m: re.Match[str]) -> tuple[str, int]:
+    text = m.string
+    begin = max(text.rfind("\n", 0, m.start()) + 1, m.start() - 100)
+    question = text[begin : m.start()]
+    label = None
+    for label in _ASKED_LABEL.finditer(question):
+        pass
+    if label is None or len(question) - label.end() > 80:
+        return m.group(), 0
     value = m.group("v")
     secret = value.rstrip(_PW_TRAILING)
     if len(secret) < 4 or _stand_in(secret) or secret.lower() in _NOT_A_PASSWORD or _DATE_OR_TIME.fullmatch(secret):
         return m.group(), 0
-    key = m.group("key") is not None or m.group("kz") is not None
+    key = label.group("key") is not None or label.group("kz") is not None
     ok = _token_like(secret) if key else secret.isdigit() or _pw_shaped(secret)
     if not ok:
         return m.group(), 0
