@@ -2235,8 +2235,8 @@ def _change_action(m: re.Match[str]) -> tuple[str, int]:
 # A secret told, then corrected (the tenth set): "the garage keypad code is 8595 / wait no that's the old one, it's
 # 3628 now", "邮箱密码是X\n不对不对，上周改过了，现在是Y". Both values are secrets (the old one may still be in use
 # elsewhere). Runs once a password was replaced in this call: after its placeholder, on its line or the next, a
-# word of correction (wait, sorry, actually, scratch that, my bad, the old one, typo, 不对, 错了, 说错, 更正, 改过, 旧的)
-# then the first value after "it's / is / now / use / should be" or 是 / 现在是 / 应该是 / 改成 that looks like a
+# word of correction (wait, sorry, actually, scratch that, my bad, the old one, typo, 不对, 错了, 说错, 更正, 改过,
+# 旧的) then the first value after "it's / is / now / use / should be" or 是 / 现在是 / 应该是 / 改成 that looks like a
 # password (a letter with a digit or a symbol, or 4+ digits; not a word, a date, a length).
 _CORRECTED = re.compile(r"\[REDACTED:password\](?P<body>[^\n]{0,100}(?:\r?\n[^\n]{0,120})?)")
 _CORRECTION_WORD = re.compile(
@@ -2295,10 +2295,11 @@ def _spaced_label_action(m: re.Match[str]) -> tuple[str, int]:
     secret = value.rstrip(_PW_TRAILING)
     if len(secret) < 3 or _stand_in(secret) or secret.lower() in _NOT_A_PASSWORD:
         return m.group(), 0
+    word = secret.rstrip("?!")  # a screen's link ("p a s s w o r d   Forgot?") is a word and its mark
     if m.group("key") is not None:
         ok = _token_like(secret)
     else:
-        ok = (secret.isdigit() and len(secret) >= 4) or (len(secret) >= 4 and _pw_shaped(secret))
+        ok = (secret.isdigit() and len(secret) >= 4) or (len(word) >= 4 and _pw_shaped(word))
     if not ok or _DATE_OR_TIME.fullmatch(secret):
         return m.group(), 0
     at = m.start("v") - m.start()
@@ -2319,8 +2320,9 @@ _ASKED = re.compile(
     r"[\"'`]?(?P<v>(?!\[REDACTED:)[^\s\"'`]{4,200})[\"'`]?[ \t]*(?=\r?\n|\Z)"
 )
 _ASKED_LABEL = re.compile(
-    r"(?:(?<![A-Za-z])(?:(?P<pw>pass(?:word|code|phrase)|pin|pwd)|(?P<key>(?:(?:auth|api|access|secret|bot|bearer"
-    r"|refresh|app|client)[ _-]?)?(?:token|key|secret)))s?(?![A-Za-z])|(?P<pz>密码|密碼|口令)|(?P<kz>密钥|秘钥|密鑰|令牌))"
+    r"(?:(?<![A-Za-z])(?:(?P<pw>pass(?:word|code|phrase)|pin|pwd)|(?P<key>(?:(?:auth|api|access|secret|bot"
+    r"|bearer|refresh|app|client)[ _-]?)?(?:token|key|secret)))s?(?![A-Za-z])"
+    r"|(?P<pz>密码|密碼|口令)|(?P<kz>密钥|秘钥|密鑰|令牌))"
     # not a question about the secret's kind of thing ("what password policy do you use?", "which token scope?")
     r"(?![ \t_-]*(?:polic(?:y|ies)|manager|reset|length|rules?|requirements?|fields?|hints?|strength|expir|format"
     r"|recovery|history|generator|types?|versions?|scopes?|counts?|limits?|usage|rotation|names?|ids?(?![A-Za-z])"
@@ -2335,13 +2337,18 @@ def _asked_action(m: re.Match[str]) -> tuple[str, int]:
     begin = max(text.rfind("\n", 0, m.start()) + 1, m.start() - 100)
     question = text[begin : m.start()]
     label = None
-    for label in _ASKED_LABEL.finditer(question):
-        pass
+    for found in _ASKED_LABEL.finditer(question):
+        label = found  # the last label before the question mark
     if label is None or len(question) - label.end() > 80:
         return m.group(), 0
     value = m.group("v")
     secret = value.rstrip(_PW_TRAILING)
-    if len(secret) < 4 or _stand_in(secret) or secret.lower() in _NOT_A_PASSWORD or _DATE_OR_TIME.fullmatch(secret):
+    if (
+        len(secret) < 4
+        or _stand_in(secret)
+        or secret.lower() in _NOT_A_PASSWORD
+        or _DATE_OR_TIME.fullmatch(secret)
+    ):
         return m.group(), 0
     key = label.group("key") is not None or label.group("kz") is not None
     ok = _token_like(secret) if key else secret.isdigit() or _pw_shaped(secret)
@@ -2599,7 +2606,7 @@ _IN_PAN = re.compile(
 # ---------------------------------------------------------------- rule table (order matters)
 
 # ---------------------------------------------------------------- forms of the sixth set
-# A table (CSV or Markdown) whose header names a secret-bearing column: each row's cell of that column goes
+# A table (CSV, TSV or Markdown) whose header names a secret-bearing column: each row's cell of that column goes
 # (a password / key column: any value but a stand-in; an id column: a value that passes an id check).
 _TABLE_SECRET_COLUMN = re.compile(
     r"(?:[\w ]*[ _-])?(?:(?P<pw>pass(?:word|wd|code)|pwd)|secret|token|api[ _-]?key|access[ _-]?key[ _-]?secret)s?"
@@ -2611,10 +2618,11 @@ _TABLE_ID_COLUMN = re.compile(
     r"|マイナンバー|個人番号|주민등록번호",
     _I,
 )
-# A column named after an account or card number (the tenth set: `account_no` in a payroll CSV, 银行卡号 in a bank's
-# export; 账号 alone is a login's name, so a bank or pay word must come first): a cell of 6 to 34 digits (spaces or dashes between groups) goes, as the card it is (issuer and Luhn), a
-# valid IBAN, or a bank account; masked cells (`****1234`), names and amounts are kept. Not `account` alone (a
-# name) nor a sort code, a routing number or an account id (public halves and references).
+# A column named after an account or card number (the tenth set: `account_no` in a payroll CSV, 银行卡号 in a
+# bank's export; 账号 alone is a login's name, so a bank or pay word must come first): a cell of 6 to 34 digits
+# (spaces or dashes between groups) goes, as the card it is (issuer and Luhn), a valid IBAN, or a bank account;
+# masked cells (`****1234`), names and amounts are kept. Not `account` alone (a name) nor a sort code, a routing
+# number or an account id (public halves and references).
 _TABLE_ACCOUNT_COLUMN = re.compile(
     r"(?:[\w ]*[ _-])?(?:(?:bank[ _-]?)?(?:account|acct|a/c)[ _-]?(?:no|nr|num|number|#)\.?|bank[ _-]?account|iban"
     r"|(?:(?:credit|debit|bank|payment)[ _-]?)?card[ _-]?(?:no|nr|num|number|#)\.?)s?"
@@ -2626,14 +2634,15 @@ _TABLE_ACCOUNT_CELL = re.compile(r"[0-9]+(?:[ -][0-9]+)*")
 _TABLE_GATE = (
     "pass", "pwd", "secret", "token", "key", "密码", "密碼", "口令", "密钥", "秘钥", "id_no", "id no", "id num",
     "national", "nric", "ssn", "my number", "身份证", "身份證", "マイナンバー", "個人番号",
-    "account", "acct", "a/c", "iban", "card", "卡号", "卡號", "账号", "帐号", "賬號", "帳號", "账户", "帐户", "帳戶", "賬戶",
+    "account", "acct", "a/c", "iban", "card", "卡号", "卡號", "账号", "帐号", "賬號", "帳號", "账户", "帐户",
+    "帳戶", "賬戶",
 )  # fmt: skip
 # The match is a line with a delimiter and the lines with one after it; the rule runs only where a header word
 # ends a cell (searched once, below).
-_TABLE = re.compile(r"(?m)^(?P<rest>[^\n]*[,|][^\n]*)\n(?P<body>(?:[^\n]*[,|][^\n]*(?:\n|\Z))+)")
+_TABLE = re.compile(r"(?m)^(?P<rest>[^\n]*[,|\t][^\n]*)\n(?P<body>(?:[^\n]*[,|\t][^\n]*(?:\n|\Z))+)")
 # (a table has lines: the rule runs on texts with a newline, and one of its header words)
 _TABLE_WORDS = re.compile(
-    "(?:" + "|".join(re.escape(w) for w in _TABLE_GATE) + r")[a-z_ ]{0,8}[\"'`*]*[ \t]*[,|\n]"
+    "(?:" + "|".join(re.escape(w) for w in _TABLE_GATE) + r")[a-z_ ]{0,8}[\"'`*]*[ \t]*[,|\t\n]"
 )
 _TABLE_RULE = re.compile(r"\|?[ \t:|-]+\|?")
 
@@ -2663,7 +2672,7 @@ def _table_account_tag(cell: str) -> str | None:
 
 def _table_columns(head: str) -> tuple[str, dict[int, str]]:
     """The delimiter of a header line and the kind of secret each of its secret-bearing columns holds."""
-    sep = "|" if "|" in head else ","
+    sep = "|" if "|" in head else "," if "," in head else "\t"  # Markdown, CSV, TSV
     kinds: dict[int, str] = {}
     if not _TABLE_WORDS.search(head.lower() + "\n"):
         return sep, kinds
@@ -2694,11 +2703,9 @@ def _table_row(line: str, sep: str, kinds: dict[int, str]) -> tuple[str, int]:
             continue
         if kind == "api_key" and not _token_like(bare):
             continue
-        tag = _tag(kind)
-        if kind == "bank_account":
-            tag = _table_account_tag(bare)
-            if tag is None:
-                continue
+        tag = _table_account_tag(bare) if kind == "bank_account" else _tag(kind)
+        if tag is None:
+            continue
         cells[i] = cells[i].replace(bare, tag, 1)
         found += 1
     return sep.join(cells), found
