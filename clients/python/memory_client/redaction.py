@@ -103,6 +103,13 @@ Built from the forms secrets are written in, not from examples (the table of cas
   ``APIv3 key`` and "密钥我设置成了 X"; kept: code that reads a secret (``getpass()``, ``os.environ``,
   ``process.env``, ``System.getenv``) or generates one (``random_password.x.result``), a variable passed on
   under its own name (``password=password)``).
+* forms the tenth blind set showed: a CSV / TSV column named after an account or card number (``account_no``,
+  银行卡号, 收款账号: its digit cells, as card / IBAN / bank account) and a card as a CSV cell; a number broken over two
+  lines after its label (OCR), joined for its checksum; a password corrected right after it was told ("wait no,
+  it's X now", 不对…现在是 X); a label OCR spaced out (``p a s s w o r d``, 密 码); a secret asked for by its label
+  and given alone on the next line (a support chat's auth token); a CVV ending a sentence; kept: a log filter's
+  stand-in (Rails ``[FILTERED]``, ``[REDACTED]``, ``(hidden)``), questions about a password policy / manager / a
+  token's scope.
 
 Redaction is idempotent: a placeholder never completes a match (the one rule that starts at a placeholder, a
 CVV after a card, runs only once this call has replaced the card), so ``redact(redact(x)) == redact(x)``.
