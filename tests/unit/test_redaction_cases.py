@@ -364,7 +364,10 @@ if __name__ == "__main__":
 # (69/80, 60/62 at first sight: a Wi-Fi `ssid / pass` pair, passport numbers, a payment APIv3 key, PINs dictated
 # as words or Chinese numerals, single-use codes listed without their name, positional credentials in a PDO
 # call; broken: code reading a password with getpass / from the environment, Terraform's random_password)
-# likewise: `FORM_CASES_9` below.
+# likewise: `FORM_CASES_9` below. The tenth (71/80, 61/62 at first sight: account and card number columns of a
+# payroll / bank-export CSV, a password manager screenshot's spaced-out OCR label, a door code and a password
+# corrected right after they were told, an auth token given as the answer to a question naming it, numbers split
+# over two lines by OCR, a CVV at a sentence's end; broken: Rails' `[FILTERED]`) likewise: `FORM_CASES_10` below.
 HOLDOUT_PATHS = (
     DATA / "redaction_holdout.jsonl",
     DATA / "redaction_holdout2.jsonl",
@@ -375,6 +378,7 @@ HOLDOUT_PATHS = (
     DATA / "redaction_holdout7.jsonl",
     DATA / "redaction_holdout8.jsonl",
     DATA / "redaction_holdout9.jsonl",
+    DATA / "redaction_holdout10.jsonl",
 )
 
 
@@ -1312,6 +1316,137 @@ def test_the_ninth_sets_rules_stay_linear_on_texts_made_to_backtrack() -> None:
         "x.login(" + "a, " * 5000,
         "each can be used once:\n" + "ab1-" * 4000,
         "password = os.environ" * 3000,
+    ]
+    for text in texts:
+        started = time.perf_counter()
+        out = redact(text)
+        assert time.perf_counter() - started < 2.0, text[:40]
+        assert redact(out) == out
+
+
+# ---------------------------------------------------------------- forms added for the tenth hold-out set
+
+# Made-up values (none from the set): a Mastercard and a UnionPay card with a real Luhn digit, a CN ID with a
+# real check character, and their near misses (one digit off: the checksum fails).
+_MC10 = "552841907316452"
+_MC10 += _luhn_digit(_MC10)
+_MC10_BAD = _MC10[:-1] + str((int(_MC10[-1]) + 1) % 10)
+_UP10 = "621483005927316401"
+_UP10 += _luhn_digit(_UP10)
+_ID10 = "32010619870614357"
+_ID10 += "10X98765432"[sum(int(c) * w for c, w in zip(_ID10, _CN_WEIGHTS, strict=True)) % 11]
+_ID10_BAD = _ID10[:-1] + ("0" if _ID10[-1] != "0" else "1")
+FORM_CASES_10: list[tuple[str, str, tuple[str, ...]]] = [
+    # a CSV / TSV / Markdown column named after an account or card number: its digit cells go, whatever row
+    (
+        "account-column",
+        "staff_no,full_name,sort_code,bank_account_number,gross\nS-88,Rowan Pike,20-44-91,61093847,3120.00",
+        ("61093847",),
+    ),
+    ("account-column", f"工号|姓名|工资卡号|金额\n007|李娜|{_UP10}|9200.00", (_UP10,)),
+    ("account-column", "name\taccount number\tsort code\nAnn Lee\t31926804\t11-22-33", ("31926804",)),
+    ("account-column", "序号,户名,收款账号,用途\n1,陈立,4402 7811 9035 226,货款", ("4402 7811 9035 226",)),
+    ("account-column", "invoice,account_no,amount\nINV-7,****4410,88.00", ()),
+    ("account-column", "name,account,balance\nmaya,checking,410.22\nleo,savings,1200.00", ()),
+    ("account-column", "订单号,卡号后四位,金额\nE20261102,3391,88.00", ()),
+    ("account-column", "date,sort_code,reference\n2026-11-02,40-11-62,RENT NOV", ()),
+    ("account-column", "账号,昵称,等级\n88123456,小鱼,42", ()),
+    # a card as a CSV cell (a comma and a cell after it that is no thousands group)
+    ("card-in-csv-row", f"3,王芳,{_MC10},12,2026-10-01", (_MC10,)),
+    ("card-in-csv-row", f"3,王芳,{_MC10_BAD},12,2026-10-01", ()),
+    ("card-in-csv-row", "total paid 1,234,567,890,123,456 won", ()),
+    # a number broken over two lines after its label (OCR): joined, the checksum decides
+    ("broken-number", f"身份证号：{_ID10[:10]}\n{_ID10[10:]} 联系电话见下", (f"{_ID10[:10]}\n{_ID10[10:]}",)),
+    (
+        "broken-number",
+        f"Card number {_MC10[:4]} {_MC10[4:8]}\n{_MC10[8:12]} {_MC10[12:]} exp 04/28",
+        (_MC10[8:12], _MC10[:4] + " " + _MC10[4:8]),
+    ),
+    ("broken-number", f"身份证号：{_ID10_BAD[:10]}\n{_ID10_BAD[10:]} 联系电话见下", ()),
+    ("broken-number", f"Order {_MC10_BAD[:8]}\n{_MC10_BAD[8:]} shipped", ()),
+    ("broken-number", f"{_MC10[:8]}\n{_MC10[8:]}\n(two parcel numbers, one per line)", ()),
+    # a password told, then corrected: the new value goes too
+    ("corrected", "the alarm code is 4417\nsorry, typo: it is 4471", ("4417", "4471")),
+    ("corrected", "WiFi 密码是 Hq82!mzp\n说错了，应该是 Hq28!mzp", ("Hq82!mzp", "Hq28!mzp")),
+    (
+        "corrected",
+        "my email password is Rv93#lake. Actually scratch that, I changed it, now use Rv39#pond",
+        ("Rv93#lake", "Rv39#pond"),
+    ),
+    ("corrected", "the locker pin is 7781 - oops, my bad, it is 7718", ("7781", "7718")),
+    ("corrected", "wait, the code is the old one? no, it is a new lock entirely", ()),
+    # a label OCR read with its letters spaced out
+    ("spaced-label", "[OCR]\nu s e r   dana.o\np a s s w o r d   Tr0ut!Lake\nl o g i n", ("Tr0ut!Lake",)),
+    ("spaced-label", "截图文字：\n密 码 ：  mq73Wz9!\n记 住 我", ("mq73Wz9!",)),
+    ("spaced-label", "P I N :  7302   C a n c e l", ("7302",)),
+    ("spaced-label", "p a s s w o r d   Forgot?   S i g n  i n", ()),
+    ("spaced-label", "p a s s w o r d   required", ()),
+    ("spaced-label", "s h o p p i n g   l i s t :  eggs, milk", ()),
+    # a secret asked for by its label, then given alone on the next line
+    (
+        "asked-answered",
+        "[09:12] Agent: what is the API key on the failing job?\n[09:13] Lee: q7Hf02LmZx93KdPq",
+        ("q7Hf02LmZx93KdPq",),
+    ),
+    ("asked-answered", "管理员：新的 VPN 口令是什么？\n小王：vpn#4471Ab", ("vpn#4471Ab",)),
+    (
+        "asked-answered",
+        "Support: and the auth token?\nMe: 3be91c07d4aa58f2e61b0c9d7f34a210",
+        ("3be91c07d4aa58f2e61b0c9d7f34a210",),
+    ),
+    ("asked-answered", "Which password manager do you use?\nSam: 1Password8", ()),
+    ("asked-answered", "What is the token expiry?\nOps: 3600s", ()),
+    ("asked-answered", "Which API key scope do we need?\nAna: repo2read", ()),
+    ("asked-answered", "What's the password policy here?\nIT: NIST-800-63B", ()),
+    # what a log filter prints in a value's place is no value
+    ("filtered", 'Parameters: {"session"=>{"login"=>"ana", "password"=>"[FILTERED]"}}', ()),
+    ("filtered", "db password: [REDACTED] (scrubbed by the log shipper)", ()),
+    ("filtered", "api_token=(hidden) retry=3", ()),
+    ("filtered", 'Parameters: {"session"=>{"login"=>"ana", "password"=>"Fj3!kd92"}}', ("Fj3!kd92",)),
+    # a card's security code at the end of a sentence
+    (
+        "cvv-full-stop",
+        f"Mastercard {_MC10[:4]} {_MC10[4:8]} {_MC10[8:12]} {_MC10[12:]} exp 03/27, security code 482. Thanks!",
+        (_MC10[12:], "482"),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("form", "text", "secrets"), FORM_CASES_10, ids=[f"{c[0]}-{i}" for i, c in enumerate(FORM_CASES_10)]
+)
+def test_a_form_added_for_the_tenth_holdout_set(form: str, text: str, secrets: tuple[str, ...]) -> None:
+    test_a_form_added_for_the_fourth_holdout_set(form, text, secrets)
+
+
+# Next to a secret of the tenth set's forms, what is no secret stays: a later number that is a duration or a
+# price, a question's other words.
+@pytest.mark.parametrize(
+    ("text", "secret", "kept"),
+    [
+        ("gate code is 5190, wait, it is 10 minutes away from the station", "5190", "10 minutes"),
+        (f"Mastercard {_MC10} exp 03/27 and 123.45 was charged.", _MC10, "123.45"),
+        (f"身份证号：{_ID10[:10]}\n{_ID10[10:]}\n电话：13912345678", _ID10[10:], "13912345678"),
+        ("employee,account_no,net\nE1,61093847,2840.55", "61093847", "2840.55"),
+    ],
+)
+def test_the_tenth_sets_rules_keep_what_stands_next_to_the_secret(text: str, secret: str, kept: str) -> None:
+    out = redact(text)
+    assert secret not in out, out
+    assert kept in out, out
+    assert redact(out) == out
+
+
+def test_the_tenth_sets_rules_stay_linear_on_texts_made_to_backtrack() -> None:
+    texts = [
+        "password: Ab1!xyz9 " + "wait " * 5000 + "it is",
+        "password: Ab1!xyz9\n" + "sorry it's " * 4000,
+        "p a s s " * 4000 + "w o r d   x1",
+        "token " * 3000 + "?\n" + "a" * 300,
+        ("What is the password?\n" + "x: " * 40) * 200,
+        "1234\n" * 5000,
+        "1234 " * 4000 + "\n" + "5678 " * 4000,
+        "account_no," * 2000 + "\n" + "1," * 4000,
     ]
     for text in texts:
         started = time.perf_counter()

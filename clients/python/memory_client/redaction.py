@@ -103,6 +103,13 @@ Built from the forms secrets are written in, not from examples (the table of cas
   ``APIv3 key`` and "密钥我设置成了 X"; kept: code that reads a secret (``getpass()``, ``os.environ``,
   ``process.env``, ``System.getenv``) or generates one (``random_password.x.result``), a variable passed on
   under its own name (``password=password)``).
+* forms the tenth blind set showed: a CSV / TSV column named after an account or card number (``account_no``,
+  银行卡号, 收款账号: its digit cells, as card / IBAN / bank account) and a card as a CSV cell; a number broken over two
+  lines after its label (OCR), joined for its checksum; a password corrected right after it was told ("wait no,
+  it's X now", 不对…现在是 X); a label OCR spaced out (``p a s s w o r d``, 密 码); a secret asked for by its label
+  and given alone on the next line (a support chat's auth token); a CVV ending a sentence; kept: a log filter's
+  stand-in (Rails ``[FILTERED]``, ``[REDACTED]``, ``(hidden)``), questions about a password policy / manager / a
+  token's scope.
 
 Redaction is idempotent: a placeholder never completes a match (the one rule that starts at a placeholder, a
 CVV after a card, runs only once this call has replaced the card), so ``redact(redact(x)) == redact(x)``.
@@ -211,11 +218,12 @@ def _issuer_ok(d: str) -> bool:
 #
 # A run of digit groups joined by single spaces/dashes. Possessive quantifiers: a run glued to a letter or a
 # longer number fails as a whole instead of backtracking into a shorter "card". A decimal point before or
-# after means a float (0.4111...); a "+" before means a phone number (+4...).
+# after means a float (0.4111...); a "+" before means a phone number (+4...); a comma then three digits a
+# thousands group, but a comma then a number of another length is the next cell of a CSV row (the tenth set).
 # The (?=...{12}) pre-check rejects short numbers (dates, prices) without a Python callback per number.
 _DIGIT_RUN = re.compile(
     r"[0-9](?<![0-9A-Za-z_+][0-9])(?<![0-9]\.[0-9])(?=[0-9 -]{12})"
-    r"[0-9]*+(?:[ -][0-9]++)*+(?![0-9A-Za-z_]|[.,][0-9])"
+    r"[0-9]*+(?:[ -][0-9]++)*+(?![0-9A-Za-z_]|\.[0-9]|,[0-9]{3}(?![0-9]))"
 )
 _GROUP = re.compile(r"[0-9]+")
 
@@ -286,6 +294,34 @@ def _cn_id_action(m: re.Match[str]) -> tuple[str, int]:
         last, i, found = groups[hit][1], hit + 1, found + 1
     out.append(run[last:])
     return "".join(out), found
+
+
+# A number broken over two lines by OCR or a narrow column (the tenth set: "身份证号码：3101041991\n02226858", "Card
+# No.  54666941\n03970824  VALID THRU"): the pieces are joined and the checksum decides, as for one run (MOD 11-2
+# and a birth date for a Chinese ID; issuer and Luhn for a card). The first piece must follow a label on its line
+# (text that is not a number): a column of numbers one per line is a list, not one number.
+_BROKEN_NUMBER = re.compile(
+    r"(?P<a>[0-9](?<![0-9A-Za-z_+.-][0-9])(?<![0-9] [0-9])[0-9]{3,17}(?:[ -][0-9]{3,17})*)[ \t]*\r?\n[ \t]*"
+    r"(?P<b>[0-9]{2,17}(?:[ -][0-9]{2,17})*[Xx]?)(?![0-9A-Za-z_]|\.[0-9])"
+)
+# (searched from the newline, the scan's cheapest start: the first piece must end its line, no space after it)
+_BROKEN_NEEDS = re.compile(r"\n(?<=[0-9]{4}\n)[ \t]*[0-9]{2}")
+
+
+def _broken_number_action(kind: str) -> _Action:
+    def action(m: re.Match[str]) -> tuple[str, int]:
+        text = m.string
+        line = text[text.rfind("\n", 0, m.start()) + 1 : m.start()]
+        if not any(not (c.isspace() or c.isdigit()) for c in line):
+            return m.group(), 0
+        joined = "".join(c for c in m.group("a") + m.group("b") if c.isalnum()).upper()
+        if kind == "cn_id":
+            ok = len(joined) == 18 and joined[:17].isdigit() and _cn_id_ok(joined)
+        else:
+            ok = 13 <= len(joined) <= 19 and joined.isdigit() and _issuer_ok(joined) and _luhn_ok(joined)
+        return (_tag(kind) + "\n", 1) if ok else (m.group(), 0)
+
+    return action
 
 
 def _cn_id_ok(s: str) -> bool:
@@ -631,7 +667,10 @@ _PW_STAND_IN = re.compile(
     r"|\{\{[^{}\n]*\}\}|%\(\w+\)s|\.{2,}|…+|!vault|\(sensitive(?:[ \t]+value\))?"
     # a reference in code where a value would be: Terraform `var.db_password`, `local.x`, `data.x.y`,
     # `module.x.y`; Node's `process.env.DB_PASS`
-    r"|(?-i:(?:var|local|data|module|each)\.[a-z_][\w.\[\]\"-]*|process\.env\.\w+)",
+    r"|(?-i:(?:var|local|data|module|each)\.[a-z_][\w.\[\]\"-]*|process\.env\.\w+)"
+    # what a framework's log filter prints in a value's place: Rails `"password"=>"[FILTERED]"`, `[REDACTED]`,
+    # `(hidden)`, `<masked>` (the tenth set)
+    r"|[\[(<](?:filtered|redacted|masked|hidden|removed|omitted|secret|sensitive|scrubbed)[\])>]",
     _I,
 )
 # Tokens their vendor documents as publishable (shipped in web pages): Stripe `pk_live_` / `pk_test_`,
@@ -1664,7 +1703,7 @@ _CVV_GATE = ("cvv", "cvc", "cvn", "cav2", "card security", "card verification", 
 _CVV_AFTER_CARD = re.compile(
     r"\[REDACTED:card\](?P<mid>[ \t]*[,;/|]?[ \t]*"
     r"(?:(?:exp(?:iry|ires|iration)?(?:[ \t]+date)?|valid[ \t]+(?:thru|through|until)|有效期至?)\.?[ \t]*[:：]?[ \t]*)?"
-    r"(?:0[1-9]|1[0-2])[ \t]*/[ \t]*(?:20)?[0-9]{2}[ \t]*[,;/|]?[ \t]*)(?P<v>[0-9]{3,4})(?![0-9A-Za-z/.:])",
+    r"(?:0[1-9]|1[0-2])[ \t]*/[ \t]*(?:20)?[0-9]{2}[ \t]*[,;/|]?[ \t]*)(?P<v>[0-9]{3,4})(?![0-9A-Za-z/:]|\.[0-9])",
     _I,
 )
 
@@ -2200,6 +2239,133 @@ def _change_action(m: re.Match[str]) -> tuple[str, int]:
     return (m.group()[: m.start("body") - m.start()] + new, found) if found else (m.group(), 0)
 
 
+# A secret told, then corrected (the tenth set): "the garage keypad code is 8595 / wait no that's the old one, it's
+# 3628 now", "邮箱密码是X\n不对不对，上周改过了，现在是Y". Both values are secrets (the old one may still be in use
+# elsewhere). Runs once a password was replaced in this call: after its placeholder, on its line or the next, a
+# word of correction (wait, sorry, actually, scratch that, my bad, the old one, typo, 不对, 错了, 说错, 更正, 改过,
+# 旧的) then the first value after "it's / is / now / use / should be" or 是 / 现在是 / 应该是 / 改成 that looks like a
+# password (a letter with a digit or a symbol, or 4+ digits; not a word, a date, a length).
+_CORRECTED = re.compile(r"\[REDACTED:password\](?P<body>[^\n]{0,100}(?:\r?\n[^\n]{0,120})?)")
+_CORRECTION_WORD = re.compile(
+    r"(?<![A-Za-z])(?:wait|sorry|oops|actually|correction|scratch[ \t]+that|my[ \t]+bad|wrong|old[ \t]+one|typo"
+    r"|i[ \t]+mean[t]?)(?![A-Za-z])|不对|不對|错了|錯了|说错|說錯|打错|打錯|写错|寫錯|更正|改过|改過|改了|旧的|舊的",
+    _I,
+)
+_CORRECTED_VALUE = re.compile(
+    r"(?:(?<![A-Za-z])(?:it'?s|it[ \t]+is|that'?s|is|now|use|try|should[ \t]+be)(?![A-Za-z'])"
+    r"|现在是|現在是|应该是|應該是|正确的是|正確的是|新的是|改成了?|改为|改為|是|为|為)[ \t]*[:：]?[ \t]*[\"'`“‘]?"
+    r"(?P<v>[\x21-\x7e]{3,64})(?![\x21-\x7e])",
+    _I,
+)
+
+
+def _corrected_action(m: re.Match[str]) -> tuple[str, int]:
+    body = m.group("body")
+    fix = _CORRECTION_WORD.search(body)
+    if fix is None or _MARK in body[fix.end() :]:
+        return m.group(), 0
+    for v in _CORRECTED_VALUE.finditer(body, fix.end()):
+        value = v.group("v")
+        secret = value.rstrip(_PW_TRAILING)
+        if (
+            len(secret) < 3
+            or _stand_in(secret)
+            or secret.lower() in _NOT_A_PASSWORD
+            or _DATE_OR_TIME.fullmatch(secret)
+            or _LENGTH_WORD.match(body, v.start("v") + len(secret)) is not None
+        ):
+            continue
+        if not (secret.isdigit() and len(secret) >= 4) and not (len(secret) >= 4 and _pw_shaped(secret)):
+            continue
+        at = v.start("v") + len(_MARK) + len("password]")
+        whole = m.group()
+        return whole[:at] + _tag("password") + whole[at + len(secret) :], 1
+    return m.group(), 0
+
+
+# A label read by OCR from a screenshot, its letters spaced out (the tenth set: a password manager's "p a s s w o r d
+# bPxf..."; "密 码 ： ..."): the spaced label (password, passcode, passphrase, PIN, 密码, 口令 -> password; secret,
+# token, api key -> a generated value), then a colon or two spaces (how OCR separates the spaced word from the
+# next), then the value: after a password label any password-shaped value or 4+ digits, after a key label a
+# generated one.
+_SPACED_LABEL = re.compile(
+    r"(?<![A-Za-z0-9])(?<![A-Za-z0-9] )(?:(?P<pw>p a s s (?:w o r d|c o d e|p h r a s e)|p i n|p w d)"
+    r"|(?P<key>s e c r e t|t o k e n|a p i {1,2}k e y)|(?P<pz>密 码|密 碼|口 令))"
+    r"(?:[ \t]*[:：=][ \t]*|[ \t]{2,})[\"'`]?(?P<v>(?!\[REDACTED:)[^\s\"'`]{3,128})",
+    _I,
+)
+_SPACED_GATE = ("p a s s", "p i n", "p w d", "s e c r e t", "t o k e n", "a p i", "密 码", "密 碼", "口 令")
+
+
+def _spaced_label_action(m: re.Match[str]) -> tuple[str, int]:
+    value = m.group("v")
+    secret = value.rstrip(_PW_TRAILING)
+    if len(secret) < 3 or _stand_in(secret) or secret.lower() in _NOT_A_PASSWORD:
+        return m.group(), 0
+    word = secret.rstrip("?!")  # a screen's link ("p a s s w o r d   Forgot?") is a word and its mark
+    if m.group("key") is not None:
+        ok = _token_like(secret)
+    else:
+        ok = (secret.isdigit() and len(secret) >= 4) or (len(word) >= 4 and _pw_shaped(word))
+    if not ok or _DATE_OR_TIME.fullmatch(secret):
+        return m.group(), 0
+    at = m.start("v") - m.start()
+    whole = m.group()
+    return whole[:at] + _tag("api_key" if m.group("key") else "password") + whole[at + len(secret) :], 1
+
+
+# A secret asked for by its label and given alone as the answer on the next line (the tenth set: a support chat,
+# "Can you confirm the auth token you're using?\n[10:43] Dev: 8f5f..."; 密码是多少？\n我：...). The question names
+# the secret (password, passcode, PIN, auth / API / access token or key, secret, 密码, 口令, 密钥, 令牌) and ends
+# its line with a question mark; the answer line holds only a speaker's name or a time stamp and the value: a
+# generated one after a key label, a password-shaped one (or 4+ digits) after a password label.
+# (the scan starts at the question mark that ends a line; the label is looked for on the question's line, within
+# 80 characters before it)
+_ASKED = re.compile(
+    r"[?？][ \t]*\r?\n"
+    r"[ \t]*(?:\[[^\]\n]{1,24}\][ \t]*)?(?:[^\s:：\[\]][^\n:：]{0,30}[:：][ \t]*)?"
+    r"[\"'`]?(?P<v>(?!\[REDACTED:)[^\s\"'`]{4,200})[\"'`]?[ \t]*(?=\r?\n|\Z)"
+)
+_ASKED_LABEL = re.compile(
+    r"(?:(?<![A-Za-z])(?:(?P<pw>pass(?:word|code|phrase)|pin|pwd)|(?P<key>(?:(?:auth|api|access|secret|bot"
+    r"|bearer|refresh|app|client)[ _-]?)?(?:token|key|secret)))s?(?![A-Za-z])"
+    r"|(?P<pz>密码|密碼|口令)|(?P<kz>密钥|秘钥|密鑰|令牌))"
+    # not a question about the secret's kind of thing ("what password policy do you use?", "which token scope?")
+    r"(?![ \t_-]*(?:polic(?:y|ies)|manager|reset|length|rules?|requirements?|fields?|hints?|strength|expir|format"
+    r"|recovery|history|generator|types?|versions?|scopes?|counts?|limits?|usage|rotation|names?|ids?(?![A-Za-z])"
+    r"|endpoint|url|files?|store|vault|prompt|box|input|screen|page|form|策略|规则|規則|长度|長度|管理|重置|格式))",
+    _I,
+)
+_ASKED_NEEDS = re.compile(r"[?？][ \t]*\r?\n")
+
+
+def _asked_action(m: re.Match[str]) -> tuple[str, int]:
+    text = m.string
+    begin = max(text.rfind("\n", 0, m.start()) + 1, m.start() - 100)
+    question = text[begin : m.start()]
+    label = None
+    for found in _ASKED_LABEL.finditer(question):
+        label = found  # the last label before the question mark
+    if label is None or len(question) - label.end() > 80:
+        return m.group(), 0
+    value = m.group("v")
+    secret = value.rstrip(_PW_TRAILING)
+    if (
+        len(secret) < 4
+        or _stand_in(secret)
+        or secret.lower() in _NOT_A_PASSWORD
+        or _DATE_OR_TIME.fullmatch(secret)
+    ):
+        return m.group(), 0
+    key = label.group("key") is not None or label.group("kz") is not None
+    ok = _token_like(secret) if key else secret.isdigit() or _pw_shaped(secret)
+    if not ok:
+        return m.group(), 0
+    at = m.start("v") - m.start()
+    whole = m.group()
+    return whole[:at] + _tag("api_key" if key else "password") + whole[at + len(secret) :], 1
+
+
 # Credentials told in prose, not labelled: "type admin in the first box and X in the second", "it takes the
 # phrase we agreed on Friday, X". The value goes (a passphrase of words joined by dashes counts).
 _PROSE_BOXES = re.compile(
@@ -2340,13 +2506,14 @@ def _docker_auth_action(m: re.Match[str]) -> tuple[str, int]:
 
 # A card's security code after the card itself, under any of its names: Amex's CID (4 digits on the front),
 # CVV / CVC / CVN2 / CSC, 安全码, 校验码, and the Chinese "the three digits on the back" (背面后三位, 卡背三位):
-# only once a card was replaced earlier in the same text ("CID" alone is a customer id elsewhere).
+# only once a card was replaced earlier in the same text ("CID" alone is a customer id elsewhere). A full stop may
+# end the sentence after it ("security code 010."; the tenth set); a decimal point may not.
 _CVV_NEAR_CARD = re.compile(
     r"\[REDACTED:card\](?P<mid>[^\n]{0,80}?"
     r"(?:(?<![A-Za-z])(?:cid|cvv2?|cvc2?|cvn2?|csc|security[ \t]+code)(?![A-Za-z])|安全码|校验码|验证码"
     r"|(?:卡?背面?|卡背)的?(?:后|末)?三位(?:数字?|码)?|(?:后|末)三位(?:数字?|码)?)"
     r"(?:[ \t]*(?:code|number|no\.?))?[ \t]*(?:[:：=#]|is(?![A-Za-z])|是|为)?[ \t]*)"
-    r"(?P<v>(?<![0-9])[0-9]{3,4})(?![0-9A-Za-z/.:]|[ \t]*(?:digits?|位|个))",
+    r"(?P<v>(?<![0-9])[0-9]{3,4})(?![0-9A-Za-z/:]|\.[0-9]|[ \t]*(?:digits?|位|个))",
     _I,
 )
 
@@ -2446,7 +2613,7 @@ _IN_PAN = re.compile(
 # ---------------------------------------------------------------- rule table (order matters)
 
 # ---------------------------------------------------------------- forms of the sixth set
-# A table (CSV or Markdown) whose header names a secret-bearing column: each row's cell of that column goes
+# A table (CSV, TSV or Markdown) whose header names a secret-bearing column: each row's cell of that column goes
 # (a password / key column: any value but a stand-in; an id column: a value that passes an id check).
 _TABLE_SECRET_COLUMN = re.compile(
     r"(?:[\w ]*[ _-])?(?:(?P<pw>pass(?:word|wd|code)|pwd)|secret|token|api[ _-]?key|access[ _-]?key[ _-]?secret)s?"
@@ -2458,16 +2625,31 @@ _TABLE_ID_COLUMN = re.compile(
     r"|マイナンバー|個人番号|주민등록번호",
     _I,
 )
+# A column named after an account or card number (the tenth set: `account_no` in a payroll CSV, 银行卡号 in a
+# bank's export; 账号 alone is a login's name, so a bank or pay word must come first): a cell of 6 to 34 digits
+# (spaces or dashes between groups) goes, as the card it is (issuer and Luhn), a valid IBAN, or a bank account;
+# masked cells (`****1234`), names and amounts are kept. Not `account` alone (a name) nor a sort code, a routing
+# number or an account id (public halves and references).
+_TABLE_ACCOUNT_COLUMN = re.compile(
+    r"(?:[\w ]*[ _-])?(?:(?:bank[ _-]?)?(?:account|acct|a/c)[ _-]?(?:no|nr|num|number|#)\.?|bank[ _-]?account|iban"
+    r"|(?:(?:credit|debit|bank|payment)[ _-]?)?card[ _-]?(?:no|nr|num|number|#)\.?)s?"
+    r"|[\u4e00-\u9fff]{0,4}卡(?:号|號)(?:码|碼)?"
+    r"|(?:银行|銀行|收款|付款|对公|對公|工资|工資|结算|結算)(?:账|帐|賬|帳)(?:号|號|户|戶)(?:号|號)?(?:码|碼)?",
+    _I,
+)
+_TABLE_ACCOUNT_CELL = re.compile(r"[0-9]+(?:[ -][0-9]+)*")
 _TABLE_GATE = (
     "pass", "pwd", "secret", "token", "key", "密码", "密碼", "口令", "密钥", "秘钥", "id_no", "id no", "id num",
     "national", "nric", "ssn", "my number", "身份证", "身份證", "マイナンバー", "個人番号",
+    "account", "acct", "a/c", "iban", "card", "卡号", "卡號", "账号", "帐号", "賬號", "帳號", "账户", "帐户",
+    "帳戶", "賬戶",
 )  # fmt: skip
 # The match is a line with a delimiter and the lines with one after it; the rule runs only where a header word
 # ends a cell (searched once, below).
-_TABLE = re.compile(r"(?m)^(?P<rest>[^\n]*[,|][^\n]*)\n(?P<body>(?:[^\n]*[,|][^\n]*(?:\n|\Z))+)")
+_TABLE = re.compile(r"(?m)^(?P<rest>[^\n]*[,|\t][^\n]*)\n(?P<body>(?:[^\n]*[,|\t][^\n]*(?:\n|\Z))+)")
 # (a table has lines: the rule runs on texts with a newline, and one of its header words)
 _TABLE_WORDS = re.compile(
-    "(?:" + "|".join(re.escape(w) for w in _TABLE_GATE) + r")[a-z_ ]{0,8}[\"'`*]*[ \t]*[,|\n]"
+    "(?:" + "|".join(re.escape(w) for w in _TABLE_GATE) + r")[a-z_ ]{0,8}[\"'`*]*[ \t]*[,|\t\n]"
 )
 _TABLE_RULE = re.compile(r"\|?[ \t:|-]+\|?")
 
@@ -2483,9 +2665,21 @@ def _table_id_ok(cell: str) -> bool:
     )
 
 
+def _table_account_tag(cell: str) -> str | None:
+    """The placeholder for a cell of an account / card number column, or None when it holds no number."""
+    compact = cell.replace(" ", "").replace("-", "")
+    if 15 <= len(compact) <= 34 and compact[:2].isalpha() and _iban_ok(compact.upper()):
+        return _tag("iban")
+    if not (6 <= len(compact) <= 34 and _TABLE_ACCOUNT_CELL.fullmatch(cell)):
+        return None
+    if 13 <= len(compact) <= 19 and _issuer_ok(compact) and _luhn_ok(compact):
+        return _tag("card")
+    return _tag("bank_account")
+
+
 def _table_columns(head: str) -> tuple[str, dict[int, str]]:
     """The delimiter of a header line and the kind of secret each of its secret-bearing columns holds."""
-    sep = "|" if "|" in head else ","
+    sep = "|" if "|" in head else "," if "," in head else "\t"  # Markdown, CSV, TSV
     kinds: dict[int, str] = {}
     if not _TABLE_WORDS.search(head.lower() + "\n"):
         return sep, kinds
@@ -2498,6 +2692,8 @@ def _table_columns(head: str) -> tuple[str, dict[int, str]]:
             kinds[i] = "password" if column.group("pw") or column.group("pz") else "api_key"
         elif _TABLE_ID_COLUMN.fullmatch(name):
             kinds[i] = "national_id"
+        elif _TABLE_ACCOUNT_COLUMN.fullmatch(name):
+            kinds[i] = "bank_account"
     return sep, kinds
 
 
@@ -2514,7 +2710,10 @@ def _table_row(line: str, sep: str, kinds: dict[int, str]) -> tuple[str, int]:
             continue
         if kind == "api_key" and not _token_like(bare):
             continue
-        cells[i] = cells[i].replace(bare, _tag(kind), 1)
+        tag = _table_account_tag(bare) if kind == "bank_account" else _tag(kind)
+        if tag is None:
+            continue
+        cells[i] = cells[i].replace(bare, tag, 1)
         found += 1
     return sep.join(cells), found
 
@@ -2904,6 +3103,8 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _CREDENTIALS, _pair_action, _CREDENTIAL_GATE, _CREDENTIAL_HEAD, True),
     _Rule("password", _CREDENTIALS_ZH, _pair_action, ("登录", "登陆", "登入", "登錄")),
     _Rule("password", _CHANGE_HEAD, _change_action, _CHANGE_GATE, _CHANGE_LABEL_HEAD, True),
+    _Rule("password", _SPACED_LABEL, _spaced_label_action, _SPACED_GATE),
+    _Rule("password", _ASKED, _asked_action, ("?", "？"), needs=_ASKED_NEEDS),
     _Rule("password", _PROSE_BOXES, _pw_prose_action, _PROSE_BOXES_GATE, _PROSE_BOXES_HEAD, True),
     _Rule("password", _AGREED, _agreed_action, ("agreed", "settled"), _AGREED_HEAD, True),
     _Rule("private_key", _PRIVATE_LABELLED, _to_private, _PRIVATE_GATE, re.compile(_HEAD_PRIVATE, _I), True),
@@ -2923,6 +3124,8 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("api_key", _BITLOCKER, _checked_action(_bitlocker_ok, "api_key"), _DIGITS, needs=_LONG_NUMBER),
     _Rule("national_id", _RRN_OR_NIR, _checked_action(_rrn_or_nir_ok), _DIGITS, needs=_LONG_NUMBER),
     # Chinese IDs before cards: an 18-digit ID starting 62/65/35 could also pass as a Luhn-valid card.
+    _Rule("cn_id", _BROKEN_NUMBER, _broken_number_action("cn_id"), ("\n",), needs=_BROKEN_NEEDS),
+    _Rule("card", _BROKEN_NUMBER, _broken_number_action("card"), ("\n",), needs=_BROKEN_NEEDS),
     _Rule("cn_id", _CN_ID_RUN, _cn_id_action, _DIGITS, needs=_LONG_NUMBER),
     _Rule("card", _DIGIT_RUN, _card_action, _DIGITS, needs=_LONG_NUMBER),
     _Rule("card", _CVV_AFTER_CARD, _swap_value("card"), after="card"),
@@ -2973,6 +3176,8 @@ _RULES: tuple[_Rule, ...] = (
     # last: a user:password pair needs the sentence to speak of signing in, and must not eat what the
     # narrower rules above recognise
     _Rule("password", _USER_COLON_PASS, _user_pass_action, (":",)),
+    # last: after every rule that may have replaced the password that is corrected
+    _Rule("password", _CORRECTED, _corrected_action, after="password"),
 )
 
 
