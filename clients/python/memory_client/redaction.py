@@ -741,9 +741,11 @@ _TEMPLATE_WORD = re.compile(
 # A value shown masked or filled in: a mask with a few characters left in view (`****************5ZEQ`,
 # `••••3391`, `ab12****`: what `aws configure list`, a console or a receipt prints), or a vendor's prefix then
 # one character repeated (`sk_test_XXXXXXXXXXXX`, `AKIAXXXXXXXXXXXXXXXX`, `ghp_xxxxxxxx...`; not `000000`, a PIN):
-# the slot of a key, not a key.
+# the slot of a key, not a key. Also a value cut short by an ellipsis, the head and the tail of a key shown and
+# its middle left out (`sk-...Xq9f`, `ghp_…a1b2`, `...7QXZ`: a dashboard's or a log's display of a key).
 _MASKED = re.compile(
     r"[^\s*•●]{0,6}[*•●]{4,}[^\s*•●]{0,6}"
+    r"|(?:[A-Za-z0-9]{1,10}[_-]){0,3}(?:\.{3,}|…)[A-Za-z0-9]{2,6}"
     r"|(?:(?:[A-Za-z0-9]+[_.-])+|[A-Za-z]{2,8}?)([xX*#])\1{5,}(?:[_.-](?:\1{4,}|[A-Za-z0-9]{0,8}))*"
 )
 
@@ -1995,7 +1997,7 @@ _FOREIGN_PW_LABEL = (
 _FOREIGN_PW_HEAD = re.compile(_FOREIGN_PW_LABEL, _I)
 _FOREIGN_PW = re.compile(
     r"(?P<lead>(?P<label>" + _FOREIGN_PW_LABEL + ")"
-    r"(?:(?P<strong>(?:[ \t]+(?!\[)[^\s:：=,，。、\[\]]{1,20}){0,3}?(?:"
+    r"(?:(?P<strong>(?:[ \t]+(?!\[)[^\s:：=,，。、\[\]]{1,20}){0,5}?(?:"
     + _FOREIGN_CONNECTOR
     + r"))|[ \t]+))"
     + _VALUE,
