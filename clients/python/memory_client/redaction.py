@@ -1709,6 +1709,29 @@ _CVV_AFTER_CARD = re.compile(
     _I,
 )
 
+# A password turned into a credential object in code: PowerShell `ConvertTo-SecureString "X" -AsPlainText
+# -Force` (the flags in any order, `-String "X"` too) and .NET `NetworkCredential("user", "X")`. The quoted
+# literal is the password; a variable (`$pw`, `"$env:PW"`, `$(Get-Secret)`) or a stand-in is kept.
+_PLAIN_TO_SECURE = re.compile(
+    r"(?P<lead>(?<![\w-])ConvertTo-SecureString(?=[^\n|;]*-AsPlainText)(?:[ \t]+-(?!String\b)[A-Za-z]+)*"
+    r"[ \t]+(?:-String[ \t]+)?|(?<![\w.])(?:System\.Net\.)?NetworkCredential[ \t]*\([ \t]*"
+    r"(?:\"[^\"\n]{0,100}\"|'[^'\n]{0,100}'|[\w.$]{1,60})[ \t]*,[ \t]*)"
+    r"(?P<q>[\"'])(?P<v>(?![$\[])[^\"'\n]{1,200})(?P=q)",
+    _I,
+)
+_PLAIN_TO_SECURE_GATE = ("convertto-securestring", "networkcredential")
+
+
+# A second key listed right after a key that was replaced: "密钥是 X 和 Y", "the keys are X and Y", "AK X / SK Y"
+# (a pair of generated keys named once, the second with no label of its own). The joined value must look
+# generated itself (16+ characters, letters with digits): "X and then run the job" or "X 和 img-cdn" stays.
+_KEY_AND_KEY = re.compile(
+    r"(?P<lead>\[REDACTED:api_key\][ \t]*(?:和|与|及|跟|以及|、|[,，/&]|(?<![A-Za-z])and(?![A-Za-z]))[ \t]*)"
+    r"(?P<v>(?<![A-Za-z0-9_+/=-])[A-Za-z0-9_+/=-]{16,200})(?![A-Za-z0-9_+/=.-])",
+    _I,
+)
+
+
 # A Wi-Fi key: "the wifi is Casa-5G and the key is hZUG...", "WLAN key: ...", "network key = ...". "key" names
 # no secret in general, so a Wi-Fi word must be near, and the value look like a passphrase (8 to 63
 # characters, not a word, not a security mode like WPA2-PSK).
@@ -3088,6 +3111,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("api_key", _KEY_FLAG, _swap("api_key", _generated_key), _CONFIG_FORMS_GATE),
     _Rule("password", _DOCKER_AUTH, _docker_auth_action, _CONFIG_FORMS_GATE),
     _Rule("password", _XML_SECRET, _xml_secret_action, _XML_GATE),
+    _Rule("password", _PLAIN_TO_SECURE, _swap("password", lambda v: not _stand_in(v)), _PLAIN_TO_SECURE_GATE),
     _Rule("password", _APP_SETTING, _app_setting_action, _SIXTH_GATE),
     _Rule("password", _PGPASS, _swap("password", lambda v: not _stand_in(v)), _SIXTH_GATE),
     _Rule("api_key", _ZHIPU, _swap("api_key", lambda v: _key_piece(v.split(".")[1])), _SIXTH_GATE),
@@ -3130,6 +3154,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("card", _BROKEN_NUMBER, _broken_number_action("card"), ("\n",), needs=_BROKEN_NEEDS),
     _Rule("cn_id", _CN_ID_RUN, _cn_id_action, _DIGITS, needs=_LONG_NUMBER),
     _Rule("card", _DIGIT_RUN, _card_action, _DIGITS, needs=_LONG_NUMBER),
+    _Rule("api_key", _KEY_AND_KEY, _checked_action(_generated_key, "api_key"), after="api_key"),
     _Rule("card", _CVV_AFTER_CARD, _swap_value("card"), after="card"),
     _Rule("card", _CVV_NEAR_CARD, _swap_value("card"), after="card"),
     _Rule("ssn", _SSN, _swap("ssn", lambda s: _ssn_ok(s[:3] + s[4:6] + s[7:])), _DIGITS, needs=_LONG_NUMBER),
