@@ -1600,8 +1600,12 @@ _CODES = re.compile(
     # or as codes each good for one use: "each can be used once:", "single-use codes:", "每个只能用一次："
     r"|(?<![A-Za-z])(?:(?:each|every)(?:[ \t]+(?:one|code))?|they|these(?:[ \t]+codes)?)[ \t]+(?:can|may|will)"
     r"[ \t]+(?:only[ \t]+)?(?:be[ \t]+)?used?[ \t]+(?:only[ \t]+)?once|single[ -]use[ \t]+codes"
-    r"|one[ -]time(?:[ -]use)?[ \t]+codes|(?:每个|每一个)?(?:码)?(?:只能|仅能|只可)(?:使用|用)一次)"
-    r"(?P<body>[^\n]{0,40}?[:：\n](?:[ \t,，;；:：\n]+"
+    r"|one[ -]time(?:[ -]use)?[ \t]+codes|(?:每个|每一个)?(?:码)?(?:只能|仅能|只可)(?:使用|用)一次"
+    # or copied from a second factor's page with no name for them ("from the GitHub 2FA page:", "两步验证页面："):
+    # the codes that page shows are its recovery codes
+    r"|(?P<page>(?<![A-Za-z0-9])(?:2fa|mfa|two[ -]factor|2-step|two-step)(?![A-Za-z0-9])"
+    r"|两步验证|二步验证|双重验证|雙重驗證|兩步驗證|双因素|雙因素|二次验证)(?![^\n]{0,40}?(?:codes?(?![A-Za-z])|码|碼)))"
+    r"(?P<body>[^\n]{0,40}?[:：\n](?:(?:[ \t,，;；:：\n]+|(?<=[:：]))"
     r"(?=[A-Za-z0-9-]*[0-9])[A-Za-z0-9]{3,}(?:-[A-Za-z0-9]{3,})*(?![\w-])){1,32})",
     _I,
 )
@@ -1609,6 +1613,8 @@ _CODE_GATE = (
     "recovery code", "backup code", "2fa code", "two-factor code", "two factor code",
     "恢复码", "备用码", "救援码", "备份码", "恢復碼", "備用碼", "used once", "use once", "single-use codes",
     "single use codes", "one-time codes", "one time codes", "one-time use codes", "用一次",
+    "2fa", "mfa", "two-factor", "two factor", "2-step", "two-step", "两步验证", "二步验证", "双重验证", "雙重驗證",
+    "兩步驗證", "双因素", "雙因素", "二次验证",
 )  # fmt: skip
 _AK_SK_GATE = ("ak/", "ak /", "ak／", "ak&", "access key", "access_key", "access-key", "accesskey")
 _CODE_TOKEN = re.compile(r"(?<![\w-])(?=[A-Za-z0-9-]*[0-9])[A-Za-z0-9]{3,}(?:-[A-Za-z0-9]{3,})*(?![\w-])")
@@ -1622,11 +1628,15 @@ def _codes_action(m: re.Match[str]) -> tuple[str, int]:
         code = c.group()
         letters = code.replace("-", "")
         one_case = letters == letters.lower() or letters == letters.upper()  # not a word like "1Password"
-        if not 6 <= len(code) <= 24 or _VERSION.fullmatch(code) or not one_case:
+        if not 6 <= len(code) <= 24 or _VERSION.fullmatch(code) or _DATE_OR_TIME.fullmatch(code) or not one_case:
             return code
         found += 1
         return _tag("password")
 
+    if m.group("page") is not None:  # named by the page only: a list, the codes on the lines after the label
+        first = _CODE_TOKEN.search(m.group("body"))
+        if first is None or "\n" not in m.group("body")[: first.start()]:
+            return m.group(), 0
     body = _CODE_TOKEN.sub(one, m.group("body"))
     return (m.group("label") + body, found) if found else (m.group(), 0)
 
@@ -2663,11 +2673,21 @@ _TABLE_ACCOUNT_COLUMN = re.compile(
     _I,
 )
 _TABLE_ACCOUNT_CELL = re.compile(r"[0-9]+(?:[ -][0-9]+)*")
+# A column named after a card's verification code (the eleventh set: `cvv` after `card_number, exp` in a CSV
+# export): a cell of 3 or 4 digits goes as the card's, whatever the other columns are. `cid` alone (a customer's
+# id) and 验证码 (a one-time code's) are not such names.
+_TABLE_CVV_COLUMN = re.compile(
+    r"(?:[\w ]*[ _-])?(?:cvv2?|cvc2?|cvn2?|csc|cav2|(?:card[ _-]?)?security[ _-]?code"
+    r"|card[ _-]?verification(?:[ _-]?(?:code|value|number))?)s?|(?:卡片?)?(?:安全码|安全碼|校验码|校驗碼)|cvv码|cvv碼",
+    _I,
+)
+_TABLE_CVV_CELL = re.compile(r"[0-9]{3,4}")
 _TABLE_GATE = (
     "pass", "pwd", "secret", "token", "key", "密码", "密碼", "口令", "密钥", "秘钥", "id_no", "id no", "id num",
     "national", "nric", "ssn", "my number", "身份证", "身份證", "マイナンバー", "個人番号",
     "account", "acct", "a/c", "iban", "card", "卡号", "卡號", "账号", "帐号", "賬號", "帳號", "账户", "帐户",
-    "帳戶", "賬戶",
+    "帳戶", "賬戶", "cvv", "cvc", "cvn", "csc", "cav2", "security code", "security_code", "verification",
+    "安全码", "安全碼", "校验码", "校驗碼",
 )  # fmt: skip
 # The match is a line with a delimiter and the lines with one after it; the rule runs only where a header word
 # ends a cell (searched once, below).
@@ -2719,6 +2739,8 @@ def _table_columns(head: str) -> tuple[str, dict[int, str]]:
             kinds[i] = "national_id"
         elif _TABLE_ACCOUNT_COLUMN.fullmatch(name):
             kinds[i] = "bank_account"
+        elif _TABLE_CVV_COLUMN.fullmatch(name):
+            kinds[i] = "cvv"
     return sep, kinds
 
 
@@ -2735,7 +2757,15 @@ def _table_row(line: str, sep: str, kinds: dict[int, str]) -> tuple[str, int]:
             continue
         if kind == "api_key" and not _token_like(bare):
             continue
-        tag = _table_account_tag(bare) if kind == "bank_account" else _tag(kind)
+        if kind == "cvv" and not _TABLE_CVV_CELL.fullmatch(bare):
+            continue
+        tag = (
+            _table_account_tag(bare)
+            if kind == "bank_account"
+            else _tag("card")
+            if kind == "cvv"
+            else _tag(kind)
+        )
         if tag is None:
             continue
         cells[i] = cells[i].replace(bare, tag, 1)
