@@ -1719,6 +1719,54 @@ _CVV_AFTER_CARD = re.compile(
     _I,
 )
 
+# A JSON document encoded in base64 that holds a secret (the eleventh set: a `.dockerconfigjson` value,
+# `{"auths": {"registry": {"auth": "<user:password in base64>"}}}`; also a k8s Secret's JSON `data`, a JSON
+# credentials file pasted encoded): the blob is decoded (only one that starts as a JSON object does: `eyJ` is
+# `{"`, `ewo` / `ew0K` `{` and a line break) and redacted as text; when that finds a secret, the blob goes whole.
+# A JWT's header alone, or any encoded JSON with no secret inside (`{"alg": "HS256"}`), is kept.
+_B64_JSON = re.compile(
+    r"(?<![A-Za-z0-9+/=_.-])(?P<v>(?:eyJ|ewo|ew0)[A-Za-z0-9+/_-]{37,}={0,2})(?![A-Za-z0-9+/=_.-])"
+)
+
+
+def _b64_json_action(m: re.Match[str]) -> tuple[str, int]:
+    blob = m.group("v")
+    try:
+        raw = base64.b64decode(blob.replace("-", "+").replace("_", "/") + "=" * (-len(blob) % 4))
+        decoded = raw.decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        return blob, 0
+    if not decoded.lstrip().startswith("{"):
+        return blob, 0
+    _, counts = redact_with_report(decoded)
+    if not counts:
+        return blob, 0
+    return _tag(max(counts, key=lambda k: counts[k])), 1
+
+
+# The rest of a key a terminal wrapped (the eleventh set: `export HF_TOKEN=hf_IhYQ...` then `pxTtTY...` alone on
+# the next line): once a key that ends its line was replaced, each following line that holds one piece alone
+# and looks generated goes with it, as the vendors' rules already do for their own keys (`_WRAP`). Not a
+# UUID or a digest on its own line (an identifier), a word or a CamelCase name (`README`, `NextSteps`).
+_KEY_WRAPPED = re.compile(
+    r"(?P<lead>\[REDACTED:api_key\])(?P<wrap>(?:[ \t]*\r?\n[ \t]*[A-Za-z0-9_+/=-]{6,400}[ \t]*(?=\r?\n|\Z))+)"
+)
+_KEY_WRAP_PIECE = re.compile(r"[ \t]*\r?\n[ \t]*(?P<p>[A-Za-z0-9_+/=-]+)[ \t]*")
+_CAMEL_WORDS = re.compile(r"[A-Za-z][a-z]+(?:[A-Z][a-z]+)*")
+
+
+def _key_wrapped_action(m: re.Match[str]) -> tuple[str, int]:
+    wrap, end = m.group("wrap"), 0
+    for piece in _KEY_WRAP_PIECE.finditer(wrap):
+        p = piece.group("p")
+        if not (_token_like(p) and _wrapped_piece(p)) or _CAMEL_WORDS.fullmatch(p) or _stand_in(p):
+            break
+        end = piece.end("p")
+    if not end:
+        return m.group(), 0
+    return m.group("lead") + wrap[end:], 1  # the key's placeholder stands for all of it
+
+
 # A password turned into a credential object in code: PowerShell `ConvertTo-SecureString "X" -AsPlainText
 # -Force` (the flags in any order, `-String "X"` too) and .NET `NetworkCredential("user", "X")`. The quoted
 # literal is the password; a variable (`$pw`, `"$env:PW"`, `$(Get-Secret)`) or a stand-in is kept.
@@ -3141,6 +3189,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("api_key", _KEY_FLAG, _swap("api_key", _generated_key), _CONFIG_FORMS_GATE),
     _Rule("password", _DOCKER_AUTH, _docker_auth_action, _CONFIG_FORMS_GATE),
     _Rule("password", _XML_SECRET, _xml_secret_action, _XML_GATE),
+    _Rule("password", _B64_JSON, _b64_json_action, ("eyj", "ewo", "ew0")),
     _Rule("password", _PLAIN_TO_SECURE, _swap("password", lambda v: not _stand_in(v)), _PLAIN_TO_SECURE_GATE),
     _Rule("password", _APP_SETTING, _app_setting_action, _SIXTH_GATE),
     _Rule("password", _PGPASS, _swap("password", lambda v: not _stand_in(v)), _SIXTH_GATE),
@@ -3184,6 +3233,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("card", _BROKEN_NUMBER, _broken_number_action("card"), ("\n",), needs=_BROKEN_NEEDS),
     _Rule("cn_id", _CN_ID_RUN, _cn_id_action, _DIGITS, needs=_LONG_NUMBER),
     _Rule("card", _DIGIT_RUN, _card_action, _DIGITS, needs=_LONG_NUMBER),
+    _Rule("api_key", _KEY_WRAPPED, _key_wrapped_action, after="api_key"),
     _Rule("api_key", _KEY_AND_KEY, _checked_action(_generated_key, "api_key"), after="api_key"),
     _Rule("card", _CVV_AFTER_CARD, _swap_value("card"), after="card"),
     _Rule("card", _CVV_NEAR_CARD, _swap_value("card"), after="card"),
