@@ -558,8 +558,9 @@ def _url_password_action(m: re.Match[str]) -> tuple[str, int]:
 # `SecretAccessKey`, `x-api-key`, `HF_TOKEN`, `密钥`... An ASCII head must start a word (after a non-letter,
 # `_`, or at a camelCase step: checked in `_head_starts_word`) and end one (`token_count`, `passwords`,
 # `passport`, `AccessKeyId` are not labels). Three families, one placeholder type each.
+# (with the letters OCR confuses in a photo of a label: "Passvvord", "Passw0rd", "Passwcrd")
 _HEAD_PW = (
-    r"(?P<ph>pass(?:word|wd|code|phrase)s?|pass[ \t-]phrases?|pwd|pw|pass|(?-i:PIN))(?![A-Za-z0-9_])"
+    r"(?P<ph>pass(?:word|wd|code|phrase|(?:vv|w)[o0c]r(?:d|cl))s?|pass[ \t-]phrases?|pwd|pw|pass|(?-i:PIN))(?![A-Za-z0-9_])"
     r"|(?P<pz>密码|密碼|口令|授权码|授權碼)"
 )
 _KEY_WORDS = (
@@ -1793,11 +1794,15 @@ _KEY_AND_KEY = re.compile(
 # A Wi-Fi key: "the wifi is Casa-5G and the key is hZUG...", "WLAN key: ...", "network key = ...". "key" names
 # no secret in general, so a Wi-Fi word must be near, and the value look like a passphrase (8 to 63
 # characters, not a word, not a security mode like WPA2-PSK).
+# (a sticker's "Wireless Key/PIN:" names the key and the WPS PIN as one label; a sticker prints the key in groups
+# of four or five, "71JN R61Q H59N NMCL": the groups are one value when they hold digits and letters)
 _WIFI_KEY = re.compile(
     r"(?P<lead>(?<![A-Za-z])(?:(?P<qual>wi-?fi|wlan|wpa[23]?|network|security|wireless)[ \t]+)?(?:pass[ \t-]?key|key)"
+    r"(?:[ \t]*/[ \t]*(?:pin|password|passphrase|code)(?![A-Za-z]))?"
     r"(?![A-Za-z0-9_])(?:[ \t]*(?:[:：=]|is(?![A-Za-z])|was(?![A-Za-z])|是|为)|(?P<bare>(?(qual)[ \t]+|(?!))))"
     r"[ \t]*[\"'`“‘]?)"
-    r"(?P<v>(?!\[REDACTED:)[^\s\"'`“”‘’]{8,80})",
+    r"(?P<v>(?!\[REDACTED:)(?:(?P<groups>[A-Za-z0-9]{4,5}(?:[ ][A-Za-z0-9]{4,5}){2,7})(?![^\s.,;])"
+    r"|[^\s\"'`“”‘’]{8,80}))",
     _I,
 )
 _WIFI_WORDS = re.compile(r"wi-?fi|wlan|ssid|wpa|hotspot|router|wireless|热点|无线|路由", _I)
@@ -1838,6 +1843,7 @@ def _wifi_key_action(m: re.Match[str]) -> tuple[str, int]:
         or _SECURITY_MODE.fullmatch(secret)
         or not any(c.isalpha() for c in secret)
         or (m.group("bare") is not None and not _has_digit(secret))  # "WPA2 key q9dv...": no connector
+        or (m.group("groups") is not None and not (_has_digit(secret) and any(c.isalpha() for c in secret)))
         or _WIFI_WORDS.search(text, max(0, m.start() - 150), m.end() + 80) is None
     ):
         return m.group(), 0
@@ -3073,6 +3079,38 @@ _PASSPORT_HEAD = re.compile(_PASSPORT_LABEL)
 # windowed: "pass" (already a word of the shared scan) stands for passport, Reisepass, passeport, passaporto
 _PASSPORT_GATE = ("pass", "护照", "護照", "パスポート", "여권", "pasaporte", "paspoort")  # fmt: skip
 
+# A passport's or a visa's machine-readable zone, the line that carries the numbers (the eleventh set: a photo
+# page read by OCR): TD3 (passports, 44 characters) and TD2 (36) line 2, document number, nationality, birth
+# date, sex, expiry. The ICAO 9303 check digits decide (document number, birth date, expiry and the
+# composite one), so no label is needed and a line that only looks like one is kept. Line 1 (a name) stays.
+_MRZ = re.compile(
+    r"(?P<v>(?<![A-Z0-9<])[A-Z0-9<]{9}[0-9<][A-Z<]{3}[0-9]{6}[0-9][MFX<][0-9]{6}[0-9]"
+    r"(?:[A-Z0-9<]{14}[0-9<][0-9]|[A-Z0-9<]{7}[0-9])(?![A-Z0-9<]))"
+)
+
+
+def _mrz_digit(s: str) -> str:
+    total = 0
+    for i, c in enumerate(s):
+        value = 0 if c == "<" else int(c) if c.isdigit() else ord(c) - 55
+        total += value * (7, 3, 1)[i % 3]
+    return str(total % 10)
+
+
+def _mrz_ok(line: str) -> bool:
+    if line[9] != _mrz_digit(line[:9]) and not (line[9] == "<" and line[:9].endswith("<")):
+        return False
+    if line[19] != _mrz_digit(line[13:19]) or line[27] != _mrz_digit(line[21:27]):
+        return False
+    if len(line) == 44:
+        if line[42] != "<" and line[42] != _mrz_digit(line[28:42]):
+            return False
+        composite = line[:10] + line[13:20] + line[21:43]
+    else:
+        composite = line[:10] + line[13:20] + line[21:35]
+    return line[-1] == _mrz_digit(composite)
+
+
 # A PIN or code dictated as words (speech to text): "the pin they gave me is four one seven two", "支付密码是三五
 # 七九二四", "门禁码：幺三五七". After a PIN / password / code label and a verb or colon (a few words may stand
 # between: "the pin they sent is"), 4 to 12 digit words (English) or Chinese numerals (幺 and 两 included).
@@ -3224,6 +3262,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _SPOKEN_PIN, _swap_value("password"), _SPOKEN_PIN_GATE, needs=_SPOKEN_PIN_NEEDS),
     _Rule("password", _DB_CALL, _db_call_action, _DB_CALL_GATE, _DB_CALL_HEAD, True),
     _Rule("national_id", _PASSPORT, _swap_value("national_id"), _PASSPORT_GATE, _PASSPORT_HEAD, True),
+    _Rule("national_id", _MRZ, _swap("national_id", _mrz_ok), ("<",)),
     _Rule("card", _CVV, _swap_value("card"), _CVV_GATE, _CVV_HEAD, True),
     # numbers of a fixed grouping before the card rule can read a Luhn-valid stretch of them as a card
     _Rule("api_key", _BITLOCKER, _checked_action(_bitlocker_ok, "api_key"), _DIGITS, needs=_LONG_NUMBER),
