@@ -1784,11 +1784,22 @@ _PLAIN_TO_SECURE_GATE = ("convertto-securestring", "networkcredential")
 # A second key listed right after a key that was replaced: "密钥是 X 和 Y", "the keys are X and Y", "AK X / SK Y"
 # (a pair of generated keys named once, the second with no label of its own). The joined value must look
 # generated itself (16+ characters, letters with digits): "X and then run the job" or "X 和 img-cdn" stays.
-_KEY_AND_KEY = re.compile(
-    r"(?P<lead>\[REDACTED:api_key\][ \t]*(?:和|与|及|跟|以及|、|[,，/&]|(?<![A-Za-z])and(?![A-Za-z]))[ \t]*)"
-    r"(?P<v>(?<![A-Za-z0-9_+/=-])[A-Za-z0-9_+/=-]{16,200})(?![A-Za-z0-9_+/=.-])",
-    _I,
-)
+_KEY_JOIN = r"[ \t]*(?:和|与|及|跟|以及|、|[,，/&]|(?<![A-Za-z])and(?![A-Za-z]))[ \t]*"
+_KEY_JOINED = r"(?<![A-Za-z0-9_+/=-])[A-Za-z0-9_+/=-]{16,200}(?![A-Za-z0-9_+/=.-])"
+# (a list of them in one match: "X and Y, Z" is one pass, not one pass per key)
+_KEY_AND_KEY = re.compile(r"\[REDACTED:api_key\](?P<rest>(?:" + _KEY_JOIN + _KEY_JOINED + ")+)", _I)
+_KEY_JOINED_ITEM = re.compile(r"(?P<join>" + _KEY_JOIN + r")(?P<v>" + _KEY_JOINED + ")", _I)
+
+
+def _key_and_key_action(m: re.Match[str]) -> tuple[str, int]:
+    rest, out, found, done = m.group("rest"), [], 0, 0
+    for item in _KEY_JOINED_ITEM.finditer(rest):
+        if item.start() != done or not _generated_key(item.group("v")):
+            break
+        out += [item.group("join"), _tag("api_key")]
+        found += 1
+        done = item.end()
+    return ("[REDACTED:api_key]" + "".join(out) + rest[done:], found) if found else (m.group(), 0)
 
 
 # A Wi-Fi key: "the wifi is Casa-5G and the key is hZUG...", "WLAN key: ...", "network key = ...". "key" names
@@ -3273,7 +3284,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("cn_id", _CN_ID_RUN, _cn_id_action, _DIGITS, needs=_LONG_NUMBER),
     _Rule("card", _DIGIT_RUN, _card_action, _DIGITS, needs=_LONG_NUMBER),
     _Rule("api_key", _KEY_WRAPPED, _key_wrapped_action, after="api_key"),
-    _Rule("api_key", _KEY_AND_KEY, _checked_action(_generated_key, "api_key"), after="api_key"),
+    _Rule("api_key", _KEY_AND_KEY, _key_and_key_action, after="api_key"),
     _Rule("card", _CVV_AFTER_CARD, _swap_value("card"), after="card"),
     _Rule("card", _CVV_NEAR_CARD, _swap_value("card"), after="card"),
     _Rule("ssn", _SSN, _swap("ssn", lambda s: _ssn_ok(s[:3] + s[4:6] + s[7:])), _DIGITS, needs=_LONG_NUMBER),
