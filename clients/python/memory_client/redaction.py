@@ -560,7 +560,8 @@ def _url_password_action(m: re.Match[str]) -> tuple[str, int]:
 # `passport`, `AccessKeyId` are not labels). Three families, one placeholder type each.
 # (with the letters OCR confuses in a photo of a label: "Passvvord", "Passw0rd", "Passwcrd")
 _HEAD_PW = (
-    r"(?P<ph>pass(?:word|wd|code|phrase|(?:vv|w)[o0c]r(?:d|cl))s?|pass[ \t-]phrases?|pwd|pw|pass|(?-i:PIN))(?![A-Za-z0-9_])"
+    r"(?P<ph>pass(?:word|wd|code|phrase|(?:vv|w)[o0c]r(?:d|cl))s?|pass[ \t-]phrases?|pwd|pw|pass|(?-i:PIN))"
+    r"(?![A-Za-z0-9_])"
     r"|(?P<pz>密码|密碼|口令|授权码|授權碼)"
 )
 _KEY_WORDS = (
@@ -1629,7 +1630,12 @@ def _codes_action(m: re.Match[str]) -> tuple[str, int]:
         code = c.group()
         letters = code.replace("-", "")
         one_case = letters == letters.lower() or letters == letters.upper()  # not a word like "1Password"
-        if not 6 <= len(code) <= 24 or _VERSION.fullmatch(code) or _DATE_OR_TIME.fullmatch(code) or not one_case:
+        if (
+            not 6 <= len(code) <= 24
+            or _VERSION.fullmatch(code)
+            or _DATE_OR_TIME.fullmatch(code)
+            or not one_case
+        ):
             return code
         found += 1
         return _tag("password")
@@ -1726,7 +1732,7 @@ _CVV_AFTER_CARD = re.compile(
 # `{"`, `ewo` / `ew0K` `{` and a line break) and redacted as text; when that finds a secret, the blob goes whole.
 # A JWT's header alone, or any encoded JSON with no secret inside (`{"alg": "HS256"}`), is kept.
 _B64_JSON = re.compile(
-    r"(?<![A-Za-z0-9+/=_.-])(?P<v>(?:eyJ|ewo|ew0)[A-Za-z0-9+/_-]{37,}={0,2})(?![A-Za-z0-9+/=_.-])"
+    r"(?<![A-Za-z0-9+/_.-])(?P<v>(?:eyJ|ewo|ew0)[A-Za-z0-9+/_-]{37,}={0,2})(?![A-Za-z0-9+/=_.-])"
 )
 
 
