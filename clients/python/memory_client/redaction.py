@@ -110,9 +110,19 @@ Built from the forms secrets are written in, not from examples (the table of cas
   and given alone on the next line (a support chat's auth token); a CVV ending a sentence; kept: a log filter's
   stand-in (Rails ``[FILTERED]``, ``[REDACTED]``, ``(hidden)``), questions about a password policy / manager / a
   token's scope.
+* forms the eleventh blind set showed: a password label as OCR misreads it (``Passvvord``, ``Passw0rd``) and a
+  sticker's Wi-Fi key printed in groups after ``Key/PIN``; a CSV / TSV column named after a card's verification
+  code (``cvv``, ``cvc``, 安全码); recovery codes listed one per line under a second factor's page (the GitHub 2FA
+  page, 两步验证); a base64-encoded JSON object whose decoded text holds a secret (``.dockerconfigjson``); a
+  passport's MRZ line (TD3 / TD2, by its ICAO 9303 check digits); a second generated key joined to a replaced one
+  ("密钥是 X 和 Y", "X and Y"); a plaintext literal turned into a credential in code (``ConvertTo-SecureString "X"
+  -AsPlainText``, ``NetworkCredential("u", "X")``); the rest of a replaced key wrapped onto the next line; a
+  foreign password label with a qualifier of up to five words (contraseña del portal de inquilinos es X); kept: a
+  key displayed as its head and tail around an ellipsis (``sk-...Xq9f``).
 
-Redaction is idempotent: a placeholder never completes a match (the one rule that starts at a placeholder, a
-CVV after a card, runs only once this call has replaced the card), so ``redact(redact(x)) == redact(x)``.
+Redaction is idempotent: a placeholder never completes a match (the rules that start at a placeholder, a CVV
+after a card, a key joined to a key or wrapped after it, a corrected password, run only once this call has
+replaced the first, and take no placeholder), so ``redact(redact(x)) == redact(x)``.
 """
 
 from __future__ import annotations
