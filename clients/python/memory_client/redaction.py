@@ -110,9 +110,19 @@ Built from the forms secrets are written in, not from examples (the table of cas
   and given alone on the next line (a support chat's auth token); a CVV ending a sentence; kept: a log filter's
   stand-in (Rails ``[FILTERED]``, ``[REDACTED]``, ``(hidden)``), questions about a password policy / manager / a
   token's scope.
+* forms the eleventh blind set showed: a password label as OCR misreads it (``Passvvord``, ``Passw0rd``) and a
+  sticker's Wi-Fi key printed in groups after ``Key/PIN``; a CSV / TSV column named after a card's verification
+  code (``cvv``, ``cvc``, 安全码); recovery codes listed one per line under a second factor's page (the GitHub 2FA
+  page, 两步验证); a base64-encoded JSON object whose decoded text holds a secret (``.dockerconfigjson``); a
+  passport's MRZ line (TD3 / TD2, by its ICAO 9303 check digits); a second generated key joined to a replaced one
+  ("密钥是 X 和 Y", "X and Y"); a plaintext literal turned into a credential in code (``ConvertTo-SecureString "X"
+  -AsPlainText``, ``NetworkCredential("u", "X")``); the rest of a replaced key wrapped onto the next line; a
+  foreign password label with a qualifier of up to five words (contraseña del portal de inquilinos es X); kept: a
+  key displayed as its head and tail around an ellipsis (``sk-...Xq9f``).
 
-Redaction is idempotent: a placeholder never completes a match (the one rule that starts at a placeholder, a
-CVV after a card, runs only once this call has replaced the card), so ``redact(redact(x)) == redact(x)``.
+Redaction is idempotent: a placeholder never completes a match (the rules that start at a placeholder, a CVV
+after a card, a key joined to a key or wrapped after it, a corrected password, run only once this call has
+replaced the first, and take no placeholder), so ``redact(redact(x)) == redact(x)``.
 """
 
 from __future__ import annotations
@@ -558,8 +568,10 @@ def _url_password_action(m: re.Match[str]) -> tuple[str, int]:
 # `SecretAccessKey`, `x-api-key`, `HF_TOKEN`, `密钥`... An ASCII head must start a word (after a non-letter,
 # `_`, or at a camelCase step: checked in `_head_starts_word`) and end one (`token_count`, `passwords`,
 # `passport`, `AccessKeyId` are not labels). Three families, one placeholder type each.
+# (with the letters OCR confuses in a photo of a label: "Passvvord", "Passw0rd", "Passwcrd")
 _HEAD_PW = (
-    r"(?P<ph>pass(?:word|wd|code|phrase)s?|pass[ \t-]phrases?|pwd|pw|pass|(?-i:PIN))(?![A-Za-z0-9_])"
+    r"(?P<ph>pass(?:word|wd|code|phrase|(?:vv|w)[o0c]r(?:d|cl))s?|pass[ \t-]phrases?|pwd|pw|pass|(?-i:PIN))"
+    r"(?![A-Za-z0-9_])"
     r"|(?P<pz>密码|密碼|口令|授权码|授權碼)"
 )
 _KEY_WORDS = (
@@ -741,9 +753,11 @@ _TEMPLATE_WORD = re.compile(
 # A value shown masked or filled in: a mask with a few characters left in view (`****************5ZEQ`,
 # `••••3391`, `ab12****`: what `aws configure list`, a console or a receipt prints), or a vendor's prefix then
 # one character repeated (`sk_test_XXXXXXXXXXXX`, `AKIAXXXXXXXXXXXXXXXX`, `ghp_xxxxxxxx...`; not `000000`, a PIN):
-# the slot of a key, not a key.
+# the slot of a key, not a key. Also a value cut short by an ellipsis, the head and the tail of a key shown and
+# its middle left out (`sk-...Xq9f`, `ghp_…a1b2`, `...7QXZ`: a dashboard's or a log's display of a key).
 _MASKED = re.compile(
     r"[^\s*•●]{0,6}[*•●]{4,}[^\s*•●]{0,6}"
+    r"|(?:[A-Za-z0-9]{1,10}[_-]){0,3}(?:\.{3,}|…)[A-Za-z0-9]{2,6}"
     r"|(?:(?:[A-Za-z0-9]+[_.-])+|[A-Za-z]{2,8}?)([xX*#])\1{5,}(?:[_.-](?:\1{4,}|[A-Za-z0-9]{0,8}))*"
 )
 
@@ -1598,8 +1612,12 @@ _CODES = re.compile(
     # or as codes each good for one use: "each can be used once:", "single-use codes:", "每个只能用一次："
     r"|(?<![A-Za-z])(?:(?:each|every)(?:[ \t]+(?:one|code))?|they|these(?:[ \t]+codes)?)[ \t]+(?:can|may|will)"
     r"[ \t]+(?:only[ \t]+)?(?:be[ \t]+)?used?[ \t]+(?:only[ \t]+)?once|single[ -]use[ \t]+codes"
-    r"|one[ -]time(?:[ -]use)?[ \t]+codes|(?:每个|每一个)?(?:码)?(?:只能|仅能|只可)(?:使用|用)一次)"
-    r"(?P<body>[^\n]{0,40}?[:：\n](?:[ \t,，;；:：\n]+"
+    r"|one[ -]time(?:[ -]use)?[ \t]+codes|(?:每个|每一个)?(?:码)?(?:只能|仅能|只可)(?:使用|用)一次"
+    # or copied from a second factor's page with no name for them ("from the GitHub 2FA page:", "两步验证页面："):
+    # the codes that page shows are its recovery codes
+    r"|(?P<page>(?<![A-Za-z0-9])(?:2fa|mfa|two[ -]factor|2-step|two-step)(?![A-Za-z0-9])"
+    r"|两步验证|二步验证|双重验证|雙重驗證|兩步驗證|双因素|雙因素|二次验证)(?![^\n]{0,40}?(?:codes?(?![A-Za-z])|码|碼)))"
+    r"(?P<body>[^\n]{0,40}?[:：\n](?:(?:[ \t,，;；:：\n]+|(?<=[:：]))"
     r"(?=[A-Za-z0-9-]*[0-9])[A-Za-z0-9]{3,}(?:-[A-Za-z0-9]{3,})*(?![\w-])){1,32})",
     _I,
 )
@@ -1607,6 +1625,8 @@ _CODE_GATE = (
     "recovery code", "backup code", "2fa code", "two-factor code", "two factor code",
     "恢复码", "备用码", "救援码", "备份码", "恢復碼", "備用碼", "used once", "use once", "single-use codes",
     "single use codes", "one-time codes", "one time codes", "one-time use codes", "用一次",
+    "2fa", "mfa", "two-factor", "two factor", "2-step", "two-step", "两步验证", "二步验证", "双重验证", "雙重驗證",
+    "兩步驗證", "双因素", "雙因素", "二次验证",
 )  # fmt: skip
 _AK_SK_GATE = ("ak/", "ak /", "ak／", "ak&", "access key", "access_key", "access-key", "accesskey")
 _CODE_TOKEN = re.compile(r"(?<![\w-])(?=[A-Za-z0-9-]*[0-9])[A-Za-z0-9]{3,}(?:-[A-Za-z0-9]{3,})*(?![\w-])")
@@ -1620,11 +1640,20 @@ def _codes_action(m: re.Match[str]) -> tuple[str, int]:
         code = c.group()
         letters = code.replace("-", "")
         one_case = letters == letters.lower() or letters == letters.upper()  # not a word like "1Password"
-        if not 6 <= len(code) <= 24 or _VERSION.fullmatch(code) or not one_case:
+        if (
+            not 6 <= len(code) <= 24
+            or _VERSION.fullmatch(code)
+            or _DATE_OR_TIME.fullmatch(code)
+            or not one_case
+        ):
             return code
         found += 1
         return _tag("password")
 
+    if m.group("page") is not None:  # named by the page only: a list, the codes on the lines after the label
+        first = _CODE_TOKEN.search(m.group("body"))
+        if first is None or "\n" not in m.group("body")[: first.start()]:
+            return m.group(), 0
     body = _CODE_TOKEN.sub(one, m.group("body"))
     return (m.group("label") + body, found) if found else (m.group(), 0)
 
@@ -1707,14 +1736,100 @@ _CVV_AFTER_CARD = re.compile(
     _I,
 )
 
+# A JSON document encoded in base64 that holds a secret (the eleventh set: a `.dockerconfigjson` value,
+# `{"auths": {"registry": {"auth": "<user:password in base64>"}}}`; also a k8s Secret's JSON `data`, a JSON
+# credentials file pasted encoded): the blob is decoded (only one that starts as a JSON object does: `eyJ` is
+# `{"`, `ewo` / `ew0K` `{` and a line break) and redacted as text; when that finds a secret, the blob goes whole.
+# A JWT's header alone, or any encoded JSON with no secret inside (`{"alg": "HS256"}`), is kept.
+_B64_JSON = re.compile(
+    r"(?<![A-Za-z0-9+/_.-])(?P<v>(?:eyJ|ewo|ew0)[A-Za-z0-9+/_-]{37,}={0,2})(?![A-Za-z0-9+/=_.-])"
+)
+
+
+def _b64_json_action(m: re.Match[str]) -> tuple[str, int]:
+    blob = m.group("v")
+    try:
+        raw = base64.b64decode(blob.replace("-", "+").replace("_", "/") + "=" * (-len(blob) % 4))
+        decoded = raw.decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        return blob, 0
+    if not decoded.lstrip().startswith("{"):
+        return blob, 0
+    _, counts = redact_with_report(decoded)
+    if not counts:
+        return blob, 0
+    return _tag(max(counts, key=lambda k: counts[k])), 1
+
+
+# The rest of a key a terminal wrapped (the eleventh set: `export HF_TOKEN=hf_IhYQ...` then `pxTtTY...` alone on
+# the next line): once a key that ends its line was replaced, each following line that holds one piece alone
+# and looks generated goes with it, as the vendors' rules already do for their own keys (`_WRAP`). Not a
+# UUID or a digest on its own line (an identifier), a word or a CamelCase name (`README`, `NextSteps`).
+_KEY_WRAPPED = re.compile(
+    r"(?P<lead>\[REDACTED:api_key\])(?P<wrap>(?:[ \t]*\r?\n[ \t]*[A-Za-z0-9_+/=-]{6,400}[ \t]*(?=\r?\n|\Z))+)"
+)
+_KEY_WRAP_PIECE = re.compile(r"[ \t]*\r?\n[ \t]*(?P<p>[A-Za-z0-9_+/=-]+)[ \t]*")
+_CAMEL_WORDS = re.compile(r"[A-Za-z][a-z]+(?:[A-Z][a-z]+)*")
+
+
+def _key_wrapped_action(m: re.Match[str]) -> tuple[str, int]:
+    wrap, end = m.group("wrap"), 0
+    for piece in _KEY_WRAP_PIECE.finditer(wrap):
+        p = piece.group("p")
+        if not (_token_like(p) and _wrapped_piece(p)) or _CAMEL_WORDS.fullmatch(p) or _stand_in(p):
+            break
+        end = piece.end("p")
+    if not end:
+        return m.group(), 0
+    return m.group("lead") + wrap[end:], 1  # the key's placeholder stands for all of it
+
+
+# A password turned into a credential object in code: PowerShell `ConvertTo-SecureString "X" -AsPlainText
+# -Force` (the flags in any order, `-String "X"` too) and .NET `NetworkCredential("user", "X")`. The quoted
+# literal is the password; a variable (`$pw`, `"$env:PW"`, `$(Get-Secret)`) or a stand-in is kept.
+_PLAIN_TO_SECURE = re.compile(
+    r"(?P<lead>(?<![\w-])ConvertTo-SecureString(?=[^\n|;]*-AsPlainText)(?:[ \t]+-(?!String\b)[A-Za-z]+)*"
+    r"[ \t]+(?:-String[ \t]+)?|(?<![\w.])(?:System\.Net\.)?NetworkCredential[ \t]*\([ \t]*"
+    r"(?:\"[^\"\n]{0,100}\"|'[^'\n]{0,100}'|[\w.$]{1,60})[ \t]*,[ \t]*)"
+    r"(?P<q>[\"'])(?P<v>(?![$\[])[^\"'\n]{1,200})(?P=q)",
+    _I,
+)
+_PLAIN_TO_SECURE_GATE = ("convertto-securestring", "networkcredential")
+
+
+# A second key listed right after a key that was replaced: "密钥是 X 和 Y", "the keys are X and Y", "AK X / SK Y"
+# (a pair of generated keys named once, the second with no label of its own). The joined value must look
+# generated itself (16+ characters, letters with digits): "X and then run the job" or "X 和 img-cdn" stays.
+_KEY_JOIN = r"[ \t]*(?:和|与|及|跟|以及|、|[,，/&]|(?<![A-Za-z])and(?![A-Za-z]))[ \t]*"
+_KEY_JOINED = r"(?<![A-Za-z0-9_+/=-])[A-Za-z0-9_+/=-]{16,200}(?![A-Za-z0-9_+/=.-])"
+# (a list of them in one match: "X and Y, Z" is one pass, not one pass per key)
+_KEY_AND_KEY = re.compile(r"\[REDACTED:api_key\](?P<rest>(?:" + _KEY_JOIN + _KEY_JOINED + ")+)", _I)
+_KEY_JOINED_ITEM = re.compile(r"(?P<join>" + _KEY_JOIN + r")(?P<v>" + _KEY_JOINED + ")", _I)
+
+
+def _key_and_key_action(m: re.Match[str]) -> tuple[str, int]:
+    rest, out, found, done = m.group("rest"), [], 0, 0
+    for item in _KEY_JOINED_ITEM.finditer(rest):
+        if item.start() != done or not _generated_key(item.group("v")):
+            break
+        out += [item.group("join"), _tag("api_key")]
+        found += 1
+        done = item.end()
+    return ("[REDACTED:api_key]" + "".join(out) + rest[done:], found) if found else (m.group(), 0)
+
+
 # A Wi-Fi key: "the wifi is Casa-5G and the key is hZUG...", "WLAN key: ...", "network key = ...". "key" names
 # no secret in general, so a Wi-Fi word must be near, and the value look like a passphrase (8 to 63
 # characters, not a word, not a security mode like WPA2-PSK).
+# (a sticker's "Wireless Key/PIN:" names the key and the WPS PIN as one label; a sticker prints the key in groups
+# of four or five, "71JN R61Q H59N NMCL": the groups are one value when they hold digits and letters)
 _WIFI_KEY = re.compile(
     r"(?P<lead>(?<![A-Za-z])(?:(?P<qual>wi-?fi|wlan|wpa[23]?|network|security|wireless)[ \t]+)?(?:pass[ \t-]?key|key)"
+    r"(?:[ \t]*/[ \t]*(?:pin|password|passphrase|code)(?![A-Za-z]))?"
     r"(?![A-Za-z0-9_])(?:[ \t]*(?:[:：=]|is(?![A-Za-z])|was(?![A-Za-z])|是|为)|(?P<bare>(?(qual)[ \t]+|(?!))))"
     r"[ \t]*[\"'`“‘]?)"
-    r"(?P<v>(?!\[REDACTED:)[^\s\"'`“”‘’]{8,80})",
+    r"(?P<v>(?!\[REDACTED:)(?:(?P<groups>[A-Za-z0-9]{4,5}(?:[ ][A-Za-z0-9]{4,5}){2,7})(?![^\s.,;])"
+    r"|[^\s\"'`“”‘’]{8,80}))",
     _I,
 )
 _WIFI_WORDS = re.compile(r"wi-?fi|wlan|ssid|wpa|hotspot|router|wireless|热点|无线|路由", _I)
@@ -1755,6 +1870,7 @@ def _wifi_key_action(m: re.Match[str]) -> tuple[str, int]:
         or _SECURITY_MODE.fullmatch(secret)
         or not any(c.isalpha() for c in secret)
         or (m.group("bare") is not None and not _has_digit(secret))  # "WPA2 key q9dv...": no connector
+        or (m.group("groups") is not None and not (_has_digit(secret) and any(c.isalpha() for c in secret)))
         or _WIFI_WORDS.search(text, max(0, m.start() - 150), m.end() + 80) is None
     ):
         return m.group(), 0
@@ -1995,7 +2111,7 @@ _FOREIGN_PW_LABEL = (
 _FOREIGN_PW_HEAD = re.compile(_FOREIGN_PW_LABEL, _I)
 _FOREIGN_PW = re.compile(
     r"(?P<lead>(?P<label>" + _FOREIGN_PW_LABEL + ")"
-    r"(?:(?P<strong>(?:[ \t]+(?!\[)[^\s:：=,，。、\[\]]{1,20}){0,3}?(?:"
+    r"(?:(?P<strong>(?:[ \t]+(?!\[)[^\s:：=,，。、\[\]]{1,20}){0,5}?(?:"
     + _FOREIGN_CONNECTOR
     + r"))|[ \t]+))"
     + _VALUE,
@@ -2638,11 +2754,21 @@ _TABLE_ACCOUNT_COLUMN = re.compile(
     _I,
 )
 _TABLE_ACCOUNT_CELL = re.compile(r"[0-9]+(?:[ -][0-9]+)*")
+# A column named after a card's verification code (the eleventh set: `cvv` after `card_number, exp` in a CSV
+# export): a cell of 3 or 4 digits goes as the card's, whatever the other columns are. `cid` alone (a customer's
+# id) and 验证码 (a one-time code's) are not such names.
+_TABLE_CVV_COLUMN = re.compile(
+    r"(?:[\w ]*[ _-])?(?:cvv2?|cvc2?|cvn2?|csc|cav2|(?:card[ _-]?)?security[ _-]?code"
+    r"|card[ _-]?verification(?:[ _-]?(?:code|value|number))?)s?|(?:卡片?)?(?:安全码|安全碼|校验码|校驗碼)|cvv码|cvv碼",
+    _I,
+)
+_TABLE_CVV_CELL = re.compile(r"[0-9]{3,4}")
 _TABLE_GATE = (
     "pass", "pwd", "secret", "token", "key", "密码", "密碼", "口令", "密钥", "秘钥", "id_no", "id no", "id num",
     "national", "nric", "ssn", "my number", "身份证", "身份證", "マイナンバー", "個人番号",
     "account", "acct", "a/c", "iban", "card", "卡号", "卡號", "账号", "帐号", "賬號", "帳號", "账户", "帐户",
-    "帳戶", "賬戶",
+    "帳戶", "賬戶", "cvv", "cvc", "cvn", "csc", "cav2", "security code", "security_code", "verification",
+    "安全码", "安全碼", "校验码", "校驗碼",
 )  # fmt: skip
 # The match is a line with a delimiter and the lines with one after it; the rule runs only where a header word
 # ends a cell (searched once, below).
@@ -2694,6 +2820,8 @@ def _table_columns(head: str) -> tuple[str, dict[int, str]]:
             kinds[i] = "national_id"
         elif _TABLE_ACCOUNT_COLUMN.fullmatch(name):
             kinds[i] = "bank_account"
+        elif _TABLE_CVV_COLUMN.fullmatch(name):
+            kinds[i] = "cvv"
     return sep, kinds
 
 
@@ -2710,7 +2838,15 @@ def _table_row(line: str, sep: str, kinds: dict[int, str]) -> tuple[str, int]:
             continue
         if kind == "api_key" and not _token_like(bare):
             continue
-        tag = _table_account_tag(bare) if kind == "bank_account" else _tag(kind)
+        if kind == "cvv" and not _TABLE_CVV_CELL.fullmatch(bare):
+            continue
+        tag = (
+            _table_account_tag(bare)
+            if kind == "bank_account"
+            else _tag("card")
+            if kind == "cvv"
+            else _tag(kind)
+        )
         if tag is None:
             continue
         cells[i] = cells[i].replace(bare, tag, 1)
@@ -2970,6 +3106,38 @@ _PASSPORT_HEAD = re.compile(_PASSPORT_LABEL)
 # windowed: "pass" (already a word of the shared scan) stands for passport, Reisepass, passeport, passaporto
 _PASSPORT_GATE = ("pass", "护照", "護照", "パスポート", "여권", "pasaporte", "paspoort")  # fmt: skip
 
+# A passport's or a visa's machine-readable zone, the line that carries the numbers (the eleventh set: a photo
+# page read by OCR): TD3 (passports, 44 characters) and TD2 (36) line 2, document number, nationality, birth
+# date, sex, expiry. The ICAO 9303 check digits decide (document number, birth date, expiry and the
+# composite one), so no label is needed and a line that only looks like one is kept. Line 1 (a name) stays.
+_MRZ = re.compile(
+    r"(?P<v>(?<![A-Z0-9<])[A-Z0-9<]{9}[0-9<][A-Z<]{3}[0-9]{6}[0-9][MFX<][0-9]{6}[0-9]"
+    r"(?:[A-Z0-9<]{14}[0-9<][0-9]|[A-Z0-9<]{7}[0-9])(?![A-Z0-9<]))"
+)
+
+
+def _mrz_digit(s: str) -> str:
+    total = 0
+    for i, c in enumerate(s):
+        value = 0 if c == "<" else int(c) if c.isdigit() else ord(c) - 55
+        total += value * (7, 3, 1)[i % 3]
+    return str(total % 10)
+
+
+def _mrz_ok(line: str) -> bool:
+    if line[9] != _mrz_digit(line[:9]) and not (line[9] == "<" and line[:9].endswith("<")):
+        return False
+    if line[19] != _mrz_digit(line[13:19]) or line[27] != _mrz_digit(line[21:27]):
+        return False
+    if len(line) == 44:
+        if line[42] != "<" and line[42] != _mrz_digit(line[28:42]):
+            return False
+        composite = line[:10] + line[13:20] + line[21:43]
+    else:
+        composite = line[:10] + line[13:20] + line[21:35]
+    return line[-1] == _mrz_digit(composite)
+
+
 # A PIN or code dictated as words (speech to text): "the pin they gave me is four one seven two", "支付密码是三五
 # 七九二四", "门禁码：幺三五七". After a PIN / password / code label and a verb or colon (a few words may stand
 # between: "the pin they sent is"), 4 to 12 digit words (English) or Chinese numerals (幺 and 两 included).
@@ -3086,6 +3254,8 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("api_key", _KEY_FLAG, _swap("api_key", _generated_key), _CONFIG_FORMS_GATE),
     _Rule("password", _DOCKER_AUTH, _docker_auth_action, _CONFIG_FORMS_GATE),
     _Rule("password", _XML_SECRET, _xml_secret_action, _XML_GATE),
+    _Rule("password", _B64_JSON, _b64_json_action, ("eyj", "ewo", "ew0")),
+    _Rule("password", _PLAIN_TO_SECURE, _swap("password", lambda v: not _stand_in(v)), _PLAIN_TO_SECURE_GATE),
     _Rule("password", _APP_SETTING, _app_setting_action, _SIXTH_GATE),
     _Rule("password", _PGPASS, _swap("password", lambda v: not _stand_in(v)), _SIXTH_GATE),
     _Rule("api_key", _ZHIPU, _swap("api_key", lambda v: _key_piece(v.split(".")[1])), _SIXTH_GATE),
@@ -3119,6 +3289,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _SPOKEN_PIN, _swap_value("password"), _SPOKEN_PIN_GATE, needs=_SPOKEN_PIN_NEEDS),
     _Rule("password", _DB_CALL, _db_call_action, _DB_CALL_GATE, _DB_CALL_HEAD, True),
     _Rule("national_id", _PASSPORT, _swap_value("national_id"), _PASSPORT_GATE, _PASSPORT_HEAD, True),
+    _Rule("national_id", _MRZ, _swap("national_id", _mrz_ok), ("<",)),
     _Rule("card", _CVV, _swap_value("card"), _CVV_GATE, _CVV_HEAD, True),
     # numbers of a fixed grouping before the card rule can read a Luhn-valid stretch of them as a card
     _Rule("api_key", _BITLOCKER, _checked_action(_bitlocker_ok, "api_key"), _DIGITS, needs=_LONG_NUMBER),
@@ -3128,6 +3299,8 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("card", _BROKEN_NUMBER, _broken_number_action("card"), ("\n",), needs=_BROKEN_NEEDS),
     _Rule("cn_id", _CN_ID_RUN, _cn_id_action, _DIGITS, needs=_LONG_NUMBER),
     _Rule("card", _DIGIT_RUN, _card_action, _DIGITS, needs=_LONG_NUMBER),
+    _Rule("api_key", _KEY_WRAPPED, _key_wrapped_action, after="api_key"),
+    _Rule("api_key", _KEY_AND_KEY, _key_and_key_action, after="api_key"),
     _Rule("card", _CVV_AFTER_CARD, _swap_value("card"), after="card"),
     _Rule("card", _CVV_NEAR_CARD, _swap_value("card"), after="card"),
     _Rule("ssn", _SSN, _swap("ssn", lambda s: _ssn_ok(s[:3] + s[4:6] + s[7:])), _DIGITS, needs=_LONG_NUMBER),
