@@ -489,7 +489,8 @@ def _key_piece(s: str) -> bool:
 
 
 def _wrapped_piece(s: str) -> bool:
-    return _key_piece(s) and _ID_LINE.fullmatch(s) is None
+    # (a CamelCase name on the next line is a word of its own: `NextSteps`, `ReadMe`)
+    return _key_piece(s) and _ID_LINE.fullmatch(s) is None and _CAMEL_WORDS.fullmatch(s) is None
 
 
 def _key_action(check: Callable[[str], bool] | None) -> _Action:
@@ -1674,8 +1675,10 @@ _TOTP_GATE = (
 # checksum, a serial), which is written the same way.
 _HEX_LABEL = r"(?:(?<![A-Za-z])(?:" + _KEY_WORDS + r")s?(?![A-Za-z])|密钥|秘钥|密鑰|令牌)"
 _HEX_GROUPED = re.compile(
-    r"(?P<lead>" + _HEX_LABEL + r"[^\n]{0,80}?[ \t:：=])"
-    r"(?P<v>[0-9a-fA-F]{4,8}(?:[ \t][0-9a-fA-F]{4,8}){2,15})(?![0-9A-Za-z])",
+    r"(?P<lead>" + _HEX_LABEL + r"(?:(?!\[REDACTED:)[^\n]){0,80}?[ \t:：=])"
+    # (the whole run of groups or nothing: no group right before it or after it)
+    r"(?P<v>(?<![0-9a-fA-F]{4}[ \t])[0-9a-fA-F]{4,8}(?:[ \t][0-9a-fA-F]{4,8}){2,31})"
+    r"(?![0-9A-Za-z]|[ \t][0-9a-fA-F]{4,8}(?![0-9A-Za-z]))",
     _I,
 )
 _HEX_HEAD = re.compile(_HEX_LABEL, _I)
