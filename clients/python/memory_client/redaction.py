@@ -119,6 +119,16 @@ Built from the forms secrets are written in, not from examples (the table of cas
   -AsPlainText``, ``NetworkCredential("u", "X")``); the rest of a replaced key wrapped onto the next line; a
   foreign password label with a qualifier of up to five words (contraseña del portal de inquilinos es X); kept: a
   key displayed as its head and tail around an ellipsis (``sk-...Xq9f``).
+* forms the twelfth blind set showed: a prompt's label with the current value in square brackets (``aws
+  configure``'s ``AWS Secret Access Key [None]: X``, ``Enter password [****]: X``); a relative clause between a
+  label and its verb ("the debit card PIN I told you last week was 9721"); a fixed-length vendor key (Linear
+  ``lin_api_``, ``npm_``, ``AIza``) cut by a line end, its head and its wrapped rest; a PESEL after its name (XML
+  element, JSON key, label) by its check digit; a well-known account / password pair right after a host name or
+  address; a denied value ("密码不是 X，应该是 Y", "isn't X, it's Y": both go); a hex secret typed in groups after its
+  label (a Twilio auth token ``dbb1a3d0 a82dbfe3 ...``); a plural key label ("the keys are X and Y"); a second
+  password joined by 和 / and; a Wi-Fi password in groups after 无线密码 / WiFi 密码; kept: a snake_case name
+  whose last part names a secret after a bare label ("how do I pass db_password"), a denied plain word ("is not
+  specified"), a grouped fingerprint or checksum.
 
 Redaction is idempotent: a placeholder never completes a match (the rules that start at a placeholder, a CVV
 after a card, a key joined to a key or wrapped after it, a corrected password, run only once this call has
@@ -416,7 +426,9 @@ _API_RULES: list[tuple[str, Callable[[str], bool] | None, tuple[str, ...]]] = [
         None,
         ("/bot/v2/hook/",),
     ),
-    (_START + r"AIza[A-Za-z0-9_-]{35}" + _END, None, ("aiza",)),
+    # A key of fixed length cut by a line end (a narrow terminal, a copy from a PDF) is its head there, the rest on
+    # the next line(s) (`_WRAP`): a head of 12+ characters that ends its line goes with its wrapped rest.
+    (_START + r"AIza(?:[A-Za-z0-9_-]{35}|[A-Za-z0-9_-]{12,34}(?=[ \t]*\r?\n))" + _END, None, ("aiza",)),
     (_START + r"[sr]k_(?:live|test)_[A-Za-z0-9]{16,247}" + _END, _has_digit, ("_live_", "_test_")),
     # More tokens whose prefix names the service (the forms GitHub's secret-scanning partner patterns and
     # the gitleaks default rules list): Stripe webhook signing secrets, Alibaba Cloud AccessKey IDs,
@@ -426,7 +438,13 @@ _API_RULES: list[tuple[str, Callable[[str], bool] | None, tuple[str, ...]]] = [
     (_START + r"AKID[A-Za-z0-9]{13,40}" + _END + _PAIRED_SECRET, _has_digit, ("akid",)),
     (_START + r"glpat-[A-Za-z0-9_-]{20,}" + _END, None, ("glpat-",)),
     (_START + r"hf_[A-Za-z]{30,}" + _END, None, ("hf_",)),
-    (_START + r"npm_[A-Za-z0-9]{36}" + _END, None, ("npm_",)),
+    (_START + r"npm_(?:[A-Za-z0-9]{36}|[A-Za-z0-9]{12,35}(?=[ \t]*\r?\n))" + _END, None, ("npm_",)),
+    # Linear's API keys (`lin_api_` + 40) and OAuth tokens (`lin_oauth_` + 64 hex), whole or cut by a line end
+    (
+        _START + r"lin_(?:api|oauth)_(?:[A-Za-z0-9]{40,64}|[A-Za-z0-9]{12,39}(?=[ \t]*\r?\n))" + _END,
+        _has_digit,
+        ("lin_api_", "lin_oauth_"),
+    ),
     (_START + r"pypi-[A-Za-z0-9_-]{50,}" + _END, None, ("pypi-",)),
     (_START + r"SG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{16,64}" + _END, None, ("sg.",)),
     (_START + r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}" + _END, None, ("shpat_", "shpss_", "shpca_", "shppa_")),
@@ -471,7 +489,8 @@ def _key_piece(s: str) -> bool:
 
 
 def _wrapped_piece(s: str) -> bool:
-    return _key_piece(s) and _ID_LINE.fullmatch(s) is None
+    # (a CamelCase name on the next line is a word of its own: `NextSteps`, `ReadMe`)
+    return _key_piece(s) and _ID_LINE.fullmatch(s) is None and _CAMEL_WORDS.fullmatch(s) is None
 
 
 def _key_action(check: Callable[[str], bool] | None) -> _Action:
@@ -593,7 +612,10 @@ _HEAD_KEY = (
     + _ACCESS_KEY_ID
     + "|"
     + _KEY_WORDS
-    + r"|key[12]|(?:primary|secondary)[ _-]?key|private[ _-]?key[ _-]?id)(?![A-Za-z0-9_])"
+    + r"|key[12]|(?:primary|secondary)[ _-]?key|private[ _-]?key[ _-]?id)s?(?![A-Za-z0-9_])"
+    # a plural key label with its verb ("the keys are X and Y": each a generated value; the joined one is read
+    # by `_KEY_AND_KEY`)
+    r"|(?:(?<![A-Za-z])keys(?=[ \t]+(?:are|were)[ \t])|(?<![A-Za-z])keys(?=[ \t]*[:：]))"
     r"|(?P<pz>(?:密钥|秘钥|密鑰|密匙|秘匙|令牌)(?:值|字符串|串|密文|明文|内容|ID|Id|id|Secret|secret|SECRET)?)"
 )
 _HEAD_PRIVATE = r"(?P<ph>private[ _-]?key)(?![A-Za-z0-9_])|(?P<pz>私钥|私鑰)"
@@ -602,11 +624,18 @@ _HEAD_PRIVATE = r"(?P<ph>private[ _-]?key)(?![A-Za-z0-9_])|(?P<pz>私钥|私鑰)
 # A Chinese word naming the form of the value between any label and its connector: "App Secret 密文：...",
 # "SK 明文 = ...", "密码明文：...".
 _ZH_SUFFIX = r"(?:[ \t]*(?:密文|明文|原文|值|字符串|内容))?"
+# (a prompt shows the current value in square brackets before its colon: aws configure's `AWS Secret Access Key
+# [None]: ...`, `Enter password [****]: ...`; a relative clause may stand between a label and its verb: "the PIN
+# I told you last week was ...", "the password we set yesterday is ...", up to five words after the pronoun)
 _QUALIFIER = (
-    r"(?:[ \t]+(?:for|to|of|on|at)(?:[ \t]+[\w@.'-]+){1,4}?)?(?:[ \t]*[(（][^()（）\n]{1,24}[)）])?"
-    + _ZH_SUFFIX
+    r"(?:[ \t]+(?:for|to|of|on|at)(?:[ \t]+[\w@.'-]+){1,4}?"
+    r"|[ \t]+(?:that[ \t]+|which[ \t]+)?(?:I|we|you|he|she|they)(?:[ \t]+[\w'-]+){1,5}?(?=[ \t]+(?:is|was)[ \t]))?"
+    r"(?:[ \t]*[(（][^()（）\n]{1,24}[)）]|[ \t]*\[(?!REDACTED:)[^\[\]\n]{1,24}\])?" + _ZH_SUFFIX
 )
 _STRONG = (
+    # a value denied ("密码不是 X，应该是 Y", "the password isn't X, it's Y"): the denied one is a password too (an
+    # old or mistyped one), and `_CORRECTED` reads the one told after it
+    r"[ \t]*(?:并|並)?不是[ \t]*[:：]?|[ \t]+(?:is|was)(?:n't|[ \t]+not)(?![A-Za-z'])[ \t]*|"
     # a value told after a dash or a comma as "it's ...": "the pass phrase - it's X -", "password, it is X"
     r"[ \t]*[-—–,][ \t]*(?:it'?s|it[ \t]+is|that'?s)[ \t]+(?=[^\s])"
     r"|\\{0,3}[\"']?[ \t]*(?::=|=>|->|→|[:=：＝]|[—–]+|-(?=[ \t]))"
@@ -809,7 +838,8 @@ _PUBLIC_BEFORE = re.compile(r"(?<![A-Za-z])(?:public|publishable)[ \t_-]*\Z", _I
 
 _BARE_TO = re.compile(r"[ \t]+to[ \t]*", _I)
 _ITS = re.compile(r"[ \t]*[-—–,][ \t]*(?:it'?s|it[ \t]+is|that'?s)[ \t]+", _I)
-_VERB_CONNECTOR = re.compile(r"[ \t]+(?:is|was|are|were)[ \t]*", _I)
+_VERB_CONNECTOR = re.compile(r"[ \t]+(?:is|was|are|were)(?:n't|[ \t]+not)?[ \t]*", _I)
+_DENIED = re.compile(r"[ \t]*(?:并|並)?不是[ \t]*[:：]?|[ \t]+(?:is|was)(?:n't|[ \t]+not)[ \t]*", _I)
 _PLURAL_VERB = re.compile(r"[ \t]+(?:are|were)[ \t]*:?[ \t]*", _I)
 _RESPECTIVELY = re.compile(r"[ \t]respectively(?![A-Za-z])", _I)
 
@@ -828,6 +858,13 @@ _READS_SECRET = re.compile(
 # an identifier that ends in the label's word, followed by `)` / `,` (an argument), not a value.
 _PASSED_ON = re.compile(
     r"(?:[A-Za-z_$][\w$]*[._])?(?:password|passwd|passphrase|pwd|pw|pass|secret|token|api_?key)[ \t]*[),}]",
+    _I,
+)
+
+
+_SECRET_VAR_NAME = re.compile(
+    r"[A-Za-z]+(?:_[A-Za-z]+)*_(?:password|passwd|passphrase|pwd|pw|pass|pin|secret|token|key"
+    r"|api_?key)s?",
     _I,
 )
 
@@ -910,6 +947,8 @@ def _labelled_value(m: re.Match[str], *, generated: bool) -> tuple[int, int] | N
         return None
     if _plain_word(word) and (
         word.split("-")[0].lower() in _NOT_A_PASSWORD
+        # "the password isn't specified / 不是 admin": a word denied is prose or a default's name
+        or (strong and _DENIED.fullmatch(m.group("strong")) is not None)
         or (not strong and not _USER_BEFORE.search(text, max(0, m.start() - 60), m.start()))
         # "changed the root password to comply with ...": after a bare "to", a word is the verb's object
         or (strong and _BARE_TO.fullmatch(m.group("strong")) is not None)
@@ -919,6 +958,11 @@ def _labelled_value(m: re.Match[str], *, generated: bool) -> tuple[int, int] | N
         return None
     # a date or a time after spaces: a listing's column ("db-password     11/2/2026", "api-token  2026-01-04")
     if not strong and _DATE_OR_TIME.fullmatch(secret):
+        return None
+    # after spaces, a snake_case name of words whose last names a secret is the variable, not its value (a value
+    # has digits: "邮箱密码 mail_2024_pw" goes): "how do I
+    # pass db_password to the module", "set the PIN DOOR_PIN in .env", "密码 DB_PASSWORD 从哪读"
+    if not strong and _SECRET_VAR_NAME.fullmatch(secret):
         return None
     # "the password 0 days before expiry", "password 5 attempts max": a count, not a value
     if secret.isdigit() and len(secret) < 4 and not strong and label not in ("pin", "密码", "密碼"):
@@ -1287,6 +1331,16 @@ _ACCOUNT_CONTEXT = re.compile(
 )
 
 
+# ... or right after a host's name or address, as a team shares a login to a machine: "pg-stage-02.internal  admin /
+# X", "10.0.4.17:22 root / X", "db01.corp.lan，账号 admin / X"
+_HOST_THEN_ACCOUNT = re.compile(
+    r"(?<![\w.-])(?:[0-9]{1,3}(?:\.[0-9]{1,3}){3}|(?:[A-Za-z0-9-]+\.)+[A-Za-z][A-Za-z0-9-]*)(?::[0-9]{1,5})?"
+    r"[ \t]*[,，:：;|-]?[ \t]*"
+    r"(?:(?:账号|帐号|user(?:name)?|login)[ \t]*[:：]?[ \t]*)?(?:" + _ACCOUNT_NAMES + r")[ \t]*\Z",
+    _I,
+)
+
+
 def _account_pair_action(m: re.Match[str]) -> tuple[str, int]:
     value = m.group("v")
     secret = value.rstrip(_PW_TRAILING)
@@ -1297,7 +1351,10 @@ def _account_pair_action(m: re.Match[str]) -> tuple[str, int]:
         or not _pw_shaped(secret)
         or _stand_in(secret)
         or text.startswith(_MARK, m.end())
-        or _ACCOUNT_CONTEXT.search(text, max(0, m.start() - 200), m.end() + 200) is None
+        or (
+            _ACCOUNT_CONTEXT.search(text, max(0, m.start() - 200), m.end() + 200) is None
+            and _HOST_THEN_ACCOUNT.search(text, max(0, m.start() - 90), m.start()) is None
+        )
     ):
         return m.group(), 0
     lead = m.start("v") - m.start()
@@ -1330,6 +1387,12 @@ _BSN = re.compile(
     r"(?P<v>(?<![0-9])[0-9]{4}[ .]?[0-9]{2}[ .]?[0-9]{3}|[0-9]{9})(?![0-9])",
     _I,
 )
+# The Polish PESEL (11 digits: the birth date, its month carrying the century, a serial and a check digit of
+# weights 1-3-7-9), after its name in any form: "PESEL: ...", `<pesel>...</pesel>`, `"pesel": "..."`, a column.
+_PESEL = re.compile(
+    r"(?P<lead>(?<![A-Za-z])pesel(?![A-Za-z])[^0-9\n]{0,24})(?P<v>(?<![0-9])[0-9]{11})(?![0-9])",
+    _I,
+)
 # (Patterns start with a character class, their lookbehind after it, so the engine can skip to candidates; a
 # leading empty group or an alternation would make it try every position.)
 _CPF = re.compile(r"(?P<v>[0-9](?<![0-9.][0-9])[0-9]{2}\.[0-9]{3}\.[0-9]{3}-[0-9]{2}(?![0-9]))")
@@ -1350,6 +1413,13 @@ def _bsn_ok(s: str) -> bool:
         return False
     total = sum(x * w for x, w in zip(d[:8], range(9, 1, -1), strict=True)) - d[8]
     return total % 11 == 0
+
+
+def _pesel_ok(s: str) -> bool:
+    d = [int(c) for c in s]
+    if len(d) != 11 or not 1 <= (d[2] * 10 + d[3]) % 20 <= 12 or not 1 <= d[4] * 10 + d[5] <= 31:
+        return False
+    return (10 - sum(x * w for x, w in zip(d[:10], (1, 3, 7, 9) * 3, strict=False)) % 10) % 10 == d[10]
 
 
 def _cpf_ok(s: str) -> bool:
@@ -1598,6 +1668,43 @@ _TOTP_GATE = (
 )  # fmt: skip
 
 
+# A hex secret typed or read out in groups after its label, on the same line: "the auth token ..., I typed it in
+# groups: dbb1a3d0 a82dbfe3 ...", "API secret: 9f3c 1a7e ...", "令牌分组念给你：...". Groups of 4 to 8 hex digits
+# separated by single spaces, 24+ digits in all, letters with digits, the groups of one length (the last may be
+# shorter). Not after a word naming a digest or a public identifier on the line (a PGP key's fingerprint, a
+# checksum, a serial), which is written the same way.
+_HEX_LABEL = r"(?:(?<![A-Za-z])(?:" + _KEY_WORDS + r")s?(?![A-Za-z])|密钥|秘钥|密鑰|令牌)"
+_HEX_GROUPED = re.compile(
+    r"(?P<lead>" + _HEX_LABEL + r"(?:(?!\[REDACTED:)[^\n]){0,80}?[ \t:：=])"
+    # (the whole run of groups or nothing: no group right before it or after it)
+    r"(?P<v>(?<![0-9a-fA-F]{4}[ \t])[0-9a-fA-F]{4,8}(?:[ \t][0-9a-fA-F]{4,8}){2,31})"
+    r"(?![0-9A-Za-z]|[ \t][0-9a-fA-F]{4,8}(?![0-9A-Za-z]))",
+    _I,
+)
+_HEX_HEAD = re.compile(_HEX_LABEL, _I)
+_NOT_A_KEY_HEX = re.compile(
+    r"fingerprint|指纹|指紋|checksum|digest|hash|sha-?[0-9]|md5|crc|校验|commit|serial|序列号|uuid"
+    r"|(?<![A-Za-z])mac(?![A-Za-z])",
+    _I,
+)
+
+
+def _hex_groups_action(m: re.Match[str]) -> tuple[str, int]:
+    groups = m.group("v").split()
+    digits = "".join(groups)
+    line_start = m.string.rfind("\n", 0, m.start()) + 1
+    if (
+        len(digits) < 24
+        or any(len(g) != len(groups[0]) for g in groups[:-1])
+        or len(groups[-1]) > len(groups[0])
+        or not any(c.isdigit() for c in digits)
+        or not any(c.isalpha() for c in digits)
+        or _NOT_A_KEY_HEX.search(m.string, line_start, m.start("v")) is not None
+    ):
+        return m.group(), 0
+    return m.group("lead") + _tag("api_key"), 1
+
+
 def _base32_groups(s: str) -> bool:
     letters = [c for c in s if c.isalpha()]
     one_case = all(c.islower() for c in letters) or all(c.isupper() for c in letters)
@@ -1816,6 +1923,48 @@ def _key_and_key_action(m: re.Match[str]) -> tuple[str, int]:
         found += 1
         done = item.end()
     return ("[REDACTED:api_key]" + "".join(out) + rest[done:], found) if found else (m.group(), 0)
+
+
+# A second password joined to a replaced one by 和 / 与 / 及 / 以及 / 、 / and / & ("the passwords are X and Y",
+# "密码是 X 和 Y"): it goes when it looks like a password itself (8+ characters, a letter with a digit
+# or a symbol, not a word, a path or a version): "X and then restart", "X 和 admin", "X and user42" stay.
+_PW_JOIN = r"[ \t]*(?:和|与|及|跟|以及|、|&|(?<![A-Za-z])and(?![A-Za-z]))[ \t]*"
+_PW_JOINED = r"(?<![\x21-\x7e])(?!\[REDACTED:)[\x21-\x7e]{8,64}(?![\x21-\x7e])"
+_PW_AND_PW = re.compile(r"\[REDACTED:password\](?P<rest>(?:" + _PW_JOIN + _PW_JOINED + ")+)", _I)
+_PW_JOINED_ITEM = re.compile(r"(?P<join>" + _PW_JOIN + r")(?P<v>" + _PW_JOINED + ")", _I)
+
+
+def _pw_and_pw_action(m: re.Match[str]) -> tuple[str, int]:
+    rest, out, found, done = m.group("rest"), [], 0, 0
+    for item in _PW_JOINED_ITEM.finditer(rest):
+        value = item.group("v")
+        secret = value.rstrip(_PW_TRAILING)
+        if item.start() != done or len(secret) < 8 or not _pw_shaped(secret) or _stand_in(secret):
+            break
+        out += [item.group("join"), _tag("password"), value[len(secret) :]]
+        found += 1
+        done = item.end()
+    return ("[REDACTED:password]" + "".join(out) + rest[done:], found) if found else (m.group(), 0)
+
+
+# A Wi-Fi password printed in groups under a Chinese or English Wi-Fi password label ("无线密码：8QWE 3KZP 77MD
+# RT4X", "WiFi 密码: 4kq9b 7mzx2 pdw8e", "wifi password is ..."): the groups are one value when they hold letters
+# and digits, read before a password label's rule takes the first group alone.
+_WIFI_PW_GROUPS = re.compile(
+    r"(?P<lead>(?:(?<![A-Za-z])(?:wi-?fi|wlan|wireless|hotspot)[ \t]*(?:网络|網路|network)?[ \t]*"
+    r"(?:密码|密碼|口令|pass(?:word|key)?|pwd|key)|(?:无线|無線|热点|熱點)(?:网络|網路)?(?:密码|密碼|口令))"
+    r"(?![A-Za-z])[ \t]*(?:[:：=]|是|为|is(?![A-Za-z]))[ \t]*)"
+    r"(?P<v>[A-Za-z0-9]{4,5}(?: [A-Za-z0-9]{4,5}){2,7})(?![^\s.,;。，；])",
+    _I,
+)
+_WIFI_PW_GROUPS_HEAD = re.compile(r"(?<![A-Za-z])(?:wi-?fi|wlan|wireless|hotspot)|无线|無線|热点|熱點", _I)
+
+
+def _wifi_pw_groups_action(m: re.Match[str]) -> tuple[str, int]:
+    v = m.group("v")
+    if not (_has_digit(v) and any(c.isalpha() for c in v)):
+        return m.group(), 0
+    return m.group("lead") + _tag("password"), 1
 
 
 # A Wi-Fi key: "the wifi is Casa-5G and the key is hZUG...", "WLAN key: ...", "network key = ...". "key" names
@@ -2375,12 +2524,23 @@ _CORRECTED_VALUE = re.compile(
 )
 
 
+_DENIED_BEFORE = re.compile(
+    r"(?:不是|(?<![A-Za-z])(?:is|was)(?:n't|[ \t]+not))[ \t]*[:：]?[ \t]*[\"'`“‘「]?\Z", _I
+)
+
+
 def _corrected_action(m: re.Match[str]) -> tuple[str, int]:
     body = m.group("body")
-    fix = _CORRECTION_WORD.search(body)
-    if fix is None or _MARK in body[fix.end() :]:
+    if _DENIED_BEFORE.search(m.string, max(0, m.start() - 16), m.start()) is not None:
+        start = 0  # "密码不是 X，应该是 Y": the denial is the correction word
+    else:
+        fix = _CORRECTION_WORD.search(body)
+        if fix is None:
+            return m.group(), 0
+        start = fix.end()
+    if _MARK in body[start:]:
         return m.group(), 0
-    for v in _CORRECTED_VALUE.finditer(body, fix.end()):
+    for v in _CORRECTED_VALUE.finditer(body, start):
         value = v.group("v")
         secret = value.rstrip(_PW_TRAILING)
         if (
@@ -3241,6 +3401,8 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("api_key", _BEARER, _bearer_action, ("bearer",)),
     # a TOTP key in groups of four, before the password rules can read one group as a value ("E2PW 7JZ7")
     _Rule("api_key", _TOTP_GROUPED, _swap("api_key", _base32_groups), _TOTP_GATE, _TOTP_HEAD, True),
+    # a hex secret in groups after its label, before a label's rule reads the first group as its value
+    _Rule("api_key", _HEX_GROUPED, _hex_groups_action, _KEY_GATE, _HEX_HEAD, True),
     _Rule("password", _URL_PASSWORD, _url_password_action, ("://",)),
     _Rule("password", _BASIC, _basic_action, ("basic",)),
     _Rule("password", _ENV_PASSWORD, _assigned_action, ("pass", "pwd", "_auth")),
@@ -3264,6 +3426,8 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("private_key", _SEED, _seed_action, _SEED_GATE, _SEED_HEAD, True),
     _Rule("password", _SPELLED, _spelled_action, _SPELL_GATE, _SPELL_HEAD, True),
     _Rule("password", _SPLIT, _split_action, _SPLIT_GATE, _SPLIT_HEAD, True),
+    # a Wi-Fi password in groups, before a password label's rule takes its first group alone
+    _Rule("password", _WIFI_PW_GROUPS, _wifi_pw_groups_action, _WIFI_PAIR_GATE, _WIFI_PW_GROUPS_HEAD, True),
     # a Wi-Fi network / password pair before the pair rules read "ssid/pass: net / pw" as a label and a value
     _Rule("password", _WIFI_PAIR, _wifi_pair_action, _WIFI_PAIR_GATE, _WIFI_PAIR_HEAD, True),
     # Labels listed, then their values ("分别是 X 和 Y"), before a label's own rule takes the first value alone.
@@ -3301,6 +3465,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("card", _DIGIT_RUN, _card_action, _DIGITS, needs=_LONG_NUMBER),
     _Rule("api_key", _KEY_WRAPPED, _key_wrapped_action, after="api_key"),
     _Rule("api_key", _KEY_AND_KEY, _key_and_key_action, after="api_key"),
+    _Rule("password", _PW_AND_PW, _pw_and_pw_action, after="password"),
     _Rule("card", _CVV_AFTER_CARD, _swap_value("card"), after="card"),
     _Rule("card", _CVV_NEAR_CARD, _swap_value("card"), after="card"),
     _Rule("ssn", _SSN, _swap("ssn", lambda s: _ssn_ok(s[:3] + s[4:6] + s[7:])), _DIGITS, needs=_LONG_NUMBER),
@@ -3311,6 +3476,7 @@ _RULES: tuple[_Rule, ...] = (
         _checked_action(_bsn_ok),
         ("bsn", "burgerservice", "sofinummer", "sofi-", "sofi "),
     ),
+    _Rule("national_id", _PESEL, _checked_action(_pesel_ok), ("pesel",)),
     _Rule("national_id", _CPF, _checked_action(_cpf_ok), _DIGITS),
     _Rule("national_id", _CPF_LABELLED, _checked_action(_cpf_ok), ("cpf",)),
     _Rule("national_id", _DNI, _checked_action(_dni_ok), ("dni", "nif", "nie ", "nie:", "nie：")),
