@@ -693,7 +693,8 @@ _NOT_A_PASSWORD_WORDS = """
     confirm must should can cannot will would may might is was were are equals old new current previous
     former initial temporary never always ever often rarely seldom usually sometimes automatically
     periodically regularly immediately only later emailed mailed texted logged cached transmitted once
-    twice again pairs
+    twice again pairs myself yourself himself herself itself oneself ourselves yourselves themselves themself
+    whoever whatever
 """
 _NOT_A_PASSWORD = frozenset(_NOT_A_PASSWORD_WORDS.split())
 _PW_TRAILING = ".,;:)]}>'\"。，；：！？）」』】”’\\"  # not ! or ?: often part of the password
@@ -1326,7 +1327,9 @@ _ACCOUNT_PAIR = re.compile(
 _ACCOUNT_BEFORE = re.compile(r"(?<![\w./:@\\-])(?:" + _ACCOUNT_NAMES + r")[ \t]*\Z", _I)
 _ACCOUNT_CONTEXT = re.compile(
     r"pass(?:word|wd)?|pwd|(?<![A-Za-z])pw(?![A-Za-z])|密码|密碼|口令|登录|登陆|账号|帐号|log(?:ged)?[ \t-]?in"
-    r"|sign(?:ed)?[ \t-]?in|creds?(?![A-Za-z])|credentials?|(?<![A-Za-z])auth",
+    r"|sign(?:ed)?[ \t-]?in|creds?(?![A-Za-z])|credentials?|(?<![A-Za-z])auth"
+    # (or a way into a machine: "staging box ... deploy / X, ssh on port 2222", "跳板机 root / X")
+    r"|(?<![A-Za-z])(?:ssh|sftp|ftp|rdp|vnc|telnet|putty|winscp)(?![A-Za-z])|服务器|主机|堡垒机|跳板机|远程桌面",
     _I,
 )
 
@@ -2155,14 +2158,17 @@ def _spelled_action(m: re.Match[str]) -> tuple[str, int]:
 _SPLIT_LABEL = (
     r"(?:(?<![A-Za-z])(?:first|second|third|fourth|last|other|remaining|final|1st|2nd|3rd|4th)[ \t]+"
     r"(?:half|part|piece|bit|chunk|segment)(?:[ \t]+(?:is|was))?(?![A-Za-z])"
-    r"|(?:前|后|後|上|下)一?半(?:部分|段|截)?|第[一二三四1-4](?:段|部分|截))"
+    r"|(?:前|后|後|上|下)一?半(?:部分|段|截)?|第[一二三四1-4](?:段|部分|截)"
+    # the rest of a value sent in two messages ("and the rest: ...", "剩下的是 ...", "其余部分：...")
+    r"|(?P<rest>(?<![A-Za-z])(?:the[ \t]+)?(?:rest|remainder)(?:[ \t]+of[ \t]+(?:it|the[ \t]+(?:key|token|secret|password)))?"
+    r"(?:[ \t]+(?:is|was))?(?![A-Za-z])|(?:剩下|剩余|其余|其餘|剩餘)(?:的|部分|那部分|那段)?))"
 )
 _SPLIT = re.compile(
-    r"(?P<lead>" + _SPLIT_LABEL + r"[ \t]*(?:[:：=]|是|为|為)?[ \t]*)(?P<v>(?!\[REDACTED:)[\x21-\x7e]{3,64})",
+    r"(?P<lead>" + _SPLIT_LABEL + r"[ \t]*(?:[:：=]|是|为|為)?[ \t]*)(?P<v>(?!\[REDACTED:)[\x21-\x7e]{3,200})",
     _I,
 )
 # windowed on the piece's noun; the secret word is looked for around the piece by the action
-_SPLIT_GATE = ("half", "part", "piece", "chunk", "segment", "半", "段", "截")
+_SPLIT_GATE = ("half", "part", "piece", "chunk", "segment", "半", "段", "截", "rest", "remainder", "剩", "其余", "其餘")
 _SPLIT_HEAD = re.compile(_SPLIT_LABEL, _I)
 _SPLIT_TOLD = re.compile(r"[:：=]|是|为|為|(?<![A-Za-z])(?:is|was)(?![A-Za-z])", _I)
 _SPLIT_NEEDS = re.compile(r"pass|pwd|secret|token|key|密码|密碼|口令|密钥|秘钥")
@@ -2175,6 +2181,8 @@ def _split_action(m: re.Match[str]) -> tuple[str, int]:
     secret = value.rstrip(_PW_TRAILING)
     # told with a colon or "is" / 是, or else a piece with a letter and a digit ("first half 2024 was slow")
     strong = _SPLIT_TOLD.search(m.group("lead")) is not None
+    if m.group("rest") is not None and not strong:
+        return m.group(), 0  # "the REST /v1/users route": the rest of a value is told with a colon or "is"
     shaped = _pw_shaped(secret) if strong else _has_digit(secret) and any(c.isalpha() for c in secret)
     if (
         len(secret) < 4
@@ -2307,7 +2315,10 @@ _PIN_LABEL = (
     + r"(?:'s)?[^\n.;!?0-9]{0,30}?(?<![A-Za-z])(?P<word>code|combo|combination|pin|passcode)"
     r"(?:[ \t]+(?:number|no\.?))?"
     r"|(?<![A-Za-z])(?:entry|atm)[ \t]+(?:code|pin|combo|combination)(?:[ \t]+(?:number|no\.?))?"
-    r"|(?<![A-Za-z])pin(?:[ \t]+(?:code|number|no\.?))?)(?![A-Za-z])"
+    r"|(?<![A-Za-z])pin(?:[ \t]+(?:code|number|no\.?))?"
+    # a device's lock screen ("我手机锁屏是5338", "解锁密码 0412", "lock screen passcode is 2580", "unlock PIN: 1397")
+    r"|(?:手机|电脑|平板|手機|電腦)?(?:锁屏|鎖屏|解锁|解鎖|开机|開機|屏幕|螢幕)(?:密码|密碼|码|碼)?"
+    r"|(?<![A-Za-z])(?:lock[ \t-]?screen|screen[ \t-]?lock|unlock)[ \t]+(?:code|passcode|pin))(?![A-Za-z])"
 )
 _PIN_HEAD = re.compile(_PIN_LABEL, _I)
 _PIN_CODE = re.compile(
@@ -2315,7 +2326,7 @@ _PIN_CODE = re.compile(
     r"|[ \t]*(?:[:：=#]|(?:就|也)?(?:是|为|為)[ \t]*[:：]?))?[ \t]*)"
     # 4 to 8 digits; a lock's combination also as numbers joined by dashes ("combination is 3-14-27")
     r"(?P<v>(?<![0-9])(?:[0-9]{4,8}|(?P<dial>[0-9]{1,2}(?:-[0-9]{1,2}){2,3})))"
-    r"(?![0-9A-Za-z]|-[0-9]|[ \t]*(?:digits?|numbers?|characters?|chars?|位|个))",
+    r"(?![0-9A-Za-z]|-[0-9]|[ \t]*(?:digits?|numbers?|characters?|chars?|位|个|年|秒|分钟|小时|天|次))",
     _I,
 )
 # windowed: found by the scan shared with the labelled rules ("密码" and "pin" are theirs already; "code" is in
@@ -2323,7 +2334,7 @@ _PIN_CODE = re.compile(
 # new words start with letters the old ones start with.
 _PIN_CODE_GATE = (
     "门禁", "密码", "取款", "取钱", "柜员机", "atm", "刷卡", "付款", "支付", "开门", "code", "pin", "combo",
-    "combination",
+    "combination", "锁屏", "鎖屏", "解锁", "解鎖", "开机", "開機", "屏幕", "螢幕", "unlock",
 )  # fmt: skip
 
 
@@ -2461,11 +2472,15 @@ _NOW_IS = re.compile(r"(?<![A-Za-z])(?:it'?s|it[ \t]+is)[ \t]+now[ \t]+\S", _I)
 def _pw_shaped(s: str) -> bool:
     """Looks like a password, not a word, a path or a version: a letter with a digit or a symbol, or a
     capital right after a small letter ("RJNyYowqmj"; not "IT-Sec")."""
-    if _VERSION.fullmatch(s) or s[0] in "/~." or "://" in s:
+    if _VERSION.fullmatch(s) or "://" in s:
         return False
     letter = any(c.isalpha() for c in s)
     digit = any(c.isdigit() for c in s)
     symbol = any(c in "!@#$%^&*_+=?" for c in s)
+    # a path or a dotfile starts so (/etc, ~/x, .env.local); a password may too, when it has a digit and a
+    # symbol no file name has (".J3FF^lC+@x!DA")
+    if s[0] in "/~." and not (s[0] == "." and digit and any(c in "!@#$%^&*+=?" for c in s)):
+        return False
     inner_capital = any(a.islower() and b.isupper() for a, b in itertools.pairwise(s))
     return letter and (digit or symbol or inner_capital)
 
@@ -2559,6 +2574,67 @@ def _corrected_action(m: re.Match[str]) -> tuple[str, int]:
     return m.group(), 0
 
 
+# A password label that ends its line, the value alone on the next one (the thirteenth set: a router sticker read by
+# OCR, "Wireless Key / Passphrase:\nSummit99&ciz58"; "初始密码：\nX"; a form's "Password:\n  X"): the label, a colon,
+# the line's end, then one token that is the whole next line and looks like a password (a letter with a digit or a
+# symbol, or 6+ digits). Kept: a YAML key or list item on the next line ("password:\n  secretKeyRef:", "- must be
+# 12 characters"), a word, a mask.
+_PW_NEXT_LINE = re.compile(
+    r"(?:" + _HEAD_PW + r")[ \t]*(?:[(（][^()（）\n]{1,24}[)）][ \t]*)?[:：][ \t]*\r?\n[ \t]*"
+    r"(?P<v>(?!\[REDACTED:)[^\s\-#*>|{}\[\]<\"'`][\x21-\x7e]{3,63})(?=[ \t]*(?:\r?\n|\Z))",
+    _I,
+)
+
+
+def _pw_next_line_action(m: re.Match[str]) -> tuple[str, int]:
+    value = m.group("v")
+    secret = value.rstrip(_PW_TRAILING)
+    at = m.start()
+    if m.group("ph") is not None and at and (m.string[at - 1].isalnum() or m.string[at - 1] in "_.-/~"):
+        return m.group(), 0  # inside a word or a file's name (~/.pgpass:)
+    if (
+        len(secret) < 4
+        or value.endswith(":")
+        or value.count(":") > 1
+        or _stand_in(secret)
+        or secret.lower() in _NOT_A_PASSWORD
+        or _DATE_OR_TIME.fullmatch(secret)
+        or not (_pw_shaped(secret) or (secret.isdigit() and len(secret) >= 6))
+    ):
+        return m.group(), 0
+    at = m.start("v") - m.start()
+    return m.group()[:at] + _tag("password") + m.group()[at + len(secret) :], 1
+
+
+# A credential told by that word alone, as an IT desk's mail does (the thirteenth set: "Username: pnair. Temporary
+# credential: P7s5_mxdGQkGuY"; "临时凭据：X", "初始凭证是 X"): "credential" (singular, or 凭据 / 凭证) with a colon or
+# "is" / 是, then one password-shaped token (a letter with a digit or a symbol). A pair after the word ("credentials:
+# admin / X") is the pair rules'; kept: "credential: see the vault", "credential: [REDACTED:...]", a file name
+# (~/.aws/credentials), a type ("credential: OAuth2").
+_CREDENTIAL_VALUE = re.compile(
+    r"(?:(?<![A-Za-z_./-])credential(?![A-Za-z_])(?:[ \t]*[:：=][ \t]*|[ \t]+(?:is|was)[ \t]+[:：]?[ \t]*)"
+    r"|(?:凭据|凭证|憑據|憑證)[ \t]*(?:[:：=]|(?:就|也)?(?:是|为|為)[ \t]*[:：]?)[ \t]*)"
+    r"[\"'`“‘]?(?P<v>(?!\[REDACTED:)[^\s/／:\"'`“”‘’\[\]]{6,64})(?![^\s\"'`“”‘’,，。;；])",
+    _I,
+)
+_CREDENTIAL_VALUE_GATE = ("credential", "凭据", "凭证", "憑據", "憑證")
+
+
+def _credential_value_action(m: re.Match[str]) -> tuple[str, int]:
+    value = m.group("v")
+    secret = value.rstrip(_PW_TRAILING)
+    if (
+        len(secret) < 6
+        or _stand_in(secret)
+        or secret.lower() in _NOT_A_PASSWORD
+        or not _pw_shaped(secret)
+        or _VERSION.fullmatch(secret)
+    ):
+        return m.group(), 0
+    at = m.start("v") - m.start()
+    return m.group()[:at] + _tag("password") + m.group()[at + len(secret) :], 1
+
+
 # A label read by OCR from a screenshot, its letters spaced out (the tenth set: a password manager's "p a s s w o r d
 # bPxf..."; "密 码 ： ..."): the spaced label (password, passcode, passphrase, PIN, 密码, 口令 -> password; secret,
 # token, api key -> a generated value), then a colon or two spaces (how OCR separates the spaced word from the
@@ -2567,7 +2643,9 @@ def _corrected_action(m: re.Match[str]) -> tuple[str, int]:
 _SPACED_LABEL = re.compile(
     r"(?<![A-Za-z0-9])(?<![A-Za-z0-9] )(?:(?P<pw>p a s s (?:w o r d|c o d e|p h r a s e)|p i n|p w d)"
     r"|(?P<key>s e c r e t|t o k e n|a p i {1,2}k e y)|(?P<pz>密 码|密 碼|口 令))"
-    r"(?:[ \t]*[:：=][ \t]*|[ \t]{2,})[\"'`]?(?P<v>(?!\[REDACTED:)[^\s\"'`]{3,128})",
+    r"(?:[ \t]*[:：=][ \t]*|[ \t]{2,})[\"'`]?(?P<v>(?!\[REDACTED:)"
+    # (the value spaced out as its label is, one character and one space: "登 录 密 码 ： z B 7 d O M # j s 2")
+    r"(?:(?P<sv>[\x21-\x7e](?!\S)(?: [\x21-\x7e](?!\S)){3,127})|[^\s\"'`]{3,128}))",
     _I,
 )
 _SPACED_GATE = ("p a s s", "p i n", "p w d", "s e c r e t", "t o k e n", "a p i", "密 码", "密 碼", "口 令")
@@ -2575,10 +2653,21 @@ _SPACED_GATE = ("p a s s", "p i n", "p w d", "s e c r e t", "t o k e n", "a p i"
 
 def _spaced_label_action(m: re.Match[str]) -> tuple[str, int]:
     value = m.group("v")
-    secret = value.rstrip(_PW_TRAILING)
+    secret = value.rstrip(_PW_TRAILING + " ")
     if len(secret) < 3 or _stand_in(secret) or secret.lower() in _NOT_A_PASSWORD:
         return m.group(), 0
-    word = secret.rstrip("?!")  # a screen's link ("p a s s w o r d   Forgot?") is a word and its mark
+    word = secret.rstrip("?!")
+    if m.group("sv") is not None:  # judged as the value it spells
+        word = secret = secret.replace(" ", "")
+        if len(secret) < 4 or _stand_in(secret) or secret.lower() in _NOT_A_PASSWORD:
+            return m.group(), 0
+        value = m.group("v").rstrip(_PW_TRAILING + " ")
+        ok = _token_like(secret) if m.group("key") is not None else secret.isdigit() or _pw_shaped(secret)
+        if not ok or _DATE_OR_TIME.fullmatch(secret):
+            return m.group(), 0
+        at = m.start("v") - m.start()
+        whole = m.group()
+        return whole[:at] + _tag("api_key" if m.group("key") else "password") + whole[at + len(value) :], 1  # a screen's link ("p a s s w o r d   Forgot?") is a word and its mark
     if m.group("key") is not None:
         ok = _token_like(secret)
     else:
@@ -3444,6 +3533,8 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("private_key", _PRIVATE_LABELLED, _to_private, _PRIVATE_GATE, re.compile(_HEAD_PRIVATE, _I), True),
     _Rule("api_key", _KEY_LABELLED, _to_api_key, _KEY_GATE, re.compile(_HEAD_KEY, _I), True),
     _Rule("password", _PW_LABELLED, _to_password, _PW_GATE, re.compile(_HEAD_PW, _I), True),
+    _Rule("password", _PW_NEXT_LINE, _pw_next_line_action, _PW_GATE, re.compile(_HEAD_PW, _I), True),
+    _Rule("password", _CREDENTIAL_VALUE, _credential_value_action, _CREDENTIAL_VALUE_GATE),
     _Rule("password", _PW_BEFORE, _pw_before_action, _PW_BEFORE_GATE, None, True),
     _Rule("password", _FOREIGN_PW, _foreign_pw_action, _FOREIGN_PW_GATE, _FOREIGN_PW_HEAD, True),
     _Rule("password", _PIN_CODE, _pin_action, _PIN_CODE_GATE, _PIN_HEAD, True),
