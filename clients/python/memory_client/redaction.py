@@ -415,7 +415,7 @@ _VENDOR_GATE = ("age-secret-key-1", "sec", "token", "discord")
 _API_RULES: list[tuple[str, Callable[[str], bool] | None, tuple[str, ...]]] = [
     (r"sk-(?<![A-Za-z0-9_-]sk-)[A-Za-z0-9_-]{20,400}" + _END, _openai_like, ("sk-",)),  # + Anthropic sk-ant-
     (_START + r"(?:AKIA|ASIA)[A-Z0-9]{16}" + _END + _PAIRED_SECRET, None, ("akia", "asia")),
-    (_START + r"gh[pousr]_[A-Za-z0-9]{30,255}" + _END, None, ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
+    (_START + r"gh[pousr]_(?:[A-Za-z0-9]{30,255}|[A-Za-z0-9]{12,29}(?=[ \t]*\r?\n))" + _END, None, ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
     (_START + r"github_pat_[A-Za-z0-9_]{22,255}" + _END, None, ("github_pat_",)),
     (_START + r"xox[abprs]-[A-Za-z0-9-]{10,250}" + _END, _has_digit, ("xox",)),
     (r"(?:https?://)?hooks\.slack\.com/(?:services|workflows|triggers)/[\w/-]{8,}", None, ("hooks.slack",)),
@@ -437,7 +437,7 @@ _API_RULES: list[tuple[str, Callable[[str], bool] | None, tuple[str, ...]]] = [
     (_START + r"LTAI[A-Za-z0-9]{12,30}" + _END + _PAIRED_SECRET, _has_digit, ("ltai",)),
     (_START + r"AKID[A-Za-z0-9]{13,40}" + _END + _PAIRED_SECRET, _has_digit, ("akid",)),
     (_START + r"glpat-[A-Za-z0-9_-]{20,}" + _END, None, ("glpat-",)),
-    (_START + r"hf_[A-Za-z]{30,}" + _END, None, ("hf_",)),
+    (_START + r"hf_(?:[A-Za-z]{30,}|[A-Za-z]{12,29}(?=[ \t]*\r?\n))" + _END, None, ("hf_",)),
     (_START + r"npm_(?:[A-Za-z0-9]{36}|[A-Za-z0-9]{12,35}(?=[ \t]*\r?\n))" + _END, None, ("npm_",)),
     # Linear's API keys (`lin_api_` + 40) and OAuth tokens (`lin_oauth_` + 64 hex), whole or cut by a line end
     (
@@ -445,10 +445,15 @@ _API_RULES: list[tuple[str, Callable[[str], bool] | None, tuple[str, ...]]] = [
         _has_digit,
         ("lin_api_", "lin_oauth_"),
     ),
-    (_START + r"pypi-[A-Za-z0-9_-]{50,}" + _END, None, ("pypi-",)),
+    (_START + r"pypi-(?:[A-Za-z0-9_-]{50,}|[A-Za-z0-9_-]{12,49}(?=[ \t]*\r?\n))" + _END, None, ("pypi-",)),
     (_START + r"SG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{16,64}" + _END, None, ("sg.",)),
-    (_START + r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}" + _END, None, ("shpat_", "shpss_", "shpca_", "shppa_")),
-    (_START + r"dop_v1_[a-f0-9]{64}" + _END, None, ("dop_v1_",)),
+    # (these too whole, or cut by a line end after 12+ characters, the rest on the next line: `_WRAP`)
+    (
+        _START + r"shp(?:at|ss|ca|pa)_(?:[a-fA-F0-9]{32}|[a-fA-F0-9]{12,31}(?=[ \t]*\r?\n))" + _END,
+        None,
+        ("shpat_", "shpss_", "shpca_", "shppa_"),
+    ),
+    (_START + r"dop_v1_(?:[a-f0-9]{64}|[a-f0-9]{12,63}(?=[ \t]*\r?\n))" + _END, None, ("dop_v1_",)),
     (_START + r"xapp-[0-9]-[A-Za-z0-9-]{10,}" + _END, None, ("xapp-",)),
     # Mailgun's private API keys (`key-` + 32 hex) and Telegram bot tokens (the bot's id, a colon, then 35
     # characters that start with "AA")
@@ -528,9 +533,17 @@ def _api_pattern(p: str) -> re.Pattern[str]:
 
 _AWS_SECRET = re.compile(
     r"(?<![A-Za-z])(?:aws[ _-]?secret[ _-]?(?:access[ _-]?)?key|secret[ _-]?access[ _-]?key)(?:[ _-]?id)?"
-    r"[\"']?[ \t]*(?:[:=]|=>|is)[ \t]*[\"']?(?P<v>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",
+    r"[\"']?[ \t]*(?:[:=]|=>|is)[ \t]*[\"']?(?P<v>[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"
+    # (or cut by a line end, the rest on the next line: 40 characters in all, checked by the action)
+    r"|(?P<head>[A-Za-z0-9/+]{12,39})[ \t]*\r?\n[ \t]*(?P<rest>[A-Za-z0-9/+]{1,28})(?![A-Za-z0-9/+=]))",
     _I,
 )
+
+
+def _aws_secret_action(m: re.Match[str]) -> tuple[str, int]:
+    if m.group("head") is not None and len(m.group("head")) + len(m.group("rest")) != 40:
+        return m.group(), 0
+    return _swap("api_key")(m)
 _BEARER = re.compile(r"(?<![A-Za-z])(?P<lead>bearer[ \t]+)(?P<v>[\w.~+/-]{20,}=*)(?![\w.~+/=-])", _I)
 # Mapbox tokens are JWT-shaped: `sk.eyJ...` is secret (the JWT rule takes its body), `pk.eyJ...` is the
 # public token Mapbox documents as safe to ship in a web page, and is kept.
@@ -3365,6 +3378,26 @@ _MRZ = re.compile(
 )
 
 
+# An identity card's MRZ (TD1: three lines of 30, the eleventh and twelfth sets' leftover): line 1 holds the
+# document number (check digit at 15), line 2 the birth date and the expiry with their check digits and the composite
+# one at its end (over line 1 from the document number on and line 2's dates and optional data). Both lines go; the
+# name on line 3 stays. The check digits decide, so no label is needed.
+_MRZ_TD1 = re.compile(
+    r"(?P<v>(?<![A-Z0-9<])[A-Z][A-Z0-9<][A-Z<]{3}[A-Z0-9<]{9}[0-9<][A-Z0-9<]{15}[ \t]*\r?\n[ \t]*"
+    r"[0-9]{6}[0-9][MFX<][0-9]{6}[0-9][A-Z<]{3}[A-Z0-9<]{11}[0-9](?![A-Z0-9<]))"
+)
+_MRZ_LINE_BREAK = re.compile(r"[ \t]*\r?\n[ \t]*")
+
+
+def _mrz_td1_ok(block: str) -> bool:
+    one, two = _MRZ_LINE_BREAK.split(block)
+    if one[14] != _mrz_digit(one[5:14]) and not (one[14] == "<" and one[15] != "<"):
+        return False  # (a number longer than 9 goes on in the optional data, its check digit there)
+    if two[6] != _mrz_digit(two[:6]) or two[14] != _mrz_digit(two[8:14]):
+        return False
+    return two[29] == _mrz_digit(one[5:30] + two[:7] + two[8:15] + two[18:29])
+
+
 def _mrz_digit(s: str) -> str:
     total = 0
     for i, c in enumerate(s):
@@ -3486,7 +3519,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _TABLE, _table_action, ("\n",), needs=_TABLE_WORDS),
     _Rule("jwt", _JWT, _swap("jwt"), ("eyj",)),
     *(_Rule("api_key", _api_pattern(p), _key_action(c), g) for p, c, g in _API_RULES),
-    _Rule("api_key", _AWS_SECRET, _swap("api_key"), ("secret",)),
+    _Rule("api_key", _AWS_SECRET, _aws_secret_action, ("secret",)),
     _Rule("api_key", _BEARER, _bearer_action, ("bearer",)),
     # a TOTP key in groups of four, before the password rules can read one group as a value ("E2PW 7JZ7")
     _Rule("api_key", _TOTP_GROUPED, _swap("api_key", _base32_groups), _TOTP_GATE, _TOTP_HEAD, True),
@@ -3545,6 +3578,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _DB_CALL, _db_call_action, _DB_CALL_GATE, _DB_CALL_HEAD, True),
     _Rule("national_id", _PASSPORT, _swap_value("national_id"), _PASSPORT_GATE, _PASSPORT_HEAD, True),
     _Rule("national_id", _MRZ, _swap("national_id", _mrz_ok), ("<",)),
+    _Rule("national_id", _MRZ_TD1, _swap("national_id", _mrz_td1_ok), ("<",)),
     _Rule("card", _CVV, _swap_value("card"), _CVV_GATE, _CVV_HEAD, True),
     # numbers of a fixed grouping before the card rule can read a Luhn-valid stretch of them as a card
     _Rule("api_key", _BITLOCKER, _checked_action(_bitlocker_ok, "api_key"), _DIGITS, needs=_LONG_NUMBER),
