@@ -415,7 +415,11 @@ _VENDOR_GATE = ("age-secret-key-1", "sec", "token", "discord")
 _API_RULES: list[tuple[str, Callable[[str], bool] | None, tuple[str, ...]]] = [
     (r"sk-(?<![A-Za-z0-9_-]sk-)[A-Za-z0-9_-]{20,400}" + _END, _openai_like, ("sk-",)),  # + Anthropic sk-ant-
     (_START + r"(?:AKIA|ASIA)[A-Z0-9]{16}" + _END + _PAIRED_SECRET, None, ("akia", "asia")),
-    (_START + r"gh[pousr]_(?:[A-Za-z0-9]{30,255}|[A-Za-z0-9]{12,29}(?=[ \t]*\r?\n))" + _END, None, ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
+    (
+        _START + r"gh[pousr]_(?:[A-Za-z0-9]{30,255}|[A-Za-z0-9]{12,29}(?=[ \t]*\r?\n))" + _END,
+        None,
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+    ),
     (_START + r"github_pat_[A-Za-z0-9_]{22,255}" + _END, None, ("github_pat_",)),
     (_START + r"xox[abprs]-[A-Za-z0-9-]{10,250}" + _END, _has_digit, ("xox",)),
     (r"(?:https?://)?hooks\.slack\.com/(?:services|workflows|triggers)/[\w/-]{8,}", None, ("hooks.slack",)),
@@ -544,6 +548,8 @@ def _aws_secret_action(m: re.Match[str]) -> tuple[str, int]:
     if m.group("head") is not None and len(m.group("head")) + len(m.group("rest")) != 40:
         return m.group(), 0
     return _swap("api_key")(m)
+
+
 _BEARER = re.compile(r"(?<![A-Za-z])(?P<lead>bearer[ \t]+)(?P<v>[\w.~+/-]{20,}=*)(?![\w.~+/=-])", _I)
 # Mapbox tokens are JWT-shaped: `sk.eyJ...` is secret (the JWT rule takes its body), `pk.eyJ...` is the
 # public token Mapbox documents as safe to ship in a web page, and is kept.
@@ -2173,15 +2179,20 @@ _SPLIT_LABEL = (
     r"(?:half|part|piece|bit|chunk|segment)(?:[ \t]+(?:is|was))?(?![A-Za-z])"
     r"|(?:前|后|後|上|下)一?半(?:部分|段|截)?|第[一二三四1-4](?:段|部分|截)"
     # the rest of a value sent in two messages ("and the rest: ...", "剩下的是 ...", "其余部分：...")
-    r"|(?P<rest>(?<![A-Za-z])(?:the[ \t]+)?(?:rest|remainder)(?:[ \t]+of[ \t]+(?:it|the[ \t]+(?:key|token|secret|password)))?"
+    r"|(?P<rest>(?<![A-Za-z])(?:the[ \t]+)?(?:rest|remainder)"
+    r"(?:[ \t]+of[ \t]+(?:it|the[ \t]+(?:key|token|secret|password)))?"
     r"(?:[ \t]+(?:is|was))?(?![A-Za-z])|(?:剩下|剩余|其余|其餘|剩餘)(?:的|部分|那部分|那段)?))"
 )
 _SPLIT = re.compile(
-    r"(?P<lead>" + _SPLIT_LABEL + r"[ \t]*(?:[:：=]|是|为|為)?[ \t]*)(?P<v>(?!\[REDACTED:)[\x21-\x7e]{3,200})",
+    r"(?P<lead>"
+    + _SPLIT_LABEL
+    + r"[ \t]*(?:[:：=]|(?:是|为|為)[ \t]*[:：]?)?[ \t]*)(?P<v>(?!\[REDACTED:)[\x21-\x7e]{3,200})",
     _I,
 )
 # windowed on the piece's noun; the secret word is looked for around the piece by the action
-_SPLIT_GATE = ("half", "part", "piece", "chunk", "segment", "半", "段", "截", "rest", "remainder", "剩", "其余", "其餘")
+_SPLIT_GATE = (
+    "half", "part", "piece", "chunk", "segment", "半", "段", "截", "rest", "remainder", "剩", "其余", "其餘",
+)  # fmt: skip
 _SPLIT_HEAD = re.compile(_SPLIT_LABEL, _I)
 _SPLIT_TOLD = re.compile(r"[:：=]|是|为|為|(?<![A-Za-z])(?:is|was)(?![A-Za-z])", _I)
 _SPLIT_NEEDS = re.compile(r"pass|pwd|secret|token|key|密码|密碼|口令|密钥|秘钥")
@@ -2621,13 +2632,13 @@ def _pw_next_line_action(m: re.Match[str]) -> tuple[str, int]:
 
 # A credential told by that word alone, as an IT desk's mail does (the thirteenth set: "Username: pnair. Temporary
 # credential: P7s5_mxdGQkGuY"; "临时凭据：X", "初始凭证是 X"): "credential" (singular, or 凭据 / 凭证) with a colon or
-# "is" / 是, then one password-shaped token (a letter with a digit or a symbol). A pair after the word ("credentials:
-# admin / X") is the pair rules'; kept: "credential: see the vault", "credential: [REDACTED:...]", a file name
-# (~/.aws/credentials), a type ("credential: OAuth2").
+# "is" / 是, then one token of 8+ characters with a letter, a digit and a symbol or a capital inside. A pair
+# after the word ("credentials: admin / X") is the pair rules'; kept: "credential: see the vault", "credential:
+# [REDACTED:...]", a file name (~/.aws/credentials), a type ("credential: OAuth2").
 _CREDENTIAL_VALUE = re.compile(
     r"(?:(?<![A-Za-z_./-])credential(?![A-Za-z_])(?:[ \t]*[:：=][ \t]*|[ \t]+(?:is|was)[ \t]+[:：]?[ \t]*)"
     r"|(?:凭据|凭证|憑據|憑證)[ \t]*(?:[:：=]|(?:就|也)?(?:是|为|為)[ \t]*[:：]?)[ \t]*)"
-    r"[\"'`“‘]?(?P<v>(?!\[REDACTED:)[^\s/／:\"'`“”‘’\[\]]{6,64})(?![^\s\"'`“”‘’,，。;；])",
+    r"[\"'`“‘]?(?P<v>(?!\[REDACTED:)[^\s/／:\"'`“”‘’\[\]]{8,64})(?![^\s\"'`“”‘’,，。;；])",
     _I,
 )
 _CREDENTIAL_VALUE_GATE = ("credential", "凭据", "凭证", "憑據", "憑證")
@@ -2637,11 +2648,17 @@ def _credential_value_action(m: re.Match[str]) -> tuple[str, int]:
     value = m.group("v")
     secret = value.rstrip(_PW_TRAILING)
     if (
-        len(secret) < 6
+        len(secret) < 8
         or _stand_in(secret)
         or secret.lower() in _NOT_A_PASSWORD
         or not _pw_shaped(secret)
         or _VERSION.fullmatch(secret)
+        or not _has_digit(secret)
+        # (a symbol or a capital inside: "credential: OAuth2" or "Kerberos5" names a kind)
+        or not (
+            any(c in "!@#$%^&*_+=?" for c in secret)
+            or any(a.islower() and b.isupper() for a, b in itertools.pairwise(secret))
+        )
     ):
         return m.group(), 0
     at = m.start("v") - m.start()
@@ -2669,7 +2686,7 @@ def _spaced_label_action(m: re.Match[str]) -> tuple[str, int]:
     secret = value.rstrip(_PW_TRAILING + " ")
     if len(secret) < 3 or _stand_in(secret) or secret.lower() in _NOT_A_PASSWORD:
         return m.group(), 0
-    word = secret.rstrip("?!")
+    word = secret.rstrip("?!")  # a screen's link ("p a s s w o r d   Forgot?") is a word and its mark
     if m.group("sv") is not None:  # judged as the value it spells
         word = secret = secret.replace(" ", "")
         if len(secret) < 4 or _stand_in(secret) or secret.lower() in _NOT_A_PASSWORD:
@@ -2680,7 +2697,7 @@ def _spaced_label_action(m: re.Match[str]) -> tuple[str, int]:
             return m.group(), 0
         at = m.start("v") - m.start()
         whole = m.group()
-        return whole[:at] + _tag("api_key" if m.group("key") else "password") + whole[at + len(value) :], 1  # a screen's link ("p a s s w o r d   Forgot?") is a word and its mark
+        return whole[:at] + _tag("api_key" if m.group("key") else "password") + whole[at + len(value) :], 1
     if m.group("key") is not None:
         ok = _token_like(secret)
     else:
