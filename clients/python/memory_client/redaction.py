@@ -129,6 +129,13 @@ Built from the forms secrets are written in, not from examples (the table of cas
   password joined by 和 / and; a Wi-Fi password in groups after 无线密码 / WiFi 密码; kept: a snake_case name
   whose last part names a secret after a bare label ("how do I pass db_password"), a denied plain word ("is not
   specified"), a grouped fingerprint or checksum.
+* forms the thirteenth blind set showed: an account / password pair where the text speaks only of a way into a
+  machine (ssh, sftp, 跳板机); a password alone on the line after its label ("Passphrase:\\nX"); "credential" (凭据,
+  凭证) alone as the label; the rest of a value sent in a second message ("the rest: X", "剩下的是 X"); a device's
+  lock-screen PIN (锁屏是 5338); a value spaced out as its OCR'd label is ("密 码 ： z B 7 d"); a password starting
+  with a dot; and the twelfth set's leftovers: more fixed-length vendor keys cut by a line end (``ghp_``, ``hf_``,
+  ``shpat_``, ``dop_v1_``, an AWS secret key after its label), an identity card's TD1 MRZ by its check digits;
+  kept: a reflexive pronoun after a label ("types the password themselves").
 
 Redaction is idempotent: a placeholder never completes a match (the rules that start at a placeholder, a CVV
 after a card, a key joined to a key or wrapped after it, a corrected password, run only once this call has
