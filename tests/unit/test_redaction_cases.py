@@ -375,7 +375,11 @@ if __name__ == "__main__":
 # long qualifier; broken: a key shown as `sk-...Xq9f`) likewise: `FORM_CASES_11` below. The twelfth (76/85, 69/70 at
 # first sight: aws configure's `Secret Access Key [None]:` prompt, a Linear key wrapped over two lines, a PIN after a
 # relative clause, a PESEL in XML, admin / password after a host name, a password denied then corrected in Chinese, a
-# Twilio token read out in groups of hex; broken: "pass db_password") likewise: `FORM_CASES_12` below.
+# Twilio token read out in groups of hex; broken: "pass db_password") likewise: `FORM_CASES_12` below. The thirteenth
+# (84/91, 69/70 at first sight: a user / password pair with only ssh nearby, a router sticker's password on the line
+# after its label, a lone "credential" label, the rest of a key sent in a second message, a lock-screen PIN, an OCR'd
+# value spaced out, an old password starting with a dot; broken: "types the password themselves") likewise:
+# `FORM_CASES_13` below.
 HOLDOUT_PATHS = (
     DATA / "redaction_holdout.jsonl",
     DATA / "redaction_holdout2.jsonl",
@@ -389,6 +393,7 @@ HOLDOUT_PATHS = (
     DATA / "redaction_holdout10.jsonl",
     DATA / "redaction_holdout11.jsonl",
     DATA / "redaction_holdout12.jsonl",
+    DATA / "redaction_holdout13.jsonl",
 )
 
 
@@ -1791,6 +1796,157 @@ def test_the_twelfth_sets_rules_stay_linear_on_texts_made_to_backtrack() -> None
         "host.corp admin / " * 4000,
         "lin_api_" + "Ab1" * 10000,
         "无线密码：" + "ab1c " * 8000,
+    ]
+    for text in texts:
+        started = time.perf_counter()
+        out = redact(text)
+        assert time.perf_counter() - started < 2.0, text[:40]
+        assert redact(out) == out
+
+
+# The thirteenth set's forms (84/91, 69/70 at first sight) and the twelfth set's leftovers, each with new made-up
+# values and wording.
+FORM_CASES_13: list[tuple[str, str, tuple[str, ...]]] = [
+    # an account / password pair where the text speaks of a way into a machine (ssh, sftp, 跳板机 ...)
+    (
+        "account-pair-machine",
+        "the build vm is back, jenkins / Rt6%wq29Lx , sftp on 2022 as usual",
+        ("Rt6%wq29Lx",),
+    ),
+    ("account-pair-machine", "跳板机还是老样子 root / Gh4&nz71Pq ，别外传", ("Gh4&nz71Pq",)),
+    ("account-pair-machine", "ssh into the box, then open admin / settings / users", ()),
+    ("account-pair-machine", "服务器配置 root / 2 核 / 4G 内存", ()),
+    # a device's lock-screen PIN
+    ("lock-screen-pin", "我平板解锁密码是 0719，帮我看看相册", ("0719",)),
+    ("lock-screen-pin", "the lock screen passcode is 2580 if you need the phone", ("2580",)),
+    ("lock-screen-pin", "锁屏时间是30秒，太短了", ()),
+    ("lock-screen-pin", "手机锁屏是2024年新出的功能吗", ()),
+    # a value spaced out by OCR as its label is
+    ("spaced-ocr-value", "（拍照识别）\n口 令 ： k 8 P r # 2 m Q x\n谢 谢", ("k 8 P r # 2 m Q x",)),
+    ("spaced-ocr-value", "p a s s w o r d : W 4 t ! z 9 L q\nF o r g o t ?", ("W 4 t ! z 9 L q",)),
+    ("spaced-ocr-value", "密 码 ： 请 在 这 里 输 入", ()),
+    ("spaced-ocr-value", "p a s s w o r d : a b c d", ()),
+    # an old and a new password, the old one starting with a dot
+    (
+        "old-new-password",
+        "网银密码换了，旧的 .Vr8#kLp2 作废了，新的是 Qz5!mT7wRx",
+        (".Vr8#kLp2", "Qz5!mT7wRx"),
+    ),
+    ("old-new-password", "密码文件改了，旧的 .env.local 不用了", ()),
+    ("old-new-password", "the password path changed from ~/.secrets/v2 to ./conf", ()),
+    # the rest of a value sent in two messages
+    (
+        "split-rest",
+        "token too long for one message, part one: glpat-Xq72LmBv9Rt4Kw8ZpD1c\nthe rest is: Hn3Ys6Qe0Ju5Fa8Wd",
+        ("glpat-Xq72LmBv9Rt4Kw8ZpD1c", "Hn3Ys6Qe0Ju5Fa8Wd"),
+    ),
+    ("split-rest", "密钥太长分两条发，剩下的是：Pq8Wz2Lm5Tn7Rx4Vb9Kc", ("Pq8Wz2Lm5Tn7Rx4Vb9Kc",)),
+    ("split-rest", "the rest of the key rotation plan is on the wiki", ()),
+    ("split-rest", "the REST /v1/tokens route returns the key id only", ()),
+    # a password label that ends its line, the value alone on the next
+    (
+        "password-next-line",
+        "Router label (OCR)\nSSID: Casa-Lumi-5G\nWPA Passphrase:\nLantern47$vox\nS/N 2231",
+        ("Lantern47$vox",),
+    ),
+    ("password-next-line", "初始密码：\n  Kw9#tq52Ze\n登录后请修改", ("Kw9#tq52Ze",)),
+    ("password-next-line", "password:\n  secretKeyRef:\n    name: db", ()),
+    ("password-next-line", "Password:\n- at least 12 characters\n- one digit", ()),
+    ("password-next-line", "cat ~/.pgpass:\nhost:5432:db:app:*", ()),
+    # "credential" (凭据 / 凭证) alone as the label
+    (
+        "credential-label",
+        "Welcome aboard! Login: jdoe. Initial credential: Bx7_qm2LtVw9\nPlease change it.",
+        ("Bx7_qm2LtVw9",),
+    ),
+    ("credential-label", "VPN 账号 liwei，临时凭据：Mn4!sz80Qk，24小时内有效", ("Mn4!sz80Qk",)),
+    ("credential-label", "credential: see the shared vault entry", ()),
+    ("credential-label", "credential: OAuth2 client, stored at ~/.aws/credentials", ()),
+    # a reflexive pronoun after a password label is no value
+    ("password-pronoun", "the admin never sees it; users pick the password themselves", ()),
+    ("password-pronoun", "reset the PIN yourself in the app", ()),
+    # fixed-length vendor keys cut at a line end (set 12's leftover)
+    (
+        "vendor-key-cut",
+        "shopify token (wrapped by the terminal):\nshpat_5e0c9a7b2d4f6183\n9ab7c2e0d4f61835\nthanks",
+        ("shpat_5e0c9a7b2d4f6183", "9ab7c2e0d4f61835"),
+    ),
+    (
+        "vendor-key-cut",
+        "DO token dop_v1_4b8e2f0a9c7d1e3f5a6b8c0d2e4f\n6a8b0c2d4e6f8a0b1c3d5e7f9a2b4c6d8e0f\nok",
+        ("dop_v1_4b8e2f0a9c7d1e3f5a6b8c0d2e4f", "6a8b0c2d4e6f8a0b1c3d5e7f9a2b4c6d8e0f"),
+    ),
+    (
+        "vendor-key-cut",
+        "aws_secret_access_key = Zr7Ykq2Lm9Tx4Wv8Bn3Pd6Hs\n1Jf5Qa0Uc2Ge+/oK\n",
+        ("Zr7Ykq2Lm9Tx4Wv8Bn3Pd6Hs", "1Jf5Qa0Uc2Ge+/oK"),
+    ),
+    ("vendor-key-cut", "the shpat_ prefix means an admin API token\nsee the docs", ()),
+    ("vendor-key-cut", "tokens look like ghp_****\nrotate them yearly", ()),
+    # an identity card's TD1 MRZ, by its check digits (set 12's leftover)
+    (
+        "td1-mrz",
+        "身份证背面识别结果：\nIDNLDSPK7R40B20<<<<<<<<<<<<<<<\n9103052F3109225NLD<<<<<<<<<<<2\nVISSER<<ANNA<<<<<<<<<<<<<<<<<<",
+        ("SPK7R40B2", "910305"),
+    ),
+    (
+        "td1-mrz",
+        "sample card, check digit wrong:\nI<FRAX4HT82C058<<<<<<<<<<<<<<<\n8507114M2904308FRA<<<<<<<<<<<7\n"
+        "MARTIN<<LUC<<<<<<<<<<<<<<<<<<<",
+        (),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("form", "text", "secrets"), FORM_CASES_13, ids=[f"{c[0]}-{i}" for i, c in enumerate(FORM_CASES_13)]
+)
+def test_a_form_added_for_the_thirteenth_holdout_set(form: str, text: str, secrets: tuple[str, ...]) -> None:
+    test_a_form_added_for_the_fourth_holdout_set(form, text, secrets)
+
+
+# Next to a secret of the thirteenth set's forms, what is no secret stays.
+@pytest.mark.parametrize(
+    ("text", "secret", "kept"),
+    [
+        ("the build vm is back, jenkins / Rt6%wq29Lx , sftp on 2022", "Rt6%wq29Lx", "jenkins /"),
+        ("WPA Passphrase:\nLantern47$vox\nS/N 2231", "Lantern47$vox", "S/N 2231"),
+        ("口 令 ： k 8 P r # 2 m Q x\n谢 谢", "k 8 P r", "谢 谢"),
+        ("Initial credential: Bx7_qm2LtVw9\nPlease change it.", "Bx7_qm2LtVw9", "Please change it."),
+        (
+            "IDNLDSPK7R40B20<<<<<<<<<<<<<<<\n9103052F3109225NLD<<<<<<<<<<<2\nVISSER<<ANNA",
+            "SPK7R40B2",
+            "VISSER",
+        ),
+        ("我平板解锁密码是 0719，帮我看看相册", "0719", "帮我看看相册"),
+    ],
+)
+def test_the_thirteenth_sets_rules_keep_what_stands_next_to_the_secret(
+    text: str, secret: str, kept: str
+) -> None:
+    out = redact(text)
+    assert secret not in out, out
+    assert kept in out, out
+    assert redact(out) == out
+
+
+def test_the_thirteenth_sets_rules_stay_linear_on_texts_made_to_backtrack() -> None:
+    texts = [
+        "登 录 密 码 ： " + "a " * 20000,
+        "p a s s w o r d : " + "1 " * 20000 + "x",
+        "Passphrase:\n" + "a" * 40000,
+        "password:\n" * 8000,
+        "credential: " + "a1!" * 10000,
+        "credential " * 8000,
+        "the rest: " * 5000,
+        "剩下的是 " * 8000,
+        "锁屏是" * 10000,
+        "ssh " + "deploy / " * 4000,
+        "aws_secret_access_key = " + "A1/" * 5000 + "\n" + "b" * 30,
+        "I<" * 20000,
+        ("IDNLD" + "<" * 25 + "\n") * 2000,
+        "shpat_" + "a1" * 10000 + "\n",
+        "密码改了，旧的 " + ".J3^" * 10000,
     ]
     for text in texts:
         started = time.perf_counter()

@@ -129,6 +129,13 @@ Built from the forms secrets are written in, not from examples (the table of cas
   password joined by 和 / and; a Wi-Fi password in groups after 无线密码 / WiFi 密码; kept: a snake_case name
   whose last part names a secret after a bare label ("how do I pass db_password"), a denied plain word ("is not
   specified"), a grouped fingerprint or checksum.
+* forms the thirteenth blind set showed: an account / password pair where the text speaks only of a way into a
+  machine (ssh, sftp, 跳板机); a password alone on the line after its label ("Passphrase:\\nX"); "credential" (凭据,
+  凭证) alone as the label; the rest of a value sent in a second message ("the rest: X", "剩下的是 X"); a device's
+  lock-screen PIN (锁屏是 5338); a value spaced out as its OCR'd label is ("密 码 ： z B 7 d"); a password starting
+  with a dot; and the twelfth set's leftovers: more fixed-length vendor keys cut by a line end (``ghp_``, ``hf_``,
+  ``shpat_``, ``dop_v1_``, an AWS secret key after its label), an identity card's TD1 MRZ by its check digits;
+  kept: a reflexive pronoun after a label ("types the password themselves").
 
 Redaction is idempotent: a placeholder never completes a match (the rules that start at a placeholder, a CVV
 after a card, a key joined to a key or wrapped after it, a corrected password, run only once this call has
@@ -415,7 +422,11 @@ _VENDOR_GATE = ("age-secret-key-1", "sec", "token", "discord")
 _API_RULES: list[tuple[str, Callable[[str], bool] | None, tuple[str, ...]]] = [
     (r"sk-(?<![A-Za-z0-9_-]sk-)[A-Za-z0-9_-]{20,400}" + _END, _openai_like, ("sk-",)),  # + Anthropic sk-ant-
     (_START + r"(?:AKIA|ASIA)[A-Z0-9]{16}" + _END + _PAIRED_SECRET, None, ("akia", "asia")),
-    (_START + r"gh[pousr]_[A-Za-z0-9]{30,255}" + _END, None, ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
+    (
+        _START + r"gh[pousr]_(?:[A-Za-z0-9]{30,255}|[A-Za-z0-9]{12,29}(?=[ \t]*\r?\n))" + _END,
+        None,
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+    ),
     (_START + r"github_pat_[A-Za-z0-9_]{22,255}" + _END, None, ("github_pat_",)),
     (_START + r"xox[abprs]-[A-Za-z0-9-]{10,250}" + _END, _has_digit, ("xox",)),
     (r"(?:https?://)?hooks\.slack\.com/(?:services|workflows|triggers)/[\w/-]{8,}", None, ("hooks.slack",)),
@@ -437,7 +448,7 @@ _API_RULES: list[tuple[str, Callable[[str], bool] | None, tuple[str, ...]]] = [
     (_START + r"LTAI[A-Za-z0-9]{12,30}" + _END + _PAIRED_SECRET, _has_digit, ("ltai",)),
     (_START + r"AKID[A-Za-z0-9]{13,40}" + _END + _PAIRED_SECRET, _has_digit, ("akid",)),
     (_START + r"glpat-[A-Za-z0-9_-]{20,}" + _END, None, ("glpat-",)),
-    (_START + r"hf_[A-Za-z]{30,}" + _END, None, ("hf_",)),
+    (_START + r"hf_(?:[A-Za-z]{30,}|[A-Za-z]{12,29}(?=[ \t]*\r?\n))" + _END, None, ("hf_",)),
     (_START + r"npm_(?:[A-Za-z0-9]{36}|[A-Za-z0-9]{12,35}(?=[ \t]*\r?\n))" + _END, None, ("npm_",)),
     # Linear's API keys (`lin_api_` + 40) and OAuth tokens (`lin_oauth_` + 64 hex), whole or cut by a line end
     (
@@ -445,10 +456,15 @@ _API_RULES: list[tuple[str, Callable[[str], bool] | None, tuple[str, ...]]] = [
         _has_digit,
         ("lin_api_", "lin_oauth_"),
     ),
-    (_START + r"pypi-[A-Za-z0-9_-]{50,}" + _END, None, ("pypi-",)),
+    (_START + r"pypi-(?:[A-Za-z0-9_-]{50,}|[A-Za-z0-9_-]{12,49}(?=[ \t]*\r?\n))" + _END, None, ("pypi-",)),
     (_START + r"SG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{16,64}" + _END, None, ("sg.",)),
-    (_START + r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}" + _END, None, ("shpat_", "shpss_", "shpca_", "shppa_")),
-    (_START + r"dop_v1_[a-f0-9]{64}" + _END, None, ("dop_v1_",)),
+    # (these too whole, or cut by a line end after 12+ characters, the rest on the next line: `_WRAP`)
+    (
+        _START + r"shp(?:at|ss|ca|pa)_(?:[a-fA-F0-9]{32}|[a-fA-F0-9]{12,31}(?=[ \t]*\r?\n))" + _END,
+        None,
+        ("shpat_", "shpss_", "shpca_", "shppa_"),
+    ),
+    (_START + r"dop_v1_(?:[a-f0-9]{64}|[a-f0-9]{12,63}(?=[ \t]*\r?\n))" + _END, None, ("dop_v1_",)),
     (_START + r"xapp-[0-9]-[A-Za-z0-9-]{10,}" + _END, None, ("xapp-",)),
     # Mailgun's private API keys (`key-` + 32 hex) and Telegram bot tokens (the bot's id, a colon, then 35
     # characters that start with "AA")
@@ -528,9 +544,19 @@ def _api_pattern(p: str) -> re.Pattern[str]:
 
 _AWS_SECRET = re.compile(
     r"(?<![A-Za-z])(?:aws[ _-]?secret[ _-]?(?:access[ _-]?)?key|secret[ _-]?access[ _-]?key)(?:[ _-]?id)?"
-    r"[\"']?[ \t]*(?:[:=]|=>|is)[ \t]*[\"']?(?P<v>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",
+    r"[\"']?[ \t]*(?:[:=]|=>|is)[ \t]*[\"']?(?P<v>[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"
+    # (or cut by a line end, the rest on the next line: 40 characters in all, checked by the action)
+    r"|(?P<head>[A-Za-z0-9/+]{12,39})[ \t]*\r?\n[ \t]*(?P<rest>[A-Za-z0-9/+]{1,28})(?![A-Za-z0-9/+=]))",
     _I,
 )
+
+
+def _aws_secret_action(m: re.Match[str]) -> tuple[str, int]:
+    if m.group("head") is not None and len(m.group("head")) + len(m.group("rest")) != 40:
+        return m.group(), 0
+    return _swap("api_key")(m)
+
+
 _BEARER = re.compile(r"(?<![A-Za-z])(?P<lead>bearer[ \t]+)(?P<v>[\w.~+/-]{20,}=*)(?![\w.~+/=-])", _I)
 # Mapbox tokens are JWT-shaped: `sk.eyJ...` is secret (the JWT rule takes its body), `pk.eyJ...` is the
 # public token Mapbox documents as safe to ship in a web page, and is kept.
@@ -693,7 +719,8 @@ _NOT_A_PASSWORD_WORDS = """
     confirm must should can cannot will would may might is was were are equals old new current previous
     former initial temporary never always ever often rarely seldom usually sometimes automatically
     periodically regularly immediately only later emailed mailed texted logged cached transmitted once
-    twice again pairs
+    twice again pairs myself yourself himself herself itself oneself ourselves yourselves themselves themself
+    whoever whatever
 """
 _NOT_A_PASSWORD = frozenset(_NOT_A_PASSWORD_WORDS.split())
 _PW_TRAILING = ".,;:)]}>'\"。，；：！？）」』】”’\\"  # not ! or ?: often part of the password
@@ -1326,7 +1353,9 @@ _ACCOUNT_PAIR = re.compile(
 _ACCOUNT_BEFORE = re.compile(r"(?<![\w./:@\\-])(?:" + _ACCOUNT_NAMES + r")[ \t]*\Z", _I)
 _ACCOUNT_CONTEXT = re.compile(
     r"pass(?:word|wd)?|pwd|(?<![A-Za-z])pw(?![A-Za-z])|密码|密碼|口令|登录|登陆|账号|帐号|log(?:ged)?[ \t-]?in"
-    r"|sign(?:ed)?[ \t-]?in|creds?(?![A-Za-z])|credentials?|(?<![A-Za-z])auth",
+    r"|sign(?:ed)?[ \t-]?in|creds?(?![A-Za-z])|credentials?|(?<![A-Za-z])auth"
+    # (or a way into a machine: "staging box ... deploy / X, ssh on port 2222", "跳板机 root / X")
+    r"|(?<![A-Za-z])(?:ssh|sftp|ftp|rdp|vnc|telnet|putty|winscp)(?![A-Za-z])|服务器|主机|堡垒机|跳板机|远程桌面",
     _I,
 )
 
@@ -2155,14 +2184,22 @@ def _spelled_action(m: re.Match[str]) -> tuple[str, int]:
 _SPLIT_LABEL = (
     r"(?:(?<![A-Za-z])(?:first|second|third|fourth|last|other|remaining|final|1st|2nd|3rd|4th)[ \t]+"
     r"(?:half|part|piece|bit|chunk|segment)(?:[ \t]+(?:is|was))?(?![A-Za-z])"
-    r"|(?:前|后|後|上|下)一?半(?:部分|段|截)?|第[一二三四1-4](?:段|部分|截))"
+    r"|(?:前|后|後|上|下)一?半(?:部分|段|截)?|第[一二三四1-4](?:段|部分|截)"
+    # the rest of a value sent in two messages ("and the rest: ...", "剩下的是 ...", "其余部分：...")
+    r"|(?P<rest>(?<![A-Za-z])(?:the[ \t]+)?(?:rest|remainder)"
+    r"(?:[ \t]+of[ \t]+(?:it|the[ \t]+(?:key|token|secret|password)))?"
+    r"(?:[ \t]+(?:is|was))?(?![A-Za-z])|(?:剩下|剩余|其余|其餘|剩餘)(?:的|部分|那部分|那段)?))"
 )
 _SPLIT = re.compile(
-    r"(?P<lead>" + _SPLIT_LABEL + r"[ \t]*(?:[:：=]|是|为|為)?[ \t]*)(?P<v>(?!\[REDACTED:)[\x21-\x7e]{3,64})",
+    r"(?P<lead>"
+    + _SPLIT_LABEL
+    + r"[ \t]*(?:[:：=]|(?:是|为|為)[ \t]*[:：]?)?[ \t]*)(?P<v>(?!\[REDACTED:)[\x21-\x7e]{3,200})",
     _I,
 )
 # windowed on the piece's noun; the secret word is looked for around the piece by the action
-_SPLIT_GATE = ("half", "part", "piece", "chunk", "segment", "半", "段", "截")
+_SPLIT_GATE = (
+    "half", "part", "piece", "chunk", "segment", "半", "段", "截", "rest", "remainder", "剩", "其余", "其餘",
+)  # fmt: skip
 _SPLIT_HEAD = re.compile(_SPLIT_LABEL, _I)
 _SPLIT_TOLD = re.compile(r"[:：=]|是|为|為|(?<![A-Za-z])(?:is|was)(?![A-Za-z])", _I)
 _SPLIT_NEEDS = re.compile(r"pass|pwd|secret|token|key|密码|密碼|口令|密钥|秘钥")
@@ -2175,6 +2212,8 @@ def _split_action(m: re.Match[str]) -> tuple[str, int]:
     secret = value.rstrip(_PW_TRAILING)
     # told with a colon or "is" / 是, or else a piece with a letter and a digit ("first half 2024 was slow")
     strong = _SPLIT_TOLD.search(m.group("lead")) is not None
+    if m.group("rest") is not None and not strong:
+        return m.group(), 0  # "the REST /v1/users route": the rest of a value is told with a colon or "is"
     shaped = _pw_shaped(secret) if strong else _has_digit(secret) and any(c.isalpha() for c in secret)
     if (
         len(secret) < 4
@@ -2307,7 +2346,10 @@ _PIN_LABEL = (
     + r"(?:'s)?[^\n.;!?0-9]{0,30}?(?<![A-Za-z])(?P<word>code|combo|combination|pin|passcode)"
     r"(?:[ \t]+(?:number|no\.?))?"
     r"|(?<![A-Za-z])(?:entry|atm)[ \t]+(?:code|pin|combo|combination)(?:[ \t]+(?:number|no\.?))?"
-    r"|(?<![A-Za-z])pin(?:[ \t]+(?:code|number|no\.?))?)(?![A-Za-z])"
+    r"|(?<![A-Za-z])pin(?:[ \t]+(?:code|number|no\.?))?"
+    # a device's lock screen ("我手机锁屏是5338", "解锁密码 0412", "lock screen passcode is 2580", "unlock PIN: 1397")
+    r"|(?:手机|电脑|平板|手機|電腦)?(?:锁屏|鎖屏|解锁|解鎖|开机|開機|屏幕|螢幕)(?:密码|密碼|码|碼)?"
+    r"|(?<![A-Za-z])(?:lock[ \t-]?screen|screen[ \t-]?lock|unlock)[ \t]+(?:code|passcode|pin))(?![A-Za-z])"
 )
 _PIN_HEAD = re.compile(_PIN_LABEL, _I)
 _PIN_CODE = re.compile(
@@ -2315,7 +2357,7 @@ _PIN_CODE = re.compile(
     r"|[ \t]*(?:[:：=#]|(?:就|也)?(?:是|为|為)[ \t]*[:：]?))?[ \t]*)"
     # 4 to 8 digits; a lock's combination also as numbers joined by dashes ("combination is 3-14-27")
     r"(?P<v>(?<![0-9])(?:[0-9]{4,8}|(?P<dial>[0-9]{1,2}(?:-[0-9]{1,2}){2,3})))"
-    r"(?![0-9A-Za-z]|-[0-9]|[ \t]*(?:digits?|numbers?|characters?|chars?|位|个))",
+    r"(?![0-9A-Za-z]|-[0-9]|[ \t]*(?:digits?|numbers?|characters?|chars?|位|个|年|秒|分钟|小时|天|次))",
     _I,
 )
 # windowed: found by the scan shared with the labelled rules ("密码" and "pin" are theirs already; "code" is in
@@ -2323,7 +2365,7 @@ _PIN_CODE = re.compile(
 # new words start with letters the old ones start with.
 _PIN_CODE_GATE = (
     "门禁", "密码", "取款", "取钱", "柜员机", "atm", "刷卡", "付款", "支付", "开门", "code", "pin", "combo",
-    "combination",
+    "combination", "锁屏", "鎖屏", "解锁", "解鎖", "开机", "開機", "屏幕", "螢幕", "unlock",
 )  # fmt: skip
 
 
@@ -2461,11 +2503,15 @@ _NOW_IS = re.compile(r"(?<![A-Za-z])(?:it'?s|it[ \t]+is)[ \t]+now[ \t]+\S", _I)
 def _pw_shaped(s: str) -> bool:
     """Looks like a password, not a word, a path or a version: a letter with a digit or a symbol, or a
     capital right after a small letter ("RJNyYowqmj"; not "IT-Sec")."""
-    if _VERSION.fullmatch(s) or s[0] in "/~." or "://" in s:
+    if _VERSION.fullmatch(s) or "://" in s:
         return False
     letter = any(c.isalpha() for c in s)
     digit = any(c.isdigit() for c in s)
     symbol = any(c in "!@#$%^&*_+=?" for c in s)
+    # a path or a dotfile starts so (/etc, ~/x, .env.local); a password may too, when it has a digit and a
+    # symbol no file name has (".J3FF^lC+@x!DA")
+    if s[0] in "/~." and not (s[0] == "." and digit and any(c in "!@#$%^&*+=?" for c in s)):
+        return False
     inner_capital = any(a.islower() and b.isupper() for a, b in itertools.pairwise(s))
     return letter and (digit or symbol or inner_capital)
 
@@ -2559,6 +2605,73 @@ def _corrected_action(m: re.Match[str]) -> tuple[str, int]:
     return m.group(), 0
 
 
+# A password label that ends its line, the value alone on the next one (the thirteenth set: a router sticker read by
+# OCR, "Wireless Key / Passphrase:\nSummit99&ciz58"; "初始密码：\nX"; a form's "Password:\n  X"): the label, a colon,
+# the line's end, then one token that is the whole next line and looks like a password (a letter with a digit or a
+# symbol, or 6+ digits). Kept: a YAML key or list item on the next line ("password:\n  secretKeyRef:", "- must be
+# 12 characters"), a word, a mask.
+_PW_NEXT_LINE = re.compile(
+    r"(?:" + _HEAD_PW + r")[ \t]*(?:[(（][^()（）\n]{1,24}[)）][ \t]*)?[:：][ \t]*\r?\n[ \t]*"
+    r"(?P<v>(?!\[REDACTED:)[^\s\-#*>|{}\[\]<\"'`][\x21-\x7e]{3,63})(?=[ \t]*(?:\r?\n|\Z))",
+    _I,
+)
+
+
+def _pw_next_line_action(m: re.Match[str]) -> tuple[str, int]:
+    value = m.group("v")
+    secret = value.rstrip(_PW_TRAILING)
+    at = m.start()
+    if m.group("ph") is not None and at and (m.string[at - 1].isalnum() or m.string[at - 1] in "_.-/~"):
+        return m.group(), 0  # inside a word or a file's name (~/.pgpass:)
+    if (
+        len(secret) < 4
+        or value.endswith(":")
+        or value.count(":") > 1
+        or _stand_in(secret)
+        or secret.lower() in _NOT_A_PASSWORD
+        or _DATE_OR_TIME.fullmatch(secret)
+        or not (_pw_shaped(secret) or (secret.isdigit() and len(secret) >= 6))
+    ):
+        return m.group(), 0
+    at = m.start("v") - m.start()
+    return m.group()[:at] + _tag("password") + m.group()[at + len(secret) :], 1
+
+
+# A credential told by that word alone, as an IT desk's mail does (the thirteenth set: "Username: pnair. Temporary
+# credential: P7s5_mxdGQkGuY"; "临时凭据：X", "初始凭证是 X"): "credential" (singular, or 凭据 / 凭证) with a colon or
+# "is" / 是, then one token of 8+ characters with a letter, a digit and a symbol or a capital inside. A pair
+# after the word ("credentials: admin / X") is the pair rules'; kept: "credential: see the vault", "credential:
+# [REDACTED:...]", a file name (~/.aws/credentials), a type ("credential: OAuth2").
+_CREDENTIAL_VALUE = re.compile(
+    r"(?:(?<![A-Za-z_./-])credential(?![A-Za-z_])(?:[ \t]*[:：=][ \t]*|[ \t]+(?:is|was)[ \t]+[:：]?[ \t]*)"
+    r"|(?:凭据|凭证|憑據|憑證)[ \t]*(?:[:：=]|(?:就|也)?(?:是|为|為)[ \t]*[:：]?)[ \t]*)"
+    r"[\"'`“‘]?(?P<v>(?!\[REDACTED:)[^\s/／:\"'`“”‘’\[\]]{8,64})(?![^\s\"'`“”‘’,，。;；])",
+    _I,
+)
+_CREDENTIAL_VALUE_GATE = ("credential", "凭据", "凭证", "憑據", "憑證")
+
+
+def _credential_value_action(m: re.Match[str]) -> tuple[str, int]:
+    value = m.group("v")
+    secret = value.rstrip(_PW_TRAILING)
+    if (
+        len(secret) < 8
+        or _stand_in(secret)
+        or secret.lower() in _NOT_A_PASSWORD
+        or not _pw_shaped(secret)
+        or _VERSION.fullmatch(secret)
+        or not _has_digit(secret)
+        # (a symbol or a capital inside: "credential: OAuth2" or "Kerberos5" names a kind)
+        or not (
+            any(c in "!@#$%^&*_+=?" for c in secret)
+            or any(a.islower() and b.isupper() for a, b in itertools.pairwise(secret))
+        )
+    ):
+        return m.group(), 0
+    at = m.start("v") - m.start()
+    return m.group()[:at] + _tag("password") + m.group()[at + len(secret) :], 1
+
+
 # A label read by OCR from a screenshot, its letters spaced out (the tenth set: a password manager's "p a s s w o r d
 # bPxf..."; "密 码 ： ..."): the spaced label (password, passcode, passphrase, PIN, 密码, 口令 -> password; secret,
 # token, api key -> a generated value), then a colon or two spaces (how OCR separates the spaced word from the
@@ -2567,7 +2680,9 @@ def _corrected_action(m: re.Match[str]) -> tuple[str, int]:
 _SPACED_LABEL = re.compile(
     r"(?<![A-Za-z0-9])(?<![A-Za-z0-9] )(?:(?P<pw>p a s s (?:w o r d|c o d e|p h r a s e)|p i n|p w d)"
     r"|(?P<key>s e c r e t|t o k e n|a p i {1,2}k e y)|(?P<pz>密 码|密 碼|口 令))"
-    r"(?:[ \t]*[:：=][ \t]*|[ \t]{2,})[\"'`]?(?P<v>(?!\[REDACTED:)[^\s\"'`]{3,128})",
+    r"(?:[ \t]*[:：=][ \t]*|[ \t]{2,})[\"'`]?(?P<v>(?!\[REDACTED:)"
+    # (the value spaced out as its label is, one character and one space: "登 录 密 码 ： z B 7 d O M # j s 2")
+    r"(?:(?P<sv>[\x21-\x7e](?!\S)(?: [\x21-\x7e](?!\S)){3,127})|[^\s\"'`]{3,128}))",
     _I,
 )
 _SPACED_GATE = ("p a s s", "p i n", "p w d", "s e c r e t", "t o k e n", "a p i", "密 码", "密 碼", "口 令")
@@ -2575,10 +2690,21 @@ _SPACED_GATE = ("p a s s", "p i n", "p w d", "s e c r e t", "t o k e n", "a p i"
 
 def _spaced_label_action(m: re.Match[str]) -> tuple[str, int]:
     value = m.group("v")
-    secret = value.rstrip(_PW_TRAILING)
+    secret = value.rstrip(_PW_TRAILING + " ")
     if len(secret) < 3 or _stand_in(secret) or secret.lower() in _NOT_A_PASSWORD:
         return m.group(), 0
     word = secret.rstrip("?!")  # a screen's link ("p a s s w o r d   Forgot?") is a word and its mark
+    if m.group("sv") is not None:  # judged as the value it spells
+        word = secret = secret.replace(" ", "")
+        if len(secret) < 4 or _stand_in(secret) or secret.lower() in _NOT_A_PASSWORD:
+            return m.group(), 0
+        value = m.group("v").rstrip(_PW_TRAILING + " ")
+        ok = _token_like(secret) if m.group("key") is not None else secret.isdigit() or _pw_shaped(secret)
+        if not ok or _DATE_OR_TIME.fullmatch(secret):
+            return m.group(), 0
+        at = m.start("v") - m.start()
+        whole = m.group()
+        return whole[:at] + _tag("api_key" if m.group("key") else "password") + whole[at + len(value) :], 1
     if m.group("key") is not None:
         ok = _token_like(secret)
     else:
@@ -3276,6 +3402,26 @@ _MRZ = re.compile(
 )
 
 
+# An identity card's MRZ (TD1: three lines of 30, the eleventh and twelfth sets' leftover): line 1 holds the
+# document number (check digit at 15), line 2 the birth date and the expiry with their check digits and the composite
+# one at its end (over line 1 from the document number on and line 2's dates and optional data). Both lines go; the
+# name on line 3 stays. The check digits decide, so no label is needed.
+_MRZ_TD1 = re.compile(
+    r"(?P<v>(?<![A-Z0-9<])[A-Z][A-Z0-9<][A-Z<]{3}[A-Z0-9<]{9}[0-9<][A-Z0-9<]{15}[ \t]*\r?\n[ \t]*"
+    r"[0-9]{6}[0-9][MFX<][0-9]{6}[0-9][A-Z<]{3}[A-Z0-9<]{11}[0-9](?![A-Z0-9<]))"
+)
+_MRZ_LINE_BREAK = re.compile(r"[ \t]*\r?\n[ \t]*")
+
+
+def _mrz_td1_ok(block: str) -> bool:
+    one, two = _MRZ_LINE_BREAK.split(block)
+    if one[14] != _mrz_digit(one[5:14]) and not (one[14] == "<" and one[15] != "<"):
+        return False  # (a number longer than 9 goes on in the optional data, its check digit there)
+    if two[6] != _mrz_digit(two[:6]) or two[14] != _mrz_digit(two[8:14]):
+        return False
+    return two[29] == _mrz_digit(one[5:30] + two[:7] + two[8:15] + two[18:29])
+
+
 def _mrz_digit(s: str) -> str:
     total = 0
     for i, c in enumerate(s):
@@ -3397,7 +3543,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _TABLE, _table_action, ("\n",), needs=_TABLE_WORDS),
     _Rule("jwt", _JWT, _swap("jwt"), ("eyj",)),
     *(_Rule("api_key", _api_pattern(p), _key_action(c), g) for p, c, g in _API_RULES),
-    _Rule("api_key", _AWS_SECRET, _swap("api_key"), ("secret",)),
+    _Rule("api_key", _AWS_SECRET, _aws_secret_action, ("secret",)),
     _Rule("api_key", _BEARER, _bearer_action, ("bearer",)),
     # a TOTP key in groups of four, before the password rules can read one group as a value ("E2PW 7JZ7")
     _Rule("api_key", _TOTP_GROUPED, _swap("api_key", _base32_groups), _TOTP_GATE, _TOTP_HEAD, True),
@@ -3444,6 +3590,8 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("private_key", _PRIVATE_LABELLED, _to_private, _PRIVATE_GATE, re.compile(_HEAD_PRIVATE, _I), True),
     _Rule("api_key", _KEY_LABELLED, _to_api_key, _KEY_GATE, re.compile(_HEAD_KEY, _I), True),
     _Rule("password", _PW_LABELLED, _to_password, _PW_GATE, re.compile(_HEAD_PW, _I), True),
+    _Rule("password", _PW_NEXT_LINE, _pw_next_line_action, _PW_GATE, re.compile(_HEAD_PW, _I), True),
+    _Rule("password", _CREDENTIAL_VALUE, _credential_value_action, _CREDENTIAL_VALUE_GATE),
     _Rule("password", _PW_BEFORE, _pw_before_action, _PW_BEFORE_GATE, None, True),
     _Rule("password", _FOREIGN_PW, _foreign_pw_action, _FOREIGN_PW_GATE, _FOREIGN_PW_HEAD, True),
     _Rule("password", _PIN_CODE, _pin_action, _PIN_CODE_GATE, _PIN_HEAD, True),
@@ -3454,6 +3602,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _DB_CALL, _db_call_action, _DB_CALL_GATE, _DB_CALL_HEAD, True),
     _Rule("national_id", _PASSPORT, _swap_value("national_id"), _PASSPORT_GATE, _PASSPORT_HEAD, True),
     _Rule("national_id", _MRZ, _swap("national_id", _mrz_ok), ("<",)),
+    _Rule("national_id", _MRZ_TD1, _swap("national_id", _mrz_td1_ok), ("<",)),
     _Rule("card", _CVV, _swap_value("card"), _CVV_GATE, _CVV_HEAD, True),
     # numbers of a fixed grouping before the card rule can read a Luhn-valid stretch of them as a card
     _Rule("api_key", _BITLOCKER, _checked_action(_bitlocker_ok, "api_key"), _DIGITS, needs=_LONG_NUMBER),
