@@ -1063,21 +1063,24 @@ _PAIR_LABELLED = re.compile(
 )
 _CREDENTIAL_HEAD_TEXT = (
     r"(?P<label>(?:log(?:ged)?|sign(?:ed)?)[ \t-]?in(?:[ \t]+(?:with|as|using))?|creds?|credentials?"
-    r"|ssh(?:[ \t]+in)?[ \t]+(?:with|as|using)|账号密码|帐号密码|账号|帐号|登录信息|登录账号|登录|凭据|凭证)"
+    r"|ssh(?:[ \t]+in)?[ \t]+(?:with|as|using)|账号密码|帐号密码|账号|帐号|登录信息|登录账号|登录|凭据|凭证"
+    r"|(?P<acct>account|acct|user(?:[ _-]?name)?|帳號|帳户|帳戶|账户|用户名?|用戶名?))"
     r"(?![A-Za-z0-9_])"
 )
 _CREDENTIAL_HEAD = re.compile(_CREDENTIAL_HEAD_TEXT, _I)
+# (Chinese words between the label and its colon too, the fourteenth set: "测试环境账号发你：test_zhao / X",
+# "登录信息如下：ops / X", "账号给你：bob / X"; the pair may start the next line after that colon. Any account
+# label in either language: account, user name, 帳號, 用户名 ..., where the value must look like a password:
+# "the test account for you: qa_li / X"; "account: billing / invoices" stays)
 _CREDENTIALS = re.compile(
     r"(?P<lead>"
     + _CREDENTIAL_HEAD_TEXT
-    + r"(?:(?P<far>(?:[ \t]+[A-Za-z'-]+){1,4}?[ \t]*[:：]|[ \t]*[\u4e00-\u9fff]{1,6}?[ \t]*[:：])|"
+    + r"(?:(?P<far>(?:(?:[ \t]+[A-Za-z'-]+){1,4}?|[ \t]*[\u4e00-\u9fff]{1,6}?)[ \t]*[:：](?:[ \t]*\r?\n)?)|"
     + _ANY_CONNECTOR
     + r")[ \t]*"
     r"(?P<user>[A-Za-z0-9_.@+-]{1,64})(?:[ \t]*[/／][ \t]*|:))" + _PAIR_VALUE,
     _I,
 )
-# (Chinese words between the label and its colon too, the fourteenth set: "测试环境账号发你：test_zhao / X",
-# "登录信息如下：ops / X", "账号给你：bob / X")
 # "用 test01 / Test0101 登录"
 _CREDENTIALS_ZH = re.compile(
     r"(?P<lead>用[ \t]*(?P<user>[A-Za-z0-9_.@+-]{1,64})[ \t]*[/／:][ \t]*)"
@@ -1111,6 +1114,7 @@ def _pair_action(m: re.Match[str]) -> tuple[str, int]:
         # words between the label and its colon ("creds as before: admin / 07UD0ska"): the pair must
         # look like credentials, the password not a word ("login page steps: home / settings")
         or (m.groupdict().get("far") is not None and (len(secret) < 6 or _plain_word(secret)))
+        or (m.groupdict().get("acct") is not None and not _strong_secret(secret, 6))
     ):
         return m.group(), 0
     return m.group("lead") + _tag("password") + value[len(secret) :], 1
@@ -1428,7 +1432,11 @@ _STRONG_SYMBOLS = frozenset("!#$%&*+=?@^~")
 def _strong_pair(text: str, m: re.Match[str], secret: str) -> bool:
     if not (text[m.start() - 1 : m.start()] in (" ", "\t") and text[m.start() + 1 : m.start() + 2] in (" ", "\t")):
         return False
-    if len(secret) < 8 or _VERSION.fullmatch(secret.lstrip("vV")):
+    return _strong_secret(secret, 8)
+
+
+def _strong_secret(secret: str, shortest: int) -> bool:
+    if len(secret) < shortest or _VERSION.fullmatch(secret.lstrip("vV")):
         return False
     letter = any(c.isalpha() for c in secret)
     digit = any(c.isdigit() for c in secret)
@@ -1440,9 +1448,10 @@ def _account_pair_action(m: re.Match[str]) -> tuple[str, int]:
     value = m.group("v")
     secret = value.rstrip(_PW_TRAILING)
     text = m.string
+    if _ACCOUNT_BEFORE.search(text, max(0, m.start() - 24), m.start()) is None:
+        return _any_account_pair(m, secret)
     if (
-        _ACCOUNT_BEFORE.search(text, max(0, m.start() - 24), m.start()) is None
-        or not secret
+        not secret
         or not _pw_shaped(secret)
         or _stand_in(secret)
         or text.startswith(_MARK, m.end())
@@ -1454,6 +1463,33 @@ def _account_pair_action(m: re.Match[str]) -> tuple[str, int]:
     ):
         return m.group(), 0
     lead = m.start("v") - m.start()
+    return m.group()[:lead] + _tag("password") + value[len(secret) :], 1
+
+
+# An account outside the list (set 13's leftover: "the wiki's password: li.wei / Hx7#kk20pq"): a user name, a
+# slash between spaces, a value of 8+ characters with a letter, a digit and a symbol (`!#$%&*+=?@^~`; an inner
+# capital alone is a product name: "iOS / macOS14"), not an e-mail address, and a word of passwords or signing
+# in near it. Kept: "john / john2@example.com", "CI / v2.3.1+build".
+_ANY_ACCOUNT_BEFORE = re.compile(r"(?<![\w./:@\\-])[A-Za-z][A-Za-z0-9_.-]{1,31}[ \t]+\Z")
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+
+
+def _any_account_pair(m: re.Match[str], secret: str) -> tuple[str, int]:
+    text = m.string
+    if (
+        not secret
+        or text[m.start() + 1 : m.start() + 2] not in (" ", "\t")
+        or _ANY_ACCOUNT_BEFORE.search(text, max(0, m.start() - 40), m.start()) is None
+        or not _strong_secret(secret, 8)
+        or not any(c in _STRONG_SYMBOLS for c in secret)
+        or _EMAIL.fullmatch(secret)
+        or _stand_in(secret)
+        or text.startswith(_MARK, m.end())
+        or _ACCOUNT_CONTEXT.search(text, max(0, m.start() - 200), m.end() + 200) is None
+    ):
+        return m.group(), 0
+    lead = m.start("v") - m.start()
+    value = m.group("v")
     return m.group()[:lead] + _tag("password") + value[len(secret) :], 1
 
 
@@ -2068,6 +2104,23 @@ def _pw_and_pw_action(m: re.Match[str]) -> tuple[str, int]:
         found += 1
         done = item.end()
     return ("[REDACTED:password]" + "".join(out) + rest[done:], found) if found else (m.group(), 0)
+
+
+# A pair after a password label (found while folding set 14 in: "the wiki's password: li.wei / Hx7#kk20pq", "wifi
+# 密码：guest / Hk2!pp90"): the label's rule takes the account as the value; the password after the slash goes too
+# when it looks like one. Kept: "password: [value] / 2 attempts left", "... / n/a".
+_PW_SLASH_PARTNER = re.compile(
+    r"\[REDACTED:password\][ \t]*[/／][ \t]*(?P<v>(?!\[REDACTED:)[^\s/／,，。;；、)）\]\[\"'`]{1,64})"
+    r"(?=[\s,，。;；、)）]|\Z)"
+)
+
+
+def _pw_slash_partner_action(m: re.Match[str]) -> tuple[str, int]:
+    value = m.group("v")
+    secret = value.rstrip(_PW_TRAILING)
+    if not secret or not _pw_shaped(secret) or _stand_in(secret) or _plain_word(secret):
+        return m.group(), 0
+    return m.group()[: m.start("v") - m.start()] + _tag("password") + value[len(secret) :], 1
 
 
 # A Wi-Fi password printed in groups under a Chinese or English Wi-Fi password label ("无线密码：8QWE 3KZP 77MD
@@ -2890,7 +2943,8 @@ _PROSE_BOXES = re.compile(
 )
 _PROSE_BOXES_HEAD = re.compile(r"(?<![A-Za-z])(?:type|enter|put|use|input)(?=[ \t])", _I)
 # windowed ("log" is the sign-in rules' word already: "login field")
-_PROSE_BOXES_GATE = ("the first", "the top", "the user", "the email", "the e-mail", "box", "log")
+# ("user", not "the user": the credential rule's gate has "user", and one scan finds each word once)
+_PROSE_BOXES_GATE = ("the first", "the top", "user", "the email", "the e-mail", "box", "log")
 _AGREED = re.compile(
     r"(?P<lead>(?<![A-Za-z])(?:pass)?(?:phrase|word|code|password|passcode)[ \t]+(?:that[ \t]+)?"
     r"(?:we|you|i|they)[ \t]+(?:agreed|settled|decided)(?:[ \t]+(?:on|upon))?(?:[ \t]+[\w'-]+){0,3}?"
@@ -3644,7 +3698,10 @@ _PW_GATE = ("pass", "pw", "pin", "密码", "密碼", "口令", "授权码", "授
 _KEY_GATE = ("secret", "key", "token", "psk", "密钥", "秘钥", "密鑰", "密匙", "秘匙", "令牌")
 _PRIVATE_GATE = ("private", "私钥", "私鑰")
 _PAIR_GATE = ("pass", "pw", "密码", "口令")
-_CREDENTIAL_GATE = ("log", "sign", "cred", "ssh", "账号", "帐号", "登录", "凭据", "凭证")
+_CREDENTIAL_GATE = (
+    *("log", "sign", "cred", "ssh", "账号", "帐号", "登录", "凭据", "凭证"),
+    *("account", "acct", "user", "帳號", "帳户", "帳戶", "账户", "用户", "用戶"),
+)
 _RULES: tuple[_Rule, ...] = (
     # Multi-line and structured secrets first, so their inner digits/words never feed the narrower rules.
     _Rule("private_key", _PRIVATE_KEY, _swap("private_key"), ("private key",)),
@@ -3728,6 +3785,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("api_key", _KEY_WRAPPED, _key_wrapped_action, after="api_key"),
     _Rule("api_key", _KEY_AND_KEY, _key_and_key_action, after="api_key"),
     _Rule("password", _PW_AND_PW, _pw_and_pw_action, after="password"),
+    _Rule("password", _PW_SLASH_PARTNER, _pw_slash_partner_action, after="password"),
     _Rule("card", _CVV_AFTER_CARD, _swap_value("card"), after="card"),
     _Rule("card", _CVV_NEAR_CARD, _swap_value("card"), after="card"),
     _Rule("ssn", _SSN, _swap("ssn", lambda s: _ssn_ok(s[:3] + s[4:6] + s[7:])), _DIGITS, needs=_LONG_NUMBER),
