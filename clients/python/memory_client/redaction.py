@@ -1979,7 +1979,17 @@ _CVV_NAMED = re.compile(
     r"(?P<v>(?<![0-9])[0-9]{3,4})(?![0-9A-Za-z]|[ \t]*(?:digits?|chars?|characters?|numbers?|位|个|万|年|元|号))",
     _I,
 )
-_CVV_NAMED_GATE = ("security code", "card code", "csc", "back", "cid", "背面", "背后", "背後", "后面", "後面", "反面")
+_CVV_NAMED_HEAD = re.compile(
+    r"(?<![A-Za-z])(?:(?:card[ \t]+)?security[ \t]+code|card[ \t]+code|csc|cid|(?:(?:three|four|3|4)[ -]digits?[ \t]+)?"
+    r"(?:code|number|digits?|numbers)[ \t]+on|back)(?![A-Za-z])|背面|背后|背後|后面|後面|反面",
+    _I,
+)
+# windowed: found by the scan shared with the labelled rules ("code" is the OTP rule's word too; "back" with
+# what may follow it, as "backup words" is the seed rule's)
+_CVV_NAMED_GATE = (
+    *("code", "csc", "cid", "back ", "back\t", "back:", "back：", "back=", "back#"),
+    *("背面", "背后", "背後", "后面", "後面", "反面"),
+)
 _CARD_NAMED = re.compile(
     r"(?<![A-Za-z])(?:card|visa|master ?card|amex|american express|discover|unionpay|diners|jcb)(?![A-Za-z])"
     r"|卡|\[REDACTED:card\]",
@@ -1988,7 +1998,7 @@ _CARD_NAMED = re.compile(
 
 
 def _cvv_named_action(m: re.Match[str]) -> tuple[str, int]:
-    if m.group("free") is None and _CARD_NAMED.search(m.string, max(0, m.start() - 160), m.start()) is None:
+    if m.group("free") is None and _CARD_NAMED.search(m.string, max(0, m.start() - 160), m.start("v")) is None:
         return m.group(), 0
     return _swap_value("card")(m)
 
@@ -2943,8 +2953,7 @@ _PROSE_BOXES = re.compile(
 )
 _PROSE_BOXES_HEAD = re.compile(r"(?<![A-Za-z])(?:type|enter|put|use|input)(?=[ \t])", _I)
 # windowed ("log" is the sign-in rules' word already: "login field")
-# ("user", not "the user": the credential rule's gate has "user", and one scan finds each word once)
-_PROSE_BOXES_GATE = ("the first", "the top", "user", "the email", "the e-mail", "box", "log")
+_PROSE_BOXES_GATE = ("the first", "the top", "the user", "the email", "the e-mail", "box", "log")
 _AGREED = re.compile(
     r"(?P<lead>(?<![A-Za-z])(?:pass)?(?:phrase|word|code|password|passcode)[ \t]+(?:that[ \t]+)?"
     r"(?:we|you|i|they)[ \t]+(?:agreed|settled|decided)(?:[ \t]+(?:on|upon))?(?:[ \t]+[\w'-]+){0,3}?"
@@ -3700,7 +3709,10 @@ _PRIVATE_GATE = ("private", "私钥", "私鑰")
 _PAIR_GATE = ("pass", "pw", "密码", "口令")
 _CREDENTIAL_GATE = (
     *("log", "sign", "cred", "ssh", "账号", "帐号", "登录", "凭据", "凭证"),
-    *("account", "acct", "user", "帳號", "帳户", "帳戶", "账户", "用户", "用戶"),
+    *("account", "acct", "帳號", "帳户", "帳戶", "账户", "用户", "用戶"),
+    # "user" in the forms a label takes (a bare "user" is everywhere: a chat's role); "the user" is the prose
+    # rule's word too, so that one scan finds it for both
+    *("username", "user name", "user_name", "user-name", "user:", "user：", "user is", "user for", "the user"),
 )
 _RULES: tuple[_Rule, ...] = (
     # Multi-line and structured secrets first, so their inner digits/words never feed the narrower rules.
@@ -3773,7 +3785,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("national_id", _MRZ, _swap("national_id", _mrz_ok), ("<",)),
     _Rule("national_id", _MRZ_TD1, _swap("national_id", _mrz_td1_ok), ("<",)),
     _Rule("card", _CVV, _swap_value("card"), _CVV_GATE, _CVV_HEAD, True),
-    _Rule("card", _CVV_NAMED, _cvv_named_action, _CVV_NAMED_GATE),
+    _Rule("card", _CVV_NAMED, _cvv_named_action, _CVV_NAMED_GATE, _CVV_NAMED_HEAD, True),
     # numbers of a fixed grouping before the card rule can read a Luhn-valid stretch of them as a card
     _Rule("api_key", _BITLOCKER, _checked_action(_bitlocker_ok, "api_key"), _DIGITS, needs=_LONG_NUMBER),
     _Rule("national_id", _RRN_OR_NIR, _checked_action(_rrn_or_nir_ok), _DIGITS, needs=_LONG_NUMBER),
