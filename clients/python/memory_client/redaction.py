@@ -2549,6 +2549,7 @@ def _pin_action(m: re.Match[str]) -> tuple[str, int]:
 # says nothing of who asked (the eighth set).
 _OTP_LABEL = (
     r"(?:(?:短信|手机|动态|登录|登陆|支付|安全|邮箱)?(?:验证码|校验码|动态码|确认码)|动态密码|一次性(?:验证码|密码)"
+    r"|(?P<app>(?:身份)?验证器|(?<![A-Za-z])authenticator(?![A-Za-z]))"
     r"|(?<![A-Za-z])(?:(?:verification|one[ -]?time|login|log-?in|sign[ -]?in|2fa|mfa|two[ -]factor|otp|sms|text"
     r"|auth(?:entication|orization)?|confirmation|access)[ \t]+(?:code|pin|passcode)|otp|one[ -]?time[ \t]+"
     r"pass(?:code|word)|(?P<bare>code))(?![A-Za-z]))"
@@ -2563,16 +2564,19 @@ _OTP = re.compile(
     r"|reads?)(?![A-Za-z])|[:：=])))?[ \t]*)"
     r"(?P<v>(?:G-)?(?<![0-9])(?:[0-9]{3}[ -][0-9]{3}|[0-9]{4,8}))"
     r"(?![0-9A-Za-z.,:/-]?[0-9]|[A-Za-z]|[ \t]*(?:digits?|numbers?|characters?|chars?|seconds?|secs?|minutes?|mins?"
-    r"|hours?|位|个|秒|分钟|小时|年|月|日|号))",
+    r"|hours?|lines?|words?|bytes?|kb|mb|位|个|秒|分钟|小时|年|月|日|号|行|字))",
     _I,
 )
-_OTP_GATE = ("验证码", "校验码", "动态码", "确认码", "密码", "code", "otp")
+_OTP_GATE = ("验证码", "校验码", "动态码", "确认码", "密码", "code", "otp", "验证器", "authenticator")
 _OTP_CONTEXT = re.compile(
     r"sms|text(?:ed|s)?[ \t]+(?:message|me|you|him|her|us|them)|otp|2fa|mfa|one[ -]?time|verif|短信|验证|口令"
     # an authenticator app or a second step (the fourteenth set: "Google Authenticator 上 ... 那个 code")
     r"|authenticator|authy|totp|2-?step|two[ -](?:step|factor)|动态",
     _I,
 )
+_NEXT_GROUP = re.compile(r"[ \t]+[0-9]")
+# a text's own wording: "Your code is 752913", "your Acme code: 4410" (a bare "code" told to its reader)
+_YOUR_CODE = re.compile(r"(?<![A-Za-z])your[ \t]+(?:[A-Za-z][\w-]*[ \t]+){0,2}\Z", _I)
 # words in the gap between a code's label and a number that make it some other number: "验证码发到尾号 4821 的手机",
 # "the verification code for order 482910 is", "code length is 6"
 _OTP_GAP_OTHER = re.compile(
@@ -2620,8 +2624,14 @@ def _otp_action(m: re.Match[str]) -> tuple[str, int]:
         return m.group(), 0
     if m.group("gap") is not None and _OTP_GAP_OTHER.search(m.group("gap")) is not None:
         return m.group(), 0
+    # what an authenticator app shows, in groups of four, is a key's groups, not a code ("验证器里显示 4827 5531")
+    if m.group("app") is not None and _NEXT_GROUP.match(text, m.end()) is not None:
+        return m.group(), 0
     if m.group("bare") is not None and (
-        _OTP_CONTEXT.search(text, max(0, m.start() - 200), m.end() + 200) is None
+        (
+            _OTP_CONTEXT.search(text, max(0, m.start() - 200), m.end() + 200) is None
+            and _YOUR_CODE.search(text, max(0, m.start() - 30), m.start()) is None
+        )
         or re.fullmatch(r"code[ \t]*", m.group("lead"), re.I)
         is not None  # "code 2024": told with is / a colon
     ):
