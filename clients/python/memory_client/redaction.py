@@ -1245,9 +1245,16 @@ def _conf_prose_action(m: re.Match[str]) -> tuple[str, int]:
     text = m.string
     line_start = text.rfind("\n", 0, m.start()) + 1
     secret = m.group("v").rstrip(_PW_TRAILING)
-    if not secret or "#" in text[line_start : m.start()] or not _pw_shaped(secret) or secret.lower() == "foobared":
+    if (
+        not secret
+        or "#" in text[line_start : m.start()]
+        or not _pw_shaped(secret)
+        or secret.lower() == "foobared"
+    ):
         return m.group(), 0
     return _assigned_action(m)
+
+
 # Passwords a tool reads from its input or its arguments, not after a flag: `echo 'deploy:x' | chpasswd` (each
 # `user:password` pair, here-strings and a cloud-init `chpasswd:` list too), `echo 'x' | passwd --stdin bob`
 # (`printf 'x\nx\n' | smbpasswd -s -a bob`: each line), `htpasswd -b file user x` / `htpasswd -nb user x`, Windows
@@ -1430,7 +1437,9 @@ _STRONG_SYMBOLS = frozenset("!#$%&*+=?@^~")
 
 
 def _strong_pair(text: str, m: re.Match[str], secret: str) -> bool:
-    if not (text[m.start() - 1 : m.start()] in (" ", "\t") and text[m.start() + 1 : m.start() + 2] in (" ", "\t")):
+    if not (
+        text[m.start() - 1 : m.start()] in (" ", "\t") and text[m.start() + 1 : m.start() + 2] in (" ", "\t")
+    ):
         return False
     return _strong_secret(secret, 8)
 
@@ -1998,7 +2007,10 @@ _CARD_NAMED = re.compile(
 
 
 def _cvv_named_action(m: re.Match[str]) -> tuple[str, int]:
-    if m.group("free") is None and _CARD_NAMED.search(m.string, max(0, m.start() - 160), m.start("v")) is None:
+    if (
+        m.group("free") is None
+        and _CARD_NAMED.search(m.string, max(0, m.start() - 160), m.start("v")) is None
+    ):
         return m.group(), 0
     return _swap_value("card")(m)
 
@@ -3722,7 +3734,17 @@ _CREDENTIAL_GATE = (
     *("account", "acct", "帳號", "帳户", "帳戶", "账户", "用户", "用戶"),
     # "user" in the forms a label takes (a bare "user" is everywhere: a chat's role); "the user" is the prose
     # rule's word too, so that one scan finds it for both
-    *("username", "user name", "user_name", "user-name", "user:", "user：", "user is", "user for", "the user"),
+    *(
+        "username",
+        "user name",
+        "user_name",
+        "user-name",
+        "user:",
+        "user：",
+        "user is",
+        "user for",
+        "the user",
+    ),
 )
 _RULES: tuple[_Rule, ...] = (
     # Multi-line and structured secrets first, so their inner digits/words never feed the narrower rules.
