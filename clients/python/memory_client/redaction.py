@@ -136,6 +136,16 @@ Built from the forms secrets are written in, not from examples (the table of cas
   with a dot; and the twelfth set's leftovers: more fixed-length vendor keys cut by a line end (``ghp_``, ``hf_``,
   ``shpat_``, ``dop_v1_``, an AWS secret key after its label), an identity card's TD1 MRZ by its check digits;
   kept: a reflexive pronoun after a label ("types the password themselves").
+* forms the fourteenth blind set showed (ordinary chat): a URL's user-info holding ``#``, ``/``, ``?`` or ``@``
+  (``https://u:pa#ss@host``: up to the first ``@`` a host name follows); a user / password pair after any account
+  label, words before its colon in either language ("账号发你：u / X", "the account for you: u / X", 帳號, 用户名);
+  a well-known account and a strongly shaped password between spaced slashes with no login word near; an
+  unlisted account before a spaced slash with a login word near; the password after a slash when a password
+  label's rule took the account; server directives (requirepass, masterauth ...) quoted in a sentence; a
+  one-time or authenticator code asked about ("验证码是不是 X", "the MFA code should be X", "code，现在是 X 吗") or
+  quoted from a text ("Your code is X"); a card's security code by its other names (security code, CSC, CID, the
+  code on the back, 背面的三位数) where a card is named; kept: a port and a path before an ``@`` in a URL, "admin /
+  Reports2025", a commented-out directive, an authenticator's key in groups of four, a code that is a size.
 
 Redaction is idempotent: a placeholder never completes a match (the rules that start at a placeholder, a CVV
 after a card, a key joined to a key or wrapped after it, a corrected password, run only once this call has
