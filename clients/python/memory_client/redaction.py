@@ -136,6 +136,16 @@ Built from the forms secrets are written in, not from examples (the table of cas
   with a dot; and the twelfth set's leftovers: more fixed-length vendor keys cut by a line end (``ghp_``, ``hf_``,
   ``shpat_``, ``dop_v1_``, an AWS secret key after its label), an identity card's TD1 MRZ by its check digits;
   kept: a reflexive pronoun after a label ("types the password themselves").
+* forms the fourteenth blind set showed (ordinary chat): a URL's user-info holding ``#``, ``/``, ``?`` or ``@``
+  (``https://u:pa#ss@host``: up to the first ``@`` a host name follows); a user / password pair after any account
+  label, words before its colon in either language ("账号发你：u / X", "the account for you: u / X", 帳號, 用户名);
+  a well-known account and a strongly shaped password between spaced slashes with no login word near; an
+  unlisted account before a spaced slash with a login word near; the password after a slash when a password
+  label's rule took the account; server directives (requirepass, masterauth ...) quoted in a sentence; a
+  one-time or authenticator code asked about ("验证码是不是 X", "the MFA code should be X", "code，现在是 X 吗") or
+  quoted from a text ("Your code is X"); a card's security code by its other names (security code, CSC, CID, the
+  code on the back, 背面的三位数) where a card is named; kept: a port and a path before an ``@`` in a URL, "admin /
+  Reports2025", a commented-out directive, an authenticator's key in groups of four, a code that is a size.
 
 Redaction is idempotent: a placeholder never completes a match (the rules that start at a placeholder, a CVV
 after a card, a key joined to a key or wrapped after it, a corrected password, run only once this call has
@@ -609,6 +619,33 @@ def _url_password_action(m: re.Match[str]) -> tuple[str, int]:
     return _swap("password")(m)
 
 
+# ... and a password holding what a URL parser would end the authority at (the fourteenth set:
+# `https://deploy:Harbor193#ma@jenkins.acme.dev/job/...`; also `/`, `?` or `@` in it): run before the rule above
+# (which would take `Q7` of `app:Q7@x#y9@db.lan` and leave the rest), the user-info reaches the first `@` that a
+# host name follows (a dotted name, an IPv4 or localhost, a port, then the end of the authority: not `#`),
+# within 128 characters; only a value with `#`, `/` or `?` in it is taken here, the others are left to the rule
+# above. A port and a path before an
+# `@` (`https://example.com:8443/users/@jane.doe/`) is no password: the value must not start as a port does.
+_URL_PASSWORD_WIDE = re.compile(
+    r"://(?P<user>[^\s:/?#@\[\]]{1,64}):(?P<v>(?!\[REDACTED:)[^\s]{1,128}?)"
+    r"@(?=(?:(?:[A-Za-z0-9-]{1,63}\.)+[A-Za-z0-9-]{1,63}|localhost)(?::[0-9]{1,5})?(?:[/?\s),;'\"\]]|\Z))"
+)
+_URL_PORT_START = re.compile(r"[0-9]{1,5}(?:[/?#]|\Z)")
+
+
+def _url_password_wide_action(m: re.Match[str]) -> tuple[str, int]:
+    value = m.group("v")
+    if (
+        not any(c in "#/?" for c in value)
+        or _URL_PORT_START.match(value)
+        or "://" in value
+        or not _pw_shaped(value.replace("/", ""))
+        or not _url_password_ok(m)
+    ):
+        return m.group(), 0
+    return _swap("password")(m)
+
+
 # Labels that name a secret, in any of their written forms: `password`, `DB_PASSWORD`, `clientSecret`,
 # `SecretAccessKey`, `x-api-key`, `HF_TOKEN`, `密钥`... An ASCII head must start a word (after a non-letter,
 # `_`, or at a camelCase step: checked in `_head_starts_word`) and end one (`token_count`, `passwords`,
@@ -1036,14 +1073,19 @@ _PAIR_LABELLED = re.compile(
 )
 _CREDENTIAL_HEAD_TEXT = (
     r"(?P<label>(?:log(?:ged)?|sign(?:ed)?)[ \t-]?in(?:[ \t]+(?:with|as|using))?|creds?|credentials?"
-    r"|ssh(?:[ \t]+in)?[ \t]+(?:with|as|using)|账号密码|帐号密码|账号|帐号|登录信息|登录账号|登录|凭据|凭证)"
+    r"|ssh(?:[ \t]+in)?[ \t]+(?:with|as|using)|账号密码|帐号密码|账号|帐号|登录信息|登录账号|登录|凭据|凭证"
+    r"|(?P<acct>account|acct|user(?:[ _-]?name)?|帳號|帳户|帳戶|账户|用户名?|用戶名?))"
     r"(?![A-Za-z0-9_])"
 )
 _CREDENTIAL_HEAD = re.compile(_CREDENTIAL_HEAD_TEXT, _I)
+# (Chinese words between the label and its colon too, the fourteenth set: "测试环境账号发你：test_zhao / X",
+# "登录信息如下：ops / X", "账号给你：bob / X"; the pair may start the next line after that colon. Any account
+# label in either language: account, user name, 帳號, 用户名 ..., where the value must look like a password:
+# "the test account for you: qa_li / X"; "account: billing / invoices" stays)
 _CREDENTIALS = re.compile(
     r"(?P<lead>"
     + _CREDENTIAL_HEAD_TEXT
-    + r"(?:(?P<far>(?:[ \t]+[A-Za-z'-]+){1,4}?[ \t]*[:：])|"
+    + r"(?:(?P<far>(?:(?:[ \t]+[A-Za-z'-]+){1,4}?|[ \t]*[\u4e00-\u9fff]{1,6}?)[ \t]*[:：](?:[ \t]*\r?\n)?)|"
     + _ANY_CONNECTOR
     + r")[ \t]*"
     r"(?P<user>[A-Za-z0-9_.@+-]{1,64})(?:[ \t]*[/／][ \t]*|:))" + _PAIR_VALUE,
@@ -1082,6 +1124,7 @@ def _pair_action(m: re.Match[str]) -> tuple[str, int]:
         # words between the label and its colon ("creds as before: admin / 07UD0ska"): the pair must
         # look like credentials, the password not a word ("login page steps: home / settings")
         or (m.groupdict().get("far") is not None and (len(secret) < 6 or _plain_word(secret)))
+        or (m.groupdict().get("acct") is not None and not _strong_secret(secret, 6))
     ):
         return m.group(), 0
     return m.group("lead") + _tag("password") + value[len(secret) :], 1
@@ -1197,6 +1240,31 @@ _CONF_PASSWORD = re.compile(
     _I | re.MULTILINE,
 )
 _CONF_GATE = ("requirepass", "masterauth", "auth_pass", "bindpw", "rootpw", "psk", "ldap_default_authtok")
+# The same directives quoted inside a sentence, in any language around them (the fourteenth set: "redis.conf
+# 里写了 requirepass X ，重启以后..."; "I put masterauth X in the replica's conf"): the value must look like a
+# password (a letter with a digit, a symbol or an inner capital), not a word ("set requirepass in redis.conf"),
+# and a directive after a `#` on its line is commented out (`# requirepass foobared`) and kept.
+_CONF_PROSE = re.compile(
+    r"(?P<lead>(?<![\w-])(?:requirepass|masterauth|auth_pass|bindpw|rootpw)[ \t]*[=:]?[ \t]*(?P<q>['\"]?))"
+    r"(?P<v>(?!\[REDACTED:)[^\s'\"，。；、）)]{1,128})",
+    _I,
+)
+
+
+def _conf_prose_action(m: re.Match[str]) -> tuple[str, int]:
+    text = m.string
+    line_start = text.rfind("\n", 0, m.start()) + 1
+    secret = m.group("v").rstrip(_PW_TRAILING)
+    if (
+        not secret
+        or "#" in text[line_start : m.start()]
+        or not _pw_shaped(secret)
+        or secret.lower() == "foobared"
+    ):
+        return m.group(), 0
+    return _assigned_action(m)
+
+
 # Passwords a tool reads from its input or its arguments, not after a flag: `echo 'deploy:x' | chpasswd` (each
 # `user:password` pair, here-strings and a cloud-init `chpasswd:` list too), `echo 'x' | passwd --stdin bob`
 # (`printf 'x\nx\n' | smbpasswd -s -a bob`: each line), `htpasswd -b file user x` / `htpasswd -nb user x`, Windows
@@ -1370,23 +1438,77 @@ _HOST_THEN_ACCOUNT = re.compile(
 )
 
 
+# ... or, with no such word near, when the slash stands between spaces and the value is one no path, word or
+# version is: 8+ characters with a letter, a digit and a symbol (`!#$%&*+=?@^~`) or a capital after a small
+# letter (the fourteenth
+# set: "staging admin for the demo is admin / Tiger8864?riv , please rotate it"). Kept: "admin / settings",
+# "root / 2 核 / 4G", "admin / v2.3.1", "admin / Users2024 tab".
+_STRONG_SYMBOLS = frozenset("!#$%&*+=?@^~")
+
+
+def _strong_pair(text: str, m: re.Match[str], secret: str) -> bool:
+    if not (
+        text[m.start() - 1 : m.start()] in (" ", "\t") and text[m.start() + 1 : m.start() + 2] in (" ", "\t")
+    ):
+        return False
+    return _strong_secret(secret, 8)
+
+
+def _strong_secret(secret: str, shortest: int) -> bool:
+    if len(secret) < shortest or _VERSION.fullmatch(secret.lstrip("vV")):
+        return False
+    letter = any(c.isalpha() for c in secret)
+    digit = any(c.isdigit() for c in secret)
+    inner_capital = any(a.islower() and b.isupper() for a, b in itertools.pairwise(secret))
+    return letter and digit and (inner_capital or any(c in _STRONG_SYMBOLS for c in secret))
+
+
 def _account_pair_action(m: re.Match[str]) -> tuple[str, int]:
     value = m.group("v")
     secret = value.rstrip(_PW_TRAILING)
     text = m.string
+    if _ACCOUNT_BEFORE.search(text, max(0, m.start() - 24), m.start()) is None:
+        return _any_account_pair(m, secret)
     if (
-        _ACCOUNT_BEFORE.search(text, max(0, m.start() - 24), m.start()) is None
-        or not secret
+        not secret
         or not _pw_shaped(secret)
         or _stand_in(secret)
         or text.startswith(_MARK, m.end())
         or (
             _ACCOUNT_CONTEXT.search(text, max(0, m.start() - 200), m.end() + 200) is None
             and _HOST_THEN_ACCOUNT.search(text, max(0, m.start() - 90), m.start()) is None
+            and not _strong_pair(text, m, secret)
         )
     ):
         return m.group(), 0
     lead = m.start("v") - m.start()
+    return m.group()[:lead] + _tag("password") + value[len(secret) :], 1
+
+
+# An account outside the list (set 13's leftover: "the wiki's password: li.wei / Hx7#kk20pq"): a user name, a
+# slash between spaces, a value of 8+ characters with a letter, a digit and a symbol (`!#$%&*+=?@^~`; an inner
+# capital alone is a product name: "iOS / macOS14"), not an e-mail address, and a word of passwords or signing
+# in near it. Kept: "john / john2@example.com", "CI / v2.3.1+build".
+_ANY_ACCOUNT_BEFORE = re.compile(r"(?<![\w./:@\\-])[A-Za-z][A-Za-z0-9_.-]{1,31}[ \t]+\Z")
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+
+
+def _any_account_pair(m: re.Match[str], secret: str) -> tuple[str, int]:
+    text = m.string
+    if (
+        not secret
+        or text[m.start() + 1 : m.start() + 2] not in (" ", "\t")
+        or _ANY_ACCOUNT_BEFORE.search(text, max(0, m.start() - 40), m.start()) is None
+        or not _strong_secret(secret, 8)
+        or not any(c in _STRONG_SYMBOLS for c in secret)
+        or _EMAIL.fullmatch(secret)
+        or _stand_in(secret)
+        or text.startswith(_MARK, m.end())
+        or _ACCOUNT_CONTEXT.search(text, max(0, m.start() - 200), m.end() + 200) is None
+    ):
+        return m.group(), 0
+    lead = m.start("v") - m.start()
+    value = m.group("v")
     return m.group()[:lead] + _tag("password") + value[len(secret) :], 1
 
 
@@ -1863,6 +1985,46 @@ _CVV_HEAD = re.compile(
 )
 # windowed (see `_Rule.head`): found by the scan shared with the labelled rules
 _CVV_GATE = ("cvv", "cvc", "cvn", "cav2", "card security", "card verification", "安全码")
+# ... and after its other names (the fourteenth set: "use my Visa ..., the code on the back is 314"): "security
+# code", "card code", CSC, and where a card is named near before, "the (3-digit) code / number / digits on the
+# back (of the card)", "back of the card", Amex's CID, 背面 / 背后 / 反面 (的三位数, 的数字 ...).
+_CVV_NAMED = re.compile(
+    r"(?P<lead>(?:(?<![A-Za-z])(?:(?:card[ \t]+)?security[ \t]+code|card[ \t]+code|csc)(?P<free>)"
+    r"|(?<![A-Za-z])(?:(?:(?:three|four|3|4)[ -]digits?[ \t]+)?(?:code|number|digits?|numbers)[ \t]+on[ \t]+(?:the|its)"
+    r"[ \t]+back(?:[ \t]+of[ \t]+(?:the|my|your|his|her|our|their)[ \t]+card)?|back[ \t]+of[ \t]+(?:the|my|your)"
+    r"[ \t]+card|cid)"
+    r"|(?:背面|背后|背後|后面|後面|反面)(?:的|那)?(?:三位数字?|3位数字?|四位数字?|4位数字?|三个数字|数字|數字|号码|码)?)"
+    r"(?![A-Za-z])[ \t]*(?:[:：=#]|(?<![A-Za-z])(?:is|was|are)(?![A-Za-z])|是|为|為)?[ \t]*[\"']?)"
+    r"(?P<v>(?<![0-9])[0-9]{3,4})(?![0-9A-Za-z]|[ \t]*(?:digits?|chars?|characters?|numbers?|位|个|万|年|元|号))",
+    _I,
+)
+_CVV_NAMED_HEAD = re.compile(
+    r"(?<![A-Za-z])(?:(?:card[ \t]+)?security[ \t]+code|card[ \t]+code|csc|cid|(?:(?:three|four|3|4)[ -]digits?[ \t]+)?"
+    r"(?:code|number|digits?|numbers)[ \t]+on|back)(?![A-Za-z])|背面|背后|背後|后面|後面|反面",
+    _I,
+)
+# windowed: found by the scan shared with the labelled rules ("code" is the OTP rule's word too; "back" with
+# what may follow it, as "backup words" is the seed rule's)
+_CVV_NAMED_GATE = (
+    *("code", "csc", "cid", "back ", "back\t", "back:", "back：", "back=", "back#"),
+    *("背面", "背后", "背後", "后面", "後面", "反面"),
+)
+_CARD_NAMED = re.compile(
+    r"(?<![A-Za-z])(?:card|visa|master ?card|amex|american express|discover|unionpay|diners|jcb)(?![A-Za-z])"
+    r"|卡|\[REDACTED:card\]",
+    _I,
+)
+
+
+def _cvv_named_action(m: re.Match[str]) -> tuple[str, int]:
+    if (
+        m.group("free") is None
+        and _CARD_NAMED.search(m.string, max(0, m.start() - 160), m.start("v")) is None
+    ):
+        return m.group(), 0
+    return _swap_value("card")(m)
+
+
 # Unlabelled, after a card number and its expiry: "4111 1111 1111 1111 exp 12/27 123" (the card is replaced
 # first; the expiry stays).
 _CVV_AFTER_CARD = re.compile(
@@ -1974,6 +2136,23 @@ def _pw_and_pw_action(m: re.Match[str]) -> tuple[str, int]:
         found += 1
         done = item.end()
     return ("[REDACTED:password]" + "".join(out) + rest[done:], found) if found else (m.group(), 0)
+
+
+# A pair after a password label (found while folding set 14 in: "the wiki's password: li.wei / Hx7#kk20pq", "wifi
+# 密码：guest / Hk2!pp90"): the label's rule takes the account as the value; the password after the slash goes too
+# when it looks like one. Kept: "password: [value] / 2 attempts left", "... / n/a".
+_PW_SLASH_PARTNER = re.compile(
+    r"\[REDACTED:password\][ \t]*[/／][ \t]*(?P<v>(?!\[REDACTED:)[^\s/／,，。;；、)）\]\[\"'`]{1,64})"
+    r"(?=[\s,，。;；、)）]|\Z)"
+)
+
+
+def _pw_slash_partner_action(m: re.Match[str]) -> tuple[str, int]:
+    value = m.group("v")
+    secret = value.rstrip(_PW_TRAILING)
+    if not secret or not _pw_shaped(secret) or _stand_in(secret) or _plain_word(secret):
+        return m.group(), 0
+    return m.group()[: m.start("v") - m.start()] + _tag("password") + value[len(secret) :], 1
 
 
 # A Wi-Fi password printed in groups under a Chinese or English Wi-Fi password label ("无线密码：8QWE 3KZP 77MD
@@ -2392,6 +2571,7 @@ def _pin_action(m: re.Match[str]) -> tuple[str, int]:
 # says nothing of who asked (the eighth set).
 _OTP_LABEL = (
     r"(?:(?:短信|手机|动态|登录|登陆|支付|安全|邮箱)?(?:验证码|校验码|动态码|确认码)|动态密码|一次性(?:验证码|密码)"
+    r"|(?P<app>(?:身份)?验证器|(?<![A-Za-z])authenticator(?![A-Za-z]))"
     r"|(?<![A-Za-z])(?:(?:verification|one[ -]?time|login|log-?in|sign[ -]?in|2fa|mfa|two[ -]factor|otp|sms|text"
     r"|auth(?:entication|orization)?|confirmation|access)[ \t]+(?:code|pin|passcode)|otp|one[ -]?time[ \t]+"
     r"pass(?:code|word)|(?P<bare>code))(?![A-Za-z]))"
@@ -2400,15 +2580,31 @@ _OTP_HEAD = re.compile(_OTP_LABEL, _I)
 _OTP = re.compile(
     r"(?P<lead>"
     + _OTP_LABEL
-    + r"(?:[ \t]*(?:[:：=#]|(?:就|也)?(?:是|为|為)[ \t]*[:：]?)|[ \t]+(?:is|was)(?:[ \t]*:)?(?![A-Za-z]))?[ \t]*)"
+    + r"(?:[ \t]*(?:[:：=#]|(?:就|也)?(?:是|为|為)[ \t]*[:：]?)|[ \t]+(?:is|was)(?:[ \t]*:)?(?![A-Za-z])"
+    # (or asked about, a few words between: "验证码是不是 X", "code，现在是 X 吗", "the MFA code should be X?")
+    r"|(?P<gap>[^\n0-9。.!！?？;；]{1,16}?(?:是|为|為|显示|(?<![A-Za-z])(?:is|be|was|it|now|currently|shows?|says?"
+    r"|reads?)(?![A-Za-z])|[:：=])))?[ \t]*)"
     r"(?P<v>(?:G-)?(?<![0-9])(?:[0-9]{3}[ -][0-9]{3}|[0-9]{4,8}))"
     r"(?![0-9A-Za-z.,:/-]?[0-9]|[A-Za-z]|[ \t]*(?:digits?|numbers?|characters?|chars?|seconds?|secs?|minutes?|mins?"
-    r"|hours?|位|个|秒|分钟|小时|年|月|日|号))",
+    r"|hours?|lines?|words?|bytes?|kb|mb|位|个|秒|分钟|小时|年|月|日|号|行|字))",
     _I,
 )
-_OTP_GATE = ("验证码", "校验码", "动态码", "确认码", "密码", "code", "otp")
+_OTP_GATE = ("验证码", "校验码", "动态码", "确认码", "密码", "code", "otp", "验证器", "authenticator")
 _OTP_CONTEXT = re.compile(
-    r"sms|text(?:ed)?[ \t]+(?:message|me)|otp|2fa|mfa|one[ -]?time|verif|短信|验证|口令", _I
+    r"sms|text(?:ed|s)?[ \t]+(?:message|me|you|him|her|us|them)|otp|2fa|mfa|one[ -]?time|verif|短信|验证|口令"
+    # an authenticator app or a second step (the fourteenth set: "Google Authenticator 上 ... 那个 code")
+    r"|authenticator|authy|totp|2-?step|two[ -](?:step|factor)|动态",
+    _I,
+)
+_NEXT_GROUP = re.compile(r"[ \t]+[0-9]")
+# a text's own wording: "Your code is 752913", "your Acme code: 4410" (a bare "code" told to its reader)
+_YOUR_CODE = re.compile(r"(?<![A-Za-z])your[ \t]+(?:[A-Za-z][\w-]*[ \t]+){0,2}\Z", _I)
+# words in the gap between a code's label and a number that make it some other number: "验证码发到尾号 4821 的手机",
+# "the verification code for order 482910 is", "code length is 6"
+_OTP_GAP_OTHER = re.compile(
+    r"order|ticket|phone|number|(?<![A-Za-z])no\.|#|length|expire|valid|digit|error|status|订单|单号|手机|号码|尾号"
+    r"|工单|长度|位数|有效|错误|状态|次",
+    _I,
 )
 _OTP_UNREQUESTED = re.compile(
     r"不是我(?:本人)?(?:在?操作|在?登录|在?登陆|申请|发起|弄的|点的|[啊呀吧的。！!？?，,]|$)"
@@ -2430,6 +2626,7 @@ _OTP_FIRST = re.compile(
     r"(?<![0-9A-Za-z-])(?P<v>(?:G-)?(?:[0-9]{3}[ -][0-9]{3}|[0-9]{4,8}))(?![0-9])"
     r"(?=[ \t]*(?:(?:is|as)[ \t]+your[ \t]+(?:[\w-]+[ \t]+){0,3}?(?:verification|security|login|log-?in|sign-?in"
     r"|one-time|confirmation|2fa|mfa|otp|access|auth(?:entication)?)[ \t]+(?:code|pin|passcode)(?![A-Za-z])"
+    r"|(?:is|as)[ \t]+your[ \t]+code(?![A-Za-z])"
     r"|(?:是|为)(?:你|您)的[^\s，。,]{0,6}?(?:验证码|校验码|动态码|动态密码)))",
     _I,
 )
@@ -2447,8 +2644,16 @@ def _otp_action(m: re.Match[str]) -> tuple[str, int]:
     text = m.string
     if _OTHER_CODE.search(text, max(0, m.start() - 24), m.start()) is not None:
         return m.group(), 0
+    if m.group("gap") is not None and _OTP_GAP_OTHER.search(m.group("gap")) is not None:
+        return m.group(), 0
+    # what an authenticator app shows, in groups of four, is a key's groups, not a code ("验证器里显示 4827 5531")
+    if m.group("app") is not None and _NEXT_GROUP.match(text, m.end()) is not None:
+        return m.group(), 0
     if m.group("bare") is not None and (
-        _OTP_CONTEXT.search(text, max(0, m.start() - 200), m.end() + 200) is None
+        (
+            _OTP_CONTEXT.search(text, max(0, m.start() - 200), m.end() + 200) is None
+            and _YOUR_CODE.search(text, max(0, m.start() - 30), m.start()) is None
+        )
         or re.fullmatch(r"code[ \t]*", m.group("lead"), re.I)
         is not None  # "code 2024": told with is / a colon
     ):
@@ -3534,7 +3739,23 @@ _PW_GATE = ("pass", "pw", "pin", "密码", "密碼", "口令", "授权码", "授
 _KEY_GATE = ("secret", "key", "token", "psk", "密钥", "秘钥", "密鑰", "密匙", "秘匙", "令牌")
 _PRIVATE_GATE = ("private", "私钥", "私鑰")
 _PAIR_GATE = ("pass", "pw", "密码", "口令")
-_CREDENTIAL_GATE = ("log", "sign", "cred", "ssh", "账号", "帐号", "登录", "凭据", "凭证")
+_CREDENTIAL_GATE = (
+    *("log", "sign", "cred", "ssh", "账号", "帐号", "登录", "凭据", "凭证"),
+    *("account", "acct", "帳號", "帳户", "帳戶", "账户", "用户", "用戶"),
+    # "user" in the forms a label takes (a bare "user" is everywhere: a chat's role); "the user" is the prose
+    # rule's word too, so that one scan finds it for both
+    *(
+        "username",
+        "user name",
+        "user_name",
+        "user-name",
+        "user:",
+        "user：",
+        "user is",
+        "user for",
+        "the user",
+    ),
+)
 _RULES: tuple[_Rule, ...] = (
     # Multi-line and structured secrets first, so their inner digits/words never feed the narrower rules.
     _Rule("private_key", _PRIVATE_KEY, _swap("private_key"), ("private key",)),
@@ -3549,6 +3770,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("api_key", _TOTP_GROUPED, _swap("api_key", _base32_groups), _TOTP_GATE, _TOTP_HEAD, True),
     # a hex secret in groups after its label, before a label's rule reads the first group as its value
     _Rule("api_key", _HEX_GROUPED, _hex_groups_action, _KEY_GATE, _HEX_HEAD, True),
+    _Rule("password", _URL_PASSWORD_WIDE, _url_password_wide_action, ("://",)),
     _Rule("password", _URL_PASSWORD, _url_password_action, ("://",)),
     _Rule("password", _BASIC, _basic_action, ("basic",)),
     _Rule("password", _ENV_PASSWORD, _assigned_action, ("pass", "pwd", "_auth")),
@@ -3556,6 +3778,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _CLI_FLAG_PASSWORD, _assigned_action, _TOOL_GATE),
     _Rule("password", _CLI_USER_PASSWORD, _assigned_action, _TOOL_GATE),
     _Rule("password", _CONF_PASSWORD, _assigned_action, _TOOL_GATE),
+    _Rule("password", _CONF_PROSE, _conf_prose_action, _CONF_GATE[:5]),
     _Rule("password", _STDIN_PASSWORD, _stdin_action, _TOOL_GATE, needs=_STDIN_NEEDS),
     _Rule("password", _DEVICE_CONFIG, _device_config_action, _CONFIG_FORMS_GATE),
     _Rule("api_key", _KEY_TOOL, _key_tool_action, _CONFIG_FORMS_GATE),
@@ -3604,6 +3827,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("national_id", _MRZ, _swap("national_id", _mrz_ok), ("<",)),
     _Rule("national_id", _MRZ_TD1, _swap("national_id", _mrz_td1_ok), ("<",)),
     _Rule("card", _CVV, _swap_value("card"), _CVV_GATE, _CVV_HEAD, True),
+    _Rule("card", _CVV_NAMED, _cvv_named_action, _CVV_NAMED_GATE, _CVV_NAMED_HEAD, True),
     # numbers of a fixed grouping before the card rule can read a Luhn-valid stretch of them as a card
     _Rule("api_key", _BITLOCKER, _checked_action(_bitlocker_ok, "api_key"), _DIGITS, needs=_LONG_NUMBER),
     _Rule("national_id", _RRN_OR_NIR, _checked_action(_rrn_or_nir_ok), _DIGITS, needs=_LONG_NUMBER),
@@ -3615,6 +3839,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("api_key", _KEY_WRAPPED, _key_wrapped_action, after="api_key"),
     _Rule("api_key", _KEY_AND_KEY, _key_and_key_action, after="api_key"),
     _Rule("password", _PW_AND_PW, _pw_and_pw_action, after="password"),
+    _Rule("password", _PW_SLASH_PARTNER, _pw_slash_partner_action, after="password"),
     _Rule("card", _CVV_AFTER_CARD, _swap_value("card"), after="card"),
     _Rule("card", _CVV_NEAR_CARD, _swap_value("card"), after="card"),
     _Rule("ssn", _SSN, _swap("ssn", lambda s: _ssn_ok(s[:3] + s[4:6] + s[7:])), _DIGITS, needs=_LONG_NUMBER),
