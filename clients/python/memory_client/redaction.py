@@ -1245,7 +1245,10 @@ _CONF_GATE = ("requirepass", "masterauth", "auth_pass", "bindpw", "rootpw", "psk
 # password (a letter with a digit, a symbol or an inner capital), not a word ("set requirepass in redis.conf"),
 # and a directive after a `#` on its line is commented out (`# requirepass foobared`) and kept.
 _CONF_PROSE = re.compile(
-    r"(?P<lead>(?<![\w-])(?:requirepass|masterauth|auth_pass|bindpw|rootpw)[ \t]*[=:]?[ \t]*(?P<q>['\"]?))"
+    # (the name whole, ASCII letters around it: `AUTH_PASSWORD_VALIDATORS`, `auth_pass_type` are other names, and
+    # Chinese may touch it: "里requirepass X")
+    r"(?P<lead>(?<![A-Za-z0-9_-])(?:requirepass|masterauth|auth_pass|bindpw|rootpw)(?![A-Za-z0-9_-])"
+    r"[ \t]*[=:]?[ \t]*(?P<q>['\"]?))"
     r"(?P<v>(?!\[REDACTED:)[^\s'\"，。；、）)]{1,128})",
     _I,
 )
