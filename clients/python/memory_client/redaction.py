@@ -855,7 +855,15 @@ _MASKED = re.compile(
 )
 
 
+# A password may start with `$` (set 15: "requirepass $Juniper140tiger"): a variable is `$VAR`, `${VAR}`, `$var_name`
+# or `$dbPassword`; a `$`, then 8+ letters and digits with a small letter, a capital and a digit, no `_`, is read as
+# a password by its shape.
+_DOLLAR_PASSWORD = re.compile(r"\$(?=[A-Za-z0-9]*[a-z])(?=[A-Za-z0-9]*[A-Z])(?=[A-Za-z0-9]*[0-9])[A-Za-z0-9]{8,64}")
+
+
 def _stand_in(s: str) -> bool:
+    if s.startswith("$") and _DOLLAR_PASSWORD.fullmatch(s) is not None:
+        return False
     return (
         _PW_STAND_IN.fullmatch(s) is not None
         or _MASKED.fullmatch(s) is not None
