@@ -1877,7 +1877,10 @@ def _base32_groups(s: str) -> bool:
 # One-time recovery / backup codes listed after their label: each code goes (a code has a digit, 6 to 24
 # characters, groups joined by dashes).
 _CODES = re.compile(
-    r"(?P<label>(?:recovery|backup|2fa|two[ -]factor)[ \t]+codes?|恢复码|备用码|救援码|备份码|恢復碼|備用碼"
+    # (with a word between: "backup verification codes", "emergency login codes", 备用验证码, 恢复代码, 備用驗證碼)
+    r"(?P<label>(?:recovery|backup|2fa|two[ -]factor|emergency|scratch)[ \t]+(?:(?:verification|login|sign[ -]?in"
+    r"|security|access|auth(?:entication)?|2fa|mfa)[ \t]+)?codes?"
+    r"|(?:恢复|备用|救援|备份|恢復|備用|備份|应急|應急)(?:验证|驗證|登录|登入|安全)?(?:码|碼|代码|代碼)"
     # or as codes each good for one use: "each can be used once:", "single-use codes:", "每个只能用一次："
     r"|(?<![A-Za-z])(?:(?:each|every)(?:[ \t]+(?:one|code))?|they|these(?:[ \t]+codes)?)[ \t]+(?:can|may|will)"
     r"[ \t]+(?:only[ \t]+)?(?:be[ \t]+)?used?[ \t]+(?:only[ \t]+)?once|single[ -]use[ \t]+codes"
@@ -1886,13 +1889,14 @@ _CODES = re.compile(
     # the codes that page shows are its recovery codes
     r"|(?P<page>(?<![A-Za-z0-9])(?:2fa|mfa|two[ -]factor|2-step|two-step)(?![A-Za-z0-9])"
     r"|两步验证|二步验证|双重验证|雙重驗證|兩步驗證|双因素|雙因素|二次验证)(?![^\n]{0,40}?(?:codes?(?![A-Za-z])|码|碼)))"
-    r"(?P<body>[^\n]{0,40}?[:：\n](?:(?:[ \t,，;；:：\n]+|(?<=[:：]))"
+    # (any list separator: commas, semicolons, 、, |, / or a new line)
+    r"(?P<body>[^\n]{0,40}?[:：\n](?:(?:[ \t,，;；:：\n、|/／]+|(?<=[:：]))"
     r"(?=[A-Za-z0-9-]*[0-9])[A-Za-z0-9]{3,}(?:-[A-Za-z0-9]{3,})*(?![\w-])){1,32})",
     _I,
 )
 _CODE_GATE = (
-    "recovery code", "backup code", "2fa code", "two-factor code", "two factor code",
-    "恢复码", "备用码", "救援码", "备份码", "恢復碼", "備用碼", "used once", "use once", "single-use codes",
+    "recovery ", "backup ", "2fa code", "two-factor code", "two factor code", "emergency ", "scratch ",
+    "恢复", "备用", "救援", "备份", "恢復", "備用", "備份", "应急", "應急", "used once", "use once", "single-use codes",
     "single use codes", "one-time codes", "one time codes", "one-time use codes", "用一次",
     "2fa", "mfa", "two-factor", "two factor", "2-step", "two-step", "两步验证", "二步验证", "双重验证", "雙重驗證",
     "兩步驗證", "双因素", "雙因素", "二次验证",
