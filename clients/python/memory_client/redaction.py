@@ -3669,12 +3669,19 @@ def _mrz_ok(line: str) -> bool:
 # between: "the pin they sent is"), 4 to 12 digit words (English) or Chinese numerals (幺 and 两 included).
 _DIGIT_WORD = r"(?:zero|oh|one|two|three|four|five|six|seven|eight|nine)"
 _CN_NUMERAL = "[零〇一二三四五六七八九幺两]"
+# or typed one by one, digits or words between spaces, dashes, commas or dots ("the alarm code is 2 3 2 1", "pin:
+# 7-0-4-4", "门禁码是 5 8 0 3", "the code is 9, two, 2, 6"): single digits only, so a number is not taken
+_SPOKEN_DIGIT = r"(?:" + _DIGIT_WORD + r"|(?<![0-9])(?<![0-9]\.)[0-9](?![0-9]))"
+# (a dot only as a pause, "8... 1... 5... 0" or "8. 1. 5. 0": not a version's "1.2.3.4")
+_SPOKEN_SEP = r"(?:[ \t]*[,-][ \t]*|[ \t]+|[ \t]*(?:\.{2,3}|…)[ \t]*|\.[ \t]+)"
 _SPOKEN_PIN = re.compile(
-    r"(?P<lead>(?:(?<![A-Za-z])(?:pin|passcode|pass[ \t]code|password|code|combo|combination)(?![A-Za-z])"
+    r"(?P<lead>(?:(?<![A-Za-z])(?P<label>pin|passcode|pass[ \t]code|password|code|combo|combination)(?![A-Za-z])"
     r"|密码|密碼|口令|验证码|驗證碼|门禁码|开锁码)"
     r"[^\n.;!?。，,；！？0-9]{0,24}?(?:(?<![A-Za-z])(?:is|was|are)(?![A-Za-z])|[:：=]|是|为|為)[ \t]*(?:[:：][ \t]*)?)"
-    r"(?P<v>" + _DIGIT_WORD + r"(?:[ \t,-]+" + _DIGIT_WORD + r"){3,11}(?![A-Za-z])"
-    r"|" + _CN_NUMERAL + r"(?:[ \t]?" + _CN_NUMERAL + r"){3,11})",
+    r"(?P<v>" + _SPOKEN_DIGIT + r"(?:" + _SPOKEN_SEP + _SPOKEN_DIGIT + r"){3,15}(?![A-Za-z0-9])(?!" + _SPOKEN_SEP + _SPOKEN_DIGIT + r")"
+    r"|" + _CN_NUMERAL + r"(?:[ \t]?" + _CN_NUMERAL + r"){3,11})"
+    # not a length ("the password is 8 1 0 2 digits long" is no PIN)
+    r"(?![ \t]*(?:digits?|numbers?|characters?|chars?|位|个|個))",
     _I,
 )
 _SPOKEN_PIN_GATE = (
@@ -3682,7 +3689,18 @@ _SPOKEN_PIN_GATE = (
 )  # fmt: skip
 _SPOKEN_PIN_NEEDS = re.compile(
     _DIGIT_WORD + r"[ \t,-]+" + _DIGIT_WORD + r"(?![a-z])|" + _CN_NUMERAL + r"[ \t]?" + _CN_NUMERAL
+    + r"|(?<![0-9])[0-9][ \t,.…-]{1,5}(?:[0-9](?![0-9])|" + _DIGIT_WORD + r")"
+    + r"|" + _DIGIT_WORD + r"[ \t]*[ \t,-][ \t]*[0-9](?![0-9])",
+    _I,
 )
+
+
+def _spoken_pin_action(m: re.Match[str]) -> tuple[str, int]:
+    # another kind of code named just before its label ("the zip code is 9 4 1 0 3", "error code 5 0 3 1")
+    label = m.group("label")
+    if label is not None and _OTHER_CODE.search(m.string, max(0, m.start("label") - 24), m.start("label")):
+        return m.group(), 0
+    return _swap_value("password")(m)
 
 # Credentials passed positionally to a database / mail / FTP client, as string literals where the call takes
 # the password: `new PDO($dsn, 'app', 'S3cret!')`, `new mysqli('db', 'app', 'pw', 'shop')`,
@@ -3823,6 +3841,8 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _CHANGE_HEAD, _change_action, _CHANGE_GATE, _CHANGE_LABEL_HEAD, True),
     _Rule("password", _SPACED_LABEL, _spaced_label_action, _SPACED_GATE),
     _Rule("password", _ASKED, _asked_action, ("?", "？"), needs=_ASKED_NEEDS),
+    # a PIN said digit by digit before the labels' rules take its first digit as the value ("密码是 3 9 1 7")
+    _Rule("password", _SPOKEN_PIN, _spoken_pin_action, _SPOKEN_PIN_GATE, needs=_SPOKEN_PIN_NEEDS),
     _Rule("password", _PROSE_BOXES, _pw_prose_action, _PROSE_BOXES_GATE, _PROSE_BOXES_HEAD, True),
     _Rule("password", _AGREED, _agreed_action, ("agreed", "settled"), _AGREED_HEAD, True),
     _Rule("private_key", _PRIVATE_LABELLED, _to_private, _PRIVATE_GATE, re.compile(_HEAD_PRIVATE, _I), True),
@@ -3836,7 +3856,6 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _OTP, _otp_action, _OTP_GATE, _OTP_HEAD, True),
     _Rule("password", _OTP_FIRST, _otp_first_action, _OTP_GATE, None, True),
     _Rule("password", _WIFI_KEY, _wifi_key_action, _WIFI_GATE, _WIFI_HEAD, True, _WIFI_CONTEXT),
-    _Rule("password", _SPOKEN_PIN, _swap_value("password"), _SPOKEN_PIN_GATE, needs=_SPOKEN_PIN_NEEDS),
     _Rule("password", _DB_CALL, _db_call_action, _DB_CALL_GATE, _DB_CALL_HEAD, True),
     _Rule("national_id", _PASSPORT, _swap_value("national_id"), _PASSPORT_GATE, _PASSPORT_HEAD, True),
     _Rule("national_id", _MRZ, _swap("national_id", _mrz_ok), ("<",)),
