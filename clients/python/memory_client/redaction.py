@@ -3687,11 +3687,11 @@ _SPOKEN_PIN = re.compile(
 _SPOKEN_PIN_GATE = (
     "pin", "code", "pass", "combo", "combination", "密码", "密碼", "口令", "验证码", "驗證碼", "门禁码", "开锁码",
 )  # fmt: skip
+# (one pass, case-sensitive and the digit words' branch first, as before: a flag or a second word-led branch made
+# this search cost a fifth of `redact` on a 32 KB paste)
 _SPOKEN_PIN_NEEDS = re.compile(
-    _DIGIT_WORD + r"[ \t,-]+" + _DIGIT_WORD + r"(?![a-z])|" + _CN_NUMERAL + r"[ \t]?" + _CN_NUMERAL
+    _DIGIT_WORD + r"[ \t,-]+(?:" + _DIGIT_WORD + r"(?![a-z])|[0-9](?![0-9]))|" + _CN_NUMERAL + r"[ \t]?" + _CN_NUMERAL
     + r"|(?<![0-9])[0-9][ \t,.…-]{1,5}(?:[0-9](?![0-9])|" + _DIGIT_WORD + r")"
-    + r"|" + _DIGIT_WORD + r"[ \t]*[ \t,-][ \t]*[0-9](?![0-9])",
-    _I,
 )
 
 
