@@ -2143,7 +2143,11 @@ FORM_CASES_15: list[tuple[str, str, tuple[str, ...]]] = [
         "backup verification codes for the bank app: 3k9d-71xq | 8m2p-04ht | 55zr-q1w0",
         ("3k9d-71xq", "8m2p-04ht", "55zr-q1w0"),
     ),
-    ("backup-code-list", "emergency codes for the vault: 61408-27735; 90126-44831", ("61408-27735", "90126-44831")),
+    (
+        "backup-code-list",
+        "emergency codes for the vault: 61408-27735; 90126-44831",
+        ("61408-27735", "90126-44831"),
+    ),
     ("backup-code-list", "备用手机号：139-2266-0481", ()),
     ("backup-code-list", "备份策略：每天 01:30、每周六 04:00", ()),
     ("backup-code-list", "备用电源：UPS-2200、UPS-1000", ()),
@@ -2191,7 +2195,9 @@ def test_a_form_added_for_the_fifteenth_holdout_set(form: str, text: str, secret
         ("redis.conf 里 masterauth $Walnut83river ，从库连不上", "$Walnut83river", "，从库连不上"),
     ],
 )
-def test_the_fifteenth_sets_rules_keep_what_stands_next_to_the_secret(text: str, secret: str, kept: str) -> None:
+def test_the_fifteenth_sets_rules_keep_what_stands_next_to_the_secret(
+    text: str, secret: str, kept: str
+) -> None:
     out = redact(text)
     assert secret not in out, out
     assert kept in out, out

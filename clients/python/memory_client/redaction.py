@@ -858,7 +858,9 @@ _MASKED = re.compile(
 # A password may start with `$` (set 15: "requirepass $Juniper140tiger"): a variable is `$VAR`, `${VAR}`, `$var_name`
 # or `$dbPassword`; a `$`, then 8+ letters and digits with a small letter, a capital and a digit, no `_`, is read as
 # a password by its shape.
-_DOLLAR_PASSWORD = re.compile(r"\$(?=[A-Za-z0-9]*[a-z])(?=[A-Za-z0-9]*[A-Z])(?=[A-Za-z0-9]*[0-9])[A-Za-z0-9]{8,64}")
+_DOLLAR_PASSWORD = re.compile(
+    r"\$(?=[A-Za-z0-9]*[a-z])(?=[A-Za-z0-9]*[A-Z])(?=[A-Za-z0-9]*[0-9])[A-Za-z0-9]{8,64}"
+)
 
 
 def _stand_in(s: str) -> bool:
@@ -1895,12 +1897,24 @@ _CODES = re.compile(
     _I,
 )
 _CODE_GATE = (
-    "recovery ", "backup ", "2fa code", "two-factor code", "two factor code", "emergency ", "scratch ",
-    "恢复", "备用", "救援", "备份", "恢復", "備用", "備份", "应急", "應急", "used once", "use once", "single-use codes",
+    "recovery code", "backup code", "2fa code", "two-factor code", "two factor code",
+    "恢复码", "备用码", "救援码", "备份码", "恢復碼", "備用碼", "used once", "use once", "single-use codes",
     "single use codes", "one-time codes", "one time codes", "one-time use codes", "用一次",
     "2fa", "mfa", "two-factor", "two factor", "2-step", "two-step", "两步验证", "二步验证", "双重验证", "雙重驗證",
     "兩步驗證", "双因素", "雙因素", "二次验证",
 )  # fmt: skip
+# The labels with a word between ("backup verification codes", 备用验证码) or named otherwise (emergency, scratch,
+# 应急): their words are common alone ("backup", 恢复), so the rule runs for them only once a short pattern of the
+# label itself is found (the full pattern costs about 7 ms on a 32 KB paste, this one about 2)
+_CODE_GATE_WIDE = (
+    "recovery ", "backup ", "emergency ", "scratch ", "恢复", "备用", "救援", "备份", "恢復", "備用", "備份", "应急",
+    "應急",
+)  # fmt: skip
+_CODE_LABEL_WIDE = re.compile(
+    r"(?:recovery|backup|emergency|scratch)[ \t]+(?:[a-z-]+[ \t]+)?codes?(?![a-z])"
+    r"|(?:恢复|备用|救援|备份|恢復|備用|備份|应急|應急)(?:验证|驗證|登录|登入|安全)?(?:码|碼|代码|代碼)",
+    _I,
+)
 _AK_SK_GATE = ("ak/", "ak /", "ak／", "ak&", "access key", "access_key", "access-key", "accesskey")
 _CODE_TOKEN = re.compile(r"(?<![\w-])(?=[A-Za-z0-9-]*[0-9])[A-Za-z0-9]{3,}(?:-[A-Za-z0-9]{3,})*(?![\w-])")
 
@@ -3678,7 +3692,15 @@ _SPOKEN_PIN = re.compile(
     r"(?P<lead>(?:(?<![A-Za-z])(?P<label>pin|passcode|pass[ \t]code|password|code|combo|combination)(?![A-Za-z])"
     r"|密码|密碼|口令|验证码|驗證碼|门禁码|开锁码)"
     r"[^\n.;!?。，,；！？0-9]{0,24}?(?:(?<![A-Za-z])(?:is|was|are)(?![A-Za-z])|[:：=]|是|为|為)[ \t]*(?:[:：][ \t]*)?)"
-    r"(?P<v>" + _SPOKEN_DIGIT + r"(?:" + _SPOKEN_SEP + _SPOKEN_DIGIT + r"){3,15}(?![A-Za-z0-9])(?!" + _SPOKEN_SEP + _SPOKEN_DIGIT + r")"
+    r"(?P<v>"
+    + _SPOKEN_DIGIT
+    + r"(?:"
+    + _SPOKEN_SEP
+    + _SPOKEN_DIGIT
+    + r"){3,15}(?![A-Za-z0-9])(?!"
+    + _SPOKEN_SEP
+    + _SPOKEN_DIGIT
+    + r")"
     r"|" + _CN_NUMERAL + r"(?:[ \t]?" + _CN_NUMERAL + r"){3,11})"
     # not a length ("the password is 8 1 0 2 digits long" is no PIN)
     r"(?![ \t]*(?:digits?|numbers?|characters?|chars?|位|个|個))",
@@ -3690,8 +3712,16 @@ _SPOKEN_PIN_GATE = (
 # (one pass, case-sensitive and the digit words' branch first, as before: a flag or a second word-led branch made
 # this search cost a fifth of `redact` on a 32 KB paste)
 _SPOKEN_PIN_NEEDS = re.compile(
-    _DIGIT_WORD + r"[ \t,-]+(?:" + _DIGIT_WORD + r"(?![a-z])|[0-9](?![0-9]))|" + _CN_NUMERAL + r"[ \t]?" + _CN_NUMERAL
-    + r"|(?<![0-9])[0-9][ \t,.…-]{1,5}(?:[0-9](?![0-9])|" + _DIGIT_WORD + r")"
+    _DIGIT_WORD
+    + r"[ \t,-]+(?:"
+    + _DIGIT_WORD
+    + r"(?![a-z])|[0-9](?![0-9]))|"
+    + _CN_NUMERAL
+    + r"[ \t]?"
+    + _CN_NUMERAL
+    + r"|(?<![0-9])[0-9][ \t,.…-]{1,5}(?:[0-9](?![0-9])|"
+    + _DIGIT_WORD
+    + r")"
 )
 
 
@@ -3701,6 +3731,7 @@ def _spoken_pin_action(m: re.Match[str]) -> tuple[str, int]:
     if label is not None and _OTHER_CODE.search(m.string, max(0, m.start("label") - 24), m.start("label")):
         return m.group(), 0
     return _swap_value("password")(m)
+
 
 # Credentials passed positionally to a database / mail / FTP client, as string literals where the call takes
 # the password: `new PDO($dsn, 'app', 'S3cret!')`, `new mysqli('db', 'app', 'pw', 'shop')`,
@@ -3920,6 +3951,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("api_key", _AK_SK, _swap_value("api_key"), _AK_SK_GATE),
     _Rule("api_key", _SHORT_KEY_LABEL, _swap("api_key", _generated_key), _SHORT_KEY_GATE),
     _Rule("password", _CODES, _codes_action, _CODE_GATE),
+    _Rule("password", _CODES, _codes_action, _CODE_GATE_WIDE, needs=_CODE_LABEL_WIDE),
     # last: a user:password pair needs the sentence to speak of signing in, and must not eat what the
     # narrower rules above recognise
     _Rule("password", _USER_COLON_PASS, _user_pass_action, (":",)),
