@@ -146,6 +146,12 @@ Built from the forms secrets are written in, not from examples (the table of cas
   quoted from a text ("Your code is X"); a card's security code by its other names (security code, CSC, CID, the
   code on the back, 背面的三位数) where a card is named; kept: a port and a path before an ``@`` in a URL, "admin /
   Reports2025", a commented-out directive, an authenticator's key in groups of four, a code that is a size.
+* forms the fifteenth blind set showed (passwords as people choose them): a PIN or code said digit by digit
+  ("the alarm code is 2 3 2 1", "pin: 6-1-1-8", "门禁密码是 8 5 2 0"); recovery / backup code lists under any of
+  their labels in either language (备用验证码, 恢复代码, backup verification codes) with any list separator (、, |,
+  /); a password starting with ``$`` told from a variable by its shape (``$Juniper140tiger``, not ``$VAR``,
+  ``${VAR}``, ``$var_name``); kept: a setting whose name holds a directive's (``AUTH_PASSWORD_VALIDATORS``,
+  ``auth_pass_type``), a zip or error code said digit by digit, a length, a version.
 
 Redaction is idempotent: a placeholder never completes a match (the rules that start at a placeholder, a CVV
 after a card, a key joined to a key or wrapped after it, a corrected password, run only once this call has
