@@ -2204,6 +2204,21 @@ def test_the_fifteenth_sets_rules_keep_what_stands_next_to_the_secret(
     assert redact(out) == out
 
 
+# A PIN said digit by digit goes whole: a label's rule took its first digit alone and left the rest
+# ("支付密码是 [REDACTED] 7 7 4 0 3").
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("支付密码是 2 7 7 4 0 3 ，别告诉别人", "支付密码是 [REDACTED:password] ，别告诉别人"),
+        ("门禁密码是 8 5 2 0 6 1，进去以后左转", "门禁密码是 [REDACTED:password]，进去以后左转"),
+        ("the PIN is 5. 0. 8. 3. ok", "the PIN is [REDACTED:password]. ok"),
+        ("my password is 9 9 0 4 1 7 2 6", "my password is [REDACTED:password]"),
+    ],
+)
+def test_a_pin_said_digit_by_digit_goes_whole(text: str, expected: str) -> None:
+    assert redact(text) == expected
+
+
 def test_the_fifteenth_sets_rules_stay_linear_on_texts_made_to_backtrack() -> None:
     texts = [
         "the pin is " + "1 " * 20000,
