@@ -396,6 +396,9 @@ HOLDOUT_PATHS = (
     DATA / "redaction_holdout13.jsonl",
     # set 14: ordinary chat, folded in after its first-sight score (83/90, 80/80); its forms in FORM_CASES_14
     DATA / "redaction_holdout14.jsonl",
+    # set 15: ordinary turns, passwords as people choose them, folded in after its first-sight score (92/97,
+    # 79/80); its forms in FORM_CASES_15
+    DATA / "redaction_holdout15.jsonl",
 )
 
 
@@ -2102,6 +2105,133 @@ def test_the_fourteenth_sets_rules_stay_linear_on_texts_made_to_backtrack() -> N
         "card the code on the back " * 3000,
         "卡背面的" * 10000,
         "security code " * 6000,
+    ]
+    for text in texts:
+        started = time.perf_counter()
+        out = redact(text)
+        assert time.perf_counter() - started < 2.0, text[:40]
+        assert redact(out) == out
+
+
+# The fifteenth set's forms, with new made-up values and wording: secrets and near look-alikes.
+FORM_CASES_15: list[tuple[str, str, tuple[str, ...]]] = [
+    # a PIN or code said digit by digit: digits or words between spaces, dashes, commas or pauses, either language
+    ("pin-digit-by-digit", "for the dog walker: the gate code is 4 0 9 7, then push hard", ("4 0 9 7",)),
+    ("pin-digit-by-digit", "ok write it down, pin: 6-1-1-8", ("6-1-1-8",)),
+    ("pin-digit-by-digit", "the safe's combo is 3, nine, 0, 5 , don't lose it", ("3, nine, 0, 5",)),
+    ("pin-digit-by-digit", "the garage code is 7... 2... 6... 4 , got that?", ("7... 2... 6... 4",)),
+    ("pin-digit-by-digit", "门禁密码是 8 5 2 0 6 1，进去以后左转", ("8 5 2 0 6 1",)),
+    ("pin-digit-by-digit", "支付密码是 2 7 7 4 0 3 ，别告诉别人", ("2 7 7 4 0 3",)),
+    ("pin-digit-by-digit", "the PIN is 5. 0. 8. 3.", ("5. 0. 8. 3",)),
+    ("pin-digit-by-digit", "the zip code is 6 0 6 1 4 for the delivery", ()),
+    ("pin-digit-by-digit", "error code is 5 0 3 and then 4", ()),
+    ("pin-digit-by-digit", "the code is 2.4.1.9 in the changelog", ()),
+    ("pin-digit-by-digit", "the pin is 4 to 6 digits long", ()),
+    ("pin-digit-by-digit", "final score was 2-1-0-3 after extra time", ()),
+    ("pin-digit-by-digit", "密码长度要 8 到 16 位", ()),
+    ("pin-digit-by-digit", "the code is 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 in the test vector", ()),
+    # recovery / backup code lists after any of their labels, in either language, with any list separator
+    (
+        "backup-code-list",
+        "邮箱的备用验证码记一下：58b1c-0e4a7、d93f2-6c118、70aa5-b2e94",
+        ("58b1c-0e4a7", "d93f2-6c118", "70aa5-b2e94"),
+    ),
+    ("backup-code-list", "恢复代码如下：q7w2e-9r4t1 / z8x3c-5v6b0", ("q7w2e-9r4t1", "z8x3c-5v6b0")),
+    ("backup-code-list", "備用驗證碼：4c2d9-a17e0、b6f03-3d5a8", ("4c2d9-a17e0", "b6f03-3d5a8")),
+    (
+        "backup-code-list",
+        "backup verification codes for the bank app: 3k9d-71xq | 8m2p-04ht | 55zr-q1w0",
+        ("3k9d-71xq", "8m2p-04ht", "55zr-q1w0"),
+    ),
+    (
+        "backup-code-list",
+        "emergency codes for the vault: 61408-27735; 90126-44831",
+        ("61408-27735", "90126-44831"),
+    ),
+    ("backup-code-list", "备用手机号：139-2266-0481", ()),
+    ("backup-code-list", "备份策略：每天 01:30、每周六 04:00", ()),
+    ("backup-code-list", "备用电源：UPS-2200、UPS-1000", ()),
+    ("backup-code-list", "backup plan: v3.1.0 / v3.2.0", ()),
+    # a password starting with `$`, told by its shape, not a variable
+    (
+        "dollar-password",
+        "redis.conf 里 masterauth $Walnut83river ，从库连不上",
+        ("$Walnut83river",),
+    ),
+    ("dollar-password", "the new db password is $Copper9927fox", ("$Copper9927fox",)),
+    ("dollar-password", "密码是 $Lantern4410owl ，带美元符号", ("$Lantern4410owl",)),
+    ("dollar-password", "requirepass $REDIS_PASS in the template", ()),
+    ("dollar-password", "DB_PASSWORD=${VAULT_DB_PW}", ()),
+    ("dollar-password", "password = $db_password2", ()),
+    ("dollar-password", "$pass = $dbPassword;", ()),
+    # a setting's name holding a directive's name, then config talk: no secret
+    (
+        "password-setting-name",
+        "Django 的 AUTH_PASSWORD_VALIDATORS 里 UserAttributeSimilarityValidator 的 max_similarity 设 0.5 行吗",
+        (),
+    ),
+    ("password-setting-name", "the auth_password_validators list needs NumericPasswordValidator too", ()),
+    ("password-setting-name", "keepalived 的 auth_pass_type 我改成 PASS 了", ()),
+    ("password-setting-name", "bindpw_file points at /etc/nslcd.secret now", ()),
+    ("password-setting-name", "slapd 里 rootpw_hash 用 SSHA 吗", ()),
+    ("password-setting-name", "redis.conf 里requirepass Pine7730cone，重启后生效", ("Pine7730cone",)),
+]
+
+
+@pytest.mark.parametrize(
+    ("form", "text", "secrets"), FORM_CASES_15, ids=[f"{c[0]}-{i}" for i, c in enumerate(FORM_CASES_15)]
+)
+def test_a_form_added_for_the_fifteenth_holdout_set(form: str, text: str, secrets: tuple[str, ...]) -> None:
+    test_a_form_added_for_the_fourth_holdout_set(form, text, secrets)
+
+
+# Next to a secret of the fifteenth set's forms, what is no secret stays.
+@pytest.mark.parametrize(
+    ("text", "secret", "kept"),
+    [
+        ("for the dog walker: the gate code is 4 0 9 7, then push hard", "4 0 9 7", ", then push hard"),
+        ("门禁密码是 8 5 2 0 6 1，进去以后左转", "8 5 2 0 6 1", "门禁密码是"),
+        ("邮箱的备用验证码记一下：58b1c-0e4a7、d93f2-6c118", "d93f2-6c118", "邮箱的备用验证码记一下："),
+        ("redis.conf 里 masterauth $Walnut83river ，从库连不上", "$Walnut83river", "，从库连不上"),
+    ],
+)
+def test_the_fifteenth_sets_rules_keep_what_stands_next_to_the_secret(
+    text: str, secret: str, kept: str
+) -> None:
+    out = redact(text)
+    assert secret not in out, out
+    assert kept in out, out
+    assert redact(out) == out
+
+
+# A PIN said digit by digit goes whole: a label's rule took its first digit alone and left the rest
+# ("支付密码是 [REDACTED] 7 7 4 0 3").
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("支付密码是 2 7 7 4 0 3 ，别告诉别人", "支付密码是 [REDACTED:password] ，别告诉别人"),
+        ("门禁密码是 8 5 2 0 6 1，进去以后左转", "门禁密码是 [REDACTED:password]，进去以后左转"),
+        ("the PIN is 5. 0. 8. 3. ok", "the PIN is [REDACTED:password]. ok"),
+        ("my password is 9 9 0 4 1 7 2 6", "my password is [REDACTED:password]"),
+    ],
+)
+def test_a_pin_said_digit_by_digit_goes_whole(text: str, expected: str) -> None:
+    assert redact(text) == expected
+
+
+def test_the_fifteenth_sets_rules_stay_linear_on_texts_made_to_backtrack() -> None:
+    texts = [
+        "the pin is " + "1 " * 20000,
+        "the pin is " + "1 2 3 " * 5000 + "digits",
+        "code is " * 5000 + "1, 2, 3",
+        "the code is " + "8... " * 10000,
+        "密码是 " + "3 " * 20000 + "位",
+        "postal code is 1 2 3 4 " * 3000,
+        "备用验证码：" * 6000,
+        "backup verification codes: " + "ab1-" * 10000,
+        "备用验证码：" + "a1b2c-、" * 5000,
+        "requirepass $" + "Ab1" * 10000,
+        "AUTH_PASSWORD_" * 5000,
     ]
     for text in texts:
         started = time.perf_counter()
