@@ -79,6 +79,7 @@ def _dispatch(sentence: str, rules: LanguageRules) -> list[Hit]:
             rules.correction_facts(rest)
             or stack_hits(rest, lang=rules.lang)
             or change_hits(rest, lang=rules.lang)
+            or _corrected_noun_state(rest, rules.lang)
         )
         if inner:
             return pairs + [
@@ -133,6 +134,18 @@ _SUPPOSED = re.compile(
     r"|(?:^|[,;:(\u2014]\s*)say\s+(?:we|i|you|they|our|my)\b|如果|要是|假如|假设|万一|倘若",
     re.I,
 )
+
+
+def _corrected_noun_state(rest: str, lang: str) -> list[Hit]:
+    """The slot a noun names, stated as the correction ("correction: the region is us-east-2, not 1", "纠正一下：
+    消息队列是 RocketMQ"): its first clause, after a label ("from last week:") when there is one."""
+    head = re.split(r"[,;，；]", rest, maxsplit=1)[0]
+    label = re.match(r"^[^:：]{0,30}[:：]\s*", head)
+    for text, at in ((head, 0), (head[label.end() :], label.end()) if label else (head, 0)):
+        found = noun_state_hits(text, lang=lang)
+        if found:
+            return shift(found, at)
+    return []
 
 
 def tool_pair_hits(sentence: str, *, lang: str, negating: re.Pattern[str], cue: re.Pattern[str]) -> list[Hit]:
@@ -269,6 +282,7 @@ _SLOT_NOUNS = (
     (r"(?:job\s+|workflow\s+)?(?:scheduler|orchestrator)|调度(?:系统|平台|工具)?", "project.workflow"),
     (r"shell", "user.shell"), (r"(?:operating\s+system|os)|操作系统", "user.os"),
     (r"paging|on-?call\s+paging|incident\s+(?:management|alerting)", "project.paging"),
+    (r"region|地域|可用区", "project.region"), (r"dns|域名解析|dns\s*解析", "project.dns"),
 )  # fmt: skip
 _SLOT_NAMES = {
     "project.ci": ("CI", "CI"), "project.database": ("database", "数据库"),
@@ -282,10 +296,12 @@ _SLOT_NAMES = {
     "project.warehouse": ("data warehouse", "数据仓库"), "project.tracker": ("issue tracker", "工单系统"),
     "project.registry": ("container registry", "镜像仓库"), "project.workflow": ("job scheduler", "调度系统"),
     "user.shell": ("shell", "shell"), "user.os": ("operating system", "操作系统"),
-    "project.paging": ("paging", "告警通道"),
+    "project.paging": ("paging", "告警通道"), "project.region": ("region", "地域"), "project.dns": ("DNS", "DNS"),
 }  # fmt: skip
-_VALUE = (  # a name: capitalised, a number, or in camel case ("macOS"); or Han characters ending the clause
-    r"(?P<val>(?-i:[A-Z0-9]|[a-z]+[A-Z])[\w.+#-]*(?:\s(?-i:[A-Z0-9])[\w.+#-]*)?|[\u4e00-\u9fff]{2,6}(?=$|[\s,.;!~]|了|啦))"
+_VALUE = (  # a name: capitalised, a number, or in camel case ("macOS"); a cloud region's code ("us-east-2",
+    # "europe-west4": lower-case words joined by hyphens, ending in a number); or Han characters ending the clause
+    r"(?P<val>(?-i:[A-Z0-9]|[a-z]+[A-Z])[\w.+#-]*(?:\s(?-i:[A-Z0-9])[\w.+#-]*)?|(?-i:[a-z]{2,7}(?:-[a-z]+){1,2}-?\d{1,2}[a-z]?)(?![\w.-])"
+    r"|[\u4e00-\u9fff]{2,6}(?=$|[\s,.;!~]|了|啦))"
 )
 _NOUN_GROUPS = "|".join(f"(?P<n{i}>{noun})" for i, (noun, _) in enumerate(_SLOT_NOUNS))
 _NOUN_CHANGE_RES = tuple(
@@ -294,13 +310,16 @@ _NOUN_CHANGE_RES = tuple(
         r"\b(?:moved|switched|migrated|changed|ported)\s+(?:our\s+|the\s+)?(?:{noun})\s+(?:over\s+)?(?:from\s+\S+\s+)?"
         r"(?:to|onto)\s+(?:an?\s+|the\s+)?{val}",
         r"(?:^|\b)(?:our\s+|the\s+)?(?:{noun})\s+(?:is|are)\s+now\s+(?:on\s+|an?\s+)?{val}",
+        # the noun as the subject of the change: "DNS moved to Cloudflare", "our CI has switched over to Drone"
+        r"^(?:(?:and|so|also|btw|fyi|oh)[\s,]+)*(?:our\s+|the\s+)?(?:{noun})\s+(?:has\s+|have\s+|finally\s+|just\s+)*"
+        r"(?:moved|switched|migrated|changed|went)\s+(?:over\s+)?(?:from\s+\S+\s+)?(?:to|onto)\s+(?:an?\s+|the\s+)?{val}",
         r"(?:^|[,\s])(?:{noun})\s*(?:已经|现在|也|都|整体|全部|全都)*(?:从\s*[A-Za-z][\w.+#-]*\s*)?(?:已经|也|都|全部)*"
         r"(?:换成|改成|改用|迁到|迁移到|统一到|切到|换到|挪到|搬到|转到)了?\s*(?:自研的|自建的|内部的|新的|公司的)?\s*{val}",
     )
 )
 # Only a clause with one of these words can hold such a change: checked first, it spares the patterns.
 _NOUN_CHANGE_CUE = re.compile(
-    r"\b(?:moved|switched|migrated|changed|ported|now)\b|换成|改成|改用|迁到|迁移到|统一到|切到|换到|挪到|搬到|转到",
+    r"\b(?:moved|switched|migrated|changed|ported|went|now)\b|换成|改成|改用|迁到|迁移到|统一到|切到|换到|挪到|搬到|转到",
     re.I,
 )
 # The state: the noun first in its clause (after "our" / "the" / one modifier: "Data warehouse is ..."), a
@@ -311,7 +330,7 @@ _NOUN_STATE_RES = tuple(
     re.compile(pattern.format(noun=_NOUN_GROUPS, val=_VALUE.replace("(?=$|", "(?=$|[\u4e00-\u9fff]|")), re.I)
     for pattern in (
         r"^(?:(?:and|so|also|btw|fyi)\s+)*(?:our\s+|the\s+|my\s+)?(?:[\w-]+\s+)?(?:{noun})(?:\s+(?:is|are|=)|'s|\s*:)\s+"
-        r"(?:all\s+)?(?:on\s+)?{val}" + _STATE_END,
+        r"(?:all\s+)?(?:on\s+|(?P<inside>in\s+))?{val}" + _STATE_END,
         r"^(?:[\u4e00-\u9fff]{{0,4}}?的|我们的?|我的|咱们的?|项目的?)?\s*(?:{noun})\s*(?:现在|目前|一直|都|主要|统一)*"
         r"(?:是|用的是|用的|用|走的是|走|跑在|选的是|(?:放|建|搭|部署|托管)?在(?=\s*[A-Za-z]))\s*{val}"
         + _STATE_END,
@@ -332,11 +351,11 @@ _STATE_NOUN_WORDS = frozenset(
     "ci ci/cd pipeline pipelines database db package editor ide host hosting cloud framework monitoring queue "
     "cache orm bundler build linter lint test phone warehouse tracker registry scheduler orchestrator shell os "
     "error crash "
-    "operating paging".split()
+    "operating paging region dns".split()
 )
 _STATE_NOUN_HAN = re.compile(
     r"流水线|数据库|主库|包管理|编辑器|托管|云|框架|监控|队列|缓存|打包|测试框架|手机|数仓|数据仓库|工单|需求管理|项目管理|"
-    r"镜像仓库|调度|操作系统"
+    r"镜像仓库|调度|操作系统|地域|可用区|域名解析"
 )
 
 
@@ -359,6 +378,8 @@ def _noun_value_hit(clause: str, match: re.Match[str], *, lang: str, change: boo
     if not said.isascii() and not tools:
         return []
     known = tools[0][0] if tools and tools[0][0].slot == slot else None
+    if match.groupdict().get("inside") and known is None:
+        return []  # "DNS is in Route 53" names its provider; "the database is in Frankfurt" names a place
     value, display = (known.canonical, known.display) if known else (said.lower(), said)
     english, chinese = _SLOT_NAMES[slot]
     now = ("现在" if lang == "zh" else "now ") if change else ""

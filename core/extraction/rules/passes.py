@@ -38,7 +38,7 @@ from core.extraction.rules.en.grammar import with_subject as en_with_subject
 from core.extraction.rules.en.statements import team_hits as en_team_hits
 from core.extraction.rules.hits import Hit, shift, tool_hit
 from core.extraction.rules.sentences import split_clauses
-from core.extraction.rules.vocab import current_tool, find_tools, named_as_left, topic_slot
+from core.extraction.rules.vocab import current_tool, find_tools, named_as_left, topic_noun_first, topic_slot
 from core.extraction.rules.zh.grammar import BIE, zh_content
 from core.extraction.rules.zh.grammar import blocked as zh_blocked
 from core.extraction.rules.zh.grammar import hearsay as zh_hearsay
@@ -138,7 +138,7 @@ def _change_statement_hits(sentence: str) -> list[Hit]:
         lang = detect_lang(clause)
         pattern = _CHANGE_STATEMENT_ZH if lang == "zh" else _CHANGE_STATEMENT_EN
         match = pattern.search(clause)
-        if match is None or is_asked(clause) or _TASK_WORDS.search(clause):
+        if match is None or is_asked(clause) or _TASK_WORDS.search(_TIME_THIS_RE.sub("", clause)):
             continue
         if lang == "en" and not _CHANGE_SUBJECT_EN.search(clause):
             continue  # "the price changed to 30": not the user's own situation
@@ -152,8 +152,75 @@ def _change_statement_hits(sentence: str) -> list[Hit]:
         content = zh_content(clause) if lang == "zh" else sentence_case(third_person(said))
         cand = Candidate(content=content, kind=Kind.SEMANTIC, category=Category.FACT, tier=Tier.WORTH,
                          confidence=0.75, source_event_ids=(), lang=lang, rule=f"{lang}.statement.change")  # fmt: skip
+        topic = topic_slot(clause)
+        if topic is not None:  # "网关端口改成 9000 了": the topic's one current value, replacing the one before
+            cand = dataclasses.replace(cand, slot=topic, value=topic_value(content))
         return [(cand, start, start + len(clause))]
     return []
+
+
+# A single-valued topic given its new or current value: a change verb or "now" on a clause that names the
+# topic ("release day moved to Thursday", "we moved offices to King's Cross", "许可证自即日起变更为 Apache 2.0",
+# "我现在都是五点半起床了", "瑜伽不练了，现在改练普拉提"): the clause in the topic's slot, so that it replaces the
+# topic's earlier statement however each was worded.
+_TOPIC_NEW_VALUE_RE = re.compile(
+    r"\b(?:moved|changed|switched|shifted|pushed|bumped|went|is\s+now|are\s+now|now\s+(?:is|are|on|at|in))\b"
+    r"|\bnow\b(?=.{0,40}$)|\binstead\b|\bsince\s+(?:i|we)\s+(?:started|switched|moved|began)\b|改成|改为|变更为|变更成|变成|换成|调成|调整为|改到|换到|挪到|搬到|迁到|迁移到|改练|改考|改学|"
+    r"改在|现在(?:都|是|改|每天)?",
+    re.I,
+)
+
+
+# "this month" / "this week" tell when, not which piece of work ("moved offices to King's Cross this month")
+_TIME_THIS_RE = re.compile(
+    r"\bthis\s+(?:week|month|year|quarter|spring|summer|autumn|fall|winter|morning|weekend|sprint|term|semester)\b",
+    re.I,
+)
+# a sentence that drops its first-person subject and opens with what the user did ("dropped the bootcamp, ...")
+_VERB_FIRST_EN = re.compile(
+    r"^\s*(?:(?:so|and|oh|ok|anyway|update|fyi)[\s,:]+)*(?:dropped|quit|ditched|stopped|started|switched|moved|"
+    r"signed\s+up|enrolled|gave\s+up|finished|left)\b",
+    re.I,
+)
+
+
+def _topic_statement_hits(sentence: str) -> list[Hit]:
+    if not _may_name_topic(sentence):
+        return []
+    for start, clause in split_clauses(sentence) or [(0, sentence)]:
+        slot = topic_slot(clause)
+        cue = _TOPIC_NEW_VALUE_RE.search(clause) if slot else None
+        if cue is None or is_asked(clause) or _TASK_WORDS.search(_TIME_THIS_RE.sub("", clause)):
+            continue
+        if _blocked(sentence, start + cue.start()) or is_question_like(clause[: cue.start()]):
+            continue
+        lang = detect_lang(clause)
+        if lang == "en" and not (
+            _CHANGE_SUBJECT_EN.search(clause) or topic_noun_first(clause) or _VERB_FIRST_EN.match(sentence)
+        ):
+            continue  # "the price moved to 30": not the user's own topic
+        said = clause.strip()
+        content = zh_content(said) if lang == "zh" else sentence_case(third_person(said))
+        cand = Candidate(content=content, kind=Kind.SEMANTIC, category=Category.FACT, tier=Tier.WORTH,
+                         confidence=0.75, source_event_ids=(), slot=slot, value=topic_value(content), lang=lang,
+                         rule=f"{lang}.topic.now")  # fmt: skip
+        return [(cand, start, start + len(clause))]
+    return []
+
+
+def _may_name_topic(sentence: str) -> bool:
+    low = sentence.lower()
+    return any(word in low for word in _TOPIC_WORDS) or (
+        not sentence.isascii() and _TOPIC_HAN.search(sentence) is not None
+    )
+
+
+_TOPIC_WORDS = ("office", "licen", "pool", "log", "port", "wake", "get up", "bike", "biking", "cycl", "driv",
+                "walk", "commut", "studying for", "training for", "bootcamp", "course", "speciali", "advis",
+                "supervis", "release", "deploy", "ship", "on-call", "oncall", "on call", "backup", "back up",
+                "monitoring", "alerting", "manager", "boss", "lead")  # fmt: skip
+_TOPIC_HAN = re.compile(r"公司|办公|许可证|协议|连接池|日志|端口|起|通勤|上班|考|练|课|培训|导师|发版|上线|发布|值班|备份|监控|告警|"
+                        r"领导|老板|经理|leader|直属")  # fmt: skip
 
 
 # What a clause-opening rule starts with, in either language: a prohibition, a standing rule, a request about
@@ -239,6 +306,8 @@ _NO_REFERENT_RE = re.compile(r"^\s*(?:(?:and|so|but)\s+)?(?:it's|it\s+is)\b", re
 
 
 _WHERE_SLOTS = frozenset({"project.cloud", "project.hosting", "project.orchestration"})
+# a noun whose value is the provider itself, not a place it runs on: "DNS moved to Cloudflare" is the DNS
+_PROVIDER_SLOTS = frozenset({"project.dns", "project.region"})
 
 
 def _blocked(text: str, at: int) -> bool:
@@ -283,7 +352,11 @@ def _generic_hits(clause: str, sentence: str, *, whole: bool = False, inherited:
         if stack and len(slots) <= 1 and not _NO_REFERENT_RE.match(clause):
             cand, start, end = next((hit for hit in stack if hit[0].slot), stack[0])
             words = zh_content(clause) if rules.lang == "zh" else sentence_case(third_person(clause.strip()))
-            return [(dataclasses.replace(cand, content=words), start, end)]
+            cand = dataclasses.replace(cand, content=words)
+            topic = topic_slot(clause) if cand.slot is None else None
+            if topic is not None:  # "日志都打到 ELK": tools in no slot, on a topic with one current value
+                cand = dataclasses.replace(cand, slot=topic, value=topic_value(words))
+            return [(cand, start, end)]
         if stack:
             return stack
     hits = rules.generic(clause, sentence, whole)
@@ -656,7 +729,9 @@ def _sentence_hits(sentence: str) -> list[Hit]:
         lang = detect_lang(clause)
         changes = change_hits(clause, lang=lang, blocked=_blocked)
         named = noun_change_hits(clause, lang=lang)
-        if named and not (changes and changes[0][0].slot in _WHERE_SLOTS):
+        if named and not (
+            changes and changes[0][0].slot in _WHERE_SLOTS and named[0][0].slot not in _PROVIDER_SLOTS
+        ):
             # "migrated the warehouse to Snowflake": the slot the noun names, not the tool's usual one (a place
             # it runs on keeps its own: "moved the database to AWS" is the cloud)
             changes = named
@@ -672,6 +747,8 @@ def _sentence_hits(sentence: str) -> list[Hit]:
         hits = _topic_change_hits(sentence)
     if not hits:
         hits = _change_statement_hits(sentence)
+    if not hits:
+        hits = _topic_statement_hits(sentence)
     spans = [(start, end) for _, start, end in hits]
     inherited = False  # after "The product is ...:" / "技术栈：" the clauses speak for the user's setup
     before = ""  # "我们部署在 k8s 上，用 ArgoCD 做 GitOps": the next clause keeps the subject

@@ -87,7 +87,8 @@ _ADVERBS = (
 )
 _SUBJECT_VERB_RE = re.compile(rf"\b(i|we)\s+({_ADVERBS})([a-z']+)\b", re.I)
 _CONTRACTION_RE = re.compile(r"\b(?:i'm|i\s+am|i've|i'd|i'll|we're|we\s+are|we've|we'd|we'll)\b", re.I)
-_PRONOUN_RE = re.compile(r"\b(?:myself|ourselves|mine|ours|my|our|me|us|i|we)\b", re.I)
+# a pronoun is a word of its own: inside a name ("us-east-1", "my-app", "i.e.") it is no pronoun
+_PRONOUN_RE = re.compile(r"(?<![\w.-])(?:myself|ourselves|mine|ours|my|our|me|us|i|we)\b(?!-\w|\.\w)", re.I)
 # fmt: off
 _PRONOUN_MAP = {
     "i'm": "the user is", "i am": "the user is", "i've": "the user has", "i'd": "the user would",
