@@ -2,8 +2,11 @@
 
 When no LLM is configured, the part of a turn the rules did not cover (`GateResult.residual`) was dropped
 (it waits, `llm_pending`, for an LLM that may never come). This module keeps the sentences of it that state
-something worth remembering, verbatim, as low-confidence candidates without a slot (they never supersede
-anything):
+something worth remembering, verbatim, as low-confidence candidates (they never supersede anything): without
+a slot, unless the sentence is a WORTH fact on a single-valued topic of the rules' vocabulary (`topic_slot`:
+the office, the logging stack, the port, the wake-up time ...), which puts it in that topic's slot: below
+`UNSURE_CONFIDENCE` it fills the slot when it is empty and is held when the slot has a value, so that the
+topic never has two current statements, and a rule's later statement of the topic replaces it:
 
 - `features(text)`: the sparse features of one sentence: its words (ASCII words whole, Chinese as single
   characters and character pairs), adjacent word pairs, its first word, whether it ends as a question, and
@@ -38,7 +41,8 @@ from collections.abc import Mapping
 from core.extraction import residual_weights as weights
 from core.extraction.candidates import Candidate, Category, Kind, Tier, Turn
 from core.extraction.rules.sentences import clean_text, split_sentences
-from core.extraction.rules.vocab import find_tools
+from core.extraction.rules.passes import topic_value
+from core.extraction.rules.vocab import find_tools, topic_slot
 
 MIN_CHARS = 6  # shorter sentences hold no memory on their own ("ok so", "嗯嗯")
 MAX_PER_TURN = 4  # a long turn keeps its best few sentences, not a transcript
@@ -156,6 +160,7 @@ def residual_candidates(turn: Turn, residual: str, *, lang: str) -> list[Candida
         must = must_p >= 0.5 and _DIRECTIVE_RE.search(sentence) is not None
         span = (1.0 - weights.THRESHOLD) or 1.0
         confidence = CONFIDENCE_FLOOR + (CONFIDENCE_CEIL - CONFIDENCE_FLOOR) * (p - weights.THRESHOLD) / span
+        topic = None if must else topic_slot(sentence)
         out.append(
             Candidate(
                 content=sentence,
@@ -168,6 +173,8 @@ def residual_candidates(turn: Turn, residual: str, *, lang: str) -> list[Candida
                 lang=lang,
                 origin="residual",
                 rule="residual_model",
+                slot=topic,
+                value=topic_value(sentence) if topic else None,
             )
         )
     return out

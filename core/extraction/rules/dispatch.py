@@ -204,6 +204,8 @@ _CHANGE_RE = re.compile(
     r"|\b(?:after|since)\s+(?:the|our)\s+(?:upgrade|migration|move|switch|cutover)\s+to\b"
     r"|\b(?:after|since)\s+(?:bumping|upgrading|moving|migrating|switching|porting)\b"
     r"|\bmigrate[sd]?\s*(?:到|to)|用(?=\s*[A-Za-z][^,]{0,24}?重写)"
+    # mixed-language changes ("最近 switch 到 Cursor 了", "自从 all-in 阿里云之后") and going all in on a value
+    r"|\bswitch(?:ed)?\s*到|\b(?:went\s+)?all[- ]in(?:\s+on)?\b"
     r"|(?:迁到了|迁移到了|迁到|迁移到|换成了|换成|改用了|改用|升到了|升到|升级到了|升级到|切到了|切到|切换到了|切换到|"
     r"转到了|转到|换到了|换到|搬到了|搬到|重写成|重写为|用上了|上了|换了(?:台|个|一台|一个|新的?)?|统一到了?|统一成了?|"
     r"全换成了?|换回了?|迁回了?|挪到了?|挪去了?|搬去了?|迁去了?|转去了?)",
@@ -462,6 +464,24 @@ _SLOT_FAMILIES = (
 )
 
 
+def left_then_current(sentence: str, clause_end: int, left: list[Tool]) -> tuple[Tool, int] | None:
+    """After a clause that only leaves values ("we moved off Vercel"), the first value of the same slot (or
+    family) the rest of the sentence names as current ("，现在 self-host 在 Cloudflare Pages"): the new value, in
+    the left value's slot, and where it ends; None when there is none."""
+    slots = {t.slot for t in left if t.slot}
+    if len(slots) != 1:
+        return None
+    slot = next(iter(slots))
+    family = next((f for f in _SLOT_FAMILIES if slot in f), frozenset({slot}))
+    rest = sentence[clause_end:]
+    for tool, start, end in find_tools(rest):
+        if tool.slot in family and not named_as_left(rest, start, end):
+            if start > 60 or _SUPPOSED.search(rest[:start]):
+                return None
+            return tool._replace(slot=slot), clause_end + end
+    return None
+
+
 def _in_left_slot(clause: str, tool: Tool) -> Tool:
     """The new value in the slot of the value it replaces, when the two sit in slots of one family ("moved from
     ECS to EKS": EKS takes ECS's place, so ECS does not stay current beside it)."""
@@ -513,10 +533,35 @@ def _replaced_hits(clause: str, *, lang: str) -> list[Hit]:
                      confidence=0.85)]  # fmt: skip
 
 
+# "been loving Zed since I ditched VS Code", "on Fish ever since we dropped zsh": a value, then the one of its slot
+# the user left to take it up; the first is current
+_SINCE_LEFT_RE = re.compile(
+    r"^\W*(?:[\w'-]+\s+){0,3}?(?:ever\s+)?since\s+(?:i|we)(?:'ve|\s+have|\s+finally|\s+just)?\s+(?:ditched|dropped|left|"
+    r"quit|moved\s+off(?:\s+of)?|switched\s+(?:away\s+)?from|gave\s+up(?:\s+on)?|got\s+rid\s+of|stopped\s+using|"
+    r"abandoned|uninstalled)\s+(?:the\s+|my\s+|our\s+)?$",
+    re.I,
+)
+
+
+def _since_left_hits(clause: str, *, lang: str) -> list[Hit]:
+    tools = [(t, start, end) for t, start, end in find_tools(clause) if t.slot]
+    for (new, _, new_end), (old, old_start, _) in zip(tools, tools[1:], strict=False):
+        if new.slot == old.slot and new.canonical != old.canonical and _SINCE_LEFT_RE.match(
+            clause[new_end:old_start]
+        ):
+            return [tool_hit(new, 0, len(clause), rule=f"{lang}.tool.since_left", lang=lang,
+                             category=Category.DECISION, confidence=0.85)]  # fmt: skip
+    return []
+
+
 def change_hits(clause: str, *, lang: str, blocked: Callable[[str, int], bool] | None = None) -> list[Hit]:
     """A change of a slot's value already made ("fyi we've since moved CI to Buildkite", "CI 改用 GitHub
     Actions 了", "after the Node 22 upgrade ..."): the tool named as the new value, in its slot, as a
     decision. Nothing when the change is asked about or planned."""
+    if " since " in clause.lower():
+        left = _since_left_hits(clause, lang=lang)
+        if left and (blocked is None or not blocked(clause, 0)) and not _ASKED.search(clause[:8]):
+            return left
     replaced = _replaced_hits(clause, lang=lang) if _may_replace(clause) else []
     if replaced and (blocked is None or not blocked(clause, 0)):
         return replaced

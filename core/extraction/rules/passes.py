@@ -24,7 +24,9 @@ from core.extraction.lang import detect_lang, has_han
 from core.extraction.rules import en, zh
 from core.extraction.rules.dispatch import (
     change_hits,
+    change_match,
     is_question_like,
+    left_then_current,
     names_change,
     noun_change_hits,
     noun_state_hits,
@@ -38,7 +40,14 @@ from core.extraction.rules.en.grammar import with_subject as en_with_subject
 from core.extraction.rules.en.statements import team_hits as en_team_hits
 from core.extraction.rules.hits import Hit, shift, tool_hit
 from core.extraction.rules.sentences import split_clauses
-from core.extraction.rules.vocab import current_tool, find_tools, named_as_left, topic_noun_first, topic_slot
+from core.extraction.rules.vocab import (
+    current_tool,
+    find_tools,
+    named_as_left,
+    only_left,
+    topic_noun_first,
+    topic_slot,
+)
 from core.extraction.rules.zh.grammar import BIE, zh_content
 from core.extraction.rules.zh.grammar import blocked as zh_blocked
 from core.extraction.rules.zh.grammar import hearsay as zh_hearsay
@@ -140,6 +149,8 @@ def _change_statement_hits(sentence: str) -> list[Hit]:
         match = pattern.search(clause)
         if match is None or is_asked(clause) or _TASK_WORDS.search(_TIME_THIS_RE.sub("", clause)):
             continue
+        if only_left(clause):
+            continue  # "we moved off Vercel": what is gone, no statement of what is now
         if lang == "en" and not _CHANGE_SUBJECT_EN.search(clause):
             continue  # "the price changed to 30": not the user's own situation
         if _blocked(sentence, start + match.start()) or is_question_like(clause[: match.start()]):
@@ -735,6 +746,14 @@ def _sentence_hits(sentence: str) -> list[Hit]:
             # "migrated the warehouse to Snowflake": the slot the noun names, not the tool's usual one (a place
             # it runs on keeps its own: "moved the database to AWS" is the cloud)
             changes = named
+        if not changes and change_match(clause) is not None and only_left(clause):
+            # "we moved off Vercel，现在 self-host 在 Cloudflare Pages": the new value in a later clause
+            found = left_then_current(sentence, end, [t for t, _, _ in find_tools(clause) if t.slot])
+            if found is not None:
+                tool, until = found
+                hit = tool_hit(tool, 0, until - start, rule=f"{lang}.tool.change_after", lang=lang,
+                               category=Category.DECISION, confidence=0.85)  # fmt: skip
+                changes = [hit]
         for cand, s, e in changes:
             if cand.slot not in slots:  # told inside a question: too unsure to replace a value on its own,
                 # unless the question takes the change as given ("now that we're on React 19, can I ...?")
