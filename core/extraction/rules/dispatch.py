@@ -98,7 +98,7 @@ def _dispatch(sentence: str, rules: LanguageRules) -> list[Hit]:
         )
         if _ABOUT_THE_CHAT.search(rest) or pairs:
             pass
-        elif strong and (_STATES.search(rest) or contrast):
+        elif strong and (_STATES.search(rest) or contrast or _QUANTITY.match(rest)):
             # "Small correction: standups are 9:30 CET, not PST": the corrected statement itself, MUST
             return [_corrected(rules.restate(rest), rules.lang, len(sentence))]
         elif rules.lang == "en" and _NAMED_VALUE.match(rest):
@@ -681,6 +681,13 @@ _ABOUT_THE_CHAT = re.compile(
 _STRONG_CORRECTION = re.compile(
     r"correct|clarify|i\s+meant|i\s+mean|wrong|incorrect|not\s+right|fix|keep\s+(?:calling|saying|writing|spelling|naming)|纠正|更正|说错|搞错|记错|错了|不对|应该是",
     re.I,
+)
+
+
+# A corrected quantity, stated bare ("correction: 9 nodes, we added three", "更正：3 台机器"): a number and what it
+# counts, which says the value as a statement does
+_QUANTITY = re.compile(
+    r"^\s*(?:\d[\d.,]*\s*(?:%|[a-z]{2,}\b)|\d+\s*(?:个|台|人|天|周|小时|节点|核|块|张))", re.I
 )
 
 

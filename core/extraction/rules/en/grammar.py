@@ -144,7 +144,10 @@ def sentence_case(text: str) -> str:
 LEAD = (  # fillers before a request; a short non-Latin chunk too ("好的，remember ...")
     r"^(?:[^\x00-\x7f]{1,12}(?:\s*[,:;!.]\s*|\s+))?(?:(?:and|also|oh|ok|okay|so|btw|by\s+the\s+way|plus|but|"
     r"hey|hi|hello|well|alright|anyway|one\s+more\s+thing|one\s+last\s+thing|last\s+thing|great|cool|thanks|"
-    r"thank\s+you|fyi|ps|just\s+so\s+you\s+know|for\s+the\s+record|important|note|ugh|argh|hmm|look|listen|"
+    r"thank\s+you|fyi|ps|just\s+so\s+you\s+know|for\s+the\s+record|important|"
+    # "kindly note that ...", "please be advised that ...": a formal lead; "nice but ...": praise before the rule
+    r"(?:kindly\s+|please\s+)?note(?:\s+that)?|please\s+be\s+(?:advised|aware)\s+that|nice|looks\s+good|lgtm|"
+    r"ugh|argh|hmm|look|listen|"
     r"honestly|seriously|yeah|right|sorry|for\s+the\s+(?:last|\w+th)\s+time|"
     r"(?:i\s+)?(?:said|told\s+you)\s+(?:this\s+)?(?:before|already|twice)|once\s+again|again)\b[\s,:;!.-]*)*"
 )

@@ -92,7 +92,7 @@ _MODAL_RULE_RE = re.compile(
     r"^(?:all\s+|every\s+|any\s+|each\s+)?(?P<subj>(?!(?:i|we|you|it|this|that|he|she|they|because|since|as|so|"
     r"and|but|if|when|until|which|who|there|here|what|how|why|where|then|also|just)\b)"
     r"[a-z][\w/.-]*(?:\s+[\w/.-]+){0,3}?)\s+(?P<mod>must|have\s+to|has\s+to|need\s+to|needs\s+to|should\s+always|"
-    r"should\s+never|must\s+never|must\s+always|are\s+required\s+to|is\s+required\s+to)\s+"
+    r"should\s+never|must\s+never|must\s+always|are\s+required\s+to|is\s+required\s+to|(?:is|are)\s+to(?=\s+be\s))\s+"
     r"(?P<rest>[a-z][^?]{2,160})$", re.I)
 # fmt: on
 FILLER = re.compile(  # ", under any circumstances,": a parenthetical a rule reads through
@@ -200,7 +200,14 @@ def prohibition_hits(sentence: str) -> list[Hit]:
     if we_dont and not re.search(r"\b(?:anymore|any\s+more|no\s+longer|yet)\b", body, re.I):
         return [_rule(f"Do not {third_person(we_dont.group('rest'))}", "en.rule.we_dont", end=len(sentence))]
     modal = _MODAL_RULE_RE.match(body)
-    epistemic = modal and re.match(r"(?:have|be|'ve)\b", modal.group("rest"), re.I)  # "must have been great"
+    # "must have been great", "must be nice": a guess; "must be reviewed by Legal", "are to be pulled from Vault":
+    # an obligation in the passive
+    epistemic = modal and re.match(
+        r"(?:have|'ve)\b|be\b(?!\s+(?:[a-z]+ed|[a-z]+en|built|run|kept|put|sent|made|done|set|shown|read|paid|held|"
+        r"bought|brought|taught|told|sold|signed\s+off)\b)",
+        modal.group("rest"),
+        re.I,
+    )
     if modal and not epistemic and not blocked(body, modal.start()) and not _MOMENT.search(body):
         return [_rule(third_person(body), "en.rule.modal", end=len(sentence))]
     return []
