@@ -44,7 +44,9 @@ from core.extraction.rules.vocab import (
     current_tool,
     find_tools,
     named_as_left,
+    TOPICS_OVER_TOOLS,
     only_left,
+    topic_match,
     topic_noun_first,
     topic_slot,
 )
@@ -219,6 +221,58 @@ def _topic_statement_hits(sentence: str) -> list[Hit]:
     return []
 
 
+# The state of a topic, the topic its subject: "订单服务端口是 7001", "日志都进 Graylog", "the license is BSD-3",
+# "我在练拳击": after the topic's words, a verb of being or use and a name or a number (a Han value only after a
+# topic that is the user's own doing, "我在练" / "我在备考"); what the clause states is the topic's value.
+_TOPIC_STATE_ZH = re.compile(
+    r"^\s*(?:都|全|全部|全都|一直|目前|现在|主要|统一|默认)*(?:是|用的是|用的|用|采用|进|打到|走|放在|在)\s*[A-Za-z0-9]"
+)
+_TOPIC_STATE_EN = re.compile(
+    r"^\s*(?:is|are|=|:|to|in|into|(?:go|goes|live|lives|land|lands|ship|ships)\s+(?:to|in|into))\s+(?:on\s+|in\s+|the\s+)?"
+    r"(?-i:[A-Z0-9])",
+    re.I,
+)
+_TOPIC_DOING_ZH = re.compile(r"^(?:我|我们)(?:现在|目前|一直|最近)?(?:在|正在)?$")
+
+
+def _topic_state_hits(clause: str) -> list[Hit]:
+    found = topic_match(clause) if _may_name_topic(clause) else None
+    if found is None or is_asked(clause) or _TASK_WORDS.search(_TIME_THIS_RE.sub("", clause)):
+        return []
+    slot, match = found
+    lang = detect_lang(clause)
+    after = clause[match.end() :]
+    if lang == "zh":
+        doing = _TOPIC_DOING_ZH.match(clause[: match.start()]) and re.match(r"\s*[\u4e00-\u9fffA-Za-z]{2}", after)
+        if not (doing or (match.start() <= 10 and _TOPIC_STATE_ZH.match(after))):
+            return []
+    elif match.start() > 24 or not _TOPIC_STATE_EN.match(after):
+        return []
+    if _blocked(clause, match.start()):
+        return []
+    said = clause.strip()
+    content = zh_content(said) if lang == "zh" else sentence_case(third_person(said))
+    cand = Candidate(content=content, kind=Kind.SEMANTIC, category=Category.FACT, tier=Tier.WORTH,
+                     confidence=0.75, source_event_ids=(), slot=slot, value=topic_value(content), lang=lang,
+                     rule=f"{lang}.topic.state")  # fmt: skip
+    return [(cand, 0, len(clause))]
+
+
+def _topics_named(hits: list[Hit]) -> list[Hit]:
+    """A lasting fact in no slot whose words name a single-valued topic ("用户在备考 CPA", "the user drives to
+    work"): the topic's slot, so that a later statement of the topic replaces it."""
+    out: list[Hit] = []
+    for cand, start, end in hits:
+        if cand.slot is None and cand.kind is Kind.SEMANTIC and cand.tier is Tier.WORTH and _may_name_topic(
+            cand.content
+        ):
+            topic = topic_slot(cand.content)
+            if topic is not None:
+                cand = dataclasses.replace(cand, slot=topic, value=topic_value(cand.content))
+        out.append((cand, start, end))
+    return out
+
+
 def _may_name_topic(sentence: str) -> bool:
     low = sentence.lower()
     return any(word in low for word in _TOPIC_WORDS) or (
@@ -364,8 +418,10 @@ def _generic_hits(clause: str, sentence: str, *, whole: bool = False, inherited:
             cand, start, end = next((hit for hit in stack if hit[0].slot), stack[0])
             words = zh_content(clause) if rules.lang == "zh" else sentence_case(third_person(clause.strip()))
             cand = dataclasses.replace(cand, content=words)
-            topic = topic_slot(clause) if cand.slot is None else None
-            if topic is not None:  # "日志都打到 ELK": tools in no slot, on a topic with one current value
+            topic = topic_slot(clause)
+            if topic is not None and (cand.slot is None or topic in TOPICS_OVER_TOOLS):
+                # "日志都打到 ELK": tools in no slot, on a topic with one current value; "a course on Rust": the
+                # course, not the project's language
                 cand = dataclasses.replace(cand, slot=topic, value=topic_value(words))
             return [(cand, start, end)]
         if stack:
@@ -379,7 +435,7 @@ def _generic_hits(clause: str, sentence: str, *, whole: bool = False, inherited:
     # "MongoDB was considered and rejected" names no value; "备份到阿里云 OSS" is a backup policy, not the cloud
     clause_topic = topic_slot(clause)
     rejected = _REJECTED_RE.search(clause)
-    if clause_topic == "project.backups":
+    if clause_topic in TOPICS_OVER_TOOLS:
         clause_tool = None
     elif (
         rejected
@@ -789,6 +845,7 @@ def _sentence_hits(sentence: str) -> list[Hit]:
             clause
         )  # "given that our app is Flutter, should ...?": the ground is told
         said, at = (clause[premise.end() :], start + premise.end()) if premise else (clause, start)
-        hits += shift(_generic_hits(said, sentence, inherited=inherited or chained), at)
+        found = _generic_hits(said, sentence, inherited=inherited or chained)
+        hits += shift(found or _topic_state_hits(said), at)
         inherited = inherited or opens
-    return _old_values_folded(sentence, hits)
+    return _topics_named(_old_values_folded(sentence, hits))

@@ -302,7 +302,7 @@ _GONE_AFTER_RE = re.compile(
 def named_as_left(text: str, start: int, end: int | None = None) -> bool:
     """The tool named at `start` (ending at `end`) is the value being left ("moved off Vercel", "got rid of
     Heroku", "从 npm", "the Jenkins box is gone")."""
-    if _OLD_VALUE_RE.search(text[max(0, start - 24) : start]) is not None:
+    if _OLD_VALUE_RE.search(text[max(0, start - 40) : start]) is not None:
         return True
     return end is not None and _GONE_AFTER_RE.match(text, end) is not None
 
@@ -351,7 +351,8 @@ _TOPIC_SLOTS = tuple((re.compile(pattern, re.I), slot) for pattern, slot in (
     (r"\blicen[cs]e[ds]?\b|许可证|开源协议|授权协议", "project.license"),
     (r"\bconnection\s+pool(?:ing|er)?\b|连接池", "project.connection_pool"),
     (r"\blog(?:s|ging)\s+(?:go|goes|are|is|went|moved|live|land|ship)\b|\blogging\b|日志(?:系统|平台|都|全)?", "project.logging"),
-    (r"\b(?:service|gateway|api|server|app)\s+port\b|\bport\s+(?:is|to|from|changed|moved)\b|端口", "project.port"),
+    (r"\b(?:service|gateway|api|server|app)\s+port\b|\bport\s+(?:is|to|from|changed|moved)\b|\bon\s+port\s+\d|端口",
+     "project.port"),
     (r"\bwake\s+up\b|\bget\s+up\s+at\b|起床|点起\b|点起(?=$|[,.!~了])", "user.wake_time"),
     (r"\b(?:bike|bikes|biking|cycle|cycles|cycling|drive|drives|driving|walk|walks|walking|commute|commutes|"
      r"commuting)\s+(?:in\s+)?(?:to\s+(?:work|the\s+office)|in\b)|通勤|(?:骑|开车|坐地铁|坐公交|走路)\S{0,5}上班|"
@@ -363,9 +364,24 @@ _TOPIC_SLOTS = tuple((re.compile(pattern, re.I), slot) for pattern, slot in (
 ))  # fmt: skip
 
 
+# Topics whose statements name tools as what they are about, not as the project's stack: "备份到阿里云 OSS" is a
+# backup policy, "a course on Rust" is a course, "logs go to Datadog" is where logs go: the topic's slot, not
+# the tool's.
+TOPICS_OVER_TOOLS = frozenset({"project.backups", "user.course", "user.exam", "project.logging"})
+
+
 def topic_slot(text: str) -> str | None:
     """The single-valued topic a statement is about (backups, monitoring, the user's manager ...), or None."""
     return next((slot for pattern, slot in _TOPIC_SLOTS if pattern.search(text)), None)
+
+
+def topic_match(text: str) -> tuple[str, re.Match[str]] | None:
+    """The single-valued topic `text` names and where it names it, or None."""
+    for pattern, slot in _TOPIC_SLOTS:
+        found = pattern.search(text)
+        if found is not None:
+            return slot, found
+    return None
 
 
 def topic_noun_first(text: str) -> bool:

@@ -289,7 +289,7 @@ def _machine_os_hits(sentence: str) -> list[Hit]:
 # The language the user writes in, as a habit ("现在 mostly 写 Kotlin 了", "我平时主要写 Go", "日常写 Rust"): an
 # adverb of habit or of now before "写" and a language of the vocabulary after it; "帮我写个 Python 脚本" asks.
 _WRITES_RE = re.compile(
-    r"(?:^|[,\s])(?:" + ME + r"|我们)?\s*(?:(?:现在|目前|平时|日常|主要|基本|一直|都|也|还是|mostly|mainly|"
+    r"(?:^|[,\s])(?:" + ME + r"|我们)?\s*(?:(?:现在|目前|最近|平时|日常|主要|基本|一直|都|也|还是|mostly|mainly|"
     r"primarily|daily)\s*)+(?:在)?(?:写|用)\s*(?P<lang>[A-Za-z][\w.+#-]*(?:\s*v?\d[\d.]*)?)"
     r"(?=\s*(?:了|啦|呢|为主|比较多|多一些|多)?\s*(?:$|[,.;!~]))",
     re.I,
