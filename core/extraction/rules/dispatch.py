@@ -309,7 +309,8 @@ _NOUN_GROUPS = "|".join(f"(?P<n{i}>{noun})" for i, (noun, _) in enumerate(_SLOT_
 _NOUN_CHANGE_RES = tuple(
     re.compile(pattern.format(noun=_NOUN_GROUPS, val=_VALUE), re.I)
     for pattern in (
-        r"\b(?:moved|switched|migrated|changed|ported)\s+(?:our\s+|the\s+)?(?:{noun})\s+(?:over\s+)?(?:from\s+\S+\s+)?"
+        r"\b(?:moved|switched|migrated|changed|ported)\s+(?:our\s+|the\s+)?(?:(?:primary|main|default|new|old|whole)\s+)?"
+        r"(?:{noun})\s+(?:over\s+)?(?:from\s+\S+\s+)?"
         r"(?:to|onto)\s+(?:an?\s+|the\s+)?{val}",
         r"(?:^|\b)(?:our\s+|the\s+)?(?:{noun})\s+(?:is|are)\s+now\s+(?:on\s+|an?\s+)?{val}",
         # the noun as the subject of the change: "DNS moved to Cloudflare", "our CI has switched over to Drone"

@@ -149,7 +149,7 @@ def _change_statement_hits(sentence: str) -> list[Hit]:
         lang = detect_lang(clause)
         pattern = _CHANGE_STATEMENT_ZH if lang == "zh" else _CHANGE_STATEMENT_EN
         match = pattern.search(clause)
-        if match is None or is_asked(clause) or _TASK_WORDS.search(_TIME_THIS_RE.sub("", clause)):
+        if match is None or is_asked(clause) or _TASK_WORDS.search(clause):
             continue
         if only_left(clause):
             continue  # "we moved off Vercel": what is gone, no statement of what is now
@@ -185,8 +185,10 @@ _TOPIC_NEW_VALUE_RE = re.compile(
 
 
 # "this month" / "this week" tell when, not which piece of work ("moved offices to King's Cross this month")
+# also a spoken filler before the subject ("嗯最近换了作息那个我现在都是五点半起床了"): no thing pointed at
 _TIME_THIS_RE = re.compile(
-    r"\bthis\s+(?:week|month|year|quarter|spring|summer|autumn|fall|winter|morning|weekend|sprint|term|semester)\b",
+    r"\bthis\s+(?:week|month|year|quarter|spring|summer|autumn|fall|winter|morning|weekend|sprint|term|semester)\b"
+    r"|那个(?=\s*我)",
     re.I,
 )
 # a sentence that drops its first-person subject and opens with what the user did ("dropped the bootcamp, ...")
@@ -802,7 +804,13 @@ def _sentence_hits(sentence: str) -> list[Hit]:
             # "migrated the warehouse to Snowflake": the slot the noun names, not the tool's usual one (a place
             # it runs on keeps its own: "moved the database to AWS" is the cloud)
             changes = named
-        if not changes and change_match(clause) is not None and only_left(clause):
+        if (
+            not changes
+            and change_match(clause) is not None
+            and only_left(clause)
+            and not is_asked(sentence)
+            and not is_question_like(clause)
+        ):
             # "we moved off Vercel，现在 self-host 在 Cloudflare Pages": the new value in a later clause
             found = left_then_current(sentence, end, [t for t, _, _ in find_tools(clause) if t.slot])
             if found is not None:

@@ -350,7 +350,8 @@ _TOPIC_SLOTS = tuple((re.compile(pattern, re.I), slot) for pattern, slot in (
      r"|^(?:我们)?公司(?:现在|已经)*(?:在|搬到|搬去|迁到)|办公室|办公地点", "user.office"),
     (r"\blicen[cs]e[ds]?\b|许可证|开源协议|授权协议", "project.license"),
     (r"\bconnection\s+pool(?:ing|er)?\b|连接池", "project.connection_pool"),
-    (r"\blog(?:s|ging)\s+(?:go|goes|are|is|went|moved|live|land|ship)\b|\blogging\b|日志(?:系统|平台|都|全)?", "project.logging"),
+    (r"\blog(?:s|ging)\s+(?:go|goes|are|is|went|moved|live|land|ship)\b|\blogging\b(?!\s+(?:off|on|in|out|into)\b)|"
+     r"日志(?:系统|平台|都|全)?", "project.logging"),
     (r"\b(?:service|gateway|api|server|app)\s+port\b|\bport\s+(?:is|to|from|changed|moved)\b|\bon\s+port\s+\d|端口",
      "project.port"),
     (r"\bwake\s+up\b|\bget\s+up\s+at\b|起床|点起\b|点起(?=$|[,.!~了])", "user.wake_time"),

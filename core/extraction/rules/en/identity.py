@@ -244,6 +244,10 @@ def _job_patterns(named: str) -> tuple[tuple[re.Pattern[str], str], ...]:
     # "started at Quillstream on Monday 🎉": chat drops the "I" before a job change
     (r"^(?:just\s+|finally\s+|officially\s+)?(?:started|joined)\s+(?:at\s+|with\s+)?(?P<org>" + _ORG_WORD
      + r"(?:\s+" + _ORG_WORD + r"){0,2})(?P<job>)", "en.employer.started"),
+    # "first week as a full-time employee at Orbitly", "my first day at Kestrel": the start of a job, the employer
+    (r"^(?:(?:so|and|ok|today|this\s+is)\s+)*(?:my\s+|the\s+)?first\s+(?:day|week|month)\s+(?:as\s+(?:a|an)\s+"
+     r"(?:[\w-]+\s+){0,3}?)?(?:at|with)\s+" + named + r"(?P<org>" + _ORG_WORD + r"(?:\s+" + _ORG_WORD
+     + r"){0,2})(?P<job>)", "en.employer.first_days"),
     # "I left Shopify in May and joined Wise": the second verb shares the subject
     (I_WORD + r"\s+(?:left|quit|resigned\s+from)\s+(?!(?:[^.;!?]*?\b(?:who|that|which)\b))[^.;!?]{1,50}?\s+and\s+"
      r"(?:then\s+)?(?:joined|started\s+(?:at|with)|moved\s+to|went\s+to)\s+(?P<org>" + _ORG_WORD + r"(?:\s+"

@@ -56,6 +56,7 @@ _NO_LIST_RE = re.compile(
     r"(?:\s*,?\s*(?:ever|period|please|pls|no\s+exceptions|full\s+stop))?\s*[.!)]*$",
     re.I,
 )
+_NO_MORE_FOR_ME = re.compile(r"^(?:and\s+|so\s+)?no\s+more\b[^.;!?]*\bfor\s+(?:me|us)\b", re.I)
 _PLEASE_NO_RE = re.compile(
     r"^(?:please|pls|plz)\s+no\s+(?P<obj>(?!worries|problem|rush|pressure|need)[\w.+#-]+(?:\s+[\w.+#-]+){0,4}?)"
     r"(?:\s+(?:lol|thanks|thx|ty|haha|ok|okay|thank\s+you))?[\s.!]*$",
@@ -191,6 +192,8 @@ def prohibition_hits(sentence: str) -> list[Hit]:
     if listed and not blocked(body, listed.start()):  # "keep it simple — no microservices, no k8s"
         return [_rule(sentence_case(listed.group("list")), "en.rule.no_list", end=len(sentence))]
     no_x = _NO_X_IN_RE.match(body)
+    if no_x and _NO_MORE_FOR_ME.search(body) and "please" not in low:
+        no_x = None  # "no more invoicing for me": what the user no longer has to do, not a rule for the agent
     if no_x:
         return [_rule(third_person(body), "en.rule.no_x", end=len(sentence))]
     asked_no = _PLEASE_NO_RE.match(body)
@@ -363,6 +366,7 @@ def team_hits(sentence: str) -> list[Hit]:
             or manager.group("name2")
             or manager.group("name3")
             or manager.group("name4")
+            or manager.group("name5")
         )
         if name not in _NOT_NAMES:
             cand = fact(f"The user's manager is {name}.", "user.manager", name, rule="en.manager", lang="en")
@@ -402,7 +406,10 @@ _MANAGER_RE = re.compile(
     r"|\bmy\s+(?:new\s+)?" + _BOSS + r"(?:\s+is(?:\s+now)?|,)?\s+(?P<name2>(?-i:[A-Z][a-z]+))\b"
     r"|\b(?P<name3>(?-i:[A-Z][a-z]+))\s+is\s+(?:now\s+)?my\s+(?:new\s+)?" + _BOSS + r"\b"
     # "I report to Ines now", "reporting to Ines since the reorg"
-    r"|\b(?:i\s+(?:now\s+)?report|i'm\s+(?:now\s+)?reporting|reporting)\s+(?:directly\s+)?to\s+(?P<name4>(?-i:[A-Z][a-z]+))\b",
+    r"|\b(?:i\s+(?:now\s+)?report|i'm\s+(?:now\s+)?reporting|reporting)\s+(?:directly\s+)?to\s+(?P<name4>(?-i:[A-Z][a-z]+))\b"
+    # "Tom handed me over to Grace, she's my manager going forward": the pronoun names the last name before it
+    r"|\b(?P<name5>(?-i:[A-Z][a-z]+))\b(?:(?-i:(?![A-Z]))[^.;!?]){1,40}?\b(?:she|he|they)(?:'s|\s+is|\s+are|'re)\s+"
+    r"(?:now\s+)?(?:my|our)\s+(?:new\s+)?" + _BOSS + r"\b(?!'s|\u2019s)",
     re.I,
 )
 _SUPERVISOR_RE = re.compile(

@@ -23,7 +23,7 @@ import re
 from core.extraction.candidates import Category, Kind, Tier
 from core.extraction.rules.en.statements import family_slot
 from core.extraction.rules.hits import Hit, fact, make
-from core.extraction.rules.sentences import ENUMERATOR_RE
+from core.extraction.rules.sentences import ENUMERATOR_RE, split_outside_brackets
 from core.extraction.rules.vocab import only_left
 from core.extraction.rules.zh.behaviour import NOT_RULE
 from core.extraction.rules.zh.grammar import (
@@ -106,10 +106,12 @@ _RULE_LABEL_RE = re.compile(
 _CONVENTION_RE = re.compile(
     # "所有接口返回的时间统一用 UTC": the noun may come with what it belongs to
     r"^(?:所有的?|全部的?)?(?:(?![我你他她])[\u4e00-\u9fffA-Za-z]{1,8}的)?"
-    r"(?P<noun>(?:代码)?注释|变量名|时间|时区|时间戳|日期|函数名|类名|方法名|文件名|表名|字段名|列名|命名|缩进|提交信息|commit\s*message|"
+    r"(?P<noun>(?:代码)?注释|(?:code\s+)?comments?|docstrings?|variable\s+names?|变量名|时间|时区|时间戳|日期|函数名|类名|方法名|文件名|表名|字段名|列名|命名|缩进|提交信息|commit\s*message|"
     r"分支名|日志|文档|字符串|引号|代码风格|代码示例|示例代码|示例|命令|单位|日期格式|时间格式|金额|编码|行宽|换行|"
     r"(?:SQL\s*)?关键字|报错信息|错误信息|返回值|接口返回)\s*(?:统一|都|一律|全部|全都|必须|一定要|要|得|请)*\s*"
-    r"(?:用|写成?|使用|采用|保持|遵循|按|走)(?![得了过着完光掉尽])\s*(?P<spec>[^,.;!?]{1,30}?)(?:就行|就好|即可|就可以|吧|哈|哦)?$",
+    # the spec may hold a literal in braces or brackets, commas and all ("{code, msg, data} 这个格式")
+    r"(?:用|写成?|使用|采用|保持|遵循|按|走)(?![得了过着完光掉尽])\s*"
+    r"(?P<spec>(?:\{[^{}]{1,60}\}|\[[^\[\]]{1,60}\]|[^,.;!?{}\[\]]){1,40}?)(?:就行|就好|即可|就可以|吧|哈|哦)?$",
     re.I,
 )
 
@@ -138,7 +140,7 @@ def labelled_rule_hits(sentence: str) -> list[Hit]:
         return [_rule(strip_tail(rest), "zh.rule.labelled", len(sentence))]
     hits: list[Hit] = []
     offset = 0
-    for part in body.split(","):
+    for part in split_outside_brackets(body):
         start = offset + len(part) - len(part.lstrip())
         offset += len(part) + 1
         convention = _CONVENTION_RE.match(part.strip())
