@@ -358,3 +358,120 @@ def test_a_corrected_quantity_is_must(text: str, kept: str) -> None:
 @pytest.mark.parametrize("text", ["fix the 2 failing tests", "我刚才说错了一个字，帮我改一下"])
 def test_a_number_in_a_fix_request_is_no_correction(text: str) -> None:
     assert _must(text) == []
+
+
+# --- a literal in braces or brackets is one piece of its clause ----------------------------------------------
+
+
+def test_zh_a_convention_keeps_its_bracketed_literal() -> None:
+    rules = _must("错误码统一用 {status, reason} 这种结构，别另起炉灶")
+    assert any("{status, reason}" in content for content in rules)
+
+
+def test_zh_commas_outside_brackets_still_split_conventions() -> None:
+    rules = _must("函数名用英文，注释用中文")
+    assert len(rules) == 2
+
+
+# --- a pronoun names the last name before it ("..., she's my manager now") ----------------------------------
+
+
+def test_the_manager_named_by_a_pronoun() -> None:
+    assert _slots("Ravi passed me on to Keiko last week, she's my manager now").get("user.manager") == "Keiko"
+
+
+@pytest.mark.parametrize(
+    "text", ["I had lunch with Keiko, she's my manager's sister", "Keiko said he's my manager? no idea who"]
+)
+def test_no_manager_from_a_possessive_or_a_question(text: str) -> None:
+    assert "user.manager" not in _slots(text)
+
+
+# --- the start of a job names the employer; "no more X for me" is no rule for the agent ---------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("first month as a contractor at Brightwell Labs, loving it", "Brightwell Labs"), ("my first day at Nuvola", "Nuvola")],
+)
+def test_the_first_days_of_a_job_name_the_employer(text: str, value: str) -> None:
+    assert _slots(text).get("user.employer") == value
+
+
+@pytest.mark.parametrize("text", ["first week at the new gym was rough", "my son's first day at Nuvola daycare"])
+def test_the_first_days_of_something_else_are_no_employer(text: str) -> None:
+    assert "user.employer" not in _slots(text)
+
+
+def test_no_more_chores_for_the_user_is_no_rule_but_no_more_emojis_is() -> None:
+    assert _must("new job, so no more timesheets for me") == []
+    assert _must("no more emojis in replies please") != []
+
+
+# --- a slot noun with one modifier in a change; a time word still marks a short-lived state -----------------
+
+
+def test_a_noun_with_a_modifier_in_a_change() -> None:
+    assert _slots("we moved the main region to ap-northeast-1 last quarter").get("project.region") == "ap-northeast-1"
+
+
+@pytest.mark.parametrize(
+    "text", ["I'm in Lisbon this week for a workshop", "we're on the staging box today, can you check it?"]
+)
+def test_a_state_for_this_week_is_not_lasting(text: str) -> None:
+    assert _found(text) == []
+
+
+def test_logging_off_is_no_logging_topic() -> None:
+    assert "project.logging" not in _slots("I'll be logging off at 5 from now on, kids")
+
+
+# --- a story or a quotation said to come from elsewhere is nobody's fact of the user's ----------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "In the series I'm watching the hacker only uses Emacs, pretty funny",
+        "In this podcast episode the host lives in Reykjavik.",
+        "\"always squash your commits\" is from a talk I watched, do you agree?",
+    ],
+)
+def test_a_story_or_a_quoted_line_is_not_the_users(text: str) -> None:
+    assert _found(text) == []
+
+
+def test_a_frame_of_the_users_own_is_still_read() -> None:
+    assert _must("in our repo we never merge on Fridays")
+
+
+# --- someone else as the subject of a change ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a woman in my running club just moved to Tallinn",
+        "one of my coworkers switched to Fedora",
+        "her team migrated to GitLab CI last month",
+    ],
+)
+def test_someone_elses_change_is_not_the_users(text: str) -> None:
+    assert _found(text) == []
+
+
+def test_a_time_before_the_users_own_change_keeps_it() -> None:
+    assert _slots("a few weeks ago we switched to Fedora").get("user.os") == "fedora"
+
+
+# --- the API gateway is a slot; a corrected name after "it's" is that slot's value ---------------------------
+
+
+def test_the_api_gateway_and_its_correction() -> None:
+    assert _slots("the API gateway is APISIX").get("project.api_gateway") == "apisix"
+    found = _found("wrong one, it's Kong. APISIX was the old setup")
+    assert ("must", "project.api_gateway", "kong") in [(tier, slot, value) for tier, slot, value, _ in found]
+
+
+def test_a_correction_naming_no_value_stays_unslotted() -> None:
+    assert all(slot is None for _, slot, _, _ in _found("no, it's the other endpoint"))

@@ -96,8 +96,16 @@ def _dispatch(sentence: str, rules: LanguageRules) -> list[Hit]:
             or contrast
             or _OWN_MISTAKE.search(rest)  # "nah, the standup is at 9:15, I mixed it up"
         )
+        said = next(  # the first piece of the rest that names a value: "wrong one, it's Kong"
+            (p.strip() for p in rest.split(".")[0].split(",")[:3] if _NAMED_VALUE.match(p.strip())), None
+        )
+        named = current_tool(said) if said else None
         if _ABOUT_THE_CHAT.search(rest) or pairs:
             pass
+        elif named is not None and rules.lang == "en":
+            # "sorry, wrong, it's Tyk": the right value of a slot, named after the marker
+            return [tool_hit(named, 0, len(sentence), rule="en.correction.named", lang="en", tier=Tier.MUST,
+                             confidence=0.85)]  # fmt: skip
         elif strong and (_STATES.search(rest) or contrast or _QUANTITY.match(rest)):
             # "Small correction: standups are 9:30 CET, not PST": the corrected statement itself, MUST
             return [_corrected(rules.restate(rest), rules.lang, len(sentence))]
@@ -284,7 +292,7 @@ _SLOT_NOUNS = (
     (r"(?:job\s+|workflow\s+)?(?:scheduler|orchestrator)|调度(?:系统|平台|工具)?", "project.workflow"),
     (r"shell", "user.shell"), (r"(?:operating\s+system|os)|操作系统", "user.os"),
     (r"paging|on-?call\s+paging|incident\s+(?:management|alerting)", "project.paging"),
-    (r"region|地域|可用区", "project.region"), (r"dns|域名解析|dns\s*解析", "project.dns"),
+    (r"region|地域|可用区", "project.region"), (r"api\s*gateway|api\s*网关", "project.api_gateway"), (r"dns|域名解析|dns\s*解析", "project.dns"),
 )  # fmt: skip
 _SLOT_NAMES = {
     "project.ci": ("CI", "CI"), "project.database": ("database", "数据库"),
@@ -298,7 +306,8 @@ _SLOT_NAMES = {
     "project.warehouse": ("data warehouse", "数据仓库"), "project.tracker": ("issue tracker", "工单系统"),
     "project.registry": ("container registry", "镜像仓库"), "project.workflow": ("job scheduler", "调度系统"),
     "user.shell": ("shell", "shell"), "user.os": ("operating system", "操作系统"),
-    "project.paging": ("paging", "告警通道"), "project.region": ("region", "地域"), "project.dns": ("DNS", "DNS"),
+    "project.paging": ("paging", "告警通道"), "project.region": ("region", "地域"),
+    "project.api_gateway": ("API gateway", "API 网关"), "project.dns": ("DNS", "DNS"),
 }  # fmt: skip
 _VALUE = (  # a name: capitalised, a number, or in camel case ("macOS"); a cloud region's code ("us-east-2",
     # "europe-west4": lower-case words joined by hyphens, ending in a number); or Han characters ending the clause
@@ -354,7 +363,7 @@ _STATE_NOUN_WORDS = frozenset(
     "ci ci/cd pipeline pipelines database db package editor ide host hosting cloud framework monitoring queue "
     "cache orm bundler build linter lint test phone warehouse tracker registry scheduler orchestrator shell os "
     "error crash "
-    "operating paging region dns".split()
+    "operating paging region dns api".split()
 )
 _STATE_NOUN_HAN = re.compile(
     r"流水线|数据库|主库|包管理|编辑器|托管|云|框架|监控|队列|缓存|打包|测试框架|手机|数仓|数据仓库|工单|需求管理|项目管理|"

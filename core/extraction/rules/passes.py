@@ -132,6 +132,23 @@ _CHANGE_STATEMENT_WORDS = (
 _CHANGE_STATEMENT_HAN = re.compile(r"[换改升调转搬迁挪]|跳槽|入职|上了|上[一二三四五六初高大小]")
 
 
+# The subject of a change is someone else: "a guy on my floor just moved to Denver", "one of my friends switched
+# to Arch", "her team moved to Linear": not the user's own change, whatever "my" says further on
+_OTHERS_SUBJECT = re.compile(
+    r"^\W*(?:(?:so|and|but|btw|fyi|lol)[\s,]+)*(?:a|an|some|someone|somebody|one\s+of|his|her|their|they|he|she|"
+    r"(?:a|my|our)\s+(?:friend|friends|colleague|colleagues|coworker|coworkers|co-worker|neighbou?r|guy|girl|cousin|"
+    r"classmate|roommate|flatmate))\b",
+    re.I,
+)
+
+
+def others_subject(prefix: str) -> bool:
+    """The words before a change verb make someone else its subject (see `_OTHERS_SUBJECT`)."""
+    if _OTHERS_SUBJECT.match(prefix) is None:
+        return False
+    return re.search(r"\b(?:i|we|i'm|we're|i've|we've|i'd|we'd)\b", prefix, re.I) is None  # "a while ago we ..."
+
+
 def _may_tell_change(sentence: str) -> bool:
     low = sentence.lower()
     for word in _CHANGE_STATEMENT_WORDS:
@@ -156,6 +173,8 @@ def _change_statement_hits(sentence: str) -> list[Hit]:
         if lang == "en" and not _CHANGE_SUBJECT_EN.search(clause):
             continue  # "the price changed to 30": not the user's own situation
         if _blocked(sentence, start + match.start()) or is_question_like(clause[: match.start()]):
+            continue
+        if lang == "en" and others_subject(clause[: match.start()]):
             continue
         said = clause.strip()
         if lang == "en" and not re.search(r"\b(?:i|i'm|i've|we|we're|we've|my|our)\b", said, re.I):
@@ -797,6 +816,9 @@ def _sentence_hits(sentence: str) -> list[Hit]:
         asked = is_asked(clause)
         lang = detect_lang(clause)
         changes = change_hits(clause, lang=lang, blocked=_blocked)
+        found = change_match(clause) if changes and lang == "en" else None
+        if found is not None and others_subject(clause[: found.start()]):
+            changes = []  # "one of my friends switched to Arch": someone else's change
         named = noun_change_hits(clause, lang=lang)
         if named and not (
             changes and changes[0][0].slot in _WHERE_SLOTS and named[0][0].slot not in _PROVIDER_SLOTS
@@ -818,6 +840,13 @@ def _sentence_hits(sentence: str) -> list[Hit]:
                 hit = tool_hit(tool, 0, until - start, rule=f"{lang}.tool.change_after", lang=lang,
                                category=Category.DECISION, confidence=0.85)  # fmt: skip
                 changes = [hit]
+        topic = topic_slot(clause) if changes else None
+        if topic in TOPICS_OVER_TOOLS:  # "we moved the nightly backups from Glacier to B2": the backups' new value
+            words = zh_content(clause) if lang == "zh" else sentence_case(third_person(clause.strip()))
+            changes = [
+                (dataclasses.replace(cand, slot=topic, value=topic_value(words), content=words), s, e)
+                for cand, s, e in changes
+            ]
         for cand, s, e in changes:
             if cand.slot not in slots:  # told inside a question: too unsure to replace a value on its own,
                 # unless the question takes the change as given ("now that we're on React 19, can I ...?")

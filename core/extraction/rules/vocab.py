@@ -81,6 +81,8 @@ project.chat: slack=Slack microsoft_teams=Microsoft_Teams(microsoft_teams|ms_tea
     feishu=Feishu(feishu|lark|飞书) dingtalk=DingTalk(dingtalk|钉钉) wecom=WeCom(wecom|企业微信|企微)
 project.monitoring: prometheus=Prometheus zabbix=Zabbix new_relic=New_Relic(new_relic|newrelic)
     nagios=Nagios datadog=Datadog grafana=Grafana(grafana|grafana_cloud) nightingale=夜莺(夜莺|nightingale)
+project.api_gateway: kong=Kong tyk=Tyk apisix=APISIX(apisix|apache_apisix) apigee=Apigee
+    krakend=KrakenD(krakend)
 project.dns: route_53=Route_53(route_53|route53|aws_route_53) dnspod=DNSPod(dnspod) namecheap=Namecheap
     ns1=NS1 dnsimple=DNSimple
 project.paging: pagerduty=PagerDuty opsgenie=Opsgenie incident.io=incident.io(incident.io) victorops=VictorOps
@@ -130,7 +132,7 @@ user.os: macos=macOS(macos|mac|macbook|osx|os_x) linux=Linux windows=Windows ubu
     home_assistant=Home_Assistant
     loki=Loki(loki|grafana_loki) elk=ELK(elk|elastic_stack) kibana=Kibana logstash=Logstash jaeger=Jaeger splunk=Splunk
     postgis=PostGIS pgvector=pgvector timescale=Timescale keycloak=Keycloak auth0=Auth0 stripe=Stripe
-    grpc=gRPC(grpc) kong=Kong traefik=Traefik caddy=Caddy envoy=Envoy istio=Istio
+    grpc=gRPC(grpc) traefik=Traefik caddy=Caddy envoy=Envoy istio=Istio
     jupyter=Jupyter(jupyter|jupyterlab) mlflow=MLflow ray=Ray(ray) dvc=DVC
     wordpress=WordPress hugo=Hugo hexo=Hexo jekyll=Jekyll gatsby=Gatsby
     element_plus=Element_Plus(element_plus|element-plus|element_ui) ant_design=Ant_Design(antd|ant_design)

@@ -49,8 +49,24 @@ _HEARSAY = re.compile(
 )
 
 
+# A frame that puts the whole sentence in someone else's mouth or world: a story ("In the novel I'm reading the
+# detective drinks absinthe"), or a quotation said to come from elsewhere ("'we never deploy on Fridays' is from
+# a blog post")
+_FRAMED = re.compile(
+    r"^\W{0,3}in\s+(?:the|a|this|that|my|an)\s+(?:[\w-]+\s+)?(?:novel|book|movie|film|show|series|game|story|podcast|"
+    r"episode|article|video|comic|manga|anime|play|sitcom)\b(?!\s+(?:club|shop|store|fair|group|team|company))"
+    r"|^\s*['\"\u201c\u2018][^'\"\u201d\u2019]{3,120}['\"\u201d\u2019]\s+(?:is|was|comes|came)\s+(?:from|a\s+(?:quote|line|saying)|"
+    r"what\s+(?:someone|somebody|they|he|she|my\s+\w+)|in\s+(?:a|the|this|that))\b",
+    re.I,
+)
+
+
 def hearsay(sentence: str) -> bool:
     low = sentence.lower()
+    if (low.lstrip("\"'\u201c\u2018 ").startswith("in ") or sentence.lstrip()[:1] in "'\"\u201c\u2018") and _FRAMED.search(
+        sentence
+    ):
+        return True
     if not ("apparently" in low or "reportedly" in low or "supposedly" in low or "allegedly" in low) and not (
         "rumo" in low or "word is" in low or "i hear" in low or "i read" in low
     ):

@@ -408,7 +408,8 @@ _MANAGER_RE = re.compile(
     # "I report to Ines now", "reporting to Ines since the reorg"
     r"|\b(?:i\s+(?:now\s+)?report|i'm\s+(?:now\s+)?reporting|reporting)\s+(?:directly\s+)?to\s+(?P<name4>(?-i:[A-Z][a-z]+))\b"
     # "Tom handed me over to Grace, she's my manager going forward": the pronoun names the last name before it
-    r"|\b(?P<name5>(?-i:[A-Z][a-z]+))\b(?:(?-i:(?![A-Z]))[^.;!?]){1,40}?\b(?:she|he|they)(?:'s|\s+is|\s+are|'re)\s+"
+    r"|\b(?P<name5>(?-i:[A-Z][a-z]+))\b(?!\s+(?:said|says|thinks|told|claims)\b)(?:(?-i:(?![A-Z]))[^.;!?]){1,40}?"
+    r"\b(?:she|he|they)(?:'s|\s+is|\s+are|'re)\s+"
     r"(?:now\s+)?(?:my|our)\s+(?:new\s+)?" + _BOSS + r"\b(?!'s|\u2019s)",
     re.I,
 )

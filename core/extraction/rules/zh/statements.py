@@ -106,7 +106,7 @@ _RULE_LABEL_RE = re.compile(
 _CONVENTION_RE = re.compile(
     # "所有接口返回的时间统一用 UTC": the noun may come with what it belongs to
     r"^(?:所有的?|全部的?)?(?:(?![我你他她])[\u4e00-\u9fffA-Za-z]{1,8}的)?"
-    r"(?P<noun>(?:代码)?注释|(?:code\s+)?comments?|docstrings?|variable\s+names?|变量名|时间|时区|时间戳|日期|函数名|类名|方法名|文件名|表名|字段名|列名|命名|缩进|提交信息|commit\s*message|"
+    r"(?P<noun>(?:代码)?注释|(?:code\s+)?comments?|错误码|返回格式|响应格式|响应体|docstrings?|variable\s+names?|变量名|时间|时区|时间戳|日期|函数名|类名|方法名|文件名|表名|字段名|列名|命名|缩进|提交信息|commit\s*message|"
     r"分支名|日志|文档|字符串|引号|代码风格|代码示例|示例代码|示例|命令|单位|日期格式|时间格式|金额|编码|行宽|换行|"
     r"(?:SQL\s*)?关键字|报错信息|错误信息|返回值|接口返回)\s*(?:统一|都|一律|全部|全都|必须|一定要|要|得|请)*\s*"
     # the spec may hold a literal in braces or brackets, commas and all ("{code, msg, data} 这个格式")
