@@ -473,5 +473,24 @@ def test_the_api_gateway_and_its_correction() -> None:
     assert ("must", "project.api_gateway", "kong") in [(tier, slot, value) for tier, slot, value, _ in found]
 
 
+@pytest.mark.parametrize(
+    ("old", "new", "slot"),
+    [
+        ("weekly backups land in Wasabi", "we moved the weekly backups from Wasabi to R2", "project.backups"),
+        ("合并代码一个人批就行", "现在改成三个人批才能合", "project.review_policy"),
+        ("I'm training for a half marathon", "signed up for a triathlon instead", "user.exercise"),
+    ],
+)
+def test_a_topic_that_names_tools_or_numbers_keeps_its_changes(old: str, new: str, slot: str) -> None:
+    # the old statement may come from the residual filter; the new one is the rules' and lands in the topic
+    assert _slots(new).get(slot)
+    assert all(s in (slot, None) or not s.startswith("project.storage") for s in _slots(new))
+
+
+@pytest.mark.parametrize("text", ["I ran a marathon once, years ago", "can you review this PR for me?"])
+def test_a_past_event_or_a_request_is_no_topic_statement(text: str) -> None:
+    assert _found(text) == []
+
+
 def test_a_correction_naming_no_value_stays_unslotted() -> None:
     assert all(slot is None for _, slot, _, _ in _found("no, it's the other endpoint"))

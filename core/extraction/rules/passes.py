@@ -302,10 +302,12 @@ def _may_name_topic(sentence: str) -> bool:
 
 
 _TOPIC_WORDS = ("office", "licen", "pool", "log", "port", "wake", "get up", "bike", "biking", "cycl", "driv",
+                "marathon", "triathlon", "review", "approv", "k race", "k run",
                 "walk", "commut", "studying for", "training for", "bootcamp", "course", "speciali", "advis",
                 "supervis", "release", "deploy", "ship", "on-call", "oncall", "on call", "backup", "back up",
                 "monitoring", "alerting", "manager", "boss", "lead")  # fmt: skip
 _TOPIC_HAN = re.compile(r"公司|办公|许可证|协议|连接池|日志|端口|起|通勤|上班|考|练|课|培训|导师|发版|上线|发布|值班|备份|监控|告警|"
+                        r"马拉松|半马|全马|批|审|评审|"
                         r"领导|老板|经理|leader|直属")  # fmt: skip
 
 
@@ -885,4 +887,21 @@ def _sentence_hits(sentence: str) -> list[Hit]:
         found = _generic_hits(said, sentence, inherited=inherited or chained)
         hits += shift(found or _topic_state_hits(said), at)
         inherited = inherited or opens
-    return _topics_named(_old_values_folded(sentence, hits))
+    return _topic_absorbs_tools(_topics_named(_old_values_folded(sentence, hits)))
+
+
+def _topic_absorbs_tools(hits: list[Hit]) -> list[Hit]:
+    """A statement on a topic that names tools as what it is about ("we moved the weekly backups from Wasabi to
+    R2") holds those tools: a tool's own slot value taken from the same words ("uses R2") is dropped, so that
+    the storage slot does not claim the backups' destination."""
+    topical = [c.content.casefold() for c, _, _ in hits if c.slot in TOPICS_OVER_TOOLS]
+    if not topical:
+        return hits
+    return [
+        (cand, start, end)
+        for cand, start, end in hits
+        if cand.slot is None
+        or cand.slot in TOPICS_OVER_TOOLS
+        or not cand.value
+        or not any(cand.value.split(" ")[0] in text for text in topical)
+    ]

@@ -361,7 +361,11 @@ _TOPIC_SLOTS = tuple((re.compile(pattern, re.I), slot) for pattern, slot in (
      r"commuting)\s+(?:in\s+)?(?:to\s+(?:work|the\s+office)|in\b)|通勤|(?:骑|开车|坐地铁|坐公交|走路)\S{0,5}上班|"
      r"上班(?:骑|开车|坐|走路)", "user.commute"),
     (r"备考|改考|报考|\bstudying\s+for\s+(?:the\s+|an?\s+)?(?-i:[A-Z])", "user.exam"),
-    (r"(?:在|改|开始|正在)练(?!手|习)|不练了|\btraining\s+for\s+(?:a|an|the|my)\b", "user.exercise"),
+    (r"(?:在|改|开始|正在)练(?!手|习)|不练了|\btraining\s+for\s+(?:a|an|the|my)\b|"
+     r"\b(?:full\s+|half[\s-])?marathon\b|\btriathlon\b|\b(?:5|10|21)k\s+(?:race|run)\b|马拉松|半马|全马", "user.exercise"),
+    # how changes get merged: "code review needs one approval" -> "至少两个人批才能合"
+    (r"\bcode\s+reviews?\b|\bapprovals?\b|\breviewers?\b|(?:[一两二三几]|\d)\s*个?人(?:批|审|review|approve)|评审|审批",
+     "project.review_policy"),
     (r"\bbootcamp\b|\b(?:online\s+)?course\b|\bspeciali[sz]ation\b|网课|课程|培训班", "user.course"),
     (r"导师|\b(?:my|our)\s+(?:phd\s+|thesis\s+)?(?:advisor|adviser|supervisor)\b", "user.supervisor"),
 ))  # fmt: skip
