@@ -492,5 +492,17 @@ def test_a_past_event_or_a_request_is_no_topic_statement(text: str) -> None:
     assert _found(text) == []
 
 
+def test_a_value_named_after_you_keep_calling_it_is_the_correction() -> None:
+    found = _found('You keep calling it "the message bus". It\'s NATS, and only for telemetry.')
+    assert ("must", "project.queue", "nats") in [(tier, slot, value) for tier, slot, value, _ in found]
+
+
+@pytest.mark.parametrize(
+    "text", ["switched to zsh and of course my prompt broke", "in due course we will pick a linter"]
+)
+def test_of_course_and_in_due_course_are_no_course(text: str) -> None:
+    assert "user.course" not in _slots(text)
+
+
 def test_a_correction_naming_no_value_stays_unslotted() -> None:
     assert all(slot is None for _, slot, _, _ in _found("no, it's the other endpoint"))

@@ -366,7 +366,7 @@ _TOPIC_SLOTS = tuple((re.compile(pattern, re.I), slot) for pattern, slot in (
     # how changes get merged: "code review needs one approval" -> "至少两个人批才能合"
     (r"\bcode\s+reviews?\b|\bapprovals?\b|\breviewers?\b|(?:[一两二三几]|\d)\s*个?人(?:批|审|review|approve)|评审|审批",
      "project.review_policy"),
-    (r"\bbootcamp\b|\b(?:online\s+)?course\b|\bspeciali[sz]ation\b|网课|课程|培训班", "user.course"),
+    (r"\bbootcamp\b|\b(?<!of\s)(?<!due\s)(?:online\s+)?course\b(?!\s+of\b)|\bspeciali[sz]ation\b|网课|课程|培训班", "user.course"),
     (r"导师|\b(?:my|our)\s+(?:phd\s+|thesis\s+)?(?:advisor|adviser|supervisor)\b", "user.supervisor"),
 ))  # fmt: skip
 
