@@ -504,5 +504,23 @@ def test_of_course_and_in_due_course_are_no_course(text: str) -> None:
     assert "user.course" not in _slots(text)
 
 
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("咱们组的约定：上线前必须在群里报备", "报备"),
+        ("我们项目的规范是接口都要写单测", "单测"),
+        ("提醒一下：凡涉及用户隐私的字段，均须脱敏后再落库", "脱敏"),
+        ("所有对外接口一律走网关鉴权", "网关鉴权"),
+    ],
+)
+def test_zh_a_rule_labelled_by_its_owner_or_in_a_regulations_register_is_must(text: str, kept: str) -> None:
+    assert any(kept in content for content in _must(text))
+
+
+@pytest.mark.parametrize("text", ["所有的书我都看完了", "组里的习惯我还不太懂", "凡是周末我都在家"])
+def test_zh_everything_of_a_kind_without_an_obligation_is_no_rule(text: str) -> None:
+    assert _must(text) == []
+
+
 def test_a_correction_naming_no_value_stays_unslotted() -> None:
     assert all(slot is None for _, slot, _, _ in _found("no, it's the other endpoint"))

@@ -97,9 +97,11 @@ def banned_hits(sentence: str) -> list[Hit]:
 # A rule announced by its label, the rule after it ("有个规矩你要知道：…", "我们这规定，…", "团队习惯是…"): the
 # team's, the project's or unattributed, not the user's own habit ("我的习惯是…" is a preference).
 _RULE_LABEL_RE = re.compile(
-    r"^(?:有(?:一|两|几|三)?(?:个|条)|(?:" + WE + r"|团队|组里|公司|项目|部门)?(?:这边|这里|这)?(?:的)?)"
+    # the owner of the rule: "咱们组的规矩", "我们团队的约定", "项目的规范"
+    r"^(?:有(?:一|两|几|三)?(?:个|条)|(?:" + WE + r")?(?:的)?(?:团队|组里|小组|组|公司|项目|部门|仓库|repo)?(?:这边|这里|这)?(?:的)?)"
     r"(?:硬性?的?)?(?:规矩|规定|要求|约定|铁律|红线|习惯|规范|惯例|原则)"
-    r"(?:是|你要知道|你得知道|你要记住|要记住|记一下|说一下)?\s*[:,]?\s*(?P<rest>[^:]{4,200})$"
+    # the rest is the rule, not the user's own state ("组里的习惯我还不太懂")
+    r"(?:是|你要知道|你得知道|你要记住|要记住|记一下|说一下)?\s*[:,]?\s*(?P<rest>(?!我(?!们))[^:]{4,200})$"
 )
 # A convention on a part of the code or of the answer, stated as topic and comment ("变量名用英文", "缩进统一用四个
 # 空格", "注释写中文就行", "日期格式一律 YYYY-MM-DD"): how the agent must write it.
@@ -124,12 +126,24 @@ _REQUIRED_RE = re.compile(
 )
 
 
+# A rule in the register of a regulation: everything of a kind ("凡", "凡是", "所有", "任何"), then a modal of
+# obligation or prohibition ("须", "须经", "均须", "必须", "应当", "不得"): "凡对外发布的数据，须经审核后方可公开"
+_FORMAL_RULE_RE = re.compile(
+    r"(?:^|[:：]\s*)(?P<rule>(?:凡是?|所有|任何|一切)[^.;!?]{1,30}?(?:均须|均应|均不得|一律|须经|须|必须|应当|不得|不可)"
+    r"[^.;!?]{2,60})"
+)
+
+
 def labelled_rule_hits(sentence: str) -> list[Hit]:
     """A rule announced by its label ("有个规矩你要知道：早上 5 点到 7 点不许发版"), or a convention stated as topic
     and comment ("变量名用英文，注释用中文就行"), MUST."""
     body = _body(sentence)
     if body is None:
         return []
+    formal = _FORMAL_RULE_RE.search(body)
+    if formal and not blocked(body, formal.start()):
+        # "凡对外发布的数据，须经数据安全组审核后方可公开": a rule in the register of a regulation
+        return [_rule(strip_tail(formal.group("rule")), "zh.rule.formal", len(sentence))]
     required = _REQUIRED_RE.match(body)
     subject = required and (required.group("obj") or required.group("obj2"))
     if subject and not _NOT_TOPIC.match(subject) and not re.match(r"我们|咱们", subject):
