@@ -19,8 +19,9 @@ topic never has two current statements, and a rule's later statement of the topi
   一律...), since a MUST memory is put before the agent as a rule in every context block.
 - `residual_candidates(turn, residual)`: the candidates for a user turn's residual: each sentence no rule
   matched any part of (`untouched_sentences`), of at least `MIN_CHARS`, that does not weigh, suppose or
-  leave a choice undecided ("we're debating X vs Y", "what if", "还没拍板"), that names no value the rules'
-  vocabulary files under a slot (`_names_a_slot_value`: the rules refused it) and whose keep probability
+  leave a choice undecided ("we're debating X vs Y", "what if", "还没拍板"), that the rules do not read as
+  someone else's words or world (hearsay, a story, a quoted line said to come from elsewhere), that names no
+  value the rules' vocabulary files under a slot (`_names_a_slot_value`: the rules refused it) and whose keep probability
   reaches `residual_weights.THRESHOLD`; at most `MAX_PER_TURN` of them (best first, then in turn order; a
   sentence said twice counts once). Content is the sentence as the user wrote it (already redacted at
   ingest); `origin` "residual", `rule` "residual_model", confidence from the keep probability mapped below
@@ -41,8 +42,10 @@ from collections.abc import Mapping
 from core.extraction import residual_weights as weights
 from core.extraction.candidates import Candidate, Category, Kind, Tier, Turn
 from core.extraction.rules.sentences import clean_text, split_sentences
+from core.extraction.rules.en.grammar import hearsay as en_hearsay
 from core.extraction.rules.passes import topic_value
 from core.extraction.rules.vocab import find_tools, topic_slot
+from core.extraction.rules.zh.grammar import hearsay as zh_hearsay
 
 MIN_CHARS = 6  # shorter sentences hold no memory on their own ("ok so", "嗯嗯")
 MAX_PER_TURN = 4  # a long turn keeps its best few sentences, not a transcript
@@ -146,6 +149,8 @@ def residual_candidates(turn: Turn, residual: str, *, lang: str) -> list[Candida
             or _UNDECIDED_RE.search(sentence)
             or sentence.casefold() in seen
             or _names_a_slot_value(sentence)
+            or en_hearsay(sentence)  # the rules' frames of someone else's words or world ("In the novel I'm
+            or zh_hearsay(sentence)  # reading ...", "'X' is from a blog post", "好像", "apparently"): not the user's
         ):
             continue
         seen.add(sentence.casefold())

@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from core.extraction.candidates import Turn
-from core.extraction.residual import residual_candidates
+from core.extraction import residual_weights
+from core.extraction.residual import keep_probability, residual_candidates
 from core.extraction.rules import extract_turn
 from core.extraction.rules.en.grammar import third_person
 from core.reconcile import UNSURE_CONFIDENCE
@@ -173,9 +174,23 @@ def test_a_residual_topic_sentence_is_slotted_but_unsure() -> None:
 
 
 def test_a_residual_sentence_on_no_topic_stays_unslotted() -> None:
-    text = "my grandmother makes the best dumplings in town"
+    text = "I prefer answers with bullet points over prose"
     found = residual_candidates(Turn("e1", "user", text), text, lang="en")
-    assert all(c.slot is None for c in found)
+    assert found and all(c.slot is None for c in found)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "In the show I'm watching the main character lives in Oslo and cycles to work every day",
+        "'we always pair on hard bugs' is from a talk I watched",
+        "In the game I play the hero is a blacksmith who lives in the mountains",
+    ],
+)
+def test_the_residual_filter_keeps_nothing_the_rules_frame_as_someone_elses(text: str) -> None:
+    # the model alone would keep each of these (its keep probability is above the threshold)
+    assert keep_probability(text) >= residual_weights.THRESHOLD
+    assert residual_candidates(Turn("e1", "user", text), text, lang="en") == []
 
 
 # --- a clause that only leaves a value is no statement; a later clause names the new one --------------------
