@@ -537,5 +537,27 @@ def test_zh_everything_of_a_kind_without_an_obligation_is_no_rule(text: str) -> 
     assert _must(text) == []
 
 
+@pytest.mark.parametrize(
+    ("text", "slot", "value"),
+    [
+        ("the whole site is Astro-based these days", "project.framework", "astro"),
+        ("我在广州天河那边住，周末想去爬白云山", "user.location", "广州"),
+    ],
+)
+def test_a_tool_before_a_suffix_of_kind_and_a_place_with_its_district(text: str, slot: str, value: str) -> None:
+    assert _slots(text).get(slot) == value
+
+
+@pytest.mark.parametrize("text", ["我在广州出差住酒店", "a PostgreSQL-compatible API is on our wishlist"])
+def test_a_trip_or_a_compatible_thing_is_no_value_of_the_users(text: str) -> None:
+    assert not {"user.location", "project.database"} & set(_slots(text))
+
+
+def test_where_the_user_keeps_notes_is_one_topic() -> None:
+    before, after = _slots("我记笔记一直用语雀"), _slots("笔记现在全换成 Notion 了")
+    assert before.get("user.notes_app") and after.get("user.notes_app")
+    assert before["user.notes_app"] != after["user.notes_app"]
+
+
 def test_a_correction_naming_no_value_stays_unslotted() -> None:
     assert all(slot is None for _, slot, _, _ in _found("no, it's the other endpoint"))

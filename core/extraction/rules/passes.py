@@ -302,12 +302,13 @@ def _may_name_topic(sentence: str) -> bool:
 
 
 _TOPIC_WORDS = ("office", "licen", "pool", "log", "port", "wake", "get up", "bike", "biking", "cycl", "driv",
-                "marathon", "triathlon", "review", "approv", "k race", "k run",
+                "marathon", "triathlon", "review", "approv", "k race", "k run", "notes", "note-taking",
+                "note taking",
                 "walk", "commut", "studying for", "training for", "bootcamp", "course", "speciali", "advis",
                 "supervis", "release", "deploy", "ship", "on-call", "oncall", "on call", "backup", "back up",
                 "monitoring", "alerting", "manager", "boss", "lead")  # fmt: skip
 _TOPIC_HAN = re.compile(r"公司|办公|许可证|协议|连接池|日志|端口|起|通勤|上班|考|练|课|培训|导师|发版|上线|发布|值班|备份|监控|告警|"
-                        r"马拉松|半马|全马|批|审|评审|"
+                        r"马拉松|半马|全马|批|审|评审|笔记|"
                         r"领导|老板|经理|leader|直属")  # fmt: skip
 
 

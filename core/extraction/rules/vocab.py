@@ -206,6 +206,9 @@ _VERSION_RE = re.compile(
 )
 
 
+_KIND_SUFFIX_RE = re.compile(r"(?<=\w)-(?:based|powered|backed|driven|native|flavou?red|only)$", re.I)
+
+
 def find_tools(text: str) -> list[tuple[Tool, int, int]]:
     """Known tools named in `text`, with their spans, in order. A version right after a slotted tool ("Go
     1.22", "Vue 2", "Python 3.12") is part of its value and display, and of its span."""
@@ -216,6 +219,11 @@ def find_tools(text: str) -> list[tuple[Tool, int, int]]:
 def _find_tools(text: str) -> tuple[tuple[Tool, int, int], ...]:
     found = []
     tokens = [(m.group(), m.start(), m.end()) for m in _TOKEN_RE.finditer(text)]
+    if "-" in text:  # "Nx-based", "Postgres-backed": the tool before a suffix of kind
+        tokens = [
+            (token[: m.start()], start, start + m.start()) if (m := _KIND_SUFFIX_RE.search(token)) else (token, start, end)
+            for token, start, end in tokens
+        ]
     skip_to = 0
     for index, (_token, start, _end) in enumerate(tokens):
         if start < skip_to:
@@ -368,6 +376,8 @@ _TOPIC_SLOTS = tuple((re.compile(pattern, re.I), slot) for pattern, slot in (
      "project.review_policy"),
     (r"\bbootcamp\b|\b(?<!of\s)(?<!due\s)(?:online\s+)?course\b(?!\s+of\b)|\bspeciali[sz]ation\b|网课|课程|培训班", "user.course"),
     (r"导师|\b(?:my|our)\s+(?:phd\s+|thesis\s+)?(?:advisor|adviser|supervisor)\b", "user.supervisor"),
+    # where the user keeps notes: "我记笔记用印象笔记" -> "笔记全迁到 Obsidian 了", "my notes live in Bear"
+    (r"记笔记|笔记(?:现在|目前|已经)*(?:都|全|软件|工具|app)|\b(?:my|our)\s+notes\b|\bnote[- ]taking\b|\bnotes\s+app\b", "user.notes_app"),
 ))  # fmt: skip
 
 

@@ -102,6 +102,9 @@ _LOC_RES = (
     # "搬来成都之后通勤短多了": a move with the subject dropped, to a place the vocabulary knows
     (re.compile(r"(?:^|[,\s])(?:刚|已经)?(?:搬来|搬到|搬去|搬回|搬家到)了?\s*(?P<loc>"
                 + "|".join(sorted(_PLACES, key=len, reverse=True)) + r")"), "user.location", "zh.location.moved_bare"),
+    # "我在北京海淀这边住", "我现在在上海浦东那边生活": a known place, a district after it, then the verb of living
+    (re.compile(ME + r"(?:现在|目前|一直)?在\s*(?P<loc>" + "|".join(sorted(_PLACES, key=len, reverse=True))
+                + r")(?:[\u4e00-\u9fff]{0,4}?(?:这边|那边|附近))?(?:住|生活)"), "user.location", "zh.location.zai_zhu"),
     # "来温哥华三个月了", "到深圳快一年了": how long the user has been in a place the vocabulary knows
     (re.compile(r"(?:^|[,\s])(?:我)?(?:来|到|搬来|回)(?:了)?\s*(?P<loc>" + "|".join(sorted(_PLACES, key=len, reverse=True))
                 + r")(?:已经|快|都|也|才|刚)?(?:[一二三四五六七八九十两半几\d]+|大半)个?多?(?:月|年|周|星期|礼拜)(?:多)?了"),
