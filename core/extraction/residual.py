@@ -21,8 +21,8 @@ topic never has two current statements, and a rule's later statement of the topi
   matched any part of (`untouched_sentences`), of at least `MIN_CHARS`, that does not weigh, suppose or
   leave a choice undecided ("we're debating X vs Y", "what if", "还没拍板"), that the rules do not read as
   someone else's words or world (hearsay, a story, a quoted line said to come from elsewhere), that names no
-  value the rules' vocabulary files under a slot (`_names_a_slot_value`: the rules refused it) and whose keep probability
-  reaches `residual_weights.THRESHOLD`; at most `MAX_PER_TURN` of them (best first, then in turn order; a
+  value the rules' vocabulary files under a slot (`_names_a_slot_value`: the rules refused it) and whose keep
+  probability reaches `residual_weights.THRESHOLD`; at most `MAX_PER_TURN` of them (best first, then in turn order; a
   sentence said twice counts once). Content is the sentence as the user wrote it (already redacted at
   ingest); `origin` "residual", `rule` "residual_model", confidence from the keep probability mapped below
   the rules' own.
@@ -41,9 +41,9 @@ from collections.abc import Mapping
 
 from core.extraction import residual_weights as weights
 from core.extraction.candidates import Candidate, Category, Kind, Tier, Turn
-from core.extraction.rules.sentences import clean_text, split_sentences
 from core.extraction.rules.en.grammar import hearsay as en_hearsay
 from core.extraction.rules.passes import topic_value
+from core.extraction.rules.sentences import clean_text, split_sentences
 from core.extraction.rules.vocab import find_tools, topic_slot
 from core.extraction.rules.zh.grammar import hearsay as zh_hearsay
 

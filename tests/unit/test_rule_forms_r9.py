@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from core.extraction.candidates import Turn
 from core.extraction import residual_weights
+from core.extraction.candidates import Turn
 from core.extraction.residual import keep_probability, residual_candidates
 from core.extraction.rules import extract_turn
 from core.extraction.rules.en.grammar import third_person
@@ -557,6 +557,22 @@ def test_where_the_user_keeps_notes_is_one_topic() -> None:
     before, after = _slots("我记笔记一直用语雀"), _slots("笔记现在全换成 Notion 了")
     assert before.get("user.notes_app") and after.get("user.notes_app")
     assert before["user.notes_app"] != after["user.notes_app"]
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("I focus better with a checklist than with a long spec, fyi", "checklist"),
+        ("honestly I understand faster by reading tests than docs", "reading tests"),
+    ],
+)
+def test_how_the_user_works_best_is_a_preference(text: str, kept: str) -> None:
+    assert any(kept in content for tier, _, _, content in _found(text) if tier == "worth")
+
+
+@pytest.mark.parametrize("text", ["do I learn better from videos?", "my daughter learns better with flashcards"])
+def test_a_question_or_someone_elses_way_of_learning_is_no_preference(text: str) -> None:
+    assert _found(text) == []
 
 
 def test_a_correction_naming_no_value_stays_unslotted() -> None:

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import re
 from collections.abc import Callable
 
@@ -292,7 +293,8 @@ _SLOT_NOUNS = (
     (r"(?:job\s+|workflow\s+)?(?:scheduler|orchestrator)|调度(?:系统|平台|工具)?", "project.workflow"),
     (r"shell", "user.shell"), (r"(?:operating\s+system|os)|操作系统", "user.os"),
     (r"paging|on-?call\s+paging|incident\s+(?:management|alerting)", "project.paging"),
-    (r"region|地域|可用区", "project.region"), (r"api\s*gateway|api\s*网关", "project.api_gateway"), (r"dns|域名解析|dns\s*解析", "project.dns"),
+    (r"region|地域|可用区", "project.region"), (r"api\s*gateway|api\s*网关", "project.api_gateway"),
+    (r"dns|域名解析|dns\s*解析", "project.dns"),
 )  # fmt: skip
 _SLOT_NAMES = {
     "project.ci": ("CI", "CI"), "project.database": ("database", "数据库"),
@@ -555,7 +557,7 @@ _SINCE_LEFT_RE = re.compile(
 
 def _since_left_hits(clause: str, *, lang: str) -> list[Hit]:
     tools = [(t, start, end) for t, start, end in find_tools(clause) if t.slot]
-    for (new, _, new_end), (old, old_start, _) in zip(tools, tools[1:], strict=False):
+    for (new, _, new_end), (old, old_start, _) in itertools.pairwise(tools):
         if new.slot == old.slot and new.canonical != old.canonical and _SINCE_LEFT_RE.match(
             clause[new_end:old_start]
         ):

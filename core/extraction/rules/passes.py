@@ -41,10 +41,10 @@ from core.extraction.rules.en.statements import team_hits as en_team_hits
 from core.extraction.rules.hits import Hit, shift, tool_hit
 from core.extraction.rules.sentences import split_clauses
 from core.extraction.rules.vocab import (
+    TOPICS_OVER_TOOLS,
     current_tool,
     find_tools,
     named_as_left,
-    TOPICS_OVER_TOOLS,
     only_left,
     topic_match,
     topic_noun_first,
@@ -307,7 +307,8 @@ _TOPIC_WORDS = ("office", "licen", "pool", "log", "port", "wake", "get up", "bik
                 "walk", "commut", "studying for", "training for", "bootcamp", "course", "speciali", "advis",
                 "supervis", "release", "deploy", "ship", "on-call", "oncall", "on call", "backup", "back up",
                 "monitoring", "alerting", "manager", "boss", "lead")  # fmt: skip
-_TOPIC_HAN = re.compile(r"公司|办公|许可证|协议|连接池|日志|端口|起|通勤|上班|考|练|课|培训|导师|发版|上线|发布|值班|备份|监控|告警|"
+_TOPIC_HAN = re.compile(r"公司|办公|许可证|协议|连接池|日志|端口|起|通勤|上班|考|练|课|培训|导师|发版|上线|发布|值班|"
+                        r"备份|监控|告警|"
                         r"马拉松|半马|全马|批|审|评审|笔记|"
                         r"领导|老板|经理|leader|直属")  # fmt: skip
 
@@ -819,8 +820,8 @@ def _sentence_hits(sentence: str) -> list[Hit]:
         asked = is_asked(clause)
         lang = detect_lang(clause)
         changes = change_hits(clause, lang=lang, blocked=_blocked)
-        found = change_match(clause) if changes and lang == "en" else None
-        if found is not None and others_subject(clause[: found.start()]):
+        made = change_match(clause) if changes and lang == "en" else None
+        if made is not None and others_subject(clause[: made.start()]):
             changes = []  # "one of my friends switched to Arch": someone else's change
         named = noun_change_hits(clause, lang=lang)
         if named and not (
@@ -837,9 +838,9 @@ def _sentence_hits(sentence: str) -> list[Hit]:
             and not is_question_like(clause)
         ):
             # "we moved off Vercel，现在 self-host 在 Cloudflare Pages": the new value in a later clause
-            found = left_then_current(sentence, end, [t for t, _, _ in find_tools(clause) if t.slot])
-            if found is not None:
-                tool, until = found
+            after = left_then_current(sentence, end, [t for t, _, _ in find_tools(clause) if t.slot])
+            if after is not None:
+                tool, until = after
                 hit = tool_hit(tool, 0, until - start, rule=f"{lang}.tool.change_after", lang=lang,
                                category=Category.DECISION, confidence=0.85)  # fmt: skip
                 changes = [hit]
@@ -885,8 +886,8 @@ def _sentence_hits(sentence: str) -> list[Hit]:
             clause
         )  # "given that our app is Flutter, should ...?": the ground is told
         said, at = (clause[premise.end() :], start + premise.end()) if premise else (clause, start)
-        found = _generic_hits(said, sentence, inherited=inherited or chained)
-        hits += shift(found or _topic_state_hits(said), at)
+        generic = _generic_hits(said, sentence, inherited=inherited or chained)
+        hits += shift(generic or _topic_state_hits(said), at)
         inherited = inherited or opens
     return _topic_absorbs_tools(_topics_named(_old_values_folded(sentence, hits)))
 

@@ -221,7 +221,9 @@ def _find_tools(text: str) -> tuple[tuple[Tool, int, int], ...]:
     tokens = [(m.group(), m.start(), m.end()) for m in _TOKEN_RE.finditer(text)]
     if "-" in text:  # "Nx-based", "Postgres-backed": the tool before a suffix of kind
         tokens = [
-            (token[: m.start()], start, start + m.start()) if (m := _KIND_SUFFIX_RE.search(token)) else (token, start, end)
+            (token[: m.start()], start, start + m.start())
+            if (m := _KIND_SUFFIX_RE.search(token))
+            else (token, start, end)
             for token, start, end in tokens
         ]
     skip_to = 0
@@ -370,14 +372,17 @@ _TOPIC_SLOTS = tuple((re.compile(pattern, re.I), slot) for pattern, slot in (
      r"上班(?:骑|开车|坐|走路)", "user.commute"),
     (r"备考|改考|报考|\bstudying\s+for\s+(?:the\s+|an?\s+)?(?-i:[A-Z])", "user.exam"),
     (r"(?:在|改|开始|正在)练(?!手|习)|不练了|\btraining\s+for\s+(?:a|an|the|my)\b|"
-     r"\b(?:full\s+|half[\s-])?marathon\b|\btriathlon\b|\b(?:5|10|21)k\s+(?:race|run)\b|马拉松|半马|全马", "user.exercise"),
+     r"\b(?:full\s+|half[\s-])?marathon\b|\btriathlon\b|\b(?:5|10|21)k\s+(?:race|run)\b|马拉松|半马|全马",
+     "user.exercise"),
     # how changes get merged: "code review needs one approval" -> "至少两个人批才能合"
     (r"\bcode\s+reviews?\b|\bapprovals?\b|\breviewers?\b|(?:[一两二三几]|\d)\s*个?人(?:批|审|review|approve)|评审|审批",
      "project.review_policy"),
-    (r"\bbootcamp\b|\b(?<!of\s)(?<!due\s)(?:online\s+)?course\b(?!\s+of\b)|\bspeciali[sz]ation\b|网课|课程|培训班", "user.course"),
+    (r"\bbootcamp\b|\b(?<!of\s)(?<!due\s)(?:online\s+)?course\b(?!\s+of\b)|\bspeciali[sz]ation\b|网课|课程|培训班",
+     "user.course"),
     (r"导师|\b(?:my|our)\s+(?:phd\s+|thesis\s+)?(?:advisor|adviser|supervisor)\b", "user.supervisor"),
     # where the user keeps notes: "我记笔记用印象笔记" -> "笔记全迁到 Obsidian 了", "my notes live in Bear"
-    (r"记笔记|笔记(?:现在|目前|已经)*(?:都|全|软件|工具|app)|\b(?:my|our)\s+notes\b|\bnote[- ]taking\b|\bnotes\s+app\b", "user.notes_app"),
+    (r"记笔记|笔记(?:现在|目前|已经)*(?:都|全|软件|工具|app)|\b(?:my|our)\s+notes\b|\bnote[- ]taking\b|\bnotes\s+app\b",
+     "user.notes_app"),
 ))  # fmt: skip
 
 

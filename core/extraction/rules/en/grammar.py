@@ -63,9 +63,8 @@ _FRAMED = re.compile(
 
 def hearsay(sentence: str) -> bool:
     low = sentence.lower()
-    if (low.lstrip("\"'\u201c\u2018 ").startswith("in ") or sentence.lstrip()[:1] in "'\"\u201c\u2018") and _FRAMED.search(
-        sentence
-    ):
+    opens = low.lstrip("\"'\u201c\u2018 ").startswith("in ") or sentence.lstrip()[:1] in "'\"\u201c\u2018"
+    if opens and _FRAMED.search(sentence):
         return True
     if not ("apparently" in low or "reportedly" in low or "supposedly" in low or "allegedly" in low) and not (
         "rumo" in low or "word is" in low or "i hear" in low or "i read" in low

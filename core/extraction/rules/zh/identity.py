@@ -106,8 +106,10 @@ _LOC_RES = (
     (re.compile(ME + r"(?:现在|目前|一直)?在\s*(?P<loc>" + "|".join(sorted(_PLACES, key=len, reverse=True))
                 + r")(?:[\u4e00-\u9fff]{0,4}?(?:这边|那边|附近))?(?:住|生活)"), "user.location", "zh.location.zai_zhu"),
     # "来温哥华三个月了", "到深圳快一年了": how long the user has been in a place the vocabulary knows
-    (re.compile(r"(?:^|[,\s])(?:我)?(?:来|到|搬来|回)(?:了)?\s*(?P<loc>" + "|".join(sorted(_PLACES, key=len, reverse=True))
-                + r")(?:已经|快|都|也|才|刚)?(?:[一二三四五六七八九十两半几\d]+|大半)个?多?(?:月|年|周|星期|礼拜)(?:多)?了"),
+    (re.compile(r"(?:^|[,\s])(?:我)?(?:来|到|搬来|回)(?:了)?\s*(?P<loc>"
+                + "|".join(sorted(_PLACES, key=len, reverse=True))
+                + r")(?:已经|快|都|也|才|刚)?(?:[一二三四五六七八九十两半几\d]+|大半)个?多?"
+                r"(?:月|年|周|星期|礼拜)(?:多)?了"),
      "user.location", "zh.location.since"),
     # "已经回国了，现在在北京": the state after a move, the subject dropped
     (re.compile(r"(?:^|[,\s])(?:现在|目前|如今)(?:人)?在\s*(?P<loc>" + "|".join(sorted(_PLACES, key=len, reverse=True))

@@ -98,7 +98,8 @@ def banned_hits(sentence: str) -> list[Hit]:
 # team's, the project's or unattributed, not the user's own habit ("我的习惯是…" is a preference).
 _RULE_LABEL_RE = re.compile(
     # the owner of the rule: "咱们组的规矩", "我们团队的约定", "项目的规范"
-    r"^(?:有(?:一|两|几|三)?(?:个|条)|(?:" + WE + r")?(?:的)?(?:团队|组里|小组|组|公司|项目|部门|仓库|repo)?(?:这边|这里|这)?(?:的)?)"
+    r"^(?:有(?:一|两|几|三)?(?:个|条)|(?:" + WE + r")?(?:的)?(?:团队|组里|小组|组|公司|项目|部门|仓库|repo)?"
+    r"(?:这边|这里|这)?(?:的)?)"
     r"(?:硬性?的?)?(?:规矩|规定|要求|约定|铁律|红线|习惯|规范|惯例|原则)"
     # the rest is the rule, not the user's own state ("组里的习惯我还不太懂")
     r"(?:是|你要知道|你得知道|你要记住|要记住|记一下|说一下)?\s*[:,]?\s*(?P<rest>(?!我(?!们))[^:]{4,200})$"
