@@ -213,8 +213,6 @@ _CHANGE_RE = re.compile(
     r"|\b(?:after|since)\s+(?:the|our)\s+(?:upgrade|migration|move|switch|cutover)\s+to\b"
     r"|\b(?:after|since)\s+(?:bumping|upgrading|moving|migrating|switching|porting)\b"
     r"|\bmigrate[sd]?\s*(?:到|to)|用(?=\s*[A-Za-z][^,]{0,24}?重写)"
-    # mixed-language changes ("最近 switch 到 Cursor 了", "自从 all-in 阿里云之后") and going all in on a value
-    r"|\bswitch(?:ed)?\s*到|\b(?:went\s+)?all[- ]in(?:\s+on)?\b"
     r"|(?:迁到了|迁移到了|迁到|迁移到|换成了|换成|改用了|改用|升到了|升到|升级到了|升级到|切到了|切到|切换到了|切换到|"
     r"转到了|转到|换到了|换到|搬到了|搬到|重写成|重写为|用上了|上了|换了(?:台|个|一台|一个|新的?)?|统一到了?|统一成了?|"
     r"全换成了?|换回了?|迁回了?|挪到了?|挪去了?|搬去了?|迁去了?|转去了?)",
@@ -240,11 +238,18 @@ _GIVEN_CHANGE_WORDS = ("now that", "since", "finish", "complet", "done", "wrappe
                        "shipped", "merged")  # fmt: skip
 
 
+# mixed-language changes ("最近 switch 到 Cursor 了", "自从 all-in 阿里云之后") and going all in on a value: searched
+# only when their words are there (each alternative of `_CHANGE_RE` is tried at every character)
+_MIXED_CHANGE_RE = re.compile(r"\bswitch(?:ed)?\s*到|\b(?:went\s+)?all[- ]in(?:\s+on)?\b", re.I)
+
+
 def change_match(clause: str) -> re.Match[str] | None:
     """The change a clause tells, the earliest: a past-tense change verb, or a change taken as given (the
     second pattern is searched only when one of its words is there: it is costly at every word)."""
     found = _CHANGE_RE.search(clause)
     low = clause.lower()
+    if ("switch" in low or "all-in" in low or "all in" in low) and (mixed := _MIXED_CHANGE_RE.search(clause)):
+        found = mixed if found is None or mixed.start() < found.start() else found
     for word in _GIVEN_CHANGE_WORDS:  # substring tests: cheaper than a case-insensitive alternation
         if word in low:
             break
