@@ -2,8 +2,11 @@
 
 When no LLM is configured, the part of a turn the rules did not cover (`GateResult.residual`) was dropped
 (it waits, `llm_pending`, for an LLM that may never come). This module keeps the sentences of it that state
-something worth remembering, verbatim, as low-confidence candidates without a slot (they never supersede
-anything):
+something worth remembering, verbatim, as low-confidence candidates (they never supersede anything): without
+a slot, unless the sentence is a WORTH fact on a single-valued topic of the rules' vocabulary (`topic_slot`:
+the office, the logging stack, the port, the wake-up time ...), which puts it in that topic's slot: below
+`UNSURE_CONFIDENCE` it fills the slot when it is empty and is held when the slot has a value, so that the
+topic never has two current statements, and a rule's later statement of the topic replaces it:
 
 - `features(text)`: the sparse features of one sentence: its words (ASCII words whole, Chinese as single
   characters and character pairs), adjacent word pairs, its first word, whether it ends as a question, and
@@ -16,9 +19,10 @@ anything):
   一律...), since a MUST memory is put before the agent as a rule in every context block.
 - `residual_candidates(turn, residual)`: the candidates for a user turn's residual: each sentence no rule
   matched any part of (`untouched_sentences`), of at least `MIN_CHARS`, that does not weigh, suppose or
-  leave a choice undecided ("we're debating X vs Y", "what if", "还没拍板"), that names no value the rules'
-  vocabulary files under a slot (`_names_a_slot_value`: the rules refused it) and whose keep probability
-  reaches `residual_weights.THRESHOLD`; at most `MAX_PER_TURN` of them (best first, then in turn order; a
+  leave a choice undecided ("we're debating X vs Y", "what if", "还没拍板"), that the rules do not read as
+  someone else's words or world (hearsay, a story, a quoted line said to come from elsewhere), that names no
+  value the rules' vocabulary files under a slot (`_names_a_slot_value`: the rules refused it) and whose keep
+  probability reaches `residual_weights.THRESHOLD`; at most `MAX_PER_TURN` of them (best first, then in turn order; a
   sentence said twice counts once). Content is the sentence as the user wrote it (already redacted at
   ingest); `origin` "residual", `rule` "residual_model", confidence from the keep probability mapped below
   the rules' own.
@@ -37,8 +41,11 @@ from collections.abc import Mapping
 
 from core.extraction import residual_weights as weights
 from core.extraction.candidates import Candidate, Category, Kind, Tier, Turn
+from core.extraction.rules.en.grammar import hearsay as en_hearsay
+from core.extraction.rules.passes import topic_value
 from core.extraction.rules.sentences import clean_text, split_sentences
-from core.extraction.rules.vocab import find_tools
+from core.extraction.rules.vocab import find_tools, topic_slot
+from core.extraction.rules.zh.grammar import hearsay as zh_hearsay
 
 MIN_CHARS = 6  # shorter sentences hold no memory on their own ("ok so", "嗯嗯")
 MAX_PER_TURN = 4  # a long turn keeps its best few sentences, not a transcript
@@ -142,6 +149,8 @@ def residual_candidates(turn: Turn, residual: str, *, lang: str) -> list[Candida
             or _UNDECIDED_RE.search(sentence)
             or sentence.casefold() in seen
             or _names_a_slot_value(sentence)
+            or en_hearsay(sentence)  # the rules' frames of someone else's words or world ("In the novel I'm
+            or zh_hearsay(sentence)  # reading ...", "'X' is from a blog post", "好像", "apparently"): not the user's
         ):
             continue
         seen.add(sentence.casefold())
@@ -156,6 +165,7 @@ def residual_candidates(turn: Turn, residual: str, *, lang: str) -> list[Candida
         must = must_p >= 0.5 and _DIRECTIVE_RE.search(sentence) is not None
         span = (1.0 - weights.THRESHOLD) or 1.0
         confidence = CONFIDENCE_FLOOR + (CONFIDENCE_CEIL - CONFIDENCE_FLOOR) * (p - weights.THRESHOLD) / span
+        topic = None if must else topic_slot(sentence)
         out.append(
             Candidate(
                 content=sentence,
@@ -168,6 +178,8 @@ def residual_candidates(turn: Turn, residual: str, *, lang: str) -> list[Candida
                 lang=lang,
                 origin="residual",
                 rule="residual_model",
+                slot=topic,
+                value=topic_value(sentence) if topic else None,
             )
         )
     return out

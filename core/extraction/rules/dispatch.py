@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import re
 from collections.abc import Callable
 
@@ -79,6 +80,7 @@ def _dispatch(sentence: str, rules: LanguageRules) -> list[Hit]:
             rules.correction_facts(rest)
             or stack_hits(rest, lang=rules.lang)
             or change_hits(rest, lang=rules.lang)
+            or _corrected_noun_state(rest, rules.lang)
         )
         if inner:
             return pairs + [
@@ -95,9 +97,17 @@ def _dispatch(sentence: str, rules: LanguageRules) -> list[Hit]:
             or contrast
             or _OWN_MISTAKE.search(rest)  # "nah, the standup is at 9:15, I mixed it up"
         )
+        said = next(  # the first piece of the rest that names a value: "wrong one, it's Kong"
+            (p.strip() for p in rest.split(".")[0].split(",")[:3] if _NAMED_VALUE.match(p.strip())), None
+        )
+        named = current_tool(said) if said else None
         if _ABOUT_THE_CHAT.search(rest) or pairs:
             pass
-        elif strong and (_STATES.search(rest) or contrast):
+        elif named is not None and rules.lang == "en":
+            # "sorry, wrong, it's Tyk": the right value of a slot, named after the marker
+            return [tool_hit(named, 0, len(sentence), rule="en.correction.named", lang="en", tier=Tier.MUST,
+                             confidence=0.85)]  # fmt: skip
+        elif strong and (_STATES.search(rest) or contrast or _QUANTITY.match(rest)):
             # "Small correction: standups are 9:30 CET, not PST": the corrected statement itself, MUST
             return [_corrected(rules.restate(rest), rules.lang, len(sentence))]
         elif rules.lang == "en" and _NAMED_VALUE.match(rest):
@@ -133,6 +143,18 @@ _SUPPOSED = re.compile(
     r"|(?:^|[,;:(\u2014]\s*)say\s+(?:we|i|you|they|our|my)\b|如果|要是|假如|假设|万一|倘若",
     re.I,
 )
+
+
+def _corrected_noun_state(rest: str, lang: str) -> list[Hit]:
+    """The slot a noun names, stated as the correction ("correction: the region is us-east-2, not 1", "纠正一下：
+    消息队列是 RocketMQ"): its first clause, after a label ("from last week:") when there is one."""
+    head = re.split(r"[,;，；]", rest, maxsplit=1)[0]
+    label = re.match(r"^[^:：]{0,30}[:：]\s*", head)
+    for text, at in ((head, 0), (head[label.end() :], label.end()) if label else (head, 0)):
+        found = noun_state_hits(text, lang=lang)
+        if found:
+            return shift(found, at)
+    return []
 
 
 def tool_pair_hits(sentence: str, *, lang: str, negating: re.Pattern[str], cue: re.Pattern[str]) -> list[Hit]:
@@ -216,11 +238,18 @@ _GIVEN_CHANGE_WORDS = ("now that", "since", "finish", "complet", "done", "wrappe
                        "shipped", "merged")  # fmt: skip
 
 
+# mixed-language changes ("最近 switch 到 Cursor 了", "自从 all-in 阿里云之后") and going all in on a value: searched
+# only when their words are there (each alternative of `_CHANGE_RE` is tried at every character)
+_MIXED_CHANGE_RE = re.compile(r"\bswitch(?:ed)?\s*到|\b(?:went\s+)?all[- ]in(?:\s+on)?\b", re.I)
+
+
 def change_match(clause: str) -> re.Match[str] | None:
     """The change a clause tells, the earliest: a past-tense change verb, or a change taken as given (the
     second pattern is searched only when one of its words is there: it is costly at every word)."""
     found = _CHANGE_RE.search(clause)
     low = clause.lower()
+    if ("switch" in low or "all-in" in low or "all in" in low) and (mixed := _MIXED_CHANGE_RE.search(clause)):
+        found = mixed if found is None or mixed.start() < found.start() else found
     for word in _GIVEN_CHANGE_WORDS:  # substring tests: cheaper than a case-insensitive alternation
         if word in low:
             break
@@ -269,6 +298,8 @@ _SLOT_NOUNS = (
     (r"(?:job\s+|workflow\s+)?(?:scheduler|orchestrator)|调度(?:系统|平台|工具)?", "project.workflow"),
     (r"shell", "user.shell"), (r"(?:operating\s+system|os)|操作系统", "user.os"),
     (r"paging|on-?call\s+paging|incident\s+(?:management|alerting)", "project.paging"),
+    (r"region|地域|可用区", "project.region"), (r"api\s*gateway|api\s*网关", "project.api_gateway"),
+    (r"dns|域名解析|dns\s*解析", "project.dns"),
 )  # fmt: skip
 _SLOT_NAMES = {
     "project.ci": ("CI", "CI"), "project.database": ("database", "数据库"),
@@ -282,25 +313,32 @@ _SLOT_NAMES = {
     "project.warehouse": ("data warehouse", "数据仓库"), "project.tracker": ("issue tracker", "工单系统"),
     "project.registry": ("container registry", "镜像仓库"), "project.workflow": ("job scheduler", "调度系统"),
     "user.shell": ("shell", "shell"), "user.os": ("operating system", "操作系统"),
-    "project.paging": ("paging", "告警通道"),
+    "project.paging": ("paging", "告警通道"), "project.region": ("region", "地域"),
+    "project.api_gateway": ("API gateway", "API 网关"), "project.dns": ("DNS", "DNS"),
 }  # fmt: skip
-_VALUE = (  # a name: capitalised, a number, or in camel case ("macOS"); or Han characters ending the clause
-    r"(?P<val>(?-i:[A-Z0-9]|[a-z]+[A-Z])[\w.+#-]*(?:\s(?-i:[A-Z0-9])[\w.+#-]*)?|[\u4e00-\u9fff]{2,6}(?=$|[\s,.;!~]|了|啦))"
+_VALUE = (  # a name: capitalised, a number, or in camel case ("macOS"); a cloud region's code ("us-east-2",
+    # "europe-west4": lower-case words joined by hyphens, ending in a number); or Han characters ending the clause
+    r"(?P<val>(?-i:[A-Z0-9]|[a-z]+[A-Z])[\w.+#-]*(?:\s(?-i:[A-Z0-9])[\w.+#-]*)?|(?-i:[a-z]{2,7}(?:-[a-z]+){1,2}-?\d{1,2}[a-z]?)(?![\w.-])"
+    r"|[\u4e00-\u9fff]{2,6}(?=$|[\s,.;!~]|了|啦))"
 )
 _NOUN_GROUPS = "|".join(f"(?P<n{i}>{noun})" for i, (noun, _) in enumerate(_SLOT_NOUNS))
 _NOUN_CHANGE_RES = tuple(
     re.compile(pattern.format(noun=_NOUN_GROUPS, val=_VALUE), re.I)
     for pattern in (
-        r"\b(?:moved|switched|migrated|changed|ported)\s+(?:our\s+|the\s+)?(?:{noun})\s+(?:over\s+)?(?:from\s+\S+\s+)?"
+        r"\b(?:moved|switched|migrated|changed|ported)\s+(?:our\s+|the\s+)?(?:(?:primary|main|default|new|old|whole)\s+)?"
+        r"(?:{noun})\s+(?:over\s+)?(?:from\s+\S+\s+)?"
         r"(?:to|onto)\s+(?:an?\s+|the\s+)?{val}",
         r"(?:^|\b)(?:our\s+|the\s+)?(?:{noun})\s+(?:is|are)\s+now\s+(?:on\s+|an?\s+)?{val}",
+        # the noun as the subject of the change: "DNS moved to Cloudflare", "our CI has switched over to Drone"
+        r"^(?:(?:and|so|also|btw|fyi|oh)[\s,]+)*(?:our\s+|the\s+)?(?:{noun})\s+(?:has\s+|have\s+|finally\s+|just\s+)*"
+        r"(?:moved|switched|migrated|changed|went)\s+(?:over\s+)?(?:from\s+\S+\s+)?(?:to|onto)\s+(?:an?\s+|the\s+)?{val}",
         r"(?:^|[,\s])(?:{noun})\s*(?:已经|现在|也|都|整体|全部|全都)*(?:从\s*[A-Za-z][\w.+#-]*\s*)?(?:已经|也|都|全部)*"
         r"(?:换成|改成|改用|迁到|迁移到|统一到|切到|换到|挪到|搬到|转到)了?\s*(?:自研的|自建的|内部的|新的|公司的)?\s*{val}",
     )
 )
 # Only a clause with one of these words can hold such a change: checked first, it spares the patterns.
 _NOUN_CHANGE_CUE = re.compile(
-    r"\b(?:moved|switched|migrated|changed|ported|now)\b|换成|改成|改用|迁到|迁移到|统一到|切到|换到|挪到|搬到|转到",
+    r"\b(?:moved|switched|migrated|changed|ported|went|now)\b|换成|改成|改用|迁到|迁移到|统一到|切到|换到|挪到|搬到|转到",
     re.I,
 )
 # The state: the noun first in its clause (after "our" / "the" / one modifier: "Data warehouse is ..."), a
@@ -311,7 +349,7 @@ _NOUN_STATE_RES = tuple(
     re.compile(pattern.format(noun=_NOUN_GROUPS, val=_VALUE.replace("(?=$|", "(?=$|[\u4e00-\u9fff]|")), re.I)
     for pattern in (
         r"^(?:(?:and|so|also|btw|fyi)\s+)*(?:our\s+|the\s+|my\s+)?(?:[\w-]+\s+)?(?:{noun})(?:\s+(?:is|are|=)|'s|\s*:)\s+"
-        r"(?:all\s+)?(?:on\s+)?{val}" + _STATE_END,
+        r"(?:all\s+)?(?:on\s+|(?P<inside>in\s+))?{val}" + _STATE_END,
         r"^(?:[\u4e00-\u9fff]{{0,4}}?的|我们的?|我的|咱们的?|项目的?)?\s*(?:{noun})\s*(?:现在|目前|一直|都|主要|统一)*"
         r"(?:是|用的是|用的|用|走的是|走|跑在|选的是|(?:放|建|搭|部署|托管)?在(?=\s*[A-Za-z]))\s*{val}"
         + _STATE_END,
@@ -332,11 +370,11 @@ _STATE_NOUN_WORDS = frozenset(
     "ci ci/cd pipeline pipelines database db package editor ide host hosting cloud framework monitoring queue "
     "cache orm bundler build linter lint test phone warehouse tracker registry scheduler orchestrator shell os "
     "error crash "
-    "operating paging".split()
+    "operating paging region dns api".split()
 )
 _STATE_NOUN_HAN = re.compile(
     r"流水线|数据库|主库|包管理|编辑器|托管|云|框架|监控|队列|缓存|打包|测试框架|手机|数仓|数据仓库|工单|需求管理|项目管理|"
-    r"镜像仓库|调度|操作系统"
+    r"镜像仓库|调度|操作系统|地域|可用区|域名解析"
 )
 
 
@@ -359,6 +397,8 @@ def _noun_value_hit(clause: str, match: re.Match[str], *, lang: str, change: boo
     if not said.isascii() and not tools:
         return []
     known = tools[0][0] if tools and tools[0][0].slot == slot else None
+    if match.groupdict().get("inside") and known is None:
+        return []  # "DNS is in Route 53" names its provider; "the database is in Frankfurt" names a place
     value, display = (known.canonical, known.display) if known else (said.lower(), said)
     english, chinese = _SLOT_NAMES[slot]
     now = ("现在" if lang == "zh" else "now ") if change else ""
@@ -441,6 +481,24 @@ _SLOT_FAMILIES = (
 )
 
 
+def left_then_current(sentence: str, clause_end: int, left: list[Tool]) -> tuple[Tool, int] | None:
+    """After a clause that only leaves values ("we moved off Vercel"), the first value of the same slot (or
+    family) the rest of the sentence names as current ("，现在 self-host 在 Cloudflare Pages"): the new value, in
+    the left value's slot, and where it ends; None when there is none."""
+    slots = {t.slot for t in left if t.slot}
+    if len(slots) != 1:
+        return None
+    slot = next(iter(slots))
+    family = next((f for f in _SLOT_FAMILIES if slot in f), frozenset({slot}))
+    rest = sentence[clause_end:]
+    for tool, start, end in find_tools(rest):
+        if tool.slot in family and not named_as_left(rest, start, end):
+            if start > 60 or _SUPPOSED.search(rest[:start]):
+                return None
+            return tool._replace(slot=slot), clause_end + end
+    return None
+
+
 def _in_left_slot(clause: str, tool: Tool) -> Tool:
     """The new value in the slot of the value it replaces, when the two sit in slots of one family ("moved from
     ECS to EKS": EKS takes ECS's place, so ECS does not stay current beside it)."""
@@ -492,10 +550,35 @@ def _replaced_hits(clause: str, *, lang: str) -> list[Hit]:
                      confidence=0.85)]  # fmt: skip
 
 
+# "been loving Zed since I ditched VS Code", "on Fish ever since we dropped zsh": a value, then the one of its slot
+# the user left to take it up; the first is current
+_SINCE_LEFT_RE = re.compile(
+    r"^\W*(?:[\w'-]+\s+){0,3}?(?:ever\s+)?since\s+(?:i|we)(?:'ve|\s+have|\s+finally|\s+just)?\s+(?:ditched|dropped|left|"
+    r"quit|moved\s+off(?:\s+of)?|switched\s+(?:away\s+)?from|gave\s+up(?:\s+on)?|got\s+rid\s+of|stopped\s+using|"
+    r"abandoned|uninstalled)\s+(?:the\s+|my\s+|our\s+)?$",
+    re.I,
+)
+
+
+def _since_left_hits(clause: str, *, lang: str) -> list[Hit]:
+    tools = [(t, start, end) for t, start, end in find_tools(clause) if t.slot]
+    for (new, _, new_end), (old, old_start, _) in itertools.pairwise(tools):
+        if new.slot == old.slot and new.canonical != old.canonical and _SINCE_LEFT_RE.match(
+            clause[new_end:old_start]
+        ):
+            return [tool_hit(new, 0, len(clause), rule=f"{lang}.tool.since_left", lang=lang,
+                             category=Category.DECISION, confidence=0.85)]  # fmt: skip
+    return []
+
+
 def change_hits(clause: str, *, lang: str, blocked: Callable[[str, int], bool] | None = None) -> list[Hit]:
     """A change of a slot's value already made ("fyi we've since moved CI to Buildkite", "CI 改用 GitHub
     Actions 了", "after the Node 22 upgrade ..."): the tool named as the new value, in its slot, as a
     decision. Nothing when the change is asked about or planned."""
+    if " since " in clause.lower():
+        left = _since_left_hits(clause, lang=lang)
+        if left and (blocked is None or not blocked(clause, 0)) and not _ASKED.search(clause[:8]):
+            return left
     replaced = _replaced_hits(clause, lang=lang) if _may_replace(clause) else []
     if replaced and (blocked is None or not blocked(clause, 0)):
         return replaced
@@ -615,6 +698,13 @@ _ABOUT_THE_CHAT = re.compile(
 _STRONG_CORRECTION = re.compile(
     r"correct|clarify|i\s+meant|i\s+mean|wrong|incorrect|not\s+right|fix|keep\s+(?:calling|saying|writing|spelling|naming)|纠正|更正|说错|搞错|记错|错了|不对|应该是",
     re.I,
+)
+
+
+# A corrected quantity, stated bare ("correction: 9 nodes, we added three", "更正：3 台机器"): a number and what it
+# counts, which says the value as a statement does
+_QUANTITY = re.compile(
+    r"^\s*(?:\d[\d.,]*\s*(?:%|[a-z]{2,}\b)|\d+\s*(?:个|台|人|天|周|小时|节点|核|块|张))", re.I
 )
 
 

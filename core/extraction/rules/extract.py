@@ -107,6 +107,9 @@ def analyze_turn(turn: Turn, *, roles: Sequence[str] = ("user",)) -> TurnAnalysi
         if correcting and not is_asked(sentence):
             # "no I said Thursday. standup moved to Thursdays in the new year": the fact after the "no"
             found = _sourced(sentence_hits(sentence), sources, turn_ids)
+            if not found and _NAMED_AFTER_RE.match(sentence):
+                # 'You keep calling it "the API gateway". It's Kong, ...': the value named is the correction
+                found = _sourced(sentence_hits(f"actually, {sentence}"), sources, turn_ids)
             correcting = False
             if found or _STATES_RE.search(sentence):
                 candidates += _raised(found, sentence, sources, turn_ids)
@@ -202,9 +205,12 @@ _REMEMBER_THAT_TAIL_RE = re.compile(
     re.I,
 )
 _CORRECTION_OPENER_RE = re.compile(
-    r"^(?:no|nope|nah|wrong|not\s+quite|actually|correction|i\s+said|i\s+meant)\b|^(?:不是|不对|错了|搞错了|纠正)",
+    r"^(?:no|nope|nah|wrong|not\s+quite|actually|correction|i\s+said|i\s+meant|"
+    r"you\s+keep\s+(?:calling|saying|writing|spelling|naming))\b|^(?:不是|不对|错了|搞错了|纠正)",
     re.I,
 )
+# the value named after a bare correction: "It's Kong, ...", "it is Tyk"
+_NAMED_AFTER_RE = re.compile(r"^(?:it's|it\s+is|that's|that\s+is)\s+(?-i:[A-Z])", re.I)
 _STATES_RE = re.compile(
     r"\b(?:is|are|am|was|were|moved|changed|starts?|ends?|runs?|lives?|works?|uses?|has|have)\b|是|在|改|换|搬|用",
     re.I,

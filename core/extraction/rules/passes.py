@@ -24,7 +24,9 @@ from core.extraction.lang import detect_lang, has_han
 from core.extraction.rules import en, zh
 from core.extraction.rules.dispatch import (
     change_hits,
+    change_match,
     is_question_like,
+    left_then_current,
     names_change,
     noun_change_hits,
     noun_state_hits,
@@ -38,7 +40,16 @@ from core.extraction.rules.en.grammar import with_subject as en_with_subject
 from core.extraction.rules.en.statements import team_hits as en_team_hits
 from core.extraction.rules.hits import Hit, shift, tool_hit
 from core.extraction.rules.sentences import split_clauses
-from core.extraction.rules.vocab import current_tool, find_tools, named_as_left, topic_slot
+from core.extraction.rules.vocab import (
+    TOPICS_OVER_TOOLS,
+    current_tool,
+    find_tools,
+    named_as_left,
+    only_left,
+    topic_match,
+    topic_noun_first,
+    topic_slot,
+)
 from core.extraction.rules.zh.grammar import BIE, zh_content
 from core.extraction.rules.zh.grammar import blocked as zh_blocked
 from core.extraction.rules.zh.grammar import hearsay as zh_hearsay
@@ -121,6 +132,23 @@ _CHANGE_STATEMENT_WORDS = (
 _CHANGE_STATEMENT_HAN = re.compile(r"[换改升调转搬迁挪]|跳槽|入职|上了|上[一二三四五六初高大小]")
 
 
+# The subject of a change is someone else: "a guy on my floor just moved to Denver", "one of my friends switched
+# to Arch", "her team moved to Linear": not the user's own change, whatever "my" says further on
+_OTHERS_SUBJECT = re.compile(
+    r"^\W*(?:(?:so|and|but|btw|fyi|lol)[\s,]+)*(?:a|an|some|someone|somebody|one\s+of|his|her|their|they|he|she|"
+    r"(?:a|my|our)\s+(?:friend|friends|colleague|colleagues|coworker|coworkers|co-worker|neighbou?r|guy|girl|cousin|"
+    r"classmate|roommate|flatmate))\b",
+    re.I,
+)
+
+
+def others_subject(prefix: str) -> bool:
+    """The words before a change verb make someone else its subject (see `_OTHERS_SUBJECT`)."""
+    if _OTHERS_SUBJECT.match(prefix) is None:
+        return False
+    return re.search(r"\b(?:i|we|i'm|we're|i've|we've|i'd|we'd)\b", prefix, re.I) is None  # "a while ago we ..."
+
+
 def _may_tell_change(sentence: str) -> bool:
     low = sentence.lower()
     for word in _CHANGE_STATEMENT_WORDS:
@@ -140,9 +168,13 @@ def _change_statement_hits(sentence: str) -> list[Hit]:
         match = pattern.search(clause)
         if match is None or is_asked(clause) or _TASK_WORDS.search(clause):
             continue
+        if only_left(clause):
+            continue  # "we moved off Vercel": what is gone, no statement of what is now
         if lang == "en" and not _CHANGE_SUBJECT_EN.search(clause):
             continue  # "the price changed to 30": not the user's own situation
         if _blocked(sentence, start + match.start()) or is_question_like(clause[: match.start()]):
+            continue
+        if lang == "en" and others_subject(clause[: match.start()]):
             continue
         said = clause.strip()
         if lang == "en" and not re.search(r"\b(?:i|i'm|i've|we|we're|we've|my|our)\b", said, re.I):
@@ -152,8 +184,141 @@ def _change_statement_hits(sentence: str) -> list[Hit]:
         content = zh_content(clause) if lang == "zh" else sentence_case(third_person(said))
         cand = Candidate(content=content, kind=Kind.SEMANTIC, category=Category.FACT, tier=Tier.WORTH,
                          confidence=0.75, source_event_ids=(), lang=lang, rule=f"{lang}.statement.change")  # fmt: skip
+        topic = topic_slot(clause)
+        if topic is not None:  # "网关端口改成 9000 了": the topic's one current value, replacing the one before
+            cand = dataclasses.replace(cand, slot=topic, value=topic_value(content))
         return [(cand, start, start + len(clause))]
     return []
+
+
+# A single-valued topic given its new or current value: a change verb or "now" on a clause that names the
+# topic ("release day moved to Thursday", "we moved offices to King's Cross", "许可证自即日起变更为 Apache 2.0",
+# "我现在都是五点半起床了", "瑜伽不练了，现在改练普拉提"): the clause in the topic's slot, so that it replaces the
+# topic's earlier statement however each was worded.
+_TOPIC_NEW_VALUE_RE = re.compile(
+    r"\b(?:moved|changed|switched|shifted|pushed|bumped|went|is\s+now|are\s+now|now\s+(?:is|are|on|at|in))\b"
+    r"|\bnow\b(?=.{0,40}$)|\binstead\b|\bsince\s+(?:i|we)\s+(?:started|switched|moved|began)\b|改成|改为|变更为|变更成|变成|换成|调成|调整为|改到|换到|挪到|搬到|迁到|迁移到|改练|改考|改学|"
+    r"改在|现在(?:都|是|改|每天)?",
+    re.I,
+)
+
+
+# "this month" / "this week" tell when, not which piece of work ("moved offices to King's Cross this month")
+# also a spoken filler before the subject ("嗯最近换了作息那个我现在都是五点半起床了"): no thing pointed at
+_TIME_THIS_RE = re.compile(
+    r"\bthis\s+(?:week|month|year|quarter|spring|summer|autumn|fall|winter|morning|weekend|sprint|term|semester)\b"
+    r"|那个(?=\s*我)",
+    re.I,
+)
+# a sentence that drops its first-person subject and opens with what the user did ("dropped the bootcamp, ...")
+_VERB_FIRST_EN = re.compile(
+    r"^\s*(?:(?:so|and|oh|ok|anyway|update|fyi)[\s,:]+)*(?:dropped|quit|ditched|stopped|started|switched|moved|"
+    r"signed\s+up|enrolled|gave\s+up|finished|left)\b",
+    re.I,
+)
+
+
+def _topic_statement_hits(sentence: str) -> list[Hit]:
+    if not _may_name_topic(sentence):
+        return []
+    for start, clause in split_clauses(sentence) or [(0, sentence)]:
+        slot = topic_slot(clause)
+        cue = _TOPIC_NEW_VALUE_RE.search(clause) if slot else None
+        if cue is None or is_asked(clause) or _TASK_WORDS.search(_TIME_THIS_RE.sub("", clause)):
+            continue
+        if _blocked(sentence, start + cue.start()) or is_question_like(clause[: cue.start()]):
+            continue
+        lang = detect_lang(clause)
+        if lang == "en" and not (
+            _CHANGE_SUBJECT_EN.search(clause) or topic_noun_first(clause) or _VERB_FIRST_EN.match(sentence)
+        ):
+            continue  # "the price moved to 30": not the user's own topic
+        said = clause.strip()
+        content = zh_content(said) if lang == "zh" else sentence_case(third_person(said))
+        cand = Candidate(content=content, kind=Kind.SEMANTIC, category=Category.FACT, tier=Tier.WORTH,
+                         confidence=0.75, source_event_ids=(), slot=slot, value=topic_value(content), lang=lang,
+                         rule=f"{lang}.topic.now")  # fmt: skip
+        return [(cand, start, start + len(clause))]
+    return []
+
+
+# The state of a topic, the topic its subject: "订单服务端口是 7001", "日志都进 Graylog", "the license is BSD-3",
+# "我在练拳击": after the topic's words, a verb of being or use and a name or a number (a Han value only after a
+# topic that is the user's own doing, "我在练" / "我在备考"); what the clause states is the topic's value.
+_TOPIC_STATE_ZH = re.compile(
+    r"^\s*(?:都|全|全部|全都|一直|目前|现在|主要|统一|默认)*(?:是|用的是|用的|用|采用|进|打到|走|放在|在)\s*[A-Za-z0-9]"
+)
+_TOPIC_STATE_EN = re.compile(
+    r"^\s*(?:is|are|=|:|to|in|into|(?:go|goes|live|lives|land|lands|ship|ships)\s+(?:to|in|into))\s+(?:on\s+|in\s+|the\s+)?"
+    r"(?-i:[A-Z0-9])",
+    re.I,
+)
+_TOPIC_DOING_ZH = re.compile(r"^(?:我|我们)(?:现在|目前|一直|最近)?(?:在|正在)?$")
+
+
+def _topic_state_hits(clause: str) -> list[Hit]:
+    found = topic_match(clause) if _may_name_topic(clause) else None
+    if found is None or is_asked(clause) or _TASK_WORDS.search(_TIME_THIS_RE.sub("", clause)):
+        return []
+    slot, match = found
+    lang = detect_lang(clause)
+    after = clause[match.end() :]
+    if lang == "zh":
+        doing = _TOPIC_DOING_ZH.match(clause[: match.start()]) and re.match(r"\s*[\u4e00-\u9fffA-Za-z]{2}", after)
+        if not (doing or (match.start() <= 10 and _TOPIC_STATE_ZH.match(after))):
+            return []
+    elif match.start() > 24 or not _TOPIC_STATE_EN.match(after):
+        return []
+    if _blocked(clause, match.start()):
+        return []
+    said = clause.strip()
+    content = zh_content(said) if lang == "zh" else sentence_case(third_person(said))
+    cand = Candidate(content=content, kind=Kind.SEMANTIC, category=Category.FACT, tier=Tier.WORTH,
+                     confidence=0.75, source_event_ids=(), slot=slot, value=topic_value(content), lang=lang,
+                     rule=f"{lang}.topic.state")  # fmt: skip
+    return [(cand, 0, len(clause))]
+
+
+def _topics_named(hits: list[Hit]) -> list[Hit]:
+    """A lasting fact in no slot whose words name a single-valued topic ("用户在备考 CPA", "the user drives to
+    work"): the topic's slot, so that a later statement of the topic replaces it."""
+    out: list[Hit] = []
+    for cand, start, end in hits:
+        if cand.slot is None and cand.kind is Kind.SEMANTIC and cand.tier is Tier.WORTH and _may_name_topic(
+            cand.content
+        ):
+            topic = topic_slot(cand.content)
+            if topic is not None:
+                cand = dataclasses.replace(cand, slot=topic, value=topic_value(cand.content))
+        out.append((cand, start, end))
+    return out
+
+
+def _may_name_topic(sentence: str) -> bool:
+    """The words some topic of `topic_slot` needs, at the start of a word (one search, not one per topic)."""
+    low = sentence.lower()
+    for word in _TOPIC_WORDS:  # substring tests first: most sentences name no topic at all
+        if word in low:
+            return _TOPIC_GATE.search(sentence) is not None
+    return not sentence.isascii() and _TOPIC_GATE.search(sentence) is not None
+
+
+_TOPIC_WORDS = ("back", "monitor", "alert", "manager", "boss", "lead", "skip", "release", "deploy", "ship", "call",
+                "office", "licen", "connection", "log", "port", "wake", "get up", "bik", "cycl", "driv", "walk",
+                "commut", "studying", "training", "marathon", "triathlon", "k race", "k run", "approv", "review",
+                "bootcamp", "course", "speciali", "advis", "supervis", "note")  # fmt: skip
+
+
+# a word each English topic pattern opens with ("port", not "support"; "ship", not "relationship"), and the
+# Han words of the Chinese ones
+_TOPIC_GATE = re.compile(
+    r"\b(?:back|monitor|alert|manager|boss|lead|skip|release|deploy|ship|on-?call|oncall|office|licen|connection|"
+    r"log|port|wake|get\s+up|bik|cycl|driv|walk|commut|studying|training|marathon|triathlon|\d+k\b|"
+    r"approv|review|bootcamp|course|speciali|advis|supervis|notes|note)"
+    r"|公司|办公|许可证|协议|连接池|日志|端口|起床|点起|通勤|上班|备考|改考|报考|练|课|培训|导师|发版|上线|发布|值班|"
+    r"备份|监控|告警|马拉松|半马|全马|批|审|review|笔记|领导|老板|经理|老大|负责人|leader|直属",
+    re.I,
+)
 
 
 # What a clause-opening rule starts with, in either language: a prohibition, a standing rule, a request about
@@ -239,6 +404,8 @@ _NO_REFERENT_RE = re.compile(r"^\s*(?:(?:and|so|but)\s+)?(?:it's|it\s+is)\b", re
 
 
 _WHERE_SLOTS = frozenset({"project.cloud", "project.hosting", "project.orchestration"})
+# a noun whose value is the provider itself, not a place it runs on: "DNS moved to Cloudflare" is the DNS
+_PROVIDER_SLOTS = frozenset({"project.dns", "project.region"})
 
 
 def _blocked(text: str, at: int) -> bool:
@@ -283,7 +450,13 @@ def _generic_hits(clause: str, sentence: str, *, whole: bool = False, inherited:
         if stack and len(slots) <= 1 and not _NO_REFERENT_RE.match(clause):
             cand, start, end = next((hit for hit in stack if hit[0].slot), stack[0])
             words = zh_content(clause) if rules.lang == "zh" else sentence_case(third_person(clause.strip()))
-            return [(dataclasses.replace(cand, content=words), start, end)]
+            cand = dataclasses.replace(cand, content=words)
+            topic = topic_slot(clause)
+            if topic is not None and (cand.slot is None or topic in TOPICS_OVER_TOOLS):
+                # "日志都打到 ELK": tools in no slot, on a topic with one current value; "a course on Rust": the
+                # course, not the project's language
+                cand = dataclasses.replace(cand, slot=topic, value=topic_value(words))
+            return [(cand, start, end)]
         if stack:
             return stack
     hits = rules.generic(clause, sentence, whole)
@@ -295,7 +468,7 @@ def _generic_hits(clause: str, sentence: str, *, whole: bool = False, inherited:
     # "MongoDB was considered and rejected" names no value; "备份到阿里云 OSS" is a backup policy, not the cloud
     clause_topic = topic_slot(clause)
     rejected = _REJECTED_RE.search(clause)
-    if clause_topic == "project.backups":
+    if clause_topic in TOPICS_OVER_TOOLS:
         clause_tool = None
     elif (
         rejected
@@ -655,11 +828,37 @@ def _sentence_hits(sentence: str) -> list[Hit]:
         asked = is_asked(clause)
         lang = detect_lang(clause)
         changes = change_hits(clause, lang=lang, blocked=_blocked)
+        made = change_match(clause) if changes and lang == "en" else None
+        if made is not None and others_subject(clause[: made.start()]):
+            changes = []  # "one of my friends switched to Arch": someone else's change
         named = noun_change_hits(clause, lang=lang)
-        if named and not (changes and changes[0][0].slot in _WHERE_SLOTS):
+        if named and not (
+            changes and changes[0][0].slot in _WHERE_SLOTS and named[0][0].slot not in _PROVIDER_SLOTS
+        ):
             # "migrated the warehouse to Snowflake": the slot the noun names, not the tool's usual one (a place
             # it runs on keeps its own: "moved the database to AWS" is the cloud)
             changes = named
+        if (
+            not changes
+            and only_left(clause)
+            and change_match(clause) is not None
+            and not is_asked(sentence)
+            and not is_question_like(clause)
+        ):
+            # "we moved off Vercel，现在 self-host 在 Cloudflare Pages": the new value in a later clause
+            after = left_then_current(sentence, end, [t for t, _, _ in find_tools(clause) if t.slot])
+            if after is not None:
+                tool, until = after
+                hit = tool_hit(tool, 0, until - start, rule=f"{lang}.tool.change_after", lang=lang,
+                               category=Category.DECISION, confidence=0.85)  # fmt: skip
+                changes = [hit]
+        topic = topic_slot(clause) if changes else None
+        if topic in TOPICS_OVER_TOOLS:  # "we moved the nightly backups from Glacier to B2": the backups' new value
+            words = zh_content(clause) if lang == "zh" else sentence_case(third_person(clause.strip()))
+            changes = [
+                (dataclasses.replace(cand, slot=topic, value=topic_value(words), content=words), s, e)
+                for cand, s, e in changes
+            ]
         for cand, s, e in changes:
             if cand.slot not in slots:  # told inside a question: too unsure to replace a value on its own,
                 # unless the question takes the change as given ("now that we're on React 19, can I ...?")
@@ -672,6 +871,8 @@ def _sentence_hits(sentence: str) -> list[Hit]:
         hits = _topic_change_hits(sentence)
     if not hits:
         hits = _change_statement_hits(sentence)
+    if not hits:
+        hits = _topic_statement_hits(sentence)
     spans = [(start, end) for _, start, end in hits]
     inherited = False  # after "The product is ...:" / "技术栈：" the clauses speak for the user's setup
     before = ""  # "我们部署在 k8s 上，用 ArgoCD 做 GitOps": the next clause keeps the subject
@@ -693,6 +894,24 @@ def _sentence_hits(sentence: str) -> list[Hit]:
             clause
         )  # "given that our app is Flutter, should ...?": the ground is told
         said, at = (clause[premise.end() :], start + premise.end()) if premise else (clause, start)
-        hits += shift(_generic_hits(said, sentence, inherited=inherited or chained), at)
+        generic = _generic_hits(said, sentence, inherited=inherited or chained)
+        hits += shift(generic or _topic_state_hits(said), at)
         inherited = inherited or opens
-    return _old_values_folded(sentence, hits)
+    return _topic_absorbs_tools(_topics_named(_old_values_folded(sentence, hits)))
+
+
+def _topic_absorbs_tools(hits: list[Hit]) -> list[Hit]:
+    """A statement on a topic that names tools as what it is about ("we moved the weekly backups from Wasabi to
+    R2") holds those tools: a tool's own slot value taken from the same words ("uses R2") is dropped, so that
+    the storage slot does not claim the backups' destination."""
+    topical = [c.content.casefold() for c, _, _ in hits if c.slot in TOPICS_OVER_TOOLS]
+    if not topical:
+        return hits
+    return [
+        (cand, start, end)
+        for cand, start, end in hits
+        if cand.slot is None
+        or cand.slot in TOPICS_OVER_TOOLS
+        or not cand.value
+        or not any(cand.value.split(" ")[0] in text for text in topical)
+    ]

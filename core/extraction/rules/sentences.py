@@ -83,14 +83,29 @@ _MIN_CLAUSE = re.compile(  # two words, two Han characters, or a share of a name
 )
 
 
-_ASIDE_RE = re.compile(r"[(（][^()（）]{1,80}[)）]")  # an aside, closed within 80 characters
+# an aside, or a literal in braces or brackets ("{code, msg, data}", "[a, b]"), closed within 80 characters
+_ASIDE_RE = re.compile(r"[(（][^()（）]{1,80}[)）]|\{[^{}]{1,80}\}|\[[^\[\]]{1,80}\]")
+
+
+def split_outside_brackets(text: str, sep: str = ",") -> list[str]:
+    """`text` split at `sep` where it is not inside an aside or a literal in brackets ("{code, msg, data}")."""
+    spans = [m.span() for m in _ASIDE_RE.finditer(text)] if any(c in text for c in "(（{[") else []
+    parts: list[str] = []
+    start = 0
+    for index, char in enumerate(text):
+        if char == sep and not any(s < index < e for s, e in spans):
+            parts.append(text[start:index])
+            start = index + 1
+    parts.append(text[start:])
+    return parts
 
 
 def split_clauses(sentence: str) -> list[tuple[int, str]]:
     """(offset, clause) for each clause of one sentence; clauses too short to say anything are left out."""
     out: list[tuple[int, str]] = []
     start = 0
-    asides = [m.span() for m in _ASIDE_RE.finditer(sentence)] if "(" in sentence or "（" in sentence else ()
+    bracketed = "(" in sentence or "（" in sentence or "{" in sentence or "[" in sentence
+    asides = [m.span() for m in _ASIDE_RE.finditer(sentence)] if bracketed else ()
     for match in _CLAUSE_BREAK_RE.finditer(sentence):
         if match.start() <= start or any(s < match.start() < e for s, e in asides):
             continue  # "my SaaS (tiny invoicing tool, ~300 users) runs on ...": an aside is part of its clause

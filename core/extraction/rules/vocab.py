@@ -81,6 +81,10 @@ project.chat: slack=Slack microsoft_teams=Microsoft_Teams(microsoft_teams|ms_tea
     feishu=Feishu(feishu|lark|飞书) dingtalk=DingTalk(dingtalk|钉钉) wecom=WeCom(wecom|企业微信|企微)
 project.monitoring: prometheus=Prometheus zabbix=Zabbix new_relic=New_Relic(new_relic|newrelic)
     nagios=Nagios datadog=Datadog grafana=Grafana(grafana|grafana_cloud) nightingale=夜莺(夜莺|nightingale)
+project.api_gateway: kong=Kong tyk=Tyk apisix=APISIX(apisix|apache_apisix) apigee=Apigee
+    krakend=KrakenD(krakend)
+project.dns: route_53=Route_53(route_53|route53|aws_route_53) dnspod=DNSPod(dnspod) namecheap=Namecheap
+    ns1=NS1 dnsimple=DNSimple
 project.paging: pagerduty=PagerDuty opsgenie=Opsgenie incident.io=incident.io(incident.io) victorops=VictorOps
 project.error_tracking: sentry=Sentry rollbar=Rollbar bugsnag=Bugsnag honeybadger=Honeybadger raygun=Raygun
 project.state_management: redux=Redux(redux|redux_toolkit|rtk) zustand=Zustand mobx=MobX pinia=Pinia vuex=Vuex
@@ -128,7 +132,7 @@ user.os: macos=macOS(macos|mac|macbook|osx|os_x) linux=Linux windows=Windows ubu
     home_assistant=Home_Assistant
     loki=Loki(loki|grafana_loki) elk=ELK(elk|elastic_stack) kibana=Kibana logstash=Logstash jaeger=Jaeger splunk=Splunk
     postgis=PostGIS pgvector=pgvector timescale=Timescale keycloak=Keycloak auth0=Auth0 stripe=Stripe
-    grpc=gRPC(grpc) kong=Kong traefik=Traefik caddy=Caddy envoy=Envoy istio=Istio
+    grpc=gRPC(grpc) traefik=Traefik caddy=Caddy envoy=Envoy istio=Istio
     jupyter=Jupyter(jupyter|jupyterlab) mlflow=MLflow ray=Ray(ray) dvc=DVC
     wordpress=WordPress hugo=Hugo hexo=Hexo jekyll=Jekyll gatsby=Gatsby
     element_plus=Element_Plus(element_plus|element-plus|element_ui) ant_design=Ant_Design(antd|ant_design)
@@ -202,6 +206,9 @@ _VERSION_RE = re.compile(
 )
 
 
+_KIND_SUFFIX_RE = re.compile(r"(?<=\w)-(?:based|powered|backed|driven|native|flavou?red|only)$", re.I)
+
+
 def find_tools(text: str) -> list[tuple[Tool, int, int]]:
     """Known tools named in `text`, with their spans, in order. A version right after a slotted tool ("Go
     1.22", "Vue 2", "Python 3.12") is part of its value and display, and of its span."""
@@ -212,6 +219,13 @@ def find_tools(text: str) -> list[tuple[Tool, int, int]]:
 def _find_tools(text: str) -> tuple[tuple[Tool, int, int], ...]:
     found = []
     tokens = [(m.group(), m.start(), m.end()) for m in _TOKEN_RE.finditer(text)]
+    if "-" in text:  # "Nx-based", "Postgres-backed": the tool before a suffix of kind
+        tokens = [
+            (token[: m.start()], start, start + m.start())
+            if (m := _KIND_SUFFIX_RE.search(token))
+            else (token, start, end)
+            for token, start, end in tokens
+        ]
     skip_to = 0
     for index, (_token, start, _end) in enumerate(tokens):
         if start < skip_to:
@@ -271,7 +285,10 @@ _OLD_VALUE_RE = re.compile(
     r"decommissioned|"
     r"(?:don't|do\s+not|stop)\s+(?:use|using|suggest|write|writing))|从|不再用?|替换掉?|换掉|弃用|放弃了?|不用|不是|"
     r"而不是|代替|取代|没用|没上|没选|不选|否掉|下掉了?|干掉了?|去掉了?|拿掉了?|(?:别|不要)再?(?:用|写|推荐))"
-    r"\s*(?:the\s+|our\s+|using\s+)?$",
+    # the object's determiners and modifiers may stand between the verb and the tool: "replaced self-hosted
+    # Sentry", "dropped our old Jenkins", "moved off the legacy on-prem GitLab"
+    r"\s*(?:(?:the|our|my|using|old|legacy|previous|former|existing|current|classic|trusty|ancient|managed|hosted|"
+    r"(?-i:[a-z]+-[a-z]+))\s+){0,3}$",
     re.I,
 )
 
@@ -297,7 +314,7 @@ _GONE_AFTER_RE = re.compile(
 def named_as_left(text: str, start: int, end: int | None = None) -> bool:
     """The tool named at `start` (ending at `end`) is the value being left ("moved off Vercel", "got rid of
     Heroku", "从 npm", "the Jenkins box is gone")."""
-    if _OLD_VALUE_RE.search(text[max(0, start - 24) : start]) is not None:
+    if _OLD_VALUE_RE.search(text[max(0, start - 40) : start]) is not None:
         return True
     return end is not None and _GONE_AFTER_RE.match(text, end) is not None
 
@@ -336,15 +353,65 @@ _TOPIC_SLOTS = tuple((re.compile(pattern, re.I), slot) for pattern, slot in (
     (r"\bmonitoring\b|\balerting\b|监控|告警", "project.monitoring"),
     (r"\b(?:my|our|the\s+team's)\s+(?:new\s+)?(?:manager|boss|team\s+lead|lead|skip)\b|(?:组|团队|部门)的?\s*"
      r"(?:leader|老大|领导|经理|负责人)|我的?(?:领导|老板|经理|leader|直属)", "user.manager"),
-    (r"\b(?:release|deploy|ship)s?\s+(?:day|window|schedule|cadence)\b|发版|上线窗口|发布窗口",
+    (r"\b(?:release|deploy|ship)s?\s+(?:day|window|schedule|cadence)\b|发版|上线窗口|发布窗口"
+     r"|\b(?:release|deploy|ship)(?:s|ed)?\s+(?:\w+\s+)?on\s+(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b",
      "project.release_schedule"),
     (r"\bon-?call\b|值班", "project.on_call"),
+    # the place of work: "our office is in the Shoreditch building", "we moved offices to King's Cross", "公司在望京"
+    (r"\b(?:our|my)\s+(?:new\s+|main\s+)?office\b|\boffices?\s+(?:moved|to)\b|\bmoved\s+offices\b"
+     r"|^(?:我们)?公司(?:现在|已经)*(?:在|搬到|搬去|迁到)|办公室|办公地点", "user.office"),
+    (r"\blicen[cs]e[ds]?\b|许可证|开源协议|授权协议", "project.license"),
+    (r"\bconnection\s+pool(?:ing|er)?\b|连接池", "project.connection_pool"),
+    (r"\blog(?:s|ging)\s+(?:go|goes|are|is|went|moved|live|land|ship)\b|\blogging\b(?!\s+(?:off|on|in|out|into)\b)|"
+     r"日志(?:系统|平台|都|全)?", "project.logging"),
+    (r"\b(?:service|gateway|api|server|app)\s+port\b|\bport\s+(?:is|to|from|changed|moved)\b|\bon\s+port\s+\d|端口",
+     "project.port"),
+    (r"\bwake\s+up\b|\bget\s+up\s+at\b|起床|点起\b|点起(?=$|[,.!~了])", "user.wake_time"),
+    (r"\b(?:bike|bikes|biking|cycle|cycles|cycling|drive|drives|driving|walk|walks|walking|commute|commutes|"
+     r"commuting)\s+(?:in\s+)?(?:to\s+(?:work|the\s+office)|in\b)|通勤|(?:骑|开车|坐地铁|坐公交|走路)\S{0,5}上班|"
+     r"上班(?:骑|开车|坐|走路)", "user.commute"),
+    (r"备考|改考|报考|\bstudying\s+for\s+(?:the\s+|an?\s+)?(?-i:[A-Z])", "user.exam"),
+    (r"(?:在|改|开始|正在)练(?!手|习)|不练了|\btraining\s+for\s+(?:a|an|the|my)\b|"
+     r"\b(?:full\s+|half[\s-])?marathon\b|\btriathlon\b|\b(?:5|10|21)k\s+(?:race|run)\b|马拉松|半马|全马",
+     "user.exercise"),
+    # how changes get merged: "code review needs one approval" -> "至少两个人批才能合"
+    (r"\bcode\s+reviews?\b|\bapprovals?\b|\breviewers?\b|(?:[一两二三几]|\d)\s*个?人(?:批|审|review|approve)|评审|审批",
+     "project.review_policy"),
+    (r"\bbootcamp\b|\b(?<!of\s)(?<!due\s)(?:online\s+)?course\b(?!\s+of\b)|\bspeciali[sz]ation\b|网课|课程|培训班",
+     "user.course"),
+    (r"导师|\b(?:my|our)\s+(?:phd\s+|thesis\s+)?(?:advisor|adviser|supervisor)\b", "user.supervisor"),
+    # where the user keeps notes: "我记笔记用印象笔记" -> "笔记全迁到 Obsidian 了", "my notes live in Bear"
+    (r"记笔记|笔记(?:现在|目前|已经)*(?:都|全|软件|工具|app)|\b(?:my|our)\s+notes\b|\bnote[- ]taking\b|\bnotes\s+app\b",
+     "user.notes_app"),
 ))  # fmt: skip
+
+
+# Topics whose statements name tools as what they are about, not as the project's stack: "备份到阿里云 OSS" is a
+# backup policy, "a course on Rust" is a course, "logs go to Datadog" is where logs go: the topic's slot, not
+# the tool's.
+TOPICS_OVER_TOOLS = frozenset({"project.backups", "user.course", "user.exam", "project.logging"})
 
 
 def topic_slot(text: str) -> str | None:
     """The single-valued topic a statement is about (backups, monitoring, the user's manager ...), or None."""
     return next((slot for pattern, slot in _TOPIC_SLOTS if pattern.search(text)), None)
+
+
+def topic_match(text: str) -> tuple[str, re.Match[str]] | None:
+    """The single-valued topic `text` names and where it names it, or None."""
+    for pattern, slot in _TOPIC_SLOTS:
+        found = pattern.search(text)
+        if found is not None:
+            return slot, found
+    return None
+
+
+def topic_noun_first(text: str) -> bool:
+    """The clause opens with its topic ("release day moved to Thursday", "the license is now Apache-2.0"): the
+    topic is its subject, so the statement is about it, not about someone else's doings."""
+    return any(
+        (m := pattern.search(text)) is not None and m.start() <= 12 for pattern, _ in _TOPIC_SLOTS
+    )
 
 
 def is_tool(text: str) -> bool:

@@ -11,7 +11,16 @@ from __future__ import annotations
 import re
 
 from core.extraction.candidates import Category, Kind, Tier
-from core.extraction.rules.en.grammar import ADV, I_AM, I_WORD, SPAN, blocked, sentence_case, third_person
+from core.extraction.rules.en.grammar import (
+    ADV,
+    I_AM,
+    I_WORD,
+    SPAN,
+    blocked,
+    is_question,
+    sentence_case,
+    third_person,
+)
 from core.extraction.rules.en.identity import job_hits, name_hits, place_hits
 from core.extraction.rules.hits import Hit, fact, make, statements, tool_hit
 from core.extraction.rules.vocab import find_tools, named_as_left
@@ -149,9 +158,33 @@ _VERB_3RD = {"prefer": "prefers", "like": "likes", "love": "loves", "enjoy": "en
 _POSITIVE_PREF = ("prefer", "like", "love", "enjoy", "adore", "'m a", "am a", "'m into", "am into")
 
 
+# How the user works or learns best, a preference told as a comparison: "I learn better from a tiny worked
+# example than from long prose", "I focus best with music off", "I understand faster by reading code"
+_BETTER_RE = re.compile(
+    I_WORD + r"\s*" + ADV + r"(?P<verb>learn|work|focus|think|read|understand|concentrate|remember|follow)\s+"
+    r"(?:much\s+|a\s+lot\s+|way\s+|far\s+)?(?:better|best|faster|more\s+easily)\s+(?P<obj>(?:from|with|in|by|when|"
+    r"through|if)\s+" + SPAN + r"{2,120})",
+    re.I,
+)
+
+
+def _better_hits(sentence: str) -> list[Hit]:
+    match = _BETTER_RE.search(sentence) if "better" in sentence or "best" in sentence or "faster" in sentence else None
+    if match is None or blocked(sentence, match.start()) or is_question(sentence):
+        return []
+    obj = re.split(r",\s*(?:just|so|btw|fyi|and|but)\b|\s+(?:just\s+so\s+you\s+know|fyi|btw)\b", match.group("obj"))[0]
+    obj = obj.strip(" ,.;:-")
+    content = sentence_case(third_person(sentence[match.start() : match.start("obj")] + obj))
+    cand = make(content, Kind.SEMANTIC, Category.PREFERENCE, Tier.WORTH, rule="en.pref.better", confidence=0.75,
+                lang="en")  # fmt: skip
+    return [(cand, match.start(), match.start("obj") + len(obj))]
+
+
 def _pref_hits(sentence: str) -> list[Hit]:
     match = _LIKE_RE.search(sentence)
-    if match is None or blocked(sentence, match.start()):
+    if match is None:
+        return _better_hits(sentence)
+    if blocked(sentence, match.start()):
         return []
     cut = _OBJ_CUT.search(match.group("obj"))
     obj = (match.group("obj")[: cut.start()] if cut else match.group("obj")).strip(" ,:-\"'")

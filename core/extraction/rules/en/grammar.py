@@ -49,8 +49,23 @@ _HEARSAY = re.compile(
 )
 
 
+# A frame that puts the whole sentence in someone else's mouth or world: a story ("In the novel I'm reading the
+# detective drinks absinthe"), or a quotation said to come from elsewhere ("'we never deploy on Fridays' is from
+# a blog post")
+_FRAMED = re.compile(
+    r"^\W{0,3}in\s+(?:the|a|this|that|my|an)\s+(?:[\w-]+\s+)?(?:novel|book|movie|film|show|series|game|story|podcast|"
+    r"episode|article|video|comic|manga|anime|play|sitcom)\b(?!\s+(?:club|shop|store|fair|group|team|company))"
+    r"|^\s*['\"\u201c\u2018][^'\"\u201d\u2019]{3,120}['\"\u201d\u2019]\s+(?:is|was|comes|came)\s+(?:from|a\s+(?:quote|line|saying)|"
+    r"what\s+(?:someone|somebody|they|he|she|my\s+\w+)|in\s+(?:a|the|this|that))\b",
+    re.I,
+)
+
+
 def hearsay(sentence: str) -> bool:
     low = sentence.lower()
+    opens = low.lstrip("\"'\u201c\u2018 ").startswith("in ") or sentence.lstrip()[:1] in "'\"\u201c\u2018"
+    if opens and _FRAMED.search(sentence):
+        return True
     if not ("apparently" in low or "reportedly" in low or "supposedly" in low or "allegedly" in low) and not (
         "rumo" in low or "word is" in low or "i hear" in low or "i read" in low
     ):
@@ -87,7 +102,8 @@ _ADVERBS = (
 )
 _SUBJECT_VERB_RE = re.compile(rf"\b(i|we)\s+({_ADVERBS})([a-z']+)\b", re.I)
 _CONTRACTION_RE = re.compile(r"\b(?:i'm|i\s+am|i've|i'd|i'll|we're|we\s+are|we've|we'd|we'll)\b", re.I)
-_PRONOUN_RE = re.compile(r"\b(?:myself|ourselves|mine|ours|my|our|me|us|i|we)\b", re.I)
+# a pronoun is a word of its own: inside a name ("us-east-1", "my-app", "i.e.") it is no pronoun
+_PRONOUN_RE = re.compile(r"(?<![\w.-])(?:myself|ourselves|mine|ours|my|our|me|us|i|we)\b(?!-\w|\.\w)", re.I)
 # fmt: off
 _PRONOUN_MAP = {
     "i'm": "the user is", "i am": "the user is", "i've": "the user has", "i'd": "the user would",
@@ -143,7 +159,10 @@ def sentence_case(text: str) -> str:
 LEAD = (  # fillers before a request; a short non-Latin chunk too ("好的，remember ...")
     r"^(?:[^\x00-\x7f]{1,12}(?:\s*[,:;!.]\s*|\s+))?(?:(?:and|also|oh|ok|okay|so|btw|by\s+the\s+way|plus|but|"
     r"hey|hi|hello|well|alright|anyway|one\s+more\s+thing|one\s+last\s+thing|last\s+thing|great|cool|thanks|"
-    r"thank\s+you|fyi|ps|just\s+so\s+you\s+know|for\s+the\s+record|important|note|ugh|argh|hmm|look|listen|"
+    r"thank\s+you|fyi|ps|just\s+so\s+you\s+know|for\s+the\s+record|important|"
+    # "kindly note that ...", "please be advised that ...": a formal lead; "nice but ...": praise before the rule
+    r"(?:kindly\s+|please\s+)?note(?:\s+that)?|please\s+be\s+(?:advised|aware)\s+that|nice|looks\s+good|lgtm|"
+    r"ugh|argh|hmm|look|listen|"
     r"honestly|seriously|yeah|right|sorry|for\s+the\s+(?:last|\w+th)\s+time|"
     r"(?:i\s+)?(?:said|told\s+you)\s+(?:this\s+)?(?:before|already|twice)|once\s+again|again)\b[\s,:;!.-]*)*"
 )

@@ -137,6 +137,8 @@ def take_place(raw: str) -> str | None:
         connects = (
             place and word in _PLACE_CONNECT and index + 1 < len(tokens) and tokens[index + 1][:1].isupper()
         )
+        if place and word in ("I", "I'm", "I've", "I'd", "I'll"):
+            break  # "since moving back to Leeds I sleep better": the pronoun opens the next clause
         if word[:1].isupper() or _is_han(word) or connects:  # "Frankfurt am Main", "上海"
             place.append(word)
         else:
@@ -163,6 +165,10 @@ _LOCATION_RES = tuple((re.compile(pattern + _PLACE_RAW, re.I), slot, rule) for p
     (r"(?<![\w'])(?:i|we)(?:\s+have|'ve)?\s+(?:moved|relocated)\s+(?:again|once\s+more)\s*,\s*(?!(?:mon|tues|wednes|thurs|fri|satur|sun)day\b)"
      r"(?=(?-i:[A-Z])[a-z]+"
      r"(?:\s+(?-i:[A-Z])[a-z]+)?\s+(?:this\s+time|now)\b)", "user.location", "en.location.moved"),
+    # the move as the ground of what follows, its subject the user: "since moving to Glasgow in December ...",
+    # "after relocating to Porto, ..."
+    (r"(?:^|[,;]\s*|\b(?:ever\s+)?since\s+|\bafter\s+)(?:moving|relocating)\s+(?:back\s+)?(?:over\s+)?to\s+",
+     "user.location", "en.location.moving"),
     (r"\bmy\s+(?:flat|apartment|house|home|place)\s+is\s+in\s+", "user.location", "en.location.my_home"),
     (r"\bmy\s+(?:current\s+)?(?:city|location|home\s+base)\s+is\s+(?:in\s+)?", "user.location",
      "en.location.my_city"),
@@ -238,6 +244,10 @@ def _job_patterns(named: str) -> tuple[tuple[re.Pattern[str], str], ...]:
     # "started at Quillstream on Monday 🎉": chat drops the "I" before a job change
     (r"^(?:just\s+|finally\s+|officially\s+)?(?:started|joined)\s+(?:at\s+|with\s+)?(?P<org>" + _ORG_WORD
      + r"(?:\s+" + _ORG_WORD + r"){0,2})(?P<job>)", "en.employer.started"),
+    # "first week as a full-time employee at Orbitly", "my first day at Kestrel": the start of a job, the employer
+    (r"^(?:(?:so|and|ok|today|this\s+is)\s+)*(?:my\s+|the\s+)?first\s+(?:day|week|month)\s+(?:as\s+(?:a|an)\s+"
+     r"(?:[\w-]+\s+){0,3}?)?(?:at|with)\s+" + named + r"(?P<org>" + _ORG_WORD + r"(?:\s+" + _ORG_WORD
+     + r"){0,2})(?P<job>)", "en.employer.first_days"),
     # "I left Shopify in May and joined Wise": the second verb shares the subject
     (I_WORD + r"\s+(?:left|quit|resigned\s+from)\s+(?!(?:[^.;!?]*?\b(?:who|that|which)\b))[^.;!?]{1,50}?\s+and\s+"
      r"(?:then\s+)?(?:joined|started\s+(?:at|with)|moved\s+to|went\s+to)\s+(?P<org>" + _ORG_WORD + r"(?:\s+"

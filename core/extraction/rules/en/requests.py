@@ -74,11 +74,13 @@ def remember_hits(sentence: str) -> list[Hit] | None:
         or lowered.startswith(("when ", "what ", "how ", "where ", "me "))
     ):
         return []  # "remember when we ...", "remember me?"
+    if match.group("weak") and match.group("sep") != ":" and not _PERSONAL.match(payload):
+        # "note that the function returns None": task talk, not a request to remember; "kindly note that all
+        # copy must be reviewed by Legal": the other rules read what it leads
+        return None
     explicit = match.group("sep") or match.group("det") in ("this", "the following")
     if not explicit and not (_PAYLOAD_START.match(payload) and _IS_STATEMENT.search(payload)):
         return []  # "remember that bug", "don't forget the semicolon": a thing, not a statement
-    if match.group("weak") and match.group("sep") != ":" and not _PERSONAL.match(payload):
-        return None  # "note that the function returns None": task talk, not a request to remember
     offset = match.start("p") + match.group("p").find(payload)
     request = _NEXT_REQUEST.search(payload)
     if request:

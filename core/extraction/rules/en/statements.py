@@ -56,6 +56,7 @@ _NO_LIST_RE = re.compile(
     r"(?:\s*,?\s*(?:ever|period|please|pls|no\s+exceptions|full\s+stop))?\s*[.!)]*$",
     re.I,
 )
+_NO_MORE_FOR_ME = re.compile(r"^(?:and\s+|so\s+)?no\s+more\b[^.;!?]*\bfor\s+(?:me|us)\b", re.I)
 _PLEASE_NO_RE = re.compile(
     r"^(?:please|pls|plz)\s+no\s+(?P<obj>(?!worries|problem|rush|pressure|need)[\w.+#-]+(?:\s+[\w.+#-]+){0,4}?)"
     r"(?:\s+(?:lol|thanks|thx|ty|haha|ok|okay|thank\s+you))?[\s.!]*$",
@@ -92,7 +93,7 @@ _MODAL_RULE_RE = re.compile(
     r"^(?:all\s+|every\s+|any\s+|each\s+)?(?P<subj>(?!(?:i|we|you|it|this|that|he|she|they|because|since|as|so|"
     r"and|but|if|when|until|which|who|there|here|what|how|why|where|then|also|just)\b)"
     r"[a-z][\w/.-]*(?:\s+[\w/.-]+){0,3}?)\s+(?P<mod>must|have\s+to|has\s+to|need\s+to|needs\s+to|should\s+always|"
-    r"should\s+never|must\s+never|must\s+always|are\s+required\s+to|is\s+required\s+to)\s+"
+    r"should\s+never|must\s+never|must\s+always|are\s+required\s+to|is\s+required\s+to|(?:is|are)\s+to(?=\s+be\s))\s+"
     r"(?P<rest>[a-z][^?]{2,160})$", re.I)
 # fmt: on
 FILLER = re.compile(  # ", under any circumstances,": a parenthetical a rule reads through
@@ -191,6 +192,8 @@ def prohibition_hits(sentence: str) -> list[Hit]:
     if listed and not blocked(body, listed.start()):  # "keep it simple — no microservices, no k8s"
         return [_rule(sentence_case(listed.group("list")), "en.rule.no_list", end=len(sentence))]
     no_x = _NO_X_IN_RE.match(body)
+    if no_x and _NO_MORE_FOR_ME.search(body) and "please" not in low:
+        no_x = None  # "no more invoicing for me": what the user no longer has to do, not a rule for the agent
     if no_x:
         return [_rule(third_person(body), "en.rule.no_x", end=len(sentence))]
     asked_no = _PLEASE_NO_RE.match(body)
@@ -200,7 +203,14 @@ def prohibition_hits(sentence: str) -> list[Hit]:
     if we_dont and not re.search(r"\b(?:anymore|any\s+more|no\s+longer|yet)\b", body, re.I):
         return [_rule(f"Do not {third_person(we_dont.group('rest'))}", "en.rule.we_dont", end=len(sentence))]
     modal = _MODAL_RULE_RE.match(body)
-    epistemic = modal and re.match(r"(?:have|be|'ve)\b", modal.group("rest"), re.I)  # "must have been great"
+    # "must have been great", "must be nice": a guess; "must be reviewed by Legal", "are to be pulled from Vault":
+    # an obligation in the passive
+    epistemic = modal and re.match(
+        r"(?:have|'ve)\b|be\b(?!\s+(?:[a-z]+ed|[a-z]+en|built|run|kept|put|sent|made|done|set|shown|read|paid|held|"
+        r"bought|brought|taught|told|sold|signed\s+off)\b)",
+        modal.group("rest"),
+        re.I,
+    )
     if modal and not epistemic and not blocked(body, modal.start()) and not _MOMENT.search(body):
         return [_rule(third_person(body), "en.rule.modal", end=len(sentence))]
     return []
@@ -356,6 +366,7 @@ def team_hits(sentence: str) -> list[Hit]:
             or manager.group("name2")
             or manager.group("name3")
             or manager.group("name4")
+            or manager.group("name5")
         )
         if name not in _NOT_NAMES:
             cand = fact(f"The user's manager is {name}.", "user.manager", name, rule="en.manager", lang="en")
@@ -395,7 +406,11 @@ _MANAGER_RE = re.compile(
     r"|\bmy\s+(?:new\s+)?" + _BOSS + r"(?:\s+is(?:\s+now)?|,)?\s+(?P<name2>(?-i:[A-Z][a-z]+))\b"
     r"|\b(?P<name3>(?-i:[A-Z][a-z]+))\s+is\s+(?:now\s+)?my\s+(?:new\s+)?" + _BOSS + r"\b"
     # "I report to Ines now", "reporting to Ines since the reorg"
-    r"|\b(?:i\s+(?:now\s+)?report|i'm\s+(?:now\s+)?reporting|reporting)\s+(?:directly\s+)?to\s+(?P<name4>(?-i:[A-Z][a-z]+))\b",
+    r"|\b(?:i\s+(?:now\s+)?report|i'm\s+(?:now\s+)?reporting|reporting)\s+(?:directly\s+)?to\s+(?P<name4>(?-i:[A-Z][a-z]+))\b"
+    # "Tom handed me over to Grace, she's my manager going forward": the pronoun names the last name before it
+    r"|\b(?P<name5>(?-i:[A-Z][a-z]+))\b(?!\s+(?:said|says|thinks|told|claims)\b)(?:(?-i:(?![A-Z]))[^.;!?]){1,40}?"
+    r"\b(?:she|he|they)(?:'s|\s+is|\s+are|'re)\s+"
+    r"(?:now\s+)?(?:my|our)\s+(?:new\s+)?" + _BOSS + r"\b(?!'s|\u2019s)",
     re.I,
 )
 _SUPERVISOR_RE = re.compile(

@@ -286,11 +286,33 @@ def _machine_os_hits(sentence: str) -> list[Hit]:
     return [tool_hit(tools[0], match.start(), match.end(), rule="zh.tool.machine_os", lang="zh")]
 
 
+# The language the user writes in, as a habit ("现在 mostly 写 Kotlin 了", "我平时主要写 Go", "日常写 Rust"): an
+# adverb of habit or of now before "写" and a language of the vocabulary after it; "帮我写个 Python 脚本" asks.
+_WRITES_RE = re.compile(
+    r"(?:^|[,\s])(?:" + ME + r"|我们)?\s*(?:(?:现在|目前|最近|平时|日常|主要|基本|一直|都|也|还是|mostly|mainly|"
+    r"primarily|daily)\s*)+(?:在)?(?:写|用)\s*(?P<lang>[A-Za-z][\w.+#-]*(?:\s*v?\d[\d.]*)?)"
+    r"(?=\s*(?:了|啦|呢|为主|比较多|多一些|多)?\s*(?:$|[,.;!~]))",
+    re.I,
+)
+
+
+def _writes_hits(sentence: str) -> list[Hit]:
+    match = _WRITES_RE.search(sentence) if "写" in sentence or "用" in sentence else None
+    if match is None or blocked(sentence, match.start()) or re.search(r"帮|请|给我|麻烦", sentence[: match.start()]):
+        return []
+    tools = [t for t, _, _ in find_tools(match.group("lang")) if t.slot == "project.language"]
+    if len(tools) != 1:
+        return []
+    return [tool_hit(tools[0], match.start(), match.end(), rule="zh.tool.writes", lang="zh")]
+
+
 def fact_hits(sentence: str) -> list[Hit]:
     hits = (
         name_hits(sentence) + place_hits(sentence) + job_hits(sentence) + _tool_hits(sentence)
         + _pref_hits(sentence) + _profile_hits(sentence)
     )  # fmt: skip
+    if not any(hit[0].slot == "project.language" for hit in hits):
+        hits += _writes_hits(sentence)
     if not any(hit[0].slot == "user.os" for hit in hits):
         hits += _machine_os_hits(sentence)
     return hits

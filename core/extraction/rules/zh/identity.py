@@ -102,6 +102,15 @@ _LOC_RES = (
     # "搬来成都之后通勤短多了": a move with the subject dropped, to a place the vocabulary knows
     (re.compile(r"(?:^|[,\s])(?:刚|已经)?(?:搬来|搬到|搬去|搬回|搬家到)了?\s*(?P<loc>"
                 + "|".join(sorted(_PLACES, key=len, reverse=True)) + r")"), "user.location", "zh.location.moved_bare"),
+    # "我在北京海淀这边住", "我现在在上海浦东那边生活": a known place, a district after it, then the verb of living
+    (re.compile(ME + r"(?:现在|目前|一直)?在\s*(?P<loc>" + "|".join(sorted(_PLACES, key=len, reverse=True))
+                + r")(?:[\u4e00-\u9fff]{0,4}?(?:这边|那边|附近))?(?:住|生活)"), "user.location", "zh.location.zai_zhu"),
+    # "来温哥华三个月了", "到深圳快一年了": how long the user has been in a place the vocabulary knows
+    (re.compile(r"(?:^|[,\s])(?:我)?(?:来|到|搬来|回)(?:了)?\s*(?P<loc>"
+                + "|".join(sorted(_PLACES, key=len, reverse=True))
+                + r")(?:已经|快|都|也|才|刚)?(?:[一二三四五六七八九十两半几\d]+|大半)个?多?"
+                r"(?:月|年|周|星期|礼拜)(?:多)?了"),
+     "user.location", "zh.location.since"),
     # "已经回国了，现在在北京": the state after a move, the subject dropped
     (re.compile(r"(?:^|[,\s])(?:现在|目前|如今)(?:人)?在\s*(?P<loc>" + "|".join(sorted(_PLACES, key=len, reverse=True))
                 + r")(?=$|[\s,.;!~]|了|呢|啊|哦|这边|工作|上班|生活|住)"), "user.location", "zh.location.now_bare"),
@@ -179,7 +188,9 @@ _JOB_RES = tuple((re.compile(pattern), rule) for pattern, rule in (
      r"(?P<org>[\u4e00-\u9fffA-Za-z]{2,6}?)(?=$|[\s,.;!?]|了|做|工作|上班)", "zh.employer.changed"),
 ))
 _ORG_REJECT = re.compile(  # "我在想做个产品", "我在一家公司…", "我是他们的…", "我是组里唯一的前端": not organisations
-    r"^(?:想|学|写|搞|弄|看|找|用|考虑|准备|试|做|给|帮|跟|和|家|一家|一个|某|这|那|他|她|你|我|大|小|组里|团队里)"
+    # "大/小" as the size of a kind of place ("小公司", "大厂"), not the first character of a name ("小红书", "小米")
+    r"^(?:想|学|写|搞|弄|看|找|用|考虑|准备|试|做|给|帮|跟|和|家|一家|一个|某|这|那|他|她|你|我|"
+    r"(?:大|小)(?=公司|厂|团队|企业|组|作坊|店|单位|部门|$)|组里|团队里)"
     r"|这|那|哪|家里|们|唯一|仅有|第一个")
 # "一家券商", "银行", "高中": a kind of employer, not its name
 _KIND_OF_PLACE = re.compile(

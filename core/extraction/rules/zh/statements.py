@@ -23,7 +23,7 @@ import re
 from core.extraction.candidates import Category, Kind, Tier
 from core.extraction.rules.en.statements import family_slot
 from core.extraction.rules.hits import Hit, fact, make
-from core.extraction.rules.sentences import ENUMERATOR_RE
+from core.extraction.rules.sentences import ENUMERATOR_RE, split_outside_brackets
 from core.extraction.rules.vocab import only_left
 from core.extraction.rules.zh.behaviour import NOT_RULE
 from core.extraction.rules.zh.grammar import (
@@ -97,19 +97,24 @@ def banned_hits(sentence: str) -> list[Hit]:
 # A rule announced by its label, the rule after it ("有个规矩你要知道：…", "我们这规定，…", "团队习惯是…"): the
 # team's, the project's or unattributed, not the user's own habit ("我的习惯是…" is a preference).
 _RULE_LABEL_RE = re.compile(
-    r"^(?:有(?:一|两|几|三)?(?:个|条)|(?:" + WE + r"|团队|组里|公司|项目|部门)?(?:这边|这里|这)?(?:的)?)"
+    # the owner of the rule: "咱们组的规矩", "我们团队的约定", "项目的规范"
+    r"^(?:有(?:一|两|几|三)?(?:个|条)|(?:" + WE + r")?(?:的)?(?:团队|组里|小组|组|公司|项目|部门|仓库|repo)?"
+    r"(?:这边|这里|这)?(?:的)?)"
     r"(?:硬性?的?)?(?:规矩|规定|要求|约定|铁律|红线|习惯|规范|惯例|原则)"
-    r"(?:是|你要知道|你得知道|你要记住|要记住|记一下|说一下)?\s*[:,]?\s*(?P<rest>[^:]{4,200})$"
+    # the rest is the rule, not the user's own state ("组里的习惯我还不太懂")
+    r"(?:是|你要知道|你得知道|你要记住|要记住|记一下|说一下)?\s*[:,]?\s*(?P<rest>(?!我(?!们))[^:]{4,200})$"
 )
 # A convention on a part of the code or of the answer, stated as topic and comment ("变量名用英文", "缩进统一用四个
 # 空格", "注释写中文就行", "日期格式一律 YYYY-MM-DD"): how the agent must write it.
 _CONVENTION_RE = re.compile(
     # "所有接口返回的时间统一用 UTC": the noun may come with what it belongs to
     r"^(?:所有的?|全部的?)?(?:(?![我你他她])[\u4e00-\u9fffA-Za-z]{1,8}的)?"
-    r"(?P<noun>(?:代码)?注释|变量名|时间|时区|时间戳|日期|函数名|类名|方法名|文件名|表名|字段名|列名|命名|缩进|提交信息|commit\s*message|"
+    r"(?P<noun>(?:代码)?注释|(?:code\s+)?comments?|错误码|返回格式|响应格式|响应体|docstrings?|variable\s+names?|变量名|时间|时区|时间戳|日期|函数名|类名|方法名|文件名|表名|字段名|列名|命名|缩进|提交信息|commit\s*message|"
     r"分支名|日志|文档|字符串|引号|代码风格|代码示例|示例代码|示例|命令|单位|日期格式|时间格式|金额|编码|行宽|换行|"
     r"(?:SQL\s*)?关键字|报错信息|错误信息|返回值|接口返回)\s*(?:统一|都|一律|全部|全都|必须|一定要|要|得|请)*\s*"
-    r"(?:用|写成?|使用|采用|保持|遵循|按|走)(?![得了过着完光掉尽])\s*(?P<spec>[^,.;!?]{1,30}?)(?:就行|就好|即可|就可以|吧|哈|哦)?$",
+    # the spec may hold a literal in braces or brackets, commas and all ("{code, msg, data} 这个格式")
+    r"(?:用|写成?|使用|采用|保持|遵循|按|走)(?![得了过着完光掉尽])\s*"
+    r"(?P<spec>(?:\{[^{}]{1,60}\}|\[[^\[\]]{1,60}\]|[^,.;!?{}\[\]]){1,40}?)(?:就行|就好|即可|就可以|吧|哈|哦)?$",
     re.I,
 )
 
@@ -122,12 +127,24 @@ _REQUIRED_RE = re.compile(
 )
 
 
+# A rule in the register of a regulation: everything of a kind ("凡", "凡是", "所有", "任何"), then a modal of
+# obligation or prohibition ("须", "须经", "均须", "必须", "应当", "不得"): "凡对外发布的数据，须经审核后方可公开"
+_FORMAL_RULE_RE = re.compile(
+    r"(?:^|[:：]\s*)(?P<rule>(?:凡是?|所有|任何|一切)[^.;!?]{1,30}?(?:均须|均应|均不得|一律|须经|须|必须|应当|不得|不可)"
+    r"[^.;!?]{2,60})"
+)
+
+
 def labelled_rule_hits(sentence: str) -> list[Hit]:
     """A rule announced by its label ("有个规矩你要知道：早上 5 点到 7 点不许发版"), or a convention stated as topic
     and comment ("变量名用英文，注释用中文就行"), MUST."""
     body = _body(sentence)
     if body is None:
         return []
+    formal = _FORMAL_RULE_RE.search(body)
+    if formal and not blocked(body, formal.start()):
+        # "凡对外发布的数据，须经数据安全组审核后方可公开": a rule in the register of a regulation
+        return [_rule(strip_tail(formal.group("rule")), "zh.rule.formal", len(sentence))]
     required = _REQUIRED_RE.match(body)
     subject = required and (required.group("obj") or required.group("obj2"))
     if subject and not _NOT_TOPIC.match(subject) and not re.match(r"我们|咱们", subject):
@@ -138,7 +155,7 @@ def labelled_rule_hits(sentence: str) -> list[Hit]:
         return [_rule(strip_tail(rest), "zh.rule.labelled", len(sentence))]
     hits: list[Hit] = []
     offset = 0
-    for part in body.split(","):
+    for part in split_outside_brackets(body):
         start = offset + len(part) - len(part.lstrip())
         offset += len(part) + 1
         convention = _CONVENTION_RE.match(part.strip())
