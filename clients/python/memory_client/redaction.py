@@ -453,6 +453,15 @@ _API_RULES: list[tuple[str, Callable[[str], bool] | None, tuple[str, ...]]] = [
         None,
         ("/bot/v2/hook/",),
     ),
+    # Discord's channel webhooks (`discord.com/api/webhooks/<id>/<token>`, also discordapp.com, ptb. / canary.,
+    # an API version): the URL is the credential; the token ends at anything not of its alphabet (a space, a
+    # Chinese comma or full stop: the rules here are ASCII, so ，。；、） end it as a space does)
+    (
+        r"(?:https?://)?(?:(?:ptb|canary)\.)?discord(?:app)?\.com/api/(?:v[0-9]{1,2}/)?webhooks/[0-9]{17,20}/"
+        r"[A-Za-z0-9_-]{40,100}(?![\w-])",  # (not `_END`: a URL has no wrapped rest)
+        None,
+        ("/webhooks/",),
+    ),
     # A key of fixed length cut by a line end (a narrow terminal, a copy from a PDF) is its head there, the rest on
     # the next line(s) (`_WRAP`): a head of 12+ characters that ends its line goes with its wrapped rest.
     (_START + r"AIza(?:[A-Za-z0-9_-]{35}|[A-Za-z0-9_-]{12,34}(?=[ \t]*\r?\n))" + _END, None, ("aiza",)),
