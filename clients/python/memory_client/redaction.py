@@ -1906,9 +1906,11 @@ _CODES = re.compile(
     # the codes that page shows are its recovery codes
     r"|(?P<page>(?<![A-Za-z0-9])(?:2fa|mfa|two[ -]factor|2-step|two-step)(?![A-Za-z0-9])"
     r"|两步验证|二步验证|双重验证|雙重驗證|兩步驗證|双因素|雙因素|二次验证)(?![^\n]{0,40}?(?:codes?(?![A-Za-z])|码|碼)))"
-    # (any list separator: commas, semicolons, 、, |, / or a new line)
-    r"(?P<body>[^\n]{0,40}?[:：\n](?:(?:[ \t,，;；:：\n、|/／]+|(?<=[:：]))"
-    r"(?=[A-Za-z0-9-]*[0-9])[A-Za-z0-9]{3,}(?:-[A-Za-z0-9]{3,})*(?![\w-])){1,32})",
+    # (any list separator: commas, semicolons, 、, |, / or a new line; an item may be a code with no digit, which
+    # the action takes only in the shape of the list's codes, or a placeholder: an earlier rule that took the
+    # first code after its 验证码 must not hide the rest)
+    r"(?P<body>[^\n]{0,40}?[:：\n](?P<list>(?:(?:[ \t,，;；:：\n、|/／]+|(?<=[:：]))"
+    r"(?:\[REDACTED:[a-z_]+\]|[A-Za-z0-9]{3,}(?:-[A-Za-z0-9]{3,})*(?![\w-]))){1,32}))",
     _I,
 )
 _CODE_GATE = (
@@ -1934,30 +1936,82 @@ _AK_SK_GATE = ("ak/", "ak /", "ak／", "ak&", "access key", "access_key", "acces
 _CODE_TOKEN = re.compile(r"(?<![\w-])(?=[A-Za-z0-9-]*[0-9])[A-Za-z0-9]{3,}(?:-[A-Za-z0-9]{3,})*(?![\w-])")
 
 
-def _codes_action(m: re.Match[str]) -> tuple[str, int]:
-    found = 0
+# Any item of a code list (a placeholder kept as it is)
+_CODE_ITEM = re.compile(r"\[REDACTED:[a-z_]+\]|(?<![\w-])[A-Za-z0-9]{3,}(?:-[A-Za-z0-9]{3,})*(?![\w-])")
 
-    def one(c: re.Match[str]) -> str:
-        nonlocal found
+
+_LINE_END_AFTER_CODE = re.compile(r"[ \t]*[,，。.;；!！]?[ \t]*(?:\r?\n|\Z)")
+
+
+def _code_shape(code: str) -> tuple[int, ...]:
+    return tuple(len(group) for group in code.split("-"))
+
+
+def _code_ok(code: str) -> bool:
+    letters = code.replace("-", "")
+    one_case = letters == letters.lower() or letters == letters.upper()  # not a word like "1Password"
+    return (
+        6 <= len(code) <= 24
+        and one_case
+        and _VERSION.fullmatch(code) is None
+        and _DATE_OR_TIME.fullmatch(code) is None
+    )
+
+
+def _codes_action(m: re.Match[str]) -> tuple[str, int]:
+    body = m.group("body")
+    if m.group("page") is not None:  # named by the page only: a list, the codes on the lines after the label
+        first = _CODE_TOKEN.search(body)
+        if first is None or "\n" not in body[: first.start()]:
+            return m.group(), 0
+    cut = m.start("list") - m.start("body")
+    head, listed = body[:cut], body[cut:]
+    # The list runs while its items are codes: a placeholder, a code with a digit, or a grouped code of letters
+    # only; the first other item (a word, a short number) ends it.
+    run: list[re.Match[str]] = []
+    for c in _CODE_ITEM.finditer(listed):
         code = c.group()
-        letters = code.replace("-", "")
-        one_case = letters == letters.lower() or letters == letters.upper()  # not a word like "1Password"
-        if (
-            not 6 <= len(code) <= 24
-            or _VERSION.fullmatch(code)
-            or _DATE_OR_TIME.fullmatch(code)
-            or not one_case
+        if not code.startswith("[") and not (
+            _code_ok(code) and (any(ch.isdigit() for ch in code) or "-" in code)
         ):
-            return code
+            break
+        run.append(c)
+    # A code of letters only belongs to the list when it has the grouped shape (dash-joined groups) of two or
+    # more of the list's codes with a digit: GitHub's `gsvr-qvja` among `rkk4-wys1`, `mu0e-m730`...; the first
+    # that has not ends the list. The last one must end its line too: "read-only copies" after such a list is
+    # prose, not a code.
+    shapes: dict[tuple[int, ...], int] = {}
+    for c in run:
+        if any(ch.isdigit() for ch in c.group()):
+            shape = _code_shape(c.group())
+            shapes[shape] = shapes.get(shape, 0) + 1
+    found = 0
+    out: list[str] = []
+    end = 0
+    for c in run:
+        code = c.group()
+        if code.startswith("["):
+            continue
+        if not any(ch.isdigit() for ch in code) and (
+            shapes.get(_code_shape(code), 0) < 2
+            or (c is run[-1] and _LINE_END_AFTER_CODE.match(listed, c.end()) is None)
+        ):
+            break
+        out.append(listed[end : c.start()] + _tag("password"))
+        end = c.end()
+        found += 1
+
+    def one(c: re.Match[str]) -> str:  # a code in the words before the list (as before)
+        nonlocal found
+        if not _code_ok(c.group()):
+            return c.group()
         found += 1
         return _tag("password")
 
-    if m.group("page") is not None:  # named by the page only: a list, the codes on the lines after the label
-        first = _CODE_TOKEN.search(m.group("body"))
-        if first is None or "\n" not in m.group("body")[: first.start()]:
-            return m.group(), 0
-    body = _CODE_TOKEN.sub(one, m.group("body"))
-    return (m.group("label") + body, found) if found else (m.group(), 0)
+    new_head = _CODE_TOKEN.sub(one, head)
+    if not found:
+        return m.group(), 0
+    return m.group("label") + new_head + "".join(out) + listed[end:], found
 
 
 def _swap_value(kind: str) -> _Action:
