@@ -1521,8 +1521,39 @@ _ANY_ACCOUNT_BEFORE = re.compile(r"(?<![\w./:@\\-])[A-Za-z][A-Za-z0-9_.-]{1,31}[
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 
 
+# ... or an e-mail address as the account after an account label (set 16: "demo account: demo@acme.io /
+# huanglei1995", "测试账号：qa@corp.cn / tester2024"): the label and the address say a login is given, so the value
+# after ` / ` needs only letters and digits, 6+ characters (no version, date or address). Kept: "account: a@b.io /
+# v2.3.1", "user alice@corp.com / 2024-05-01", "contact: bob@x.io / 555-1234" (no account label).
+_EMAIL_ACCOUNT_BEFORE = re.compile(
+    r"(?:(?<![A-Za-z])(?:account|acct|login|log-in|user(?:name)?|creds?|credentials|sign[ -]?in)(?![A-Za-z])"
+    r"|账号|帐号|帳號|账户|帳戶|登录|登入|用户名|用戶名)[^\n@]{0,16}?[ \t:：=]"
+    r"[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){1,6}[ \t]*\Z",
+    _I,
+)
+
+
+def _email_account_pair(m: re.Match[str], secret: str) -> bool:
+    text = m.string
+    return (
+        6 <= len(secret)
+        and text[m.start() + 1 : m.start() + 2] in (" ", "\t")
+        and any(c.isalpha() for c in secret)
+        and any(c.isdigit() for c in secret)
+        and _EMAIL.fullmatch(secret) is None
+        and _VERSION.fullmatch(secret.lstrip("vV")) is None
+        and _DATE_OR_TIME.fullmatch(secret) is None
+        and not _stand_in(secret)
+        and not text.startswith(_MARK, m.end())
+        and _EMAIL_ACCOUNT_BEFORE.search(text, max(0, m.start() - 100), m.start()) is not None
+    )
+
+
 def _any_account_pair(m: re.Match[str], secret: str) -> tuple[str, int]:
     text = m.string
+    if secret and _email_account_pair(m, secret):
+        lead = m.start("v") - m.start()
+        return m.group()[:lead] + _tag("password") + m.group("v")[len(secret) :], 1
     if (
         not secret
         or text[m.start() + 1 : m.start() + 2] not in (" ", "\t")
