@@ -1196,7 +1196,7 @@ _ENV_PASSWORD = re.compile(
 )
 # A password given on a command line: the mysql family's attached `-pSECRET`, `sshpass -p SECRET`.
 _CLI_PASSWORD = re.compile(
-    r"(?P<lead>(?<![\w-])(?:mysql|mariadb|mysqldump|mysqladmin|mysqlimport|mysqlsh)(?![\w-])[^\n`]*?[ \t]-p"
+    r"(?P<lead>(?<![\w-])(?:mysql|mariadb|mysqldump|mysqladmin|mysqlimport|mysqlsh)(?![\w-])[^\n`]{0,600}?[ \t]-p"
     r"(?P<q>['\"]?))(?P<v>(?!\[REDACTED:)[^\s'\"-][^\s'\"]*)"
     r"|(?P<lead2>(?<![\w-])sshpass[ \t]+-p[ \t]*(?P<q2>['\"]?))(?P<v2>(?!\[REDACTED:)[^\s'\"-][^\s'\"]*)"
 )
@@ -1205,7 +1205,10 @@ _CLI_PASSWORD = re.compile(
 # A password handed to a command-line tool by the flag that tool reads it from. The flag alone says nothing
 # (`-a` is "all" to ls and git, `-p` a port to psql, redis-cli and docker run), so each tool is named with its
 # own flags; the command may run over continuation lines (`\\` + newline) but not past a pipe or `;`.
-_CMD_REST = r"(?![\w-])(?:[^\n|;&`]|&(?!&)|\\\n)*?[ \t]"
+# (the command's reach is bounded, _CMD_REACH characters: a text saying "zip" 3,000 times on one line looked
+# for a `-P` to the line's end after each, quadratic: 6 s for 60 KB; a command line is seldom longer)
+_CMD_REACH = 600
+_CMD_REST = r"(?![\w-])(?:[^\n|;&`]|&(?!&)|\\\n){0,%d}?[ \t]" % _CMD_REACH
 _SEP = r"(?:[ \t]+|=)"
 # The flag's value; a placeholder left by an earlier run is matched too (and kept by the action), so that on a
 # rerun the tool's reach stops at the same flag instead of running on to a later command's.
@@ -2369,7 +2372,7 @@ def _wifi_key_action(m: re.Match[str]) -> tuple[str, int]:
 # ids like `_ga=GA1.1.135...` are kept).
 _COOKIE = re.compile(
     r"(?P<lead>(?<![A-Za-z0-9_-])(?:set-)?cookie[ \t]*:[ \t]*"
-    r"|(?<![\w-])curl(?![\w-])(?:[^\n|;\\]|\\\r?\n|\\(?!\r?\n))*?[ \t](?:-b|--cookie)[ \t]+[\"']?)"
+    r"|(?<![\w-])curl(?![\w-])(?:[^\n|;\\]|\\\r?\n|\\(?!\r?\n)){0,600}?[ \t](?:-b|--cookie)[ \t]+[\"']?)"
     r"(?P<body>[^\n'\"]{3,4000})",
     _I,
 )
