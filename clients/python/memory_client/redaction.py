@@ -1205,10 +1205,9 @@ _CLI_PASSWORD = re.compile(
 # A password handed to a command-line tool by the flag that tool reads it from. The flag alone says nothing
 # (`-a` is "all" to ls and git, `-p` a port to psql, redis-cli and docker run), so each tool is named with its
 # own flags; the command may run over continuation lines (`\\` + newline) but not past a pipe or `;`.
-# (the command's reach is bounded, _CMD_REACH characters: a text saying "zip" 3,000 times on one line looked
+# (the command's reach is bounded, 600 characters: a text saying "zip" 3,000 times on one line looked
 # for a `-P` to the line's end after each, quadratic: 6 s for 60 KB; a command line is seldom longer)
-_CMD_REACH = 600
-_CMD_REST = r"(?![\w-])(?:[^\n|;&`]|&(?!&)|\\\n){0,%d}?[ \t]" % _CMD_REACH
+_CMD_REST = r"(?![\w-])(?:[^\n|;&`]|&(?!&)|\\\n){0,600}?[ \t]"
 _SEP = r"(?:[ \t]+|=)"
 # The flag's value; a placeholder left by an earlier run is matched too (and kept by the action), so that on a
 # rerun the tool's reach stops at the same flag instead of running on to a later command's.
@@ -1539,7 +1538,7 @@ _EMAIL_ACCOUNT_BEFORE = re.compile(
 def _email_account_pair(m: re.Match[str], secret: str) -> bool:
     text = m.string
     return (
-        6 <= len(secret)
+        len(secret) >= 6
         and text[m.start() + 1 : m.start() + 2] in (" ", "\t")
         and any(c.isalpha() for c in secret)
         and any(c.isdigit() for c in secret)
