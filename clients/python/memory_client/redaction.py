@@ -152,6 +152,12 @@ Built from the forms secrets are written in, not from examples (the table of cas
   /); a password starting with ``$`` told from a variable by its shape (``$Juniper140tiger``, not ``$VAR``,
   ``${VAR}``, ``$var_name``); kept: a setting whose name holds a directive's (``AUTH_PASSWORD_VALIDATORS``,
   ``auth_pass_type``), a zip or error code said digit by digit, a length, a version.
+* forms the sixteenth blind set showed (ordinary turns and notes): every item of a code list of one shape, codes
+  of letters only among them (GitHub's ``gsvr-qvja``) and those after a placeholder an earlier rule left; Discord
+  channel webhook URLs, ending at CJK punctuation as at a space; an account label, an e-mail address, `` / `` and
+  a password of letters and digits ("demo account: demo@acme.io / huanglei1995"); kept: "read-only" after such a
+  list, a version, date or phone number after an address. The command-line rules look for their flag within 600
+  characters of the tool's name (linear in the number of mentions).
 
 Redaction is idempotent: a placeholder never completes a match (the rules that start at a placeholder, a CVV
 after a card, a key joined to a key or wrapped after it, a corrected password, run only once this call has
