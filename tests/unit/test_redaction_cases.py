@@ -399,6 +399,9 @@ HOLDOUT_PATHS = (
     # set 15: ordinary turns, passwords as people choose them, folded in after its first-sight score (92/97,
     # 79/80); its forms in FORM_CASES_15
     DATA / "redaction_holdout15.jsonl",
+    # set 16: ordinary turns and notes, folded in after its first-sight score (100/112, 91/91); its forms in
+    # FORM_CASES_16
+    DATA / "redaction_holdout16.jsonl",
 )
 
 
@@ -2238,3 +2241,137 @@ def test_the_fifteenth_sets_rules_stay_linear_on_texts_made_to_backtrack() -> No
         out = redact(text)
         assert time.perf_counter() - started < 2.0, text[:40]
         assert redact(out) == out
+
+
+# The sixteenth set's forms, with new made-up values and wording: secrets and near look-alikes.
+_HOOK16A = "https://discord.com/api/webhooks/9524942525575376972/uDmNy1rJqDGN0jeFfiWaQuk3ew_3JDC0SkUaaGv9XVVstRZ4U-ElkoAlsVeTMR76QyPX"
+_HOOK16B = (
+    "https://canary.discordapp.com/api/v10/webhooks/1470519324262008461/"
+    "tdthRADjjRg7Ur9V5UFE2lpYt_P2Ak6ffE6gcc6IWQYATxeVWMoIiHpSyrSdDdlg-5Z2"
+)
+FORM_CASES_16: list[tuple[str, str, tuple[str, ...]]] = [
+    # a code list after its label: every item of one shape, codes of letters only among them, any separator
+    (
+        "code-list-letters-only",
+        "the gitlab recovery codes, stash them somewhere:\nhqzt-wmkd\n7c2x-p9ne\nbvrl-tqsy\nk4mf-0wd8\n",
+        ("hqzt-wmkd", "7c2x-p9ne", "bvrl-tqsy", "k4mf-0wd8"),
+    ),
+    (
+        "code-list-letters-only",
+        "恢复码如下：\nxkcd-prvw\nm3q8-zt1h\nfjwu-ybne\n2ra7-cx0v",
+        ("xkcd-prvw", "m3q8-zt1h", "fjwu-ybne", "2ra7-cx0v"),
+    ),
+    (
+        "code-list-letters-only",
+        "backup codes: wqpe-htrz, 51kd-9xmv, 0zpa-r7tu",
+        ("wqpe-htrz", "51kd-9xmv", "0zpa-r7tu"),
+    ),
+    (
+        "code-list-one-shape",
+        "微信的备用验证码：36019274 88412075 19073346 70258813，收好",
+        ("36019274", "88412075", "19073346", "70258813"),
+    ),
+    (
+        "code-list-one-shape",
+        "备用登录码：52918830、40063179、91735524",
+        ("52918830", "40063179", "91735524"),
+    ),
+    (
+        "code-list-one-shape",
+        "the apple backup codes are: 60391827 | 17740259 | 83306614",
+        ("60391827", "17740259", "83306614"),
+    ),
+    # kept: a list's neighbours of its shape that are prose, and lists that are no codes
+    (
+        "code-list-letters-only",
+        "recovery codes:\nab71-cd93\nef24-gh58\nread-only copies are in the safe",
+        ("ab71-cd93", "ef24-gh58"),
+    ),
+    ("code-list-letters-only", "recovery codes: see the wiki page and ping-pong with IT", ()),
+    ("code-list-one-shape", "备用方案：周三 10:30、周五 14:00", ()),
+    ("code-list-one-shape", "backup plan: v4.2.0 / v4.3.1", ()),
+    # a webhook URL whose token ends at CJK punctuation, or anything else not of its alphabet
+    ("webhook-cjk-boundary", f"告警用这个 webhook：{_HOOK16A}，记得别公开", (_HOOK16A,)),
+    ("webhook-cjk-boundary", f"（{_HOOK16B}）这个是测试频道的", (_HOOK16B,)),
+    ("webhook-cjk-boundary", f"the channel hook is {_HOOK16A}. rotate it monthly", (_HOOK16A,)),
+    (
+        "webhook-cjk-boundary",
+        "discord 的文档在 https://discord.com/developers/docs/resources/webhook ，看一下",
+        (),
+    ),
+    ("webhook-cjk-boundary", "webhook 路径形如 discord.com/api/webhooks/<id>/<token>。", ()),
+    # an account label, an e-mail address as the account, ` / `, a password of letters and digits
+    (
+        "email-account-pair",
+        "- trial account: reviewer@shopdemo.net / qingfeng2031\n- next sync Friday",
+        ("qingfeng2031",),
+    ),
+    ("email-account-pair", "测试账号：qa.lead@corp-test.cn / tester8842，用完改掉", ("tester8842",)),
+    (
+        "email-account-pair",
+        "login for the staging site is ops@northwind.dev / marble77stone",
+        ("marble77stone",),
+    ),
+    ("email-account-pair", "account: billing@acme.io / v2.4.1 release notes", ()),
+    ("email-account-pair", "user carol@corp.com / 2025-03-14 onboarding", ()),
+    ("email-account-pair", "contact: dave@corp.com / 555-0142", ()),
+]
+
+
+@pytest.mark.parametrize(
+    ("form", "text", "secrets"), FORM_CASES_16, ids=[f"{c[0]}-{i}" for i, c in enumerate(FORM_CASES_16)]
+)
+def test_a_form_added_for_the_sixteenth_holdout_set(form: str, text: str, secrets: tuple[str, ...]) -> None:
+    test_a_form_added_for_the_fourth_holdout_set(form, text, secrets)
+
+
+# Next to a secret of the sixteenth set's forms, what is no secret stays.
+@pytest.mark.parametrize(
+    ("text", "secret", "kept"),
+    [
+        (f"告警用这个 webhook：{_HOOK16A}，记得别公开", _HOOK16A, "，记得别公开"),
+        ("微信的备用验证码：36019274 88412075，收好", "88412075", "，收好"),
+        (
+            "recovery codes:\nab71-cd93\nef24-gh58\nread-only copies are in the safe",
+            "ef24-gh58",
+            "read-only copies",
+        ),
+        ("测试账号：qa.lead@corp-test.cn / tester8842，用完改掉", "tester8842", "qa.lead@corp-test.cn / "),
+    ],
+)
+def test_the_sixteenth_sets_rules_keep_what_stands_next_to_the_secret(
+    text: str, secret: str, kept: str
+) -> None:
+    out = redact(text)
+    assert secret not in out, out
+    assert kept in out, out
+    assert redact(out) == out
+
+
+# A per-mention forward scan (a tool named, then its password flag looked for) must be bounded: 3,000 copies of
+# "zip code is 1 2 3 4 " on one line took about 6 s, each "zip" scanning to the line's end for `-P`. So must a
+# rule that takes one more partner each time it is rerun ("账号 a / b / c / ...": 5,000 pairs took about 4 s).
+# Four times the input must cost about four times the time, not sixteen.
+@pytest.mark.parametrize(
+    ("prefix", "unit"),
+    [
+        ("", "zip code is 1 2 3 4 "),
+        ("", "mysql is fine "),
+        ("", "curl to the site "),
+        ("", "docker login now "),
+        ("", "openssl speed "),
+        ("账号 ", "x@y.cn / "),
+    ],
+)
+def test_the_command_line_rules_stay_linear_in_their_mentions(prefix: str, unit: str) -> None:
+    def best(n: int) -> float:
+        text = prefix + unit * n
+        times = []
+        for _ in range(2):
+            started = time.perf_counter()
+            redact(text)
+            times.append(time.perf_counter() - started)
+        return min(times)
+
+    small, large = best(1000), best(4000)
+    assert large / small <= 8, (unit, small, large)

@@ -152,6 +152,12 @@ Built from the forms secrets are written in, not from examples (the table of cas
   /); a password starting with ``$`` told from a variable by its shape (``$Juniper140tiger``, not ``$VAR``,
   ``${VAR}``, ``$var_name``); kept: a setting whose name holds a directive's (``AUTH_PASSWORD_VALIDATORS``,
   ``auth_pass_type``), a zip or error code said digit by digit, a length, a version.
+* forms the sixteenth blind set showed (ordinary turns and notes): every item of a code list of one shape, codes
+  of letters only among them (GitHub's ``gsvr-qvja``) and those after a placeholder an earlier rule left; Discord
+  channel webhook URLs, ending at CJK punctuation as at a space; an account label, an e-mail address, `` / `` and
+  a password of letters and digits ("demo account: demo@acme.io / huanglei1995"); kept: "read-only" after such a
+  list, a version, date or phone number after an address. The command-line rules look for their flag within 600
+  characters of the tool's name (linear in the number of mentions).
 
 Redaction is idempotent: a placeholder never completes a match (the rules that start at a placeholder, a CVV
 after a card, a key joined to a key or wrapped after it, a corrected password, run only once this call has
@@ -452,6 +458,15 @@ _API_RULES: list[tuple[str, Callable[[str], bool] | None, tuple[str, ...]]] = [
         r"(?:https?://)?open\.(?:feishu\.cn|larksuite\.com)/open-apis/bot/v2/hook/[\w-]{16,}",
         None,
         ("/bot/v2/hook/",),
+    ),
+    # Discord's channel webhooks (`discord.com/api/webhooks/<id>/<token>`, also discordapp.com, ptb. / canary.,
+    # an API version): the URL is the credential; the token ends at anything not of its alphabet (a space, a
+    # Chinese comma or full stop: the rules here are ASCII, so ，。；、） end it as a space does)
+    (
+        r"(?:https?://)?(?:(?:ptb|canary)\.)?discord(?:app)?\.com/api/(?:v[0-9]{1,2}/)?webhooks/[0-9]{17,20}/"
+        r"[A-Za-z0-9_-]{40,100}(?![\w-])",  # (not `_END`: a URL has no wrapped rest)
+        None,
+        ("/webhooks/",),
     ),
     # A key of fixed length cut by a line end (a narrow terminal, a copy from a PDF) is its head there, the rest on
     # the next line(s) (`_WRAP`): a head of 12+ characters that ends its line goes with its wrapped rest.
@@ -1187,7 +1202,7 @@ _ENV_PASSWORD = re.compile(
 )
 # A password given on a command line: the mysql family's attached `-pSECRET`, `sshpass -p SECRET`.
 _CLI_PASSWORD = re.compile(
-    r"(?P<lead>(?<![\w-])(?:mysql|mariadb|mysqldump|mysqladmin|mysqlimport|mysqlsh)(?![\w-])[^\n`]*?[ \t]-p"
+    r"(?P<lead>(?<![\w-])(?:mysql|mariadb|mysqldump|mysqladmin|mysqlimport|mysqlsh)(?![\w-])[^\n`]{0,600}?[ \t]-p"
     r"(?P<q>['\"]?))(?P<v>(?!\[REDACTED:)[^\s'\"-][^\s'\"]*)"
     r"|(?P<lead2>(?<![\w-])sshpass[ \t]+-p[ \t]*(?P<q2>['\"]?))(?P<v2>(?!\[REDACTED:)[^\s'\"-][^\s'\"]*)"
 )
@@ -1196,7 +1211,9 @@ _CLI_PASSWORD = re.compile(
 # A password handed to a command-line tool by the flag that tool reads it from. The flag alone says nothing
 # (`-a` is "all" to ls and git, `-p` a port to psql, redis-cli and docker run), so each tool is named with its
 # own flags; the command may run over continuation lines (`\\` + newline) but not past a pipe or `;`.
-_CMD_REST = r"(?![\w-])(?:[^\n|;&`]|&(?!&)|\\\n)*?[ \t]"
+# (the command's reach is bounded, 600 characters: a text saying "zip" 3,000 times on one line looked
+# for a `-P` to the line's end after each, quadratic: 6 s for 60 KB; a command line is seldom longer)
+_CMD_REST = r"(?![\w-])(?:[^\n|;&`]|&(?!&)|\\\n){0,600}?[ \t]"
 _SEP = r"(?:[ \t]+|=)"
 # The flag's value; a placeholder left by an earlier run is matched too (and kept by the action), so that on a
 # rerun the tool's reach stops at the same flag instead of running on to a later command's.
@@ -1512,8 +1529,39 @@ _ANY_ACCOUNT_BEFORE = re.compile(r"(?<![\w./:@\\-])[A-Za-z][A-Za-z0-9_.-]{1,31}[
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 
 
+# ... or an e-mail address as the account after an account label (set 16: "demo account: demo@acme.io /
+# huanglei1995", "测试账号：qa@corp.cn / tester2024"): the label and the address say a login is given, so the value
+# after ` / ` needs only letters and digits, 6+ characters (no version, date or address). Kept: "account: a@b.io /
+# v2.3.1", "user alice@corp.com / 2024-05-01", "contact: bob@x.io / 555-1234" (no account label).
+_EMAIL_ACCOUNT_BEFORE = re.compile(
+    r"(?:(?<![A-Za-z])(?:account|acct|login|log-in|user(?:name)?|creds?|credentials|sign[ -]?in)(?![A-Za-z])"
+    r"|账号|帐号|帳號|账户|帳戶|登录|登入|用户名|用戶名)[^\n@]{0,16}?[ \t:：=]"
+    r"[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){1,6}[ \t]*\Z",
+    _I,
+)
+
+
+def _email_account_pair(m: re.Match[str], secret: str) -> bool:
+    text = m.string
+    return (
+        len(secret) >= 6
+        and text[m.start() + 1 : m.start() + 2] in (" ", "\t")
+        and any(c.isalpha() for c in secret)
+        and any(c.isdigit() for c in secret)
+        and _EMAIL.fullmatch(secret) is None
+        and _VERSION.fullmatch(secret.lstrip("vV")) is None
+        and _DATE_OR_TIME.fullmatch(secret) is None
+        and not _stand_in(secret)
+        and not text.startswith(_MARK, m.end())
+        and _EMAIL_ACCOUNT_BEFORE.search(text, max(0, m.start() - 100), m.start()) is not None
+    )
+
+
 def _any_account_pair(m: re.Match[str], secret: str) -> tuple[str, int]:
     text = m.string
+    if secret and _email_account_pair(m, secret):
+        lead = m.start("v") - m.start()
+        return m.group()[:lead] + _tag("password") + m.group("v")[len(secret) :], 1
     if (
         not secret
         or text[m.start() + 1 : m.start() + 2] not in (" ", "\t")
@@ -1897,9 +1945,11 @@ _CODES = re.compile(
     # the codes that page shows are its recovery codes
     r"|(?P<page>(?<![A-Za-z0-9])(?:2fa|mfa|two[ -]factor|2-step|two-step)(?![A-Za-z0-9])"
     r"|两步验证|二步验证|双重验证|雙重驗證|兩步驗證|双因素|雙因素|二次验证)(?![^\n]{0,40}?(?:codes?(?![A-Za-z])|码|碼)))"
-    # (any list separator: commas, semicolons, 、, |, / or a new line)
-    r"(?P<body>[^\n]{0,40}?[:：\n](?:(?:[ \t,，;；:：\n、|/／]+|(?<=[:：]))"
-    r"(?=[A-Za-z0-9-]*[0-9])[A-Za-z0-9]{3,}(?:-[A-Za-z0-9]{3,})*(?![\w-])){1,32})",
+    # (any list separator: commas, semicolons, 、, |, / or a new line; an item may be a code with no digit, which
+    # the action takes only in the shape of the list's codes, or a placeholder: an earlier rule that took the
+    # first code after its 验证码 must not hide the rest)
+    r"(?P<body>[^\n]{0,40}?[:：\n](?P<list>(?:(?:[ \t,，;；:：\n、|/／]+|(?<=[:：]))"
+    r"(?:\[REDACTED:[a-z_]+\]|[A-Za-z0-9]{3,}(?:-[A-Za-z0-9]{3,})*(?![\w-]))){1,32}))",
     _I,
 )
 _CODE_GATE = (
@@ -1925,30 +1975,82 @@ _AK_SK_GATE = ("ak/", "ak /", "ak／", "ak&", "access key", "access_key", "acces
 _CODE_TOKEN = re.compile(r"(?<![\w-])(?=[A-Za-z0-9-]*[0-9])[A-Za-z0-9]{3,}(?:-[A-Za-z0-9]{3,})*(?![\w-])")
 
 
-def _codes_action(m: re.Match[str]) -> tuple[str, int]:
-    found = 0
+# Any item of a code list (a placeholder kept as it is)
+_CODE_ITEM = re.compile(r"\[REDACTED:[a-z_]+\]|(?<![\w-])[A-Za-z0-9]{3,}(?:-[A-Za-z0-9]{3,})*(?![\w-])")
 
-    def one(c: re.Match[str]) -> str:
-        nonlocal found
+
+_LINE_END_AFTER_CODE = re.compile(r"[ \t]*[,，。.;；!！]?[ \t]*(?:\r?\n|\Z)")
+
+
+def _code_shape(code: str) -> tuple[int, ...]:
+    return tuple(len(group) for group in code.split("-"))
+
+
+def _code_ok(code: str) -> bool:
+    letters = code.replace("-", "")
+    one_case = letters == letters.lower() or letters == letters.upper()  # not a word like "1Password"
+    return (
+        6 <= len(code) <= 24
+        and one_case
+        and _VERSION.fullmatch(code) is None
+        and _DATE_OR_TIME.fullmatch(code) is None
+    )
+
+
+def _codes_action(m: re.Match[str]) -> tuple[str, int]:
+    body = m.group("body")
+    if m.group("page") is not None:  # named by the page only: a list, the codes on the lines after the label
+        first = _CODE_TOKEN.search(body)
+        if first is None or "\n" not in body[: first.start()]:
+            return m.group(), 0
+    cut = m.start("list") - m.start("body")
+    head, listed = body[:cut], body[cut:]
+    # The list runs while its items are codes: a placeholder, a code with a digit, or a grouped code of letters
+    # only; the first other item (a word, a short number) ends it.
+    run: list[re.Match[str]] = []
+    for c in _CODE_ITEM.finditer(listed):
         code = c.group()
-        letters = code.replace("-", "")
-        one_case = letters == letters.lower() or letters == letters.upper()  # not a word like "1Password"
-        if (
-            not 6 <= len(code) <= 24
-            or _VERSION.fullmatch(code)
-            or _DATE_OR_TIME.fullmatch(code)
-            or not one_case
+        if not code.startswith("[") and not (
+            _code_ok(code) and (any(ch.isdigit() for ch in code) or "-" in code)
         ):
-            return code
+            break
+        run.append(c)
+    # A code of letters only belongs to the list when it has the grouped shape (dash-joined groups) of two or
+    # more of the list's codes with a digit: GitHub's `gsvr-qvja` among `rkk4-wys1`, `mu0e-m730`...; the first
+    # that has not ends the list. The last one must end its line too: "read-only copies" after such a list is
+    # prose, not a code.
+    shapes: dict[tuple[int, ...], int] = {}
+    for c in run:
+        if any(ch.isdigit() for ch in c.group()):
+            shape = _code_shape(c.group())
+            shapes[shape] = shapes.get(shape, 0) + 1
+    found = 0
+    out: list[str] = []
+    end = 0
+    for c in run:
+        code = c.group()
+        if code.startswith("["):
+            continue
+        if not any(ch.isdigit() for ch in code) and (
+            shapes.get(_code_shape(code), 0) < 2
+            or (c is run[-1] and _LINE_END_AFTER_CODE.match(listed, c.end()) is None)
+        ):
+            break
+        out.append(listed[end : c.start()] + _tag("password"))
+        end = c.end()
+        found += 1
+
+    def one(c: re.Match[str]) -> str:  # a code in the words before the list (as before)
+        nonlocal found
+        if not _code_ok(c.group()):
+            return c.group()
         found += 1
         return _tag("password")
 
-    if m.group("page") is not None:  # named by the page only: a list, the codes on the lines after the label
-        first = _CODE_TOKEN.search(m.group("body"))
-        if first is None or "\n" not in m.group("body")[: first.start()]:
-            return m.group(), 0
-    body = _CODE_TOKEN.sub(one, m.group("body"))
-    return (m.group("label") + body, found) if found else (m.group(), 0)
+    new_head = _CODE_TOKEN.sub(one, head)
+    if not found:
+        return m.group(), 0
+    return m.group("label") + new_head + "".join(out) + listed[end:], found
 
 
 def _swap_value(kind: str) -> _Action:
@@ -2176,18 +2278,35 @@ def _pw_and_pw_action(m: re.Match[str]) -> tuple[str, int]:
 # A pair after a password label (found while folding set 14 in: "the wiki's password: li.wei / Hx7#kk20pq", "wifi
 # 密码：guest / Hk2!pp90"): the label's rule takes the account as the value; the password after the slash goes too
 # when it looks like one. Kept: "password: [value] / 2 attempts left", "... / n/a".
-_PW_SLASH_PARTNER = re.compile(
-    r"\[REDACTED:password\][ \t]*[/／][ \t]*(?P<v>(?!\[REDACTED:)[^\s/／,，。;；、)）\]\[\"'`]{1,64})"
-    r"(?=[\s,，。;；、)）]|\Z)"
+# (a chain "a / b / c" is read in one match, each partner in turn until one is no password: taken one partner a
+# pass, as the rule's rerun did, 5,000 pairs on one line cost 5,000 scans of it, about 4 s)
+_PW_PARTNER = (
+    r"[ \t]*[/／][ \t]*(?P<v>(?!\[REDACTED:)[^\s/／,，。;；、)）\]\[\"'`]{1,64})(?=[\s,，。;；、)）]|\Z)"
 )
+_PW_SLASH_PARTNER = re.compile(
+    r"\[REDACTED:password\](?P<chain>(?:" + _PW_PARTNER.replace("?P<v>", "?:") + r")+)"
+)
+_PW_PARTNER_ONE = re.compile(_PW_PARTNER)
 
 
 def _pw_slash_partner_action(m: re.Match[str]) -> tuple[str, int]:
-    value = m.group("v")
-    secret = value.rstrip(_PW_TRAILING)
-    if not secret or not _pw_shaped(secret) or _stand_in(secret) or _plain_word(secret):
+    chain = m.group("chain")
+    out, done, found = [], 0, 0
+    for piece in _PW_PARTNER_ONE.finditer(chain):
+        if piece.start() != done:
+            break
+        value = piece.group("v")
+        secret = value.rstrip(_PW_TRAILING)
+        if not secret or not _pw_shaped(secret) or _stand_in(secret) or _plain_word(secret):
+            break
+        out.append(chain[done : piece.start("v")] + _tag("password") + value[len(secret) :])
+        done = piece.end()
+        found += 1
+        if len(secret) < len(value):  # a trailing mark ends the chain, as a placeholder then needs a slash
+            break
+    if not found:
         return m.group(), 0
-    return m.group()[: m.start("v") - m.start()] + _tag("password") + value[len(secret) :], 1
+    return "[REDACTED:password]" + "".join(out) + chain[done:], found
 
 
 # A Wi-Fi password printed in groups under a Chinese or English Wi-Fi password label ("无线密码：8QWE 3KZP 77MD
@@ -2275,7 +2394,7 @@ def _wifi_key_action(m: re.Match[str]) -> tuple[str, int]:
 # ids like `_ga=GA1.1.135...` are kept).
 _COOKIE = re.compile(
     r"(?P<lead>(?<![A-Za-z0-9_-])(?:set-)?cookie[ \t]*:[ \t]*"
-    r"|(?<![\w-])curl(?![\w-])(?:[^\n|;\\]|\\\r?\n|\\(?!\r?\n))*?[ \t](?:-b|--cookie)[ \t]+[\"']?)"
+    r"|(?<![\w-])curl(?![\w-])(?:[^\n|;\\]|\\\r?\n|\\(?!\r?\n)){0,600}?[ \t](?:-b|--cookie)[ \t]+[\"']?)"
     r"(?P<body>[^\n'\"]{3,4000})",
     _I,
 )
