@@ -621,7 +621,12 @@ def run_mode(
         oracle = ScriptedModel([c for g in groups for c in g.cases])
         fake = FakeOpenAI().start()
         fake.default_responder = oracle
-        extra.update(OPENAI_API_KEY="bench-fake", OPENAI_BASE_URL=fake.base_url)
+        # one tenant holds a whole split: the dev split's LLM traffic (about 2,800 extraction calls) passes
+        # the default daily token budget of 2,000,000 and would leave turns llm_pending (budget_exhausted),
+        # which is the budget working, not what this benchmark measures
+        extra.update(
+            OPENAI_API_KEY="bench-fake", OPENAI_BASE_URL=fake.base_url, MEMORY_DAILY_TOKEN_BUDGET="1000000000"
+        )
     try:
         progress(f"{MODE_NAMES[mode]}: starting a worker (-c {WORKER_CONCURRENCY})")
         worker = BenchWorker(
