@@ -779,7 +779,10 @@ _NOT_A_PASSWORD_WORDS = """
     periodically regularly immediately only later emailed mailed texted logged cached transmitted once
     twice again pairs myself yourself himself herself itself oneself ourselves yourselves themselves themself
     whoever whatever
+    attempt attempts tries retries retry failures failure lockout lockouts resets changes
 """
+# (the last line: what happens to a password, counted in prose: "locked out after 5 failed password attempts",
+# "3 password retries left", "password resets this week": a count of events, no value)
 _NOT_A_PASSWORD = frozenset(_NOT_A_PASSWORD_WORDS.split())
 _PW_TRAILING = ".,;:)]}>'\"。，；：！？）」』】”’\\"  # not ! or ?: often part of the password
 # Values that stand for a secret without being one: masks, template slots, env references, "n/a".
