@@ -1560,6 +1560,18 @@ def _email_account_pair(m: re.Match[str], secret: str) -> bool:
     )
 
 
+# ... or a generated password with no digit at all (set 17's h17-131 "ops-admin / =c*UyJCIqF%bLV", which may also
+# start with `=`): 10+ characters, both cases with a capital inside, and two or more of `!#$%&*+=?@^~`. A word
+# pair, a path or a product name has no such mix ("iOS / macOS", "R&D / Q&A").
+def _symbol_strong(secret: str) -> bool:
+    return (
+        len(secret) >= 10
+        and sum(c in _STRONG_SYMBOLS for c in secret) >= 2
+        and any(c.islower() for c in secret)
+        and any(a.islower() and b.isupper() for a, b in itertools.pairwise(secret))
+    )
+
+
 def _any_account_pair(m: re.Match[str], secret: str) -> tuple[str, int]:
     text = m.string
     if secret and _email_account_pair(m, secret):
@@ -1569,8 +1581,9 @@ def _any_account_pair(m: re.Match[str], secret: str) -> tuple[str, int]:
         not secret
         or text[m.start() + 1 : m.start() + 2] not in (" ", "\t")
         or _ANY_ACCOUNT_BEFORE.search(text, max(0, m.start() - 40), m.start()) is None
-        or not _strong_secret(secret, 8)
-        or not any(c in _STRONG_SYMBOLS for c in secret)
+        or not (
+            (_strong_secret(secret, 8) and any(c in _STRONG_SYMBOLS for c in secret)) or _symbol_strong(secret)
+        )
         or _EMAIL.fullmatch(secret)
         or _stand_in(secret)
         or text.startswith(_MARK, m.end())
