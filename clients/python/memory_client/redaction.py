@@ -2696,6 +2696,11 @@ _PIN_LABEL = (
     r"(?:[ \t]+(?:number|no\.?))?"
     r"|(?<![A-Za-z])(?:entry|atm)[ \t]+(?:code|pin|combo|combination)(?:[ \t]+(?:number|no\.?))?"
     r"|(?<![A-Za-z])pin(?:[ \t]+(?:code|number|no\.?))?"
+    # a parcel's pickup code, which opens its locker (set 17's h17-136 "快递柜取件码6048"): 取件码, 取货码, 提货码,
+    # 快递柜密码, "pickup code", "parcel locker code", "package pick-up PIN"
+    r"|(?:取件|取貨|取货|提货|提貨)(?:码|碼|密码|密碼)|(?:快递柜|快遞櫃)(?:密码|密碼|码|碼)"
+    r"|(?<![A-Za-z])pick[ \t-]?up[ \t]+(?:code|pin|passcode)(?:[ \t]+(?:number|no\.?))?"
+    r"|(?<![A-Za-z])(?:parcel|package)[ \t]+(?:locker[ \t]+)?(?:code|pin)"
     # a device's lock screen ("我手机锁屏是5338", "解锁密码 0412", "lock screen passcode is 2580", "unlock PIN: 1397")
     r"|(?:手机|电脑|平板|手機|電腦)?(?:锁屏|鎖屏|解锁|解鎖|开机|開機|屏幕|螢幕)(?:密码|密碼|码|碼)?"
     r"|(?<![A-Za-z])(?:lock[ \t-]?screen|screen[ \t-]?lock|unlock)[ \t]+(?:code|passcode|pin))(?![A-Za-z])"
@@ -2715,6 +2720,7 @@ _PIN_CODE = re.compile(
 _PIN_CODE_GATE = (
     "门禁", "密码", "取款", "取钱", "柜员机", "atm", "刷卡", "付款", "支付", "开门", "code", "pin", "combo",
     "combination", "锁屏", "鎖屏", "解锁", "解鎖", "开机", "開機", "屏幕", "螢幕", "unlock",
+    "取件", "取货", "取貨", "提货", "提貨", "快递柜", "快遞櫃",
 )  # fmt: skip
 
 
