@@ -277,15 +277,24 @@ _DIGIT_RUN = re.compile(
 _GROUP = re.compile(r"[0-9]+")
 
 
-def _card_end(run: str, groups: list[tuple[int, int]], i: int) -> int | None:
+# After a card number's label ("卡号是622891-2219997332154", "card no. 4111 11 1111111111"), any grouping: the label
+# says a card is written, and the issuer prefix and the checksum decide (set 17's h17-148, 6-13 with one dash).
+_CARD_LABEL_BEFORE = re.compile(
+    r"(?:卡号|卡號|银行卡|銀行卡|信用卡|借记卡|借記卡|储蓄卡|儲蓄卡|(?<![A-Za-z])card(?:[ \t]*(?:number|num|no\.?|#))?)"
+    r"[ \t]*(?:[:：=#]|(?:是|为|為)|(?<![A-Za-z])is(?![A-Za-z]))?[ \t]*\Z",
+    re.IGNORECASE,
+)
+
+
+def _card_end(run: str, groups: list[tuple[int, int]], i: int, loose: bool = False) -> int | None:
     """Index of the last group of the longest card starting at group ``i``, or None."""
     if run[groups[i][0]] not in "23456":  # no issuer prefix starts with 0, 1, 7, 8 or 9
         return None
     best, digits = None, ""
     for j in range(i, len(groups)):
         s, e = groups[j]
-        # Grouped cards use groups of 3-7 digits (4-4-4-4, 4-6-5, 4-4-4-4-3).
-        if j > i and not (3 <= e - s <= 7 and 3 <= groups[i][1] - groups[i][0] <= 7):
+        # Grouped cards use groups of 3-7 digits (4-4-4-4, 4-6-5, 4-4-4-4-3); after a card's label, any.
+        if j > i and not loose and not (3 <= e - s <= 7 and 3 <= groups[i][1] - groups[i][0] <= 7):
             break
         digits += run[s:e]
         if len(digits) > 19:
@@ -300,10 +309,11 @@ def _card_action(m: re.Match[str]) -> tuple[str, int]:
     if len(run) - run.count(" ") - run.count("-") < 13:  # most runs are dates, prices, counts
         return run, 0
     groups = [g.span() for g in _GROUP.finditer(run)]
+    loose = _CARD_LABEL_BEFORE.search(m.string, max(0, m.start() - 24), m.start()) is not None
     # A run may hold a card next to other numbers ("qty 2 4111 1111 1111 1111"): try every start group.
     out, last, i, found = [], 0, 0, 0
     while i < len(groups):
-        j = _card_end(run, groups, i)
+        j = _card_end(run, groups, i, loose and i == 0)
         if j is None:
             i += 1
             continue
