@@ -661,6 +661,17 @@ _URL_PASSWORD_WIDE = re.compile(
     r"://(?P<user>[^\s:/?#@\[\]]{1,64}):(?P<v>(?!\[REDACTED:)[^\s]{1,128}?)"
     r"@(?=(?:(?:[A-Za-z0-9-]{1,63}\.)+[A-Za-z0-9-]{1,63}|localhost)(?::[0-9]{1,5})?(?:[/?\s),;'\"\]]|\Z))"
 )
+# Go's MySQL driver writes its DSN without a scheme, `user:pass@protocol(address)/db` (set 17's h17-072
+# "root:D2wS3Z5l93b7@tcp(10.0.3.7:3306)/shop"): a user, a colon, the password (`@` allowed) up to the `@` of the
+# protocol (tcp, tcp4, tcp6, udp, unix) and its parenthesised address. The template `user:password@tcp(...)` is
+# kept, as for URLs. The start is a run's first character and the reach is bounded: linear.
+_GO_DSN = re.compile(
+    r"(?<![\w.%+:/@\[-])(?P<user>[A-Za-z0-9_.+-]{1,64}):(?P<v>(?!\[REDACTED:)[^\s/]{1,128}?)"
+    r"(?=@(?:tcp[46]?|udp|unix)\()",
+    re.IGNORECASE,
+)
+_GO_DSN_GATE = ("@tcp", "@udp(", "@unix(")
+
 _URL_PORT_START = re.compile(r"[0-9]{1,5}(?:[/?#]|\Z)")
 
 
@@ -2996,6 +3007,40 @@ def _corrected_action(m: re.Match[str]) -> tuple[str, int]:
     return m.group(), 0
 
 
+# The decoded value of a password replaced just before, told in prose (set 17's h17-149: a k8s Secret's
+# `password: <base64>`, then "解码后应该是 eow5K8ZaqI_Y"; "which decodes to X", "decoded: X", "base64 解出来是 X"):
+# within the line after the mark and the next, a word of decoding, a verb or colon, then the value, which must
+# look like a password (no word of prose, no stand-in, no date).
+_DECODED_VALUE = re.compile(
+    r"(?:解码|解碼|解出来|解出來|(?<![A-Za-z])decod(?:es|ed|ing)(?![A-Za-z]))"
+    r"(?:后|後|出来|出來|之后|之後)?[ \t]*(?:的?(?:值|密码|密碼|结果|結果|明文))?[ \t]*"
+    r"(?:(?:应该|應該|应|應|就|其实)?(?:是|为|為)|[:：=]|(?<![A-Za-z])(?:(?:back[ \t]+)?to|is|as|should[ \t]+be)"
+    r"(?![A-Za-z]))"
+    r"[ \t]*[:：]?[ \t]*[\"'`“‘]?(?P<v>[\x21-\x7e]{6,64})(?![\x21-\x7e])",
+    _I,
+)
+
+
+def _decoded_action(m: re.Match[str]) -> tuple[str, int]:
+    body = m.group("body")
+    if _MARK in body:
+        return m.group(), 0
+    for v in _DECODED_VALUE.finditer(body):
+        secret = v.group("v").rstrip(_PW_TRAILING)
+        if (
+            len(secret) < 6
+            or not _pw_shaped(secret)
+            or _stand_in(secret)
+            or secret.lower() in _NOT_A_PASSWORD
+            or _DATE_OR_TIME.fullmatch(secret)
+        ):
+            continue
+        at = v.start("v") + len(_MARK) + len("password]")
+        whole = m.group()
+        return whole[:at] + _tag("password") + whole[at + len(secret) :], 1
+    return m.group(), 0
+
+
 # A password label that ends its line, the value alone on the next one (the thirteenth set: a router sticker read by
 # OCR, "Wireless Key / Passphrase:\nSummit99&ciz58"; "初始密码：\nX"; a form's "Password:\n  X"): the label, a colon,
 # the line's end, then one token that is the whole next line and looks like a password (a letter with a digit or a
@@ -3993,6 +4038,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("api_key", _HEX_GROUPED, _hex_groups_action, _KEY_GATE, _HEX_HEAD, True),
     _Rule("password", _URL_PASSWORD_WIDE, _url_password_wide_action, ("://",)),
     _Rule("password", _URL_PASSWORD, _url_password_action, ("://",)),
+    _Rule("password", _GO_DSN, _url_password_action, _GO_DSN_GATE),
     _Rule("password", _BASIC, _basic_action, ("basic",)),
     _Rule("password", _ENV_PASSWORD, _assigned_action, ("pass", "pwd", "_auth")),
     _Rule("password", _CLI_PASSWORD, _assigned_action, ("mysql", "mariadb", "sshpass")),
@@ -4114,6 +4160,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _USER_COLON_PASS, _user_pass_action, (":",)),
     # last: after every rule that may have replaced the password that is corrected
     _Rule("password", _CORRECTED, _corrected_action, after="password"),
+    _Rule("password", _CORRECTED, _decoded_action, ("解码", "解碼", "解出", "decod"), after="password"),
 )
 
 
