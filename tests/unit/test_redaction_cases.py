@@ -2382,8 +2382,16 @@ def test_the_command_line_rules_stay_linear_in_their_mentions(prefix: str, unit:
 
 FORM_CASES_17: list[tuple[str, str, tuple[str, ...]]] = [
     # Go's MySQL DSN, user:pass@protocol(address)/db, no scheme; the template stays
-    ("go-mysql-dsn", 'dsn := "svc_report:Wq8tNv3pLs@tcp(db-02.internal:3306)/metrics?parseTime=true"', ("Wq8tNv3pLs",)),
-    ("go-mysql-dsn", "连不上库，配置里写的 app:Hy6#rT@2k@unix(/run/mysqld/mysqld.sock)/orders", ("Hy6#rT@2k",)),
+    (
+        "go-mysql-dsn",
+        'dsn := "svc_report:Wq8tNv3pLs@tcp(db-02.internal:3306)/metrics?parseTime=true"',
+        ("Wq8tNv3pLs",),
+    ),
+    (
+        "go-mysql-dsn",
+        "连不上库，配置里写的 app:Hy6#rT@2k@unix(/run/mysqld/mysqld.sock)/orders",
+        ("Hy6#rT@2k",),
+    ),
     ("go-mysql-dsn", 'sql.Open("mysql", "user:password@tcp(127.0.0.1:3306)/dbname")', ()),
     ("go-mysql-dsn", "the format is user:pass@tcp(host:port)/db, see the driver README", ()),
     # an account pair whose generated password has no digit (and may start with a symbol)
@@ -2409,8 +2417,16 @@ FORM_CASES_17: list[tuple[str, str, tuple[str, ...]]] = [
         "data:\n  password: VHE4NHZMbTJ4Wg==\nwhich decodes to Tq84vLm2xZ as expected",
         ("VHE4NHZMbTJ4Wg==", "Tq84vLm2xZ"),
     ),
-    ("decoded-value-prose", "DB_PASSWORD: cjNrUTl2Wm0=\nbase64 解出来是 r3kQ9vZm，对吧", ("cjNrUTl2Wm0=", "r3kQ9vZm")),
-    ("decoded-value-prose", "password: aHVudGVyMg==\nthe file decodes to JSON without errors", ("aHVudGVyMg==",)),
+    (
+        "decoded-value-prose",
+        "DB_PASSWORD: cjNrUTl2Wm0=\nbase64 解出来是 r3kQ9vZm，对吧",
+        ("cjNrUTl2Wm0=", "r3kQ9vZm"),
+    ),
+    (
+        "decoded-value-prose",
+        "password: aHVudGVyMg==\nthe file decodes to JSON without errors",
+        ("aHVudGVyMg==",),
+    ),
     # a count of password events is no value
     ("password-event-count", "account frozen after 3 failed password attempts, reset by helpdesk", ()),
     ("password-event-count", "user jdoe had 12 password retries, then a lockout", ()),

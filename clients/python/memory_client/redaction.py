@@ -1603,7 +1603,8 @@ def _any_account_pair(m: re.Match[str], secret: str) -> tuple[str, int]:
         or text[m.start() + 1 : m.start() + 2] not in (" ", "\t")
         or _ANY_ACCOUNT_BEFORE.search(text, max(0, m.start() - 40), m.start()) is None
         or not (
-            (_strong_secret(secret, 8) and any(c in _STRONG_SYMBOLS for c in secret)) or _symbol_strong(secret)
+            (_strong_secret(secret, 8) and any(c in _STRONG_SYMBOLS for c in secret))
+            or _symbol_strong(secret)
         )
         or _EMAIL.fullmatch(secret)
         or _stand_in(secret)
