@@ -158,6 +158,12 @@ Built from the forms secrets are written in, not from examples (the table of cas
   a password of letters and digits ("demo account: demo@acme.io / huanglei1995"); kept: "read-only" after such a
   list, a version, date or phone number after an address. The command-line rules look for their flag within 600
   characters of the tool's name (linear in the number of mentions).
+* forms the seventeenth blind set showed: Go's MySQL DSN without a scheme (``user:pass@tcp(host:3306)/db``);
+  an account pair's generated password with no digit (``ops-admin / =c*UyJCIqF%bLV``); a parcel pickup code
+  (取件码, 取货码, 提货码, "pickup code", "parcel locker code"); a card in any grouping after its label (卡号是
+  622891-2219997332154: issuer and checksum decide); the decoded value of a replaced password told in prose
+  (解码后应该是 X, "decodes to X"); kept: the DSN template ``user:password@tcp(...)``, a dashed number without a
+  card's label, "decodes to JSON", a count of password events ("5 failed password attempts").
 
 Redaction is idempotent: a placeholder never completes a match (the rules that start at a placeholder, a CVV
 after a card, a key joined to a key or wrapped after it, a corrected password, run only once this call has
