@@ -402,6 +402,9 @@ HOLDOUT_PATHS = (
     # set 16: ordinary turns and notes, folded in after its first-sight score (100/112, 91/91); its forms in
     # FORM_CASES_16
     DATA / "redaction_holdout16.jsonl",
+    # set 17: ordinary turns and notes, folded in after its first-sight score (108/113, 91/92); its forms in
+    # FORM_CASES_17
+    DATA / "redaction_holdout17.jsonl",
 )
 
 
@@ -2374,4 +2377,93 @@ def test_the_command_line_rules_stay_linear_in_their_mentions(prefix: str, unit:
         return min(times)
 
     small, large = best(1000), best(4000)
+    assert large / small <= 8, (unit, small, large)
+
+
+FORM_CASES_17: list[tuple[str, str, tuple[str, ...]]] = [
+    # Go's MySQL DSN, user:pass@protocol(address)/db, no scheme; the template stays
+    (
+        "go-mysql-dsn",
+        'dsn := "svc_report:Wq8tNv3pLs@tcp(db-02.internal:3306)/metrics?parseTime=true"',
+        ("Wq8tNv3pLs",),
+    ),
+    (
+        "go-mysql-dsn",
+        "连不上库，配置里写的 app:Hy6#rT@2k@unix(/run/mysqld/mysqld.sock)/orders",
+        ("Hy6#rT@2k",),
+    ),
+    ("go-mysql-dsn", 'sql.Open("mysql", "user:password@tcp(127.0.0.1:3306)/dbname")', ()),
+    ("go-mysql-dsn", "the format is user:pass@tcp(host:port)/db, see the driver README", ()),
+    # an account pair whose generated password has no digit (and may start with a symbol)
+    ("pw-pair-no-digit", "grafana creds till Monday: night-ops / %Kd&uWq=ZrTb", ("%Kd&uWq=ZrTb",)),
+    ("pw-pair-no-digit", "登录账号 build-bot / +mQe*XvLa!Hp，别外传", ("+mQe*XvLa!Hp",)),
+    ("pw-pair-no-digit", "sign in to the wiki: R&D / Q&A pages", ()),
+    # a parcel pickup code opens its locker
+    ("parcel-pickup-code", "丰巢取件码 735102，放在二号柜，你顺路拿一下", ("735102",)),
+    ("parcel-pickup-code", "驿站提货码是8841，晚上九点前", ("8841",)),
+    ("parcel-pickup-code", "your parcel locker code is 60927, valid for 48 hours", ("60927",)),
+    ("parcel-pickup-code", "pickup code: 3315 at the front desk", ("3315",)),
+    ("parcel-pickup-code", "取件码是 6 位数字，短信里会发", ()),
+    ("parcel-pickup-code", "取件码发到尾号 7720 的手机上了", ()),
+    # any grouping of a card after its label: issuer and checksum decide
+    ("card-any-grouping", "工资卡卡号：6217 003812045573，发工资用这个", ("6217 003812045573",)),
+    ("card-any-grouping", "card number is 520498-7133046178, exp 09/28", ("520498-7133046178",)),
+    ("card-any-grouping", "储蓄卡 62284803-1627579040 收款", ("62284803-1627579040",)),
+    ("card-any-grouping", "order no. 520498-7133046178 shipped", ()),
+    ("card-any-grouping", "卡号是 6217-0038-1204-5574 吗？好像输错了", ()),
+    # the decoded value of a password told in prose right after it
+    (
+        "decoded-value-prose",
+        "data:\n  password: VHE4NHZMbTJ4Wg==\nwhich decodes to Tq84vLm2xZ as expected",
+        ("VHE4NHZMbTJ4Wg==", "Tq84vLm2xZ"),
+    ),
+    (
+        "decoded-value-prose",
+        "DB_PASSWORD: cjNrUTl2Wm0=\nbase64 解出来是 r3kQ9vZm，对吧",
+        ("cjNrUTl2Wm0=", "r3kQ9vZm"),
+    ),
+    (
+        "decoded-value-prose",
+        "password: aHVudGVyMg==\nthe file decodes to JSON without errors",
+        ("aHVudGVyMg==",),
+    ),
+    # a count of password events is no value
+    ("password-event-count", "account frozen after 3 failed password attempts, reset by helpdesk", ()),
+    ("password-event-count", "user jdoe had 12 password retries, then a lockout", ()),
+    ("password-event-count", "the username field is fine; 4 password failures today", ()),
+]
+
+
+@pytest.mark.parametrize(
+    ("form", "text", "secrets"), FORM_CASES_17, ids=[f"{c[0]}-{i}" for i, c in enumerate(FORM_CASES_17)]
+)
+def test_a_form_added_for_the_seventeenth_holdout_set(form: str, text: str, secrets: tuple[str, ...]) -> None:
+    test_a_form_added_for_the_fourth_holdout_set(form, text, secrets)
+
+
+# The seventeenth set's new rules scan from a run's start with a bounded reach (the Go DSN), read a label's few
+# characters before a digit run (cards), or read the line after a mark (decoded values): four times the input
+# costs about four times the time.
+@pytest.mark.parametrize(
+    "unit",
+    [
+        "a:b:c:d@tcp ",
+        "x" * 40 + ":" + "y" * 40 + "@udp ",
+        "卡号 1234-5 ",
+        "password: aGVsbG8= decodes to ",
+        "取件码 12 ",
+        "u / =aB*cD ",
+    ],
+)
+def test_the_seventeenth_sets_rules_stay_linear(unit: str) -> None:
+    def best(n: int) -> float:
+        text = unit * n
+        times = []
+        for _ in range(2):
+            started = time.perf_counter()
+            redact(text)
+            times.append(time.perf_counter() - started)
+        return min(times)
+
+    small, large = best(500), best(2000)
     assert large / small <= 8, (unit, small, large)

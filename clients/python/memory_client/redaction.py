@@ -158,6 +158,12 @@ Built from the forms secrets are written in, not from examples (the table of cas
   a password of letters and digits ("demo account: demo@acme.io / huanglei1995"); kept: "read-only" after such a
   list, a version, date or phone number after an address. The command-line rules look for their flag within 600
   characters of the tool's name (linear in the number of mentions).
+* forms the seventeenth blind set showed: Go's MySQL DSN without a scheme (``user:pass@tcp(host:3306)/db``);
+  an account pair's generated password with no digit (``ops-admin / =c*UyJCIqF%bLV``); a parcel pickup code
+  (取件码, 取货码, 提货码, "pickup code", "parcel locker code"); a card in any grouping after its label (卡号是
+  622891-2219997332154: issuer and checksum decide); the decoded value of a replaced password told in prose
+  (解码后应该是 X, "decodes to X"); kept: the DSN template ``user:password@tcp(...)``, a dashed number without a
+  card's label, "decodes to JSON", a count of password events ("5 failed password attempts").
 
 Redaction is idempotent: a placeholder never completes a match (the rules that start at a placeholder, a CVV
 after a card, a key joined to a key or wrapped after it, a corrected password, run only once this call has
@@ -277,15 +283,24 @@ _DIGIT_RUN = re.compile(
 _GROUP = re.compile(r"[0-9]+")
 
 
-def _card_end(run: str, groups: list[tuple[int, int]], i: int) -> int | None:
+# After a card number's label ("卡号是622891-2219997332154", "card no. 4111 11 1111111111"), any grouping: the label
+# says a card is written, and the issuer prefix and the checksum decide (set 17's h17-148, 6-13 with one dash).
+_CARD_LABEL_BEFORE = re.compile(
+    r"(?:卡号|卡號|银行卡|銀行卡|信用卡|借记卡|借記卡|储蓄卡|儲蓄卡|(?<![A-Za-z])card(?:[ \t]*(?:number|num|no\.?|#))?)"
+    r"[ \t]*(?:[:：=#]|(?:是|为|為)|(?<![A-Za-z])is(?![A-Za-z]))?[ \t]*\Z",
+    re.IGNORECASE,
+)
+
+
+def _card_end(run: str, groups: list[tuple[int, int]], i: int, loose: bool = False) -> int | None:
     """Index of the last group of the longest card starting at group ``i``, or None."""
     if run[groups[i][0]] not in "23456":  # no issuer prefix starts with 0, 1, 7, 8 or 9
         return None
     best, digits = None, ""
     for j in range(i, len(groups)):
         s, e = groups[j]
-        # Grouped cards use groups of 3-7 digits (4-4-4-4, 4-6-5, 4-4-4-4-3).
-        if j > i and not (3 <= e - s <= 7 and 3 <= groups[i][1] - groups[i][0] <= 7):
+        # Grouped cards use groups of 3-7 digits (4-4-4-4, 4-6-5, 4-4-4-4-3); after a card's label, any.
+        if j > i and not loose and not (3 <= e - s <= 7 and 3 <= groups[i][1] - groups[i][0] <= 7):
             break
         digits += run[s:e]
         if len(digits) > 19:
@@ -300,10 +315,11 @@ def _card_action(m: re.Match[str]) -> tuple[str, int]:
     if len(run) - run.count(" ") - run.count("-") < 13:  # most runs are dates, prices, counts
         return run, 0
     groups = [g.span() for g in _GROUP.finditer(run)]
+    loose = _CARD_LABEL_BEFORE.search(m.string, max(0, m.start() - 24), m.start()) is not None
     # A run may hold a card next to other numbers ("qty 2 4111 1111 1111 1111"): try every start group.
     out, last, i, found = [], 0, 0, 0
     while i < len(groups):
-        j = _card_end(run, groups, i)
+        j = _card_end(run, groups, i, loose and i == 0)
         if j is None:
             i += 1
             continue
@@ -651,6 +667,17 @@ _URL_PASSWORD_WIDE = re.compile(
     r"://(?P<user>[^\s:/?#@\[\]]{1,64}):(?P<v>(?!\[REDACTED:)[^\s]{1,128}?)"
     r"@(?=(?:(?:[A-Za-z0-9-]{1,63}\.)+[A-Za-z0-9-]{1,63}|localhost)(?::[0-9]{1,5})?(?:[/?\s),;'\"\]]|\Z))"
 )
+# Go's MySQL driver writes its DSN without a scheme, `user:pass@protocol(address)/db` (set 17's h17-072
+# "root:D2wS3Z5l93b7@tcp(10.0.3.7:3306)/shop"): a user, a colon, the password (`@` allowed) up to the `@` of the
+# protocol (tcp, tcp4, tcp6, udp, unix) and its parenthesised address. The template `user:password@tcp(...)` is
+# kept, as for URLs. The start is a run's first character and the reach is bounded: linear.
+_GO_DSN = re.compile(
+    r"(?<![\w.%+:/@\[-])(?P<user>[A-Za-z0-9_.+-]{1,64}):(?P<v>(?!\[REDACTED:)[^\s/]{1,128}?)"
+    r"(?=@(?:tcp[46]?|udp|unix)\()",
+    re.IGNORECASE,
+)
+_GO_DSN_GATE = ("@tcp", "@udp(", "@unix(")
+
 _URL_PORT_START = re.compile(r"[0-9]{1,5}(?:[/?#]|\Z)")
 
 
@@ -779,7 +806,10 @@ _NOT_A_PASSWORD_WORDS = """
     periodically regularly immediately only later emailed mailed texted logged cached transmitted once
     twice again pairs myself yourself himself herself itself oneself ourselves yourselves themselves themself
     whoever whatever
+    attempt attempts tries retries retry failures failure lockout lockouts resets changes
 """
+# (the last line: what happens to a password, counted in prose: "locked out after 5 failed password attempts",
+# "3 password retries left", "password resets this week": a count of events, no value)
 _NOT_A_PASSWORD = frozenset(_NOT_A_PASSWORD_WORDS.split())
 _PW_TRAILING = ".,;:)]}>'\"。，；：！？）」』】”’\\"  # not ! or ?: often part of the password
 # Values that stand for a secret without being one: masks, template slots, env references, "n/a".
@@ -1557,6 +1587,18 @@ def _email_account_pair(m: re.Match[str], secret: str) -> bool:
     )
 
 
+# ... or a generated password with no digit at all (set 17's h17-131 "ops-admin / =c*UyJCIqF%bLV", which may also
+# start with `=`): 10+ characters, both cases with a capital inside, and two or more of `!#$%&*+=?@^~`. A word
+# pair, a path or a product name has no such mix ("iOS / macOS", "R&D / Q&A").
+def _symbol_strong(secret: str) -> bool:
+    return (
+        len(secret) >= 10
+        and sum(c in _STRONG_SYMBOLS for c in secret) >= 2
+        and any(c.islower() for c in secret)
+        and any(a.islower() and b.isupper() for a, b in itertools.pairwise(secret))
+    )
+
+
 def _any_account_pair(m: re.Match[str], secret: str) -> tuple[str, int]:
     text = m.string
     if secret and _email_account_pair(m, secret):
@@ -1566,8 +1608,10 @@ def _any_account_pair(m: re.Match[str], secret: str) -> tuple[str, int]:
         not secret
         or text[m.start() + 1 : m.start() + 2] not in (" ", "\t")
         or _ANY_ACCOUNT_BEFORE.search(text, max(0, m.start() - 40), m.start()) is None
-        or not _strong_secret(secret, 8)
-        or not any(c in _STRONG_SYMBOLS for c in secret)
+        or not (
+            (_strong_secret(secret, 8) and any(c in _STRONG_SYMBOLS for c in secret))
+            or _symbol_strong(secret)
+        )
         or _EMAIL.fullmatch(secret)
         or _stand_in(secret)
         or text.startswith(_MARK, m.end())
@@ -2680,6 +2724,11 @@ _PIN_LABEL = (
     r"(?:[ \t]+(?:number|no\.?))?"
     r"|(?<![A-Za-z])(?:entry|atm)[ \t]+(?:code|pin|combo|combination)(?:[ \t]+(?:number|no\.?))?"
     r"|(?<![A-Za-z])pin(?:[ \t]+(?:code|number|no\.?))?"
+    # a parcel's pickup code, which opens its locker (set 17's h17-136 "快递柜取件码6048"): 取件码, 取货码, 提货码,
+    # 快递柜密码, "pickup code", "parcel locker code", "package pick-up PIN"
+    r"|(?:取件|取貨|取货|提货|提貨)(?:码|碼|密码|密碼)|(?:快递柜|快遞櫃)(?:密码|密碼|码|碼)"
+    r"|(?<![A-Za-z])pick[ \t-]?up[ \t]+(?:code|pin|passcode)(?:[ \t]+(?:number|no\.?))?"
+    r"|(?<![A-Za-z])(?:parcel|package)[ \t]+(?:locker[ \t]+)?(?:code|pin)"
     # a device's lock screen ("我手机锁屏是5338", "解锁密码 0412", "lock screen passcode is 2580", "unlock PIN: 1397")
     r"|(?:手机|电脑|平板|手機|電腦)?(?:锁屏|鎖屏|解锁|解鎖|开机|開機|屏幕|螢幕)(?:密码|密碼|码|碼)?"
     r"|(?<![A-Za-z])(?:lock[ \t-]?screen|screen[ \t-]?lock|unlock)[ \t]+(?:code|passcode|pin))(?![A-Za-z])"
@@ -2699,6 +2748,7 @@ _PIN_CODE = re.compile(
 _PIN_CODE_GATE = (
     "门禁", "密码", "取款", "取钱", "柜员机", "atm", "刷卡", "付款", "支付", "开门", "code", "pin", "combo",
     "combination", "锁屏", "鎖屏", "解锁", "解鎖", "开机", "開機", "屏幕", "螢幕", "unlock",
+    "取件", "取货", "取貨", "提货", "提貨", "快递柜", "快遞櫃",
 )  # fmt: skip
 
 
@@ -2957,6 +3007,40 @@ def _corrected_action(m: re.Match[str]) -> tuple[str, int]:
         ):
             continue
         if not (secret.isdigit() and len(secret) >= 4) and not (len(secret) >= 4 and _pw_shaped(secret)):
+            continue
+        at = v.start("v") + len(_MARK) + len("password]")
+        whole = m.group()
+        return whole[:at] + _tag("password") + whole[at + len(secret) :], 1
+    return m.group(), 0
+
+
+# The decoded value of a password replaced just before, told in prose (set 17's h17-149: a k8s Secret's
+# `password: <base64>`, then "解码后应该是 eow5K8ZaqI_Y"; "which decodes to X", "decoded: X", "base64 解出来是 X"):
+# within the line after the mark and the next, a word of decoding, a verb or colon, then the value, which must
+# look like a password (no word of prose, no stand-in, no date).
+_DECODED_VALUE = re.compile(
+    r"(?:解码|解碼|解出来|解出來|(?<![A-Za-z])decod(?:es|ed|ing)(?![A-Za-z]))"
+    r"(?:后|後|出来|出來|之后|之後)?[ \t]*(?:的?(?:值|密码|密碼|结果|結果|明文))?[ \t]*"
+    r"(?:(?:应该|應該|应|應|就|其实)?(?:是|为|為)|[:：=]|(?<![A-Za-z])(?:(?:back[ \t]+)?to|is|as|should[ \t]+be)"
+    r"(?![A-Za-z]))"
+    r"[ \t]*[:：]?[ \t]*[\"'`“‘]?(?P<v>[\x21-\x7e]{6,64})(?![\x21-\x7e])",
+    _I,
+)
+
+
+def _decoded_action(m: re.Match[str]) -> tuple[str, int]:
+    body = m.group("body")
+    if _MARK in body:
+        return m.group(), 0
+    for v in _DECODED_VALUE.finditer(body):
+        secret = v.group("v").rstrip(_PW_TRAILING)
+        if (
+            len(secret) < 6
+            or not _pw_shaped(secret)
+            or _stand_in(secret)
+            or secret.lower() in _NOT_A_PASSWORD
+            or _DATE_OR_TIME.fullmatch(secret)
+        ):
             continue
         at = v.start("v") + len(_MARK) + len("password]")
         whole = m.group()
@@ -3961,6 +4045,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("api_key", _HEX_GROUPED, _hex_groups_action, _KEY_GATE, _HEX_HEAD, True),
     _Rule("password", _URL_PASSWORD_WIDE, _url_password_wide_action, ("://",)),
     _Rule("password", _URL_PASSWORD, _url_password_action, ("://",)),
+    _Rule("password", _GO_DSN, _url_password_action, _GO_DSN_GATE),
     _Rule("password", _BASIC, _basic_action, ("basic",)),
     _Rule("password", _ENV_PASSWORD, _assigned_action, ("pass", "pwd", "_auth")),
     _Rule("password", _CLI_PASSWORD, _assigned_action, ("mysql", "mariadb", "sshpass")),
@@ -4082,6 +4167,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _USER_COLON_PASS, _user_pass_action, (":",)),
     # last: after every rule that may have replaced the password that is corrected
     _Rule("password", _CORRECTED, _corrected_action, after="password"),
+    _Rule("password", _CORRECTED, _decoded_action, ("解码", "解碼", "解出", "decod"), after="password"),
 )
 
 
