@@ -998,6 +998,23 @@ def _plain_word(s: str) -> bool:
     return s.replace("-", "").isalpha() and s.isascii()
 
 
+# An SSH public key's algorithm name or base64 body (set 18: "deploy keys：ssh-ed25519 AAAAC3Nza... deploy@ci"):
+# public by design, never a value.
+_SSH_PUBLIC = re.compile(
+    r"(?:ssh-(?:rsa|dss|ed25519|ed448)|ecdsa-sha2-nistp[0-9]{3}|sk-(?:ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com)"
+    r"(?![A-Za-z0-9-])|AAAA(?:B3NzaC1|C3NzaC1|E2VjZHNh)"
+)
+# A parenthesised status word after a label ends its reach (set 18: "reset the shared admin password (done) - Tom
+# to enable 2FA"): the label's item is closed, what follows is the next item.
+_STATUS_PAREN = re.compile(
+    r"[(（][ \t]*(?:done|todo|to[ \t]-?do|wip|pending|ok|fixed|resolved|complete[d]?|finished|in[ \t]+progress|tbd"
+    r"|n/a|blocked|已完成|完成|已处理|待办|进行中)[ \t]*[)）]",
+    _I,
+)
+# A number followed by 次 / 回 / 遍 / times is a count (set 18: "连续输错密码5次"), as "5 failed attempts" is.
+_COUNT_AFTER = re.compile(r"[ \t]*(?:次|回|遍|times?(?![A-Za-z]))", _I)
+
+
 def _labelled_value(m: re.Match[str], *, generated: bool) -> tuple[int, int] | None:
     """The span of the secret in a labelled match, or None when the value is no secret.
 
@@ -1028,6 +1045,12 @@ def _labelled_value(m: re.Match[str], *, generated: bool) -> tuple[int, int] | N
         or _example_default(text, secret)
         or _ANGLE_SLOT.match(text, v0) is not None
     ):
+        return None
+    if _SSH_PUBLIC.match(text, v0) is not None:
+        return None
+    if _STATUS_PAREN.search(text, m.end("label"), v0) is not None:
+        return None
+    if secret.isdigit() and _COUNT_AFTER.match(text, v1) is not None:
         return None
     if len(secret) == 1 and text[v1:].lstrip(" \t").startswith(_MARK):
         return None  # Cisco's `password 0 <value>`: the 0 is the type, the value is already replaced
@@ -2726,8 +2749,10 @@ _PIN_LABEL = (
     r"|(?<![A-Za-z])pin(?:[ \t]+(?:code|number|no\.?))?"
     # a parcel's pickup code, which opens its locker (set 17's h17-136 "快递柜取件码6048"): 取件码, 取货码, 提货码,
     # 快递柜密码, "pickup code", "parcel locker code", "package pick-up PIN"
-    r"|(?:取件|取貨|取货|提货|提貨)(?:码|碼|密码|密碼)|(?:快递柜|快遞櫃)(?:密码|密碼|码|碼)"
-    r"|(?<![A-Za-z])pick[ \t-]?up[ \t]+(?:code|pin|passcode)(?:[ \t]+(?:number|no\.?))?"
+    # (set 18: a meal's 取餐码 likewise, and a 驿站 shelf code "29-6-5155", digit groups joined by dashes, read
+    # only after a pickup label: group `pick`)
+    r"|(?P<pick>(?:取件|取貨|取货|提货|提貨|取餐)(?:码|碼|號|号|密码|密碼)|(?:快递柜|快遞櫃)(?:密码|密碼|码|碼)"
+    r"|(?<![A-Za-z])pick[ \t-]?up[ \t]+(?:code|pin|passcode)(?:[ \t]+(?:number|no\.?))?)"
     r"|(?<![A-Za-z])(?:parcel|package)[ \t]+(?:locker[ \t]+)?(?:code|pin)"
     # a device's lock screen ("我手机锁屏是5338", "解锁密码 0412", "lock screen passcode is 2580", "unlock PIN: 1397")
     r"|(?:手机|电脑|平板|手機|電腦)?(?:锁屏|鎖屏|解锁|解鎖|开机|開機|屏幕|螢幕)(?:密码|密碼|码|碼)?"
@@ -2738,7 +2763,7 @@ _PIN_CODE = re.compile(
     r"(?P<lead>" + _PIN_LABEL + r"(?:[ \t]+(?:is|was|are)(?:[ \t]+(?:still|now))?(?![A-Za-z])"
     r"|[ \t]*(?:[:：=#]|(?:就|也)?(?:是|为|為)[ \t]*[:：]?))?[ \t]*)"
     # 4 to 8 digits; a lock's combination also as numbers joined by dashes ("combination is 3-14-27")
-    r"(?P<v>(?<![0-9])(?:[0-9]{4,8}|(?P<dial>[0-9]{1,2}(?:-[0-9]{1,2}){2,3})))"
+    r"(?P<v>(?<![0-9])(?:[0-9]{4,8}|(?P<dial>[0-9]{1,2}(?:-[0-9]{1,2}){2,3})|(?P<shelf>[0-9]{1,3}(?:-[0-9]{1,4}){1,3})))"
     r"(?![0-9A-Za-z]|-[0-9]|[ \t]*(?:digits?|numbers?|characters?|chars?|位|个|年|秒|分钟|小时|天|次))",
     _I,
 )
@@ -2748,7 +2773,7 @@ _PIN_CODE = re.compile(
 _PIN_CODE_GATE = (
     "门禁", "密码", "取款", "取钱", "柜员机", "atm", "刷卡", "付款", "支付", "开门", "code", "pin", "combo",
     "combination", "锁屏", "鎖屏", "解锁", "解鎖", "开机", "開機", "屏幕", "螢幕", "unlock",
-    "取件", "取货", "取貨", "提货", "提貨", "快递柜", "快遞櫃",
+    "取件", "取货", "取貨", "提货", "提貨", "快递柜", "快遞櫃", "取餐",
 )  # fmt: skip
 
 
@@ -2756,10 +2781,12 @@ def _pin_action(m: re.Match[str]) -> tuple[str, int]:
     word = m.start("word")
     if word != -1 and _OTHER_CODE.search(m.string, max(0, word - 24), word) is not None:
         return m.group(), 0  # "the gate's error code 4012"
-    if m.group("dial") is not None and (
+    if m.group("dial") is not None and m.group("pick") is None and (
         word == -1 or m.group("word").lower() not in ("combo", "combination")
     ):
         return m.group(), 0  # dashed numbers only as a lock's combination (not a date after "pin")
+    if m.group("shelf") is not None and m.group("pick") is None:
+        return m.group(), 0  # a shelf code's dashed groups only after a pickup label
     return _swap_value("password")(m)
 
 
