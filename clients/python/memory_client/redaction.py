@@ -1360,10 +1360,13 @@ def _conf_prose_action(m: re.Match[str]) -> tuple[str, int]:
 # `net user bob x /add`. A crypt hash (`$6$...`, `chpasswd -e`) and cloud-init's `RANDOM` are kept.
 _STDIN_ARG = r"'[^'\n]{1,300}'|\"[^\"\n]{1,300}\"|[^\s|;&'\"]{1,300}"
 _STDIN_TOOL = r"chpasswd|passwd|smbpasswd|htpasswd|saslpasswd2|vncpasswd|pure-pw"
-_STDIN_NEEDS = re.compile(r"passwd|pure-pw|net[ \t]+user")
+# (set 18: any command that reads its password from stdin, `echo X | docker login -u bot --password-stdin`,
+# helm / podman / oras registry login likewise)
+_STDIN_ANY = r"|[\w.-]+(?:[ \t]+[^\s|;&]+){0,12}?[ \t]+--password-stdin"
+_STDIN_NEEDS = re.compile(r"passwd|pure-pw|net[ \t]+user|password-stdin")
 _STDIN_PASSWORD = re.compile(
     r"(?<![\w-])(?:echo|printf)(?:[ \t]+-[A-Za-z]+)*[ \t]+(?P<arg>" + _STDIN_ARG + r")"
-    r"(?=[ \t]*\|[ \t]*(?:sudo[ \t]+(?:-\S+[ \t]+)*)?(?P<tool>" + _STDIN_TOOL + r")(?![\w-]))"
+    r"(?=[ \t]*\|[ \t]*(?:sudo[ \t]+(?:-\S+[ \t]+)*)?(?P<tool>" + _STDIN_TOOL + _STDIN_ANY + r")(?![\w-]))"
     r"|(?<![\w-])(?P<tool2>chpasswd)(?:[ \t]+-\S+)*[ \t]*<<<[ \t]*(?P<arg2>" + _STDIN_ARG + r")"
     r"|(?<![\w-])(?P<tool3>chpasswd)(?:[ \t]*:[ \t]*(?:\r?\n[ \t]*list[ \t]*:[ \t]*[|>]?-?)?|(?:[ \t]+-\S+)*[ \t]*"
     r"<<-?[ \t]*['\"]?\w+['\"]?)[ \t]*"
@@ -1436,7 +1439,7 @@ def _stdin_action(m: re.Match[str]) -> tuple[str, int]:
 
 # The rules above share one gate: one search of the text for all their words instead of four (they rarely
 # match, and a gate search is most of what a rule that does not match costs).
-_TOOL_GATE = _CLI_FLAG_GATE + _CLI_USER_GATE + _CONF_GATE + ("passwd", "pure-pw", "net user")
+_TOOL_GATE = _CLI_FLAG_GATE + _CLI_USER_GATE + _CONF_GATE + ("passwd", "pure-pw", "net user", "password-stdin")
 
 
 def _assigned_action(m: re.Match[str]) -> tuple[str, int]:
@@ -2118,6 +2121,21 @@ def _codes_action(m: re.Match[str]) -> tuple[str, int]:
     if not found:
         return m.group(), 0
     return m.group("label") + new_head + "".join(out) + listed[end:], found
+
+
+# A Wi-Fi QR code's payload (set 18: "WIFI:T:WPA;S:Office-5G;P:IojWKaSm#3cB;;"): the `P:` field is the network's
+# password, whatever fields come before it (T, S, H, with `\;` escapes); `nopass` and empty fields stay.
+_WIFI_QR = re.compile(
+    r"(?<![A-Za-z])WIFI:(?:[A-Z]{1,2}:(?:\\.|[^;\\\n]){0,64};){0,6}?P:"
+    r"(?P<v>(?!\[REDACTED:)(?:\\.|[^;\\\n\s]){1,63})(?=;|\s|\Z)",
+    _I,
+)
+
+
+def _wifi_qr_action(m: re.Match[str]) -> tuple[str, int]:
+    if m.group("v").lower() == "nopass" or _stand_in(m.group("v")):
+        return m.group(), 0
+    return _swap_value("password")(m)
 
 
 def _swap_value(kind: str) -> _Action:
@@ -4121,6 +4139,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _PW_BEFORE, _pw_before_action, _PW_BEFORE_GATE, None, True),
     _Rule("password", _FOREIGN_PW, _foreign_pw_action, _FOREIGN_PW_GATE, _FOREIGN_PW_HEAD, True),
     _Rule("password", _PIN_CODE, _pin_action, _PIN_CODE_GATE, _PIN_HEAD, True),
+    _Rule("password", _WIFI_QR, _wifi_qr_action, ("wifi:",)),
     _Rule("password", _OTP, _otp_action, _OTP_GATE, _OTP_HEAD, True),
     _Rule("password", _OTP_FIRST, _otp_first_action, _OTP_GATE, None, True),
     _Rule("password", _WIFI_KEY, _wifi_key_action, _WIFI_GATE, _WIFI_HEAD, True, _WIFI_CONTEXT),
