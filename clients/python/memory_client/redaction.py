@@ -736,10 +736,11 @@ _HEAD_PRIVATE = r"(?P<ph>private[ _-]?key)(?![A-Za-z0-9_])|(?P<pz>私钥|私鑰)
 # "SK 明文 = ...", "密码明文：...".
 _ZH_SUFFIX = r"(?:[ \t]*(?:密文|明文|原文|值|字符串|内容))?"
 # (a prompt shows the current value in square brackets before its colon: aws configure's `AWS Secret Access Key
-# [None]: ...`, `Enter password [****]: ...`; a relative clause may stand between a label and its verb: "the PIN
+# [None]: ...`, `Enter password [****]: ...`; a host with its port in the qualifier, set 18's "the app password for
+# smtp.gmail.com:587 is X", is no colon connector; a relative clause may stand between a label and its verb: "the PIN
 # I told you last week was ...", "the password we set yesterday is ...", up to five words after the pronoun)
 _QUALIFIER = (
-    r"(?:[ \t]+(?:for|to|of|on|at)(?:[ \t]+[\w@.'-]+){1,4}?"
+    r"(?:[ \t]+(?:for|to|of|on|at)(?:[ \t]+[\w@.'-]+(?::[0-9]{1,5}(?![\w]))?){1,4}?"
     r"|[ \t]+(?:that[ \t]+|which[ \t]+)?(?:I|we|you|he|she|they)(?:[ \t]+[\w'-]+){1,5}?(?=[ \t]+(?:is|was)[ \t]))?"
     r"(?:[ \t]*[(（][^()（）\n]{1,24}[)）]|[ \t]*\[(?!REDACTED:)[^\[\]\n]{1,24}\])?" + _ZH_SUFFIX
 )
@@ -1012,6 +1013,7 @@ _STATUS_PAREN = re.compile(
     _I,
 )
 # A number followed by 次 / 回 / 遍 / times is a count (set 18: "连续输错密码5次"), as "5 failed attempts" is.
+_HOST_QUALIFIER = re.compile(r"[ \t]+(?:for|to|of|on|at)[ \t]+[^\s:]*[.\w][ \t]*:\Z", _I)
 _COUNT_AFTER = re.compile(r"[ \t]*(?:次|回|遍|times?(?![A-Za-z]))", _I)
 
 
@@ -1051,6 +1053,16 @@ def _labelled_value(m: re.Match[str], *, generated: bool) -> tuple[int, int] | N
     if _STATUS_PAREN.search(text, m.end("label"), v0) is not None:
         return None
     if secret.isdigit() and _COUNT_AFTER.match(text, v1) is not None:
+        return None
+    # "the app password for smtp.gmail.com:587 is X": a port after a qualifier's host, its colon no connector
+    if (
+        secret.isdigit()
+        and len(secret) <= 5
+        and text[v0 - 1 : v0] == ":"
+        and text[v0 - 2 : v0 - 1].isalnum()
+        and m.group("strong") is not None
+        and _HOST_QUALIFIER.match(m.group("strong")) is not None
+    ):
         return None
     if len(secret) == 1 and text[v1:].lstrip(" \t").startswith(_MARK):
         return None  # Cisco's `password 0 <value>`: the 0 is the type, the value is already replaced
