@@ -2144,6 +2144,31 @@ _WIFI_QR = re.compile(
 )
 
 
+# A command that prints a secret, its output the next line's lone token (set 18: "kubectl get secret db-creds -o
+# jsonpath='{.data.password}' | base64 -d" then the password alone on the next line). The commands: base64 -d /
+# --decode of a secret's data (the line names a secret, password, token, key or credential), `pass show` /
+# `gopass show`, `vault kv get -field=...` / `vault read -field=...`, `aws secretsmanager get-secret-value`,
+# 1Password's `op read`. The token must look like a password (`_pw_shaped`); a prompt, an error or a word stays.
+_PRINTED_BY = re.compile(
+    r"(?m)^(?P<cmd>[^\n]{0,300}?(?:\|[ \t]*base64[ \t]+(?:-d|--decode|-D)(?![\w-])"
+    r"|(?<![\w-])(?:go)?pass[ \t]+show[ \t]+[^\s|]+"
+    r"|(?<![\w-])vault[ \t]+(?:kv[ \t]+get|read)[ \t]+-field="
+    r"|(?<![\w-])aws[ \t]+secretsmanager[ \t]+get-secret-value(?![\w-])"
+    r"|(?<![\w-])op[ \t]+read[ \t]+op://))[^\n]{0,300}\r?\n[ \t]*"
+    r"(?P<v>(?!\[REDACTED:)[^\s$#>{\[\"'][\x21-\x7e]{5,127})[ \t]*(?=\r?\n|\Z)"
+)
+_PRINTED_SECRET_WORD = re.compile(r"secret|passw|pwd|token|key|credential|auth", _I)
+
+
+def _printed_action(m: re.Match[str]) -> tuple[str, int]:
+    cmd, value = m.group("cmd"), m.group("v")
+    if "base64" in cmd and _PRINTED_SECRET_WORD.search(cmd) is None:
+        return m.group(), 0
+    if not _pw_shaped(value) or _stand_in(value) or value.lower() in _NOT_A_PASSWORD:
+        return m.group(), 0
+    return _swap_value("password")(m)
+
+
 def _wifi_qr_action(m: re.Match[str]) -> tuple[str, int]:
     if m.group("v").lower() == "nopass" or _stand_in(m.group("v")):
         return m.group(), 0
@@ -4152,6 +4177,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _FOREIGN_PW, _foreign_pw_action, _FOREIGN_PW_GATE, _FOREIGN_PW_HEAD, True),
     _Rule("password", _PIN_CODE, _pin_action, _PIN_CODE_GATE, _PIN_HEAD, True),
     _Rule("password", _WIFI_QR, _wifi_qr_action, ("wifi:",)),
+    _Rule("password", _PRINTED_BY, _printed_action, ("base64", "pass show", "vault", "secretsmanager", "op read")),
     _Rule("password", _OTP, _otp_action, _OTP_GATE, _OTP_HEAD, True),
     _Rule("password", _OTP_FIRST, _otp_first_action, _OTP_GATE, None, True),
     _Rule("password", _WIFI_KEY, _wifi_key_action, _WIFI_GATE, _WIFI_HEAD, True, _WIFI_CONTEXT),
