@@ -405,6 +405,9 @@ HOLDOUT_PATHS = (
     # set 17: ordinary turns and notes, folded in after its first-sight score (108/113, 91/92); its forms in
     # FORM_CASES_17
     DATA / "redaction_holdout17.jsonl",
+    # set 18: ordinary turns and notes, folded in after its first-sight score (107/113, 97/100); its forms in
+    # FORM_CASES_18
+    DATA / "redaction_holdout18.jsonl",
 )
 
 
@@ -2456,6 +2459,99 @@ def test_a_form_added_for_the_seventeenth_holdout_set(form: str, text: str, secr
     ],
 )
 def test_the_seventeenth_sets_rules_stay_linear(unit: str) -> None:
+    def best(n: int) -> float:
+        text = unit * n
+        times = []
+        for _ in range(2):
+            started = time.perf_counter()
+            redact(text)
+            times.append(time.perf_counter() - started)
+        return min(times)
+
+    small, large = best(500), best(2000)
+    assert large / small <= 8, (unit, small, large)
+
+
+# The eighteenth set (107/113, 97/100 at first sight: a password printed by `kubectl ... | base64 -d` on the next
+# line, a Wi-Fi QR payload's P: field, pickup codes 取餐码 and a 驿站 shelf code, a password piped into
+# --password-stdin, an app password "for <host:port> is"; broken: an SSH public key after "deploy keys：", a
+# parenthesised status word then a list dash, a count "5次"). New made-up values.
+FORM_CASES_18: list[tuple[str, str, tuple[str, ...]]] = [
+    # a command that prints a secret: the next line's lone token is its output
+    (
+        "printed-by-command",
+        "kubectl -n prod get secret api-keys -o jsonpath='{.data.token}' | base64 --decode\nVb3_kPq9=Lm2Rw\nstill 401",
+        ("Vb3_kPq9=Lm2Rw",),
+    ),
+    ("printed-by-command", "$ pass show infra/grafana-admin\nGr4f#na_Olw7\n怎么改掉它", ("Gr4f#na_Olw7",)),
+    ("printed-by-command", "vault kv get -field=db_pass kv/app\nHx8!tYq2Zw", ("Hx8!tYq2Zw",)),
+    ("printed-by-command", "echo aGVsbG8gd29ybGQ= | base64 -d\nhello world", ()),
+    ("printed-by-command", "kubectl get secret tls -o yaml | base64 -d\nerror: illegal base64 data", ()),
+    # a Wi-Fi QR payload: the P: field
+    ("wifi-qr-payload", "QR says WIFI:S:Guest-Lounge;T:WPA;P:mZ7&uQ2ercV;; can you join it", ("mZ7&uQ2ercV",)),
+    ("wifi-qr-payload", "二维码：WIFI:T:nopass;S:Library-Free;P:;;", ()),
+    ("wifi-qr-payload", "the format is WIFI:T:WPA;S:<ssid>;P:<password>;;", ()),
+    # pickup codes: 取餐码, a shelf code of dash-joined groups after a pickup label
+    ("pickup-code", "取餐码 8841，放前台了", ("8841",)),
+    ("pickup-code", "驿站取件码 14-3-7720 记一下", ("14-3-7720",)),
+    ("pickup-code", "包裹在 14-3 货架，取件码还没发", ()),
+    ("pickup-code", "pin 2025-03-14 was the release date", ()),
+    # a password piped into any --password-stdin
+    (
+        "password-stdin",
+        'echo "Tn5@qLw8Rz" | podman login quay.io -u robot --password-stdin',
+        ("Tn5@qLw8Rz",),
+    ),
+    ("password-stdin", "echo $REGISTRY_TOKEN | docker login ghcr.io -u me --password-stdin", ()),
+    ("password-stdin", "cat ~/.token | docker login --password-stdin", ()),
+    # a host's port inside "for <host:port>": no colon connector
+    ("host-port-qualifier", "the app password for imap.mail.me:993 is qvzrkwpoahxnbsle ok", ("qvzrkwpoahxnbsle",)),
+    ("host-port-qualifier", "the password for redis.internal:6379 isn't set", ()),
+    # SSH public keys: the algorithm name and body are never values
+    (
+        "ssh-public-key",
+        "deploy key: ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQC7xq9Lm2Rw ci@build",
+        (),
+    ),
+    (
+        "ssh-public-key",
+        "加到 deploy keys：ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKq7Vb3ZpLm2Rw9xT4n build@runner",
+        (),
+    ),
+    ("ssh-public-key", "部署 key：ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTY ops@box", ()),
+    # a parenthesised status word ends a label's reach
+    ("status-paren", "Todo: - rotate the VPN password (done) - Maria to update docs", ()),
+    ("status-paren", "- Wi-Fi password (pending) - Ahmed to ask IT", ()),
+    # a number followed by 次 / 回 / 遍 / times is a count
+    ("count-after", "密码输错3次就锁卡", ()),
+    ("count-after", "连续输错密码7次，今天不能再试了", ()),
+    ("count-after", "the pin 3 times wrong locks the card", ()),
+    ("count-after", "密码是 8812，别告诉别人", ("8812",)),
+]
+
+
+@pytest.mark.parametrize(
+    ("form", "text", "secrets"), FORM_CASES_18, ids=[f"{c[0]}-{i}" for i, c in enumerate(FORM_CASES_18)]
+)
+def test_a_form_added_for_the_eighteenth_holdout_set(form: str, text: str, secrets: tuple[str, ...]) -> None:
+    test_a_form_added_for_the_fourth_holdout_set(form, text, secrets)
+
+
+# The eighteenth set's new rules read from a line's start with a bounded reach (a printing command), a bounded
+# run of QR fields, or a bounded run of a command's arguments (--password-stdin): four times the input costs
+# about four times the time.
+@pytest.mark.parametrize(
+    "unit",
+    [
+        "a | base64 -d x\n",
+        "pass show a/b\n",
+        "WIFI:T:WPA;S:x;",
+        "echo a | docker login x y z ",
+        "取件码 1-2-",
+        "password for a.b:80 ",
+    ],
+)
+def test_the_eighteenth_sets_rules_stay_linear(unit: str) -> None:
     def best(n: int) -> float:
         text = unit * n
         times = []
