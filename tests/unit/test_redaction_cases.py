@@ -2488,7 +2488,11 @@ FORM_CASES_18: list[tuple[str, str, tuple[str, ...]]] = [
     ("printed-by-command", "echo aGVsbG8gd29ybGQ= | base64 -d\nhello world", ()),
     ("printed-by-command", "kubectl get secret tls -o yaml | base64 -d\nerror: illegal base64 data", ()),
     # a Wi-Fi QR payload: the P: field
-    ("wifi-qr-payload", "QR says WIFI:S:Guest-Lounge;T:WPA;P:mZ7&uQ2ercV;; can you join it", ("mZ7&uQ2ercV",)),
+    (
+        "wifi-qr-payload",
+        "QR says WIFI:S:Guest-Lounge;T:WPA;P:mZ7&uQ2ercV;; can you join it",
+        ("mZ7&uQ2ercV",),
+    ),
     ("wifi-qr-payload", "二维码：WIFI:T:nopass;S:Library-Free;P:;;", ()),
     ("wifi-qr-payload", "the format is WIFI:T:WPA;S:<ssid>;P:<password>;;", ()),
     # pickup codes: 取餐码, a shelf code of dash-joined groups after a pickup label
@@ -2505,7 +2509,11 @@ FORM_CASES_18: list[tuple[str, str, tuple[str, ...]]] = [
     ("password-stdin", "echo $REGISTRY_TOKEN | docker login ghcr.io -u me --password-stdin", ()),
     ("password-stdin", "cat ~/.token | docker login --password-stdin", ()),
     # a host's port inside "for <host:port>": no colon connector
-    ("host-port-qualifier", "the app password for imap.mail.me:993 is qvzrkwpoahxnbsle ok", ("qvzrkwpoahxnbsle",)),
+    (
+        "host-port-qualifier",
+        "the app password for imap.mail.me:993 is qvzrkwpoahxnbsle ok",
+        ("qvzrkwpoahxnbsle",),
+    ),
     ("host-port-qualifier", "the password for redis.internal:6379 isn't set", ()),
     # SSH public keys: the algorithm name and body are never values
     (

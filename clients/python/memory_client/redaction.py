@@ -1451,7 +1451,9 @@ def _stdin_action(m: re.Match[str]) -> tuple[str, int]:
 
 # The rules above share one gate: one search of the text for all their words instead of four (they rarely
 # match, and a gate search is most of what a rule that does not match costs).
-_TOOL_GATE = _CLI_FLAG_GATE + _CLI_USER_GATE + _CONF_GATE + ("passwd", "pure-pw", "net user", "password-stdin")
+_TOOL_GATE = (
+    _CLI_FLAG_GATE + _CLI_USER_GATE + _CONF_GATE + ("passwd", "pure-pw", "net user", "password-stdin")
+)
 
 
 def _assigned_action(m: re.Match[str]) -> tuple[str, int]:
@@ -2836,8 +2838,10 @@ def _pin_action(m: re.Match[str]) -> tuple[str, int]:
     word = m.start("word")
     if word != -1 and _OTHER_CODE.search(m.string, max(0, word - 24), word) is not None:
         return m.group(), 0  # "the gate's error code 4012"
-    if m.group("dial") is not None and m.group("pick") is None and (
-        word == -1 or m.group("word").lower() not in ("combo", "combination")
+    if (
+        m.group("dial") is not None
+        and m.group("pick") is None
+        and (word == -1 or m.group("word").lower() not in ("combo", "combination"))
     ):
         return m.group(), 0  # dashed numbers only as a lock's combination (not a date after "pin")
     if m.group("shelf") is not None and m.group("pick") is None:
@@ -4177,7 +4181,12 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _FOREIGN_PW, _foreign_pw_action, _FOREIGN_PW_GATE, _FOREIGN_PW_HEAD, True),
     _Rule("password", _PIN_CODE, _pin_action, _PIN_CODE_GATE, _PIN_HEAD, True),
     _Rule("password", _WIFI_QR, _wifi_qr_action, ("wifi:",)),
-    _Rule("password", _PRINTED_BY, _printed_action, ("base64", "pass show", "vault", "secretsmanager", "op read")),
+    _Rule(
+        "password",
+        _PRINTED_BY,
+        _printed_action,
+        ("base64", "pass show", "vault", "secretsmanager", "op read"),
+    ),
     _Rule("password", _OTP, _otp_action, _OTP_GATE, _OTP_HEAD, True),
     _Rule("password", _OTP_FIRST, _otp_first_action, _OTP_GATE, None, True),
     _Rule("password", _WIFI_KEY, _wifi_key_action, _WIFI_GATE, _WIFI_HEAD, True, _WIFI_CONTEXT),
