@@ -2177,6 +2177,13 @@ def _wifi_qr_action(m: re.Match[str]) -> tuple[str, int]:
     return _swap_value("password")(m)
 
 
+def _tag_value_head(m: re.Match[str], length: int, kind: str) -> tuple[str, int]:
+    """The match with the first `length` characters of its `v` group replaced by the placeholder (the value
+    without the punctuation that closes its sentence)."""
+    whole, at = m.group(), m.start("v") - m.start()
+    return whole[:at] + _tag(kind) + whole[at + length :], 1
+
+
 def _swap_value(kind: str) -> _Action:
     """Replace the match's `v` group only (the lead is kept)."""
 
@@ -3162,8 +3169,7 @@ def _pw_next_line_action(m: re.Match[str]) -> tuple[str, int]:
         or not (_pw_shaped(secret) or (secret.isdigit() and len(secret) >= 6))
     ):
         return m.group(), 0
-    at = m.start("v") - m.start()
-    return m.group()[:at] + _tag("password") + m.group()[at + len(secret) :], 1
+    return _tag_value_head(m, len(secret), "password")
 
 
 # A credential told by that word alone, as an IT desk's mail does (the thirteenth set: "Username: pnair. Temporary
@@ -3197,8 +3203,7 @@ def _credential_value_action(m: re.Match[str]) -> tuple[str, int]:
         )
     ):
         return m.group(), 0
-    at = m.start("v") - m.start()
-    return m.group()[:at] + _tag("password") + m.group()[at + len(secret) :], 1
+    return _tag_value_head(m, len(secret), "password")
 
 
 # A label read by OCR from a screenshot, its letters spaced out (the tenth set: a password manager's "p a s s w o r d
@@ -3231,18 +3236,14 @@ def _spaced_label_action(m: re.Match[str]) -> tuple[str, int]:
         ok = _token_like(secret) if m.group("key") is not None else secret.isdigit() or _pw_shaped(secret)
         if not ok or _DATE_OR_TIME.fullmatch(secret):
             return m.group(), 0
-        at = m.start("v") - m.start()
-        whole = m.group()
-        return whole[:at] + _tag("api_key" if m.group("key") else "password") + whole[at + len(value) :], 1
+        return _tag_value_head(m, len(value), "api_key" if m.group("key") else "password")
     if m.group("key") is not None:
         ok = _token_like(secret)
     else:
         ok = (secret.isdigit() and len(secret) >= 4) or (len(word) >= 4 and _pw_shaped(word))
     if not ok or _DATE_OR_TIME.fullmatch(secret):
         return m.group(), 0
-    at = m.start("v") - m.start()
-    whole = m.group()
-    return whole[:at] + _tag("api_key" if m.group("key") else "password") + whole[at + len(secret) :], 1
+    return _tag_value_head(m, len(secret), "api_key" if m.group("key") else "password")
 
 
 # A secret asked for by its label and given alone as the answer on the next line (the tenth set: a support chat,
@@ -3292,9 +3293,7 @@ def _asked_action(m: re.Match[str]) -> tuple[str, int]:
     ok = _token_like(secret) if key else secret.isdigit() or _pw_shaped(secret)
     if not ok:
         return m.group(), 0
-    at = m.start("v") - m.start()
-    whole = m.group()
-    return whole[:at] + _tag("api_key" if key else "password") + whole[at + len(secret) :], 1
+    return _tag_value_head(m, len(secret), "api_key" if key else "password")
 
 
 # Credentials told in prose, not labelled: "type admin in the first box and X in the second", "it takes the
