@@ -8,15 +8,8 @@ import pytest
 
 from core.extraction.candidates import Turn
 from core.extraction.rules import extract_turn
-
-
-def _found(text: str) -> list[tuple[str, str | None, str | None, str]]:
-    return [(c.tier.value, c.slot, c.value, c.content) for c in extract_turn(Turn("e1", "user", text))]
-
-
-def _must(text: str) -> list[str]:
-    return [content for tier, _, _, content in _found(text) if tier == "must"]
-
+from tests.unit.rule_forms import found as _found
+from tests.unit.rule_forms import must as _must
 
 # --- a request to remember in more verbs ("commit to memory", "keep this in your head", "memorize ->") --------
 

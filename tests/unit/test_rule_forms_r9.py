@@ -13,19 +13,9 @@ from core.extraction.residual import keep_probability, residual_candidates
 from core.extraction.rules import extract_turn
 from core.extraction.rules.en.grammar import third_person
 from core.reconcile import UNSURE_CONFIDENCE
-
-
-def _found(text: str) -> list[tuple[str, str | None, str | None, str]]:
-    return [(c.tier.value, c.slot, c.value, c.content) for c in extract_turn(Turn("e1", "user", text))]
-
-
-def _slots(text: str) -> dict[str, str | None]:
-    return {slot: value for _, slot, value, _ in _found(text) if slot}
-
-
-def _must(text: str) -> list[str]:
-    return [content for tier, _, _, content in _found(text) if tier == "must"]
-
+from tests.unit.rule_forms import found as _found
+from tests.unit.rule_forms import must as _must
+from tests.unit.rule_forms import slots as _slots
 
 # --- a pronoun inside a name is part of the name ("us-west-2", "my-service", "i.e.") ---------------------------
 

@@ -18,7 +18,14 @@ from core.extraction.candidates import Category, Tier
 from core.extraction.lang import has_han
 from core.extraction.rules.hits import Hit, must, shift, tool_hit, without_insert
 from core.extraction.rules.sentences import ENUMERATOR_RE
-from core.extraction.rules.vocab import Tool, current_tool, find_tools, first_current_tool, named_as_left
+from core.extraction.rules.vocab import (
+    ZH_KIN,
+    Tool,
+    current_tool,
+    find_tools,
+    first_current_tool,
+    named_as_left,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -157,6 +164,27 @@ def _corrected_noun_state(rest: str, lang: str) -> list[Hit]:
     return []
 
 
+# A versioned tool stated against another version of itself, the tool not said again: "it's Go 1.21 actually, not
+# 1.22", "其实是 JDK 21，不是 17", "Python 3.12 rather than 3.11": the named version is the slot's value, a correction.
+_OTHER_VERSION_RE = re.compile(
+    r"\s*(?:actually|really|其实)?\s*[,，]?\s*(?:not|rather\s+than|instead\s+of|不是|而不是|并不是)\s*v?(?P<v>\d{1,2}(?:\.\d{1,3}){0,2})"
+    r"(?![\w%]|\.\d)",
+    re.I,
+)
+
+
+def _version_pair_hits(sentence: str, tools: list[tuple[Tool, int, int]], *, lang: str) -> list[Hit]:
+    for tool, _, end in tools:
+        other = _OTHER_VERSION_RE.match(sentence, end)
+        if other is None or " " not in tool.canonical:
+            continue
+        version = tool.canonical.rsplit(" ", 1)[1]
+        if other.group("v") != version and version[:1].isdigit():
+            return [tool_hit(tool, 0, len(sentence), rule=f"{lang}.correction.version_pair", lang=lang,
+                             tier=Tier.MUST, confidence=0.9)]  # fmt: skip
+    return []
+
+
 def tool_pair_hits(sentence: str, *, lang: str, negating: re.Pattern[str], cue: re.Pattern[str]) -> list[Hit]:
     """ "pnpm, not npm" / "switched from npm to pnpm": the one positive tool of a slot where one is negated.
 
@@ -166,7 +194,7 @@ def tool_pair_hits(sentence: str, *, lang: str, negating: re.Pattern[str], cue: 
     # A tool naming a thing ("the npm script") is not a choice of tool.
     tools = [t for t in find_tools(sentence) if t[0].slot and not _TOOL_AS_MODIFIER.match(sentence, t[2])]
     if len(tools) < 2:
-        return []
+        return _version_pair_hits(sentence, tools, lang=lang)
     negations = [negating.search(sentence[max(0, start - 30) : start]) for _, start, _ in tools]
     positive: dict[str, set[str]] = {}
     negated: dict[str, set[str]] = {}
@@ -212,7 +240,7 @@ _CHANGE_RE = re.compile(
     r"rewrite|cutover|port)\b"
     r"|\b(?:after|since)\s+(?:the|our)\s+(?:upgrade|migration|move|switch|cutover)\s+to\b"
     r"|\b(?:after|since)\s+(?:bumping|upgrading|moving|migrating|switching|porting)\b"
-    r"|\bmigrate[sd]?\s*(?:到|to)|用(?=\s*[A-Za-z][^,]{0,24}?重写)"
+    r"|\bmigrate[sd]?\s*(?:到|to)|\b(?:move[sd]?|transfer(?:red)?|switch(?:ed)?|切换?|迁移?)\s*(?:到|去)|用(?=\s*[A-Za-z][^,]{0,24}?重写)"
     r"|(?:迁到了|迁移到了|迁到|迁移到|换成了|换成|改用了|改用|升到了|升到|升级到了|升级到|切到了|切到|切换到了|切换到|"
     r"转到了|转到|换到了|换到|搬到了|搬到|重写成|重写为|用上了|上了|换了(?:台|个|一台|一个|新的?)?|统一到了?|统一成了?|"
     r"全换成了?|换回了?|迁回了?|挪到了?|挪去了?|搬去了?|迁去了?|转去了?)",
@@ -517,9 +545,10 @@ def _in_left_slot(clause: str, tool: Tool) -> Tool:
 # "Vitest replaced Jest", "用 Vitest 替换了 Jest", "Jest 已经被 Vitest 取代了": the new value is the one named right
 # before the verb, the other value of its slot is the one replaced ("replaced by" / "replaced X with" are read as
 # changes already)
+# ("把 X 替换成 Y" names the new value after the verb: a change, read by `_CHANGE_RE`)
 _REPLACED_BY_RE = re.compile(
     r"(?:\b(?:has\s+|have\s+|had\s+|finally\s+|fully\s+)?(?:replaced|superseded|supplanted|took\s+over\s+from)\b"
-    r"(?!\s+(?:by|with)\b)|替换了?掉?|替代了?|取代了?)",
+    r"(?!\s+(?:by|with)\b)|替换了?掉?(?!成|为)|替代了?|取代了?)",
     re.I,
 )
 
@@ -563,8 +592,10 @@ _SINCE_LEFT_RE = re.compile(
 def _since_left_hits(clause: str, *, lang: str) -> list[Hit]:
     tools = [(t, start, end) for t, start, end in find_tools(clause) if t.slot]
     for (new, _, new_end), (old, old_start, _) in itertools.pairwise(tools):
-        if new.slot == old.slot and new.canonical != old.canonical and _SINCE_LEFT_RE.match(
-            clause[new_end:old_start]
+        if (
+            new.slot == old.slot
+            and new.canonical != old.canonical
+            and _SINCE_LEFT_RE.match(clause[new_end:old_start])
         ):
             return [tool_hit(new, 0, len(clause), rule=f"{lang}.tool.since_left", lang=lang,
                              category=Category.DECISION, confidence=0.85)]  # fmt: skip
@@ -605,7 +636,12 @@ def change_hits(clause: str, *, lang: str, blocked: Callable[[str, int], bool] |
 # A clause that speaks for the user, the team or the project and names tools: "Stack is Laravel 10 + MySQL,
 # all hosted on DigitalOcean", "我们主要是 Kotlin + Spring Boot，数据库 PostgreSQL", "前端是 Vue 3".
 _STACK_SUBJECT_RE = re.compile(
-    r"^(?:(?:and|also|plus|btw|fyi|so|oh|ok|but|heads\s+up|quick\s+update|update|fwiw|now)[\s,:]+)*(?:i\b|i'm|i've|we\b|we're|we've|our\b|my\b|(?:the|this)\s+"
+    # a time the state holds from, before its subject: "since last quarter everything runs on Nomad"
+    r"^(?:(?:and|also|plus|btw|fyi|so|oh|ok|but|heads\s+up|quick\s+update|update|fwiw|now|nowadays|lately|"
+    r"(?:ever\s+)?since\s+(?:last|the\s+start\s+of|early|late)\s+(?:week|month|quarter|year|sprint|release|spring|"
+    r"summer|autumn|fall|winter|january|february|march|april|may|june|july|august|september|october|november|"
+    r"december)|as\s+of\s+(?:last\s+(?:week|month|quarter|year)|this\s+(?:week|month|quarter|year)|v?\d[\d.]*))"
+    r"[\s,:]+)*(?:i\b|i'm|i've|we\b|we're|we've|our\b|my\b|(?:the|this)\s+"
     r"(?:[\w-]+\s+){0,2}?(?:stack|backend|frontend|api|app|service|project|repo|codebase|db|database|infra|cluster|site|"
     r"pipeline|ci|layer|cache|queue|server|servers|platform|website|blog|monorepo|tests|test\s+suite|product|saas|"
     r"startup|tool|box|machine|laptop|homelab|home\s+lab|setup|system|side)\b|"
@@ -622,7 +658,10 @@ _STACK_SUBJECT_RE = re.compile(
     r"|^(?:现在|目前|如今)?\s*(?:[A-Za-z]{2,10}\s*)?[\u4e00-\u9fff]{1,6}(?=(?:都|统一|一直|现在|直接|全)*(?:用的是|用的|用|采用|使用|跑在|跑|"
     r"部署在|部署到|托管在|托管到|挂在|挂|放在|放到|存在|存放在|存到|走的是|走|运行在|进|接入|接的是|打到|推到|发到|写到)"
     r"\s*[A-Za-z])"
-    r"|^(?:这个|这套|我们的?|咱们的?|我的)?\s*(?:[\u4e00-\u9fff]{2,6}|[A-Za-z]{2,12})\s*(?=是\s*[A-Za-z][^,]{0,20}?写的)",
+    r"|^(?:这个|这套|我们的?|咱们的?|我的)?\s*(?:[\u4e00-\u9fff]{2,6}|[A-Za-z]{2,12})\s*(?=是\s*[A-Za-z][^,]{0,20}?写的)"
+    # a tool's version as the subject: "Node 已经是 22 了", "项目的 Python 版本是 3.10", "the Go version is 1.23"
+    r"|^(?:现在|目前|如今)?\s*(?:项目的?|我们的?|the\s+)?\s*(?=[A-Za-z][\w.+#-]{0,15}(?:\s+version\s*(?:is|[:=])|\s*的?\s*"
+    r"(?:版本号?)?\s*(?:现在|目前|已经|也)*\s*(?:是|为|[:：=])))(?=[^\d]*\d[\d.]*(?!\s*(?:年|月|天|周|岁|个|倍|门|种|次)))",
     re.I,
 )
 _STACK_BLOCK_RE = re.compile(
@@ -632,6 +671,8 @@ _STACK_BLOCK_RE = re.compile(
     r"instead|than|vs|versus|or)\b|如果|要是|假如|假设|的话|打算|准备|考虑|可能|也许|同事|朋友|老板|他们|不用|不是|没用|没上|"
     r"不再|放弃|有没有|是不是|能不能|怎么|为什么|哪个|哪些|还是[^,]{0,20}?(?:好|呢|吧|更)|或者|对比|比较|今天|试了|试试|[?？吗]|[A-Za-z0-9+#.]\s*(?!上了|里了)[\u4e00-\u9fff]{1,3}了(?!解)|"
     r"\b(?:installed|ran|used\s+\w+\s+to|just|discuss\w*|meeting|talked|debated)\b|讨论|会上|开会|聊过|要不要|评估|隔壁|"
+    # a plan denied ("我们没有要上 K8s"), a relative as the subject ("我弟在学 Java")
+    r"没有?要|没打算|不打算|没计划|^\W*我的?" + ZH_KIN + r"|"
     r"竞品|竞争对手|友商|甲方|供应商|合作方|外包|好像|貌似|似乎|试着|尝试|正在|在试|在装|在配|在调|"
     r"别的组|其他组|别人|对方|客户|听说|据说",
     re.I,

@@ -92,7 +92,7 @@ project.state_management: redux=Redux(redux|redux_toolkit|rtk) zustand=Zustand m
 project.ml_framework: pytorch=PyTorch(pytorch|torch) tensorflow=TensorFlow jax=JAX keras=Keras mxnet=MXNet
     paddlepaddle=PaddlePaddle(paddlepaddle|paddle|飞桨) mindspore=MindSpore
 project.code_hosting: github=GitHub gitlab=GitLab bitbucket=Bitbucket gitea=Gitea gitee=Gitee(gitee|码云)
-    codeberg=Codeberg
+    codeberg=Codeberg svn=SVN(svn|subversion)
 project.cd: argocd=Argo_CD(argocd|argo_cd|argo) flux=Flux(flux|fluxcd) spinnaker=Spinnaker octopus=Octopus_Deploy
 project.registry: docker_hub=Docker_Hub(docker_hub|dockerhub) ghcr=GHCR(ghcr|ghcr.io|github_container_registry)
     ecr=ECR(ecr|aws_ecr) harbor=Harbor(harbor) quay=Quay(quay|quay.io) acr=ACR swr=SWR gcr=GCR(gcr|gcr.io)
@@ -106,7 +106,14 @@ project.storage: s3=S3(s3|aws_s3) oss=OSS(oss|aliyun_oss) minio=MinIO r2=R2(r2|c
 user.shell: bash=Bash zsh=Zsh(zsh|oh-my-zsh|oh_my_zsh) fish=Fish(fish|fish_shell) powershell=PowerShell(powershell|pwsh)
     nushell=Nushell(nushell|nu_shell)
 project.linter: eslint=ESLint biome=Biome oxlint=Oxlint flake8=Flake8 pylint=Pylint rubocop=RuboCop
-    golangci-lint=golangci-lint(golangci-lint|golangci) tslint=TSLint
+    golangci-lint=golangci-lint(golangci-lint|golangci) tslint=TSLint ruff=Ruff
+    black=Black isort=isort
+project.search: elasticsearch=Elasticsearch(elasticsearch|elastic_search|es_cluster) opensearch=OpenSearch
+    meilisearch=Meilisearch typesense=Typesense solr=Solr(solr|apache_solr) algolia=Algolia
+project.api_docs: swagger_ui=Swagger_UI(swagger_ui|swagger) redoc=Redoc(redoc|redocly) scalar=Scalar
+    stoplight=Stoplight rapidoc=RapiDoc
+user.browser: chrome=Chrome(chrome|google_chrome) firefox=Firefox safari=Safari arc=Arc(arc|arc_browser)
+    edge=Edge(edge|microsoft_edge) brave=Brave vivaldi=Vivaldi chromium=Chromium
 project.cache: redis=Redis(redis|valkey) memcached=Memcached dragonfly=Dragonfly(dragonflydb)
 project.queue: kafka=Kafka rabbitmq=RabbitMQ sqs=SQS(sqs|aws_sqs) nats=NATS pulsar=Pulsar
     rocketmq=RocketMQ
@@ -119,8 +126,8 @@ user.phone: iphone=iPhone pixel=Pixel galaxy=Samsung_Galaxy(galaxy|samsung_galax
 user.os: macos=macOS(macos|mac|macbook|osx|os_x) linux=Linux windows=Windows ubuntu=Ubuntu
     arch_linux=Arch_Linux(arch_linux|archlinux|arch) fedora=Fedora debian=Debian nixos=NixOS wsl=WSL(wsl|wsl2)
 -: docker=Docker
-    graphql=GraphQL tailwind=Tailwind_CSS(tailwind|tailwindcss) prettier=Prettier ruff=Ruff mypy
-    celery=Celery nginx elasticsearch=Elasticsearch
+    graphql=GraphQL tailwind=Tailwind_CSS(tailwind|tailwindcss) prettier=Prettier mypy
+    celery=Celery nginx
     ansible=Ansible helm=Helm jquery=jQuery
     lodash=Lodash moment.js=Moment.js(moment.js|momentjs) axios=Axios pandas=pandas
     numpy=NumPy storybook=Storybook cypress=Cypress
@@ -192,16 +199,33 @@ _CASE_SENSITIVE = {
     "tke": ("TKE",), "cce": ("CCE",), "koa": ("Koa",), "hono": ("Hono",),
     "mui": ("MUI",), "bootstrap": ("Bootstrap",), "stripe": ("Stripe",), "ecr": ("ECR",), "elk": ("ELK",),
     "rancher": ("Rancher",), "flink": ("Flink",), "trino": ("Trino",), "dvc": ("DVC",),
+    "arc": ("Arc",), "edge": ("Edge",), "brave": ("Brave",), "chrome": ("Chrome",), "safari": ("Safari",),
+    "scalar": ("Scalar",), "swagger": ("Swagger",), "black": ("Black",),
 }  # fmt: skip
 # A common word is a tool's name, whatever its case, right after a verb or preposition that takes a tool.
 _TOOL_CONTEXT_RE = re.compile(
     r"(?:\b(?:use|uses|using|used|to|with|via|on|from|in|install|installed|run|runs|switched\s+to|moved\s+to|"
+    r"replaced|replacing|dropped|ditched|"
     r"migrated\s+to|it's|it\s+is|that's|not|everything's|everything\s+is|all\s+on|is\s+now|bumped|upgraded|"
     r"downgraded|pinned)|用|换成|改用|迁到|切到)\s*$",
     re.I,
 )
 _VERSION_RE = re.compile(
     r"[ \t]?v?(?P<v>\d{1,2}(?:\.\d{1,3}){0,2}(?:\.x)?)(?![\w.%]|\s*(?:%|ms|s\b|gb|mb|k\b|x\b|分钟|秒|个))",
+    re.I,
+)
+
+
+# What may stand between a tool and its version: a copula or "version" ("Node 版本是 16", "JDK 是 17", "the Python
+# version is 3.12", "Node 已经是 22 了"); a count or a span after the number is no version ("Go 是 2 年前学的").
+_VERSION_BRIDGE_RE = re.compile(
+    r"(?:\s*的)?\s*(?:版本号?|(?<=\s)version\b)?\s*(?:现在|目前|已经|早就|也|都|still|now|\s)*"
+    r"(?:是|为|用的是|(?<=version\s)is|(?<=version)\s*[:=]|(?<=版本)\s*[:：=]|(?<=版本号)\s*[:：=])(?:\s*v(?=\d))?",
+    re.I,
+)
+_NOT_A_VERSION_RE = re.compile(
+    r"\s*(?:年|月|天|周|岁|人|次|倍|台|核|位|万|千|百|多|个|块|元|门|种|款|家|条|项|张|times?\b|years?\b|months?\b|days?\b|weeks?\b|"
+    r"people\b|hours?\b|of\b|or\b|to\b|-)",
     re.I,
 )
 
@@ -269,6 +293,11 @@ def _name_at(text: str, tokens: list[tuple[str, int, int]], index: int) -> tuple
 def _versioned(tool: Tool, text: str, start: int, end: int) -> tuple[Tool, int, int]:
     """A slotted tool with the version written right after it ("Go 1.22") in its value and its span."""
     version = _VERSION_RE.match(text, end) if tool.slot else None
+    if version is None and tool.slot:  # "Node 版本是 16", "JDK 已经是 21 了", "the Go version is 1.23"
+        bridge = _VERSION_BRIDGE_RE.match(text, end)
+        version = _VERSION_RE.match(text, bridge.end()) if bridge else None
+        if version is not None and _NOT_A_VERSION_RE.match(text, version.end()):
+            version = None
     if version:
         v = version.group("v")
         tool = tool._replace(canonical=f"{tool.canonical} {v}", display=f"{tool.display} {v}")
@@ -409,13 +438,19 @@ def topic_match(text: str) -> tuple[str, re.Match[str]] | None:
 def topic_noun_first(text: str) -> bool:
     """The clause opens with its topic ("release day moved to Thursday", "the license is now Apache-2.0"): the
     topic is its subject, so the statement is about it, not about someone else's doings."""
-    return any(
-        (m := pattern.search(text)) is not None and m.start() <= 12 for pattern, _ in _TOPIC_SLOTS
-    )
+    return any((m := pattern.search(text)) is not None and m.start() <= 12 for pattern, _ in _TOPIC_SLOTS)
 
 
 def is_tool(text: str) -> bool:
     return text.lower() in _TOOLS
+
+
+# The user's relatives and others close to them, in Chinese: "我弟在学 Java", "我表姐搬到成都了" speak of them, not
+# of the user.
+ZH_KIN = (
+    r"(?:表姐|表哥|表妹|表弟|堂哥|堂姐|堂弟|堂妹|哥哥|姐姐|弟弟|妹妹|哥|姐|弟|妹|爸爸|妈妈|爸|妈|老爸|老妈|爷爷|奶奶|外公|外婆|"
+    r"老公|老婆|媳妇|妻子|丈夫|儿子|女儿|男朋友|女朋友|对象|舅舅|姑姑|阿姨|叔叔|侄子|外甥|师兄|师姐|室友|上司|领导|老板)"
+)
 
 
 # fmt: off

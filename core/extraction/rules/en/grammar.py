@@ -192,7 +192,7 @@ _DROPPED_I_RE = re.compile(
     LEAD
     + r"(?:(?:just|recently|finally|also|now|already|officially|actually)\s+)*(?P<verb>been|moved|relocated|"
     r"switched|started|joined|transferred|left|quit|became|got\s+(?:promoted|transferred|moved|hired)|went|"
-    r"(?P<now>now|currently|these\s+days)\s+(?:on|at|in|with|based)\b)",
+    r"(?P<now>now|currently|these\s+days)\s+(?:on|at|in|with|based|using|running)\b)",
     re.I,
 )
 

@@ -159,7 +159,8 @@ _LOCATION_RES = tuple((re.compile(pattern + _PLACE_RAW, re.I), slot, rule) for p
     (I_AM + r"\s+(?:now\s+|finally\s+|back\s+)?in\s+(?=(?-i:[A-Z])[a-z]+\b(?!\s+(?:this|next\s+(?:week|few)|until|"
      r"till|today|tomorrow|tonight|over\s+the|for\s+(?:a|the|two|three|few|some|one)\s+(?:days?|weeks?|weekend|"
      r"conference|trip|meeting|holiday|vacation|wedding))\b))", "user.location", "en.location.in"),
-    (r"(?<![\w'])(?:i|we)(?:\s+have|'ve)?\s+" + ADV + r"(?:moved|relocated)\s+(?:back\s+)?(?:to|into)\s+",
+    (r"(?<![\w'])(?:i|we)(?:\s+have|'ve)?\s+" + ADV + r"(?:moved|relocated)\s+"
+     r"(?:(?:back|up|down|over|out|across)\s+)?(?:to|into)\s+",  # "moved up to Leeds": a particle of direction
      "user.location", "en.location.moved"),
     # "I relocated again, Madrid this time": the new place after the move, told as this time's
     (r"(?<![\w'])(?:i|we)(?:\s+have|'ve)?\s+(?:moved|relocated)\s+(?:again|once\s+more)\s*,\s*(?!(?:mon|tues|wednes|thurs|fri|satur|sun)day\b)"

@@ -16,13 +16,17 @@ from __future__ import annotations
 import functools
 import re
 
+from core.extraction.rules.vocab import ZH_KIN as KIN
+
 # fmt: off
 ME = r"(?<![给帮让叫和跟对把被替为向与同问请令使教自])我(?!们)"  # 我 as a subject, not "给我" / "我们"
 WE = r"(?:我们|咱们)"
 ADV = (
     r"(?:这边|那边|这里|日常|平常|现在|目前|一直|还|也|就|都|刚|刚刚|才|最近|已经|平时|平常|一般|通常|主要|基本上?|其实|本身|"
     r"真的|确实|比较|很|挺|非常|特别|超|蛮|更|最|总是|向来|始终|长期|常年|本来就|又|如今|早就|早已|"
-    r"本人|个人|自己|正式|上个月|上周|去年|前年|今年|前几天|前阵子|年初|年底|上半年|下半年|这个月|这周)*"
+    r"本人|个人|自己|正式|上个月|上周|去年|前年|今年|前几天|前阵子|年初|年底|上半年|下半年|这个月|这周|"
+    # an English adverb of habit inside a Chinese clause: "我 daily 用 Chrome", "我 mostly 写 Go"
+    r"\s*(?:daily|usually|mostly|mainly|normally|always|basically|currently|now)\s*)*"
 )
 # "别" the imperative "don't", not "other" (别的, 别人) nor inside a word (特别, 区别, 分别, 级别)
 BIE = r"(?<![特区分级告类个性识辨差鉴派])别(?![的人处家样致扭])"
@@ -43,8 +47,13 @@ _REPORTED = re.compile(
 
 
 _HEARSAY = re.compile(r"好像|貌似|似乎|据说|听说|传闻|据传")
+# someone else, or the user's relative, as the subject: "我朋友的公司用 Supabase", "我表姐上个月搬到成都去了"
 _SOMEONE_ELSES = re.compile(
-    r"(?:朋友|同事|老板|客户|他|她|他们|她们|别人|对方|邻居|室友|亲戚|同学|隔壁组?)的?\s*$"
+    r"(?:(?:朋友|同事|老板|客户|他|她|他们|她们|别人|对方|邻居|室友|亲戚|同学|隔壁组?)的?|^\W*我的?"
+    + KIN
+    + r")\s*"
+    + ADV
+    + r"\s*$"
 )
 
 
@@ -126,13 +135,14 @@ def is_question(sentence: str) -> bool:
 
 # Chinese drops the subject before a verb of state or change ("搬到杭州了", "从这周开始转岗到算法组了", "现在用的是
 # Arch"): the clause is the user's own. A bare "用 X" is an imperative and gets nothing.
-_DROPPED_VERBS = re.compile(r"搬|调到|调去|转岗|转到|转组|加入了|入职|跳槽|住在|用|吃")
+_DROPPED_VERBS = re.compile(r"搬|调到|调去|转岗|转到|转组|加入了|入职|跳槽|住在|用|吃|transfer|move", re.I)
 _DROPPED_ME_RE = re.compile(
     LEAD
     + r"(?:从[^,.;!?]{1,6}?(?:开始|起)\s*,?\s*)?(?="
     + ADV
     + r"(?:搬到|搬去|搬回|搬家到|调到|调去|转岗|转到|转组|"
-    r"加入了|入职了?|跳槽到|跳槽去|住在|用的是|一直用|一直在用|平时用|开始吃|不再吃|改吃))"
+    r"加入了|入职了?|跳槽到|跳槽去|住在|用的是|一直用|一直在用|平时用|开始吃|不再吃|改吃|"
+    r"\s*(?i:transfer(?:red)?|move[ds]?)\s*到))"
 )
 
 

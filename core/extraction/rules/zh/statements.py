@@ -220,6 +220,7 @@ def prohibition_hits(sentence: str) -> list[Hit]:
 _TEAM_RE = re.compile(  # "自从转到风控组": a move the user takes as given, its subject dropped
     r"(?:" + ME + ADV + r"|^(?:自从|自打)\s*(?=调|转|去|加入|换))"
     r"(?:在|调到了?|调去了?|转到了?|转去了?|去了|加入了?|换到了?|转岗到了?|调岗到了?|转组到了?|带|负责|管|"
+    r"\s*(?i:transfer(?:red)?|move[ds]?)\s*到了?|"
     r"是)\s*(?P<team>[\u4e00-\u9fffA-Za-z]{1,8}?)\s?(?P<unit>组|团队|部门|小组|team)(?![\u4e00-\u9fff]{0,1}(?:的人|长))")
 _WE_TEAM_RE = re.compile(
     WE + r"(?:组|团队|部门)(?:是|叫)\s*(?P<team>[\u4e00-\u9fffA-Za-z]{1,8}?)(?P<unit>组|团队|部门)"
