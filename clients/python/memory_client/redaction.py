@@ -763,6 +763,13 @@ _STRONG = (
     r"|[ \t]*(?:我们?)?(?:已经?|刚刚?)?(?:就|也|还|都|仍)?(?:是|为|為|改成了?|改为|设为|设置为|设置成了?|设成了?"
     r"|配置为|配置成了?|换成了?)[ \t]*[:：]?"
     r"|[ \t]*は[ \t]*"  # Japanese: "SecretKey は ..."
+    # a verb of setting or giving, then 的 (and 是): "secret_access_key 传的是 X", "webhook 的 secret 我设的 X",
+    # "passphrase，我填的是 X" (set 19); a subject, a comma before it and "already" may come first. And English's
+    # "'s" for "is": "the vault password's X". Both ask a password-shaped value (`_SHAPED_CONNECTOR`): "密码用的是
+    # bcrypt", "the password's length" are prose.
+    r"|[ \t]*[，,]?[ \t]*(?:我们|你们|他们|她们|咱们|我|你|他|她)?(?:已经|已|刚刚|刚|当时|之前|原来)?"
+    r"(?:设置|设定|设|填写|填|输入|输|传入|传|用|写|配置|配|改|给|发|存)的(?:是|为|為)?[ \t]*[:：]?"
+    r"|['’]s(?=[ \t])"
 )
 # A qualifier ("for my router", "(temporary)") needs a strong connector after it.
 # Without one, spaces; nothing at all only after a Chinese label ("密码123456").
@@ -981,9 +988,12 @@ _READS_SECRET = re.compile(
     _I,
 )
 # A variable passed on in code under its own name: `Client(user="etl", password=password)`, `pwd=self.pwd,`:
-# an identifier that ends in the label's word, followed by `)` / `,` (an argument), not a value.
+# an identifier that ends in the label's word, followed by `)` / `,` (an argument), not a value. Also a short
+# variable of one to three small letters bound to an argument (set 19: `authenticate(request, username=u, password=p)`,
+# `login(user=usr, pwd=pw)`, `{ password: pwd }`): no password is so short, and a value with a digit still goes.
 _PASSED_ON = re.compile(
-    r"(?:[A-Za-z_$][\w$]*[._])?(?:password|passwd|passphrase|pwd|pw|pass|secret|token|api_?key)[ \t]*[),}]",
+    r"(?:(?:[A-Za-z_$][\w$]*[._])?(?:password|passwd|passphrase|pwd|pw|pass|secret|token|api_?key)"
+    r"|(?-i:[a-z_]{1,3}))[ \t]*[),}]",
     _I,
 )
 
@@ -1014,6 +1024,8 @@ _STATUS_PAREN = re.compile(
 )
 # A number followed by 次 / 回 / 遍 / times is a count (set 18: "连续输错密码5次"), as "5 failed attempts" is.
 _HOST_QUALIFIER = re.compile(r"[ \t]+(?:for|to|of|on|at)[ \t]+[^\s:]*[.\w][ \t]*:\Z", _I)
+# the two connectors that ask a password-shaped value (see `_STRONG`): a verb then 的, and "'s"
+_SHAPED_CONNECTOR = re.compile(r"(?:的(?:是|为|為)?[ \t]*[:：]?|['’]s)\Z")
 _COUNT_AFTER = re.compile(r"[ \t]*(?:次|回|遍|times?(?![A-Za-z]))", _I)
 
 
@@ -1080,6 +1092,12 @@ def _labelled_value(m: re.Match[str], *, generated: bool) -> tuple[int, int] | N
         return None
     if generated:
         return (v0, v1) if _token_like(secret) else None
+    # after a verb and 的 or after "'s", a value must look like a password (8+ characters after "'s", which is also
+    # the possessive: "the password's sha256") or be 4+ digits
+    if (strong_text := m.group("strong")) is not None and _SHAPED_CONNECTOR.search(strong_text) is not None:
+        shaped = _pw_shaped(secret) and (len(secret) >= 8 or not strong_text.endswith("s"))
+        if not (shaped or (secret.isdigit() and len(secret) >= 4)):
+            return None
     if m.group("q"):
         return v0, v1
     if secret[0] == "{" and (len(secret) == 1 or secret[1] in "\"'"):  # `"password": {"type": ...}`
@@ -2811,6 +2829,8 @@ _PIN_LABEL = (
     r"(?:[ \t]+(?:number|no\.?))?"
     r"|(?<![A-Za-z])(?:entry|atm)[ \t]+(?:code|pin|combo|combination)(?:[ \t]+(?:number|no\.?))?"
     r"|(?<![A-Za-z])pin(?:[ \t]+(?:code|number|no\.?))?"
+    # a SIM card's PUK, the PIN's unlock key (set 19: "PIN 0130，PUK 92706471"): PUK, PUK1 / PUK2, PUK 码
+    r"|(?<![A-Za-z])puk[12]?(?:[ \t]*(?:code|number|码|碼))?"
     # a parcel's pickup code, which opens its locker (set 17's h17-136 "快递柜取件码6048"): 取件码, 取货码, 提货码,
     # 快递柜密码, "pickup code", "parcel locker code", "package pick-up PIN"
     # (set 18: a meal's 取餐码 likewise, and a 驿站 shelf code "29-6-5155", digit groups joined by dashes, read
@@ -2824,7 +2844,12 @@ _PIN_LABEL = (
 )
 _PIN_HEAD = re.compile(_PIN_LABEL, _I)
 _PIN_CODE = re.compile(
-    r"(?P<lead>" + _PIN_LABEL + r"(?:[ \t]+(?:is|was|are)(?:[ \t]+(?:still|now))?(?![A-Za-z])"
+    r"(?P<lead>"
+    + _PIN_LABEL
+    # (a qualifier between the label and its verb, as a password label takes one: set 19's "the gate code for the
+    # new building is 0021#", "the PIN to the side door was 7730")
+    + r"(?:(?:[ \t]+(?:for|to|of|on|at)(?:[ \t]+[A-Za-z'-]+){1,4}?(?=[ \t]+(?:is|was)[ \t]))?"
+    r"[ \t]+(?:is|was|are)(?:[ \t]+(?:still|now))?(?![A-Za-z])"
     r"|[ \t]*(?:[:：=#]|(?:就|也)?(?:是|为|為)[ \t]*[:：]?))?[ \t]*)"
     # 4 to 8 digits; a lock's combination also as numbers joined by dashes ("combination is 3-14-27")
     r"(?P<v>(?<![0-9])(?:[0-9]{4,8}|(?P<dial>[0-9]{1,2}(?:-[0-9]{1,2}){2,3})|(?P<shelf>[0-9]{1,3}(?:-[0-9]{1,4}){1,3})))"
@@ -2837,7 +2862,7 @@ _PIN_CODE = re.compile(
 _PIN_CODE_GATE = (
     "门禁", "密码", "取款", "取钱", "柜员机", "atm", "刷卡", "付款", "支付", "开门", "code", "pin", "combo",
     "combination", "锁屏", "鎖屏", "解锁", "解鎖", "开机", "開機", "屏幕", "螢幕", "unlock",
-    "取件", "取货", "取貨", "提货", "提貨", "快递柜", "快遞櫃", "取餐",
+    "取件", "取货", "取貨", "提货", "提貨", "快递柜", "快遞櫃", "取餐", "puk",
 )  # fmt: skip
 
 
