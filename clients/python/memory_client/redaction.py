@@ -1621,10 +1621,12 @@ _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 # huanglei1995", "测试账号：qa@corp.cn / tester2024"): the label and the address say a login is given, so the value
 # after ` / ` needs only letters and digits, 6+ characters (no version, date or address). Kept: "account: a@b.io /
 # v2.3.1", "user alice@corp.com / 2024-05-01", "contact: bob@x.io / 555-1234" (no account label).
+# (or a phone number as the account, as sites that sign in by phone take it: set 19's "12306 用户名 186xxxxxxxx /
+# X", "login +44 7700 900123 / X")
 _EMAIL_ACCOUNT_BEFORE = re.compile(
     r"(?:(?<![A-Za-z])(?:account|acct|login|log-in|user(?:name)?|creds?|credentials|sign[ -]?in)(?![A-Za-z])"
     r"|账号|帐号|帳號|账户|帳戶|登录|登入|用户名|用戶名)[^\n@]{0,16}?[ \t:：=]"
-    r"[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){1,6}[ \t]*\Z",
+    r"(?:[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){1,6}|(?<![\w+-])\+?[0-9]{2,4}(?:[ -]?[0-9]{2,5}){1,4})[ \t]*\Z",
     _I,
 )
 
@@ -1641,7 +1643,8 @@ def _email_account_pair(m: re.Match[str], secret: str) -> bool:
         and _DATE_OR_TIME.fullmatch(secret) is None
         and not _stand_in(secret)
         and not text.startswith(_MARK, m.end())
-        and _EMAIL_ACCOUNT_BEFORE.search(text, max(0, m.start() - 100), m.start()) is not None
+        and (before := _EMAIL_ACCOUNT_BEFORE.search(text, max(0, m.start() - 100), m.start())) is not None
+        and ("@" in before.group() or 7 <= sum(c.isdigit() for c in before.group()) <= 15)
     )
 
 
@@ -2077,8 +2080,12 @@ _AK_SK_GATE = ("ak/", "ak /", "ak／", "ak&", "access key", "access_key", "acces
 _CODE_TOKEN = re.compile(r"(?<![\w-])(?=[A-Za-z0-9-]*[0-9])[A-Za-z0-9]{3,}(?:-[A-Za-z0-9]{3,})*(?![\w-])")
 
 
-# Any item of a code list (a placeholder kept as it is)
-_CODE_ITEM = re.compile(r"\[REDACTED:[a-z_]+\]|(?<![\w-])[A-Za-z0-9]{3,}(?:-[A-Za-z0-9]{3,})*(?![\w-])")
+# Any item of a code list (a placeholder kept as it is); a code of two groups of four digits joined by a space is
+# one item, as a backup code is printed (set 19: "backup codes：9915 5156，7927 7604", "备用码 4821 0937、5530 2219")
+_CODE_ITEM = re.compile(
+    r"\[REDACTED:[a-z_]+\]|(?<![\w-])[0-9]{4} [0-9]{4}(?![\w-]| [0-9])"
+    r"|(?<![\w-])[A-Za-z0-9]{3,}(?:-[A-Za-z0-9]{3,})*(?![\w-])"
+)
 
 
 _LINE_END_AFTER_CODE = re.compile(r"[ \t]*[,，。.;；!！]?[ \t]*(?:\r?\n|\Z)")
@@ -3429,6 +3436,44 @@ def _key_tool_action(m: re.Match[str]) -> tuple[str, int]:
     return (m.group()[: m.start("body") - m.start()] + body, found) if found else (m.group(), 0)
 
 
+# The MinIO client given an S3 endpoint's keys as positional arguments (set 19: `mc alias set myminio
+# http://10.0.0.20:9000 AK SK`; the older `mc config host add`): after the alias's name and its URL, the access key
+# goes when it looks generated, the secret key unless it is a stand-in or a variable (`$MINIO_SECRET`). Kept: a
+# flag in their place (`--api S3v4`), no keys (mc asks for them), and a local server's default pair (the same word
+# twice at localhost, as `guest:guest@localhost` is kept).
+_MC_ARG = (
+    r"(?!\[REDACTED:)(?:'(?!\[REDACTED:)[^'\n]{1,128}'|\"(?!\[REDACTED:)[^\"\n]{1,128}\""
+    r"|(?![-$'\"])[^\s|;&'\"]{1,128})"
+)
+_MC_ALIAS = re.compile(
+    r"(?<![\w.-])mc(?:li)?(?:\.exe)?[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)[ \t]+[^\s|;&]{1,64}"
+    r"[ \t]+(?P<url>(?:https?://)?[^\s|;&]{1,200})[ \t]+(?P<ak>"
+    + _MC_ARG
+    + r")(?:[ \t]+(?P<sk>"
+    + _MC_ARG
+    + r"))?",
+    _I,
+)
+_LOCAL_URL = re.compile(r"(?:https?://)?(?:localhost|127\.[0-9.]+|\[::1\]|0\.0\.0\.0)(?![\w.-])", _I)
+
+
+def _mc_alias_action(m: re.Match[str]) -> tuple[str, int]:
+    ak, sk = m.group("ak").strip("'\""), (m.group("sk") or "").strip("'\"")
+    if ak == sk and _LOCAL_URL.match(m.group("url")) is not None:
+        return m.group(), 0
+    spans = []
+    if _generated_key(ak):
+        spans.append(m.span("ak"))
+    if sk and not _stand_in(sk):
+        spans.append(m.span("sk"))
+    whole, base, out, end = m.group(), m.start(), [], 0
+    for start, stop in spans:
+        quoted = m.string[start] in "'\""
+        out.append(whole[end : start - base + quoted] + _tag("api_key"))
+        end = stop - base - quoted
+    return "".join(out) + whole[end:], len(spans)
+
+
 # Docker's `~/.docker/config.json`: `"auth": "<base64 of user:password>"` (and `identitytoken`).
 _DOCKER_AUTH = re.compile(
     r"(?P<lead>\"(?P<name>auth|identitytoken)\"[ \t]*:[ \t]*\")(?P<v>[A-Za-z0-9+/._-]{8,}={0,2})(?=\")", _I
@@ -3442,6 +3487,7 @@ _USER_PASS_DECODED = re.compile(r"[^\s:{}\"]{1,128}:\S{1,256}")
 # rules' gate, whose words such as "zip" and "http " are common).
 _CONFIG_FORMS_GATE = (
     *_DEVICE_CONFIG_GATE, "obsutil", "ossutil", "coscmd", *_KEY_FLAG_GATE, '"auth"', '"identitytoken"',
+    "alias set", "host add",
 )  # fmt: skip
 
 
@@ -4166,6 +4212,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _STDIN_PASSWORD, _stdin_action, _TOOL_GATE, needs=_STDIN_NEEDS),
     _Rule("password", _DEVICE_CONFIG, _device_config_action, _CONFIG_FORMS_GATE),
     _Rule("api_key", _KEY_TOOL, _key_tool_action, _CONFIG_FORMS_GATE),
+    _Rule("api_key", _MC_ALIAS, _mc_alias_action, _CONFIG_FORMS_GATE),
     _Rule("api_key", _KEY_FLAG, _swap("api_key", _generated_key), _CONFIG_FORMS_GATE),
     _Rule("password", _DOCKER_AUTH, _docker_auth_action, _CONFIG_FORMS_GATE),
     _Rule("password", _XML_SECRET, _xml_secret_action, _XML_GATE),
