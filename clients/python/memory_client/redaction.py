@@ -2913,7 +2913,8 @@ _OTP = re.compile(
     # (or asked about, a few words between: "验证码是不是 X", "code，现在是 X 吗", "the MFA code should be X?")
     r"|(?P<gap>[^\n0-9。.!！?？;；]{1,16}?(?:是|为|為|显示|(?<![A-Za-z])(?:is|be|was|it|now|currently|shows?|says?"
     r"|reads?)(?![A-Za-z])|[:：=])))?[ \t]*)"
-    r"(?P<v>(?:G-)?(?<![0-9])(?:[0-9]{3}[ -][0-9]{3}|[0-9]{4,8}))"
+    # (a backup code printed as two groups of four, "备用验证码：3381 9042", whole: its first group alone is no code)
+    r"(?P<v>(?:G-)?(?<![0-9])(?:[0-9]{3}[ -][0-9]{3}|[0-9]{4} [0-9]{4}(?![ \t]?[0-9])|[0-9]{4,8}))"
     r"(?![0-9A-Za-z.,:/-]?[0-9]|[A-Za-z]|[ \t]*(?:digits?|numbers?|characters?|chars?|seconds?|secs?|minutes?|mins?"
     r"|hours?|lines?|words?|bytes?|kb|mb|位|个|秒|分钟|小时|年|月|日|号|行|字))",
     _I,
@@ -2976,7 +2977,7 @@ def _otp_action(m: re.Match[str]) -> tuple[str, int]:
     if m.group("gap") is not None and _OTP_GAP_OTHER.search(m.group("gap")) is not None:
         return m.group(), 0
     # what an authenticator app shows, in groups of four, is a key's groups, not a code ("验证器里显示 4827 5531")
-    if m.group("app") is not None and _NEXT_GROUP.match(text, m.end()) is not None:
+    if m.group("app") is not None and (" " in m.group("v") or _NEXT_GROUP.match(text, m.end()) is not None):
         return m.group(), 0
     if m.group("bare") is not None and (
         (
