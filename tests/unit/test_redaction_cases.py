@@ -424,22 +424,21 @@ def _holdout() -> list[dict[str, Any]]:
     ]
 
 
-# Rows whose label contradicts another set's on the same form, left as their authors wrote them: the redactor follows
-# one judgement, and the row is asserted to get that judgement (so that changing it means changing both sides here).
-# Set 19 labels a one-time code the writer says they never asked for ("我没在操作", "我没在登录") a secret; set 3's
-# h3-017 keeps such a code as evidence of someone else's attempt, and the redactor keeps it (see `_OTP_UNREQUESTED`
-# and REDACTION_HOLDOUT19.md). Scored as misses in the set's figures.
-LABELS_IN_CONFLICT = {
-    "h19-072": "h3-017: an unrequested one-time code is kept",
-    "h19-166": "h3-017: an unrequested one-time code is kept",
-}
+# Rows whose label contradicts another set's on the same form: the redactor follows one judgement, and the row is
+# asserted to get that judgement, its data file left as its author wrote it. A one-time code the writer says they
+# never asked for ("我没在登录", "I didn't request this") is a live second factor of their account: it is redacted
+# like any other (set 19's h19-072 and h19-166 label it a secret); set 3's h3-017 labelled it a look-alike, as
+# evidence of someone else's attempt, and is asserted redacted here (its code, 190275). Privacy first: redacting it
+# loses nothing a memory needs ("an unrequested login code came in" stays).
+LABELS_IN_CONFLICT = {"h3-017": ("190275",)}
 
 
 @pytest.mark.parametrize("case", _holdout(), ids=lambda c: c["id"])
 def test_every_case_of_the_former_holdout_set_passes(case: dict[str, Any]) -> None:
     out = redact(case["text"])
     if case["id"] in LABELS_IN_CONFLICT:
-        assert out == case["text"], (case["id"], LABELS_IN_CONFLICT[case["id"]], out)
+        for secret in LABELS_IN_CONFLICT[case["id"]]:
+            assert secret not in out, (case["id"], out)
         return
     if case["secrets"]:
         for secret in case["secrets"]:
@@ -1073,7 +1072,7 @@ FORM_CASES_7: list[tuple[str, str, tuple[str, ...]]] = [
     ("otp", "验证码 5 分钟内有效，长度为 6 位", ()),
     ("otp", "SMS gateway returned error code: 400113", ()),
     ("otp", "the code 2026 release notes mention the SMS login", ()),
-    ("otp", "收到一条验证码 662901，我根本没在登录，是不是有人在试我的号？", ()),
+    ("otp", "收到一条验证码 662901，我根本没在登录，是不是有人在试我的号？", ("662901",)),
     # masked values, fill-ins and listings that name secrets without their values
     ("masked", 'client_secret = "••••••••••••••a91c"', ()),
     ("masked", "access_key     ****************W2QK env", ()),
@@ -1156,13 +1155,13 @@ FORM_CASES_8: list[tuple[str, str, tuple[str, ...]]] = [
     ("stdin", "net user kiosk * /add asks for the password twice", ()),
     ("stdin", "htpasswd -c .htpasswd admin   # it prompts for the password", ()),
     ("stdin", "grep www-data /etc/passwd\nwww-data:x:33:33:www-data:/var/www:/usr/sbin/nologin", ()),
-    # a one-time code: kept only when the writer says they never asked for it, not for a scam question alone
+    # a one-time code goes whether or not the writer asked for it, and behind a scam question
     ("otp", "【示例银行】验证码 552901，用于网银登录，请勿泄露。这是不是钓鱼短信？", ("552901",)),
     ("otp", "Text from 'Lyft': your verification code is 7731. phishing?", ("7731",)),
     ("otp", "验证码 440173（如非本人操作，请忽略本短信），填进去提示过期", ("440173",)),
     ("otp", "SMS: 'Use 861204 as your login code. If you didn't request this, ignore it.'", ("861204",)),
-    ("otp", "I didn't request this: 'Your sign-in code is 664120'. Is someone trying my account?", ()),
-    ("otp", "收到验证码 318842，可我根本没在登录，是诈骗吗", ()),
+    ("otp", "I didn't request this: 'Your sign-in code is 664120'. Is someone trying my account?", ("664120",)),
+    ("otp", "收到验证码 318842，可我根本没在登录，是诈骗吗", ("318842",)),
     ("otp", "登录验证码就是：207718，五分钟有效", ("207718",)),
     # a pre-shared key under any config's name for it; public keys and talk about PSKs are kept
     (

@@ -2892,12 +2892,9 @@ def _pin_action(m: re.Match[str]) -> tuple[str, int]:
 # 771204", "the login code: G-540981"; a bare "code is 482913" where the text speaks of a text message or of
 # verification (SMS, OTP, 2FA, 短信, 验证) and no other kind of code is named just before ("error code",
 # "zip code", "模板"), told with "is" or a colon. 4 to 8 digits (Google's `G-` kept with them), not a length or a
-# duration. Kept: a code the writer says they never asked for, quoted to ask whether the message is a scam
-# ("我没在登录啊，是不是诈骗", "I didn't request this, phishing?"): evidence of someone else's attempt, not a code
-# the writer uses (the third hold-out set keeps such a text; the seventh redacts a code that was used or given).
-# The writer must say so in the first person: a question alone ("is this a scam?", "这条是诈骗吗") leaves a live
-# code that may be the writer's own, and the message's boilerplate ("If you didn't request this", "如非本人操作")
-# says nothing of who asked (the eighth set).
+# duration. A code goes whoever asked for it: one the writer says they never requested ("我没在登录，是不是诈骗",
+# "I didn't request this, phishing?") is still a live second factor of their account (the nineteenth hold-out set;
+# the third had kept it as evidence of someone else's attempt, see LABELS_IN_CONFLICT in the redaction tests).
 _OTP_LABEL = (
     r"(?:(?:短信|手机|动态|登录|登陆|支付|安全|邮箱)?(?:验证码|校验码|动态码|确认码)|动态密码|一次性(?:验证码|密码)"
     r"|(?P<app>(?:身份)?验证器|(?<![A-Za-z])authenticator(?![A-Za-z]))"
@@ -2936,13 +2933,6 @@ _OTP_GAP_OTHER = re.compile(
     r"|工单|长度|位数|有效|错误|状态|次",
     _I,
 )
-_OTP_UNREQUESTED = re.compile(
-    r"不是我(?:本人)?(?:在?操作|在?登录|在?登陆|申请|发起|弄的|点的|[啊呀吧的。！!？?，,]|$)"
-    r"|(?:我|本人)(?:并|根本|都|也)?没(?:有)?在?(?:登录|登陆|申请|操作|注册|请求|要)"
-    r"|(?<![A-Za-z])I[ \t]+(?:didn'?t|did[ \t]+not|never|haven'?t|have[ \t]+not|wasn'?t|was[ \t]+not)"
-    r"[ \t]+(?:even[ \t]+)?(?:request|ask|sign|log|try|trying|tried)|not[ \t]+me\b|wasn'?t[ \t]+me",
-    _I,
-)
 _OTHER_CODE = re.compile(
     r"(?:error|err|status|exit|return|response|http|zip|postal|post|area|country|promo|coupon|discount|product"
     r"|item|sku|order|tracking|template|region|currency|language|source|qr|bar|invite|referral|color|colour"
@@ -2965,8 +2955,6 @@ _OTP_FIRST = re.compile(
 
 
 def _otp_first_action(m: re.Match[str]) -> tuple[str, int]:
-    if _OTP_UNREQUESTED.search(m.string, max(0, m.start() - 300), m.end() + 300) is not None:
-        return m.group(), 0
     return _tag("password"), 1
 
 
@@ -2987,8 +2975,6 @@ def _otp_action(m: re.Match[str]) -> tuple[str, int]:
         or re.fullmatch(r"code[ \t]*", m.group("lead"), re.I)
         is not None  # "code 2024": told with is / a colon
     ):
-        return m.group(), 0
-    if _OTP_UNREQUESTED.search(text, max(0, m.start() - 300), m.end() + 300) is not None:
         return m.group(), 0
     return m.group("lead") + _tag("password"), 1
 
