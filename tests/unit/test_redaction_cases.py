@@ -408,6 +408,10 @@ HOLDOUT_PATHS = (
     # set 18: ordinary turns and notes, folded in after its first-sight score (107/113, 97/100); its forms in
     # FORM_CASES_18
     DATA / "redaction_holdout18.jsonl",
+    # set 19: ordinary turns and notes, folded in after its first-sight score (103/117, 99/100); its forms in
+    # FORM_CASES_19. Two of its rows (h19-072, h19-166: a one-time code the writer says they never asked for) are
+    # labelled against set 3's h3-017 and stay missed: see REDACTION_HOLDOUT19.md
+    DATA / "redaction_holdout19.jsonl",
 )
 
 
@@ -420,9 +424,22 @@ def _holdout() -> list[dict[str, Any]]:
     ]
 
 
+# Rows whose label contradicts another set's on the same form: the redactor follows one judgement, and the row is
+# asserted to get that judgement, its data file left as its author wrote it. A one-time code the writer says they
+# never asked for ("我没在登录", "I didn't request this") is a live second factor of their account: it is redacted
+# like any other (set 19's h19-072 and h19-166 label it a secret); set 3's h3-017 labelled it a look-alike, as
+# evidence of someone else's attempt, and is asserted redacted here (its code, 190275). Privacy first: redacting it
+# loses nothing a memory needs ("an unrequested login code came in" stays).
+LABELS_IN_CONFLICT = {"h3-017": ("190275",)}
+
+
 @pytest.mark.parametrize("case", _holdout(), ids=lambda c: c["id"])
 def test_every_case_of_the_former_holdout_set_passes(case: dict[str, Any]) -> None:
     out = redact(case["text"])
+    if case["id"] in LABELS_IN_CONFLICT:
+        for secret in LABELS_IN_CONFLICT[case["id"]]:
+            assert secret not in out, (case["id"], out)
+        return
     if case["secrets"]:
         for secret in case["secrets"]:
             assert secret not in out, (case["id"], out)
@@ -1055,7 +1072,7 @@ FORM_CASES_7: list[tuple[str, str, tuple[str, ...]]] = [
     ("otp", "验证码 5 分钟内有效，长度为 6 位", ()),
     ("otp", "SMS gateway returned error code: 400113", ()),
     ("otp", "the code 2026 release notes mention the SMS login", ()),
-    ("otp", "收到一条验证码 662901，我根本没在登录，是不是有人在试我的号？", ()),
+    ("otp", "收到一条验证码 662901，我根本没在登录，是不是有人在试我的号？", ("662901",)),
     # masked values, fill-ins and listings that name secrets without their values
     ("masked", 'client_secret = "••••••••••••••a91c"', ()),
     ("masked", "access_key     ****************W2QK env", ()),
@@ -1138,13 +1155,13 @@ FORM_CASES_8: list[tuple[str, str, tuple[str, ...]]] = [
     ("stdin", "net user kiosk * /add asks for the password twice", ()),
     ("stdin", "htpasswd -c .htpasswd admin   # it prompts for the password", ()),
     ("stdin", "grep www-data /etc/passwd\nwww-data:x:33:33:www-data:/var/www:/usr/sbin/nologin", ()),
-    # a one-time code: kept only when the writer says they never asked for it, not for a scam question alone
+    # a one-time code goes whether or not the writer asked for it, and behind a scam question
     ("otp", "【示例银行】验证码 552901，用于网银登录，请勿泄露。这是不是钓鱼短信？", ("552901",)),
     ("otp", "Text from 'Lyft': your verification code is 7731. phishing?", ("7731",)),
     ("otp", "验证码 440173（如非本人操作，请忽略本短信），填进去提示过期", ("440173",)),
     ("otp", "SMS: 'Use 861204 as your login code. If you didn't request this, ignore it.'", ("861204",)),
-    ("otp", "I didn't request this: 'Your sign-in code is 664120'. Is someone trying my account?", ()),
-    ("otp", "收到验证码 318842，可我根本没在登录，是诈骗吗", ()),
+    ("otp", "I didn't request this: 'Your sign-in code is 664120'. Is someone trying my account?", ("664120",)),
+    ("otp", "收到验证码 318842，可我根本没在登录，是诈骗吗", ("318842",)),
     ("otp", "登录验证码就是：207718，五分钟有效", ("207718",)),
     # a pre-shared key under any config's name for it; public keys and talk about PSKs are kept
     (
@@ -2571,3 +2588,108 @@ def test_the_eighteenth_sets_rules_stay_linear(unit: str) -> None:
 
     small, large = best(500), best(2000)
     assert large / small <= 8, (unit, small, large)
+
+
+# ---------------------------------------------------------------- forms added for the nineteenth hold-out set
+
+# Each form the nineteenth set showed missing, with made-up values and wording (none from the set): secrets that must
+# go and near misses that must come back unchanged. (form, text, secrets); no secrets = a look-alike.
+FORM_CASES_19: list[tuple[str, str, tuple[str, ...]]] = [
+    # a SIM card's PUK is a PIN label
+    ("sim-puk", "手机卡锁了，PUK码 40718235，先帮我记着", ("40718235",)),
+    ("sim-puk", "Locked SIM: PUK1 is 61029384, PUK2 is 55820147", ("61029384", "55820147")),
+    ("sim-puk", "PUK 连续输错 10 次 SIM 卡就作废", ()),
+    ("sim-puk", "where do I find the PUK for my eSIM?", ()),
+    # a lock's code with a "for the ..." qualifier before its verb
+    (
+        "lock-code-qualifier",
+        "btw the keypad code for the storage unit is 8830, text me when you're in",
+        ("8830",),
+    ),
+    ("lock-code-qualifier", "the alarm code at the lake house was 1967 last summer", ("1967",)),
+    ("lock-code-qualifier", "the door code for room 2207 is on the whiteboard", ()),
+    ("lock-code-qualifier", "the garage code for the old place was changed last year", ()),
+    # a verb then 的 (是) as the connector, a password-shaped value only
+    (
+        "verb-de-connector",
+        "阿里云 AccessKey Secret 我配的是 Wq8rT2mZpL0cVb7nXa4eHs9K，还是报签名错误",
+        ("Wq8rT2mZpL0cVb7nXa4eHs9K",),
+    ),
+    ("verb-de-connector", "数据库密码，我们之前填的是 Qiao#lin2291，现在连不上", ("Qiao#lin2291",)),
+    ("verb-de-connector", "redis 的 password 刚改的 58104473，记一下", ("58104473",)),
+    ("verb-de-connector", "密码用的是 bcrypt 哈希，不是明文", ()),
+    ("verb-de-connector", "密钥存的是 KMS 里那把", ()),
+    ("verb-de-connector", "token 用的是 JWT，过期时间 2 小时", ()),
+    # "'s" for "is" after a label (8+ characters, password-shaped: the possessive is prose)
+    ("apostrophe-s", "fyi the router admin password's Pl8ntain-77 until Friday", ("Pl8ntain-77",)),
+    ("apostrophe-s", "the password's sha512 digest is stored, not the value", ()),
+    ("apostrophe-s", "the password's expiry is 90 days", ()),
+    ("apostrophe-s", "check the token's scopes before you merge", ()),
+    # a short variable bound to an argument is code
+    (
+        "argument-variable",
+        "    return check(login=usr, password=pw)\nNameError: name 'pw' is not defined",
+        (),
+    ),
+    ("argument-variable", "const creds = { user: u, pwd: s };", ()),
+    ("argument-variable", "db.connect(user='app', password=rq7)", ("rq7",)),
+    # a phone number as the account of a ' / ' pair
+    ("phone-account-pair", "铁路 app 账号 13712340987 / zhaomin8812，帮我看看", ("zhaomin8812",)),
+    ("phone-account-pair", "login: +1 415 555 0134 / sunset4471 for the pharmacy portal", ("sunset4471",)),
+    ("phone-account-pair", "账号 13712340987 / 2025-03-01 注册的", ()),
+    ("phone-account-pair", "call 13712340987 / 13598760021 for pickup", ()),
+    # a backup code printed as two groups of four digits is one item of the list
+    (
+        "backup-codes-spaced",
+        "Google 备用验证码：3381 9042、7719 2286、0458 6613",
+        ("3381 9042", "7719 2286", "0458 6613"),
+    ),
+    (
+        "backup-codes-spaced",
+        "backup codes (each works once): 5521 0873, 6690 1142",
+        ("5521 0873", "6690 1142"),
+    ),
+    ("backup-codes-spaced", "backup codes: 1024 2048 4096 are not block sizes", ()),
+    ("backup-codes-spaced", "备用码在 app 里，客服电话 4008 8888", ()),
+    # the MinIO client's positional keys
+    (
+        "mc-alias-keys",
+        "mc alias set nas https://minio.home.arpa:9000 K7PZ2QW9XRM4TT1LNA0D 'hV9q/Tz2+mW8pLr0XkB3sYc5NdE7aJf1Gu4iOe6R'",
+        ("K7PZ2QW9XRM4TT1LNA0D", "hV9q/Tz2+mW8pLr0XkB3sYc5NdE7aJf1Gu4iOe6R"),
+    ),
+    (
+        "mc-alias-keys",
+        "跑 mcli config host add bk http://10.9.8.7:9000 BK81VQZ0MX2 Zq7#mPw2Lr9xTt 报错",
+        ("BK81VQZ0MX2", "Zq7#mPw2Lr9xTt"),
+    ),
+    ("mc-alias-keys", "mc alias set dev http://127.0.0.1:9000 minioadmin minioadmin", ()),
+    ("mc-alias-keys", "mc alias set prod https://s3.corp.io $MINIO_ROOT_USER $MINIO_ROOT_PASSWORD", ()),
+    ("mc-alias-keys", "mc alias set prod https://s3.corp.io --api S3v4 --path on", ()),
+]
+
+
+@pytest.mark.parametrize(
+    ("form", "text", "secrets"), FORM_CASES_19, ids=[f"{c[0]}-{i}" for i, c in enumerate(FORM_CASES_19)]
+)
+def test_a_form_added_for_the_nineteenth_holdout_set(form: str, text: str, secrets: tuple[str, ...]) -> None:
+    test_a_form_added_for_the_fourth_holdout_set(form, text, secrets)
+
+
+# The nineteenth set's new rules read a bounded qualifier (a lock code's "for the ..."), a bounded connector (a verb
+# and 的, "'s"), a bounded account before a slash (a phone number) or a command's bounded arguments (mc alias set):
+# four times the input costs about four times the time.
+@pytest.mark.parametrize(
+    "unit",
+    [
+        "password's a1b2c3d4 ",
+        "密码我填的是 a1b2c3d4 ",
+        "gate code for a b c d ",
+        "PUK 1234 ",
+        "mc alias set a http://b c d ",
+        "account 137 0000 1111 / ",
+        "backup codes: 1234 5678 ",
+        "f(password=p, ",
+    ],
+)
+def test_the_nineteenth_sets_rules_stay_linear(unit: str) -> None:
+    test_the_eighteenth_sets_rules_stay_linear(unit)
