@@ -16,7 +16,14 @@ from core.extraction.lang import detect_lang
 from core.extraction.rules.dispatch import stack_hits
 from core.extraction.rules.en.grammar import sentence_case, third_person
 from core.extraction.rules.hits import Hit, make
-from core.extraction.rules.passes import IRONY_EMPHASIS, ironic, irony_mark, is_asked, sentence_hits, unsaid_prefix
+from core.extraction.rules.passes import (
+    IRONY_EMPHASIS,
+    ironic,
+    irony_mark,
+    is_asked,
+    sentence_hits,
+    unsaid_prefix,
+)
 from core.extraction.rules.sentences import clean_text, split_sentences
 from core.extraction.rules.vocab import find_tools
 from core.extraction.rules.zh.grammar import zh_content

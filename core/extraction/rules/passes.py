@@ -653,7 +653,9 @@ _IRONY_WEAK = re.compile(
     re.I,
 )
 _IRONY_CHARS = re.compile(
-    r"[*/\U0001F600-\U0001F64F]|best|said|sure|right|great|joy|love|adore|truly|对对|是是|呵呵|开心|最爱|最喜欢|多", re.I
+    r"[*/\U0001F600-\U0001F64F]|best|said|sure|right|great|joy|love|adore|truly|"
+    r"对对|是是|是啊|好好|呵呵|开心|最爱|最喜欢|多",
+    re.I,
 )
 # Said to be no part of the user's own work or setup ("纯属练手，跟工作没关系", "just a tutorial I'm following,
 # nothing to do with work"): the tools it names are not the user's.
