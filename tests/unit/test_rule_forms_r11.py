@@ -116,3 +116,12 @@ def test_a_disowned_sentence_yields_nothing(text: str) -> None:
 )
 def test_a_not_me_that_disowns_nothing_is_no_disowning(text: str, slot: str, value: str) -> None:
     assert _slots(text).get(slot) == value
+
+
+@pytest.mark.parametrize(
+    "text", ["对对对，我最爱周末被叫起来修线上了，简直是人生乐趣", "no, that was my cousin's phone, not mine"]
+)
+def test_a_turn_that_states_nothing_is_skipped_by_the_gate(text: str) -> None:
+    from core.extraction.gate import GateDecision, gate_turn
+
+    assert gate_turn(Turn("e1", "user", text)).decision is GateDecision.SKIP
