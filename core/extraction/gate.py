@@ -222,6 +222,10 @@ def _gate(turn: Turn, previous_keys: set[str]) -> GateResult:
     reason = _smalltalk_reason(cleaned, assistant=turn.role == "assistant")
     if reason is not None:
         return GateResult(GateDecision.SKIP, reason, lang)
+    if not analysis.residual.strip():
+        # every sentence was read as no statement (irony, "I didn't say ...", "..., not mine"): nothing is left
+        # for the residual filter, which would otherwise store the turn verbatim
+        return GateResult(GateDecision.SKIP, "no_statement", lang)
     return GateResult(GateDecision.NEEDS_LLM, "substantive", lang, residual=cleaned)
 
 

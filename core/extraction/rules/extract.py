@@ -16,7 +16,14 @@ from core.extraction.lang import detect_lang
 from core.extraction.rules.dispatch import stack_hits
 from core.extraction.rules.en.grammar import sentence_case, third_person
 from core.extraction.rules.hits import Hit, make
-from core.extraction.rules.passes import IRONY_EMPHASIS, is_asked, sentence_hits
+from core.extraction.rules.passes import (
+    IRONY_EMPHASIS,
+    ironic,
+    irony_mark,
+    is_asked,
+    sentence_hits,
+    unsaid_prefix,
+)
 from core.extraction.rules.sentences import clean_text, split_sentences
 from core.extraction.rules.vocab import find_tools
 from core.extraction.rules.zh.grammar import zh_content
@@ -59,6 +66,7 @@ def analyze_turn(turn: Turn, *, roles: Sequence[str] = ("user",)) -> TurnAnalysi
     emphasised = frozenset(  # "I *adore* YAML": praise in emphasis, dropped by the cleaning, read as irony
         word.lower() for word in (IRONY_EMPHASIS.findall(turn.content) if "*" in turn.content else ())
     )
+    carried_irony = False  # an earlier sentence of the turn bore an irony mark ("oh great, another ...")
     for sentence in split_sentences(text):
         if len(sentence) > MAX_SENTENCE_CHARS:
             residual.append(sentence)
@@ -139,13 +147,18 @@ def analyze_turn(turn: Turn, *, roles: Sequence[str] = ("user",)) -> TurnAnalysi
                 previous = (sentence, len(candidates) - 1)
                 continue
         start_index = len(candidates)
-        hits = sentence_hits(sentence, emphasised=emphasised)
+        hits = sentence_hits(sentence, emphasised=emphasised, carried_irony=carried_irony)
+        # an ironic sentence, or a clause that states nothing ("I didn't say ...", "..., not mine"), is no
+        # statement for the residual filter either: only what the rules kept of it is read
+        unsaid = len(sentence) if ironic(sentence, carried=carried_irony) else unsaid_prefix(sentence)
+        carried_irony = carried_irony or irony_mark(sentence)
         correcting = not hits and _CORRECTION_OPENER_RE.match(sentence) is not None
         for cand, _, _ in hits:
             if not _WORD_RE.search(cand.content):
                 continue  # a request with nothing to keep ("remember -、"): its span is accounted for, no memory
             candidates.append(dataclasses.replace(cand, source_event_ids=sources, source_turn_ids=turn_ids))
-        rest = _uncovered(sentence, [(start, end) for _, start, end in hits]) if hits else sentence
+        spans = [(start, end) for _, start, end in hits] + ([(0, unsaid)] if unsaid else [])
+        rest = _uncovered(sentence, spans) if spans else sentence
         if rest:
             residual.append(rest)
         previous = (sentence, start_index)

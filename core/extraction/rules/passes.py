@@ -648,11 +648,14 @@ _IRONY_STRONG = re.compile(
 _IRONY_WEAK = re.compile(
     r"^\W*(?:yeah|yea|oh|ah)\s*,?\s*(?:sure|right|great|totally|of\s+course)\b|\boh\s+(?:great|joy|wonderful)\b|"
     r"\bbest\s+[\w-]+(?:\s+[\w-]+)?\s+ever\b|\bjust\s+love\s+(?:it\s+)?when\b|[\U0001F605\U0001F644]|对对对|是是是|呵呵|"
-    r"超开心|太开心了|开心死了|我最(?:爱|喜欢)[^,，。!！]{1,10}了",
+    r"超开心|太开心了|开心死了|我最(?:爱|喜欢)[^,，。!！]{1,10}了|\bjust\s+adore\b|\btruly\s+my\s+fav(?:ou)?rite\b|"
+    r"简直是人生(?:乐趣|赢家)|^\W*是啊是啊|^\W*好好好",
     re.I,
 )
 _IRONY_CHARS = re.compile(
-    r"[*/\U0001F600-\U0001F64F]|best|said|sure|right|great|joy|love|对对|是是|呵呵|开心|最爱|最喜欢|多", re.I
+    r"[*/\U0001F600-\U0001F64F]|best|said|sure|right|great|joy|love|adore|truly|"
+    r"对对|是是|是啊|好好|呵呵|开心|最爱|最喜欢|多",
+    re.I,
 )
 # Said to be no part of the user's own work or setup ("纯属练手，跟工作没关系", "just a tutorial I'm following,
 # nothing to do with work"): the tools it names are not the user's.
@@ -674,11 +677,53 @@ def _may_disown(sentence: str) -> bool:
     return "练手" in sentence or "没关系" in sentence or "无关" in sentence or "工作上" in sentence
 
 
-def ironic(sentence: str) -> bool:
-    """The sentence praises what the speaker does not mean (see `_IRONY_STRONG`)."""
+def ironic(sentence: str, *, carried: bool = False) -> bool:
+    """The sentence praises what the speaker does not mean (see `_IRONY_STRONG`); `carried`: an earlier
+    sentence of the turn bore an irony mark ("oh great, another YAML error. I just adore YAML"), which counts
+    as one of the two weak marks."""
     if _IRONY_CHARS.search(sentence) is None:
         return False
-    return _IRONY_STRONG.search(sentence) is not None or len(_IRONY_WEAK.findall(sentence)) >= 2
+    weak = len(_IRONY_WEAK.findall(sentence)) + (1 if carried else 0)
+    return _IRONY_STRONG.search(sentence) is not None or weak >= 2
+
+
+def irony_mark(sentence: str) -> bool:
+    """The sentence bears at least one irony mark, strong or weak (carried to the turn's next sentence)."""
+    if _IRONY_CHARS.search(sentence) is None:
+        return False
+    return _IRONY_STRONG.search(sentence) is not None or _IRONY_WEAK.search(sentence) is not None
+
+
+# A leading clause that states nothing of the user's: a denial of having said something ("I didn't say we're
+# migrating to Go, ...", "我没说要换成 Vue，..."), or a habit whose only object is a pronoun ("I keep forgetting
+# this, ...", "I always blank on it", "我老是忘了这个"). The clause is read as no statement; the rest of the
+# sentence still is ("I didn't say Tuesday, I said Thursday").
+_UNSAID_CLAUSE = re.compile(
+    r"^\W*(?:(?:ok(?:ay)?|so|well|look|no|nah|um+)\s*,?\s*){0,3}"
+    r"(?:(?:i|we)\s+(?:didn'?t|did\s+not|never|have\s+never|haven'?t)\s+(?:say|said|mean|meant|claim|claimed|tell|told)\b"
+    r"|i\s+(?:keep|always|often|constantly|usually|still)\s+(?:\w+\s+){1,2}?(?:it|this|that|them)(?![\w'-])"
+    r"|我(?:们)?(?:并|也)?(?:没|没有|从没|从来没|从来没有)(?:说|讲)(?:过)?(?![清明完])"
+    r"|我(?:老是|总是|经常|一直|每次都)[^，,。；;]{0,6}?(?:这个|那个|它)(?=[，,。；;！!\s]|$))"
+    r"[^,，;；]*",
+    re.I,
+)
+# A sentence that gives what it names to someone else ("that was my colleague's screenshot, not mine",
+# "不是我，那是我同事的截图"): nothing in it is the user's.
+_DISOWNED = re.compile(r"\bnot\s+(?:mine|ours)\b|不是我(?:们)?的?(?=[，,。；;！!\s]|$)", re.I)
+
+
+def unsaid_prefix(sentence: str) -> int:
+    """The length of the sentence's leading clause that states nothing (`_UNSAID_CLAUSE`), with the separator
+    after it; the whole sentence when it disowns what it says (`_DISOWNED`); 0 when none."""
+    if _DISOWNED.search(sentence):
+        return len(sentence)
+    found = _UNSAID_CLAUSE.match(sentence)
+    if found is None:
+        return 0
+    end = found.end()
+    while end < len(sentence) and sentence[end] in ",，;；—- ":
+        end += 1
+    return end
 
 
 # A house convention with one current value ("indent with tabs" -> "4 spaces from now on", "提交信息用英文写" ->
@@ -733,11 +778,18 @@ def _convention_hits(sentence: str, hits: list[Hit]) -> list[Hit]:
     return [*hits, (cand, 0, len(sentence))]
 
 
-def sentence_hits(sentence: str, *, emphasised: frozenset[str] = frozenset()) -> list[Hit]:
+def sentence_hits(
+    sentence: str, *, emphasised: frozenset[str] = frozenset(), carried_irony: bool = False
+) -> list[Hit]:
     """`_sentence_hits`, where an ironic sentence (`ironic`, or praise the turn set in emphasis: "I *adore*
-    YAML", `emphasised` holding "adore") keeps only its rules for the agent ("stop adding emojis 🙄")."""
+    YAML", `emphasised` holding "adore") keeps only its rules for the agent ("stop adding emojis 🙄"); a
+    leading clause that states nothing (`unsaid_prefix`) yields nothing."""
+    unsaid = unsaid_prefix(sentence)
+    if unsaid:
+        rest = sentence[unsaid:]
+        return shift(sentence_hits(rest, emphasised=emphasised), unsaid) if rest.strip() else []
     low = sentence.lower()
-    irony = ironic(sentence) or any(word in low for word in emphasised)
+    irony = ironic(sentence, carried=carried_irony) or any(word in low for word in emphasised)
     hits = _sentence_hits(sentence)
     if irony:
         return [hit for hit in hits if hit[0].tier is Tier.MUST]
