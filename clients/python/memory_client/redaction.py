@@ -1318,11 +1318,14 @@ _CLI_TOOL_FLAGS = (
     (r"keytool|jarsigner", r"-(?:src|dest)?(?:storepass|keypass)"),
     (r"wget", r"--(?:http-|ftp-|proxy-)?password"),
     (r"openssl", r"-pass(?:in|out)?[ \t]+pass:|-k[ \t]+"),  # openssl's own separators: no `_SEP` after
+    # 7-Zip and RAR take the password glued to the switch (set 20: "7z x a.7z -p'X' -o./out", "rar a -hpX b.rar")
+    (r"7z|7za|7zz|7zr|rar|unrar|winrar", r"-h?p(?![-\s])"),
 )
+_GLUED_FLAG_TOOLS = ("openssl", "7z|7za|7zz|7zr|rar|unrar|winrar")
 _CLI_FLAG_PASSWORD = re.compile(
     r"(?P<lead>(?<![\w.-])(?:"
     + "|".join(
-        "(?:" + tools + ")" + _CMD_REST + "(?:" + flags + ")" + ("" if tools == "openssl" else _SEP)
+        "(?:" + tools + ")" + _CMD_REST + "(?:" + flags + ")" + ("" if tools in _GLUED_FLAG_TOOLS else _SEP)
         for tools, flags in _CLI_TOOL_FLAGS
     )
     + r")(?P<q>['\"]?))(?P<v>"
@@ -1332,7 +1335,7 @@ _CLI_FLAG_PASSWORD = re.compile(
 _CLI_FLAG_GATE = (
     "redis-cli", "keydb-cli", "valkey-cli", "docker", "podman", "nerdctl", "buildah", "skopeo", "helm", "oras",
     "crane", "mongo", "cqlsh", "rabbitmqadmin", "sqlcmd", "bcp", "osql", "ldap", "mosquitto_", "zip", "keytool",
-    "jarsigner", "wget", "openssl",
+    "jarsigner", "wget", "openssl", "7z", "rar ", "unrar", "winrar",
 )  # fmt: skip
 # `user:password` (or smbclient's `user%password`) after a tool's user flag: `curl -u AC12:tok`, HTTPie's
 # `http -a me:pw`, `wget --user=me:pw`, `smbclient -U alice%pw`. Only what follows the first separator goes.
@@ -2053,7 +2056,9 @@ _CODES = re.compile(
     # (any list separator: commas, semicolons, 、, |, / or a new line; an item may be a code with no digit, which
     # the action takes only in the shape of the list's codes, or a placeholder: an earlier rule that took the
     # first code after its 验证码 must not hide the rest)
-    r"(?P<body>[^\n]{0,40}?[:：\n](?P<list>(?:(?:[ \t,，;；:：\n、|/／]+|(?<=[:：]))"
+    # (the account they belong to may stand on its own line first, as Google prints it: "BACKUP VERIFICATION
+    # CODES\nanna@example.com\n\n5709 1687    9504 2605", set 20)
+    r"(?P<body>[^\n]{0,40}?[:：\n](?:[ \t]*[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){1,6}[ \t]*\r?\n)?(?P<list>(?:(?:[ \t,，;；:：\n、|/／]+|(?<=[:：]))"
     r"(?:\[REDACTED:[a-z_]+\]|[A-Za-z0-9]{3,}(?:-[A-Za-z0-9]{3,})*(?![\w-]))){1,32}))",
     _I,
 )
@@ -2726,7 +2731,7 @@ _SEED_WORD = r"(?:[0-9]{1,2}[.):][ \t]*)?[A-Za-z]{3,8}"
 _SEED_SEP = r"(?:[ \t]*[,，][ \t]*|[ \t]*\r?\n[ \t]*|[ \t]+)"
 _SEED = re.compile(
     r"(?P<lead>(?:" + _SEED_LABEL + r")"
-    r"(?:[^\n:：=]{0,60}?(?:[:：=]|[?!.](?=[ \t])|[ \t](?:is|are|was|were)(?![A-Za-z]))|[ \t]*(?:是|为)?)"
+    r"(?:[^\n:：=]{0,60}?(?:[:：=]|[?!.](?=[ \t]|\r?\n)|[ \t](?:is|are|was|were)(?![A-Za-z]))|[ \t]*(?:是|为)?)"
     r"[ \t]*(?:\r?\n[ \t]*)?)"
     r"(?P<v>" + _SEED_WORD + r"(?:" + _SEED_SEP + _SEED_WORD + r"){11,23}(?![A-Za-z])"
     r"|[\u4e00-\u9fff](?:[ \t]+[\u4e00-\u9fff]){11,23}(?![\u4e00-\u9fff]))",
@@ -2857,7 +2862,9 @@ _PIN_CODE = re.compile(
     # new building is 0021#", "the PIN to the side door was 7730")
     + r"(?:(?:[ \t]+(?:for|to|of|on|at)(?:[ \t]+[A-Za-z'-]+){1,4}?(?=[ \t]+(?:is|was)[ \t]))?"
     r"[ \t]+(?:is|was|are)(?:[ \t]+(?:still|now))?(?![A-Za-z])"
-    r"|[ \t]*(?:[:：=#]|(?:就|也)?(?:是|为|為)[ \t]*[:：]?))?[ \t]*)"
+    r"|[ \t]*(?:[:：=#]|(?:就|也)?(?:是|为|為)[ \t]*[:：]?)"
+    # (or in brackets after its label, set 20: "his debit card PIN (5865), any tips", "银行卡密码（820417）")
+    r"|[ \t]*[(（](?=[ \t]*[0-9]{4,8}[ \t]*[)）,，]))?[ \t]*)"
     # 4 to 8 digits; a lock's combination also as numbers joined by dashes ("combination is 3-14-27")
     r"(?P<v>(?<![0-9])(?:[0-9]{4,8}|(?P<dial>[0-9]{1,2}(?:-[0-9]{1,2}){2,3})|(?P<shelf>[0-9]{1,3}(?:-[0-9]{1,4}){1,3})))"
     r"(?![0-9A-Za-z]|-[0-9]|[ \t]*(?:digits?|numbers?|characters?|chars?|位|个|年|秒|分钟|小时|天|次))",
@@ -2984,7 +2991,7 @@ def _otp_action(m: re.Match[str]) -> tuple[str, int]:
 # named, its value changed from one to the other). The sentence must say it changed; each value follows a
 # marker of old or new and must look like a password (digits only: 6+, or 4+ after a PIN).
 _CHANGE_LABEL = (
-    r"(?P<label>密码|密碼|口令|(?<![A-Za-z])(?:pass(?:word|code|phrase)?s?|pwd|pin)(?![A-Za-z])"
+    r"(?P<label>密码|密碼|口令|(?<![A-Za-z])(?:pass(?:word|code|phrase)?s?|pwd?|pin)(?![A-Za-z])"
     r"|(?P<account>(?<![A-Za-z])(?:root|admin|administrator|account)(?![A-Za-z])|管理员|账号|帐号))"
 )
 _CHANGE_LABEL_HEAD = re.compile(_CHANGE_LABEL, _I)
@@ -2992,7 +2999,9 @@ _CHANGE_HEAD = re.compile(_CHANGE_LABEL + r"(?P<body>[^\n。！？]{4,90})", _I)
 _CHANGE_VERB = re.compile(r"改|换|變|变|更新|重置|(?<![A-Za-z])(?:chang|reset|rotat|updat|switch)", _I)
 _CHANGED_FROM_TO = re.compile(r"从[ \t]*[\x21-\x7e]+[ \t]*(?:改|换|变)(?:成|为)")
 _CHANGE_VALUE = re.compile(
-    r"(?:从|原来(?:的|那个)?(?:是)?|旧的?(?:是|为)?|之前(?:的|那个)?(?:是)?|以前(?:的|那个)?(?:是)?|改成了?|改为"
+    # (or an arrow between the old value and the new, set 20: "changed the admin pw: X → Y", "PIN 4821 -> 7730"; the
+    # value before an arrow is the old one)
+    r"(?:(?P<arrow>(?<![\x21-\x7e])(?=[\x21-\x7e]{4,64}[ \t]*(?:→|->|=>|⇒|⟶))|→|->|=>|⇒|⟶)|从|原来(?:的|那个)?(?:是)?|旧的?(?:是|为)?|之前(?:的|那个)?(?:是)?|以前(?:的|那个)?(?:是)?|改成了?|改为"
     r"|换成了?|变成了?|新的(?:是|为)?|现在(?:的)?是|(?:现在|以后|今后)(?:改)?用|改用|新密码(?:是|为)?"
     r"|(?<![A-Za-z])(?:[Ii]t'?s|[Ii]t[ \t]+is)[ \t]+now|(?<![A-Za-z])now[ \t]+(?:use|it'?s|it[ \t]+is)"
     r"|(?<![A-Za-z])(?:from|to|(?:old|previous|former)(?:[ \t]+one)?(?:[ \t]+(?:was|is))?"
@@ -3056,6 +3065,9 @@ def _change_action(m: re.Match[str]) -> tuple[str, int]:
         value = v.group("v")
         secret = value.rstrip(_PW_TRAILING)
         if not secret or _stand_in(secret) or secret.lower() in _NOT_A_PASSWORD:
+            return v.group()
+        # by an arrow, only a value no setting's name or version is ("bcrypt → argon2id", "TLS1.2 -> TLS1.3")
+        if v.group("arrow") is not None and not (secret.isdigit() or _strong_secret(secret, 6)):
             return v.group()
         if secret.isdigit():
             if len(secret) < (4 if pin or m.group("label") in ("密码", "密碼") else 6):
