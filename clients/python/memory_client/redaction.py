@@ -2073,7 +2073,9 @@ _CODES = re.compile(
     # first code after its 验证码 must not hide the rest)
     # (the account they belong to may stand on its own line first, as Google prints it: "BACKUP VERIFICATION
     # CODES\nanna@example.com\n\n5709 1687    9504 2605", set 20)
-    r"(?P<body>[^\n]{0,40}?[:：\n](?:[ \t]*[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){1,6}[ \t]*\r?\n)?(?P<list>(?:(?:[ \t,，;；:：\n、|/／]+|(?<=[:：]))"
+    r"(?P<body>[^\n]{0,40}?[:：\n]"
+    r"(?:[ \t]*[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){1,6}[ \t]*\r?\n)?"
+    r"(?P<list>(?:(?:[ \t,，;；:：\n、|/／]+|(?<=[:：]))"
     r"(?:\[REDACTED:[a-z_]+\]|[A-Za-z0-9]{3,}(?:-[A-Za-z0-9]{3,})*(?![\w-]))){1,32}))",
     _I,
 )
@@ -2794,7 +2796,8 @@ def _seed_action(m: re.Match[str]) -> tuple[str, int]:
 # with no connector the value must not be a plain word, as after an English label.
 _FOREIGN_PW_WORDS = (
     r"contraseñas?|(?<![A-Za-z])clave(?![A-Za-z])|passw(?:o|ö)rt|kennwort|(?:wlan|wifi|wi-fi|netzwerk)-?schl(?:ü|ue)ssel"
-    r"|mot[ \t]+de[ \t]+passe|(?<![A-Za-z])(?P<mdp>mdp)(?![A-Za-z])|lösenord(?:et)?|wachtwoord|senha|пароль|Пароль|ПАРОЛЬ|hasło|パスワード|暗証番号"
+    r"|mot[ \t]+de[ \t]+passe|(?<![A-Za-z])(?P<mdp>mdp)(?![A-Za-z])"
+    r"|lösenord(?:et)?|wachtwoord|senha|пароль|Пароль|ПАРОЛЬ|hasło|パスワード|暗証番号"
     r"|비밀번호|비번|暗号|暗號"
 )
 _FOREIGN_CONNECTOR = (
@@ -2996,7 +2999,7 @@ _OTHER_CODE = re.compile(
 # The code first: "G-550192 is your Google verification code", "608116 是您的登录验证码".
 _OTP_FIRST = re.compile(
     r"(?<![0-9A-Za-z-])(?P<v>(?:G-)?(?:[0-9]{3}[ -][0-9]{3}|[0-9]{4,8}))(?![0-9])"
-    r"(?=[ \t]*(?:(?:is|as)[ \t]+your[ \t]+(?:[\w-]+[ \t]+){0,3}?(?:verification|security|login|log-?in|sign-?in"
+    r"(?=[ \t]*(?:(?:is|as)[ \t]+your[ \t]+(?:[\w-]+[ \t]+){0,4}?(?:verification|security|login|log-?in|sign-?in"
     r"|one-time|confirmation|2fa|mfa|otp|access|auth(?:entication)?)[ \t]+(?:code|pin|passcode)(?![A-Za-z])"
     r"|(?:is|as)[ \t]+your[ \t]+code(?![A-Za-z])"
     r"|(?:是|为)(?:你|您)的[^\s，。,]{0,6}?(?:验证码|校验码|动态码|动态密码)))",
@@ -3046,7 +3049,8 @@ _CHANGED_FROM_TO = re.compile(r"从[ \t]*[\x21-\x7e]+[ \t]*(?:改|换|变)(?:成
 _CHANGE_VALUE = re.compile(
     # (or an arrow between the old value and the new, set 20: "changed the admin pw: X → Y", "PIN 4821 -> 7730"; the
     # value before an arrow is the old one)
-    r"(?:(?P<arrow>(?<![\x21-\x7e])(?=[\x21-\x7e]{4,64}[ \t]*(?:→|->|=>|⇒|⟶))|→|->|=>|⇒|⟶)|从|原来(?:的|那个)?(?:是)?|旧的?(?:是|为)?|之前(?:的|那个)?(?:是)?|以前(?:的|那个)?(?:是)?|改成了?|改为"
+    r"(?:(?P<arrow>(?<![\x21-\x7e])(?=[\x21-\x7e]{4,64}[ \t]*(?:→|->|=>|⇒|⟶))|→|->|=>|⇒|⟶)"
+    r"|从|原来(?:的|那个)?(?:是)?|旧的?(?:是|为)?|之前(?:的|那个)?(?:是)?|以前(?:的|那个)?(?:是)?|改成了?|改为"
     r"|换成了?|变成了?|新的(?:是|为)?|现在(?:的)?是|(?:现在|以后|今后)(?:改)?用|改用|新密码(?:是|为)?"
     r"|(?<![A-Za-z])(?:[Ii]t'?s|[Ii]t[ \t]+is)[ \t]+now|(?<![A-Za-z])now[ \t]+(?:use|it'?s|it[ \t]+is)"
     r"|(?<![A-Za-z])(?:from|to|(?:old|previous|former)(?:[ \t]+one)?(?:[ \t]+(?:was|is))?"
@@ -4188,7 +4192,9 @@ _WIFI_PAIR_LABEL = (
 _WIFI_PAIR = re.compile(
     # (or with only a space after the label, as a check-in note lists it, set 20: "- WiFi BlueHeron-Guest /
     # orchid-juniper-harbor-23": then the network's name must look like one, see the action)
-    r"(?P<lead>" + _WIFI_PAIR_LABEL + r"(?:[ \t]*(?:[:：=]|是)[ \t]*|(?P<sp>[ \t]+))(?P<net>[^\s/／:：]{1,32})"
+    r"(?P<lead>"
+    + _WIFI_PAIR_LABEL
+    + r"(?:[ \t]*(?:[:：=]|是)[ \t]*|(?P<sp>[ \t]+))(?P<net>[^\s/／:：]{1,32})"
     r"[ \t]*[/／][ \t]*)"
     r"(?P<v>(?!\[REDACTED:)[^\s/／]{1,80})",
     _I,
@@ -4226,7 +4232,9 @@ _PW_BEFORE_GATE = ("pass", "pw", "pin", "密码", "口令")
 # same as always (Thistle!9328, capital first letter)", "密码还是老的（Qm#2207lake）"): the first thing in the
 # brackets, 8+ characters with a letter, a digit and a symbol (`!#$%&*+=?@^~`), which no hash's name, setting or
 # version has ("password hashing (Argon2id, m=64MB)", "password rules (min 12 chars)" stay). Same sentence only.
-_PW_IN_BRACKETS_LABEL = r"(?<![A-Za-z])(?:pass(?:word|phrase|code)?|passwd|pwd|pw)s?(?![A-Za-z])|密码|密碼|口令"
+_PW_IN_BRACKETS_LABEL = (
+    r"(?<![A-Za-z])(?:pass(?:word|phrase|code)?|passwd|pwd|pw)s?(?![A-Za-z])|密码|密碼|口令"
+)
 _PW_IN_BRACKETS = re.compile(
     r"(?P<lead>(?:" + _PW_IN_BRACKETS_LABEL + r")[^\n()（）.!?;。！？；]{1,48}?[(（][ \t]*)"
     r"(?P<v>(?!\[REDACTED:)[^\s()（）,，;；]{8,64})(?=[ \t]*[)）,，;；])",
@@ -4239,6 +4247,7 @@ def _pw_in_brackets_action(m: re.Match[str]) -> tuple[str, int]:
     if _stand_in(secret) or not (_strong_secret(secret, 8) and any(c in _STRONG_SYMBOLS for c in secret)):
         return m.group(), 0
     return _swap_value("password")(m)
+
 
 _PW_GATE = ("pass", "pw", "pin", "密码", "密碼", "口令", "授权码", "授權碼")
 _KEY_GATE = ("secret", "key", "token", "psk", "密钥", "秘钥", "密鑰", "密匙", "秘匙", "令牌")
@@ -4323,7 +4332,14 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("api_key", _KEY_LABELLED, _to_api_key, _KEY_GATE, re.compile(_HEAD_KEY, _I), True),
     _Rule("password", _PW_LABELLED, _to_password, _PW_GATE, re.compile(_HEAD_PW, _I), True),
     _Rule("password", _PW_NEXT_LINE, _pw_next_line_action, _PW_GATE, re.compile(_HEAD_PW, _I), True),
-    _Rule("password", _PW_IN_BRACKETS, _pw_in_brackets_action, _PW_GATE, re.compile(_PW_IN_BRACKETS_LABEL, _I), True),
+    _Rule(
+        "password",
+        _PW_IN_BRACKETS,
+        _pw_in_brackets_action,
+        _PW_GATE,
+        re.compile(_PW_IN_BRACKETS_LABEL, _I),
+        True,
+    ),
     _Rule("password", _CREDENTIAL_VALUE, _credential_value_action, _CREDENTIAL_VALUE_GATE),
     _Rule("password", _PW_BEFORE, _pw_before_action, _PW_BEFORE_GATE, None, True),
     _Rule("password", _FOREIGN_PW, _foreign_pw_action, _FOREIGN_PW_GATE, _FOREIGN_PW_HEAD, True),
@@ -4338,8 +4354,8 @@ _RULES: tuple[_Rule, ...] = (
         ("base64", "pass show", "vault", "secretsmanager", "op read"),
     ),
     _Rule("password", _OTP, _otp_action, _OTP_GATE, _OTP_HEAD, True),
-    # (not windowed: a sender's name may put the code farther than a window's reach from "code", set 20: "155786
-    # is your Northfield Bank verification code")
+    # (not windowed: a sender's name of up to four words may put the code beyond a window's reach from "code",
+    # set 20: "155786 is your Northfield Bank verification code")
     _Rule("password", _OTP_FIRST, _otp_first_action, ("your", "您的", "你的")),
     _Rule("password", _WIFI_KEY, _wifi_key_action, _WIFI_GATE, _WIFI_HEAD, True, _WIFI_CONTEXT),
     _Rule("password", _DB_CALL, _db_call_action, _DB_CALL_GATE, _DB_CALL_HEAD, True),
