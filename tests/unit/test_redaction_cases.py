@@ -412,6 +412,9 @@ HOLDOUT_PATHS = (
     # FORM_CASES_19. Two of its rows (h19-072, h19-166: a one-time code the writer says they never asked for) are
     # labelled against set 3's h3-017 and stay missed: see REDACTION_HOLDOUT19.md
     DATA / "redaction_holdout19.jsonl",
+    # set 20: ordinary turns and notes, folded in after its first-sight score (140/170, 103/104); its forms in
+    # FORM_CASES_20
+    DATA / "redaction_holdout20.jsonl",
 )
 
 
@@ -1160,7 +1163,11 @@ FORM_CASES_8: list[tuple[str, str, tuple[str, ...]]] = [
     ("otp", "Text from 'Lyft': your verification code is 7731. phishing?", ("7731",)),
     ("otp", "验证码 440173（如非本人操作，请忽略本短信），填进去提示过期", ("440173",)),
     ("otp", "SMS: 'Use 861204 as your login code. If you didn't request this, ignore it.'", ("861204",)),
-    ("otp", "I didn't request this: 'Your sign-in code is 664120'. Is someone trying my account?", ("664120",)),
+    (
+        "otp",
+        "I didn't request this: 'Your sign-in code is 664120'. Is someone trying my account?",
+        ("664120",),
+    ),
     ("otp", "收到验证码 318842，可我根本没在登录，是诈骗吗", ("318842",)),
     ("otp", "登录验证码就是：207718，五分钟有效", ("207718",)),
     # a pre-shared key under any config's name for it; public keys and talk about PSKs are kept
@@ -2692,4 +2699,136 @@ def test_a_form_added_for_the_nineteenth_holdout_set(form: str, text: str, secre
     ],
 )
 def test_the_nineteenth_sets_rules_stay_linear(unit: str) -> None:
+    test_the_eighteenth_sets_rules_stay_linear(unit)
+
+
+# ---------------------------------------------------------------- forms added for the twentieth hold-out set
+
+# Each form the twentieth set showed missing, with made-up values and wording (none from the set): secrets that must
+# go and near misses that must come back unchanged. (form, text, secrets); no secrets = a look-alike.
+FORM_CASES_20: list[tuple[str, str, tuple[str, ...]]] = [
+    # a password changed with an arrow between the old value and the new
+    (
+        "change-arrow",
+        "rotated the NAS pw: Kelp#4471dune -> Wq9!marsh20T, pls update the wiki",
+        ("Kelp#4471dune", "Wq9!marsh20T"),
+    ),
+    ("change-arrow", "改了路由器密码 Tg7$river88 → Plum*3021sky", ("Tg7$river88", "Plum*3021sky")),
+    ("change-arrow", "reset my pw, new: Kq8!vrta22 (same for the laptop)", ("Kq8!vrta22",)),
+    ("change-arrow", "changed the password hashing: bcrypt → argon2id", ()),
+    ("change-arrow", "password policy updated: min length 8 -> 12", ()),
+    # a seed phrase whose label's sentence ends its line with a question, the words numbered below
+    (
+        "seed-numbered",
+        "is this mnemonic valid?\n1) cable\n2) orange\n3) velvet\n4) humble\n5) tiger\n6) ripple\n"
+        "7) spoon\n8) badge\n9) lunar\n10) fossil\n11) meadow\n12) kettle",
+        (
+            "cable",
+            "orange",
+            "velvet",
+            "humble",
+            "tiger",
+            "ripple",
+            "spoon",
+            "badge",
+            "lunar",
+            "fossil",
+            "meadow",
+            "kettle",
+        ),
+    ),
+    ("seed-numbered", "what is a seed phrase?\nIt is a list of words that can restore a wallet.", ()),
+    # backup codes in two columns, the account's address between the heading and the codes
+    (
+        "backup-codes-columns",
+        "Recovery codes\nli.mei@example.org\n\n4410 9275    8812 0346\n2093 5518    7761 4402\n",
+        ("4410 9275", "8812 0346", "2093 5518", "7761 4402"),
+    ),
+    ("backup-codes-columns", "Backup codes\nsupport@example.org\n\nCall us any time.", ()),
+    # a PIN in brackets after its label
+    ("pin-brackets", "my daughter's debit card PIN (7302) keeps slipping her mind", ("7302",)),
+    ("pin-brackets", "银行卡密码（610482），别告诉别人", ("610482",)),
+    ("pin-brackets", "the card PIN (4 digits) is set at the branch", ()),
+    ("pin-brackets", "PIN (see the letter from the bank) arrives separately", ()),
+    # an archiver's password glued to its -p switch
+    ("archive-p", "7za a -pLinden#5520 taxes-2024.7z ~/Documents/taxes", ("Linden#5520",)),
+    ("archive-p", 'unrar x -p"Qw7-harbour!" photos.rar', ("Qw7-harbour!",)),
+    ("archive-p", "7z a -p backup.7z docs/  # it asks for the password", ()),
+    ("archive-p", "rar a -p- -m5 notes.rar notes/", ()),
+    # French mdp as a password label
+    ("mdp", "wifi du salon : Freebox-9A31, mdp = Cerise!4408plage", ("Cerise!4408plage",)),
+    ("mdp", "le mdp de la box est Noyer_7712vent", ("Noyer_7712vent",)),
+    ("mdp", "MDP: states S, actions A, transition P", ()),
+    ("mdp", "the MDP is solved by value iteration", ()),
+    # a lone 密 as the handwritten abbreviation of 密码
+    ("mi-abbrev", "前台便签：WiFi CoffeeHouse_5G / 密 mk72ppzq", ("mk72ppzq",)),
+    ("mi-abbrev", "账 guest01，密：Lz83kw21", ("Lz83kw21",)),
+    ("mi-abbrev", "这份文件要保密 abc12345 是编号", ()),
+    ("mi-abbrev", "密 度 2.7 g/cm3", ()),
+    # a mail service's SMTP authorization code
+    ("mail-authcode", "163 邮箱 SMTP 授权码 qwmzhtkpeobxnrla 填进 Outlook 还是不行", ("qwmzhtkpeobxnrla",)),
+    ("mail-authcode", "授权码过期了怎么重新生成？", ()),
+    ("mail-authcode", "授权码 expired 了", ()),
+    # a verb of setting with for whom before it
+    ("for-whom-verb", "爸的取款密码，我帮他设的是 480215，别外传", ("480215",)),
+    ("for-whom-verb", "密码我给她设的是 bcrypt 哈希", ()),
+    # the code first, with a sender's long name before "code"
+    (
+        "code-first-far",
+        "got this: 730914 is your Riverside Community Credit Union verification code. Don't share it.",
+        ("730914",),
+    ),
+    ("code-first-far", "2024 is your year, says the Riverside Community Credit Union ad code", ()),
+    # a Wi-Fi network / password pair after a space only
+    ("wifi-pair-space", "- Wifi Maple_Lodge-5G / copper-lantern-61\n- Checkout 11am", ("copper-lantern-61",)),
+    ("wifi-pair-space", "wifi router / mesh-node-2024", ()),
+    ("wifi-pair-space", "Wi-Fi 6 / 6E support on this laptop?", ()),
+    ("wifi-pair-space", "wifi WPA2 / WPA3-Personal both work", ()),
+    # a well-known account / a word, digits and a word
+    ("account-pair-joined", "jenkins is still root / Harbor_2231lime on the old box", ("Harbor_2231lime",)),
+    ("account-pair-joined", "admin / Users2024 tab", ()),
+    ("account-pair-joined", "admin / v2.3.1 release", ()),
+    # a password in brackets a few words after its label
+    (
+        "pw-in-brackets",
+        "the vpn password hasn't changed (Juniper#6610, all lower case) right?",
+        ("Juniper#6610",),
+    ),
+    ("pw-in-brackets", "数据库密码还是老的（Qm#2207lake）", ("Qm#2207lake",)),
+    ("pw-in-brackets", "password hashing is configured (Argon2id, m=64MB)", ()),
+    ("pw-in-brackets", "the password rules (min 12 chars, 1 symbol) are strict", ()),
+    # an ARN after "User:" is a resource's name
+    (
+        "arn-kept",
+        "User: arn:aws:iam::418273645501:user/ci-bot is not authorized to perform: sts:AssumeRole",
+        (),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("form", "text", "secrets"), FORM_CASES_20, ids=[f"{c[0]}-{i}" for i, c in enumerate(FORM_CASES_20)]
+)
+def test_a_form_added_for_the_twentieth_holdout_set(form: str, text: str, secrets: tuple[str, ...]) -> None:
+    test_a_form_added_for_the_fourth_holdout_set(form, text, secrets)
+
+
+# The twentieth set's new rules read a bounded run (a change's arrow, a label's few words before a bracket, a lone 密,
+# 16 letters after 授权码, a code and a sender's name of up to four words before "code", a network's name before a
+# slash, an archiver's switch): four times the input costs about four times the time.
+@pytest.mark.parametrize(
+    "unit",
+    [
+        "pw a1b2c3d4 -> ",
+        "password is a b c (",
+        "密 ",
+        "授权码 ",
+        "123456 is your a b c ",
+        "wifi Ab-1 / ",
+        "7z a -p",
+        "mdp ",
+        "root / a12bc ",
+    ],
+)
+def test_the_twentieth_sets_rules_stay_linear(unit: str) -> None:
     test_the_eighteenth_sets_rules_stay_linear(unit)

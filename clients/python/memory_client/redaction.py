@@ -768,6 +768,8 @@ _STRONG = (
     # "'s" for "is": "the vault password's X". Both ask a password-shaped value (`_SHAPED_CONNECTOR`): "密码用的是
     # bcrypt", "the password's length" are prose.
     r"|[ \t]*[，,]?[ \t]*(?:我们|你们|他们|她们|咱们|我|你|他|她)?(?:已经|已|刚刚|刚|当时|之前|原来)?"
+    # (for whom it was set may stand before the verb, set 20: "支付密码，我给她设的是 X", "帮他填的是 X")
+    r"(?:(?:给|帮|幫|替)(?:我们|你们|他们|她们|我|你|他|她|它|孩子|爸|妈|老人))?"
     r"(?:设置|设定|设|填写|填|输入|输|传入|传|用|写|配置|配|改|给|发|存)的(?:是|为|為)?[ \t]*[:：]?"
     r"|['’]s(?=[ \t])"
 )
@@ -1233,6 +1235,9 @@ def _pair_action(m: re.Match[str]) -> tuple[str, int]:
         or text.startswith(_MARK, m.end())
         or text.endswith(_MARK, 0, start)
         or not any(c.isalpha() for c in user)  # "login: 2024-03-15 / 10:30"
+        # a resource's name, not a user and a password (set 20: "User: arn:aws:sts::0298...:assumed-role/R/p is
+        # not authorized", "user: urn:li:person:x1")
+        or (user.lower() in ("arn", "urn") and text.startswith(":", m.end("user")))
         or _stand_in(secret)
         or (_plain_word(secret) and secret.lower() in _NOT_A_PASSWORD)
         # words between the label and its colon ("creds as before: admin / 07UD0ska"): the pair must
@@ -1318,11 +1323,14 @@ _CLI_TOOL_FLAGS = (
     (r"keytool|jarsigner", r"-(?:src|dest)?(?:storepass|keypass)"),
     (r"wget", r"--(?:http-|ftp-|proxy-)?password"),
     (r"openssl", r"-pass(?:in|out)?[ \t]+pass:|-k[ \t]+"),  # openssl's own separators: no `_SEP` after
+    # 7-Zip and RAR take the password glued to the switch (set 20: "7z x a.7z -p'X' -o./out", "rar a -hpX b.rar")
+    (r"7z|7za|7zz|7zr|rar|unrar|winrar", r"-h?p(?![-\s])"),
 )
+_GLUED_FLAG_TOOLS = ("openssl", "7z|7za|7zz|7zr|rar|unrar|winrar")
 _CLI_FLAG_PASSWORD = re.compile(
     r"(?P<lead>(?<![\w.-])(?:"
     + "|".join(
-        "(?:" + tools + ")" + _CMD_REST + "(?:" + flags + ")" + ("" if tools == "openssl" else _SEP)
+        "(?:" + tools + ")" + _CMD_REST + "(?:" + flags + ")" + ("" if tools in _GLUED_FLAG_TOOLS else _SEP)
         for tools, flags in _CLI_TOOL_FLAGS
     )
     + r")(?P<q>['\"]?))(?P<v>"
@@ -1332,7 +1340,7 @@ _CLI_FLAG_PASSWORD = re.compile(
 _CLI_FLAG_GATE = (
     "redis-cli", "keydb-cli", "valkey-cli", "docker", "podman", "nerdctl", "buildah", "skopeo", "helm", "oras",
     "crane", "mongo", "cqlsh", "rabbitmqadmin", "sqlcmd", "bcp", "osql", "ldap", "mosquitto_", "zip", "keytool",
-    "jarsigner", "wget", "openssl",
+    "jarsigner", "wget", "openssl", "7z", "rar ", "unrar", "winrar",
 )  # fmt: skip
 # `user:password` (or smbclient's `user%password`) after a tool's user flag: `curl -u AC12:tok`, HTTPie's
 # `http -a me:pw`, `wget --user=me:pw`, `smbclient -U alice%pw`. Only what follows the first separator goes.
@@ -1575,7 +1583,17 @@ def _strong_pair(text: str, m: re.Match[str], secret: str) -> bool:
         text[m.start() - 1 : m.start()] in (" ", "\t") and text[m.start() + 1 : m.start() + 2] in (" ", "\t")
     ):
         return False
-    return _strong_secret(secret, 8)
+    return _strong_secret(secret, 8) or _joined_secret(secret)
+
+
+# ... or 10+ characters with a run of digits between letters (set 20: "the staging grafana is still admin /
+# Violet_1894canyon"): a word, a number, a word, as people make a password; "admin / Users2024" (digits at the end
+# only), "admin / v2.3.1" stay.
+_DIGITS_BETWEEN_LETTERS = re.compile(r"[A-Za-z][_-]?[0-9]{2,}[_-]?[A-Za-z]{2}")
+
+
+def _joined_secret(secret: str) -> bool:
+    return len(secret) >= 10 and _DIGITS_BETWEEN_LETTERS.search(secret) is not None
 
 
 def _strong_secret(secret: str, shortest: int) -> bool:
@@ -2053,7 +2071,11 @@ _CODES = re.compile(
     # (any list separator: commas, semicolons, 、, |, / or a new line; an item may be a code with no digit, which
     # the action takes only in the shape of the list's codes, or a placeholder: an earlier rule that took the
     # first code after its 验证码 must not hide the rest)
-    r"(?P<body>[^\n]{0,40}?[:：\n](?P<list>(?:(?:[ \t,，;；:：\n、|/／]+|(?<=[:：]))"
+    # (the account they belong to may stand on its own line first, as Google prints it: "BACKUP VERIFICATION
+    # CODES\nanna@example.com\n\n5709 1687    9504 2605", set 20)
+    r"(?P<body>[^\n]{0,40}?[:：\n]"
+    r"(?:[ \t]*[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){1,6}[ \t]*\r?\n)?"
+    r"(?P<list>(?:(?:[ \t,，;；:：\n、|/／]+|(?<=[:：]))"
     r"(?:\[REDACTED:[a-z_]+\]|[A-Za-z0-9]{3,}(?:-[A-Za-z0-9]{3,})*(?![\w-]))){1,32}))",
     _I,
 )
@@ -2726,7 +2748,7 @@ _SEED_WORD = r"(?:[0-9]{1,2}[.):][ \t]*)?[A-Za-z]{3,8}"
 _SEED_SEP = r"(?:[ \t]*[,，][ \t]*|[ \t]*\r?\n[ \t]*|[ \t]+)"
 _SEED = re.compile(
     r"(?P<lead>(?:" + _SEED_LABEL + r")"
-    r"(?:[^\n:：=]{0,60}?(?:[:：=]|[?!.](?=[ \t])|[ \t](?:is|are|was|were)(?![A-Za-z]))|[ \t]*(?:是|为)?)"
+    r"(?:[^\n:：=]{0,60}?(?:[:：=]|[?!.](?=[ \t]|\r?\n)|[ \t](?:is|are|was|were)(?![A-Za-z]))|[ \t]*(?:是|为)?)"
     r"[ \t]*(?:\r?\n[ \t]*)?)"
     r"(?P<v>" + _SEED_WORD + r"(?:" + _SEED_SEP + _SEED_WORD + r"){11,23}(?![A-Za-z])"
     r"|[\u4e00-\u9fff](?:[ \t]+[\u4e00-\u9fff]){11,23}(?![\u4e00-\u9fff]))",
@@ -2774,7 +2796,8 @@ def _seed_action(m: re.Match[str]) -> tuple[str, int]:
 # with no connector the value must not be a plain word, as after an English label.
 _FOREIGN_PW_WORDS = (
     r"contraseñas?|(?<![A-Za-z])clave(?![A-Za-z])|passw(?:o|ö)rt|kennwort|(?:wlan|wifi|wi-fi|netzwerk)-?schl(?:ü|ue)ssel"
-    r"|mot[ \t]+de[ \t]+passe|lösenord(?:et)?|wachtwoord|senha|пароль|Пароль|ПАРОЛЬ|hasło|パスワード|暗証番号"
+    r"|mot[ \t]+de[ \t]+passe|(?<![A-Za-z])(?P<mdp>mdp)(?![A-Za-z])"
+    r"|lösenord(?:et)?|wachtwoord|senha|пароль|Пароль|ПАРОЛЬ|hasło|パスワード|暗証番号"
     r"|비밀번호|비번|暗号|暗號"
 )
 _FOREIGN_CONNECTOR = (
@@ -2803,15 +2826,45 @@ def _foreign_pw_action(m: re.Match[str]) -> tuple[str, int]:
     secret = m.string[span[0] : span[1]]
     if _plain_word(secret) and not re.search(r"[:：=＝][ \t]*\Z", m.group("lead")):
         return m.group(), 0
+    # "mdp" is also a Markov decision process ("MDP: states S"): its value must look like a password
+    if m.group("mdp") is not None and not (_pw_shaped(secret) or (secret.isdigit() and len(secret) >= 4)):
+        return m.group(), 0
     base, whole = m.start(), m.group()
     return whole[: span[0] - base] + _tag("password") + whole[span[1] - base :], 1
+
+
+# 密 alone, the handwritten abbreviation of 密码, as a label between non-Chinese text (set 20: "房间 1207 / 无线
+# Hilton_Guest / 密 vfgg4296", "密：Lk29xq77"): with no Chinese character next to it, 密 cannot be a word's part
+# (保密, 密度, 机密 are kept); the value must look like a password (a letter with a digit or a symbol) or be 6+
+# digits.
+_MI = re.compile(
+    r"(?P<lead>(?<![\u3400-\u9fff])密(?:[ \t]*[:：=＝][ \t]*|[ \t]+))"
+    r"(?P<v>(?!\[REDACTED:)[\x21-\x7e]{4,64})(?![\x21-\x7e])"
+)
+
+
+def _mi_action(m: re.Match[str]) -> tuple[str, int]:
+    value = m.group("v")
+    secret = value.rstrip(_PW_TRAILING)
+    if _stand_in(secret) or not (_pw_shaped(secret) or (secret.isdigit() and len(secret) >= 6)):
+        return m.group(), 0
+    return m.group("lead") + _tag("password") + value[len(secret) :], 1
+
+
+# A mail service's SMTP / IMAP authorization code (QQ, 163 mail's 授权码: 16 small letters), after its label with a
+# space or nothing between (set 20: "授权码 rongvgvvsvkkuhzl"); a colon or 是 was caught as a password label's
+# value already. 16 small letters exactly: "授权码 expired" or "授权码过期" are prose.
+_MAIL_AUTH_CODE = re.compile(
+    r"(?P<lead>(?:授权码|授權碼)[ \t]*(?:[:：=＝]|(?:就|也)?(?:是|为|為))?[ \t]*)"
+    r"(?P<v>(?<![A-Za-z])[a-z]{16})(?![A-Za-z0-9])"
+)
 
 
 # windowed ("pass" is the English rules' word already: Passwort, mot de passe)
 _FOREIGN_PW_GATE = (
     "contraseña", "clave", "pass", "kennwort", "schlüssel", "schluessel", "lösenord", "wachtwoord", "senha",
     "пароль", "hasło", "パスワード", "暗証番号", "비밀번호", "비번", "暗号", "暗號",
-    "mm是", "mm 是", "mm为", "mm 为", "mm：",
+    "mm是", "mm 是", "mm为", "mm 为", "mm：", "mdp",
 )  # fmt: skip
 
 # A numeric code told as a secret: a door / entry / gate code, a PIN, a bank card's withdrawal or payment
@@ -2857,7 +2910,9 @@ _PIN_CODE = re.compile(
     # new building is 0021#", "the PIN to the side door was 7730")
     + r"(?:(?:[ \t]+(?:for|to|of|on|at)(?:[ \t]+[A-Za-z'-]+){1,4}?(?=[ \t]+(?:is|was)[ \t]))?"
     r"[ \t]+(?:is|was|are)(?:[ \t]+(?:still|now))?(?![A-Za-z])"
-    r"|[ \t]*(?:[:：=#]|(?:就|也)?(?:是|为|為)[ \t]*[:：]?))?[ \t]*)"
+    r"|[ \t]*(?:[:：=#]|(?:就|也)?(?:是|为|為)[ \t]*[:：]?)"
+    # (or in brackets after its label, set 20: "his debit card PIN (5865), any tips", "银行卡密码（820417）")
+    r"|[ \t]*[(（](?=[ \t]*[0-9]{4,8}[ \t]*[)）,，]))?[ \t]*)"
     # 4 to 8 digits; a lock's combination also as numbers joined by dashes ("combination is 3-14-27")
     r"(?P<v>(?<![0-9])(?:[0-9]{4,8}|(?P<dial>[0-9]{1,2}(?:-[0-9]{1,2}){2,3})|(?P<shelf>[0-9]{1,3}(?:-[0-9]{1,4}){1,3})))"
     r"(?![0-9A-Za-z]|-[0-9]|[ \t]*(?:digits?|numbers?|characters?|chars?|位|个|年|秒|分钟|小时|天|次))",
@@ -2944,7 +2999,7 @@ _OTHER_CODE = re.compile(
 # The code first: "G-550192 is your Google verification code", "608116 是您的登录验证码".
 _OTP_FIRST = re.compile(
     r"(?<![0-9A-Za-z-])(?P<v>(?:G-)?(?:[0-9]{3}[ -][0-9]{3}|[0-9]{4,8}))(?![0-9])"
-    r"(?=[ \t]*(?:(?:is|as)[ \t]+your[ \t]+(?:[\w-]+[ \t]+){0,3}?(?:verification|security|login|log-?in|sign-?in"
+    r"(?=[ \t]*(?:(?:is|as)[ \t]+your[ \t]+(?:[\w-]+[ \t]+){0,4}?(?:verification|security|login|log-?in|sign-?in"
     r"|one-time|confirmation|2fa|mfa|otp|access|auth(?:entication)?)[ \t]+(?:code|pin|passcode)(?![A-Za-z])"
     r"|(?:is|as)[ \t]+your[ \t]+code(?![A-Za-z])"
     r"|(?:是|为)(?:你|您)的[^\s，。,]{0,6}?(?:验证码|校验码|动态码|动态密码)))",
@@ -2984,7 +3039,7 @@ def _otp_action(m: re.Match[str]) -> tuple[str, int]:
 # named, its value changed from one to the other). The sentence must say it changed; each value follows a
 # marker of old or new and must look like a password (digits only: 6+, or 4+ after a PIN).
 _CHANGE_LABEL = (
-    r"(?P<label>密码|密碼|口令|(?<![A-Za-z])(?:pass(?:word|code|phrase)?s?|pwd|pin)(?![A-Za-z])"
+    r"(?P<label>密码|密碼|口令|(?<![A-Za-z])(?:pass(?:word|code|phrase)?s?|pwd?|pin)(?![A-Za-z])"
     r"|(?P<account>(?<![A-Za-z])(?:root|admin|administrator|account)(?![A-Za-z])|管理员|账号|帐号))"
 )
 _CHANGE_LABEL_HEAD = re.compile(_CHANGE_LABEL, _I)
@@ -2992,7 +3047,10 @@ _CHANGE_HEAD = re.compile(_CHANGE_LABEL + r"(?P<body>[^\n。！？]{4,90})", _I)
 _CHANGE_VERB = re.compile(r"改|换|變|变|更新|重置|(?<![A-Za-z])(?:chang|reset|rotat|updat|switch)", _I)
 _CHANGED_FROM_TO = re.compile(r"从[ \t]*[\x21-\x7e]+[ \t]*(?:改|换|变)(?:成|为)")
 _CHANGE_VALUE = re.compile(
-    r"(?:从|原来(?:的|那个)?(?:是)?|旧的?(?:是|为)?|之前(?:的|那个)?(?:是)?|以前(?:的|那个)?(?:是)?|改成了?|改为"
+    # (or an arrow between the old value and the new, set 20: "changed the admin pw: X → Y", "PIN 4821 -> 7730"; the
+    # value before an arrow is the old one)
+    r"(?:(?P<arrow>(?<![\x21-\x7e])(?=[\x21-\x7e]{4,64}[ \t]*(?:→|->|=>|⇒|⟶))|→|->|=>|⇒|⟶)"
+    r"|从|原来(?:的|那个)?(?:是)?|旧的?(?:是|为)?|之前(?:的|那个)?(?:是)?|以前(?:的|那个)?(?:是)?|改成了?|改为"
     r"|换成了?|变成了?|新的(?:是|为)?|现在(?:的)?是|(?:现在|以后|今后)(?:改)?用|改用|新密码(?:是|为)?"
     r"|(?<![A-Za-z])(?:[Ii]t'?s|[Ii]t[ \t]+is)[ \t]+now|(?<![A-Za-z])now[ \t]+(?:use|it'?s|it[ \t]+is)"
     r"|(?<![A-Za-z])(?:from|to|(?:old|previous|former)(?:[ \t]+one)?(?:[ \t]+(?:was|is))?"
@@ -3056,6 +3114,9 @@ def _change_action(m: re.Match[str]) -> tuple[str, int]:
         value = v.group("v")
         secret = value.rstrip(_PW_TRAILING)
         if not secret or _stand_in(secret) or secret.lower() in _NOT_A_PASSWORD:
+            return v.group()
+        # by an arrow, only a value no setting's name or version is ("bcrypt → argon2id", "TLS1.2 -> TLS1.3")
+        if v.group("arrow") is not None and not (secret.isdigit() or _strong_secret(secret, 6)):
             return v.group()
         if secret.isdigit():
             if len(secret) < (4 if pin or m.group("label") in ("密码", "密碼") else 6):
@@ -4129,7 +4190,12 @@ _WIFI_PAIR_LABEL = (
     r"(?:[ \t]+(?:network|login|details|creds|credentials|info))?(?![A-Za-z])|无线网络?|热点)"
 )
 _WIFI_PAIR = re.compile(
-    r"(?P<lead>" + _WIFI_PAIR_LABEL + r"[ \t]*(?:[:：=]|是)[ \t]*[^\s/／:：]{1,32}[ \t]*[/／][ \t]*)"
+    # (or with only a space after the label, as a check-in note lists it, set 20: "- WiFi BlueHeron-Guest /
+    # orchid-juniper-harbor-23": then the network's name must look like one, see the action)
+    r"(?P<lead>"
+    + _WIFI_PAIR_LABEL
+    + r"(?:[ \t]*(?:[:：=]|是)[ \t]*|(?P<sp>[ \t]+))(?P<net>[^\s/／:：]{1,32})"
+    r"[ \t]*[/／][ \t]*)"
     r"(?P<v>(?!\[REDACTED:)[^\s/／]{1,80})",
     _I,
 )
@@ -4138,8 +4204,19 @@ _WIFI_PAIR_HEAD = re.compile(_WIFI_PAIR_LABEL, _I)
 _WIFI_PAIR_GATE = ("wifi", "wi-fi", "wlan", "hotspot", "wireless", "ssid", "无线", "热点")
 
 
+# a network's name as routers and hosts write it: a capital, a digit, a dash or an underscore in it ("BlueHeron-Guest",
+# "TP-LINK_5G", "Casa42"), not a word of prose ("wifi router / mesh", "wifi speed / 300Mbps")
+_NETWORK_NAME = re.compile(r"(?=[^\s]*[A-Z0-9_-])[A-Za-z0-9][\w.-]*")
+
+
 def _wifi_pair_action(m: re.Match[str]) -> tuple[str, int]:
     secret = m.group("v").rstrip(_PW_TRAILING)
+    if m.group("sp") is not None and (
+        _NETWORK_NAME.fullmatch(m.group("net")) is None
+        or _SECURITY_MODE.fullmatch(m.group("net"))
+        or m.group("net").isdigit()
+    ):
+        return m.group(), 0
     if (
         not 8 <= len(secret) <= 63
         or _stand_in(secret)
@@ -4151,6 +4228,27 @@ def _wifi_pair_action(m: re.Match[str]) -> tuple[str, int]:
 
 
 _PW_BEFORE_GATE = ("pass", "pw", "pin", "密码", "口令")
+# A password told in passing, in brackets a few words after its label (set 20: "the shared drive password is the
+# same as always (Thistle!9328, capital first letter)", "密码还是老的（Qm#2207lake）"): the first thing in the
+# brackets, 8+ characters with a letter, a digit and a symbol (`!#$%&*+=?@^~`), which no hash's name, setting or
+# version has ("password hashing (Argon2id, m=64MB)", "password rules (min 12 chars)" stay). Same sentence only.
+_PW_IN_BRACKETS_LABEL = (
+    r"(?<![A-Za-z])(?:pass(?:word|phrase|code)?|passwd|pwd|pw)s?(?![A-Za-z])|密码|密碼|口令"
+)
+_PW_IN_BRACKETS = re.compile(
+    r"(?P<lead>(?:" + _PW_IN_BRACKETS_LABEL + r")[^\n()（）.!?;。！？；]{1,48}?[(（][ \t]*)"
+    r"(?P<v>(?!\[REDACTED:)[^\s()（）,，;；]{8,64})(?=[ \t]*[)）,，;；])",
+    _I,
+)
+
+
+def _pw_in_brackets_action(m: re.Match[str]) -> tuple[str, int]:
+    secret = m.group("v")
+    if _stand_in(secret) or not (_strong_secret(secret, 8) and any(c in _STRONG_SYMBOLS for c in secret)):
+        return m.group(), 0
+    return _swap_value("password")(m)
+
+
 _PW_GATE = ("pass", "pw", "pin", "密码", "密碼", "口令", "授权码", "授權碼")
 _KEY_GATE = ("secret", "key", "token", "psk", "密钥", "秘钥", "密鑰", "密匙", "秘匙", "令牌")
 _PRIVATE_GATE = ("private", "私钥", "私鑰")
@@ -4234,9 +4332,19 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("api_key", _KEY_LABELLED, _to_api_key, _KEY_GATE, re.compile(_HEAD_KEY, _I), True),
     _Rule("password", _PW_LABELLED, _to_password, _PW_GATE, re.compile(_HEAD_PW, _I), True),
     _Rule("password", _PW_NEXT_LINE, _pw_next_line_action, _PW_GATE, re.compile(_HEAD_PW, _I), True),
+    _Rule(
+        "password",
+        _PW_IN_BRACKETS,
+        _pw_in_brackets_action,
+        _PW_GATE,
+        re.compile(_PW_IN_BRACKETS_LABEL, _I),
+        True,
+    ),
     _Rule("password", _CREDENTIAL_VALUE, _credential_value_action, _CREDENTIAL_VALUE_GATE),
     _Rule("password", _PW_BEFORE, _pw_before_action, _PW_BEFORE_GATE, None, True),
     _Rule("password", _FOREIGN_PW, _foreign_pw_action, _FOREIGN_PW_GATE, _FOREIGN_PW_HEAD, True),
+    _Rule("password", _MI, _mi_action, ("密",)),
+    _Rule("password", _MAIL_AUTH_CODE, _swap_value("password"), ("授权码", "授權碼")),
     _Rule("password", _PIN_CODE, _pin_action, _PIN_CODE_GATE, _PIN_HEAD, True),
     _Rule("password", _WIFI_QR, _wifi_qr_action, ("wifi:",)),
     _Rule(
@@ -4246,7 +4354,9 @@ _RULES: tuple[_Rule, ...] = (
         ("base64", "pass show", "vault", "secretsmanager", "op read"),
     ),
     _Rule("password", _OTP, _otp_action, _OTP_GATE, _OTP_HEAD, True),
-    _Rule("password", _OTP_FIRST, _otp_first_action, _OTP_GATE, None, True),
+    # (not windowed: a sender's name of up to four words may put the code beyond a window's reach from "code",
+    # set 20: "155786 is your Northfield Bank verification code")
+    _Rule("password", _OTP_FIRST, _otp_first_action, ("your", "您的", "你的")),
     _Rule("password", _WIFI_KEY, _wifi_key_action, _WIFI_GATE, _WIFI_HEAD, True, _WIFI_CONTEXT),
     _Rule("password", _DB_CALL, _db_call_action, _DB_CALL_GATE, _DB_CALL_HEAD, True),
     _Rule("national_id", _PASSPORT, _swap_value("national_id"), _PASSPORT_GATE, _PASSPORT_HEAD, True),
