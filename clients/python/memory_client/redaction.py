@@ -4383,7 +4383,7 @@ _SPELLED_CODE = re.compile(
     + r"(?:(?:[ \t]*[,-][ \t]*|[ \t]+)"
     + _NUM_WORD
     + r"){3,7})(?![A-Za-z])"
-    r"|(?P<lead2>(?:密码|密碼|口令|验证码|驗證碼|门禁码|開門碼|开门码|code)[^\n0-9]{0,12}?)"
+    r"|(?P<lead2>(?:密码|密碼|口令|验证码|驗證碼|门禁码|開門碼|开门码|取件码|取件碼|code)[^\n0-9]{0,12}?)"
     r"(?P<v2>[零〇一二三四五六七八九幺两兩]{4,8})(?![零〇一二三四五六七八九十百千万幺两兩])",
     _I,
 )
@@ -4404,15 +4404,35 @@ _ACCESS_NOUN = (
     r"(?:gate|door|lock|alarm|garage|entry|access|keypad|building|lockbox|key[ \t]?box|locker|safe|wi-?fi|unlock|pin)"
 )
 _CODE_FIRST = re.compile(
-    r"(?<![\w.:/-])(?P<v>[0-9]{4,8})(?![0-9])(?P<rest>[ \t]*[)）]?[ \t]*(?:←|<-+)?[ \t]*"
+    r"(?<![\w.:/-])(?P<v>[0-9]{4,8})(?![0-9])(?P<rest>[ \t]*[)）]?[ \t]*"
+    # (an arrow pointing back at the code may stand for "this is": "（6620）←信箱的密码")
+    # (Chinese words only between: "2024 <- the year the code changed" stays)
+    r"(?:(?:←|<-+)[ \t]*[^\x00-\x7f，。！？]{0,16}?(?:密码|密碼|口令|门禁码|開門碼|开门码)"
+    r"|(?:←|<-+)?[ \t]*"
     r"(?:(?:is|was)[ \t]+(?:the|my|our|his|her|their|your)[ \t]+(?:" + _ACCESS_NOUN + r"[ \t]+)?"
     r"(?:code|pin|passcode|password|combo|combination)(?![A-Za-z])"
     r"|(?:(?:这|那|這)(?:个|個)?[ \t]*)?(?:就)?是[^\n，。,.!?！？0-9]{0,24}?"
     r"(?:密码|密碼|口令|门禁码|開門碼|开门码|code|pin)"
-    r"(?![A-Za-z])))",
+    r"(?![A-Za-z]))))",
     _I,
 )
+# (a code of another kind named between: "12345 是错误 code 吗", "10001 是邮编")
+_CODE_FIRST_OTHER = re.compile(
+    r"错误|錯誤|邮编|郵編|邮政|郵政|状态|狀態|订单|訂單|航班|error|zip|status|postal|order", _I
+)
+
+
+def _code_first_action(m: re.Match[str]) -> tuple[str, int]:
+    if _CODE_FIRST_OTHER.search(m.group("rest")) is not None:
+        return m.group(), 0
+    return _tag("password") + m.group("rest"), 1
+
+
 _CODE_FIRST_GATE = (
+    "取件码",
+    "取件碼",
+    "验证码",
+    "驗證碼",
     "code",
     "pin",
     "pass",
@@ -4428,14 +4448,16 @@ _CODE_FIRST_GATE = (
 
 # A door, gate or lock code in a message to a visitor (set 21: "大门 code 5938", "Temporary code for the dog walker:
 # 014979"): an access word and "code" then 4 to 8 digits, or "code for <someone>:" then digits in a text that names
-# a lock, a door or a gate.
+# a lock, a door or a gate. The pattern starts at "code" / 码 (a fast scan of a long paste); the access word before it
+# is checked by the action.
 _VISITOR_CODE = re.compile(
-    r"(?P<lead>(?:(?<![A-Za-z])"
-    + _ACCESS_NOUN
-    + r"|大门|大門|门禁|門禁|楼门|樓門|单元门|單元門|院门|门|門)[ \t]*"
-    r"(?:code|码|碼)(?![A-Za-z])[ \t]*(?:[:：=#]|is(?![A-Za-z])|是|为)?[ \t]*"
-    r"|(?<![A-Za-z])code[ \t]+for[ \t]+(?:the|my|our|your|his|her)?[ \t]*[A-Za-z' -]{1,30}?[:：][ \t]*)"
+    r"(?P<lead>(?P<code>[Cc][Oo][Dd][Ee](?![A-Za-z])|[码碼])(?:[ \t]*(?:[:：=#]|is(?![A-Za-z])|是|为)?[ \t]*"
+    r"|(?P<for>[ \t]+for[ \t]+(?:the|my|our|your|his|her)?[ \t]*[A-Za-z' -]{1,30}?[:：][ \t]*)))"
     r"(?P<v>(?<![0-9])[0-9]{4,8})(?![0-9]|[ \t]*(?:digits?|位|个))",
+    _I,
+)
+_ACCESS_BEFORE = re.compile(
+    r"(?:(?<![A-Za-z])" + _ACCESS_NOUN + r"|大门|大門|门禁|門禁|楼门|樓門|单元门|單元門|院门|门|門)[ \t]*\Z",
     _I,
 )
 _VISITOR_GATE = ("code", "码", "碼")
@@ -4443,7 +4465,11 @@ _LOCK_CONTEXT = re.compile(r"lock|door|gate|keypad|alarm|garage|门|門", _I)
 
 
 def _visitor_action(m: re.Match[str]) -> tuple[str, int]:
-    if _LOCK_CONTEXT.search(m.string) is None:
+    if m.group("for") is not None:
+        told = m.group("code")[:1] in "Cc" and _LOCK_CONTEXT.search(m.string) is not None
+    else:
+        told = _ACCESS_BEFORE.search(m.string, max(0, m.start() - 40), m.start()) is not None
+    if not told:
         return m.group(), 0
     return m.group("lead") + _tag("password"), 1
 
@@ -4557,6 +4583,19 @@ def _hex_wallet_action(m: re.Match[str]) -> tuple[str, int]:
     return _tag("private_key"), 1
 
 
+# What the set-21 rules need in the (lower-cased) text before they scan it: their rare parts, so a long paste that
+# only says "code" or "comment" skips them.
+_PW_SLANG_NEEDS = re.compile(r"[\u4e00-\u9fff]mm|秘码|蜜码|秘碼|蜜碼|mima")
+_SPELLED_NEEDS = re.compile(_NUM_WORD + r"[ \t,-]+" + _NUM_WORD + r"(?![a-z])")
+_SPELLED_NEEDS_ZH = re.compile(r"[零〇一二三四五六七八九幺两兩]{4}")
+_CODE_FIRST_NEEDS = re.compile(
+    r"[0-9]{4}[ \t]*[)）]?[ \t]*(?:←|<-|(?:is|was)[ \t]+(?:the|my|our|his|her|their|your)|这|那|這|就|是)"
+)
+_VISITOR_NEEDS = re.compile(r"(?:code|码|碼)[^\n0-9]{0,40}?[0-9]{4}")
+_OTP_TOLD_NEEDS = re.compile(r"(?:read|gave|told|sent)[ \t]+(?:him|her|them|it|out)")
+_OTP_TOLD_NEEDS_ZH = re.compile(r"说了|說了|报了|報了|念了|给了|給了|告诉|告訴|发给")
+
+
 _RULES: tuple[_Rule, ...] = (
     # Multi-line and structured secrets first, so their inner digits/words never feed the narrower rules.
     _Rule("private_key", _PRIVATE_KEY, _swap("private_key"), ("private key",)),
@@ -4620,10 +4659,11 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _PW_LABELLED, _to_password, _PW_GATE, re.compile(_HEAD_PW, _I), True),
     # set 21: misspelt and slang labels, security answers, spelled-out codes, meeting passcodes
     _Rule("password", _PW_SLANG, _to_password, _PW_SLANG_GATE),
-    _Rule("password", _PW_SLANG, _to_password, _PW_SLANG_GATE_ZH),
+    _Rule("password", _PW_SLANG, _to_password, _PW_SLANG_GATE_ZH, needs=_PW_SLANG_NEEDS),
     _Rule("password", _SQ_PAIR, _sq_action, _SQ_GATE),
     _Rule("password", _SQ_ANSWER, _sq_action, _SQ_GATE),
-    _Rule("password", _SPELLED_CODE, _spelled_code_action, _CODE_FIRST_GATE),
+    _Rule("password", _SPELLED_CODE, _spelled_code_action, _CODE_FIRST_GATE, needs=_SPELLED_NEEDS),
+    _Rule("password", _SPELLED_CODE, _spelled_code_action, _CODE_FIRST_GATE, needs=_SPELLED_NEEDS_ZH),
     _Rule("password", _MEETING_PASSCODE, _meeting_action, _MEETING_GATE),
     _Rule("password", _MEMORABLE, _memorable_action, ("memorable",)),
     _Rule("password", _ZH_WORD_CODE, _swap_value("password"), ("口令", "暗号", "暗號", "密码", "密碼")),
@@ -4724,9 +4764,10 @@ _RULES: tuple[_Rule, ...] = (
     # narrower rules above recognise
     _Rule("password", _USER_COLON_PASS, _user_pass_action, (":",)),
     # set 21: a code before its label, a code to a visitor or read to a caller, codes on lines, seeds, wallet keys
-    _Rule("password", _CODE_FIRST, _swap("password"), _CODE_FIRST_GATE),
-    _Rule("password", _VISITOR_CODE, _visitor_action, _VISITOR_GATE),
-    _Rule("password", _OTP_TOLD, _swap_value("password"), _OTP_TOLD_GATE),
+    _Rule("password", _CODE_FIRST, _code_first_action, _CODE_FIRST_GATE, needs=_CODE_FIRST_NEEDS),
+    _Rule("password", _VISITOR_CODE, _visitor_action, _VISITOR_GATE, needs=_VISITOR_NEEDS),
+    _Rule("password", _OTP_TOLD, _swap_value("password"), _OTP_TOLD_GATE, needs=_OTP_TOLD_NEEDS),
+    _Rule("password", _OTP_TOLD, _swap_value("password"), _OTP_TOLD_GATE, needs=_OTP_TOLD_NEEDS_ZH),
     _Rule("password", _CODE_LINES, _code_lines_action, ("codes",)),
     _Rule("private_key", _SEED_LOOSE, _seed_loose_action, _SEED_LOOSE_GATE),
     _Rule("private_key", _HEX_WALLET_KEY, _hex_wallet_action, _HEX_WALLET_GATE),
