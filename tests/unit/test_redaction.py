@@ -122,7 +122,7 @@ PEM_TRUNCATED = (
 SECRET_CASES = [
     # cards
     pytest.param(
-        "my card is 4111 1111 1111 1111, exp 12/27", "4111 1111 1111 1111", "card", id="visa-spaced"
+        "my card is 4111 1111 1111 1111, use it", "4111 1111 1111 1111", "card", id="visa-spaced"
     ),
     pytest.param("card: 4111-1111-1111-1111.", "4111-1111-1111-1111", "card", id="visa-dashed"),
     pytest.param(f"Card no.{VISA} expires", VISA, "card", id="card-after-an-abbreviation-dot"),
@@ -546,6 +546,14 @@ def test_an_ak_sk_pair_loses_its_secret_when_the_id_was_already_replaced_by_its_
 
     assert redacted == "AK/SK：[REDACTED:api_key] / [REDACTED:api_key]"
     assert report == {"api_key": 2}
+
+
+def test_a_cards_expiry_date_goes_with_the_card() -> None:
+    # (set 21: the expiry next to the number is card data; it was the visa-spaced case's tail before)
+    redacted, report = redact_with_report("my card is 4111 1111 1111 1111, exp 12/27")
+
+    assert redacted == "my card is [REDACTED:card], exp [REDACTED:card]"
+    assert report == {"card": 2}
 
 
 @pytest.mark.parametrize(("text", "secret", "kind"), SECRET_CASES)

@@ -415,6 +415,9 @@ HOLDOUT_PATHS = (
     # set 20: ordinary turns and notes, folded in after its first-sight score (140/170, 103/104); its forms in
     # FORM_CASES_20
     DATA / "redaction_holdout20.jsonl",
+    # set 21: mostly ordinary conversation, folded in after its first-sight score (86/122, 97/100); its forms in
+    # FORM_CASES_21
+    DATA / "redaction_holdout21.jsonl",
 )
 
 
@@ -2831,4 +2834,157 @@ def test_a_form_added_for_the_twentieth_holdout_set(form: str, text: str, secret
     ],
 )
 def test_the_twentieth_sets_rules_stay_linear(unit: str) -> None:
+    test_the_eighteenth_sets_rules_stay_linear(unit)
+
+
+# ---------------------------------------------------------------- forms added for the twenty-first hold-out set
+
+# Each form the twenty-first set (ordinary conversation) showed missing, with made-up values and wording (none from
+# the set): secrets that must go and near misses that must come back unchanged. (form, text, secrets); no secrets =
+# a look-alike.
+FORM_CASES_21: list[tuple[str, str, tuple[str, ...]]] = [
+    # a security question's answer, named with its question or told with a verb
+    (
+        "security-answer",
+        "the bank made me pick security questions: first car = Corolla, maiden name: Abernathy",
+        ("Corolla", "Abernathy"),
+    ),
+    (
+        "security-answer",
+        "Security question was my childhood best friend and I answered 'Marisol' I think",
+        ("Marisol",),
+    ),
+    ("security-answer", "设置密保问题的时候，父亲的姓名——赵建国，初中名称：城关中学", ("赵建国", "城关中学")),
+    ("security-answer", "那个安全问题问宠物名字，我当时写的是 Biscuit", ("Biscuit",)),
+    ("security-answer", "security question: what was your first car? I can't remember what I set", ()),
+    ("security-answer", "my first car was a lemon, honestly", ()),
+    ("security-answer", "密保问题忘了，母亲的姓名那一项我填的是错的吗？", ()),
+    # a card's expiry date after the card
+    (
+        "card-expiry",
+        "use the visa 4539 1488 0343 6467 valid thru 09/29 for the deposit",
+        ("4539 1488 0343 6467", "09/29"),
+    ),
+    ("card-expiry", "卡号 4539148803436467，到期 11/30，帮我填一下", ("4539148803436467", "11/30")),
+    ("card-expiry", "card ending 6467 was charged on 09/29 for the deposit", ()),
+    ("card-expiry", "my passport expires 09/29, do I need to renew before the trip?", ()),
+    # misspelt and slang password labels
+    ("pw-misspelt", "the pasword for the library site is Orchid7731!", ("Orchid7731!",)),
+    ("pw-misspelt", "passwrd: Zq4#tulip88 for the shared folder", ("Zq4#tulip88",)),
+    ("pw-misspelt", "我家路由器的蜜码是 Kx82!lamp，别告诉别人", ("Kx82!lamp",)),
+    ("pw-misspelt", "路由器mm改成了 pine@5531", ("pine@5531",)),
+    ("pw-misspelt", "这个零件是12mm的，那个是8mm", ()),
+    ("pw-misspelt", "I keep typing pasword instead of password, any spell check tips?", ()),
+    # a password in two parts
+    (
+        "pw-halves",
+        "the router pw was too long to text: first half Gq7$mo\nsecond half 2Lk!rt",
+        ("Gq7$mo", "2Lk!rt"),
+    ),
+    ("pw-halves", "the first half of the match was 2-1, second half went badly", ()),
+    # a code spelled out in words
+    ("code-in-words", "garage door code? it's two nine oh six, hit enter after", ("two nine oh six",)),
+    ("code-in-words", "快递柜取件码是三九二零五八，帮我取一下", ("三九二零五八",)),
+    ("code-in-words", "the code review took one or two hours, three at most", ()),
+    ("code-in-words", "他把密码的事一五一十地告诉了我", ()),
+    # a code before its label
+    ("code-first", "48213 is the door code for the side entrance, ring if it fails", ("48213",)),
+    ("code-first", "（6620）←信箱的密码，别外传", ("6620",)),
+    ("code-first", "90210 is the zip code, not a door code", ()),
+    ("code-first", "40401 is the error code the app shows", ()),
+    ("code-first", "12345 <- 这是错误 code 吗", ()),
+    # a door, gate or lock code told to a visitor
+    ("visitor-code", "Guests: 单元门 code 7402，then take the lift to 9", ("7402",)),
+    ("visitor-code", "keypad lock set. code for the plumber: 551820, ring first", ("551820",)),
+    ("visitor-code", "the gate code changed last week, ask the office", ()),
+    ("visitor-code", "promo code for the new users: 2024SPRING", ()),
+    ("visitor-code", "error code for the tech: 50013", ()),
+    # a meeting's passcode
+    ("meeting-passcode", "Teams meeting at 3, ID 482 119 0037 passcode rhQwtz", ("rhQwtz",)),
+    ("meeting-passcode", "the zoom meeting passcode is required for everyone", ()),
+    # a memorable word
+    ("memorable-word", "my memorable word is lighthouse, is that weak?", ("lighthouse",)),
+    ("memorable-word", "what is a memorable word and why does the bank want one?", ()),
+    # a seed phrase after a loose label
+    (
+        "seed-loose",
+        "the support guy wanted my phrase, I pasted: ocean timber liquid maple gravel cousin robot velvet pencil kidney",
+        ("ocean timber liquid maple gravel cousin robot velvet pencil kidney",),
+    ),
+    (
+        "seed-loose",
+        "a nice phrase from the book: when the river is wide the boat goes slow and the men are tired",
+        (),
+    ),
+    # a wallet key as 0x and hex where a private key is named
+    (
+        "wallet-key-0x",
+        "MetaMask wants the private key, here it is: 0x4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318",
+        ("0x4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318",),
+    ),
+    (
+        "wallet-key-0x",
+        "not the private key, just the tx hash 0x4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318",
+        (),
+    ),
+    # a 口令 of Chinese characters and digits
+    ("kouling-word", "今晚活动口令：青松2087，进门时说", ("青松2087",)),
+    ("kouling-word", "口令：见群公告", ()),
+    # a corrected PIN
+    ("pin-corrected", "her PIN is 8205, wait no, I mean 3394", ("8205", "3394")),
+    # a code read out to a caller
+    ("otp-told", "银行的人让我念验证码，我就报了 730214，是不是被骗了", ("730214",)),
+    ("otp-told", "the caller asked for the OTP but I told him nothing", ()),
+    # backup codes on the lines under a long heading sentence
+    (
+        "codes-long-heading",
+        "my bank's recovery codes, the ones I have not used yet I think, please keep them safe for me:\n8841 2093\n5520 7716\n",
+        ("8841 2093", "5520 7716"),
+    ),
+    ("codes-long-heading", "backup codes? the receipt said\nTotal 1200\nTax 96", ()),
+    # a password given by a named person
+    ("pw-relative-noun", "the password the landlord sent was Harbor!7714", ("Harbor!7714",)),
+    ("pw-relative-noun", "the password the site requires is too long", ()),
+    # a policy's length, a bracketed word, a reuse confession
+    ("policy-kept", "新密码要求 10-20 位，区分大小写", ()),
+    ("policy-kept", "any tips for a strong one (not my real password obviously)?", ()),
+    ("policy-kept", "I reuse the same password everywhere, is that bad?", ()),
+]
+
+
+@pytest.mark.parametrize(
+    ("form", "text", "secrets"), FORM_CASES_21, ids=[f"{c[0]}-{i}" for i, c in enumerate(FORM_CASES_21)]
+)
+def test_a_form_added_for_the_twenty_first_holdout_set(
+    form: str, text: str, secrets: tuple[str, ...]
+) -> None:
+    test_a_form_added_for_the_fourth_holdout_set(form, text, secrets)
+
+
+# The twenty-first set's new rules read a bounded run (a question's few words before its answer, a card's 80
+# characters before an expiry, a slang label's connector, number words after a code's label, a code and a few words
+# before its label, a heading line before codes, words after a phrase's label, 0x and hex): four times the input
+# costs about four times the time.
+@pytest.mark.parametrize(
+    "unit",
+    [
+        "security question first pet = ",
+        "card 4111 1111 1111 1111 exp ",
+        "我的mm是 ",
+        "paswrod for a b ",
+        "code one two three ",
+        "密码是一二三 ",
+        "1234 is the ",
+        "1234 这是 ",
+        "gate code for a b ",
+        "zoom meeting passcode ",
+        "memorable word a b ",
+        "backup codes a b\n1234 5678\n",
+        "seed phrase: abc def ",
+        "private key 0x12ab ",
+        "口令：海棠 ",
+        "otp 我说了 ",
+    ],
+)
+def test_the_twenty_first_sets_rules_stay_linear(unit: str) -> None:
     test_the_eighteenth_sets_rules_stay_linear(unit)

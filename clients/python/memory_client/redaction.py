@@ -741,7 +741,12 @@ _ZH_SUFFIX = r"(?:[ \t]*(?:密文|明文|原文|值|字符串|内容))?"
 # I told you last week was ...", "the password we set yesterday is ...", up to five words after the pronoun)
 _QUALIFIER = (
     r"(?:[ \t]+(?:for|to|of|on|at)(?:[ \t]+[\w@.'-]+(?::[0-9]{1,5}(?![\w]))?){1,4}?"
-    r"|[ \t]+(?:that[ \t]+|which[ \t]+)?(?:I|we|you|he|she|they)(?:[ \t]+[\w'-]+){1,5}?(?=[ \t]+(?:is|was)[ \t]))?"
+    r"|[ \t]+(?:that[ \t]+|which[ \t]+)?(?:I|we|you|he|she|they)(?:[ \t]+[\w'-]+){1,5}?(?=[ \t]+(?:is|was)[ \t])"
+    # (or a person named by a noun, set 21: "the password the teacher gave out is X", "the PIN my bank sent was X";
+    # a verb in the past or "gave" / "sent" must follow the noun, so "the password the site requires" stays prose)
+    r"|[ \t]+(?:that[ \t]+)?(?:the|my|our|his|her|their|your)[ \t]+[A-Za-z'-]{2,20}[ \t]+"
+    r"(?:[a-z]{2,16}ed|gave|sent|set|told|wrote|made|chose|picked|got|put)(?:[ \t]+(?:out|up|us|me|him|her|them))?"
+    r"(?=[ \t]+(?:is|was)[ \t]))?"
     r"(?:[ \t]*[(（][^()（）\n]{1,24}[)）]|[ \t]*\[(?!REDACTED:)[^\[\]\n]{1,24}\])?" + _ZH_SUFFIX
 )
 _STRONG = (
@@ -762,6 +767,8 @@ _STRONG = (
     # (a subject or "already" may come first: "APIv3密钥我设置成了 ...", "密钥已经配置为 ...")
     r"|[ \t]*(?:我们?)?(?:已经?|刚刚?)?(?:就|也|还|都|仍)?(?:是|为|為|改成了?|改为|设为|设置为|设置成了?|设成了?"
     r"|配置为|配置成了?|换成了?)[ \t]*[:：]?"
+    # (the value now, set 21: "无线mm，现在是 X", "密码目前是 X")
+    r"|[ \t]*[，,]?[ \t]*(?:现在|目前|當前|当前|現在)(?:的)?(?:是|为|為)[ \t]*[:：]?"
     r"|[ \t]*は[ \t]*"  # Japanese: "SecretKey は ..."
     # a verb of setting or giving, then 的 (and 是): "secret_access_key 传的是 X", "webhook 的 secret 我设的 X",
     # "passphrase，我填的是 X" (set 19); a subject, a comma before it and "already" may come first. And English's
@@ -816,6 +823,7 @@ _NOT_A_PASSWORD_WORDS = """
     periodically regularly immediately only later emailed mailed texted logged cached transmitted once
     twice again pairs myself yourself himself herself itself oneself ourselves yourselves themselves themself
     whoever whatever
+    please everywhere anywhere elsewhere
     attempt attempts tries retries retry failures failure lockout lockouts resets changes
 """
 # (the last line: what happens to a password, counted in prose: "locked out after 5 failed password attempts",
@@ -1029,6 +1037,11 @@ _HOST_QUALIFIER = re.compile(r"[ \t]+(?:for|to|of|on|at)[ \t]+[^\s:]*[.\w][ \t]*
 # the two connectors that ask a password-shaped value (see `_STRONG`): a verb then 的, and "'s"
 _SHAPED_CONNECTOR = re.compile(r"(?:的(?:是|为|為)?[ \t]*[:：]?|['’]s)\Z")
 _COUNT_AFTER = re.compile(r"[ \t]*(?:次|回|遍|times?(?![A-Za-z]))", _I)
+# A length or a range of lengths, as a password policy states it (set 21: "密码8-16位", "password 12 to 64 characters")
+_LENGTH_RANGE = re.compile(r"[0-9]{1,3}(?:[-~～][0-9]{1,3})?")
+_LENGTH_AFTER = re.compile(
+    r"[ \t]*(?:位|个字符|個字元|字符|字元|chars?(?![A-Za-z])|characters?(?![A-Za-z]))", _I
+)
 
 
 def _labelled_value(m: re.Match[str], *, generated: bool) -> tuple[int, int] | None:
@@ -1047,6 +1060,11 @@ def _labelled_value(m: re.Match[str], *, generated: bool) -> tuple[int, int] | N
         if generated and (cut := _KEY_CUT.search(value)):
             value = value[: cut.start()]
         secret = value.rstrip(_PW_TRAILING)
+        # a word closing a bracket opened before it, then a question's mark (set 21: "(not an actual password
+        # please)?"): the word is prose, the "?" no part of a value
+        core = secret.rstrip("?!")
+        if "(" not in secret and core.endswith(")") and _plain_word(core.rstrip(_PW_TRAILING)):
+            secret = core.rstrip(_PW_TRAILING)
         v1 = v0 + len(secret)
     if (
         not secret
@@ -1067,6 +1085,8 @@ def _labelled_value(m: re.Match[str], *, generated: bool) -> tuple[int, int] | N
     if _STATUS_PAREN.search(text, m.end("label"), v0) is not None:
         return None
     if secret.isdigit() and _COUNT_AFTER.match(text, v1) is not None:
+        return None
+    if _LENGTH_RANGE.fullmatch(secret) and _LENGTH_AFTER.match(text, v1) is not None:
         return None
     # "the app password for smtp.gmail.com:587 is X": a port after a qualifier's host, its colon no connector
     if (
@@ -2713,7 +2733,8 @@ _SPLIT_GATE = (
 )  # fmt: skip
 _SPLIT_HEAD = re.compile(_SPLIT_LABEL, _I)
 _SPLIT_TOLD = re.compile(r"[:：=]|是|为|為|(?<![A-Za-z])(?:is|was)(?![A-Za-z])", _I)
-_SPLIT_NEEDS = re.compile(r"pass|pwd|secret|token|key|密码|密碼|口令|密钥|秘钥")
+# (and a bare "pw", set 21: "sending the printer admin pw in two parts ...: first half X")
+_SPLIT_NEEDS = re.compile(r"pass|pwd|(?<![a-z])pw(?![a-z])|secret|token|key|密码|密碼|口令|密钥|秘钥")
 
 
 def _split_action(m: re.Match[str]) -> tuple[str, int]:
@@ -2726,9 +2747,10 @@ def _split_action(m: re.Match[str]) -> tuple[str, int]:
     if m.group("rest") is not None and not strong:
         return m.group(), 0  # "the REST /v1/users route": the rest of a value is told with a colon or "is"
     shaped = _pw_shaped(secret) if strong else _has_digit(secret) and any(c.isalpha() for c in secret)
+    # ("$jviEP" is no environment reference, set 21: those are upper-case, "$HOME")
     if (
         len(secret) < 4
-        or _stand_in(secret)
+        or (_stand_in(secret) and not (secret[:1] == "$" and not secret[1:].isupper()))
         or _VERSION.fullmatch(secret)
         or not (shaped or (strong and secret.isdigit()))
     ):
@@ -3145,7 +3167,7 @@ _CORRECTION_WORD = re.compile(
     _I,
 )
 _CORRECTED_VALUE = re.compile(
-    r"(?:(?<![A-Za-z])(?:it'?s|it[ \t]+is|that'?s|is|now|use|try|should[ \t]+be)(?![A-Za-z'])"
+    r"(?:(?<![A-Za-z])(?:it'?s|it[ \t]+is|that'?s|is|now|use|try|should[ \t]+be|i[ \t]+mean[t]?)(?![A-Za-z'])"
     r"|现在是|現在是|应该是|應該是|正确的是|正確的是|新的是|改成了?|改为|改為|是|为|為)[ \t]*[:：]?[ \t]*[\"'`“‘]?"
     r"(?P<v>[\x21-\x7e]{3,64})(?![\x21-\x7e])",
     _I,
@@ -4270,6 +4292,310 @@ _CREDENTIAL_GATE = (
         "the user",
     ),
 )
+# ---------------------------------------------------------------- set 21: ordinary conversation
+
+# Misspelt and slang password labels (set 21): "paswrod", "pasword", "passwrd"; Chinese 秘码 / 蜜码 (homophones of
+# 密码), pinyin "mima" and its initials "mm". "mm" is a unit too ("10mm", "mm/dd"): only right after a Chinese character
+# with no space ("无线mm", "我的mm"; "mm 是" after a space is `_FOREIGN_PW`'s). Read as `_PW_LABELLED` reads its labels.
+_HEAD_PW_SLANG = (
+    r"(?P<ph>(?:pas(?:wrod|word|wrd|wd)|pass(?:wrod|owrd|wrd|wod|ord)|pssw(?:or)?d|pswd)s?)(?![A-Za-z0-9_])"
+    r"|(?P<pz>秘码|蜜码|秘碼|蜜碼|(?<![A-Za-z0-9])mima(?![A-Za-z0-9])"
+    r"|(?<=[\u4e00-\u9fff])mm(?![A-Za-z0-9]))"
+)
+_PW_SLANG = _labelled(_HEAD_PW_SLANG)
+_PW_SLANG_GATE = ("pasw", "passwrd", "passwrod", "passowrd", "passwod", "passord", "psswd", "pssword", "pswd")
+_PW_SLANG_GATE_ZH = ("秘码", "蜜码", "秘碼", "蜜碼", "mima", "mm")
+
+# A security question and its answer (set 21): the question named ("first pet", "mother's maiden name", "母亲的姓名",
+# "小学名称") then `=`, `:`, `——`, "is" / "was" and the answer; or the answer told with a verb ("I answered 'X'",
+# "我填的是 X"). Only in a text that speaks of security questions (密保, 安全问题): the answer is a credential there.
+_SQ_GATE = (
+    "security question",
+    "secret question",
+    "security answer",
+    "challenge question",
+    "密保",
+    "安全问题",
+    "安全問題",
+)
+_SQ_EN = (
+    r"first[ \t]+(?:pet|car|school|teacher|boss|job|concert|love|street)(?:'?s)?(?:[ \t]+(?:name|make|model))?"
+    r"|(?:mother|mom|mum|father|dad)'?s[ \t]+(?:maiden|middle)[ \t]+name|maiden[ \t]+name"
+    r"|(?:elementary|primary|middle|high)[ \t]+school|(?:birth[ \t]*place|birth[ \t]+city|city[ \t]+of[ \t]+birth)"
+    r"|city[ \t]+(?:where|you|she|he|your|her|his)[^\n=:：,;.?]{0,30}?"
+    r"|favou?rite[ \t]+(?:teacher|food|book|movie|film|colou?r|sport|team|band|singer|place)"
+    r"|childhood[ \t]+(?:best[ \t]+)?(?:friend|nickname|hero)|nickname"
+    r"|street[ \t]+(?:you|she|he)[ \t]+grew[ \t]+up[ \t]+on"
+)
+_SQ_ZH = (
+    r"(?:母亲|父亲|母親|父親|妈妈|爸爸|配偶)的?(?:姓名|名字|生日)|(?:小学|初中|高中|中学|小學|中學)(?:的)?(?:名称|名字|校名|名稱)"
+    r"|(?:第一只|第一隻)?宠物的?名字|出生(?:地|城市)|最喜欢的(?:老师|食物|书|电影|颜色)|(?:第一辆车|初恋)的?(?:名字|品牌)?"
+)
+_SQ_PAIR = re.compile(
+    r"(?P<lead>(?<![A-Za-z])(?:"
+    + _SQ_EN
+    + r")[ \t]*(?:=|[:：]|[—–]+|-(?=[ \t])|(?<![A-Za-z])(?:is|was)(?![A-Za-z]))"
+    r"[ \t]*[\"'“‘]?(?:(?:Mrs|Mr|Ms|Miss|Dr)\.?[ \t]+)?)"
+    r"(?P<v>[A-Z0-9][\w'-]{1,30}(?:[ \t][A-Z][\w'-]{1,30}){0,2})"
+    r"|(?P<lead2>(?:" + _SQ_ZH + r")[ \t]*(?:[:：=]|——|—|－|-|是|为|填的是|写的是)[ \t]*)"
+    r"(?P<v2>[\u4e00-\u9fff]{2,12}|[A-Za-z0-9][\w'-]{1,30})",
+    _I,
+)
+_SQ_ANSWER = re.compile(
+    r"(?P<lead>(?<![A-Za-z])(?:I[ \t]+(?:answered|put(?:[ \t]+down)?|wrote|typed|entered|chose|picked)"
+    r"|(?:my[ \t]+)?answer[ \t]+(?:is|was)|answer[ \t]*[:：])[ \t]*(?P<q>[\"'“‘])?)"
+    r"(?P<v>[A-Z0-9][\w'-]{1,30}(?:[ \t][A-Z][\w'-]{1,30}){0,2})"
+    r"|(?P<lead2>(?:我|当时|當時)*(?:填|写|寫|设|設|输入|輸入)的(?:是|为)[ \t]*[:：]?[ \t]*)"
+    r"(?P<v2>[A-Za-z][\w'-]{1,30}|[\u4e00-\u9fff]{2,12})",
+)
+_SQ_NOT = frozenset(
+    "I It It's That This The A An My Yes No Wrong Right Correct Correctly Them All Something Nothing".lower().split()
+)
+_SQ_NOT_ZH = ("错", "對", "对", "什么", "啥", "这", "那", "哪", "一样", "一個", "一个", "正确")
+
+
+def _sq_action(m: re.Match[str]) -> tuple[str, int]:
+    lead, v = ("lead", "v") if m.group("v") is not None else ("lead2", "v2")
+    value = m.group(v)
+    if value.lower() in _SQ_NOT or value.lower() in _NOT_A_PASSWORD or value.startswith(_SQ_NOT_ZH):
+        return m.group(), 0
+    return m.group(lead) + _tag("password"), 1
+
+
+# A card's expiry date after the card (set 21: "Amex 3445-..., exp 07/26", "卡号...，有效期10/28"): with the number
+# and its CVV it is card data. Only after a card was replaced and only after an expiry word ("booked for 07/26" stays).
+_CARD_EXPIRY = re.compile(
+    r"\[REDACTED:card\](?P<mid>[^\n]{0,80}?"
+    r"(?:(?<![A-Za-z])(?:exp(?:iry|ires|iration)?(?:[ \t]+date)?|valid[ \t]+(?:thru|through|until|till)|good[ \t]+thru)"
+    r"(?![A-Za-z])\.?|有效期(?:至|到)?|到期(?:日|时间)?|过期(?:日|时间))"
+    r"[ \t]*(?:[:：=]|is(?![A-Za-z])|是|为)?[ \t]*)"
+    r"(?P<v>(?<![0-9])(?:0?[1-9]|1[0-2])[ \t]*[/／-][ \t]*(?:20)?[0-9]{2}(?![0-9/]))",
+    _I,
+)
+
+# A code spelled out in words (set 21: "the alarm code. It's five four seven five"; "密码是六三九一"): 4 to 8 digit
+# words after a code's label in the same or the next sentence. Prose counts ("one or two codes", "一五一十") stay.
+_NUM_WORD = r"(?:zero|oh|one|two|three|four|five|six|seven|eight|nine)"
+_SPELLED_CODE = re.compile(
+    r"(?P<lead>(?<![A-Za-z])(?:code|pin|passcode|password|combination|combo)s?(?![A-Za-z])[^\n0-9]{0,40}?"
+    r"(?<![A-Za-z]))(?P<v>"
+    + _NUM_WORD
+    + r"(?:(?:[ \t]*[,-][ \t]*|[ \t]+)"
+    + _NUM_WORD
+    + r"){3,7})(?![A-Za-z])"
+    r"|(?P<lead2>(?:密码|密碼|口令|验证码|驗證碼|门禁码|開門碼|开门码|取件码|取件碼|code)[^\n0-9]{0,12}?)"
+    r"(?P<v2>[零〇一二三四五六七八九幺两兩]{4,8})(?![零〇一二三四五六七八九十百千万幺两兩])",
+    _I,
+)
+
+
+def _spelled_code_action(m: re.Match[str]) -> tuple[str, int]:
+    lead, v = ("lead", "v") if m.group("v") is not None else ("lead2", "v2")
+    if m.group(v) == "一五一十":
+        return m.group(), 0
+    return m.group(lead) + _tag("password"), 1
+
+
+# A code told before its label (set 21: "62780 is the gate code", "（037871）←这是我社保卡的密码", "934184 这个是
+# office 大楼 gate 的 code"): 4 to 8 digits, then "is the / my ... code / PIN" with only an access word between
+# ("10001 is the zip code", "40401 is the error code" stay), or 是 ... 密码 / 口令 / code within a few characters.
+_ACCESS_NOUN = (
+    r"(?:(?:front|back|side|main|garage|building|house|apartment|office)[ \t]+)?"
+    r"(?:gate|door|lock|alarm|garage|entry|access|keypad|building|lockbox|key[ \t]?box|locker|safe|wi-?fi|unlock|pin)"
+)
+_CODE_FIRST = re.compile(
+    r"(?<![\w.:/-])(?P<v>[0-9]{4,8})(?![0-9])(?P<rest>[ \t]*[)）]?[ \t]*"
+    # (an arrow pointing back at the code may stand for "this is": "（6620）←信箱的密码")
+    # (Chinese words only between: "2024 <- the year the code changed" stays)
+    r"(?:(?:←|<-+)[ \t]*[^\x00-\x7f，。！？]{0,16}?(?:密码|密碼|口令|门禁码|開門碼|开门码)"
+    r"|(?:←|<-+)?[ \t]*"
+    r"(?:(?:is|was)[ \t]+(?:the|my|our|his|her|their|your)[ \t]+(?:" + _ACCESS_NOUN + r"[ \t]+)?"
+    r"(?:code|pin|passcode|password|combo|combination)(?![A-Za-z])"
+    r"|(?:(?:这|那|這)(?:个|個)?[ \t]*)?(?:就)?是[^\n，。,.!?！？0-9]{0,24}?"
+    r"(?:密码|密碼|口令|门禁码|開門碼|开门码|code|pin)"
+    r"(?![A-Za-z]))))",
+    _I,
+)
+# (a code of another kind named between: "12345 是错误 code 吗", "10001 是邮编")
+_CODE_FIRST_OTHER = re.compile(
+    r"错误|錯誤|邮编|郵編|邮政|郵政|状态|狀態|订单|訂單|航班|error|zip|status|postal|order", _I
+)
+
+
+def _code_first_action(m: re.Match[str]) -> tuple[str, int]:
+    if _CODE_FIRST_OTHER.search(m.group("rest")) is not None:
+        return m.group(), 0
+    return _tag("password") + m.group("rest"), 1
+
+
+_CODE_FIRST_GATE = (
+    "取件码",
+    "取件碼",
+    "验证码",
+    "驗證碼",
+    "code",
+    "pin",
+    "pass",
+    "密码",
+    "密碼",
+    "口令",
+    "门禁码",
+    "开门码",
+    "開門碼",
+    "combo",
+    "combination",
+)
+
+# A door, gate or lock code in a message to a visitor (set 21: "大门 code 5938", "Temporary code for the dog walker:
+# 014979"): an access word and "code" then 4 to 8 digits, or "code for <someone>:" then digits in a text that names
+# a lock, a door or a gate. The pattern starts at "code" / 码 (a fast scan of a long paste); the access word before it
+# is checked by the action.
+_VISITOR_CODE = re.compile(
+    r"(?P<lead>(?P<code>[Cc][Oo][Dd][Ee](?![A-Za-z])|[码碼])(?:[ \t]*(?:[:：=#]|is(?![A-Za-z])|是|为)?[ \t]*"
+    r"|(?P<for>[ \t]+for[ \t]+(?:the|my|our|your|his|her)?[ \t]*[A-Za-z' -]{1,30}?[:：][ \t]*)))"
+    r"(?P<v>(?<![0-9])[0-9]{4,8})(?![0-9]|[ \t]*(?:digits?|位|个))",
+    _I,
+)
+_ACCESS_BEFORE = re.compile(
+    r"(?:(?<![A-Za-z])" + _ACCESS_NOUN + r"|大门|大門|门禁|門禁|楼门|樓門|单元门|單元門|院门|门|門)[ \t]*\Z",
+    _I,
+)
+_VISITOR_GATE = ("code", "码", "碼")
+_LOCK_CONTEXT = re.compile(r"lock|door|gate|keypad|alarm|garage|门|門", _I)
+
+
+def _visitor_action(m: re.Match[str]) -> tuple[str, int]:
+    if m.group("for") is not None:
+        told = m.group("code")[:1] in "Cc" and _LOCK_CONTEXT.search(m.string) is not None
+    else:
+        told = _ACCESS_BEFORE.search(m.string, max(0, m.start() - 40), m.start()) is not None
+    if not told:
+        return m.group(), 0
+    return m.group("lead") + _tag("password"), 1
+
+
+# A meeting's passcode (set 21: "Zoom ID 815 2294 0671, passcode geUopp"): after a meeting service is named, a
+# passcode or password with a space may be a plain word ("passcode geUopp") as invitations print it.
+_MEETING_PASSCODE = re.compile(
+    r"(?P<lead>(?:zoom|meeting|webex|teams|google[ \t]+meet|腾讯会议|會議|会议)[^\n]{0,80}?(?<![A-Za-z])"
+    r"(?:passcode|password|pwd|密码|密碼)(?![A-Za-z])[ \t]*(?:[:：=]|is(?![A-Za-z]))?[ \t]*)"
+    r"(?P<v>[A-Za-z0-9@#$%^&*!_+=.-]{4,32})(?![\x21-\x7e])",
+    _I,
+)
+_MEETING_GATE = ("zoom", "meeting", "webex", "teams", "google meet", "会议", "會議")
+
+
+def _meeting_action(m: re.Match[str]) -> tuple[str, int]:
+    value = m.group("v").rstrip(_PW_TRAILING)
+    if len(value) < 4 or value.lower() in _NOT_A_PASSWORD or _stand_in(value):
+        return m.group(), 0
+    return m.group("lead") + _tag("password") + m.group("v")[len(value) :], 1
+
+
+# A bank's memorable word (set 21: "characters 2, 5 and 7 of my memorable word. The word is sycamore"): after the
+# label, "is" / ":" or "the word is" within the next sentence, a word of letters (prose words stay).
+_MEMORABLE = re.compile(
+    r"(?P<lead>(?<![A-Za-z])memorable[ \t]+(?:word|phrase|name|place|date)s?(?![A-Za-z])"
+    r"(?:[ \t]*(?:[:：=]|is|was)|[^\n]{0,80}?(?<![A-Za-z])(?:word|it|phrase)(?:[ \t]+is|[ \t]+was|'s)(?![A-Za-z]))"
+    r"[ \t]*[\"'“‘]?)(?P<v>[A-Za-z][A-Za-z0-9'-]{2,40})(?![A-Za-z0-9])",
+    _I,
+)
+
+
+def _memorable_action(m: re.Match[str]) -> tuple[str, int]:
+    if m.group("v").lower() in _NOT_A_PASSWORD or m.group("v").lower() in _SQ_NOT:
+        return m.group(), 0
+    return m.group("lead") + _tag("password"), 1
+
+
+# A value of Chinese characters and digits after 口令 / 暗号 / 密码 with a colon or 是 (set 21: "门禁口令：海棠4113"): a
+# word with 3+ digits after it ("密码：大于8位" stays).
+_ZH_WORD_CODE = re.compile(
+    r"(?P<lead>(?:口令|暗号|暗號|密码|密碼)[ \t]*(?:[:：]|是|为|為)[ \t]*)"
+    r"(?P<v>[\u4e00-\u9fff]{1,6}[0-9]{3,12}[A-Za-z]{0,8})(?![0-9A-Za-z])"
+)
+
+# A one-time code read out to a caller (set 21: "让我报 OTP，我说了469357"; "asked for the code and I read him
+# 482915"): after OTP / 验证码 / code, a verb of telling, then 4 to 8 digits.
+_OTP_TOLD = re.compile(
+    r"(?P<lead>(?:(?<![A-Za-z])(?:otp|code|pin)(?![A-Za-z])|验证码|驗證碼|动态码|動態碼)[^\n。.!?！？0-9]{0,16}?"
+    r"(?:说了|說了|报了|報了|念了|给了|給了|告诉(?:了)?(?:他|她|对方|他们)?|告訴(?:了)?(?:他|她|對方)?|发给(?:了)?(?:他|她|对方)"
+    r"|(?<![A-Za-z])(?:read|gave|told|sent)[ \t]+(?:him|her|them|it)(?:[ \t]+to[ \t]+(?:him|her|them))?"
+    r"|(?<![A-Za-z])(?:read|gave|told)[ \t]+(?:it|out))[ \t]*[:：]?[ \t]*)"
+    r"(?P<v>(?<![0-9])[0-9]{4,8})(?![0-9])",
+    _I,
+)
+_OTP_TOLD_GATE = ("otp", "code", "pin", "验证码", "驗證碼", "动态码", "動態碼")
+
+# Backup codes listed on the lines after a long heading sentence (set 21: "These are my Google backup codes, which
+# ones did I already use? ...:\n5022 6934\n4604 0470"): two or more lines holding one code each.
+_CODE_LINES = re.compile(
+    r"(?<![A-Za-z])(?:backup|recovery|verification|scratch|2fa|mfa)[ \t]+codes(?![A-Za-z])[^\n]{0,240}\r?\n"
+    r"(?P<list>(?:[ \t]*(?:[0-9]{4}[ \t]?[0-9]{4}|[0-9]{8,10}|[a-z0-9]{4}-[a-z0-9]{4})[ \t]*(?:\r?\n|\Z)){2,32})",
+    _I,
+)
+_CODE_LINE = re.compile(r"[0-9]{4}[ \t]?[0-9]{4}|[0-9]{8,10}|[a-z0-9]{4}-[a-z0-9]{4}", _I)
+
+
+def _code_lines_action(m: re.Match[str]) -> tuple[str, int]:
+    base = m.start()
+    start = m.start("list") - base
+    body, n = _CODE_LINE.subn(_tag("password"), m.group("list"))
+    return m.group()[:start] + body, n
+
+
+# A seed phrase of 9 to 24 words after its label in the same or the next sentence (set 21: "asked for my phrase and
+# I typed it into their form: badge abandon awkward ..."): small words of 3 to 8 letters, no prose word among them.
+_SEED_LOOSE = re.compile(
+    r"(?<![A-Za-z])(?:seed|recovery|mnemonic|secret|backup)?[ \t]*(?:phrase|words)(?![A-Za-z])"
+    r"[^\n]{0,80}?[:：][ \t]*\r?\n?"
+    r"(?P<v>[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){8,23})(?![A-Za-z])",
+    _I,
+)
+_SEED_LOOSE_GATE = ("phrase", "words")
+_SEED_PROSE = frozenset(
+    "the and for but not you your are was were this that with from have has had what when where which who how "
+    "can could would should will into onto them they then than there their here just only also very been".split()
+)
+
+
+def _seed_loose_action(m: re.Match[str]) -> tuple[str, int]:
+    words = m.group("v").split()
+    if (
+        any(w.lower() in _SEED_PROSE or w.lower() in _NOT_A_PASSWORD for w in words)
+        or not m.group("v").islower()
+    ):
+        return m.group(), 0
+    return _swap_value("private_key")(m)
+
+
+# A wallet's private key as 0x and 58 to 64 hex digits in a text that names a private key (set 21: "It asks for a
+# private key and I have this from my old paper backup: 0xe9b3..."); a transaction hash or an address named just
+# before it stays.
+_HEX_WALLET_KEY = re.compile(r"(?<![0-9A-Za-z])(?P<v>0x[0-9a-fA-F]{58,64})(?![0-9A-Za-z])")
+_HEX_WALLET_GATE = ("private key", "private_key", "privatekey", "私钥", "私鑰")
+_HASH_BEFORE = re.compile(r"(?:tx|hash|txid|交易|哈希|address|地址)[^\n]{0,20}\Z", _I)
+
+
+def _hex_wallet_action(m: re.Match[str]) -> tuple[str, int]:
+    if _HASH_BEFORE.search(m.string, max(0, m.start() - 24), m.start()) is not None:
+        return m.group(), 0
+    return _tag("private_key"), 1
+
+
+# What the set-21 rules need in the (lower-cased) text before they scan it: their rare parts, so a long paste that
+# only says "code" or "comment" skips them.
+_PW_SLANG_NEEDS = re.compile(r"[\u4e00-\u9fff]mm|秘码|蜜码|秘碼|蜜碼|mima")
+_SPELLED_NEEDS = re.compile(_NUM_WORD + r"[ \t,-]+" + _NUM_WORD + r"(?![a-z])")
+_SPELLED_NEEDS_ZH = re.compile(r"[零〇一二三四五六七八九幺两兩]{4}")
+_CODE_FIRST_NEEDS = re.compile(
+    r"[0-9]{4}[ \t]*[)）]?[ \t]*(?:←|<-|(?:is|was)[ \t]+(?:the|my|our|his|her|their|your)|这|那|這|就|是)"
+)
+_VISITOR_NEEDS = re.compile(r"(?:code|码|碼)[^\n0-9]{0,40}?[0-9]{4}")
+_OTP_TOLD_NEEDS = re.compile(r"(?:read|gave|told|sent)[ \t]+(?:him|her|them|it|out)")
+_OTP_TOLD_NEEDS_ZH = re.compile(r"说了|說了|报了|報了|念了|给了|給了|告诉|告訴|发给")
+
+
 _RULES: tuple[_Rule, ...] = (
     # Multi-line and structured secrets first, so their inner digits/words never feed the narrower rules.
     _Rule("private_key", _PRIVATE_KEY, _swap("private_key"), ("private key",)),
@@ -4331,6 +4657,16 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("private_key", _PRIVATE_LABELLED, _to_private, _PRIVATE_GATE, re.compile(_HEAD_PRIVATE, _I), True),
     _Rule("api_key", _KEY_LABELLED, _to_api_key, _KEY_GATE, re.compile(_HEAD_KEY, _I), True),
     _Rule("password", _PW_LABELLED, _to_password, _PW_GATE, re.compile(_HEAD_PW, _I), True),
+    # set 21: misspelt and slang labels, security answers, spelled-out codes, meeting passcodes
+    _Rule("password", _PW_SLANG, _to_password, _PW_SLANG_GATE),
+    _Rule("password", _PW_SLANG, _to_password, _PW_SLANG_GATE_ZH, needs=_PW_SLANG_NEEDS),
+    _Rule("password", _SQ_PAIR, _sq_action, _SQ_GATE),
+    _Rule("password", _SQ_ANSWER, _sq_action, _SQ_GATE),
+    _Rule("password", _SPELLED_CODE, _spelled_code_action, _CODE_FIRST_GATE, needs=_SPELLED_NEEDS),
+    _Rule("password", _SPELLED_CODE, _spelled_code_action, _CODE_FIRST_GATE, needs=_SPELLED_NEEDS_ZH),
+    _Rule("password", _MEETING_PASSCODE, _meeting_action, _MEETING_GATE),
+    _Rule("password", _MEMORABLE, _memorable_action, ("memorable",)),
+    _Rule("password", _ZH_WORD_CODE, _swap_value("password"), ("口令", "暗号", "暗號", "密码", "密碼")),
     _Rule("password", _PW_NEXT_LINE, _pw_next_line_action, _PW_GATE, re.compile(_HEAD_PW, _I), True),
     _Rule(
         "password",
@@ -4378,6 +4714,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _PW_SLASH_PARTNER, _pw_slash_partner_action, after="password"),
     _Rule("card", _CVV_AFTER_CARD, _swap_value("card"), after="card"),
     _Rule("card", _CVV_NEAR_CARD, _swap_value("card"), after="card"),
+    _Rule("card", _CARD_EXPIRY, _swap_value("card"), after="card"),
     _Rule("ssn", _SSN, _swap("ssn", lambda s: _ssn_ok(s[:3] + s[4:6] + s[7:])), _DIGITS, needs=_LONG_NUMBER),
     _Rule("ssn", _SSN_LABELLED, _swap("ssn", _ssn_ok), ("ssn", "social")),
     _Rule(
@@ -4426,6 +4763,14 @@ _RULES: tuple[_Rule, ...] = (
     # last: a user:password pair needs the sentence to speak of signing in, and must not eat what the
     # narrower rules above recognise
     _Rule("password", _USER_COLON_PASS, _user_pass_action, (":",)),
+    # set 21: a code before its label, a code to a visitor or read to a caller, codes on lines, seeds, wallet keys
+    _Rule("password", _CODE_FIRST, _code_first_action, _CODE_FIRST_GATE, needs=_CODE_FIRST_NEEDS),
+    _Rule("password", _VISITOR_CODE, _visitor_action, _VISITOR_GATE, needs=_VISITOR_NEEDS),
+    _Rule("password", _OTP_TOLD, _swap_value("password"), _OTP_TOLD_GATE, needs=_OTP_TOLD_NEEDS),
+    _Rule("password", _OTP_TOLD, _swap_value("password"), _OTP_TOLD_GATE, needs=_OTP_TOLD_NEEDS_ZH),
+    _Rule("password", _CODE_LINES, _code_lines_action, ("codes",)),
+    _Rule("private_key", _SEED_LOOSE, _seed_loose_action, _SEED_LOOSE_GATE),
+    _Rule("private_key", _HEX_WALLET_KEY, _hex_wallet_action, _HEX_WALLET_GATE),
     # last: after every rule that may have replaced the password that is corrected
     _Rule("password", _CORRECTED, _corrected_action, after="password"),
     _Rule("password", _CORRECTED, _decoded_action, ("解码", "解碼", "解出", "decod"), after="password"),
