@@ -143,6 +143,12 @@ _NOW_STATE_EN = re.compile(
 )
 # a clause that opens with what the user is doing ("cutting ...", "doing Korean now"), not a noun ("billing is ...")
 _ING_FIRST = re.compile(r"\w+ing\b(?!\s+(?:is|are|was|were|has|got)\b|'s)", re.I)
+def _owned_zh(content: str) -> str:
+    """A Chinese change or state whose subject was dropped ("现在住闵行", "健身改到周二了") is the user's: said so,
+    in the words the user's other memories and a search for them use ("用户住在哪")."""
+    return content if not content or "用户" in content else "用户" + content
+
+
 _THIS_LONG_RE = re.compile(r"\bthis\s+(?:year|term|semester|quarter|season)\b", re.I)
 _FILLER_EN = re.compile(r"^\W*(?:(?:update|heads\s+up|fyi|btw|ok|okay|ugh|oh|also|and|so)\b\W*)+", re.I)
 
@@ -231,7 +237,7 @@ def _change_statement_hits(sentence: str) -> list[Hit]:
             verb_first = re.match(r"(?:\w+ing|\w+ed|got|bought|joined|back)\b", said, re.I)
             owner = "the user is " if _ING_FIRST.match(said) else "the user " if verb_first else "the user's "
             said = owner + said[:1].lower() + said[1:]
-        content = zh_content(clause) if lang == "zh" else sentence_case(third_person(said))
+        content = _owned_zh(zh_content(clause)) if lang == "zh" else sentence_case(third_person(said))
         cand = Candidate(content=content, kind=Kind.SEMANTIC, category=Category.FACT, tier=Tier.WORTH,
                          confidence=0.75, source_event_ids=(), lang=lang, rule=f"{lang}.statement.change")  # fmt: skip
         topic = topic_slot(clause)
@@ -270,7 +276,7 @@ def _now_state_hits(clause: str) -> list[Hit]:
         if not re.search(r"\b(?:i|i'm|i've|we|we're|we've|my|our)\b", said, re.I):
             owner = "the user is " if _ING_FIRST.match(said) else "the user's "
             said = owner + said[:1].lower() + said[1:]
-    content = zh_content(said) if lang == "zh" else sentence_case(third_person(said))
+    content = _owned_zh(zh_content(said)) if lang == "zh" else sentence_case(third_person(said))
     cand = Candidate(content=content, kind=Kind.SEMANTIC, category=Category.FACT, tier=Tier.WORTH,
                      confidence=0.75, source_event_ids=(), lang=lang, rule=f"{lang}.statement.now")  # fmt: skip
     topic = topic_slot(clause)
