@@ -106,3 +106,37 @@ def test_a_colon_between_digits_is_no_clause_break() -> None:
         "our 2:1 review moved to Fridays"
     ]
     assert len(split_clauses("two things: the repo is public")) == 2
+
+
+# --- a value set right against the one it replaces: "it's Lyon not Nice", "是周五，不是周四" ---------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("ah sorry, wrong one: it's Lyon not Nice", "lyon"),
+        ("my mistake - the branch is release-2-4, not release-2-3.", "release-2-4"),
+        ("we're not on Redis, it's Valkey 8", "valkey"),
+        ("是周五，不是周四", "周五"),
+        ("抱歉，车位是 B2 层，不是 B1 层", "b2"),
+        ("不是 8 点，是 9 点", "9 点"),
+    ],
+)
+def test_a_value_against_the_one_it_replaces_is_a_correction(text: str, value: str) -> None:
+    musts = [content for tier, _, _, content in _found(text) if tier == "must"]
+    assert any(value in content.casefold() for content in musts), _found(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I'd like oat milk, not cream",  # two plain nouns: no value of one sort set right
+        "it's Saturday, not a workday",  # a value against no value
+        "is it Porto, not Lisbon?",  # a question
+        "if it's Rust not Go we need more time",  # a supposition
+        "she said it's Monday, not Sunday",  # someone else's word
+        "是不是周五，不是周四？",
+    ],
+)
+def test_a_contrast_that_corrects_nothing_is_no_correction(text: str) -> None:
+    assert not any(tier == "must" for tier, _, _, _ in _found(text)), _found(text)

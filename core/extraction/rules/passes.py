@@ -143,6 +143,8 @@ _NOW_STATE_EN = re.compile(
 )
 # a clause that opens with what the user is doing ("cutting ...", "doing Korean now"), not a noun ("billing is ...")
 _ING_FIRST = re.compile(r"\w+ing\b(?!\s+(?:is|are|was|were|has|got)\b|'s)", re.I)
+
+
 def _owned_zh(content: str) -> str:
     """A Chinese change or state whose subject was dropped ("现在住闵行", "健身改到周二了") is the user's: said so,
     in the words the user's other memories and a search for them use ("用户住在哪")."""
@@ -283,6 +285,68 @@ def _now_state_hits(clause: str) -> list[Hit]:
     if topic is not None:
         cand = dataclasses.replace(cand, slot=topic, value=topic_value(content))
     return [(cand, 0, len(clause))]
+
+
+# A value set right against the one it replaces, with no rule's subject around it: "it's Florence not Rome",
+# "the bucket is acme-logs-eu, not acme-log-eu", "we're not on Redis, it's Valkey 8", "是周五，不是周四",
+# "不是 3 楼，是 5 楼": a correction (MUST) in the sentence's words. Both values must be of one sort (two names,
+# two days, two identifiers or two numbers), so that "coffee, not tea" or "Friday, not a big deal" are left alone.
+_DAY_EN = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
+_VALUE_EN = (
+    rf"(?:{_DAY_EN}|(?-i:[A-Z][\w.+#-]*)(?:\s+(?-i:[A-Z0-9][\w.+#-]*)){{0,2}}(?:\s+\d[\w.]*)?|"
+    r"[a-z0-9]+(?:[-_.:/][a-z0-9]+)+|\d[\d.,:]*(?:\s*(?:am|pm|mg|kg|gb|mb|k|%))?)"
+)
+_AGAINST_EN = re.compile(
+    # what leads in ("sorry, typo earlier -", "oh I should've said,"): one short clause, left out of the memory
+    r"^(?:[^.?!]{0,40}?(?:[,:\u2014\u2013]|\s-\s)\s*)??(?P<body>"
+    r"(?:(?:it's|its|it\s+is|that's|that\s+is)\s+|(?:the|my|our)\s+[\w\s-]{1,24}?\s+(?:is|are|'s)\s+)?"
+    rf"(?P<new>{_VALUE_EN})[\s!.,]*\s(?:and\s+)?not\s+(?:the\s+)?(?P<old>{_VALUE_EN}))\W*$"
+    r"|^\W*(?P<body2>(?:we're|we\s+are|i'm|i\s+am|it's|it\s+is)\s+not\s+(?:on|in|at|using)?\s*"
+    rf"(?P<old2>{_VALUE_EN})\s*[,;]\s*(?:it's|its|it\s+is|we're\s+on|we\s+use|i'm\s+on)\s+(?P<new2>{_VALUE_EN}))",
+    re.I,
+)
+_VALUE_ZH = (
+    r"(?:周[一二三四五六日天]|星期[一二三四五六日天]|(?:\d[\d.:]*|[A-Za-z][\w.+#-]*)\s*[\u4e00-\u9fff]{0,2})"
+)
+_AGAINST_ZH = re.compile(
+    rf"^(?:[^。？！?]{{0,12}}?[,，]\s*)??(?P<body>(?:[\u4e00-\u9fff]{{0,8}}?是)?\s*(?P<new>{_VALUE_ZH})\s*[,，]\s*不是\s*"
+    rf"(?P<old>{_VALUE_ZH}))\W*$"
+    rf"|^(?:[^。？！?]{{0,12}}?[,，]\s*)??(?P<body2>(?:[\u4e00-\u9fff]{{0,8}}?)?不是\s*(?P<old2>{_VALUE_ZH})\s*[,，]\s*(?:而)?是\s*"
+    rf"(?P<new2>{_VALUE_ZH}))\W*$"
+)
+
+
+def _sort_of_value(value: str) -> str:
+    low = value.casefold()
+    if re.fullmatch(_DAY_EN, low) or re.fullmatch(r"(?:周|星期)[一二三四五六日天]", value):
+        return "day"
+    if value[:1].isdigit():
+        return "number"
+    if re.search(r"[-_.:/]", value) and value.isascii() and not value[:1].isupper():
+        return "identifier"
+    return "name"
+
+
+def _value_against_value_hits(sentence: str) -> list[Hit]:
+    if "not" not in sentence.lower() and "不是" not in sentence:
+        return []
+    lang = detect_lang(sentence)
+    match = (_AGAINST_ZH if lang == "zh" else _AGAINST_EN).search(sentence.strip())
+    if match is None or is_asked(sentence) or _blocked(sentence, 0):
+        return []
+    new, old = match.group("new") or match.group("new2"), match.group("old") or match.group("old2")
+    if new is None or old is None or new.casefold() == old.casefold():
+        return []
+    if _sort_of_value(new) != _sort_of_value(old):
+        return []
+    said = match.group("body") or match.group("body2")
+    if lang == "zh":
+        content = "更正：" + zh_content(said)
+    else:
+        content = "Correction: " + sentence_case(third_person(_FILLER_EN.sub("", said) or said))
+    cand = Candidate(content=content, kind=Kind.SEMANTIC, category=Category.FACT, tier=Tier.MUST, confidence=0.8,
+                     source_event_ids=(), lang=lang, rule=f"{lang}.correction.against")  # fmt: skip
+    return [(cand, 0, len(sentence))]
 
 
 # A single-valued topic given its new or current value: a change verb or "now" on a clause that names the
@@ -1026,6 +1090,8 @@ def _sentence_hits(sentence: str) -> list[Hit]:
         hits = _change_statement_hits(sentence)
     if not hits:
         hits = _topic_statement_hits(sentence)
+    if not hits:
+        hits = _value_against_value_hits(sentence)
     spans = [(start, end) for _, start, end in hits]
     inherited = False  # after "The product is ...:" / "技术栈：" the clauses speak for the user's setup
     before = ""  # "我们部署在 k8s 上，用 ArgoCD 做 GitOps": the next clause keeps the subject
