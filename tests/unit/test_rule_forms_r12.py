@@ -140,3 +140,15 @@ def test_a_value_against_the_one_it_replaces_is_a_correction(text: str, value: s
 )
 def test_a_contrast_that_corrects_nothing_is_no_correction(text: str) -> None:
     assert not any(tier == "must" for tier, _, _, _ in _found(text)), _found(text)
+
+
+@pytest.mark.parametrize("text", ["面试改到明天上午了", "dentist appointment got pushed to 4pm"])
+def test_one_event_moved_is_no_lasting_value(text: str) -> None:
+    assert _found(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "value"), [("例会改到周三上午了", "周三"), ("our weekly call moved to Fridays", "fridays")]
+)
+def test_a_recurring_event_moved_is_stored(text: str, value: str) -> None:
+    assert _says(text, value), _contents(text)

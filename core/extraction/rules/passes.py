@@ -146,11 +146,22 @@ _ING_FIRST = re.compile(r"\w+ing\b(?!\s+(?:is|are|was|were|has|got)\b|'s)", re.I
 
 
 def _owned_zh(content: str) -> str:
-    """A Chinese change or state whose subject was dropped ("现在住闵行", "健身改到周二了") is the user's: said so,
-    in the words the user's other memories and a search for them use ("用户住在哪")."""
+    """A Chinese state told with "现在" whose subject was dropped ("现在住闵行") is the user's: said so, in the
+    words the user's other memories and a search for them use ("用户住在哪")."""
     return content if not content or "用户" in content else "用户" + content
 
 
+# A single event as the subject of a move ("会议改到下午三点了", "the call got pushed to 4pm"): one occasion, not
+# a lasting value, unless what moved recurs ("周会", "每周的例会", "our weekly call", "standup", "1:1s")
+_ONE_OFF_MOVED = re.compile(
+    r"\b(?:meeting|call|interview|appointment|flight|delivery|dinner|lunch)s?\b|会议|(?<![周例晨早])会|电话|面试|饭局|航班|快递|"
+    r"约(?!定)",
+    re.I,
+)
+_RECURRING = re.compile(
+    r"\b(?:weekly|daily|monthly|every|standups?|1:1s?|retros?|recurring|regular)\b|周会|例会|晨会|早会|每[周天月日]",
+    re.I,
+)
 _THIS_LONG_RE = re.compile(r"\bthis\s+(?:year|term|semester|quarter|season)\b", re.I)
 _FILLER_EN = re.compile(r"^\W*(?:(?:update|heads\s+up|fyi|btw|ok|okay|ugh|oh|also|and|so)\b\W*)+", re.I)
 
@@ -225,6 +236,8 @@ def _change_statement_hits(sentence: str) -> list[Hit]:
             continue  # "this year" tells when, not which piece of work ("this week" is a passing state)
         if only_left(clause):
             continue  # "we moved off Vercel": what is gone, no statement of what is now
+        if _ONE_OFF_MOVED.search(clause[: match.start()]) and not _RECURRING.search(clause):
+            continue  # "会议改到下午三点了", "meeting got pushed to 4pm": one event moved, no lasting value
         if lang == "en" and not (_CHANGE_SUBJECT_EN.search(clause) or _BARE_SUBJECT_MOVED_EN.match(clause)):
             continue  # "the price changed to 30": not the user's own situation
         if _blocked(sentence, start + match.start()) or is_question_like(clause[: match.start()]):
@@ -239,7 +252,7 @@ def _change_statement_hits(sentence: str) -> list[Hit]:
             verb_first = re.match(r"(?:\w+ing|\w+ed|got|bought|joined|back)\b", said, re.I)
             owner = "the user is " if _ING_FIRST.match(said) else "the user " if verb_first else "the user's "
             said = owner + said[:1].lower() + said[1:]
-        content = _owned_zh(zh_content(clause)) if lang == "zh" else sentence_case(third_person(said))
+        content = zh_content(clause) if lang == "zh" else sentence_case(third_person(said))
         cand = Candidate(content=content, kind=Kind.SEMANTIC, category=Category.FACT, tier=Tier.WORTH,
                          confidence=0.75, source_event_ids=(), lang=lang, rule=f"{lang}.statement.change")  # fmt: skip
         topic = topic_slot(clause)
