@@ -148,7 +148,12 @@ def test_one_event_moved_is_no_lasting_value(text: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "value"), [("例会改到周三上午了", "周三"), ("our weekly call moved to Fridays", "fridays")]
+    ("text", "value"),
+    [
+        ("例会改到周三上午了", "周三"),
+        ("站会挪到九点四十了", "九点四十"),
+        ("our weekly call moved to Fridays", "fridays"),
+    ],
 )
 def test_a_recurring_event_moved_is_stored(text: str, value: str) -> None:
     assert _says(text, value), _contents(text)

@@ -154,12 +154,12 @@ def _owned_zh(content: str) -> str:
 # A single event as the subject of a move ("会议改到下午三点了", "the call got pushed to 4pm"): one occasion, not
 # a lasting value, unless what moved recurs ("周会", "每周的例会", "our weekly call", "standup", "1:1s")
 _ONE_OFF_MOVED = re.compile(
-    r"\b(?:meeting|call|interview|appointment|flight|delivery|dinner|lunch)s?\b|会议|(?<![周例晨早])会|电话|面试|饭局|航班|快递|"
+    r"\b(?:meeting|call|interview|appointment|flight|delivery|dinner|lunch)s?\b|会议|(?<![周例晨早站班])会|电话|面试|饭局|航班|快递|"
     r"约(?!定)",
     re.I,
 )
 _RECURRING = re.compile(
-    r"\b(?:weekly|daily|monthly|every|standups?|1:1s?|retros?|recurring|regular)\b|周会|例会|晨会|早会|每[周天月日]",
+    r"\b(?:weekly|daily|monthly|every|standups?|1:1s?|retros?|recurring|regular)\b|周会|例会|晨会|早会|站会|班会|每[周天月日]",
     re.I,
 )
 _THIS_LONG_RE = re.compile(r"\bthis\s+(?:year|term|semester|quarter|season)\b", re.I)
