@@ -99,20 +99,83 @@ def _topic_change_hits(sentence: str) -> list[Hit]:
 # Opsgenie", "got an iPhone 16 last week", "back to a 5-day week", "组长换成 Linda 了", "女儿上一年级了",
 # "公司搬去中关村了"): one memory in the clause's words, in no slot (nothing it would replace is known), so that
 # the newest statement is there to be found.
+# a value a change moves something to, besides a name or a number: a part of the day or week ("moved my runs to
+# the evenings", "standup shifted to mondays"), shared by the English change patterns below
+_WHEN_VALUE_EN = (
+    r"(?:the\s+)?(?:early\s+|late\s+)?(?:mornings?|evenings?|afternoons?|nights?|weekends?|weekdays?|lunchtime|"
+    r"(?:mon|tues|wednes|thurs|fri|satur|sun)days?)\b"
+)
+# a verb that moves a time, an amount or a level to a new value: "got pushed to Tuesday", "went up to 100mg",
+# "cutting eating out to $150", "rescheduled to the 9th"
+_MOVED_TO_EN = (
+    r"(?:(?:push|bump|reschedul|shift|mov|chang|rais|lower|increas|reduc|upp|cutt|dropp)(?:ed|ing)|cut|"
+    r"(?:went|going|gone)\s+(?:up|down))\b(?:\s+(?:back|up|down|forward))?[^,;?]{0,30}?\bto\b"
+)
 _CHANGE_STATEMENT_EN = re.compile(
     r"\b(?:switched|moved|migrated|changed|renamed|upgraded|replaced|transferred|relocated|got\s+(?:a|an|my)\s+new|"
     r"got\s+(?:a|an)|bought\s+(?:a|an)|(?:i'm|we're|i\s+am|we\s+are)\s+(?:now\s+)?back\s+to|back\s+to|started\s+at|"
-    r"joined|(?:i'm|we're)\s+(?:now\s+)?(?:on|at|in|using))\b[^,;?]{0,40}?(?-i:[A-Z][\w.+#-]+|\d)",
+    r"joined|(?:i'm|we're)\s+(?:now\s+)?(?:on|at|in|using))\b[^,;?]{0,40}?(?-i:[A-Z][\w.+#-]+|\d)"
+    rf"|\b{_MOVED_TO_EN}\s+(?:[^,;?]{{0,12}}?\d|{_WHEN_VALUE_EN})",
     re.I,
 )
 _CHANGE_STATEMENT_ZH = re.compile(
     r"(?:换成|改成|改名叫|改叫|改名为|升到|升级到|升了|升入|升上|调到|调去|转岗到|转到|搬到|搬去|迁到|挪到|换到|跳槽到|入职|"
+    # a time, an amount or a level moved to a new value: "改到周日上午了", "加到每月 3000 了", "提高到 7 分"
+    r"改到|改为|改回|换回|加到|提到|提高到|升高到|降到|降低到|减到|减少到|涨到|增加到|跳槽去|"
+    # a habit changed to another: "改喝茶", "改打胰岛素了", "改坐地铁"
+    r"改(?=[喝吃打练学坐骑开住])|"
     r"(?:上了?|升)(?=[一二三四五六]年级|初[一二三]|高[一二三]|大[一二三四]|小学|初中|高中|大学))"
-    r"了?\s*(?:[A-Za-z][\w.+#-]*|\d|[一二三四五六]年级|初[一二三]|高[一二三]|大[一二三四]|小学|初中|高中|大学|[\u4e00-\u9fff]{2,4}"
-    r"(?=了|$|[,.!~]))"
+    r"了?\s*(?:[A-Za-z][\w.+#-]*|(?:每[月周天年]|一个月)?\s*\d|[一二三四五六]年级|初[一二三]|高[一二三]|大[一二三四]|小学|初中|高中|大学|"
+    r"[\u4e00-\u9fff]{2,6}(?=了|$|[,.!~]))"
 )
 _CHANGE_SUBJECT_EN = re.compile(r"\b(?:i|i'm|i've|we|we're|we've|my|our)\b|^(?:just\s+|finally\s+)?(?:switched|moved|"
                                 r"got|bought|back|started|joined|upgraded|migrated)\b", re.I)  # fmt: skip
+# The current value told with "now", the user's own: "I'm driving a Model 3 now", "alarm is 5:45 now", "billing
+# is on 3.12 now", "doing Korean now" (a name or a number before the "now"; "the price is 30 now" has an article)
+_NOW_STATE_EN = re.compile(
+    r"(?:\b(?:i'm|we're|i\s+am|we\s+are)\s+(?:now\s+)?[a-z]+ing\b"
+    r"|^\W*(?:(?:and|so|ok|also|update|fyi)\b\W*)*(?:doing|using|driving|learning|studying|taking|playing|riding)\b"
+    r"|^\W*(?:(?:and|so|ok|also|update|fyi|btw)\b\W*)*(?:my\s+|our\s+)?(?!(?:the|a|an|it|its|this|that|there|he|she|"
+    r"they|his|her|their|price|prices|stock|rate|weather|time)\b)[a-z][\w'-]*(?:\s+[a-z][\w'-]*)?\s*"
+    r"(?:\s(?:is|are)|'s|'re)(?:\s+(?:on|at|in))?)"
+    r"[^,;?]{0,30}?(?-i:\b[A-Z][\w.+#-]*|\b\d)[^,;?]{0,20}?\bnow\b(?!\s+(?:and\s+)?(?:that|then))",
+    re.I,
+)
+# a clause that opens with what the user is doing ("cutting ...", "doing Korean now"), not a noun ("billing is ...")
+_ING_FIRST = re.compile(r"\w+ing\b(?!\s+(?:is|are|was|were|has|got)\b|'s)", re.I)
+
+
+def _owned_zh(content: str) -> str:
+    """A Chinese state told with "现在" whose subject was dropped ("现在住闵行") is the user's: said so, in the
+    words the user's other memories and a search for them use ("用户住在哪")."""
+    return content if not content or "用户" in content else "用户" + content
+
+
+# A single event as the subject of a move ("会议改到下午三点了", "the call got pushed to 4pm"): one occasion, not
+# a lasting value, unless what moved recurs ("周会", "每周的例会", "our weekly call", "standup", "1:1s")
+_ONE_OFF_MOVED = re.compile(
+    r"\b(?:meeting|call|interview|appointment|flight|delivery|dinner|lunch)s?\b|会议|(?<![周例晨早站班])会|电话|面试|饭局|航班|快递|"
+    r"约(?!定)",
+    re.I,
+)
+_RECURRING = re.compile(
+    r"\b(?:weekly|daily|monthly|every|standups?|1:1s?|retros?|recurring|regular)\b|周会|例会|晨会|早会|站会|班会|每[周天月日]",
+    re.I,
+)
+_THIS_LONG_RE = re.compile(r"\bthis\s+(?:year|term|semester|quarter|season)\b", re.I)
+_FILLER_EN = re.compile(r"^\W*(?:(?:update|heads\s+up|fyi|btw|ok|okay|ugh|oh|also|and|so)\b\W*)+", re.I)
+
+
+# A time or an amount of the user's own moved, its subject a bare noun or dropped ("demo got pushed to Tuesday",
+# "standup moved to 10:30", "cutting takeaway to $80 a month"): no article nor someone else's pronoun before the
+# verb ("the price changed to 30", "it got pushed to Friday", "her shift moved to nights" are not the user's)
+_BARE_SUBJECT_MOVED_EN = re.compile(
+    r"^\W*(?:(?:update|heads\s+up|fyi|btw|so|and|ok|okay|ugh|oh|also|just)\b\W*)*"
+    r"(?:(?!(?:the|a|an|it|its|this|that|these|those|there|he|she|they|his|her|their|someone|somebody|price|prices|"
+    r"stock|stocks|rate|rates|market)\b)[a-z][\w'-]*(?:\s+(?!(?:got|has|have|was|were)\b)[a-z][\w'-]*)?\s+"
+    r"(?:got\s+|has\s+been\s+|have\s+been\s+|was\s+|were\s+)?)?" + _MOVED_TO_EN,
+    re.I,
+)
 _TASK_WORDS = re.compile(
     r"\b(?:this|that|these|those|it|the\s+(?:file|function|button|test|variable|code|order|line|column|component|"
     r"method|class|argument|arguments|param|params|query|script|snippet|loop|cell|page|div)|let's|try|for\s+now|"
@@ -127,9 +190,10 @@ _TASK_WORDS = re.compile(
 _CHANGE_STATEMENT_WORDS = (
     "switched", "moved", "migrated", "changed", "renamed", "upgraded", "replaced", "transferred", "relocated",
     "got ", "bought", "back to", "started at", "joined", "i'm now", "i'm on", "i'm at", "i'm in", "i'm using",
-    "we're now", "we're on", "we're at", "we're in", "we're using",
+    "we're now", "we're on", "we're at", "we're in", "we're using", "push", "bump", "resched", "shift", "moving",
+    "chang", "rais", "lower", "increas", "reduc", "upped", "upping", "cut", "up to", "down to", "dropp",
 )  # fmt: skip
-_CHANGE_STATEMENT_HAN = re.compile(r"[换改升调转搬迁挪]|跳槽|入职|上了|上[一二三四五六初高大小]")
+_CHANGE_STATEMENT_HAN = re.compile(r"[换改升调转搬迁挪加提降减涨]|跳槽|入职|上了|上[一二三四五六初高大小]")
 
 
 # The subject of a change is someone else: "a guy on my floor just moved to Denver", "one of my friends switched
@@ -146,7 +210,9 @@ def others_subject(prefix: str) -> bool:
     """The words before a change verb make someone else its subject (see `_OTHERS_SUBJECT`)."""
     if _OTHERS_SUBJECT.match(prefix) is None:
         return False
-    return re.search(r"\b(?:i|we|i'm|we're|i've|we've|i'd|we'd)\b", prefix, re.I) is None  # "a while ago we ..."
+    return (
+        re.search(r"\b(?:i|we|i'm|we're|i've|we've|i'd|we'd)\b", prefix, re.I) is None
+    )  # "a while ago we ..."
 
 
 def _may_tell_change(sentence: str) -> bool:
@@ -166,29 +232,134 @@ def _change_statement_hits(sentence: str) -> list[Hit]:
         lang = detect_lang(clause)
         pattern = _CHANGE_STATEMENT_ZH if lang == "zh" else _CHANGE_STATEMENT_EN
         match = pattern.search(clause)
-        if match is None or is_asked(clause) or _TASK_WORDS.search(clause):
-            continue
+        if match is None or is_asked(clause) or _TASK_WORDS.search(_THIS_LONG_RE.sub("", clause)):
+            continue  # "this year" tells when, not which piece of work ("this week" is a passing state)
         if only_left(clause):
             continue  # "we moved off Vercel": what is gone, no statement of what is now
-        if lang == "en" and not _CHANGE_SUBJECT_EN.search(clause):
+        if _ONE_OFF_MOVED.search(clause[: match.start()]) and not _RECURRING.search(clause):
+            continue  # "会议改到下午三点了", "meeting got pushed to 4pm": one event moved, no lasting value
+        if lang == "en" and not (_CHANGE_SUBJECT_EN.search(clause) or _BARE_SUBJECT_MOVED_EN.match(clause)):
             continue  # "the price changed to 30": not the user's own situation
         if _blocked(sentence, start + match.start()) or is_question_like(clause[: match.start()]):
             continue
         if lang == "en" and others_subject(clause[: match.start()]):
             continue
         said = clause.strip()
+        if lang == "en":
+            said = _FILLER_EN.sub("", said) or said  # "update: demo got pushed ...": the filler says nothing
         if lang == "en" and not re.search(r"\b(?:i|i'm|i've|we|we're|we've|my|our)\b", said, re.I):
-            said = (
-                "the user " + said[:1].lower() + said[1:]
-            )  # "got an iPhone 16 last week": the subject dropped
+            # "got an iPhone 16 last week": the subject dropped; "demo got pushed to ...": a bare noun, the user's
+            verb_first = re.match(r"(?:\w+ing|\w+ed|got|bought|joined|back)\b", said, re.I)
+            owner = "the user is " if _ING_FIRST.match(said) else "the user " if verb_first else "the user's "
+            said = owner + said[:1].lower() + said[1:]
         content = zh_content(clause) if lang == "zh" else sentence_case(third_person(said))
         cand = Candidate(content=content, kind=Kind.SEMANTIC, category=Category.FACT, tier=Tier.WORTH,
                          confidence=0.75, source_event_ids=(), lang=lang, rule=f"{lang}.statement.change")  # fmt: skip
         topic = topic_slot(clause)
-        if topic is not None:  # "网关端口改成 9000 了": the topic's one current value, replacing the one before
+        if (
+            topic is not None
+        ):  # "网关端口改成 9000 了": the topic's one current value, replacing the one before
             cand = dataclasses.replace(cand, slot=topic, value=topic_value(content))
         return [(cand, start, start + len(clause))]
     return []
+
+
+# The current state told with "now" / "现在" in a clause no other rule read: "现在住闵行", "现在用 iPhone 16 了",
+# "现在 base 深圳", "现在 72 公斤了", and the English forms of `_NOW_STATE_EN`: one memory in the clause's words,
+# so that the newest statement is there to be found.
+_NOW_STATE_ZH = re.compile(
+    r"现在\s*(?:都|已经|全|主要)?(?:住在|住|用|叫|开|base\s*在?|在用)\s*(?:[A-Za-z][\w.+#-]*|\d|[\u4e00-\u9fff]{2,6}(?=了|$|[,.!~]))"
+    r"|现在\s*是\s*[A-Za-z]"
+    r"|现在\s*\d[\d.]*\s*(?:公斤|斤|kg|块|元|万|k\b)"
+)
+
+
+def _now_state_hits(clause: str) -> list[Hit]:
+    if "now" not in clause.lower() and "现在" not in clause:
+        return []
+    lang = detect_lang(clause)
+    match = (_NOW_STATE_ZH if lang == "zh" else _NOW_STATE_EN).search(clause)
+    if match is None or is_asked(clause) or _TASK_WORDS.search(clause) or only_left(clause):
+        return []
+    if _blocked(clause, match.start()) or is_question_like(clause[: match.start()]):
+        return []
+    if lang == "en" and others_subject(clause[: match.start()]):
+        return []
+    said = clause.strip()
+    if lang == "en":
+        said = _FILLER_EN.sub("", said) or said
+        if not re.search(r"\b(?:i|i'm|i've|we|we're|we've|my|our)\b", said, re.I):
+            owner = "the user is " if _ING_FIRST.match(said) else "the user's "
+            said = owner + said[:1].lower() + said[1:]
+    content = _owned_zh(zh_content(said)) if lang == "zh" else sentence_case(third_person(said))
+    cand = Candidate(content=content, kind=Kind.SEMANTIC, category=Category.FACT, tier=Tier.WORTH,
+                     confidence=0.75, source_event_ids=(), lang=lang, rule=f"{lang}.statement.now")  # fmt: skip
+    topic = topic_slot(clause)
+    if topic is not None:
+        cand = dataclasses.replace(cand, slot=topic, value=topic_value(content))
+    return [(cand, 0, len(clause))]
+
+
+# A value set right against the one it replaces, with no rule's subject around it: "it's Florence not Rome",
+# "the bucket is acme-logs-eu, not acme-log-eu", "we're not on Redis, it's Valkey 8", "是周五，不是周四",
+# "不是 3 楼，是 5 楼": a correction (MUST) in the sentence's words. Both values must be of one sort (two names,
+# two days, two identifiers or two numbers), so that "coffee, not tea" or "Friday, not a big deal" are left alone.
+_DAY_EN = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
+_VALUE_EN = (
+    rf"(?:{_DAY_EN}|(?-i:[A-Z][\w.+#-]*)(?:\s+(?-i:[A-Z0-9][\w.+#-]*)){{0,2}}(?:\s+\d[\w.]*)?|"
+    r"[a-z0-9]+(?:[-_.:/][a-z0-9]+)+|\d[\d.,:]*(?:\s*(?:am|pm|mg|kg|gb|mb|k|%))?)"
+)
+_AGAINST_EN = re.compile(
+    # what leads in ("sorry, typo earlier -", "oh I should've said,"): one short clause, left out of the memory
+    r"^(?:[^.?!]{0,40}?(?:[,:\u2014\u2013]|\s-\s)\s*)??(?P<body>"
+    r"(?:(?:it's|its|it\s+is|that's|that\s+is)\s+|(?:the|my|our)\s+[\w\s-]{1,24}?\s+(?:is|are|'s)\s+)?"
+    rf"(?P<new>{_VALUE_EN})[\s!.,]*\s(?:and\s+)?not\s+(?:the\s+)?(?P<old>{_VALUE_EN}))\W*$"
+    r"|^\W*(?P<body2>(?:we're|we\s+are|i'm|i\s+am|it's|it\s+is)\s+not\s+(?:on|in|at|using)?\s*"
+    rf"(?P<old2>{_VALUE_EN})\s*[,;]\s*(?:it's|its|it\s+is|we're\s+on|we\s+use|i'm\s+on)\s+(?P<new2>{_VALUE_EN}))",
+    re.I,
+)
+_VALUE_ZH = (
+    r"(?:周[一二三四五六日天]|星期[一二三四五六日天]|(?:\d[\d.:]*|[A-Za-z][\w.+#-]*)\s*[\u4e00-\u9fff]{0,2})"
+)
+_AGAINST_ZH = re.compile(
+    rf"^(?:[^。？！?]{{0,12}}?[,，]\s*)??(?P<body>(?:[\u4e00-\u9fff]{{0,8}}?是)?\s*(?P<new>{_VALUE_ZH})\s*[,，]\s*不是\s*"
+    rf"(?P<old>{_VALUE_ZH}))\W*$"
+    rf"|^(?:[^。？！?]{{0,12}}?[,，]\s*)??(?P<body2>(?:[\u4e00-\u9fff]{{0,8}}?)?不是\s*(?P<old2>{_VALUE_ZH})\s*[,，]\s*(?:而)?是\s*"
+    rf"(?P<new2>{_VALUE_ZH}))\W*$"
+)
+
+
+def _sort_of_value(value: str) -> str:
+    low = value.casefold()
+    if re.fullmatch(_DAY_EN, low) or re.fullmatch(r"(?:周|星期)[一二三四五六日天]", value):
+        return "day"
+    if value[:1].isdigit():
+        return "number"
+    if re.search(r"[-_.:/]", value) and value.isascii() and not value[:1].isupper():
+        return "identifier"
+    return "name"
+
+
+def _value_against_value_hits(sentence: str) -> list[Hit]:
+    if "not" not in sentence.lower() and "不是" not in sentence:
+        return []
+    lang = detect_lang(sentence)
+    match = (_AGAINST_ZH if lang == "zh" else _AGAINST_EN).search(sentence.strip())
+    if match is None or is_asked(sentence) or _blocked(sentence, 0):
+        return []
+    new, old = match.group("new") or match.group("new2"), match.group("old") or match.group("old2")
+    if new is None or old is None or new.casefold() == old.casefold():
+        return []
+    if _sort_of_value(new) != _sort_of_value(old):
+        return []
+    said = match.group("body") or match.group("body2")
+    if lang == "zh":
+        content = "更正：" + zh_content(said)
+    else:
+        content = "Correction: " + sentence_case(third_person(_FILLER_EN.sub("", said) or said))
+    cand = Candidate(content=content, kind=Kind.SEMANTIC, category=Category.FACT, tier=Tier.MUST, confidence=0.8,
+                     source_event_ids=(), lang=lang, rule=f"{lang}.correction.against")  # fmt: skip
+    return [(cand, 0, len(sentence))]
 
 
 # A single-valued topic given its new or current value: a change verb or "now" on a clause that names the
@@ -264,7 +435,9 @@ def _topic_state_hits(clause: str) -> list[Hit]:
     lang = detect_lang(clause)
     after = clause[match.end() :]
     if lang == "zh":
-        doing = _TOPIC_DOING_ZH.match(clause[: match.start()]) and re.match(r"\s*[\u4e00-\u9fffA-Za-z]{2}", after)
+        doing = _TOPIC_DOING_ZH.match(clause[: match.start()]) and re.match(
+            r"\s*[\u4e00-\u9fffA-Za-z]{2}", after
+        )
         if not (doing or (match.start() <= 10 and _TOPIC_STATE_ZH.match(after))):
             return []
     elif match.start() > 24 or not _TOPIC_STATE_EN.match(after):
@@ -284,8 +457,11 @@ def _topics_named(hits: list[Hit]) -> list[Hit]:
     work"): the topic's slot, so that a later statement of the topic replaces it."""
     out: list[Hit] = []
     for cand, start, end in hits:
-        if cand.slot is None and cand.kind is Kind.SEMANTIC and cand.tier is Tier.WORTH and _may_name_topic(
-            cand.content
+        if (
+            cand.slot is None
+            and cand.kind is Kind.SEMANTIC
+            and cand.tier is Tier.WORTH
+            and _may_name_topic(cand.content)
         ):
             topic = topic_slot(cand.content)
             if topic is not None:
@@ -905,7 +1081,9 @@ def _sentence_hits(sentence: str) -> list[Hit]:
                                category=Category.DECISION, confidence=0.85)  # fmt: skip
                 changes = [hit]
         topic = topic_slot(clause) if changes else None
-        if topic in TOPICS_OVER_TOOLS:  # "we moved the nightly backups from Glacier to B2": the backups' new value
+        if (
+            topic in TOPICS_OVER_TOOLS
+        ):  # "we moved the nightly backups from Glacier to B2": the backups' new value
             words = zh_content(clause) if lang == "zh" else sentence_case(third_person(clause.strip()))
             changes = [
                 (dataclasses.replace(cand, slot=topic, value=topic_value(words), content=words), s, e)
@@ -925,6 +1103,8 @@ def _sentence_hits(sentence: str) -> list[Hit]:
         hits = _change_statement_hits(sentence)
     if not hits:
         hits = _topic_statement_hits(sentence)
+    if not hits:
+        hits = _value_against_value_hits(sentence)
     spans = [(start, end) for _, start, end in hits]
     inherited = False  # after "The product is ...:" / "技术栈：" the clauses speak for the user's setup
     before = ""  # "我们部署在 k8s 上，用 ArgoCD 做 GitOps": the next clause keeps the subject
@@ -947,7 +1127,7 @@ def _sentence_hits(sentence: str) -> list[Hit]:
         )  # "given that our app is Flutter, should ...?": the ground is told
         said, at = (clause[premise.end() :], start + premise.end()) if premise else (clause, start)
         generic = _generic_hits(said, sentence, inherited=inherited or chained)
-        hits += shift(generic or _topic_state_hits(said), at)
+        hits += shift(generic or _topic_state_hits(said) or _now_state_hits(said), at)
         inherited = inherited or opens
     return _topic_absorbs_tools(_topics_named(_old_values_folded(sentence, hits)))
 
