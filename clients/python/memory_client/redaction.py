@@ -4118,6 +4118,7 @@ def _mrz_ok(line: str) -> bool:
 # between: "the pin they sent is"), 4 to 12 digit words (English) or Chinese numerals (幺 and 两 included).
 _DIGIT_WORD = r"(?:zero|oh|one|two|three|four|five|six|seven|eight|nine)"
 _CN_NUMERAL = "[零〇一二三四五六七八九幺两]"
+_CN_NUMERAL_T = "[零〇一二三四五六七八九幺两兩]"  # with the traditional 兩
 # or typed one by one, digits or words between spaces, dashes, commas or dots ("the alarm code is 2 3 2 1", "pin:
 # 7-0-4-4", "门禁码是 5 8 0 3", "the code is 9, two, 2, 6"): single digits only, so a number is not taken
 _SPOKEN_DIGIT = r"(?:" + _DIGIT_WORD + r"|(?<![0-9])(?<![0-9]\.)[0-9](?![0-9]))"
@@ -4375,16 +4376,15 @@ _CARD_EXPIRY = re.compile(
 
 # A code spelled out in words (set 21: "the alarm code. It's five four seven five"; "密码是六三九一"): 4 to 8 digit
 # words after a code's label in the same or the next sentence. Prose counts ("one or two codes", "一五一十") stay.
-_NUM_WORD = r"(?:zero|oh|one|two|three|four|five|six|seven|eight|nine)"
 _SPELLED_CODE = re.compile(
     r"(?P<lead>(?<![A-Za-z])(?:code|pin|passcode|password|combination|combo)s?(?![A-Za-z])[^\n0-9]{0,40}?"
     r"(?<![A-Za-z]))(?P<v>"
-    + _NUM_WORD
+    + _DIGIT_WORD
     + r"(?:(?:[ \t]*[,-][ \t]*|[ \t]+)"
-    + _NUM_WORD
+    + _DIGIT_WORD
     + r"){3,7})(?![A-Za-z])"
     r"|(?P<lead2>(?:密码|密碼|口令|验证码|驗證碼|门禁码|開門碼|开门码|取件码|取件碼|code)[^\n0-9]{0,12}?)"
-    r"(?P<v2>[零〇一二三四五六七八九幺两兩]{4,8})(?![零〇一二三四五六七八九十百千万幺两兩])",
+    r"(?P<v2>" + _CN_NUMERAL_T + r"{4,8})(?![零〇一二三四五六七八九十百千万幺两兩])",
     _I,
 )
 
@@ -4586,8 +4586,8 @@ def _hex_wallet_action(m: re.Match[str]) -> tuple[str, int]:
 # What the set-21 rules need in the (lower-cased) text before they scan it: their rare parts, so a long paste that
 # only says "code" or "comment" skips them.
 _PW_SLANG_NEEDS = re.compile(r"[\u4e00-\u9fff]mm|秘码|蜜码|秘碼|蜜碼|mima")
-_SPELLED_NEEDS = re.compile(_NUM_WORD + r"[ \t,-]+" + _NUM_WORD + r"(?![a-z])")
-_SPELLED_NEEDS_ZH = re.compile(r"[零〇一二三四五六七八九幺两兩]{4}")
+_SPELLED_NEEDS = re.compile(_DIGIT_WORD + r"[ \t,-]+" + _DIGIT_WORD + r"(?![a-z])")
+_SPELLED_NEEDS_ZH = re.compile(_CN_NUMERAL_T + "{4}")
 _CODE_FIRST_NEEDS = re.compile(
     r"[0-9]{4}[ \t]*[)）]?[ \t]*(?:←|<-|(?:is|was)[ \t]+(?:the|my|our|his|her|their|your)|这|那|這|就|是)"
 )
