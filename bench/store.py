@@ -103,6 +103,18 @@ def _search(db: Any, *, tenant: str, user: str, query: str, ef_search: int, emb:
     )
 
 
+def _api_engine(url: str) -> tuple[Any, int]:
+    """An engine acting as the API's role, and the HNSW ef_search the API searches with."""
+    from bench.lib import project
+    from shared.settings import Settings
+
+    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    engine = project.get_engine(
+        url, pool_size=1, application_name="bench-store", role=settings.db_role_api or None
+    )
+    return engine, settings.hnsw_ef_search
+
+
 def _default_query_embedder() -> Any | None:
     """The embedder `MEMORY_EMBEDDER=auto` gives the API on this machine, when it is not the hashing one."""
     from shared.settings import default_embedder
@@ -122,16 +134,11 @@ def measure_default_embedder(
     from sqlmodel import Session
 
     from bench.lib import project
-    from shared.settings import Settings
 
     default = _default_query_embedder()
     if default is None:
         return None
-    settings = Settings(_env_file=None)  # type: ignore[call-arg]
-    engine = project.get_engine(
-        url, pool_size=1, application_name="bench-store", role=settings.db_role_api or None
-    )
-    ef = settings.hnsw_ef_search
+    engine, ef = _api_engine(url)
     qs = queries(seed + 7, n + LATENCY_WARMUP, users)
     timings: dict[str, list[int]] = {"default": [], "hashing": []}
     embed_ns: list[int] = []
@@ -169,13 +176,8 @@ def measure_search(url: str, *, tenant: str, users: int, n: int, seed: int) -> d
     from sqlmodel import Session
 
     from bench.lib import project
-    from shared.settings import Settings
 
-    settings = Settings(_env_file=None)  # type: ignore[call-arg]
-    engine = project.get_engine(
-        url, pool_size=1, application_name="bench-store", role=settings.db_role_api or None
-    )
-    ef = settings.hnsw_ef_search
+    engine, ef = _api_engine(url)
     emb = embedder()
     qs = queries(seed, n + LATENCY_WARMUP, users)
     search_ns: list[int] = []
@@ -736,14 +738,16 @@ def target_table(figures: dict[str, Any]) -> list[Target]:
         )
     )
 
-    def default_p95(f: dict[str, Any]) -> float | None:
+    def default_at_1m(f: dict[str, Any]) -> dict[str, Any] | None:
         entry = next((e for e in f["sizes"] if e["memories"] == 1_000_000), None)
-        measured = entry.get("default_embedder") if entry else None
+        return entry.get("default_embedder") if entry else None
+
+    def default_p95(f: dict[str, Any]) -> float | None:
+        measured = default_at_1m(f)
         return measured["search"]["p95_ms"] if measured else None
 
     def default_note(f: dict[str, Any]) -> str:
-        entry = next((e for e in f["sizes"] if e["memories"] == 1_000_000), None)
-        measured = entry.get("default_embedder") if entry else None
+        measured = default_at_1m(f)
         if not measured:
             return "not measured (the default embedder here is hashing, or no 1,000,000 run)"
         return (
