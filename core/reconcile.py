@@ -2,9 +2,12 @@
 
 ADD        a new memory
 REINFORCE  the same fact again: bump evidence on the existing row, union the sources; never a second row
-SUPERSEDE  same slot, different value (or an LLM-judged update): the old row gets valid_to/superseded_by
+SUPERSEDE  same slot, different value (or an LLM-judged update): the old row gets valid_to/superseded_by;
+           also a change the rules read in no slot ("moved standup to 10:15") against the user's older
+           memory on its topic (`core.topic_change`)
 HISTORY    a late or replayed event for a slot whose newer value is already current: store it as a past
-           value (valid_to set), the newer fact stays current
+           value (valid_to set), the newer fact stays current; the same for a statement older than a current
+           change on its topic (a change delivered before the statement it replaces)
 JUDGE      similar but not clearly the same: ask the LLM (duplicate / update / contradiction / complement);
            without an LLM this becomes ADD
 FORGET     an explicit request to forget: the matching memories become `deleted` (history kept)
@@ -22,6 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
+
+from core.topic_change import is_change_rule, shares_topic, tells_change, topic_weight
 
 
 class Op(StrEnum):
@@ -89,6 +94,7 @@ class PendingCandidate:
     source_turn_ids: tuple[str, ...] = ()
     # the extractor that proposed it (rules, llm, rules+llm, residual); kept on the memory it adds
     origin: str | None = None
+    rule: str | None = None  # the rule that read it (rules only): a change in no slot is `*.statement.change`
 
 
 @dataclass(frozen=True)
@@ -220,11 +226,45 @@ def _unslotted(
             return Decision(Op.NOOP, "replayed evidence already on this memory", (best.id,))
         reason = f"cosine {best.similarity:.3f} >= {policy.reinforce_cosine}"
         return Decision(Op.REINFORCE, reason, (best.id,))
+    changed = _topic_changed(cand, same_kind)
+    if changed is not None:
+        return changed
     if best is not None and (best.similarity >= policy.similar_cosine or shared >= 0.5):
         if llm_available:
             return Decision(Op.JUDGE, f"cosine {best.similarity:.3f} in the similar band", (best.id,))
         return Decision(Op.ADD, f"cosine {best.similarity:.3f} in the similar band; no LLM to judge")
     return Decision(Op.ADD, "no similar memory")
+
+
+def _topic_changed(cand: PendingCandidate, same_kind: Sequence[Existing]) -> Decision | None:
+    """A change in no slot against the user's memories on its topic (`core.topic_change`): it replaces the
+    older one closest to it; it is itself past when a newer one is current. A plain statement older than a
+    current change on its topic is past too (the change was delivered first). None when no memory shares its
+    topic."""
+    change = is_change_rule(cand.rule)
+    on_topic = [
+        n
+        for n in same_kind
+        if (change and shares_topic(cand.content, n.content))
+        or (not change and tells_change(n.content) and shares_topic(n.content, cand.content))
+    ]
+    newer = [n for n in on_topic if n.valid_from > cand.event_time]
+    if newer:
+        successor = min(newer, key=lambda n: n.valid_from)
+        return Decision(
+            Op.HISTORY,
+            f"a newer statement on its topic is current: {successor.content!r}",
+            (successor.id,),
+            valid_to=successor.valid_from,
+            superseded_by=successor.id,
+        )
+    older = [n for n in on_topic if n.valid_from < cand.event_time]  # one turn's statements stand together
+    if not change or not older:
+        return None
+    # the one it replaces: the most words of its topic, then the closest ("alarm is 5:45 now" replaces "alarm
+    # set for 6:30", not "alarm plays birdsong" beside it); a chain of changes ends one value at a time
+    replaced = max(older, key=lambda n: (topic_weight(cand.content, n.content), n.similarity, n.valid_from))
+    return Decision(Op.SUPERSEDE, f"a change on the topic of {replaced.content!r}", (replaced.id,))
 
 
 def _forget(

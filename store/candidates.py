@@ -109,7 +109,7 @@ def load_new_candidates(
     rows = db.execute(
         text(
             "SELECT id, agent_id, op, content, kind, category, tier, slot, value, confidence, lang, "
-            "source_event_ids, source_turn_ids, event_time, origin FROM candidates "
+            "source_event_ids, source_turn_ids, event_time, origin, rule FROM candidates "
             "WHERE tenant_id = :t AND user_id = :u AND status = 'new' ORDER BY event_time, id LIMIT :n"
         ),
         {"t": tenant_id, "u": user_id, "n": limit},

@@ -53,16 +53,18 @@ def _settled(engine, tenant):
     return pending == 0 and new == 0
 
 
-def _insert_candidate(engine, tenant: str, content: str, n: int) -> None:  # type: ignore[no-untyped-def]
+def _insert_candidate(  # type: ignore[no-untyped-def]
+    engine, tenant: str, content: str, n: int, *, rule: str | None = None
+) -> None:
     """A rules candidate for user 'u', as extraction would have stored it, dated T0 + n days."""
     with engine.begin() as conn:
         conn.execute(
             text(
                 "INSERT INTO candidates (tenant_id, user_id, session_id, op, content, kind, category, tier, "
-                "confidence, lang, origin, source_event_ids, event_time) VALUES (:t, 'u', 's', 'remember', :c, "
-                "'semantic', 'preference', 'worth', 0.8, 'en', 'rules', :e, :ts)"
+                "confidence, lang, origin, rule, source_event_ids, event_time) VALUES (:t, 'u', 's', 'remember', "
+                ":c, 'semantic', 'preference', 'worth', 0.8, 'en', 'rules', :r, :e, :ts)"
             ),
-            {"t": tenant, "c": content, "e": [f"ev-{n}"], "ts": T0 + timedelta(days=n)},
+            {"t": tenant, "c": content, "r": rule, "e": [f"ev-{n}"], "ts": T0 + timedelta(days=n)},
         )
 
 
@@ -369,3 +371,72 @@ def test_a_change_the_rules_are_unsure_of_is_held_as_a_candidate_without_an_llm(
     wait_for(held, timeout_s=40, what="the unsure change held")
     rows = _slot_rows(engine, tenant, "dev", "project.database")
     assert [(r.value, r.status) for r in rows] == [("mysql", "active")]
+
+
+def _memories(engine, tenant, user):
+    with engine.connect() as conn:
+        return conn.execute(
+            text(
+                "SELECT id, content, status, valid_from, valid_to, superseded_by FROM memories "
+                "WHERE tenant_id = :t AND user_id = :u ORDER BY valid_from, recorded_at"
+            ),
+            {"t": tenant, "u": user},
+        ).all()
+
+
+@pytest.mark.parametrize(
+    ("lines", "old", "new"),
+    [
+        (["our sprints are 2 weeks", "we switched to 1-week sprints last month"], "2 weeks", "1-week"),
+        (["我每天跑步五公里", "跑步改到晚上了"], "五公里", "晚上"),
+    ],
+    ids=["english", "chinese"],
+)
+@pytest.mark.parametrize("late", [False, True], ids=["in-order", "change-first"])
+def test_a_change_in_no_slot_ends_the_older_memory_on_its_topic_in_either_order(
+    lines, old, new, late, start_worker, engine, tenant, redis_url, queue_name, tmp_path
+):
+    """Issue #12: "we switched to 1-week sprints" names no slot; it still ends "our sprints are 2 weeks",
+    without an LLM, whichever of the two is delivered first: one current statement on the topic."""
+    start_worker(env=FAST)
+    client = memory_client(tenant, redis_url, queue_name, tmp_path)
+    order = [1, 0] if late else [0, 1]
+    for n, index in enumerate(order):
+        _say(client, "dev", lines[index], T0 + timedelta(days=index * 30))
+        wait_for(lambda n=n: len(_memories(engine, tenant, "dev")) == n + 1 and _settled(engine, tenant),
+                 timeout_s=40, what=f"statement {n + 1} reconciled")  # fmt: skip
+    rows = _memories(engine, tenant, "dev")
+    before, after = (next(r for r in rows if value in r.content) for value in (old, new))
+    assert (before.status, after.status) == ("superseded", "active")
+    assert before.superseded_by == after.id and before.valid_to == after.valid_from == T0 + timedelta(days=30)
+
+
+def test_a_change_in_no_slot_ends_the_closest_memory_on_its_topic_with_history(
+    start_worker, engine, tenant, redis_url, queue_name
+):
+    """ "The user's alarm is 5:45 now" ends "the alarm is set for 6:30", not "the alarm plays birdsong" (the
+    same topic word, another attribute) nor an unrelated memory; the ended row has its history."""
+    start_worker(env=FAST)
+    pub = TaskPublisher(redis_url, queue=queue_name)
+    for n, content in enumerate(["The user's alarm is set for 6:30.", "The user's alarm plays birdsong.",
+                                 "The user's project uses Rust."]):  # fmt: skip
+        _insert_candidate(engine, tenant, content, n, rule="en.statement.fact")
+    _insert_candidate(engine, tenant, "The user's alarm is 5:45 now.", 5, rule="en.statement.now")
+    pub.publish(tasknames.RECONCILE_USER, [tenant, "u"])
+    wait_for(lambda: _settled(engine, tenant), timeout_s=30, what="the candidates reconciled")
+    rows = {r.content: r for r in _memories(engine, tenant, "u")}
+    assert {c: r.status for c, r in rows.items()} == {
+        "The user's alarm is set for 6:30.": "superseded",
+        "The user's alarm plays birdsong.": "active",
+        "The user's project uses Rust.": "active",
+        "The user's alarm is 5:45 now.": "active",
+    }
+    ended, current = rows["The user's alarm is set for 6:30."], rows["The user's alarm is 5:45 now."]
+    assert ended.superseded_by == current.id and ended.valid_to == T0 + timedelta(days=5)
+    with engine.connect() as conn:
+        history = conn.execute(
+            text("SELECT memory_id, reason FROM memory_history WHERE tenant_id = :t AND op = 'supersede'"),
+            {"t": tenant},
+        ).all()
+    assert [str(h.memory_id) for h in history] == [str(ended.id)]
+    assert "a change on the topic of" in history[0].reason

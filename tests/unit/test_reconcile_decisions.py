@@ -214,3 +214,104 @@ def test_an_unsure_new_slot_value_is_judged_with_an_llm_and_held_without_one() -
         neighbours=[], slot_rows=[current],
     )  # fmt: skip
     assert sure == Decision(Op.SUPERSEDE, "slot project.package_manager: 'npm' -> 'pnpm'", ("m1",))
+
+
+# A change in no slot (issue #12): the rule's mark and the topic words decide, in both languages and orders.
+CHANGE = "en.statement.change"
+
+
+def change(content: str, *, when: datetime, rule: str = CHANGE, kind: str = "semantic") -> PendingCandidate:
+    return PendingCandidate(
+        content=content, kind=kind, op="remember", event_time=when, source_event_ids=("e-new",), rule=rule
+    )
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "rule"),
+    [
+        (
+            "Standup is at 9:30 every day.",
+            "The user's team moved standup to 10:15 starting this year.",
+            CHANGE,
+        ),
+        ("The user's alarm is set for 6:30.", "The user's alarm is 5:45 now.", "en.statement.now"),
+        ("The user works four days a week.", "The user is back to five days a week since March.", CHANGE),
+        (
+            "Secrets live in a dotenv file per service.",
+            "The user's team has since moved all secrets into Vault.",
+            CHANGE,
+        ),
+        ("注释用 Javadoc 风格。", "注释风格改成 Google 风格了。", "zh.statement.change"),
+        ("部署用的是 Shell 脚本。", "部署现在走 Argo CD 了。", "zh.statement.now"),
+        (
+            "The user runs in the mornings.",
+            "Moved the user's runs to the evenings.",
+            "remember_that+en.statement.change",
+        ),
+    ],
+)
+def test_a_change_in_no_slot_supersedes_the_older_memories_on_its_topic(old: str, new: str, rule: str):
+    before = row("m1", old, since=T)
+    unrelated = row("m2", "The user's project uses Rust.", since=T)
+    d = decide(change(new, when=T + DAY, rule=rule), neighbours=[before, unrelated])
+    assert d.op == Op.SUPERSEDE and d.target_ids == ("m1",)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("The user is on the Growth team.", "The user's team switched to 1-week sprints."),  # "team" says who
+        ("The user's project uses Rust.", "The user's project moved to 2-week releases."),
+        ("用户用 Vim 写代码。", "用户现在用 MacBook Air。"),  # "用户 ... 用" is everyone's
+        (
+            "The user has a meeting every week.",
+            "The user moved the gym sessions to twice a week.",
+        ),  # one time word
+    ],
+)
+def test_a_change_leaves_memories_on_other_topics_alone(old: str, new: str):
+    d = decide(change(new, when=T + DAY), neighbours=[row("m1", old, since=T)])
+    assert d.op == Op.ADD
+
+
+def test_only_a_change_rule_supersedes_and_only_memories_of_its_kind():
+    old = row("m1", "Standup is at 9:30 every day.", since=T)
+    plain = change("Standup notes go in the wiki.", when=T + DAY, rule="en.statement.fact")
+    assert decide(plain, neighbours=[old]).op == Op.ADD
+    rule = row("m2", "Never book anything during standup.", since=T, kind="procedural")
+    moved = change("The user's team moved standup to 10:15.", when=T + DAY)
+    assert decide(moved, neighbours=[rule]).op == Op.ADD
+    # statements from one turn (one event time) stand together
+    assert decide(change("Moved standup to 10:15.", when=T), neighbours=[old]).op == Op.ADD
+
+
+def test_a_change_supersedes_the_closest_older_memory_on_its_topic_and_is_history_before_a_newer_one():
+    sound = row("m1", "The user's alarm plays birdsong.", since=T, sim=0.4)
+    time = row("m2", "The user's alarm is set for 6:30.", since=T + DAY, sim=0.7)
+    d = decide(change("The user's alarm is 5:45 now.", when=T + 3 * DAY), neighbours=[sound, time])
+    assert d.op == Op.SUPERSEDE and d.target_ids == ("m2",)
+    # more of the topic outweighs closeness
+    morning = row("m3", "The user's alarm rings on weekday mornings.", since=T, sim=0.1)
+    d = decide(
+        change("Moved the user's weekday alarm to 6:00.", when=T + 3 * DAY), neighbours=[time, morning]
+    )
+    assert d.target_ids == ("m3",)
+    # delivered late: the newer statement on the topic stays current, the late change ends where it begins
+    newer = row("m4", "The user's budget got cut back to $650 a month.", since=T + 3 * DAY)
+    late = decide(change("The user's budget got bumped to $800 a month.", when=T + DAY), neighbours=[newer])
+    assert late.op == Op.HISTORY and late.superseded_by == "m4" and late.valid_to == T + 3 * DAY
+
+
+def test_a_plain_statement_older_than_a_current_change_on_its_topic_is_history():
+    now_current = row("m1", "The user's team switched to 1-week sprints.", since=T + 30 * DAY)
+    late = cand("The user's sprints are 2 weeks.", when=T)
+    d = decide(late, neighbours=[now_current])
+    assert d.op == Op.HISTORY and d.superseded_by == "m1"
+    # newer than the change, or on another topic, or against a memory that tells no change: added
+    assert (
+        decide(cand("The user's sprints are 2 weeks.", when=T + 40 * DAY), neighbours=[now_current]).op
+        == Op.ADD
+    )
+    assert decide(cand("The user's standup is at 9:30.", when=T), neighbours=[now_current]).op == Op.ADD
+    plain = row("m2", "The user's sprints have a demo on Fridays.", since=T + 30 * DAY)
+    assert decide(late, neighbours=[plain]).op == Op.ADD
