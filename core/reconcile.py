@@ -11,6 +11,10 @@ HISTORY    a late or replayed event for a slot whose newer value is already curr
 JUDGE      similar but not clearly the same: ask the LLM (duplicate / update / contradiction / complement);
            without an LLM this becomes ADD
 FORGET     an explicit request to forget: the matching memories become `deleted` (history kept)
+END        a named thing the user has left ("we ripped out Datadog", "I left Shopify"): the user's older current
+           memories naming it stop being current (valid_to set, status `superseded`, history kept); nothing
+           is stored for the statement itself. A statement older than such an end that names the thing
+           arrives as history.
 HOLD       a new value for a slot the extractor was not sure of (confidence under UNSURE_CONFIDENCE) and no
            LLM to judge it: the candidate is kept (decision `hold`), no memory is written, the current value
            stays current. With an LLM the same case is a JUDGE against the slot's current value.
@@ -36,6 +40,7 @@ class Op(StrEnum):
     HISTORY = "history"
     JUDGE = "judge"
     FORGET = "forget"
+    END = "end"
     HOLD = "hold"
     NOOP = "noop"
 
@@ -155,11 +160,19 @@ def decide(
     slot_rows: Sequence[Existing] = (),
     policy: Policy = Policy(),
     llm_available: bool = False,
+    ended: Sequence[tuple[str, datetime]] = (),
 ) -> Decision:
     """Decide what one candidate does to the store. `neighbours` are the user's nearest active memories
-    (any slot); `slot_rows` every row of the candidate's slot (active and past), for conflicts and time."""
+    (any slot) and, for an `end`, those naming what was left; `slot_rows` every row of the candidate's slot
+    (active and past), for conflicts and time; `ended` the things the user has said they left, with when."""
     if cand.op == "forget":
         return _forget(cand, neighbours=neighbours, slot_rows=slot_rows, policy=policy)
+    if cand.op == "end":
+        return _end(cand, neighbours=neighbours)
+    ended_since = _ended_since(cand, ended)
+    if ended_since is not None and not any(_replayed(cand, r) for r in slot_rows):
+        name, when = ended_since
+        return Decision(Op.HISTORY, f"{name!r} was left since", valid_to=when)
     if cand.slot:
         return _slotted(cand, slot_rows=slot_rows, llm_available=llm_available)
     return _unslotted(cand, neighbours=neighbours, policy=policy, llm_available=llm_available)
@@ -265,6 +278,43 @@ def _topic_changed(cand: PendingCandidate, same_kind: Sequence[Existing]) -> Dec
     # set for 6:30", not "alarm plays birdsong" beside it); a chain of changes ends one value at a time
     replaced = max(older, key=lambda n: (topic_weight(cand.content, n.content), n.similarity, n.valid_from))
     return Decision(Op.SUPERSEDE, f"a change on the topic of {replaced.content!r}", (replaced.id,))
+
+
+def names(value: str, content: str) -> bool:
+    """`content` names `value`: as whole words in Latin script ("Jest" is not in "Jester"), as a substring in
+    Chinese; case and width folded."""
+    value = unicodedata.normalize("NFKC", value).casefold().strip()
+    content = unicodedata.normalize("NFKC", content).casefold()
+    if not value:
+        return False
+    if not value.isascii():
+        return value in content
+    words = r"\s+".join(re.escape(word) for word in value.split())
+    return re.search(rf"(?<![\w.+#-]){words}(?![\w+#-]|\.\w)", content) is not None
+
+
+def _end(cand: PendingCandidate, *, neighbours: Sequence[Existing]) -> Decision:
+    """The user's older current memories that name what was left stop being current."""
+    value = cand.value or ""
+    targets = tuple(
+        n.id
+        for n in neighbours
+        if n.status == "active" and n.valid_from < cand.event_time and names(value, n.content)
+    )
+    if not targets:
+        return Decision(Op.NOOP, f"nothing current names {value!r}")
+    return Decision(Op.END, f"the user left {value!r}", targets)
+
+
+def _ended_since(
+    cand: PendingCandidate, ended: Sequence[tuple[str, datetime]]
+) -> tuple[str, datetime] | None:
+    """The first thing the candidate names that the user said they left after it was said, with when."""
+    later = [(when, name) for name, when in ended if when > cand.event_time and names(name, cand.content)]
+    if not later:
+        return None
+    when, name = min(later)
+    return name, when
 
 
 def _forget(

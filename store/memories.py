@@ -98,6 +98,37 @@ def nearest(
     return [_existing(r, float(r.sim or 0.0)) for r in rows]
 
 
+def naming(
+    db: Session, tenant_id: str, user_id: str, value: str, *, agent_id: str | None = None, limit: int = 20
+) -> list[Existing]:
+    """The owner's current memories whose keywords hold every keyword of `value` (a name the user left):
+    `core.reconcile` then keeps those that name it as written."""
+    words = keywords.tokens(value)
+    if not words:
+        return []
+    rows = db.execute(
+        text(
+            "SELECT id, content, kind, status, valid_from, valid_to, slot, value, source_event_ids FROM memories "
+            f"WHERE tenant_id = :t AND user_id = :u AND {_SAME_OWNER} AND status = 'active' "
+            "AND search_tokens @@ to_tsquery('simple', :q) ORDER BY valid_from DESC LIMIT :k"
+        ),
+        {"t": tenant_id, "u": user_id, "a": agent_id, "q": " & ".join(f"'{w}'" for w in words), "k": limit},
+    ).all()
+    return [_existing(r) for r in rows]
+
+
+def ended_names(db: Session, tenant_id: str, user_id: str) -> list[tuple[str, datetime]]:
+    """What the user has said they left (reconciled `end` candidates), with when they said it."""
+    rows = db.execute(
+        text(
+            "SELECT value, event_time FROM candidates WHERE tenant_id = :t AND user_id = :u AND op = 'end' "
+            "AND status = 'reconciled' AND value IS NOT NULL"
+        ),
+        {"t": tenant_id, "u": user_id},
+    ).all()
+    return [(r.value, r.event_time) for r in rows]
+
+
 def slot_rows(
     db: Session, tenant_id: str, user_id: str, slot: str, *, agent_id: str | None = None
 ) -> list[Existing]:
@@ -351,6 +382,18 @@ def apply_decision(
     if d.op == Op.FORGET:
         for mid in d.target_ids:
             forget(db, mid, reason=d.reason, **hist)
+        return None
+    if d.op == Op.END:  # what the user left stops being current where they said so; nothing new is stored
+        for mid in d.target_ids:
+            _update_with_history(
+                db,
+                mid,
+                "status = 'superseded', valid_to = :vt, updated_at = :now",
+                {"vt": c.event_time},
+                op="end",
+                reason=d.reason,
+                hist=hist,
+            )
         return None
     if d.op == Op.HOLD:  # kept as a candidate only: the slot's current value stays
         return None

@@ -34,6 +34,7 @@ class Tier(StrEnum):
 class Operation(StrEnum):
     REMEMBER = "remember"  # store / reinforce / supersede
     FORGET = "forget"  # an explicit request to forget matching memories
+    END = "end"  # a named thing the user has left ("we ripped out Datadog"): memories naming it stop being current
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,16 +20,25 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
+from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from core.extraction.candidates import Candidate, Category, Kind, Operation, Tier, Turn
+from core.extraction.candidates import Candidate, Category, Kind, Tier, Turn
+from core.extraction.candidates import Operation as CandidateOperation
 from core.prompts.common import bullets, format_turn
 from core.prompts.json_answer import json_texts
 
 PROMPT_VERSION = "extract-v2"
 SCHEMA_NAME = "memory_extraction"
+
+
+# What the model may ask for: remember or forget; an `end` (a thing the user left) is the rules' alone. Its own
+# enum, named and written as the candidates' was before `end`, so the schema sent to the model is the same bytes.
+class Operation(StrEnum):
+    REMEMBER = "remember"
+    FORGET = "forget"
 
 
 class MemoryItem(BaseModel):
@@ -150,7 +159,7 @@ def answer_to_candidates(answer: ExtractionAnswer, *, turns: Sequence[Turn]) -> 
                 source_turn_ids=turn_ids,
                 slot=(item.slot or "").strip() or None,
                 value=(item.value or "").strip() or None,
-                op=item.op,
+                op=CandidateOperation(item.op.value),
                 lang=_language_of(item.content),
                 origin="llm",
                 extra={"prompt_version": PROMPT_VERSION},

@@ -440,3 +440,34 @@ def test_a_change_in_no_slot_ends_the_closest_memory_on_its_topic_with_history(
         ).all()
     assert [str(h.memory_id) for h in history] == [str(ended.id)]
     assert "a change on the topic of" in history[0].reason
+
+
+@pytest.mark.parametrize("late", [False, True], ids=["in-order", "end-first"])
+def test_what_the_user_left_stops_being_current_in_either_order(
+    late, start_worker, engine, tenant, redis_url, queue_name, tmp_path
+):
+    """Issue #12: "we ripped out Datadog" ends the memory that the user's team uses Datadog (no memory is
+    stored for the statement itself); told before the older statement arrives, that statement is history."""
+    start_worker(env=FAST)
+    client = memory_client(tenant, redis_url, queue_name, tmp_path)
+    lines = ["we use Datadog for metrics and alerting", "we ripped out Datadog last month, the bill was insane"]
+    def candidates() -> int:
+        with engine.connect() as conn:
+            return int(conn.execute(text("SELECT count(*) FROM candidates WHERE tenant_id = :t"), {"t": tenant}).scalar())
+
+    for n, index in enumerate([1, 0] if late else [0, 1]):
+        _say(client, "dev", lines[index], T0 + timedelta(days=index * 30))
+        wait_for(lambda n=n: candidates() > n and _settled(engine, tenant), timeout_s=40,
+                 what=f"statement {index + 1} reconciled")  # fmt: skip
+    rows = [r for r in _memories(engine, tenant, "dev") if "Datadog" in r.content]
+    assert rows and all(r.status == "superseded" for r in rows)
+    assert all(r.valid_to == T0 + timedelta(days=30) for r in rows)
+    with engine.connect() as conn:
+        ends = conn.execute(
+            text("SELECT decision, memory_id FROM candidates WHERE tenant_id = :t AND op = 'end'"), {"t": tenant}
+        ).all()
+        history = conn.execute(
+            text("SELECT op FROM memory_history WHERE tenant_id = :t ORDER BY id"), {"t": tenant}
+        ).scalars().all()
+    assert [tuple(e) for e in ends] == [("noop" if late else "end", None)]
+    assert history[-1] == ("history" if late else "end")

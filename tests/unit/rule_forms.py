@@ -3,13 +3,18 @@ turn through the rule extractor, read back as tuples, slots or MUST contents."""
 
 from __future__ import annotations
 
-from core.extraction.candidates import Turn
+from core.extraction.candidates import Operation, Turn
 from core.extraction.rules import extract_turn
 
 
 def found(text: str) -> list[tuple[str, str | None, str | None, str]]:
-    """(tier, slot, value, content) of each rule candidate of one user turn."""
-    return [(c.tier.value, c.slot, c.value, c.content) for c in extract_turn(Turn("e1", "user", text))]
+    """(tier, slot, value, content) of each rule candidate of one user turn that stores something (an `end`, a
+    thing the user left, stores nothing: `test_rule_forms_left.py`)."""
+    return [
+        (c.tier.value, c.slot, c.value, c.content)
+        for c in extract_turn(Turn("e1", "user", text))
+        if c.op is not Operation.END
+    ]
 
 
 def slots(text: str) -> dict[str, str | None]:

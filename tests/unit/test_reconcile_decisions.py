@@ -315,3 +315,43 @@ def test_a_plain_statement_older_than_a_current_change_on_its_topic_is_history()
     assert decide(cand("The user's standup is at 9:30.", when=T), neighbours=[now_current]).op == Op.ADD
     plain = row("m2", "The user's sprints have a demo on Fridays.", since=T + 30 * DAY)
     assert decide(late, neighbours=[plain]).op == Op.ADD
+
+
+# What the user left (issue #12): an `end` names it; the memories naming it stop being current.
+def ending(name: str, *, when: datetime) -> PendingCandidate:
+    return PendingCandidate(
+        content=f"The user's team ripped out {name}.",
+        kind="semantic",
+        op="end",
+        event_time=when,
+        source_event_ids=("e-end",),
+        value=name,
+        rule="en.left",
+    )
+
+
+def test_an_end_ends_the_older_current_memories_that_name_it_as_written():
+    uses = row("m1", "The user's project uses Datadog for metrics.", since=T, slot="project.monitoring")
+    apm = row("m2", "Datadog APM traces every request.", since=T)
+    other = row("m3", "The user's dog is named Datadoggo.", since=T)  # not the word
+    later = row("m4", "The user's team is back on Datadog.", since=T + 9 * DAY)  # said after: stands
+    d = decide(ending("Datadog", when=T + 5 * DAY), neighbours=[uses, apm, other, later])
+    assert d.op == Op.END and set(d.target_ids) == {"m1", "m2"}
+    assert decide(ending("Datadog", when=T + 5 * DAY), neighbours=[other]).op == Op.NOOP
+    zh = row("m5", "用户的项目使用 Jenkins。", since=T)
+    assert decide(ending("jenkins", when=T + DAY), neighbours=[zh]).target_ids == ("m5",)
+
+
+def test_a_statement_older_than_an_end_that_names_it_arrives_as_history():
+    left = [("Datadog", T + 5 * DAY)]
+    late = cand("The user's project uses Datadog.", when=T, slot="project.monitoring", value="datadog")
+    d = decide(late, neighbours=[], slot_rows=[], ended=left)
+    assert d.op == Op.HISTORY and d.valid_to == T + 5 * DAY
+    # said after the end, or about something else: decided as ever
+    again = cand("The user's project uses Datadog.", when=T + 6 * DAY, slot="project.monitoring", value="datadog")
+    assert decide(again, neighbours=[], slot_rows=[], ended=left).op == Op.ADD
+    assert decide(cand("The user's project uses Grafana.", when=T), neighbours=[], ended=left).op == Op.ADD
+    # a replay of a row already stored is not a second, past copy
+    stored = row("m1", "The user's project uses Datadog.", status="superseded", slot="project.monitoring",
+                 value="datadog", events=("e-new",))  # fmt: skip
+    assert decide(late, neighbours=[], slot_rows=[stored], ended=left).op != Op.HISTORY

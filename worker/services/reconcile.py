@@ -29,7 +29,7 @@ from shared.publisher import TaskPublisher
 from store.candidates import load_new_candidates, mark_reconciled
 from store.distillation import count_fragments
 from store.embeddings import Embedder
-from store.memories import apply_decision, lock_user, nearest, slot_rows
+from store.memories import apply_decision, ended_names, lock_user, naming, nearest, slot_rows
 from store.trace import record_task_trace
 from store.usage import record_usage, within_budget
 from worker.llm import CircuitBreaker, LLMClient, LLMUsage
@@ -83,13 +83,25 @@ def reconcile_user(
     ended: list[tuple[str, str | None]] = []  # content and value of the memories replaced or forgotten
     vectors = [vector_literal(v) for v in embedder.embed([c.content for c in cands])]
     set_search_params(db, ef_search=100)
+    # what the user said they left: a statement of it older than that is past
+    left = ended_names(db, tenant_id, user_id)
     for c, vec in zip(cands, vectors, strict=True):
         rows = slot_rows(db, tenant_id, user_id, c.slot) if c.slot else []
-        neighbours = nearest(db, tenant_id, user_id, vec)
+        if c.op == "end":  # the memories naming what was left, however far from the statement's words
+            neighbours = naming(db, tenant_id, user_id, c.value or "")
+        else:
+            neighbours = nearest(db, tenant_id, user_id, vec)
         seen.update((n.id, n) for n in [*neighbours, *rows])
         decision = decide(
-            c, neighbours=neighbours, slot_rows=rows, policy=policy, llm_available=llm is not None
+            c,
+            neighbours=neighbours,
+            slot_rows=rows,
+            policy=policy,
+            llm_available=llm is not None,
+            ended=left,
         )
+        if c.op == "end" and c.value:
+            left.append((c.value, c.event_time))
         if decision.op == Op.JUDGE:
             deferred.append((c, vec, decision, seen[decision.target_ids[0]]))
             continue
@@ -144,7 +156,7 @@ def reconcile_user(
 
 def _ended(decision: Decision, seen: dict[str, Existing]) -> list[tuple[str, str | None]]:
     """The memories a decision ended (replaced or forgotten): their content and value."""
-    if decision.op not in (Op.SUPERSEDE, Op.FORGET):
+    if decision.op not in (Op.SUPERSEDE, Op.FORGET, Op.END):
         return []
     return [(seen[i].content, seen[i].value) for i in decision.target_ids if i in seen]
 

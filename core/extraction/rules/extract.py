@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from core.extraction.candidates import Candidate, Category, Kind, Tier, Turn
+from core.extraction.candidates import Candidate, Category, Kind, Operation, Tier, Turn
 from core.extraction.lang import detect_lang
 from core.extraction.rules.dispatch import stack_hits
 from core.extraction.rules.en.grammar import sentence_case, third_person
@@ -185,7 +185,7 @@ def _tokens(content: str) -> set[str]:
 def _drop_contained(candidates: list[Candidate]) -> list[Candidate]:
     """A slotless candidate whose words all lie in a longer slotless one of the same turn, of a tier as high, is
     a piece of it ("so no migrations on it during business hours" inside the remembered sentence): dropped."""
-    free = [c for c in candidates if c.slot is None]
+    free = [c for c in candidates if c.slot is None and c.op is not Operation.END]  # an end stores nothing
     if len(free) < 2:
         return candidates
     words = {id(c): _tokens(c.content) for c in free}

@@ -19,7 +19,7 @@ import dataclasses
 import functools
 import re
 
-from core.extraction.candidates import Candidate, Category, Kind, Tier
+from core.extraction.candidates import Candidate, Category, Kind, Operation, Tier
 from core.extraction.lang import detect_lang, has_han
 from core.extraction.rules import en, zh
 from core.extraction.rules.dispatch import (
@@ -44,6 +44,7 @@ from core.extraction.rules.vocab import (
     TOPICS_OVER_TOOLS,
     current_tool,
     find_tools,
+    is_tool,
     named_as_left,
     only_left,
     topic_match,
@@ -162,7 +163,13 @@ _RECURRING = re.compile(
     r"\b(?:weekly|daily|monthly|every|standups?|1:1s?|retros?|recurring|regular)\b|周会|例会|晨会|早会|站会|班会|每[周天月日]",
     re.I,
 )
-_THIS_LONG_RE = re.compile(r"\bthis\s+(?:year|term|semester|quarter|season)\b", re.I)
+# "this year" tells when, not which piece of work; so does a change's start ("starting this week", "from this
+# sprint on", "as of this month"): the change lasts from then
+_THIS_LONG_RE = re.compile(
+    r"\bthis\s+(?:year|term|semester|quarter|season)\b|\b(?:starting|from|as\s+of|beginning|effective)\s+this\s+"
+    r"(?:week|month|sprint|cycle|release|year|term|semester|quarter|season)\b",
+    re.I,
+)
 _FILLER_EN = re.compile(r"^\W*(?:(?:update|heads\s+up|fyi|btw|ok|okay|ugh|oh|also|and|so)\b\W*)+", re.I)
 
 
@@ -233,7 +240,7 @@ def _change_statement_hits(sentence: str) -> list[Hit]:
         pattern = _CHANGE_STATEMENT_ZH if lang == "zh" else _CHANGE_STATEMENT_EN
         match = pattern.search(clause)
         if match is None or is_asked(clause) or _TASK_WORDS.search(_THIS_LONG_RE.sub("", clause)):
-            continue  # "this year" tells when, not which piece of work ("this week" is a passing state)
+            continue  # ("this week" alone is a passing state)
         if only_left(clause):
             continue  # "we moved off Vercel": what is gone, no statement of what is now
         if _ONE_OFF_MOVED.search(clause[: match.start()]) and not _RECURRING.search(clause):
@@ -1129,7 +1136,103 @@ def _sentence_hits(sentence: str) -> list[Hit]:
         generic = _generic_hits(said, sentence, inherited=inherited or chained)
         hits += shift(generic or _topic_state_hits(said) or _now_state_hits(said), at)
         inherited = inherited or opens
-    return _topic_absorbs_tools(_topics_named(_old_values_folded(sentence, hits)))
+    return _topic_absorbs_tools(_topics_named(_old_values_folded(sentence, hits))) + left_hits(sentence)
+
+
+# A named thing the user has left, told as done: "we ripped out Datadog for Honeycomb", "I left Shopify last
+# month", "sold the Civic", "no longer using Winston anywhere", "FastAPI is gone", "Jenkins 不用了", "弃用了 Yarn".
+# Its candidate (op `end`) stores nothing: reconciliation ends the user's current memories that name the thing
+# (`core.reconcile`), so an old value does not stay current beside the new one when no slot holds both.
+_NAME = r"(?P<name>(?-i:[A-Z][\w.+#-]*(?:\s(?-i:[A-Z0-9])[\w.+#-]*){0,2})|[A-Za-z][\w.+#-]*)"
+_LEFT_VERB_EN = (
+    r"(?:no\s+longer\s+(?:use|using|on|with)|(?:stopped|quit)\s+using|ditched|dropped|dumped|scrapped|ripped\s+out|"
+    r"tore\s+out|got\s+rid\s+of|cancell?ed|sold|uninstalled|moved\s+(?:off|away\s+from)|gave\s+up(?:\s+on)?|"
+    r"phased\s+out|retired|decommissioned|traded\s+in|replaced|left|quit)"
+)
+_LEFT_EN = re.compile(rf"\b{_LEFT_VERB_EN}\s+(?:(?:the|my|our|all|of)\s+){{0,3}}{_NAME}", re.I)
+# what may follow the name left: the end, a stop, or a word that is not a noun it modifies ("cancelled the
+# Zoom call" left a call, not Zoom; "left Slack open" left nothing)
+_AFTER_LEFT_EN = re.compile(
+    r"\s*(?:$|[^\w\s]|(?:for|with|to|in|on|at|last|this|a|an|the|and|but|so|because|since|after|when|as|over|"
+    r"yesterday|today|anymore|completely|entirely|altogether|anywhere|everywhere|already|finally|earlier|ago|"
+    r"recently|now|then|too|lol|haha|btw|months?|years?|weeks?|from|off|out|"
+    # the thing itself, named by what it is: "the Jenkins box", "my Netflix subscription"
+    r"box|server|servers|instance|instances|cluster|account|subscription|membership|plan|setup|license|app)\b)",
+    re.I,
+)
+_GONE_EN = re.compile(rf"(?:^|\s){_NAME}\s+(?:is|are|'s|got|has\s+been)\s+(?:now\s+)?(?:gone|dead|retired|history|"
+                      r"dropped|removed|decommissioned)\b", re.I)  # fmt: skip
+_LEFT_ZH = re.compile(
+    r"(?:不再用|不用|弃用了?|停用了?|卸载了?|退掉了?|卖掉了?|卖了|换掉了?|干掉了?|下掉了?|去掉了?|退订了?|离开了?)\s*"
+    r"(?P<name>[A-Za-z][\w.+#-]*)"
+    r"|(?:把\s*)?(?P<name2>[A-Za-z][\w.+#-]*)\s*(?:已经|早就)?(?:不用了|换掉了|弃用了|停用了|退役了|下线了|卸载了|卖了|退了|"
+    r"退订了|删了|删掉了|干掉了|下掉了|去掉了)"
+)
+# someone else the subject: "my sister left Google", "he sold the Civic" (besides `others_subject`'s friends)
+_OTHER_PERSON_EN = re.compile(
+    r"\b(?:he|she|they|his|her|their|(?:my|our)\s+(?:sister|brother|mom|mum|dad|mother|father|wife|husband|partner|"
+    r"son|daughter|kid|kids|parents?|boss|manager|cousin|uncle|aunt|client|customer|landlord|team\s*mate|teammate))\b",
+    re.I,
+)
+# not done, or not the user's: "we might drop X", "thinking about ditching X", "didn't cancel X", "if we left X"
+_NOT_DONE_EN = re.compile(
+    r"\b(?:not|never|n't|might|may|could|should|would|will|going\s+to|gonna|want\s+to|plan(?:ning)?\s+to|"
+    r"thinking\s+(?:about|of)|consider(?:ing)?|about\s+to|if|unless|whether|before\s+we|until)\b",
+    re.I,
+)
+_NOT_DONE_ZH = re.compile(r"要不要|打算|准备|考虑|可能|也许|如果|是否|会不会|想|没有?(?:再)?$|别|不要")
+_LEFT_CUES = (
+    "no longer", "stopped", "quit", "ditched", "dropped", "dumped", "scrapped", "ripped", "tore", "got rid",
+    "cancel", "sold", "uninstalled", "moved off", "moved away", "gave up", "phased", "retired", "decommissioned",
+    "traded", "replaced", "left", "gone", "dead", "history", "removed",
+)  # fmt: skip
+_LEFT_CUES_HAN = re.compile(r"不再用|不用|弃用|停用|卸载|退掉|卖|换掉|干掉|下掉|去掉|退订|离开|退役|下线|退了")
+_NOT_A_NAME = frozenset(
+    "it this that them these those one all everything something anything nothing some the a an my our your "
+    "job work home office project plan idea meeting call team company city place car house apartment".split()
+)
+
+
+def _left_name(name: str) -> bool:
+    """A name, not a common noun: capitalised, with a digit, or a tool of the vocabulary ("gitflow", "jest")."""
+    if name.casefold() in _NOT_A_NAME or len(name) < 2:
+        return False
+    return name[0].isupper() or any(c.isdigit() for c in name) or is_tool(name)
+
+
+def left_hits(sentence: str) -> list[Hit]:
+    """The named things the user says they have left (see `_LEFT_EN`), one `end` candidate each."""
+    low = sentence.lower()
+    if not any(cue in low for cue in _LEFT_CUES) and not (has_han(sentence) and _LEFT_CUES_HAN.search(sentence)):
+        return []
+    hits: list[Hit] = []
+    for start, clause in split_clauses(sentence) or [(0, sentence)]:
+        lang = detect_lang(clause)
+        if is_asked(clause):
+            continue
+        for match in (_LEFT_ZH,) if lang == "zh" else (_LEFT_EN, _GONE_EN):
+            for found in match.finditer(clause):
+                name = found.group("name") or (found.groupdict().get("name2") or "")
+                prefix = clause[: found.start()]
+                if not name or not _left_name(name):
+                    continue
+                if lang == "en" and match is _LEFT_EN and not _AFTER_LEFT_EN.match(clause, found.end()):
+                    continue
+                if (_NOT_DONE_ZH if lang == "zh" else _NOT_DONE_EN).search(prefix):
+                    continue
+                if _blocked(sentence, start + found.start()):
+                    continue
+                if lang == "en" and (others_subject(prefix) or _OTHER_PERSON_EN.search(prefix)):
+                    continue
+                said = clause.strip()
+                content = zh_content(said) if lang == "zh" else sentence_case(third_person(said))
+                cand = Candidate(content=content, kind=Kind.SEMANTIC, category=Category.FACT, tier=Tier.WORTH,
+                                 confidence=0.75, source_event_ids=(), value=name.strip(), lang=lang,
+                                 op=Operation.END, rule=f"{lang}.left")  # fmt: skip
+                # an empty span: the clause stays in the residual, so a new value it names ("... for
+                # Honeycomb") still reaches the LLM or the residual filter
+                hits.append((cand, start, start))
+    return hits
 
 
 def _topic_absorbs_tools(hits: list[Hit]) -> list[Hit]:
