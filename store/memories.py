@@ -215,6 +215,16 @@ def insert_sql(columns: Sequence[str], *, returning: str = "id") -> str:
     return f"INSERT INTO memories ({', '.join(columns)}) VALUES ({values}) RETURNING {returning}"
 
 
+def keyword_document(content: str, slot: str | None) -> str:
+    """A memory's keyword document: its words, and for a slotted one the attribute it fills ("project.linter"
+    -> "linter", "project.test_framework" -> "test framework"), which its own words often leave out: "which
+    linter does the repo use?" finds "The user's project uses Ruff."
+    """
+    if not slot:
+        return keywords.document(content)
+    return keywords.document(f"{content} {slot.rsplit('.', 1)[-1].replace('_', ' ')}")
+
+
 def insert_memory(
     db: Session,
     tenant_id: str,
@@ -258,7 +268,7 @@ def insert_memory(
         "source_turn_ids": list(c.source_turn_ids),
         "origin": c.origin,
         "embedding": vec,
-        "search_tokens": keywords.document(c.content),
+        "search_tokens": keyword_document(c.content, c.slot),
     }
     return str(db.execute(text(_insert_sql_for(tuple(row))), row).scalar_one())
 
@@ -441,8 +451,9 @@ def edit(
     if "content" in sets:
         if "embedding" not in sets:
             raise ValueError("a new content needs its embedding")
+        slot = db.execute(text("SELECT slot FROM memories WHERE id = :id"), {"id": memory_id}).scalar()
         sets.update(
-            content_key=content_key(sets["content"]), search_tokens=keywords.document(sets["content"])
+            content_key=content_key(sets["content"]), search_tokens=keyword_document(sets["content"], slot)
         )
     assignments = ", ".join(f"{k} = {_INSERT_VALUE.get(k, f':{k}')}" for k in sets)
     _update_with_history(

@@ -24,3 +24,17 @@ def test_names_are_found_in_running_text(text, expected):
 def test_a_sentence_initial_capital_is_no_name_and_plain_words_are_none():
     assert names("Yesterday was long. Tomorrow should be better, honestly.") == []
     assert names("the build is slow and the tests are flaky") == []
+
+
+def test_a_slotted_memory_is_found_by_the_attribute_it_fills() -> None:
+    """The keyword document of a slotted memory holds its slot's attribute ("which linter ...?" finds "uses
+    Ruff"); an unslotted one is its words alone."""
+    from core import keywords
+    from store.memories import keyword_document
+
+    ruff = keyword_document("The user's project uses Ruff.", "project.linter").split()
+    assert "linter" in ruff and "ruff" in ruff
+    assert set(keywords.tokens("test framework")) <= set(
+        keyword_document("The user's project uses Vitest.", "project.test_framework").split()
+    )
+    assert keyword_document("The user likes tea.", None) == keywords.document("The user likes tea.")
