@@ -3,11 +3,12 @@
 The rules put a change of a known attribute in its slot ("we moved CI to Buildkite" -> `project.ci`), and the
 slot keeps one current value. Many changes name no slot: "moved standup to 10:15", "my dose went up to 100mg",
 "billing is on 3.12 now", "闹钟改到六点了". The rule extractor marks those statements (rules
-`<lang>.statement.change` and `<lang>.statement.now`); here such a statement is matched with the user's
-earlier memories on the same topic: the content words they share once the words every change statement has
-are set aside (who: "the user", "our team"; the change itself: "moved", "now", "换成"; values: anything with a
-digit). "The user's alarm is 5:45 now" and "Moved the user's alarm to 6:00" share "alarm"; "The user's team
-switched to 1-week sprints" and "The user is on the Growth team" share nothing once "team" is set aside.
+`<lang>.statement.change`, `<lang>.statement.now`, and the corrections `<lang>.correction.statement` and
+`.against`); here such a statement is matched with the user's earlier memories on the same topic: the content
+words they share once the words every change statement has are set aside (who: "the user", "our team"; the
+change itself: "moved", "now", "换成"; values: anything with a digit). "The user's alarm is 5:45 now" and "Moved
+the user's alarm to 6:00" share "alarm"; "The user's team switched to 1-week sprints" and "The user is on the
+Growth team" share nothing once "team" is set aside.
 
 Time words ("day", "week", "morning", "每天", "下午") are half a topic word: "works four days a week" and "back to
 five days a week" share two of them, "standup every week" and "gym twice a week" only one.
@@ -24,8 +25,10 @@ import re
 
 from core.keywords import tokens
 
-# the rules whose candidates are changes in no slot (see core.extraction.rules.passes)
-CHANGE_RULE_SUFFIXES = (".statement.change", ".statement.now")
+# the rules whose candidates are changes in no slot (see core.extraction.rules.passes): a change already made,
+# a current state told with "now", and a correction ("it's 5 brokers now, not 3", "是周四，不是周三"), which
+# replaces what was said before by definition
+CHANGE_RULE_SUFFIXES = (".statement.change", ".statement.now", ".correction.statement", ".correction.against")
 
 
 def is_change_rule(rule: str | None) -> bool:

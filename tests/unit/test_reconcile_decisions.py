@@ -248,6 +248,12 @@ def change(content: str, *, when: datetime, rule: str = CHANGE, kind: str = "sem
             "Moved the user's runs to the evenings.",
             "remember_that+en.statement.change",
         ),
+        (
+            "The user's Kafka cluster has 3 brokers.",
+            "On the Kafka thing: it's 5 brokers now.",
+            "en.correction.statement",
+        ),
+        ("用户团队 Kafka 集群 3 个 broker。", "是 5 个 broker，上个月扩容了。", "zh.correction.statement"),
     ],
 )
 def test_a_change_in_no_slot_supersedes_the_older_memories_on_its_topic(old: str, new: str, rule: str):
@@ -348,7 +354,9 @@ def test_a_statement_older_than_an_end_that_names_it_arrives_as_history():
     d = decide(late, neighbours=[], slot_rows=[], ended=left)
     assert d.op == Op.HISTORY and d.valid_to == T + 5 * DAY
     # said after the end, or about something else: decided as ever
-    again = cand("The user's project uses Datadog.", when=T + 6 * DAY, slot="project.monitoring", value="datadog")
+    again = cand(
+        "The user's project uses Datadog.", when=T + 6 * DAY, slot="project.monitoring", value="datadog"
+    )
     assert decide(again, neighbours=[], slot_rows=[], ended=left).op == Op.ADD
     assert decide(cand("The user's project uses Grafana.", when=T), neighbours=[], ended=left).op == Op.ADD
     # a replay of a row already stored is not a second, past copy
