@@ -10,9 +10,10 @@ named day at 00:00 UTC (the whole named day is kept, in any time zone within a d
 
 Precision first: a wrong expiry would archive a lasting fact, a missed one only leaves a stale state for the
 user to correct. So nothing is inferred from a statement that reports a change or a start ("we switched to
-pnpm this week", "starting today", "从这周开始", "以后都用"), a habit ("every week", "每周"), or a past time
-("last week", "yesterday", "上周"); and a weekday range ("Monday until Friday") is a schedule, not a limit.
-When several expressions are found, the latest expiry wins (the least that can be lost).
+pnpm this week", "we moved offices to King's Cross this month", "例会改到周二", "starting today", "从这周开始",
+"以后都用"), a habit ("every week", "每周"), or a past time ("last week", "yesterday", "上周"); and a weekday
+range ("Monday until Friday") is a schedule, not a limit. When several expressions are found, the latest
+expiry wins (the least that can be lost).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ class Expiry:
 # --- what rules a statement out ---------------------------------------------------------------------------
 
 _EN_LASTING = re.compile(
-    r"\b(?:switch(?:ed|es)?|mov(?:ed|es)\s+(?:to|from|over|off)|migrat(?:ed|es)|chang(?:ed|es)|replac(?:ed|es)|"
+    r"\b(?:switch(?:ed|es)?|mov(?:ed|es)\s+(?:\w+\s+){0,3}?(?:to|from|over|off|into|out)|migrat(?:ed|es)|chang(?:ed|es)|replac(?:ed|es)|"
     r"upgrad(?:ed|es)|downgrad(?:ed|es)|decid(?:ed|es)|adopt(?:ed|s)|join(?:ed|s)|hired|bought|started|"
     r"starting|from\s+now\s+on|going\s+forward|onwards?|as\s+of|since|ever\s+since|"
     r"every|each|weekly|daily|monthly|usually|always|never|"
@@ -42,6 +43,8 @@ _EN_LASTING = re.compile(
 )
 _ZH_LASTING = re.compile(
     r"换成|换到|换了|改用|改成|改为|迁到|迁移|升到|升级|降级|搬到|搬家|决定|开始|起就|以后|往后|今后|从此|"
+    # a time moved to another ("例会改到周二", "周会挪到周五下午了"): the new time, not a limit
+    r"改到|挪到|调到|推到|移到|改回|换回|调整到|调成|"
     r"不再|已经|每周|每天|每月|每个|每次|平时|一直|总是|上周|上个|昨天|前天|去年|之前就"
 )
 

@@ -57,6 +57,9 @@ def test_temporary_states_expire_relative_to_the_event_time(statement, expires_a
         "我们项目用 pnpm。",
         "We switched to pnpm this week.",  # a change made this week lasts
         "Our team has moved to Buildkite this month.",
+        "We moved offices to King's Cross this month.",  # the move is dated, the new office lasts
+        "健身改到周二和周四了。",  # a time moved to another: the new time, not "until Tuesday"
+        "周会挪到周五下午了。",
         "从这周开始我们用 pnpm。",  # a start
         "Starting today, always use tabs.",
         "From now on, reply in English.",
