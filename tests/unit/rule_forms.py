@@ -9,7 +9,7 @@ from core.extraction.rules import extract_turn
 
 def found(text: str) -> list[tuple[str, str | None, str | None, str]]:
     """(tier, slot, value, content) of each rule candidate of one user turn that stores something (an `end`, a
-    thing the user left, stores nothing: `test_rule_forms_left.py`)."""
+    thing the user left, stores nothing: `test_rule_forms_updates.py`)."""
     return [
         (c.tier.value, c.slot, c.value, c.content)
         for c in extract_turn(Turn("e1", "user", text))

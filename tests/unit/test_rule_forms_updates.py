@@ -1,7 +1,8 @@
-"""What the user has left, told as done (issue #12, updates stated in passing): "we ripped out Datadog for
-Honeycomb", "I left Shopify", "Jenkins 不用了". One `end` candidate per named thing, storing nothing itself; the
-near misses (plans, questions, someone else's doings, a name that only modifies a noun) yield none. And a
-change's start point ("starting this week") is when it lasts from, not the work at hand."""
+"""Updates stated in passing (issue #12). What the user has left, told as done ("we ripped out Datadog for
+Honeycomb", "I left Shopify", "Jenkins 不用了"): one `end` candidate per named thing, storing nothing itself;
+the near misses (plans, questions, someone else's doings, a name that only modifies a noun) yield none. A
+change's start point ("starting this week") is when it lasts from, not the work at hand. Where the user lives
+now with the subject dropped ("现在住闵行") is the location slot's value."""
 
 from __future__ import annotations
 
@@ -78,3 +79,17 @@ def test_a_change_that_starts_this_week_lasts(text: str) -> None:
 
 def test_this_week_alone_is_a_passing_state() -> None:
     assert extract_turn(Turn("e1", "user", "moved the meeting to 3pm this week")) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "place"),
+    [("搬家了，现在住闵行，通勤变长了", "闵行"), ("目前住在望京", "望京"), ("如今定居大理了", "大理")],
+)
+def test_where_the_user_lives_now_with_the_subject_dropped_fills_the_location(text: str, place: str) -> None:
+    found = [(c.slot, c.value) for c in extract_turn(Turn("e1", "user", text))]
+    assert ("user.location", place) in found
+
+
+@pytest.mark.parametrize("text", ["他现在住闵行", "现在住宿舍", "现在住酒店，下周回家"])
+def test_someone_elses_place_or_a_room_is_not_the_users_location(text: str) -> None:
+    assert all(c.slot != "user.location" for c in extract_turn(Turn("e1", "user", text)))

@@ -99,6 +99,10 @@ _LOC_RES = (
                 r"(?=$|[\s,.;!~]|了|啦|呢)"), "user.location", "zh.location.zai"),
     (re.compile(ME + r"(?:现在|目前|人)?在\s*(?P<loc>" + "|".join(sorted(_PLACES, key=len, reverse=True))
                 + r")(?=$|[\s,.;!~]|了|呢|啊|哦|这边|工作|上班|生活|住)"), "user.location", "zh.location.known"),
+    # "搬家了，现在住闵行": where the user lives now, the subject dropped (as Chinese drops it), told with the
+    # verb of living (any place: the verb says it is one)
+    (re.compile(r"(?:^|[,\s])(?:现在|目前|如今)(?:已经|都)?(?:住在|住|定居在?|生活在)\s*" + _LOC + _LOC_END),
+     "user.location", "zh.location.now_live"),
     # "搬来成都之后通勤短多了": a move with the subject dropped, to a place the vocabulary knows
     (re.compile(r"(?:^|[,\s])(?:刚|已经)?(?:搬来|搬到|搬去|搬回|搬家到)了?\s*(?P<loc>"
                 + "|".join(sorted(_PLACES, key=len, reverse=True)) + r")"), "user.location", "zh.location.moved_bare"),
