@@ -1,6 +1,7 @@
 """Updates stated in passing (issue #12). What the user has left, told as done ("we ripped out Datadog for
 Honeycomb", "I left Shopify", "Jenkins 不用了"): one `end` candidate per named thing, storing nothing itself;
-the near misses (plans, questions, someone else's doings, a name that only modifies a noun) yield none. A
+the old side of a change ("from X to Y", "把 X 换成 Y", "replaced X, Y and Z") is one `end` per name; the
+near misses (plans, questions, someone else's doings, a name that only modifies a noun) yield none. A
 change's start point ("starting this week") is when it lasts from, not the work at hand. Where the user lives
 now with the subject dropped ("现在住闵行") is the location slot's value."""
 
@@ -56,6 +57,78 @@ def test_a_named_thing_the_user_left_gives_one_end(text: str, name: str) -> None
 )
 def test_no_end_for_plans_questions_others_or_a_name_that_modifies_a_noun(text: str) -> None:
     assert _ended(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        # the old side of "from X to Y" after a change verb
+        ("we migrated from CircleCI to GitHub Actions in March", ["CircleCI"]),
+        ("I went from Vim to Helix and never looked back", ["Vim"]),
+        ("upgraded the runners from Ubuntu 20.04 to 24.04", ["Ubuntu 20.04"]),
+        # every name listed after the verb
+        ("Ansible replaced Chef, Puppet and Salt on our fleet", ["Chef", "Puppet", "Salt"]),
+        ("we dropped Redux and MobX for Zustand", ["Redux", "MobX"]),
+        ("moved off Netlify onto Cloudflare Pages last month", ["Netlify"]),
+        ("we outgrew SQLite pretty fast", ["SQLite"]),
+        # Chinese: after 从 any name, after 把 or as the subject a Latin one
+        ("我们从 MySQL 迁到 PostgreSQL 了", ["MySQL"]),
+        ("去年从杭州搬到苏州了", ["杭州"]),
+        ("把 Jira 换成了 Linear", ["Jira"]),
+        ("GitLab CI 又换成 Drone 了", ["GitLab CI"]),
+        ("Sentry 也下掉了，错误都进 Bugsnag", ["Sentry"]),
+        # stopped taking something, a person who left
+        ("医生让我停了布洛芬，改吃对乙酰氨基酚", ["布洛芬"]),
+        ("戒奶茶了，喝白开水", ["奶茶"]),
+        ("小王离职了，前端现在归我管", ["小王"]),
+    ],
+)
+def test_the_old_side_of_a_change_and_every_name_listed_give_one_end_each(text: str, names: list[str]) -> None:
+    assert _ended(text) == names
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a flight from Berlin to Paris",  # no change verb
+        "要不要从 Jenkins 迁到 GitLab CI？",  # a question
+        "我们考虑从 AWS 迁到 GCP",  # a plan
+        "他从 Vue 换成了 React",  # someone else
+        "CI 迁到 Buildkite 了",  # the topic moved, nothing named left
+        "服务停了两天",  # a while, not a thing
+    ],
+)
+def test_no_end_for_a_route_a_plan_someone_else_a_topic_or_a_while(text: str) -> None:
+    assert _ended(text) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["my sister switched from Android to iPhone", "他从 Vue 换成了 React", "我们考虑从 AWS 迁到 GCP"],
+)
+def test_someone_elses_switch_or_a_planned_one_fills_no_slot_of_the_users(text: str) -> None:
+    assert all(c.slot is None for c in extract_turn(Turn("e1", "user", text)))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "日志改用 Loki 了",  # a tool taken instead
+        "发布推迟到下个月了",  # a date moved
+        "预算又被砍到 3000，唉",  # an amount moved
+        "我转岗做产品了",  # a role
+        "换 Linux 了，之前那台太卡",  # a thing changed, the subject dropped
+        "beta slipped to September",  # a date moved, the subject a bare noun
+        "we now ship nightly builds to TestFlight",  # "now" before the verb
+    ],
+)
+def test_a_change_told_in_other_verbs_is_a_memory(text: str) -> None:
+    assert extract_turn(Turn("e1", "user", text)) != []
+
+
+@pytest.mark.parametrize("text", ["推到 main 分支了", "帮我把这段改用 async 写", "we now need to fix the flaky test"])
+def test_a_push_a_task_or_a_need_is_no_change_of_the_users_situation(text: str) -> None:
+    assert [c for c in extract_turn(Turn("e1", "user", text)) if c.rule and "statement" in c.rule] == []
 
 
 def test_an_end_leaves_its_clause_to_the_rest_of_extraction() -> None:

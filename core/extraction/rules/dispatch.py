@@ -20,6 +20,7 @@ from core.extraction.rules.hits import Hit, must, shift, tool_hit, without_inser
 from core.extraction.rules.sentences import ENUMERATOR_RE
 from core.extraction.rules.vocab import (
     ZH_KIN,
+    ZH_OTHERS,
     Tool,
     current_tool,
     find_tools,
@@ -185,6 +186,16 @@ def _version_pair_hits(sentence: str, tools: list[tuple[Tool, int, int]], *, lan
     return []
 
 
+# before the first tool: someone else's choice, or one not made yet
+_NOT_OWN_CHOICE = re.compile(
+    r"\b(?:he|she|they|his|her|their|(?:my|our)\s+(?:sister|brother|mom|mum|dad|mother|father|wife|husband|partner|"
+    r"son|daughter|kids?|parents?|friends?|cousin|colleague|coworker)s?|considering|thinking\s+(?:about|of)|"
+    r"planning|might|could|should|would)\b"
+    rf"|{ZH_OTHERS}|考虑|打算|准备|要不要|是否|可能|也许",
+    re.I,
+)
+
+
 def tool_pair_hits(sentence: str, *, lang: str, negating: re.Pattern[str], cue: re.Pattern[str]) -> list[Hit]:
     """ "pnpm, not npm" / "switched from npm to pnpm": the one positive tool of a slot where one is negated.
 
@@ -195,6 +206,8 @@ def tool_pair_hits(sentence: str, *, lang: str, negating: re.Pattern[str], cue: 
     tools = [t for t in find_tools(sentence) if t[0].slot and not _TOOL_AS_MODIFIER.match(sentence, t[2])]
     if len(tools) < 2:
         return _version_pair_hits(sentence, tools, lang=lang)
+    if _NOT_OWN_CHOICE.search(sentence[: tools[0][1]]):
+        return []  # "my sister switched from Android to iPhone", "我们考虑从 AWS 迁到 GCP": not the user's choice
     negations = [negating.search(sentence[max(0, start - 30) : start]) for _, start, _ in tools]
     positive: dict[str, set[str]] = {}
     negated: dict[str, set[str]] = {}
@@ -618,6 +631,8 @@ def change_hits(clause: str, *, lang: str, blocked: Callable[[str, int], bool] |
         return []
     if blocked is not None and blocked(clause, change.start()):
         return []  # "同事说我们换成了 pnpm", "if we moved to Go": not the user's change
+    if _NOT_OWN_CHOICE.search(clause[: change.start()]):
+        return []  # "my sister switched to iPhone", "他换成了 React"
     if re.search(
         r"的可能性|的方案|的想法|的提议|\b(?:idea|proposal|option)\s+of\b", clause[change.start() :], re.I
     ):

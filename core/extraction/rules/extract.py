@@ -295,6 +295,8 @@ def extract_rules(turns: Sequence[Turn], *, roles: Sequence[str] = ("user",)) ->
 
 
 def _key(cand: Candidate) -> tuple[str, ...]:
+    if cand.op is Operation.END:  # one per thing left: "replaced black, flake8 and isort" is three
+        return (cand.op.value, (cand.value or "").casefold())
     if cand.slot is not None:
         return (cand.op.value, cand.slot, (cand.value or "").casefold())
     content = re.sub(r"[\W_]+", "", cand.content.casefold())

@@ -42,6 +42,7 @@ from core.extraction.rules.hits import Hit, shift, tool_hit
 from core.extraction.rules.sentences import split_clauses
 from core.extraction.rules.vocab import (
     TOPICS_OVER_TOOLS,
+    ZH_OTHERS,
     current_tool,
     find_tools,
     is_tool,
@@ -104,12 +105,14 @@ def _topic_change_hits(sentence: str) -> list[Hit]:
 # the evenings", "standup shifted to mondays"), shared by the English change patterns below
 _WHEN_VALUE_EN = (
     r"(?:the\s+)?(?:early\s+|late\s+)?(?:mornings?|evenings?|afternoons?|nights?|weekends?|weekdays?|lunchtime|"
-    r"(?:mon|tues|wednes|thurs|fri|satur|sun)days?)\b"
+    r"(?:mon|tues|wednes|thurs|fri|satur|sun)days?|january|february|march|april|may|june|july|august|september|"
+    r"october|november|december|next\s+(?:week|month|year|quarter|sprint))\b"
 )
 # a verb that moves a time, an amount or a level to a new value: "got pushed to Tuesday", "went up to 100mg",
 # "cutting eating out to $150", "rescheduled to the 9th"
 _MOVED_TO_EN = (
-    r"(?:(?:push|bump|reschedul|shift|mov|chang|rais|lower|increas|reduc|upp|cutt|dropp)(?:ed|ing)|cut|"
+    r"(?:(?:push|bump|reschedul|shift|mov|chang|rais|lower|increas|reduc|upp|cutt|dropp|slipp|delay|postpon)"
+    r"(?:ed|ing)|cut|"
     r"(?:went|going|gone)\s+(?:up|down))\b(?:\s+(?:back|up|down|forward))?[^,;?]{0,30}?\bto\b"
 )
 _CHANGE_STATEMENT_EN = re.compile(
@@ -123,6 +126,10 @@ _CHANGE_STATEMENT_ZH = re.compile(
     r"(?:换成|改成|改名叫|改叫|改名为|升到|升级到|升了|升入|升上|调到|调去|转岗到|转到|搬到|搬去|迁到|挪到|换到|跳槽到|入职|"
     # a time, an amount or a level moved to a new value: "改到周日上午了", "加到每月 3000 了", "提高到 7 分"
     r"改到|改为|改回|换回|加到|提到|提高到|升高到|降到|降低到|减到|减少到|涨到|增加到|跳槽去|"
+    # a tool or a role taken instead, a date or an amount moved: "改用 Vector 了", "换 Mac 了",
+    # "推迟到下周五了", "被砍到 6000", "转岗做 SRE"
+    r"改用|推迟到|延到|延期到|延后到|砍到|缩到|扩到|切到|切换到|迁移到|转岗做|接手了?|"
+    r"换(?=\s*[A-Za-z][\w.+#-]*(?:\s+[\w.+#-]+)?\s*了)|"
     # a habit changed to another: "改喝茶", "改打胰岛素了", "改坐地铁"
     r"改(?=[喝吃打练学坐骑开住])|"
     r"(?:上了?|升)(?=[一二三四五六]年级|初[一二三]|高[一二三]|大[一二三四]|小学|初中|高中|大学))"
@@ -139,7 +146,10 @@ _NOW_STATE_EN = re.compile(
     r"|^\W*(?:(?:and|so|ok|also|update|fyi|btw)\b\W*)*(?:my\s+|our\s+)?(?!(?:the|a|an|it|its|this|that|there|he|she|"
     r"they|his|her|their|price|prices|stock|rate|weather|time)\b)[a-z][\w'-]*(?:\s+[a-z][\w'-]*)?\s*"
     r"(?:\s(?:is|are)|'s|'re)(?:\s+(?:on|at|in))?)"
-    r"[^,;?]{0,30}?(?-i:\b[A-Z][\w.+#-]*|\b\d)[^,;?]{0,20}?\bnow\b(?!\s+(?:and\s+)?(?:that|then))",
+    r"[^,;?]{0,30}?(?-i:\b[A-Z][\w.+#-]*|\b\d)[^,;?]{0,20}?\bnow\b(?!\s+(?:and\s+)?(?:that|then))"
+    # "now" before the verb: "we now push all images to GHCR", "I now live in Ghent"
+    r"|\b(?:i|we)\s+now\s+(?!(?:need|want|know|think|reali[sz]e|see|understand|wonder|remember|get|feel|have\s+to|"
+    r"have\s+a|have\s+an)\b)[a-z]+\b[^,;?]{0,40}?(?-i:\b[A-Z][\w.+#-]*|\b\d)",
     re.I,
 )
 # a clause that opens with what the user is doing ("cutting ...", "doing Korean now"), not a noun ("billing is ...")
@@ -198,9 +208,12 @@ _CHANGE_STATEMENT_WORDS = (
     "switched", "moved", "migrated", "changed", "renamed", "upgraded", "replaced", "transferred", "relocated",
     "got ", "bought", "back to", "started at", "joined", "i'm now", "i'm on", "i'm at", "i'm in", "i'm using",
     "we're now", "we're on", "we're at", "we're in", "we're using", "push", "bump", "resched", "shift", "moving",
-    "chang", "rais", "lower", "increas", "reduc", "upped", "upping", "cut", "up to", "down to", "dropp",
+    "chang", "rais", "lower", "increas", "reduc", "upped", "upping", "cut", "up to", "down to", "dropp", "slipp",
+    "delay", "postpon",
 )  # fmt: skip
-_CHANGE_STATEMENT_HAN = re.compile(r"[换改升调转搬迁挪加提降减涨]|跳槽|入职|上了|上[一二三四五六初高大小]")
+_CHANGE_STATEMENT_HAN = re.compile(
+    r"[换改升调转搬迁挪加提降减涨推延砍缩扩切]|跳槽|入职|接手|上了|上[一二三四五六初高大小]"
+)
 
 
 # The subject of a change is someone else: "a guy on my floor just moved to Denver", "one of my friends switched
@@ -1147,15 +1160,26 @@ _NAME = r"(?P<name>(?-i:[A-Z][\w.+#-]*(?:\s(?-i:[A-Z0-9])[\w.+#-]*){0,2})|[A-Za-
 _LEFT_VERB_EN = (
     r"(?:no\s+longer\s+(?:use|using|on|with)|(?:stopped|quit)\s+using|ditched|dropped|dumped|scrapped|ripped\s+out|"
     r"tore\s+out|got\s+rid\s+of|cancell?ed|sold|uninstalled|moved\s+(?:off|away\s+from)|gave\s+up(?:\s+on)?|"
-    r"phased\s+out|retired|decommissioned|traded\s+in|replaced|left|quit)"
+    r"phased\s+out|retired|decommissioned|traded\s+in|replaced|left|quit|outgr(?:ew|own))"
 )
+# the old side of a change told as "from X to Y": "we switched from npm to pnpm", "migrated everything from
+# Heroku over to Render", "upgraded from Java 11 to 17" (a change verb first: "a flight from Berlin to Paris" is
+# no change)
+_FROM_EN = re.compile(
+    r"\b(?:switched|moved|migrated|changed|went|upgraded|downgraded|converted|ported|transitioned|swapped|jumped|"
+    r"shifted|rewrote|rebuilt)\s+(?:[\w'-]+\s+){0,3}?from\s+(?:(?:the|my|our)\s+)?"
+    rf"{_NAME}(?=\s*(?:,\s*)?(?:to|onto|into|over\s+to|for)\b)",
+    re.I,
+)
+# more names after the first, in a list: "ruff replaced black, flake8 and isort"
+_MORE_NAMES_EN = re.compile(r"\s*(?:,\s*(?:and\s+)?|\s+and\s+|\s*[/+&]\s*)(?P<name>[A-Za-z][\w.+#-]*)")
 _LEFT_EN = re.compile(rf"\b{_LEFT_VERB_EN}\s+(?:(?:the|my|our|all|of)\s+){{0,3}}{_NAME}", re.I)
 # what may follow the name left: the end, a stop, or a word that is not a noun it modifies ("cancelled the
 # Zoom call" left a call, not Zoom; "left Slack open" left nothing)
 _AFTER_LEFT_EN = re.compile(
     r"\s*(?:$|[^\w\s]|(?:for|with|to|in|on|at|last|this|a|an|the|and|but|so|because|since|after|when|as|over|"
     r"yesterday|today|anymore|completely|entirely|altogether|anywhere|everywhere|already|finally|earlier|ago|"
-    r"recently|now|then|too|lol|haha|btw|months?|years?|weeks?|from|off|out|"
+    r"recently|now|then|too|lol|haha|btw|months?|years?|weeks?|from|off|out|onto|into|towards?|pretty|quickly|fast|"
     # the thing itself, named by what it is: "the Jenkins box", "my Netflix subscription"
     r"box|server|servers|instance|instances|cluster|account|subscription|membership|plan|setup|license|app)\b)",
     re.I,
@@ -1165,8 +1189,31 @@ _GONE_EN = re.compile(rf"(?:^|\s){_NAME}\s+(?:is|are|'s|got|has\s+been)\s+(?:now
 _LEFT_ZH = re.compile(
     r"(?:不再用|不用|弃用了?|停用了?|卸载了?|退掉了?|卖掉了?|卖了|换掉了?|干掉了?|下掉了?|去掉了?|退订了?|离开了?)\s*"
     r"(?P<name>[A-Za-z][\w.+#-]*)"
-    r"|(?:把\s*)?(?P<name2>[A-Za-z][\w.+#-]*)\s*(?:已经|早就)?(?:不用了|换掉了|弃用了|停用了|退役了|下线了|卸载了|卖了|退了|"
-    r"退订了|删了|删掉了|干掉了|下掉了|去掉了)"
+    r"|(?:把\s*)?(?P<name2>[A-Za-z][\w.+#-]*)\s*(?:已经|早就|也|又|都|全都|全)?(?:不用了|换掉了|弃用了|停用了|退役了|下线了|"
+    r"卸载了|卖了|退了|退订了|删了|删掉了|干掉了|下掉了|去掉了)"
+)
+# a change in Chinese and what it left: "从 React 换成 Vue", "从上海搬到深圳" (after 从 any name is the old side);
+# "把 RabbitMQ 换成了 Kafka", "Redis Cluster 又换成 Dragonfly 了" (a Latin name: "把前端迁到 React" moves the
+# front end, it does not leave it)
+_ZH_MOVE_VERB = (
+    r"(?:换成|换到|换为|改成|改为|改到|改用|迁到|迁移到|迁去|切到|切换到|切成|搬到|升级到|升到|转到|替换成|替换为|挪到)"
+)
+_FROM_ZH = re.compile(
+    rf"从\s*(?P<name>[A-Za-z][\w.+#-]*(?:\s[A-Z0-9][\w.+#-]*)?|[\u4e00-\u9fff]{{2,6}}?)\s*(?:全部|全都|都|整体)?"
+    rf"{_ZH_MOVE_VERB}"
+    rf"|(?:^|(?<=[\s，,；;。把]))(?P<name2>[A-Za-z][\w.+#-]*(?:\s[A-Z0-9][\w.+#-]*)?)\s*(?:已经|又|也|都|全部|全都)?"
+    rf"{_ZH_MOVE_VERB}"
+)
+# stopped taking or doing something, a person who left: "停了二甲双胍", "戒咖啡了", "老周调走了"
+_STOPPED_ZH = re.compile(
+    r"(?:停了|停掉了?|戒掉了?|戒了|戒)\s*(?P<name>[A-Za-z][\w.+#-]*|[\u4e00-\u9fff]{2,6}?)(?=了|[\s，,。；;！!]|$)"
+    r"|(?:^|(?<=[\s，,；;。])|(?<=我们)|(?<=我们的)|(?<=我的))(?P<name2>[\u4e00-\u9fff]{2,3}?)\s*(?:已经)?"
+    r"(?:调走了|离职了|辞职了|退休了)"
+)
+_OTHER_PERSON_ZH = re.compile(ZH_OTHERS)
+_NOT_A_NAME_ZH = re.compile(
+    r"^(?:他|她|它|我|你|大家|别人|同事|公司|这|那|哪|什么|一下|东西)"
+    r"|^[\d零〇一二三四五六七八九十百千万两半几]+(?:个|天|周|月|年|次|小时|分钟|会|点|下|阵)"
 )
 # someone else the subject: "my sister left Google", "he sold the Civic" (besides `others_subject`'s friends)
 _OTHER_PERSON_EN = re.compile(
@@ -1184,9 +1231,12 @@ _NOT_DONE_ZH = re.compile(r"要不要|打算|准备|考虑|可能|也许|如果|
 _LEFT_CUES = (
     "no longer", "stopped", "quit", "ditched", "dropped", "dumped", "scrapped", "ripped", "tore", "got rid",
     "cancel", "sold", "uninstalled", "moved off", "moved away", "gave up", "phased", "retired", "decommissioned",
-    "traded", "replaced", "left", "gone", "dead", "history", "removed",
+    "traded", "replaced", "left", "gone", "dead", "history", "removed", "outgr", "from",
 )  # fmt: skip
-_LEFT_CUES_HAN = re.compile(r"不再用|不用|弃用|停用|卸载|退掉|卖|换掉|干掉|下掉|去掉|退订|离开|退役|下线|退了")
+_LEFT_CUES_HAN = re.compile(
+    r"不再用|不用|弃用|停用|卸载|退掉|卖|换掉|干掉|下掉|去掉|退订|离开|退役|下线|退了|停了|停掉|戒|调走|离职|辞职|退休|"
+    + _ZH_MOVE_VERB
+)
 _NOT_A_NAME = frozenset(
     "it this that them these those one all everything something anything nothing some the a an my our your "
     "job work home office project plan idea meeting call team company city place car house apartment".split()
@@ -1194,10 +1244,39 @@ _NOT_A_NAME = frozenset(
 
 
 def _left_name(name: str) -> bool:
-    """A name, not a common noun: capitalised, with a digit, or a tool of the vocabulary ("gitflow", "jest")."""
+    """A name, not a common noun: capitalised, with a digit, or a tool of the vocabulary ("gitflow", "jest");
+    in Han script, any word that is not a pronoun, a number or a placeholder."""
+    if has_han(name):
+        return len(name) >= 2 and _NOT_A_NAME_ZH.search(name) is None
     if name.casefold() in _NOT_A_NAME or len(name) < 2:
         return False
     return name[0].isupper() or any(c.isdigit() for c in name) or is_tool(name)
+
+
+def _left_names(clause: str, lang: str) -> list[tuple[re.Match[str], str]]:
+    """Each match of a leaving form in the clause, with the name it left."""
+    patterns = (_LEFT_ZH, _FROM_ZH, _STOPPED_ZH) if lang == "zh" else (_LEFT_EN, _GONE_EN, _FROM_EN)
+    found: list[tuple[re.Match[str], str]] = []
+    for pattern in patterns:
+        for match in pattern.finditer(clause):
+            name = (match.group("name") or match.groupdict().get("name2") or "").strip()
+            if not name or not _left_name(name):
+                continue
+            if pattern is _LEFT_EN and not _AFTER_LEFT_EN.match(clause, match.end()):
+                continue
+            if pattern is _FROM_ZH and match.group("name2") and not (is_tool(name) or not name.isupper()):
+                continue  # "CI 迁到 Buildkite": CI is the topic, not the old value
+            found.append((match, name))
+    return found
+
+
+def _listed(text: str, pos: int, first: str) -> list[str]:
+    """The names listed from `pos` on after a first one left: "ruff replaced black, flake8 and isort"."""
+    names = [first]
+    while (more := _MORE_NAMES_EN.match(text, pos)) is not None and _left_name(more.group("name")):
+        names.append(more.group("name"))
+        pos = more.end()
+    return names
 
 
 def left_hits(sentence: str) -> list[Hit]:
@@ -1206,28 +1285,30 @@ def left_hits(sentence: str) -> list[Hit]:
     if not any(cue in low for cue in _LEFT_CUES) and not (has_han(sentence) and _LEFT_CUES_HAN.search(sentence)):
         return []
     hits: list[Hit] = []
+    seen: set[str] = set()
     for start, clause in split_clauses(sentence) or [(0, sentence)]:
         lang = detect_lang(clause)
         if is_asked(clause):
             continue
-        for match in (_LEFT_ZH,) if lang == "zh" else (_LEFT_EN, _GONE_EN):
-            for found in match.finditer(clause):
-                name = found.group("name") or (found.groupdict().get("name2") or "")
-                prefix = clause[: found.start()]
-                if not name or not _left_name(name):
+        for found, first in _left_names(clause, lang):
+            prefix = clause[: found.start()]
+            if (_NOT_DONE_ZH if lang == "zh" else _NOT_DONE_EN).search(prefix):
+                continue
+            if _blocked(sentence, start + found.start()):
+                continue
+            if lang == "en" and (others_subject(prefix) or _OTHER_PERSON_EN.search(prefix)):
+                continue
+            if lang == "zh" and _OTHER_PERSON_ZH.search(prefix):
+                continue
+            said = clause.strip()
+            content = zh_content(said) if lang == "zh" else sentence_case(third_person(said))
+            listed = found.re is _LEFT_EN or found.re is _FROM_EN
+            for name in _listed(sentence, start + found.end(), first) if listed else [first]:
+                if name.casefold() in seen:
                     continue
-                if lang == "en" and match is _LEFT_EN and not _AFTER_LEFT_EN.match(clause, found.end()):
-                    continue
-                if (_NOT_DONE_ZH if lang == "zh" else _NOT_DONE_EN).search(prefix):
-                    continue
-                if _blocked(sentence, start + found.start()):
-                    continue
-                if lang == "en" and (others_subject(prefix) or _OTHER_PERSON_EN.search(prefix)):
-                    continue
-                said = clause.strip()
-                content = zh_content(said) if lang == "zh" else sentence_case(third_person(said))
+                seen.add(name.casefold())
                 cand = Candidate(content=content, kind=Kind.SEMANTIC, category=Category.FACT, tier=Tier.WORTH,
-                                 confidence=0.75, source_event_ids=(), value=name.strip(), lang=lang,
+                                 confidence=0.75, source_event_ids=(), value=name, lang=lang,
                                  op=Operation.END, rule=f"{lang}.left")  # fmt: skip
                 # an empty span: the clause stays in the residual, so a new value it names ("... for
                 # Honeycomb") still reaches the LLM or the residual filter

@@ -451,6 +451,8 @@ ZH_KIN = (
     r"(?:表姐|表哥|表妹|表弟|堂哥|堂姐|堂弟|堂妹|哥哥|姐姐|弟弟|妹妹|哥|姐|弟|妹|爸爸|妈妈|爸|妈|老爸|老妈|爷爷|奶奶|外公|外婆|"
     r"老公|老婆|媳妇|妻子|丈夫|儿子|女儿|男朋友|女朋友|对象|舅舅|姑姑|阿姨|叔叔|侄子|外甥|师兄|师姐|室友|上司|领导|老板)"
 )
+# someone else as the subject, in Chinese: a relative or close one ("对象" not in "对象存储", object storage), he, she
+ZH_OTHERS = rf"(?:{ZH_KIN})(?!存储)|他|她"
 
 
 # fmt: off
