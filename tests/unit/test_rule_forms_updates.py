@@ -113,6 +113,29 @@ def test_someone_elses_switch_or_a_planned_one_fills_no_slot_of_the_users(text: 
 @pytest.mark.parametrize(
     "text",
     [
+        "Slack switched from Electron to a native shell, or so it seems",  # a product named as the subject
+        "apparently Basecamp went from Kubernetes to bare metal",
+        "I read that Stripe moved from Mongo to Postgres",  # read about
+        "看到一篇博客说 Notion 从 Postgres 迁到了 Mongo",
+    ],
+)
+def test_a_change_of_a_named_company_or_one_read_about_is_not_the_users(text: str) -> None:
+    found = extract_turn(Turn("e1", "user", text))
+    assert [c.value for c in found if c.op is Operation.END] == []
+    assert all(c.slot is None for c in found)
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [("Switched from Yarn to Bun last week", "Yarn"), ("Last year we went from Angular to Svelte", "Angular")],
+)
+def test_the_users_own_switch_with_the_subject_dropped_or_after_a_time_ends_the_old(text: str, name: str) -> None:
+    assert _ended(text) == [name]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
         "日志改用 Loki 了",  # a tool taken instead
         "发布推迟到下个月了",  # a date moved
         "预算又被砍到 3000，唉",  # an amount moved

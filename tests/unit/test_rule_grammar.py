@@ -136,6 +136,14 @@ def test_a_remember_request_pointing_back_or_forward_raises_those_sentences() ->
     assert len(forward) == 2 and all(c.tier is Tier.MUST for c in forward)
 
 
+def test_a_thousands_separator_is_no_clause_break() -> None:
+    assert [c for _, c in split_clauses("we support about 2,000 staff, mostly nurses")] == [
+        "we support about 2,000 staff",
+        "mostly nurses",
+    ]
+    assert [c for _, c in split_clauses("rent went up to 1,250, which hurts")] == ["rent went up to 1,250", "which hurts"]
+
+
 def test_clauses_split_at_commas_requests_and_enumerators() -> None:
     assert split_clauses("一是不要用 Lombok,二是所有金额一律用 BigDecimal") == [
         (2, "不要用 Lombok"),
@@ -145,3 +153,8 @@ def test_clauses_split_at_commas_requests_and_enumerators() -> None:
         "this service is on Go 1.22",
         "can you check the build?",
     ]
+
+
+def test_people_not_allowed_to_do_something_ban_what_follows_not_the_people() -> None:
+    found = _found("Our devs are not allowed to push straight to main, ever. That's from compliance.")
+    assert [(tier, content) for _, _, tier, content in found] == [("must", "Do not push straight to main.")]

@@ -19,7 +19,8 @@ Contract:
 - Rules are grammatical classes (ARCHITECTURE.md, "Rules by grammar"): requests about memory, corrections,
   standing rules and prohibitions, facts in a slot, changes already made, and statements (decisions,
   lessons, policies, hobbies, stative facts) in the user's own words. A named thing the user has left ("we
-  ripped out Datadog", "switched from npm to pnpm") is a candidate with op `end`: it stores nothing, and ends the memories naming it. A
+  ripped out Datadog", "switched from npm to pnpm") is a candidate with op `end`: it stores nothing, and ends
+  the memories naming it. A
   sentence is matched whole, then clause by clause where a clause can open a rule or the sentence was a
   question.
 

@@ -25,6 +25,7 @@ from core.extraction.rules.vocab import (
     current_tool,
     find_tools,
     first_current_tool,
+    is_tool,
     named_as_left,
 )
 
@@ -196,6 +197,50 @@ _NOT_OWN_CHOICE = re.compile(
 )
 
 
+# A change that is not the user's: read or heard about, or told of a company or product by name ("Discord
+# switched from Go to Rust", "I read that Figma moved to WebGPU", "这篇 blog 说 Discord 从 Go 换到了 Rust")
+_REPORTED = re.compile(
+    r"\b(?:read|heard|hear|says?|said|according\s+to|blog|article|tweet|paper|news)\b|说|听说|据说|报道|文章|博客|新闻",
+    re.I,
+)
+_NAMED_SUBJECT_EN = re.compile(
+    r"(?-i:(?P<name>\b[A-Z][\w.+#-]*))\s+(?:(?:has|had|have|just|also|finally|recently|apparently|reportedly|already|"
+    r"\w+ly)\s+)*$"
+)
+_NOT_A_SUBJECT_NAME = frozenset(
+    "I We My Our So And But Then Also Just Finally Recently Last Btw Fyi Ok Okay Ugh Oh Update Yes No Yeah Hey Hi "
+    "Now Today Yesterday Everything Everyone Team The This That Since After Before When".split()
+)
+_CHANGE_VERB = re.compile(
+    r"\b(?:switched|moved|migrated|went|changed|rewrote|ported|upgraded|transitioned|jumped|converted|replaced)\b"
+    r"|从|把|换成|换到|改成|改用|迁到|切到",
+    re.I,
+)
+_VERB_BEFORE_TOOL = re.compile(
+    r"\b(?:switched|moved|migrated|went|changed|rewrote|ported|upgraded|transitioned|jumped|converted)\s+"
+    r"(?:[\w'-]+\s+){0,3}?(?:from\s+)?$",
+    re.I,
+)
+
+
+def others_change(prefix: str, lang: str) -> bool:
+    """The words before a change (its verb, or in Chinese 从 / 把) make it not the user's: read or heard about,
+    or, in English, a company or product named as the subject (mid-sentence any capitalised name; at the start
+    one the vocabulary knows or written like a name: "Discord", "GitHub")."""
+    if _REPORTED.search(prefix):
+        return True
+    if lang == "zh":  # "K8s 从 1.27 升到 1.29": a Latin subject in Chinese is the user's own topic
+        return False
+    prefix = _VERB_BEFORE_TOOL.sub("", prefix)
+    match = _NAMED_SUBJECT_EN.search(prefix)
+    if match is None or match.group("name") in _NOT_A_SUBJECT_NAME:
+        return False
+    name = match.group("name")
+    if prefix[: match.start()].strip(" \t\"'\u201c\u2018-:,"):
+        return True
+    return is_tool(name) or any(c.isupper() or c.isdigit() for c in name[1:])
+
+
 def tool_pair_hits(sentence: str, *, lang: str, negating: re.Pattern[str], cue: re.Pattern[str]) -> list[Hit]:
     """ "pnpm, not npm" / "switched from npm to pnpm": the one positive tool of a slot where one is negated.
 
@@ -206,7 +251,9 @@ def tool_pair_hits(sentence: str, *, lang: str, negating: re.Pattern[str], cue: 
     tools = [t for t in find_tools(sentence) if t[0].slot and not _TOOL_AS_MODIFIER.match(sentence, t[2])]
     if len(tools) < 2:
         return _version_pair_hits(sentence, tools, lang=lang)
-    if _NOT_OWN_CHOICE.search(sentence[: tools[0][1]]):
+    verb = _CHANGE_VERB.search(sentence)
+    before = sentence[: verb.start() if verb is not None else tools[0][1]]
+    if _NOT_OWN_CHOICE.search(before) or others_change(before, lang):
         return []  # "my sister switched from Android to iPhone", "我们考虑从 AWS 迁到 GCP": not the user's choice
     negations = [negating.search(sentence[max(0, start - 30) : start]) for _, start, _ in tools]
     positive: dict[str, set[str]] = {}
@@ -631,7 +678,7 @@ def change_hits(clause: str, *, lang: str, blocked: Callable[[str, int], bool] |
         return []
     if blocked is not None and blocked(clause, change.start()):
         return []  # "同事说我们换成了 pnpm", "if we moved to Go": not the user's change
-    if _NOT_OWN_CHOICE.search(clause[: change.start()]):
+    if _NOT_OWN_CHOICE.search(clause[: change.start()]) or others_change(clause[: change.start()], lang):
         return []  # "my sister switched to iPhone", "他换成了 React"
     if re.search(
         r"的可能性|的方案|的想法|的提议|\b(?:idea|proposal|option)\s+of\b", clause[change.start() :], re.I

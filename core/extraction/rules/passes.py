@@ -31,6 +31,7 @@ from core.extraction.rules.dispatch import (
     noun_change_hits,
     noun_state_hits,
     opens_stack,
+    others_change,
     stack_hits,
 )
 from core.extraction.rules.en.grammar import blocked as en_blocked
@@ -1300,6 +1301,8 @@ def left_hits(sentence: str) -> list[Hit]:
                 continue
             if lang == "zh" and _OTHER_PERSON_ZH.search(prefix):
                 continue
+            if found.re in (_FROM_EN, _FROM_ZH) and others_change(prefix, lang):
+                continue  # "Discord switched from Go to Rust": not what the user left
             said = clause.strip()
             content = zh_content(said) if lang == "zh" else sentence_case(third_person(said))
             listed = found.re is _LEFT_EN or found.re is _FROM_EN

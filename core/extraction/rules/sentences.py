@@ -64,8 +64,9 @@ def split_sentences(text: str) -> list[str]:
 
 # A clause ends at a comma, semicolon, colon or dash, or before a conjunction opening a new statement.
 _CLAUSE_BREAK_RE = re.compile(
-    # "10:15" is a time and "our 1:1s" a meeting, not a clause break: a colon between two digits never is
-    r"\s*(?:[,;]|:(?!(?<=\d:)\d)|\s[-\u2013\u2014]\s|\u2014)\s*"
+    # "10:15" is a time and "our 1:1s" a meeting, not a clause break: a colon between two digits never is; nor
+    # is the comma of "2,000" (three digits after it, then no digit)
+    r"\s*(?:;|,(?!(?<=\d,)\d{3}(?!\d))|:(?!(?<=\d:)\d)|\s[-\u2013\u2014]\s|\u2014)\s*"
     r"|\s+(?=(?:and|but|so|though|although|while)\s+(?:i|i'm|i've|we|we're|we've|my|our|the\s+team|please|pls|"
     r"can|could|would)\b)"
     r"|\s+(?=so\s+(?-i:[A-Z])|so\s+(?:the|it|that|this|my|our|you)\b)"

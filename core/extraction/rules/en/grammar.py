@@ -44,7 +44,7 @@ _SELF_BEFORE = re.compile(r"(?:^|\W)(?:i|i've|i\s+have|i've\s+already|i\s+alread
 # Hearsay anywhere in the sentence: "our competitor runs on Elixir apparently" is not the user's own fact.
 _HEARSAY = re.compile(
     r"\b(?:apparently|reportedly|supposedly|allegedly|rumou?r\s+(?:is|has\s+it)|word\s+is|i\s+(?:hear|heard|read)\s+"
-    r"(?:that\s+)?(?:they|he|she|it))\b",
+    r"(?:that\s+)?(?:they|he|she|it)|i\s+(?:hear|heard|read)\s+that)\b",
     re.I,
 )
 

@@ -28,6 +28,10 @@ from core.extraction.rules.vocab import find_tools, only_left
 _LEAD_RE = re.compile(LEAD, re.I)
 # fmt: off
 _THING = r"(?P<obj>(?!(?:and|or|but|is|are)\b)[\w@#.+/`'-]+(?:\s+(?!(?:and|or|but|is|are)\b)[\w@#.+/`'-]+){0,3}?)"
+_PEOPLE = frozenset(
+    "we i you they he she people users devs developers engineers everyone nobody team staff employees "
+    "contractors interns".split()
+)
 _BANNED_RE = re.compile(
     r"(?:^|(?<=[\s,:]))" + _THING + r"\s+(?:is|are)\s+(?:(?:strictly|completely|totally|basically|now|also)\s+)?"
     r"(?:banned|forbidden|prohibited|not\s+allowed|disallowed|off[- ]limits|a\s+no[- ]go|not\s+permitted|"
@@ -180,7 +184,13 @@ def prohibition_hits(sentence: str) -> list[Hit]:
     banned = _BANNED_RE.search(body) if any(word in low for word in _BANNED_WORDS) else None
     if banned and not blocked(body, banned.start()):
         obj = banned.group("obj").strip("`'\" ")
-        if obj.lower() not in ("it", "that", "this", "which", "what", "everything", "nothing"):
+        # "We are NOT allowed to use any cloud service that ...": the people are the subject, what follows the
+        # ban is what it bans
+        allowed_to = re.match(r"\s+to\s+(?P<rest>[^,;.\u2014]+)", body[banned.end() :])
+        if re.sub(r"^(?:(?:our|my|the|all|all\s+the|any)\s+)+", "", obj.lower()) in _PEOPLE:
+            if allowed_to is not None:
+                return [_rule(f"Do not {allowed_to.group('rest').strip()}.", "en.rule.banned", end=len(sentence))]
+        elif obj.lower() not in ("it", "that", "this", "which", "what", "everything", "nothing"):
             return [_rule(f"Do not use {obj} ({banned.group().split(obj, 1)[-1].strip()})",
                           "en.rule.banned", end=len(sentence))]  # fmt: skip
     rather = _RATHER_YOU_RE.search(body)
