@@ -149,6 +149,18 @@ def test_a_change_told_in_other_verbs_is_a_memory(text: str) -> None:
     assert extract_turn(Turn("e1", "user", text)) != []
 
 
+@pytest.mark.parametrize(
+    "text", ["现在是产品经理了，天天写需求", "现在做 iOS 开发", "我现在负责增长团队", "升部门经理了，压力山大"]
+)
+def test_a_role_told_with_now_or_a_promotion_is_a_memory(text: str) -> None:
+    assert extract_turn(Turn("e1", "user", text)) != []
+
+
+@pytest.mark.parametrize("text", ["现在是晚上十点了", "现在做什么好", "现在用哪个版本比较稳"])
+def test_the_time_now_or_a_question_about_now_is_no_memory(text: str) -> None:
+    assert extract_turn(Turn("e1", "user", text)) == []
+
+
 @pytest.mark.parametrize("text", ["推到 main 分支了", "帮我把这段改用 async 写", "we now need to fix the flaky test"])
 def test_a_push_a_task_or_a_need_is_no_change_of_the_users_situation(text: str) -> None:
     assert [c for c in extract_turn(Turn("e1", "user", text)) if c.rule and "statement" in c.rule] == []

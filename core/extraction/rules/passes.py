@@ -129,7 +129,8 @@ _CHANGE_STATEMENT_ZH = re.compile(
     r"改到|改为|改回|换回|加到|提到|提高到|升高到|降到|降低到|减到|减少到|涨到|增加到|跳槽去|"
     # a tool or a role taken instead, a date or an amount moved: "改用 Vector 了", "换 Mac 了",
     # "推迟到下周五了", "被砍到 6000", "转岗做 SRE"
-    r"改用|推迟到|延到|延期到|延后到|砍到|缩到|扩到|切到|切换到|迁移到|转岗做|接手了?|"
+    r"改用|推迟到|延到|延期到|延后到|砍到|缩到|扩到|切到|切换到|迁移到|转岗做|接手了?|升为|升任|晋升为|晋升到|当上了?|"
+    r"升(?=[\u4e00-\u9fff]{2,5}了)|"
     r"换(?=\s*[A-Za-z][\w.+#-]*(?:\s+[\w.+#-]+)?\s*了)|"
     # a habit changed to another: "改喝茶", "改打胰岛素了", "改坐地铁"
     r"改(?=[喝吃打练学坐骑开住])|"
@@ -289,8 +290,10 @@ def _change_statement_hits(sentence: str) -> list[Hit]:
 # "现在 base 深圳", "现在 72 公斤了", and the English forms of `_NOW_STATE_EN`: one memory in the clause's words,
 # so that the newest statement is there to be found.
 _NOW_STATE_ZH = re.compile(
-    r"现在\s*(?:都|已经|全|主要)?(?:住在|住|用|叫|开|base\s*在?|在用)\s*(?:[A-Za-z][\w.+#-]*|\d|[\u4e00-\u9fff]{2,6}(?=了|$|[,.!~]))"
-    r"|现在\s*是\s*[A-Za-z]"
+    r"现在\s*(?:都|已经|全|主要)?(?:住在|住|用|叫|开|base\s*在?|在用|做|负责|接手|带)\s*(?!什么|啥|哪|怎么|多少|几)"
+    r"(?:[A-Za-z][\w.+#-]*|\d|[\u4e00-\u9fff]{2,6}(?=了|$|[,.!~]))"
+    # a role or a state: "现在是架构师了" (not a time: "现在是下午三点了", "现在是周五")
+    r"|现在\s*是\s*(?:[A-Za-z]|(?![\u4e00-\u9fff]*(?:[点时周月年天号]|时候|早上|上午|中午|下午|晚上))[\u4e00-\u9fff]{2,6}了)"
     r"|现在\s*\d[\d.]*\s*(?:公斤|斤|kg|块|元|万|k\b)"
 )
 
