@@ -127,7 +127,14 @@ def test_a_change_of_a_named_company_or_one_read_about_is_not_the_users(text: st
 
 @pytest.mark.parametrize(
     ("text", "name"),
-    [("Switched from Yarn to Bun last week", "Yarn"), ("Last year we went from Angular to Svelte", "Angular")],
+    [
+        ("Switched from Yarn to Bun last week", "Yarn"),
+        ("Last year we went from Angular to Svelte", "Angular"),
+        ("our team at Initech moved from Bitbucket to GitLab", "Bitbucket"),  # the name after "at" is no subject
+        ("our docs site moved from Gatsby to Astro", "Gatsby"),
+        ("跟你说，我们从 Oracle 迁到了 PostgreSQL", "Oracle"),  # the user telling, not hearsay
+        ("Playwright replaced Cypress for us", "Cypress"),  # the new value as the subject of "replaced"
+    ],
 )
 def test_the_users_own_switch_with_the_subject_dropped_or_after_a_time_ends_the_old(text: str, name: str) -> None:
     assert _ended(text) == [name]

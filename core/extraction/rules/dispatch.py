@@ -200,8 +200,7 @@ _NOT_OWN_CHOICE = re.compile(
 # A change that is not the user's: read or heard about, or told of a company or product by name ("Discord
 # switched from Go to Rust", "I read that Figma moved to WebGPU", "这篇 blog 说 Discord 从 Go 换到了 Rust")
 _REPORTED = re.compile(
-    r"\b(?:read|heard|hear|says?|said|according\s+to|blog|article|tweet|paper|news)\b|说|听说|据说|报道|文章|博客|新闻",
-    re.I,
+    r"\b(?:read|heard|hear|(?<!i\s)says|(?<!i\s)said|according\s+to)\b|(?<![我你])说|听说|据说|报道", re.I
 )
 _NAMED_SUBJECT_EN = re.compile(
     r"(?-i:(?P<name>\b[A-Z][\w.+#-]*))\s+(?:(?:has|had|have|just|also|finally|recently|apparently|reportedly|already|"
@@ -211,8 +210,9 @@ _NOT_A_SUBJECT_NAME = frozenset(
     "I We My Our So And But Then Also Just Finally Recently Last Btw Fyi Ok Okay Ugh Oh Update Yes No Yeah Hey Hi "
     "Now Today Yesterday Everything Everyone Team The This That Since After Before When".split()
 )
+# ("X replaced Y" is left out: its subject is the new value, "Vitest replaced Jest")
 _CHANGE_VERB = re.compile(
-    r"\b(?:switched|moved|migrated|went|changed|rewrote|ported|upgraded|transitioned|jumped|converted|replaced)\b"
+    r"\b(?:switched|moved|migrated|went|changed|rewrote|ported|upgraded|transitioned|jumped|converted)\b"
     r"|从|把|换成|换到|改成|改用|迁到|切到",
     re.I,
 )
@@ -236,7 +236,10 @@ def others_change(prefix: str, lang: str) -> bool:
     if match is None or match.group("name") in _NOT_A_SUBJECT_NAME:
         return False
     name = match.group("name")
-    if prefix[: match.start()].strip(" \t\"'\u201c\u2018-:,"):
+    before = prefix[: match.start()].strip(" \t\"'\u201c\u2018-:,")
+    if re.search(r"\b(?:at|in|of|for|with|from|on|to)$", before, re.I):
+        return False  # "our team at Acme switched ...": the name is not the subject
+    if before:
         return True
     return is_tool(name) or any(c.isupper() or c.isdigit() for c in name[1:])
 

@@ -1268,8 +1268,8 @@ def _left_names(clause: str, lang: str) -> list[tuple[re.Match[str], str]]:
                 continue
             if pattern is _LEFT_EN and not _AFTER_LEFT_EN.match(clause, match.end()):
                 continue
-            if pattern is _FROM_ZH and match.group("name2") and not (is_tool(name) or not name.isupper()):
-                continue  # "CI 迁到 Buildkite": CI is the topic, not the old value
+            if pattern is _FROM_ZH and match.group("name2") and name.isupper() and not is_tool(name):
+                continue  # "CI 迁到 Buildkite": an acronym the vocabulary does not know is the topic, not a value
             found.append((match, name))
     return found
 
