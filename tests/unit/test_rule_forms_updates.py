@@ -208,3 +208,25 @@ def test_where_the_user_lives_now_with_the_subject_dropped_fills_the_location(te
 @pytest.mark.parametrize("text", ["他现在住闵行", "现在住宿舍", "现在住酒店，下周回家"])
 def test_someone_elses_place_or_a_room_is_not_the_users_location(text: str) -> None:
     assert all(c.slot != "user.location" for c in extract_turn(Turn("e1", "user", text)))
+
+
+@pytest.mark.parametrize(
+    ("text", "zone"),
+    [
+        ("we relocated to Boise in the spring, so Mountain time now", "Mountain"),
+        ("I'm on Atlantic time since the move to Halifax", "Atlantic"),
+        ("Central time from now on, I moved to Chicago", "Central"),
+    ],
+)
+def test_a_us_zone_told_as_the_users_own_now_fills_the_timezone(text: str, zone: str) -> None:
+    found = [(c.slot, c.value) for c in extract_turn(Turn("e1", "user", text)) if c.slot == "user.timezone"]
+    assert found == [("user.timezone", zone)]
+
+
+def test_a_zone_that_is_only_talked_about_is_no_timezone() -> None:
+    assert all(c.slot != "user.timezone" for c in extract_turn(Turn("e1", "user", "Mountain time now is confusing")))
+
+
+def test_back_to_with_the_subject_dropped_reads_the_user_is_back() -> None:
+    found = [c.content for c in extract_turn(Turn("e1", "user", "back to 3 days in the office from this month"))]
+    assert found == ["The user is back to 3 days in the office from this month."]

@@ -158,3 +158,10 @@ def test_clauses_split_at_commas_requests_and_enumerators() -> None:
 def test_people_not_allowed_to_do_something_ban_what_follows_not_the_people() -> None:
     found = _found("Our devs are not allowed to push straight to main, ever. That's from compliance.")
     assert [(tier, content) for _, _, tier, content in found] == [("must", "Do not push straight to main.")]
+
+
+def test_a_team_named_in_latin_keeps_its_words() -> None:
+    """"转到 payments team 了" is the payments team, not "paymentsteam"."""
+    found = {(slot, value, content) for slot, value, _, content in _found("上个月转到 search infra team 了")}
+    assert ("user.team", "search infra team", "用户在 search infra team。") in found
+    assert ("user.team", "风控组", "用户在风控组。") in {(s, v, c) for s, v, _, c in _found("我在风控组")}

@@ -272,7 +272,8 @@ def _change_statement_hits(sentence: str) -> list[Hit]:
         if lang == "en" and not re.search(r"\b(?:i|i'm|i've|we|we're|we've|my|our)\b", said, re.I):
             # "got an iPhone 16 last week": the subject dropped; "demo got pushed to ...": a bare noun, the user's
             verb_first = re.match(r"(?:\w+ing|\w+ed|got|bought|joined|back)\b", said, re.I)
-            owner = "the user is " if _ING_FIRST.match(said) else "the user " if verb_first else "the user's "
+            back = re.match(r"back\b", said, re.I) is not None  # "back to a 5-day week": the user is back
+            owner = "the user is " if _ING_FIRST.match(said) or back else "the user " if verb_first else "the user's "
             said = owner + said[:1].lower() + said[1:]
         content = zh_content(clause) if lang == "zh" else sentence_case(third_person(said))
         cand = Candidate(content=content, kind=Kind.SEMANTIC, category=Category.FACT, tier=Tier.WORTH,

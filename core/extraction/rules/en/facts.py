@@ -255,7 +255,8 @@ _PROFILE_RES = (
 _SLOTTED_PROFILE_RES = (
     (re.compile(r"(?:\bmy\s+|^)time\s?zone(?:\s+is|'s)\s+(?P<tz>[\w+:/-]+(?:\s*[+-]\s*\d{1,2})?)|" + I_AM + r"\s+"
                 r"(?:in|on)\s+(?P<tz2>(?:UTC|GMT)\s?[+-]\s?\d{1,2}(?::?\d{2})?|PST|PDT|EST|EDT|CST|CET|CEST|JST|"
-                r"IST|BST|AEST|MST|(?:Central|Eastern|Western)\s+European(?:\s+Summer)?|Pacific|Eastern|Central)"
+                r"IST|BST|AEST|MST|MDT|(?:Central|Eastern|Western)\s+European(?:\s+Summer)?|Pacific|Eastern|Central|"
+                r"Mountain|Atlantic)"
                 r"(?:\s+time(?:\s*zone)?)?\b", re.I),
      "user.timezone", "The user's timezone is {}.", "en.profile.timezone"),
     (re.compile(r"\bmy\s+(?:working\s+|work\s+|office\s+)?hours\s+are\s+[^.;!?]{0,30}?\b(?P<tz>(?-i:PST|PDT|EST|EDT|"
@@ -263,8 +264,9 @@ _SLOTTED_PROFILE_RES = (
      "user.timezone", "The user's timezone is {}.", "en.profile.timezone_hours"),
     # "so SGT from now on", "CET now": a zone named as the user's own from now on
     (re.compile(r"\b(?P<tz>(?-i:SGT|HKT|JST|KST|CST|CET|CEST|EET|EEST|WET|BST|GMT|UTC|IST|AEST|AEDT|NZST|PST|PDT|EST|"
-                r"EDT|MST|MDT|MSK|BRT|ART)(?:\s?[+-]\s?\d{1,2})?)\s+(?:from\s+now\s+on|now|going\s+forward|for\s+(?:any\s+|all\s+)?"
-                r"(?:scheduling|meetings|calls))\b"),
+                r"EDT|MST|MDT|MSK|BRT|ART)(?:\s?[+-]\s?\d{1,2})?|(?:Pacific|Eastern|Central|Mountain)(?=\s+time\b))"
+                r"(?:\s+time)?\s+(?:from\s+now\s+on|now|going\s+forward|for\s+(?:any\s+|all\s+)?"
+                r"(?:scheduling|meetings|calls))\b(?!\s+(?:is|was|seems|feels|looks|sounds)\b)"),
      "user.timezone", "The user's timezone is {}.", "en.profile.timezone_now"),
     (re.compile(r"\bmy\s+birthday\s+is\s+(?:on\s+)?(?P<day>[^.;!?,]{3,25})", re.I),
      "user.birthday", "The user's birthday is {}.", "en.profile.birthday"),

@@ -221,7 +221,8 @@ _TEAM_RE = re.compile(  # "自从转到风控组": a move the user takes as give
     r"(?:" + ME + ADV + r"|^(?:自从|自打)\s*(?=调|转|去|加入|换))"
     r"(?:在|调到了?|调去了?|转到了?|转去了?|去了|加入了?|换到了?|转岗到了?|调岗到了?|转组到了?|带|负责|管|"
     r"\s*(?i:transfer(?:red)?|move[ds]?)\s*到了?|"
-    r"是)\s*(?P<team>[\u4e00-\u9fffA-Za-z]{1,8}?)\s?(?P<unit>组|团队|部门|小组|team)(?![\u4e00-\u9fff]{0,1}(?:的人|长))")
+    r"是)\s*(?P<team>[\u4e00-\u9fffA-Za-z]{1,8}?|[A-Za-z][\w-]*(?:\s[A-Za-z][\w-]*){1,2}?)\s?"
+    r"(?P<unit>组|团队|部门|小组|team)(?![\u4e00-\u9fff]{0,1}(?:的人|长))")
 _WE_TEAM_RE = re.compile(
     WE + r"(?:组|团队|部门)(?:是|叫)\s*(?P<team>[\u4e00-\u9fffA-Za-z]{1,8}?)(?P<unit>组|团队|部门)"
 )
@@ -296,8 +297,9 @@ def team_hits(sentence: str) -> list[Hit]:
     if team and not blocked(sentence, team.start()):
         name = team.group("team")
         if not re.match(r"^(?:一个|这个|那个|哪个|同一|别的|其他|我们|你们|他们|小|大|新)$", name):
-            value = name + team.group("unit")
-            cand = fact(f"用户在{value}。", "user.team", value.lower(), rule="zh.team", lang="zh")
+            value = team.string[team.start("team") : team.end("unit")]  # as written: "payments team"
+            said = f" {value}" if value[:1].isascii() else value  # "用户在 payments team。", "用户在风控组。"
+            cand = fact(f"用户在{said}。", "user.team", value.lower(), rule="zh.team", lang="zh")
             hits.append((cand, team.start(), team.end()))
     supervisor = _SUPERVISOR_ZH_RE.search(sentence)
     if supervisor and not blocked(sentence, supervisor.start()):
