@@ -230,3 +230,8 @@ def test_a_zone_that_is_only_talked_about_is_no_timezone() -> None:
 def test_back_to_with_the_subject_dropped_reads_the_user_is_back() -> None:
     found = [c.content for c in extract_turn(Turn("e1", "user", "back to 3 days in the office from this month"))]
     assert found == ["The user is back to 3 days in the office from this month."]
+
+
+@pytest.mark.parametrize("text", ["从明天开始改用 Helix", "从下周起切到 Linear 了"])
+def test_a_start_time_after_cong_is_not_a_thing_left(text: str) -> None:
+    assert _ended(text) == []

@@ -1217,7 +1217,8 @@ _STOPPED_ZH = re.compile(
 )
 _OTHER_PERSON_ZH = re.compile(ZH_OTHERS)
 _NOT_A_NAME_ZH = re.compile(
-    r"^(?:他|她|它|我|你|大家|别人|同事|公司|这|那|哪|什么|一下|东西)"
+    r"^(?:他|她|它|我|你|大家|别人|同事|公司|这|那|哪|什么|一下|东西|今天|明天|昨天|今年|明年|去年|现在|以后|以前|下周|上周|本周|"
+    r"下个|上个|周[一二三四五六日末]|星期|月底|月初|年底)"
     r"|^[\d零〇一二三四五六七八九十百千万两半几]+(?:个|天|周|月|年|次|小时|分钟|会|点|下|阵)"
 )
 # someone else the subject: "my sister left Google", "he sold the Civic" (besides `others_subject`'s friends)
