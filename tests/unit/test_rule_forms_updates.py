@@ -136,7 +136,7 @@ def test_a_change_of_a_named_company_or_one_read_about_is_not_the_users(text: st
         ("Playwright replaced Cypress for us", "Cypress"),  # the new value as the subject of "replaced"
     ],
 )
-def test_the_users_own_switch_with_the_subject_dropped_or_after_a_time_ends_the_old(text: str, name: str) -> None:
+def test_the_users_own_switch_ends_the_old_value(text: str, name: str) -> None:
     assert _ended(text) == [name]
 
 
