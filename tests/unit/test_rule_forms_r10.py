@@ -138,7 +138,7 @@ def test_no_stack_from_a_time_a_question_or_an_imperative(text: str) -> None:
     ("text", "slot", "value"),
     [
         ("去年已经 move 到 Azure 了", "project.cloud", "azure"),
-        ("上周 transfer 到 risk team 了", "user.team", "riskteam"),
+        ("上周 transfer 到 risk team 了", "user.team", "risk team"),
         ("我 mostly 用 Safari", "user.browser", "safari"),
     ],
 )
