@@ -210,17 +210,11 @@ _NOT_A_SUBJECT_NAME = frozenset(
     "I We My Our So And But Then Also Just Finally Recently Last Btw Fyi Ok Okay Ugh Oh Update Yes No Yeah Hey Hi "
     "Now Today Yesterday Everything Everyone Team The This That Since After Before When".split()
 )
-# ("X replaced Y" is left out: its subject is the new value, "Vitest replaced Jest")
-_CHANGE_VERB = re.compile(
-    r"\b(?:switched|moved|migrated|went|changed|rewrote|ported|upgraded|transitioned|jumped|converted)\b"
-    r"|从|把|换成|换到|改成|改用|迁到|切到",
-    re.I,
-)
-_VERB_BEFORE_TOOL = re.compile(
-    r"\b(?:switched|moved|migrated|went|changed|rewrote|ported|upgraded|transitioned|jumped|converted)\s+"
-    r"(?:[\w'-]+\s+){0,3}?(?:from\s+)?$",
-    re.I,
-)
+# The English verbs of a change from one value to another, in the past ("X replaced Y" is left out: its subject
+# is the new value, "Vitest replaced Jest")
+CHANGE_VERBS_EN = r"switched|moved|migrated|went|changed|rewrote|ported|upgraded|transitioned|jumped|converted"
+_CHANGE_VERB = re.compile(rf"\b(?:{CHANGE_VERBS_EN})\b|从|把|换成|换到|改成|改用|迁到|切到", re.I)
+_VERB_BEFORE_TOOL = re.compile(rf"\b(?:{CHANGE_VERBS_EN})\s+(?:[\w'-]+\s+){{0,3}}?(?:from\s+)?$", re.I)
 
 
 def others_change(prefix: str, lang: str) -> bool:
@@ -244,6 +238,11 @@ def others_change(prefix: str, lang: str) -> bool:
     return is_tool(name) or any(c.isupper() or c.isdigit() for c in name[1:])
 
 
+def _not_users_choice(prefix: str, lang: str) -> bool:
+    """The words before a tool change make it someone else's, a plan, or not the user's (`others_change`)."""
+    return _NOT_OWN_CHOICE.search(prefix) is not None or others_change(prefix, lang)
+
+
 def tool_pair_hits(sentence: str, *, lang: str, negating: re.Pattern[str], cue: re.Pattern[str]) -> list[Hit]:
     """ "pnpm, not npm" / "switched from npm to pnpm": the one positive tool of a slot where one is negated.
 
@@ -256,7 +255,7 @@ def tool_pair_hits(sentence: str, *, lang: str, negating: re.Pattern[str], cue: 
         return _version_pair_hits(sentence, tools, lang=lang)
     verb = _CHANGE_VERB.search(sentence)
     before = sentence[: verb.start() if verb is not None else tools[0][1]]
-    if _NOT_OWN_CHOICE.search(before) or others_change(before, lang):
+    if _not_users_choice(before, lang):
         return []  # "my sister switched from Android to iPhone", "我们考虑从 AWS 迁到 GCP": not the user's choice
     negations = [negating.search(sentence[max(0, start - 30) : start]) for _, start, _ in tools]
     positive: dict[str, set[str]] = {}
@@ -681,7 +680,7 @@ def change_hits(clause: str, *, lang: str, blocked: Callable[[str, int], bool] |
         return []
     if blocked is not None and blocked(clause, change.start()):
         return []  # "同事说我们换成了 pnpm", "if we moved to Go": not the user's change
-    if _NOT_OWN_CHOICE.search(clause[: change.start()]) or others_change(clause[: change.start()], lang):
+    if _not_users_choice(clause[: change.start()], lang):
         return []  # "my sister switched to iPhone", "他换成了 React"
     if re.search(
         r"的可能性|的方案|的想法|的提议|\b(?:idea|proposal|option)\s+of\b", clause[change.start() :], re.I

@@ -23,6 +23,7 @@ from core.extraction.candidates import Candidate, Category, Kind, Operation, Tie
 from core.extraction.lang import detect_lang, has_han
 from core.extraction.rules import en, zh
 from core.extraction.rules.dispatch import (
+    CHANGE_VERBS_EN,
     change_hits,
     change_match,
     is_question_like,
@@ -1171,8 +1172,8 @@ _LEFT_VERB_EN = (
 # Heroku over to Render", "upgraded from Java 11 to 17" (a change verb first: "a flight from Berlin to Paris" is
 # no change)
 _FROM_EN = re.compile(
-    r"\b(?:switched|moved|migrated|changed|went|upgraded|downgraded|converted|ported|transitioned|swapped|jumped|"
-    r"shifted|rewrote|rebuilt)\s+(?:[\w'-]+\s+){0,3}?from\s+(?:(?:the|my|our)\s+)?"
+    rf"\b(?:{CHANGE_VERBS_EN}|downgraded|swapped|shifted|rebuilt)\s+(?:[\w'-]+\s+){{0,3}}?from\s+"
+    r"(?:(?:the|my|our)\s+)?"
     rf"{_NAME}(?=\s*(?:,\s*)?(?:to|onto|into|over\s+to|for)\b)",
     re.I,
 )
