@@ -22,6 +22,7 @@ from shared.logging import configure_logging
 from shared.publisher import TaskPublisher
 from shared.settings import Settings, get_settings
 from store.embeddings import embedder_from_settings
+from store.retokenize import warn_if_stale
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -41,6 +42,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             pre_ping=False,
         )
         resolve_embedding_schema(engine, settings)
+        warn_if_stale(engine)
         publisher = TaskPublisher(resolve_redis_url(settings), queue=settings.queue, timeout_s=1.0)
         embedder = embedder_from_settings(settings)
         access = AccessRecorder(engine).start()

@@ -21,12 +21,66 @@ _STOP = frozenset(
 )
 _CJK_STOP = frozenset("的了是在我你他她它们和就都而及与着或吗呢吧啊")
 MAX_TOKENS = 512
+# The version of what `tokens` gives for a text. Stored documents record the version they were made with
+# (`schema_meta.tokenizer_version`, `store/retokenize.py`); change it with any change to the tokens a text gets.
+# 1: suffixes cut without regard to the base form ("lives" -> "liv" but "live" -> "live").
+# 2: the inflections of a word fold onto one stem (`_stem`).
+TOKENIZER_VERSION = 2
+
+
+_VOWEL = re.compile(r"[aeiouy]")
+_KEEP_DOUBLE = frozenset("lsz")
 
 
 def _stem(word: str) -> str:
-    for suffix, min_len in (("ing", 5), ("ed", 4), ("es", 4), ("s", 3)):
-        if word.endswith(suffix) and len(word) - len(suffix) >= min_len - len(suffix) + 1:
-            return word[: -len(suffix)]
+    """Fold the inflections of an English word onto one form, whichever of them a text uses: "live",
+    "lives", "lived" and "living" all give "liv"; "city" and "cities" "citi"; "stopped" and "stop" "stop".
+
+    The plural and verb endings of the Porter stemmer's first step (M. F. Porter, "An algorithm for suffix
+    stripping", 1980), plus a final "e" dropped: suffixes come off only when a vowel stays in the stem
+    ("string", "bring", "red" stay whole), a doubled consonant left by "-ed" / "-ing" is undoubled unless it
+    is l, s or z ("running" -> "run", "falling" -> "fall"), and a final "y" after a consonant becomes "i".
+    Derivational suffixes (-ness, -ation ...) are left alone: they change the meaning too often."""
+    if len(word) <= 2 or not word.isalpha():
+        return word
+    if word.endswith("sses"):
+        word = word[:-2]
+    elif word.endswith("ies") and len(word) > 4:
+        word = word[:-2]  # "cities" -> "citi", the form "city" takes below
+    elif word.endswith("oes") and len(word) > 3:
+        word = word[:-2]  # "goes", "heroes" -> "go", "hero"
+    elif (
+        len(word) > 3
+        and word.endswith("s")
+        and not word.endswith(("ss", "us", "is"))
+        and _VOWEL.search(word[:-1])
+    ):
+        word = word[:-1]
+        if word.endswith("e") and word[-2:-1] in ("s", "x", "z", "h"):
+            word = word[
+                :-1
+            ]  # "boxes", "watches" -> "box", "watch" (and "uses" -> "us", as "use" -> "us" below)
+    elif word.endswith("eed"):
+        return word
+    elif word.endswith("ied") and len(word) > 4:
+        word = word[:-2]  # "studied" -> "studi"
+    else:
+        for suffix in ("ing", "ed"):
+            stem = word[: -len(suffix)]
+            if word.endswith(suffix) and len(stem) >= 2 and _VOWEL.search(stem):
+                word = stem
+                if (
+                    len(word) > 2
+                    and word[-1] == word[-2]
+                    and word[-1] not in _KEEP_DOUBLE
+                    and word[-1] not in "aeiou"
+                ):
+                    word = word[:-1]
+                break
+    if len(word) > 2 and word.endswith("e") and not word.endswith("ee"):
+        word = word[:-1]
+    if len(word) > 2 and word.endswith("y") and word[-2] not in "aeiou":
+        word = word[:-1] + "i"
     return word
 
 

@@ -107,6 +107,36 @@ def migrate() -> None:
     url = resolve_database_url(settings)
     run(url)
     err.print(f"database at revision {current_revision(url)}")
+    _ensure_current_tokens(settings)
+
+
+def _ensure_current_tokens(settings: Settings) -> None:
+    """Rewrite the stored keyword tokens when an older tokenizer made them (`store/retokenize.py`)."""
+    from core.keywords import TOKENIZER_VERSION
+    from store.retokenize import ensure_current_tokens
+
+    counts = ensure_current_tokens(_engine(settings))
+    if counts is not None:
+        err.print(f"keyword tokens rewritten with tokenizer {TOKENIZER_VERSION}: " + _counts_text(counts))
+
+
+def _counts_text(counts: dict[str, int]) -> str:
+    return ", ".join(f"{n:,} {table}" for table, n in counts.items())
+
+
+@app.command()
+def retokenize(
+    batch: Annotated[int, typer.Option(min=1, max=100_000, help="rows per transaction")] = 1000,
+) -> None:
+    """Rewrite every stored keyword document (memories, episodes, indexed turns) with this version's tokenizer.
+    `memctl migrate` does it by itself when the tokenizer version changed; this runs it on demand (after
+    restoring a dump made by another version, say)."""
+    from core.keywords import TOKENIZER_VERSION
+    from store.retokenize import retokenize as run
+
+    settings = _settings()
+    counts = run(_engine(settings), batch=batch)
+    err.print(f"keyword tokens rewritten with tokenizer {TOKENIZER_VERSION}: " + _counts_text(counts))
 
 
 @keys_app.command("create")
@@ -1047,7 +1077,8 @@ def stats(as_json: JsonOpt = False, wide: WideOpt = False) -> None:
 @app.command()
 def reembed(
     embedder: Annotated[
-        str | None, typer.Option(help="hashing, local, onnx-minilm, e5-small or openai (default: MEMORY_EMBEDDER)")
+        str | None,
+        typer.Option(help="hashing, local, onnx-minilm, e5-small or openai (default: MEMORY_EMBEDDER)"),
     ] = None,
     batch: Annotated[int, typer.Option(min=1, max=2048)] = 256,
 ) -> None:

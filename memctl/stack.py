@@ -16,10 +16,12 @@ from typing import IO, Any
 
 from rich.console import Console
 
+from shared.db.engine import get_engine
 from shared.db.migrate import migrate
 from shared.embedded import EmbeddedPostgres, EmbeddedRedis, kombu_url, start_postgres, start_redis
 from shared.errors import EmbeddedStackError
 from shared.settings import Settings
+from store.retokenize import ensure_current_tokens
 
 console = Console(stderr=True)
 
@@ -131,6 +133,10 @@ def _serve(stack: Stack, settings: Settings, *, with_scheduler: bool) -> int:
     shutil.rmtree(metrics_dir, ignore_errors=True)  # samples of a previous run would be added to this one's
     metrics_dir.mkdir(parents=True, exist_ok=True)
     migrate(stack.database_url)
+    counts = ensure_current_tokens(get_engine(stack.database_url, application_name="memctl"))
+    if counts is not None:
+        rewritten = ", ".join(f"{n:,} {t}" for t, n in counts.items())
+        console.print(f"[bold]keywords[/]  stored tokens rewritten: {rewritten}")
     console.print("[bold]migrations[/] up to date")
     py = sys.executable
     _spawn(

@@ -109,5 +109,7 @@ def check_schema() -> None:
     """Refuse to work when the database's embedding dimension or embedder differs from the settings (an
     embedder picked by `auto` follows the database instead)."""
     from shared.db.schema import resolve_embedding_schema
+    from store.retokenize import warn_if_stale
 
     resolve_embedding_schema(engine(), get_settings())
+    warn_if_stale(engine())
