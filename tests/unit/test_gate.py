@@ -72,9 +72,10 @@ GATE_TABLE: list[tuple[str, str, GateDecision, str | None]] = [
     ),
     (
         "user",
+        # the rules read the old side (Berlin ends) and leave the new place to the LLM
         "I don't live in Berlin anymore, I moved somewhere quieter last year.",
         NEEDS_LLM,
-        "substantive",
+        "partial_cover",
     ),
     ("user", "我最近在考虑换工作，想去做数据相关的岗位。", NEEDS_LLM, "substantive"),
     ("assistant", "Here is the refactored function using async/await.", NEEDS_LLM, "substantive"),

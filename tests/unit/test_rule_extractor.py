@@ -254,7 +254,6 @@ def test_a_repeated_statement_keeps_the_higher_tier() -> None:
         "如果我搬到深圳会怎样",
         "My friend lives in Tokyo.",
         "我朋友住在东京",
-        "I don't live in Berlin anymore.",
         "我不住在北京了",
         "My boss says we use Jira.",
         "他说我住在上海",
@@ -262,6 +261,21 @@ def test_a_repeated_statement_keeps_the_higher_tier() -> None:
 )
 def test_questions_hypotheticals_third_persons_and_negations_yield_nothing(text: str) -> None:
     assert extract_rules([_turn(text)]) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "left"),
+    [
+        ("I don't live in Berlin anymore.", "Berlin"),
+        ("我不再负责支付了", "支付"),
+        ("we don't use Jenkins anymore", "Jenkins"),
+    ],
+)
+def test_a_state_denied_as_over_stores_nothing_and_ends_what_it_names(text: str, left: str) -> None:
+    """Nothing new to store, but the old value is over: one `end` of it (reconciliation ends the current
+    memories that name it)."""
+    [cand] = extract_rules([_turn(text)])
+    assert (cand.op, cand.value) == (Operation.END, left)
 
 
 @pytest.mark.parametrize("text", ["REMEMBER-、", "remember: …", "请记住：。"])

@@ -83,7 +83,9 @@ def test_no_end_for_plans_questions_others_or_a_name_that_modifies_a_noun(text: 
         ("小王离职了，前端现在归我管", ["小王"]),
     ],
 )
-def test_the_old_side_of_a_change_and_every_name_listed_give_one_end_each(text: str, names: list[str]) -> None:
+def test_the_old_side_of_a_change_and_every_name_listed_give_one_end_each(
+    text: str, names: list[str]
+) -> None:
     assert _ended(text) == names
 
 
@@ -130,7 +132,10 @@ def test_a_change_of_a_named_company_or_one_read_about_is_not_the_users(text: st
     [
         ("Switched from Yarn to Bun last week", "Yarn"),
         ("Last year we went from Angular to Svelte", "Angular"),
-        ("our team at Initech moved from Bitbucket to GitLab", "Bitbucket"),  # the name after "at" is no subject
+        (
+            "our team at Initech moved from Bitbucket to GitLab",
+            "Bitbucket",
+        ),  # the name after "at" is no subject
         ("our docs site moved from Gatsby to Astro", "Gatsby"),
         ("跟你说，我们从 Oracle 迁到了 PostgreSQL", "Oracle"),  # the user telling, not hearsay
         ("Playwright replaced Cypress for us", "Cypress"),  # the new value as the subject of "replaced"
@@ -157,7 +162,8 @@ def test_a_change_told_in_other_verbs_is_a_memory(text: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["现在是产品经理了，天天写需求", "现在做 iOS 开发", "我现在负责增长团队", "升部门经理了，压力山大"]
+    "text",
+    ["现在是产品经理了，天天写需求", "现在做 iOS 开发", "我现在负责增长团队", "升部门经理了，压力山大"],
 )
 def test_a_role_told_with_now_or_a_promotion_is_a_memory(text: str) -> None:
     assert extract_turn(Turn("e1", "user", text)) != []
@@ -168,7 +174,9 @@ def test_the_time_now_or_a_question_about_now_is_no_memory(text: str) -> None:
     assert extract_turn(Turn("e1", "user", text)) == []
 
 
-@pytest.mark.parametrize("text", ["推到 main 分支了", "帮我把这段改用 async 写", "we now need to fix the flaky test"])
+@pytest.mark.parametrize(
+    "text", ["推到 main 分支了", "帮我把这段改用 async 写", "we now need to fix the flaky test"]
+)
 def test_a_push_a_task_or_a_need_is_no_change_of_the_users_situation(text: str) -> None:
     assert [c for c in extract_turn(Turn("e1", "user", text)) if c.rule and "statement" in c.rule] == []
 
@@ -224,14 +232,81 @@ def test_a_us_zone_told_as_the_users_own_now_fills_the_timezone(text: str, zone:
 
 
 def test_a_zone_that_is_only_talked_about_is_no_timezone() -> None:
-    assert all(c.slot != "user.timezone" for c in extract_turn(Turn("e1", "user", "Mountain time now is confusing")))
+    assert all(
+        c.slot != "user.timezone" for c in extract_turn(Turn("e1", "user", "Mountain time now is confusing"))
+    )
 
 
 def test_back_to_with_the_subject_dropped_reads_the_user_is_back() -> None:
-    found = [c.content for c in extract_turn(Turn("e1", "user", "back to 3 days in the office from this month"))]
+    found = [
+        c.content for c in extract_turn(Turn("e1", "user", "back to 3 days in the office from this month"))
+    ]
     assert found == ["The user is back to 3 days in the office from this month."]
 
 
 @pytest.mark.parametrize("text", ["从明天开始改用 Helix", "从下周起切到 Linear 了"])
 def test_a_start_time_after_cong_is_not_a_thing_left(text: str) -> None:
     assert _ended(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        ("we don't use Jenkins anymore", ["Jenkins"]),
+        ("I'm not on Windows any more, switched at work too", ["Windows"]),
+        ("we no longer work with Contentful", ["Contentful"]),
+        ("I no longer live in Porto", ["Porto"]),
+        ("我不再负责结算了", ["结算"]),
+        ("不再去那家健身房了，太远", ["健身房"]),
+        ("我不管运维那块了", ["运维"]),
+        ("我不再是组长了", ["组长"]),
+    ],
+)
+def test_a_state_told_as_over_ends_what_it_names(text: str, names: list[str]) -> None:
+    assert _ended(text) == names
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "do you still use Jenkins anymore?",
+        "if we don't use Jenkins anymore, what replaces the nightly job?",
+        "my brother doesn't live in Porto anymore",
+        "你不再负责结算了吗",
+        "老板说他不再负责结算了",
+    ],
+)
+def test_no_end_for_an_over_that_is_asked_supposed_or_someone_elses(text: str) -> None:
+    assert _ended(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        # one comma and a name is an apposition, not a second thing left: the new editor
+        ("I no longer use Emacs, Helix now", ["Emacs"]),
+        # a list of commas alone, or one closed by "and", names each thing left
+        ("we replaced TSLint, JSHint, Prettier with Biome", ["TSLint", "JSHint", "Prettier"]),
+        ("tore out Logstash, Fluentd, and Vector last sprint", ["Logstash", "Fluentd", "Vector"]),
+    ],
+)
+def test_only_the_items_of_a_list_are_left(text: str, names: list[str]) -> None:
+    assert _ended(text) == names
+
+
+def test_the_value_a_list_was_replaced_with_is_the_new_one() -> None:
+    kept = [
+        c for c in extract_turn(Turn("e1", "user", "we replaced Jest, Mocha and Ava with Vitest")) if c.slot
+    ]
+    assert [(c.slot, c.value) for c in kept] == [("project.test_framework", "vitest")]
+    listed = [
+        c for c in extract_turn(Turn("e1", "user", "we replaced Jest, Mocha, Ava with Vitest")) if c.slot
+    ]
+    assert [(c.slot, c.value) for c in listed] == [("project.test_framework", "vitest")]
+
+
+def test_an_adverb_between_the_user_and_the_verb_keeps_the_verb_whole() -> None:
+    [end] = [c for c in extract_turn(Turn("e1", "user", "I no longer use Heroku")) if c.op is Operation.END]
+    assert end.content == "The user no longer uses Heroku."
+    [fact] = extract_turn(Turn("e1", "user", "I personally do the billing in Stripe"))
+    assert "personally does" in fact.content, fact.content

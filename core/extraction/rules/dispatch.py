@@ -571,6 +571,9 @@ _SLOT_FAMILIES = (
 )
 
 
+_LIST_GAP_RE = re.compile(r"\s*(?:,\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+|\s*[/&+]\s*)", re.I)
+
+
 def left_then_current(sentence: str, clause_end: int, left: list[Tool]) -> tuple[Tool, int] | None:
     """After a clause that only leaves values ("we moved off Vercel"), the first value of the same slot (or
     family) the rest of the sentence names as current ("，现在 self-host 在 Cloudflare Pages"): the new value, in
@@ -581,7 +584,13 @@ def left_then_current(sentence: str, clause_end: int, left: list[Tool]) -> tuple
     slot = next(iter(slots))
     family = next((f for f in _SLOT_FAMILIES if slot in f), frozenset({slot}))
     rest = sentence[clause_end:]
+    # the names listed right after the clause were left with it: "replaced black, flake8, isort with ruff"
+    listed_to: int | None = 0
     for tool, start, end in find_tools(rest):
+        if listed_to is not None and _LIST_GAP_RE.fullmatch(rest[listed_to:start]):
+            listed_to = end
+            continue
+        listed_to = None
         if tool.slot in family and not named_as_left(rest, start, end):
             if start > 60 or _SUPPOSED.search(rest[:start]):
                 return None
@@ -664,6 +673,9 @@ def _since_left_hits(clause: str, *, lang: str) -> list[Hit]:
     return []
 
 
+_REPLACED_WITH_RE = re.compile(r"(?:replaced|swapped(?:\s+out)?|traded|substituted)\b", re.I)
+
+
 def change_hits(clause: str, *, lang: str, blocked: Callable[[str, int], bool] | None = None) -> list[Hit]:
     """A change of a slot's value already made ("fyi we've since moved CI to Buildkite", "CI 改用 GitHub
     Actions 了", "after the Node 22 upgrade ..."): the tool named as the new value, in its slot, as a
@@ -690,6 +702,11 @@ def change_hits(clause: str, *, lang: str, blocked: Callable[[str, int], bool] |
     # "after the Node 22 upgrade": the tool is inside the change's own words; else the first tool after the
     # verb ("换了台 MacBook 之后 brew 装 postgresql …": MacBook, not what is done with it next)
     tool = _upgraded(clause, change) or current_tool(change.group()) or first_current_tool(tail)
+    if tool is not None and (instead := _REPLACED_WITH_RE.match(change.group())) is not None:
+        # "we replaced black, flake8 and isort with ruff": the new value follows "with", after the list left
+        given = re.search(r"\b(?:with|for|by)\s+", tail[instead.end() :], re.I)
+        if given is not None:
+            tool = first_current_tool(tail[instead.end() + given.end() :]) or tool
     if tool is None:
         return []
     tool = _in_left_slot(clause, tool)

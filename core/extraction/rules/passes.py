@@ -1164,7 +1164,8 @@ def _sentence_hits(sentence: str) -> list[Hit]:
 # (`core.reconcile`), so an old value does not stay current beside the new one when no slot holds both.
 _NAME = r"(?P<name>(?-i:[A-Z][\w.+#-]*(?:\s(?-i:[A-Z0-9])[\w.+#-]*){0,2})|[A-Za-z][\w.+#-]*)"
 _LEFT_VERB_EN = (
-    r"(?:no\s+longer\s+(?:use|using|on|with)|(?:stopped|quit)\s+using|ditched|dropped|dumped|scrapped|ripped\s+out|"
+    r"(?:no\s+longer\s+(?:use|using|on|with|(?:work|working|live|living|stay|staying)\s+(?:at|for|in|with)|"
+    r"own|run|lead|manage|drive|play|drink|take)|(?:stopped|quit)\s+using|ditched|dropped|dumped|scrapped|ripped\s+out|"
     r"tore\s+out|got\s+rid\s+of|cancell?ed|sold|uninstalled|moved\s+(?:off|away\s+from)|gave\s+up(?:\s+on)?|"
     r"phased\s+out|retired|decommissioned|traded\s+in|replaced|left|quit|outgr(?:ew|own))"
 )
@@ -1178,7 +1179,15 @@ _FROM_EN = re.compile(
     re.I,
 )
 # more names after the first, in a list: "ruff replaced black, flake8 and isort"
-_MORE_NAMES_EN = re.compile(r"\s*(?:,\s*(?:and\s+)?|\s+and\s+|\s*[/+&]\s*)(?P<name>[A-Za-z][\w.+#-]*)")
+# A name joins the list only where an item ends after it (a comma, "and", "or", a stop, "for / with / in favour of"
+# the new one): "no longer use Vim, VS Code now" names VS Code as the new editor, not a second one left. A list of
+# commas alone needs two of them ("black, flake8, isort with ruff"): one comma and a name is an apposition.
+_MORE_NAMES_EN = re.compile(
+    r"\s*(?P<sep>,\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+|\s*[/+&]\s*)(?P<name>[A-Za-z][\w.+#-]*)", re.I
+)
+_ITEM_END_EN = re.compile(
+    r"\s*(?:$|[,.;:!?)]|(?:and|or|for|with|to|in\s+favou?r\s+of|too|as\s+well)\b|[/+&])", re.I
+)
 _LEFT_EN = re.compile(rf"\b{_LEFT_VERB_EN}\s+(?:(?:the|my|our|all|of)\s+){{0,3}}{_NAME}", re.I)
 # what may follow the name left: the end, a stop, or a word that is not a noun it modifies ("cancelled the
 # Zoom call" left a call, not Zoom; "left Slack open" left nothing)
@@ -1188,6 +1197,14 @@ _AFTER_LEFT_EN = re.compile(
     r"recently|now|then|too|lol|haha|btw|months?|years?|weeks?|from|off|out|onto|into|towards?|pretty|quickly|fast|"
     # the thing itself, named by what it is: "the Jenkins box", "my Netflix subscription"
     r"box|server|servers|instance|instances|cluster|account|subscription|membership|plan|setup|license|app)\b)",
+    re.I,
+)
+# not any more: "we don't use Jenkins anymore", "I'm not on Windows any more", "don't live in Berlin anymore"
+_ANYMORE_EN = re.compile(
+    r"\b(?:don'?t|do\s+not|doesn'?t|does\s+not|(?:am|'m|are|'re|is|'s)\s+not|aren'?t|isn'?t)\s+"
+    r"(?:(?:use|using|on|with|run|running|need|needing|(?:work|working)\s+(?:at|for)|(?:live|living)\s+in|"
+    r"(?:based|stationed)\s+in|in|at)\s+)?(?:(?:the|my|our)\s+)?"
+    rf"{_NAME}(?=[^.;!?\n]{{0,24}}?\bany\s?more\b)",
     re.I,
 )
 _GONE_EN = re.compile(rf"(?:^|\s){_NAME}\s+(?:is|are|'s|got|has\s+been)\s+(?:now\s+)?(?:gone|dead|retired|history|"
@@ -1216,6 +1233,12 @@ _STOPPED_ZH = re.compile(
     r"|(?:^|(?<=[\s，,；;。])|(?<=我们)|(?<=我们的)|(?<=我的))(?P<name2>[\u4e00-\u9fff]{2,3}?)\s*(?:已经)?"
     r"(?:调走了|离职了|辞职了|退休了)"
 )
+# no longer doing or having something: "我不再负责支付了", "不再去健身房了", "不管运维了" (不 alone needs 了)
+_NO_LONGER_ZH = re.compile(
+    r"不再\s*(?:是|负责|管理?|带|做|用|使用|吃|喝|抽|去|住在|在|跟|参与)?\s*(?:那家|这家|那个|这个)?\s*"
+    r"(?P<name>[A-Za-z][\w.+#-]*|(?:(?!了)[\u4e00-\u9fff]){2,6}?)(?=了|[\s，,。；;！!]|$)"
+    r"|不(?:负责|管|带|做)\s*(?P<name2>[A-Za-z][\w.+#-]*|(?:(?!了)[\u4e00-\u9fff]){2,6}?)(?:那块|这块|这边|的事)?了"
+)
 _OTHER_PERSON_ZH = re.compile(ZH_OTHERS)
 _NOT_A_NAME_ZH = re.compile(
     r"^(?:他|她|它|我|你|大家|别人|同事|公司|这|那|哪|什么|一下|东西|今天|明天|昨天|今年|明年|去年|现在|以后|以前|下周|上周|本周|"
@@ -1238,11 +1261,11 @@ _NOT_DONE_ZH = re.compile(r"要不要|打算|准备|考虑|可能|也许|如果|
 _LEFT_CUES = (
     "no longer", "stopped", "quit", "ditched", "dropped", "dumped", "scrapped", "ripped", "tore", "got rid",
     "cancel", "sold", "uninstalled", "moved off", "moved away", "gave up", "phased", "retired", "decommissioned",
-    "traded", "replaced", "left", "gone", "dead", "history", "removed", "outgr", "from",
+    "traded", "replaced", "left", "gone", "dead", "history", "removed", "outgr", "from", "anymore", "any more",
 )  # fmt: skip
 _LEFT_CUES_HAN = re.compile(
-    r"不再用|不用|弃用|停用|卸载|退掉|卖|换掉|干掉|下掉|去掉|退订|离开|退役|下线|退了|停了|停掉|戒|调走|离职|辞职|退休|"
-    + _ZH_MOVE_VERB
+    r"不再|不负责|不管|不带|不做|不用|弃用|停用|卸载|退掉|卖|换掉|干掉|下掉|去掉|退订|离开|退役|下线|退了|停了|停掉|戒|调走|离职|"
+    r"辞职|退休|" + _ZH_MOVE_VERB
 )
 _NOT_A_NAME = frozenset(
     "it this that them these those one all everything something anything nothing some the a an my our your "
@@ -1260,9 +1283,13 @@ def _left_name(name: str) -> bool:
     return name[0].isupper() or any(c.isdigit() for c in name) or is_tool(name)
 
 
+_LEFT_FORMS_ZH = (_LEFT_ZH, _FROM_ZH, _STOPPED_ZH, _NO_LONGER_ZH)
+_LEFT_FORMS_EN = (_LEFT_EN, _GONE_EN, _FROM_EN, _ANYMORE_EN)
+
+
 def _left_names(clause: str, lang: str) -> list[tuple[re.Match[str], str]]:
     """Each match of a leaving form in the clause, with the name it left."""
-    patterns = (_LEFT_ZH, _FROM_ZH, _STOPPED_ZH) if lang == "zh" else (_LEFT_EN, _GONE_EN, _FROM_EN)
+    patterns = _LEFT_FORMS_ZH if lang == "zh" else _LEFT_FORMS_EN
     found: list[tuple[re.Match[str], str]] = []
     for pattern in patterns:
         for match in pattern.finditer(clause):
@@ -1280,9 +1307,17 @@ def _left_names(clause: str, lang: str) -> list[tuple[re.Match[str], str]]:
 def _listed(text: str, pos: int, first: str) -> list[str]:
     """The names listed from `pos` on after a first one left: "ruff replaced black, flake8 and isort"."""
     names = [first]
+    closed = 0  # names up to the last one joined by a word or a sign: a list closed there
     while (more := _MORE_NAMES_EN.match(text, pos)) is not None and _left_name(more.group("name")):
+        if more.group("sep").strip() == ",":
+            if not _ITEM_END_EN.match(text, more.end()):
+                break  # "Vim, VS Code now": a name of more words, not an item
+        else:
+            closed = len(names) + 1
         names.append(more.group("name"))
         pos = more.end()
+    if len(names) - max(closed, 1) == 1:  # one name after a comma, the list not closed: an apposition
+        names = names[: max(closed, 1)]
     return names
 
 

@@ -98,7 +98,9 @@ _UNCHANGED_VERBS = frozenset(  # modals and past forms keep their shape after "t
 _VERB_MAP = {"am": "is", "have": "has", "do": "does", "don't": "doesn't", "were": "was", "'m": "is"}
 _ADVERBS = (
     r"(?:(?:always|never|usually|often|really|just|still|only|mostly|actually|now|currently|already|sometimes|"
-    r"rarely|generally|also|typically|normally|mainly|recently|all|both|each|deliberately|finally|since|even)\s+)*"
+    r"rarely|generally|also|typically|normally|mainly|recently|all|both|each|deliberately|finally|since|even|"
+    r"no\s+longer|hardly|barely|seldom|probably|definitely|literally|basically|primarily|exclusively|"
+    r"personally|officially|honestly)\s+)*"
 )
 _SUBJECT_VERB_RE = re.compile(rf"\b(i|we)\s+({_ADVERBS})([a-z']+)\b", re.I)
 _CONTRACTION_RE = re.compile(r"\b(?:i'm|i\s+am|i've|i'd|i'll|we're|we\s+are|we've|we'd|we'll)\b", re.I)
