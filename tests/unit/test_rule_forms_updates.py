@@ -310,3 +310,29 @@ def test_an_adverb_between_the_user_and_the_verb_keeps_the_verb_whole() -> None:
     assert end.content == "The user no longer uses Heroku."
     [fact] = extract_turn(Turn("e1", "user", "I personally do the billing in Stripe"))
     assert "personally does" in fact.content, fact.content
+
+
+@pytest.mark.parametrize(
+    ("text", "team"),
+    [
+        ("I took over the Platform team from Ravi in June", "platform team"),
+        ("I inherited the Data team", "data team"),
+    ],
+)
+def test_a_team_taken_over_is_the_team_the_user_leads(text: str, team: str) -> None:
+    [cand] = [c for c in extract_turn(Turn("e1", "user", text)) if c.slot == "user.team"]
+    assert cand.value == team and cand.content.startswith("The user leads the ")
+
+
+@pytest.mark.parametrize(
+    "text", ["if I took over the Platform team, what changes?", "my manager took over the Data team"]
+)
+def test_no_team_for_a_take_over_supposed_or_someone_elses(text: str) -> None:
+    assert [c for c in extract_turn(Turn("e1", "user", text)) if c.slot == "user.team"] == []
+
+
+def test_a_tool_switched_to_in_chinese_is_no_employer_cut_from_its_name() -> None:
+    cands = extract_turn(Turn("e1", "user", "编辑器换到 IntelliJ IDEA 了"))
+    assert [c.slot for c in cands if c.slot] == ["user.editor"]
+    [employer] = [c for c in extract_turn(Turn("e1", "user", "入职了 Shopee")) if c.slot == "user.employer"]
+    assert employer.value == "Shopee"

@@ -231,7 +231,8 @@ _TEAM_RE = re.compile(
     r"(?<![\w'])(?:i'm\s+(?:now\s+|currently\s+)?(?:leading|running|managing|heading)|i\s+(?:now\s+)?head|i'm|i\s+am|"
     r"i've\s+been|i\s+work|i'm\s+working|i\s+joined|i\s+moved|i\s+switched|"
     r"i\s+transferred|i\s+got\s+moved|i\s+got\s+transferred|i'm\s+now|i\s+sit|i\s+lead|i\s+run|i\s+manage|"
-    r"i\s+(?:just|recently)\s+joined|"
+    r"i\s+(?:just|recently)\s+joined|i\s+(?:just\s+|recently\s+|officially\s+)?took\s+over|i've\s+taken\s+over|"
+    r"i\s+inherited|"
     r"^(?:ever\s+)?(?:since|after)\s+(?:joining|moving\s+(?:over\s+)?to|transferring\s+to|switching\s+to))\s+"
     r"(?:now\s+|currently\s+|still\s+|officially\s+)?(?:on|in|with|to|into|over\s+to)?\s*(?:the\s+)?"
     r"(?P<team>(?-i:[A-Za-z][\w&/-]*)(?:\s+[\w&/-]+){0,2}?)\s+(?:team|squad|group|org|department|dept)\b",
@@ -242,7 +243,11 @@ _TEAM_SWAP_RE = re.compile(
     r"(?:with|on|in|at)\s+(?:the\s+)?(?!(?:you|him|her|them|it|that|this|a|an)\b)(?P<team>(?-i:[A-Za-z])[\w&/-]*)"
     r"(?=\s+(?:now|these\s+days|nowadays)\b|\s*[,.;!?]|\s*$)",
     re.I)
-_TEAM_LEAD_RE = re.compile(r"i(?:'m|\s+am)?\s+(?:now\s+|currently\s+)?(?:lead|run|manage|head)", re.I)
+_TEAM_LEAD_RE = re.compile(
+    r"i(?:'m|\s+am)?\s+(?:now\s+|currently\s+)?(?:lead|run|manage|head)"
+    r"|i\s+(?:just\s+|recently\s+|officially\s+)?took\s+over|i've\s+taken\s+over|i\s+inherited",
+    re.I,
+)
 _FAMILY = (
     r"wife|husband|partner|girlfriend|boyfriend|fiancee?|son|daughter|kid|child|baby|mom|mother|mum|dad|father|"
     r"brother|sister|dog|cat|puppy|pup|kitten|kitty|pet|parrot|rabbit|bunny|hamster|horse|turtle|bird|guinea\s+pig"

@@ -189,7 +189,7 @@ _JOB_RES = tuple((re.compile(pattern), rule) for pattern, rule in (
      r"(?=$|[\s,.;!?]|了|做|工作|上班)", "zh.employer.left"),
     # "跳槽了，现在在美团", "入职了快手": a change of employer, the subject dropped as chat does
     (r"(?:跳槽|入职|加入了?|跳到|换到|去了)(?:了)?[^,.;!?]{0,4}?(?:,\s*)?(?:现在|目前)?(?:在|到)?\s*"
-     r"(?P<org>[\u4e00-\u9fffA-Za-z]{2,6}?)(?=$|[\s,.;!?]|了|做|工作|上班)", "zh.employer.changed"),
+     r"(?P<org>(?<![A-Za-z])[\u4e00-\u9fffA-Za-z]{2,6}?)(?=$|[\s,.;!?]|了|做|工作|上班)", "zh.employer.changed"),
 ))
 _ORG_REJECT = re.compile(  # "我在想做个产品", "我在一家公司…", "我是他们的…", "我是组里唯一的前端": not organisations
     # "大/小" as the size of a kind of place ("小公司", "大厂"), not the first character of a name ("小红书", "小米")
