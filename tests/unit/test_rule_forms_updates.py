@@ -336,3 +336,31 @@ def test_a_tool_switched_to_in_chinese_is_no_employer_cut_from_its_name() -> Non
     assert [c.slot for c in cands if c.slot] == ["user.editor"]
     [employer] = [c for c in extract_turn(Turn("e1", "user", "入职了 Shopee")) if c.slot == "user.employer"]
     assert employer.value == "Shopee"
+
+
+@pytest.mark.parametrize(
+    ("text", "slot", "value"),
+    [
+        ("Buildkite now, Jenkins kept falling over", "project.ci", "buildkite"),
+        ("and now it's on Fly.io, the Heroku bill got silly", "project.hosting", "fly.io"),
+        ("it's all Kotlin these days", "project.language", "kotlin"),
+        ("Postgres 17 everywhere now", "project.database", "postgresql 17"),
+    ],
+)
+def test_a_tool_told_as_the_state_now_fills_its_slot(text: str, slot: str, value: str) -> None:
+    assert [(c.slot, c.value) for c in extract_turn(Turn("e1", "user", text)) if c.slot] == [(slot, value)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "now in Kotlin",  # the code asked for next
+        "Kotlin now",
+        "Buildkite now?",
+        "render now",  # an order
+        "Go now",
+        "Buildkite now, then Jenkins for the old pipeline, and compare the two",
+    ],
+)
+def test_no_state_for_a_request_a_question_or_an_everyday_word(text: str) -> None:
+    assert [c.slot for c in extract_turn(Turn("e1", "user", text)) if c.slot] == []

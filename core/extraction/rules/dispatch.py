@@ -25,6 +25,7 @@ from core.extraction.rules.vocab import (
     current_tool,
     find_tools,
     first_current_tool,
+    is_common_word,
     is_tool,
     named_as_left,
 )
@@ -671,6 +672,42 @@ def _since_left_hits(clause: str, *, lang: str) -> list[Hit]:
             return [tool_hit(new, 0, len(clause), rule=f"{lang}.tool.since_left", lang=lang,
                              category=Category.DECISION, confidence=0.85)]  # fmt: skip
     return []
+
+
+# A tool told as the state now, with nothing else in its clause: "Vitest now, jest was too slow", "and now it's
+# Go", "it's all Railway these days", "Node 20 everywhere now". Chat's way to give the value a change led to. A
+# leading "now" needs a subject ("now in Go" asks for code in Go), and without one the name is capitalised or has
+# a digit ("render now" is an order).
+_BARE_STATE_RE = re.compile(
+    r"^\W*(?:(?:and|so|but|ok|okay|btw|fyi|yeah|anyway)\W+)*(?:(?P<lead>now|these\s+days|nowadays)\W+)?"
+    r"(?:(?P<subject>it's|it\s+is|everything's|everything\s+is|everything\s+runs|we're|we\s+are|i'm|i\s+am)\s+)?"
+    r"(?:(?:all|mostly|fully|purely)\s+)?(?:(?:on|in|using|with)\s+)?"
+    r"(?P<name>(?-i:[A-Za-z])[\w.+#-]*(?:\s+[\w.+#-]+){0,2}?)"
+    r"(?:\s+(?P<now>now|everywhere|these\s+days|nowadays|across\s+the\s+board|for\s+everything)(?:\s+now)?)?"
+    r"\W*$",
+    re.I,
+)
+
+
+def bare_state_hits(clause: str, *, lang: str) -> list[Hit]:
+    """A clause that is only a tool and a "now" (`_BARE_STATE_RE`): the tool is its slot's current value."""
+    if lang != "en" or len(clause) > 60:
+        return []
+    match = _BARE_STATE_RE.match(clause)
+    if match is None or not (match.group("lead") or match.group("now")) or is_question_like(clause):
+        return []
+    name = match.group("name")
+    if match.group("lead") and not match.group("subject"):
+        return []
+    if not match.group("subject") and (is_common_word(name) or not (name[0].isupper() or name[-1].isdigit())):
+        return []  # "Go now", "render now": an everyday word first in its clause may be just that
+    tools = [(t, start, end) for t, start, end in find_tools(name) if t.slot]
+    if len(tools) != 1 or tools[0][1] != 0 or name[tools[0][2] :].strip(" .0-9x"):
+        return []  # the name is one tool (a version may follow), nothing else
+    if not match.group("subject") and tools[0][0].slot == "project.language":
+        return []  # "Python now": as often the language of the code asked for next
+    return [tool_hit(tools[0][0], match.start("name"), match.end(), rule=f"{lang}.tool.state_now", lang=lang,
+                     category=Category.DECISION, confidence=0.85)]  # fmt: skip
 
 
 _REPLACED_WITH_RE = re.compile(r"(?:replaced|swapped(?:\s+out)?|traded|substituted)\b", re.I)

@@ -24,6 +24,7 @@ from core.extraction.lang import detect_lang, has_han
 from core.extraction.rules import en, zh
 from core.extraction.rules.dispatch import (
     CHANGE_VERBS_EN,
+    bare_state_hits,
     change_hits,
     change_match,
     is_question_like,
@@ -1082,6 +1083,13 @@ def _sentence_hits(sentence: str) -> list[Hit]:
         asked = is_asked(clause)
         lang = detect_lang(clause)
         changes = change_hits(clause, lang=lang, blocked=_blocked)
+        if (
+            not changes
+            and not asked
+            and sentence[end : end + 2].strip()[:1] not in ("?", "？")
+            and not _THEN_NEXT_RE.match(sentence, end)
+        ):  # "Buildkite now" alone; "Buildkite now, then Jenkins ..." is a list of steps
+            changes = bare_state_hits(clause, lang=lang)
         made = change_match(clause) if changes and lang == "en" else None
         if made is not None and others_subject(clause[: made.start()]):
             changes = []  # "one of my friends switched to Arch": someone else's change
@@ -1283,6 +1291,7 @@ def _left_name(name: str) -> bool:
     return name[0].isupper() or any(c.isdigit() for c in name) or is_tool(name)
 
 
+_THEN_NEXT_RE = re.compile(r"\W*(?:and\s+)?(?:then|after\s+that|next|afterwards)\b", re.I)
 _LEFT_FORMS_ZH = (_LEFT_ZH, _FROM_ZH, _STOPPED_ZH, _NO_LONGER_ZH)
 _LEFT_FORMS_EN = (_LEFT_EN, _GONE_EN, _FROM_EN, _ANYMORE_EN)
 

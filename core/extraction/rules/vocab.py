@@ -233,6 +233,11 @@ _NOT_A_VERSION_RE = re.compile(
 _KIND_SUFFIX_RE = re.compile(r"(?<=\w)-(?:based|powered|backed|driven|native|flavou?red|only)$", re.I)
 
 
+def is_common_word(name: str) -> bool:
+    """The tool's name is also an everyday word ("Go", "Render", "Railway"): alone, it may be the word."""
+    return name.casefold() in _CASE_SENSITIVE
+
+
 def find_tools(text: str) -> list[tuple[Tool, int, int]]:
     """Known tools named in `text`, with their spans, in order. A version right after a slotted tool ("Go
     1.22", "Vue 2", "Python 3.12") is part of its value and display, and of its span."""
