@@ -165,3 +165,18 @@ def test_a_team_named_in_latin_keeps_its_words() -> None:
     found = {(slot, value, content) for slot, value, _, content in _found("上个月转到 search infra team 了")}
     assert ("user.team", "search infra team", "用户在 search infra team。") in found
     assert ("user.team", "风控组", "用户在风控组。") in {(s, v, c) for s, v, _, c in _found("我在风控组")}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "my little sister's laptop runs Fedora, she set it up herself",
+        "our roommate is on Arch and never stops talking about it",
+        "别的部门的规定是不许用 MongoDB，跟我们无关",
+        "其他项目的规矩是不准用 jQuery",
+        "网上说 Bun 已经能上生产了，靠谱吗",
+        "看到有人说 Deno 比 Node 快很多",
+    ],
+)
+def test_someone_elses_setup_or_rule_or_hearsay_is_not_the_users(text: str) -> None:
+    assert [c.content for c in extract_turn(Turn("e1", "user", text))] == []

@@ -792,7 +792,11 @@ _STACK_BLOCK_RE = re.compile(
     # a plan denied ("我们没有要上 K8s"), a relative as the subject ("我弟在学 Java")
     r"没有?要|没打算|不打算|没计划|^\W*我的?" + ZH_KIN + r"|"
     r"竞品|竞争对手|友商|甲方|供应商|合作方|外包|好像|貌似|似乎|试着|尝试|正在|在试|在装|在配|在调|"
-    r"别的组|其他组|别人|对方|客户|听说|据说",
+    r"别的组|其他组|别人|对方|客户|听说|据说|有人说|人家说|网上说|看到有人|"
+    # someone close to the user as the subject: "my neighbour's kid is learning Rust"
+    r"\b(?:my|our)\s+(?:(?:little|older|younger|best|new|old)\s+)?(?:neighbou?rs?|kids?|sons?|daughters?|wife|husband|"
+    r"partner|sisters?|brothers?|mom|mum|dad|parents?|cousins?|roommates?|flatmates?|nephews?|nieces?|aunts?|uncles?|"
+    r"grandma|grandpa|girlfriend|boyfriend)\b",
     re.I,
 )
 

@@ -548,7 +548,8 @@ _NOT_STATEMENT = re.compile(  # the verb says the clause is about thinking, want
 _PERSON_OWNER = re.compile(  # someone else's fact: "our designer uses Figma", "my colleague ..."
     r"^(?:our|my)\s+(?:\w+\s+)?(?:colleague|coworker|co-worker|boss|manager|friend|designer|intern|pm|cto|ceo|"
     r"client|customer|users?|neighbou?r|teammate|contractor|lead|cousin|uncle|aunt|competitor|rival|vendor|partner|"
-    r"supplier|landlord|sister|brother|mom|dad|wife|husband)s?\b", re.I)
+    r"supplier|landlord|sister|brother|mom|dad|wife|husband|roommate|flatmate|kid|son|daughter|girlfriend|"
+    r"boyfriend|nephew|niece|grandma|grandpa|mum|parent)s?\b", re.I)
 # fmt: on
 
 

@@ -196,6 +196,11 @@ def all_do_hits(sentence: str) -> list[Hit]:
     return [_rule(said, "zh.rule.all_do", len(sentence))]
 
 
+_OTHERS_RULE = re.compile(
+    r"隔壁|别的(?:组|团队|部门|公司|项目)|其他(?:组|团队|部门|公司|项目)|他们的|人家的|别人的|对方的"
+)
+
+
 def prohibition_hits(sentence: str) -> list[Hit]:
     """Things forbidden or required in the user's work, however phrased (see the module docstring)."""
     body = _body(sentence)
@@ -211,6 +216,8 @@ def prohibition_hits(sentence: str) -> list[Hit]:
         and not _NOT_TOPIC.match(topic.group("topic"))
         and not NOT_RULE.match(topic.group("rest"))  # "回复慢点别介意": comfort, not a rule
         and not re.search(r"今天|这次|(?<!必须)(?<!要)先|马上", body)
+        # another group's rule, not one for the user's work: "隔壁组的规矩是不准用 lodash"
+        and not _OTHERS_RULE.search(body)
     ):
         return [_rule(strip_tail(body), "zh.rule.modal", len(sentence))]
     return []
