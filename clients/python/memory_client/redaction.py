@@ -1310,9 +1310,9 @@ _ENV_PASSWORD = re.compile(
 )
 # A password given on a command line: the mysql family's attached `-pSECRET`, `sshpass -p SECRET`.
 _CLI_PASSWORD = re.compile(
-    r"(?P<lead>(?<![\w-])(?:mysql|mariadb|mysqldump|mysqladmin|mysqlimport|mysqlsh)(?![\w-])[^\n`]{0,600}?[ \t]-p"
+    r"(?P<lead>(?<![\w\]-])(?:mysql|mariadb|mysqldump|mysqladmin|mysqlimport|mysqlsh)(?![\w-])[^\n`]{0,600}?[ \t]-p"
     r"(?P<q>['\"]?))(?P<v>(?!\[REDACTED:)[^\s'\"-][^\s'\"]*)"
-    r"|(?P<lead2>(?<![\w-])sshpass[ \t]+-p[ \t]*(?P<q2>['\"]?))(?P<v2>(?!\[REDACTED:)[^\s'\"-][^\s'\"]*)"
+    r"|(?P<lead2>(?<![\w\]-])sshpass[ \t]+-p[ \t]*(?P<q2>['\"]?))(?P<v2>(?!\[REDACTED:)[^\s'\"-][^\s'\"]*)"
 )
 
 
@@ -1348,7 +1348,7 @@ _CLI_TOOL_FLAGS = (
 )
 _GLUED_FLAG_TOOLS = ("openssl", "7z|7za|7zz|7zr|rar|unrar|winrar")
 _CLI_FLAG_PASSWORD = re.compile(
-    r"(?P<lead>(?<![\w.-])(?:"
+    r"(?P<lead>(?<![\w.\]-])(?:"
     + "|".join(
         "(?:" + tools + ")" + _CMD_REST + "(?:" + flags + ")" + ("" if tools in _GLUED_FLAG_TOOLS else _SEP)
         for tools, flags in _CLI_TOOL_FLAGS
@@ -1365,7 +1365,7 @@ _CLI_FLAG_GATE = (
 # `user:password` (or smbclient's `user%password`) after a tool's user flag: `curl -u AC12:tok`, HTTPie's
 # `http -a me:pw`, `wget --user=me:pw`, `smbclient -U alice%pw`. Only what follows the first separator goes.
 _CLI_USER_PASSWORD = re.compile(
-    r"(?P<lead>(?<![\w.-])(?:(?:curl|wget)" + _CMD_REST + r"(?:-u|--user|-U|--proxy-user)"
+    r"(?P<lead>(?<![\w.\]-])(?:(?:curl|wget)" + _CMD_REST + r"(?:-u|--user|-U|--proxy-user)"
     r"|(?:http|https|xh)(?=[ \t])" + _CMD_REST + r"(?:-a|--auth)"
     r"|(?:smbclient|rpcclient|smbget|smbmap|smbcacls)" + _CMD_REST + r"(?:-U|--user)"
     r")" + _SEP + r"(?P<q>['\"]?)[^\s:%'\"]{1,64}[:%])(?P<v>" + _CLI_VALUE + ")"
@@ -3491,7 +3491,7 @@ _DEVICE_CONFIG_GATE = (
 # Cloud storage tools configured on the command line, keys given by flag: Huawei `obsutil config -i=AK
 # -k=SK`, Alibaba `ossutil config -i AK -k SK`, Tencent `coscmd config -a ID -s KEY` (and `-t` a session
 # token); any tool's `--secret-key`, `--access-key-secret`, `--secret-id`. A value goes when it looks generated.
-_KEY_TOOL = re.compile(r"(?<![\w.-])(?:obsutil|ossutil(?:64)?|coscmd)(?![\w-])(?P<body>[^\n|;&]*)")
+_KEY_TOOL = re.compile(r"(?<![\w.\]-])(?:obsutil|ossutil(?:64)?|coscmd)(?![\w-])(?P<body>[^\n|;&]*)")
 _KEY_TOOL_FLAG = re.compile(
     r"(?<=[ \t:：,，])(?:-[iakst]|--?(?:access[_-]?key(?:[_-]?(?:id|secret))?|secret[_-]?(?:id|key)))(?:[ \t]+|=)[\"']?"
     r"(?P<v>(?!\[REDACTED:)[^\s'\"]+)"
@@ -3528,7 +3528,7 @@ _MC_ARG = (
     r"|(?![-$'\"])[^\s|;&'\"]{1,128})"
 )
 _MC_ALIAS = re.compile(
-    r"(?<![\w.-])mc(?:li)?(?:\.exe)?[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)[ \t]+[^\s|;&]{1,64}"
+    r"(?<![\w.\]-])mc(?:li)?(?:\.exe)?[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)[ \t]+[^\s|;&]{1,64}"
     r"[ \t]+(?P<url>(?:https?://)?[^\s|;&]{1,200})[ \t]+(?P<ak>"
     + _MC_ARG
     + r")(?:[ \t]+(?P<sk>"
@@ -3907,7 +3907,7 @@ def _sql_insert_action(m: re.Match[str]) -> tuple[str, int]:
 # `CONNECT app/x@db` at the start of a line. Only the password goes; `sqlplus / as sysdba` names no user and has none.
 _ORACLE_CONNECT = re.compile(
     r"(?P<lead>(?:jdbc:oracle:(?:thin|oci8?|kprb):"
-    r"|(?<![\w.-])(?:sqlplus|expdp|impdp|sqlldr|rman|dgmgrl)(?:[ \t]+-{1,2}[A-Za-z]+)*"
+    r"|(?<![\w.\]-])(?:sqlplus|expdp|impdp|sqlldr|rman|dgmgrl)(?:[ \t]+-{1,2}[A-Za-z]+)*"
     r"(?:[ \t]+(?:target|catalog|auxiliary)[ \t]*=?)?[ \t]+"
     r"|(?<![\w-])userid[ \t]*=[ \t]*|(?P<rman>(?<![\w-])(?:target|catalog|auxiliary)[ \t]*=?[ \t]+)"
     r"|^[ \t]*(?:SQL>[ \t]*)?conn(?:ect)?[ \t]+)"
@@ -4758,7 +4758,7 @@ _FLAG_IN_ARRAY = re.compile(
     r"|=(?P<g>[^\"'\s]{1,200})(?P=q1))"
     r"|^[ \t]*-[ \t]+(?P<q3>[\"']?)" + _PW_FLAG_NAME + r"(?P=q3)[ \t]*\r?\n[ \t]*-[ \t]+(?P<q4>[\"']?)"
     r"(?P<y>[^\s\"']{1,200})(?P=q4)[ \t]*(?=\r?\n|\Z)"
-    r"|(?<![\w.-])redis-server(?:[ \t]+[^\s|;&]+){0,12}?[ \t]+--(?:requirepass|masterauth)[ \t]+(?P<cq>[\"']?)"
+    r"|(?<![\w.\]-])redis-server(?:[ \t]+[^\s|;&]+){0,12}?[ \t]+--(?:requirepass|masterauth)[ \t]+(?P<cq>[\"']?)"
     r"(?P<c>[^\s\"'|;&]{1,200})(?P=cq)",
     _I | re.MULTILINE,
 )
