@@ -418,6 +418,9 @@ HOLDOUT_PATHS = (
     # set 21: mostly ordinary conversation, folded in after its first-sight score (86/122, 97/100); its forms in
     # FORM_CASES_21
     DATA / "redaction_holdout21.jsonl",
+    # set 22: configs, logs, shell, CI output and mixed-language chat, folded in after its first-sight score (121/136,
+    # 100/100); its forms in FORM_CASES_22
+    DATA / "redaction_holdout22.jsonl",
 )
 
 
