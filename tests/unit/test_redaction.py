@@ -764,6 +764,24 @@ def test_redact_is_idempotent_and_emits_only_well_formed_placeholders(text: str)
     assert set(report) <= set(KINDS) and all(n > 0 for n in report.values())
 
 
+# A tool's name glued to a number is no command ("1946curl"); once the number is a placeholder, the `]` before the
+# name must not make it one on a rerun (hypothesis found "Aadhaar no: 4821 7730 1946curl -s --user deploy:X ...").
+@pytest.mark.parametrize(
+    "tool",
+    [
+        "curl -s --user deploy:!AskV1yUR1L4 https://ci.example/api",
+        "sshpass -p Xk29!vmq ssh ops@10.0.0.5",
+        "redis-cli -a Jq8rTn2w ping",
+        "redis-server --requirepass Jq8rTn2w",
+    ],
+)
+def test_a_tool_glued_to_a_replaced_number_stays_as_the_first_run_left_it(tool: str) -> None:
+    once = redact("Aadhaar no: 4821 7730 1946" + tool)
+
+    assert "[REDACTED:national_id]" in once
+    assert redact(once) == once
+
+
 @given(st.lists(st.sampled_from([placeholder(k) for k in KINDS] + [" ", "\n", "，"]), max_size=10))
 def test_text_made_only_of_placeholders_is_left_as_is(parts: list[str]) -> None:
     text = "".join(parts)

@@ -418,6 +418,9 @@ HOLDOUT_PATHS = (
     # set 21: mostly ordinary conversation, folded in after its first-sight score (86/122, 97/100); its forms in
     # FORM_CASES_21
     DATA / "redaction_holdout21.jsonl",
+    # set 22: configs, logs, shell, CI output and mixed-language chat, folded in after its first-sight score (121/136,
+    # 100/100); its forms in FORM_CASES_22
+    DATA / "redaction_holdout22.jsonl",
 )
 
 
@@ -2987,4 +2990,179 @@ def test_a_form_added_for_the_twenty_first_holdout_set(
     ],
 )
 def test_the_twenty_first_sets_rules_stay_linear(unit: str) -> None:
+    test_the_eighteenth_sets_rules_stay_linear(unit)
+
+
+# ---------------------------------------------------------------- forms added for the twenty-second hold-out set
+
+# Each form the twenty-second set (configs, logs, chat) showed missing, with made-up values and wording (none from the
+# set): secrets that must go and near misses that must come back unchanged. (form, text, secrets); no secrets = a
+# look-alike.
+_HEX64_A = "daebd20a60b4afa630098c172ac309bed8e020a235d27d7107ec52a1d2d83d0e"
+_HEX64_B = "73f6aa99f033eea6e69c09953fcbfdbf2635a2d13ef5605e09ed1e7ad4f4a7a8"
+FORM_CASES_22: list[tuple[str, str, tuple[str, ...]]] = [
+    # a Dutch BSN whose label is a clause away from it; the 11-proof decides
+    (
+        "bsn-far",
+        "For the gemeente form: my BSN, the one on the letter the Belastingdienst sent last spring, is 153323437",
+        ("153323437",),
+    ),
+    (
+        "bsn-far",
+        "Her burgerservicenummer from the time she studied in Groningen was 5617.20.794.",
+        ("5617.20.794",),
+    ),
+    ("bsn-far", "my BSN from the years I worked in Leiden is 250719631, or so I wrote down", ()),
+    ("bsn-far", "No BSN needed for the library card. The member number they gave me is 400138633", ()),
+    # a YAML password whose quoted value is on the next, deeper-indented line
+    (
+        "yaml-next-line-quoted",
+        "cache:\n  auth:\n    password:\n      'Tq8#vinyl-Lake'\n    timeout: 5\n",
+        ("Tq8#vinyl-Lake",),
+    ),
+    ("yaml-next-line-quoted", 'ldap:\n  bind_password:\n    "Nw3$cobalt77"\n', ("Nw3$cobalt77",)),
+    (
+        "yaml-next-line-quoted",
+        "db:\n  password:\n    secretKeyRef:\n      name: pg-auth\n      key: password\n",
+        (),
+    ),
+    ("yaml-next-line-quoted", 'db:\n  password:\n    "${PG_PASSWORD}"\n', ()),
+    ("yaml-next-line-quoted", 'api:\n  password:\n    "required"\n', ()),
+    # a value written before its label, pointed back at ("X <- that's the ... pw", "X——这个是……密码")
+    ("value-first-pointed", "Kv7!granite ← 这是公司 VPN 的新密码，记一下", ("Kv7!granite",)),
+    ("value-first-pointed", "mX4pQ9rTz2——就是家里 NAS 的登录密码，别外传", ("mX4pQ9rTz2",)),
+    (
+        "value-first-pointed",
+        "Otter#2291river  <- this is the wifi password for the cabin",
+        ("Otter#2291river",),
+    ),
+    (
+        "value-first-pointed",
+        "Plover_88star -- that's my old pw, in case the new one fails",
+        ("Plover_88star",),
+    ),
+    ("value-first-pointed", "iPhone15Pro——这个是我现在用的手机型号，不是密码", ()),
+    ("value-first-pointed", "MacBookAir2020 <- that's the laptop, the password is on a sticky note", ()),
+    ("value-first-pointed", "Python3.12 <- this is the version the password reset script needs", ()),
+    ("value-first-pointed", "Reset done <- that's the password for the router sorted", ()),
+    # a wallet key as 0x and 64 hex digits in a Hardhat / Truffle `accounts` list
+    (
+        "accounts-key-list",
+        f'networks: {{ holesky: {{ url: RPC_URL, chainId: 17000, accounts: ["0x{_HEX64_A}"] }} }}',
+        (f"0x{_HEX64_A}",),
+    ),
+    (
+        "accounts-key-list",
+        f"\"accounts\": [\n  '0x{_HEX64_A}',\n  '0x{_HEX64_B}'\n]",
+        (f"0x{_HEX64_A}", f"0x{_HEX64_B}"),
+    ),
+    ("accounts-key-list", f"deploy tx: https://holesky.etherscan.io/tx/0x{_HEX64_A} (status: success)", ()),
+    ("accounts-key-list", "accounts: [process.env.DEPLOYER_KEY], // from .env", ()),
+    (
+        "accounts-key-list",
+        'accounts: ["0xf1c074e4cd145432d949dbf2425de234c0125d1a"]  // the addresses to fund',
+        (),
+    ),
+    # recovery codes on the lines under a file name that says so
+    (
+        "recovery-codes-file",
+        "cat ~/Downloads/backup_codes.txt\n\n92408-f4914\nd5a49-27475\nf961d-5361c\n",
+        ("92408-f4914", "d5a49-27475", "f961d-5361c"),
+    ),
+    (
+        "recovery-codes-file",
+        "the recovery-codes file from the account setup, park it somewhere:\n200e9-42c42\nb0112-4535c\n\nthanks",
+        ("200e9-42c42", "b0112-4535c"),
+    ),
+    (
+        "recovery-codes-file",
+        "recovery-codes.txt is missing from the bundle\n\nhello-world\nworld-peace\n",
+        (),
+    ),
+    ("recovery-codes-file", "backup-codes.ts changed in:\n\n3f9a2c1\n8bd04e7\n", ()),
+    # a password flag and its value as items of a command array (compose `command:`, k8s `args:`)
+    (
+        "flag-in-array",
+        'command: ["valkey-server", "--save", "60", "1", "--requirepass", "Qz8rTfLm2WpX"]',
+        ("Qz8rTfLm2WpX",),
+    ),
+    ("flag-in-array", "args:\n  - --masterauth\n  - 'Hq7vPs2Nd'\n  - --port\n  - '6380'\n", ("Hq7vPs2Nd",)),
+    ("flag-in-array", "entrypoint: ['/bin/app', '--db-password', 'Marsh8!lily']", ("Marsh8!lily",)),
+    ("flag-in-array", 'command: ["redis-server", "--requirepass", "${REDIS_PASSWORD}"]', ()),
+    ("flag-in-array", 'args: ["--requirepass", "$(REDIS_PASSWORD)"]', ()),
+    ("flag-in-array", 'command: ["/bin/app", "--password-file", "/run/secrets/app_pw"]', ()),
+    # a user / password pair right after the name of a login page
+    ("login-page-pair", "phpMyAdmin is dbops / Lantern$4410, the import keeps timing out", ("Lantern$4410",)),
+    (
+        "login-page-pair",
+        "the cPanel: host77 / Ferry!Ring52 if you need to check the mail quota",
+        ("Ferry!Ring52",),
+    ),
+    ("login-page-pair", "wp-admin is slow / broken since the 6.5 update", ()),
+    ("login-page-pair", "the admin panel is mobile / desktop friendly now", ()),
+    # a password label a long clause away from its value
+    (
+        "label-far-clause",
+        "The password for the family iPad, which Sam changed on Sunday while I was out at the market and never "
+        "wrote down anywhere sensible, is Meadow-Lark-7721.",
+        ("Meadow-Lark-7721",),
+    ),
+    (
+        "label-far-clause",
+        "my pasword on the tax site, which the accountant set up for us back in March because the old one had "
+        "expired, was Quill_9034tern",
+        ("Quill_9034tern",),
+    ),
+    (
+        "label-far-clause",
+        "The password for the NAS, which I had to reset after the update locked me out, is stored in Bitwarden now.",
+        (),
+    ),
+    (
+        "label-far-clause",
+        "The password for the router, which nobody has changed since we moved in two years ago, is 12 characters.",
+        (),
+    ),
+    # a keypad's code, keyed digit by digit with dashes, a # or * after
+    ("keypad-code", "back door keypad is 4-7-0-2#, garbage day is Monday", ("4-7-0-2",)),
+    ("keypad-code", "shed keypad: 3-0-8-5*  (the light is on a timer)", ("3-0-8-5",)),
+    ("keypad-code", "garage keypad was 2 5 8 0 until the electrician reset it", ("2 5 8 0",)),
+    ("keypad-code", "the side gate keypad = 771903 (press the bell icon after)", ("771903",)),
+    ("keypad-code", "the keypad is broken, use the key under the mat", ()),
+    ("keypad-code", "the keypad is 3-4 years old and the buttons stick", ()),
+    ("keypad-code", "the Yale keypad 2000 series has a 9V battery", ()),
+]
+
+
+@pytest.mark.parametrize(
+    ("form", "text", "secrets"), FORM_CASES_22, ids=[f"{c[0]}-{i}" for i, c in enumerate(FORM_CASES_22)]
+)
+def test_a_form_added_for_the_twenty_second_holdout_set(
+    form: str, text: str, secrets: tuple[str, ...]
+) -> None:
+    test_a_form_added_for_the_fourth_holdout_set(form, text, secrets)
+
+
+# The twenty-second set's new rules read a bounded run (a BSN label's 100 characters before its number, a YAML key and
+# its next line, a token and a few words after it, an `accounts` list, a heading line before codes, a command's flags,
+# a clause of 240 characters after a label, a keypad's digits): four times the input costs about four times the time.
+@pytest.mark.parametrize(
+    "unit",
+    [
+        "bsn from when a b c ",
+        "a_password:\n  ",
+        "Kv7!x <- that's the a b c pw ",
+        "a1b2 —— 这是我的 ",
+        'accounts: ["0x12", ',
+        "backup-codes a b\n1234-5678\n",
+        '"--password", "',
+        "- --requirepass\n- ",
+        "redis-server a b c ",
+        "password for a b, which a b c ",
+        "pasword, since a.b, c ",
+        "keypad is 1 2 ",
+        "wp-admin is a / b ",
+    ],
+)
+def test_the_twenty_second_sets_rules_stay_linear(unit: str) -> None:
     test_the_eighteenth_sets_rules_stay_linear(unit)

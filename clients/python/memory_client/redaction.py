@@ -1310,9 +1310,9 @@ _ENV_PASSWORD = re.compile(
 )
 # A password given on a command line: the mysql family's attached `-pSECRET`, `sshpass -p SECRET`.
 _CLI_PASSWORD = re.compile(
-    r"(?P<lead>(?<![\w-])(?:mysql|mariadb|mysqldump|mysqladmin|mysqlimport|mysqlsh)(?![\w-])[^\n`]{0,600}?[ \t]-p"
+    r"(?P<lead>(?<![\w\]-])(?:mysql|mariadb|mysqldump|mysqladmin|mysqlimport|mysqlsh)(?![\w-])[^\n`]{0,600}?[ \t]-p"
     r"(?P<q>['\"]?))(?P<v>(?!\[REDACTED:)[^\s'\"-][^\s'\"]*)"
-    r"|(?P<lead2>(?<![\w-])sshpass[ \t]+-p[ \t]*(?P<q2>['\"]?))(?P<v2>(?!\[REDACTED:)[^\s'\"-][^\s'\"]*)"
+    r"|(?P<lead2>(?<![\w\]-])sshpass[ \t]+-p[ \t]*(?P<q2>['\"]?))(?P<v2>(?!\[REDACTED:)[^\s'\"-][^\s'\"]*)"
 )
 
 
@@ -1348,7 +1348,7 @@ _CLI_TOOL_FLAGS = (
 )
 _GLUED_FLAG_TOOLS = ("openssl", "7z|7za|7zz|7zr|rar|unrar|winrar")
 _CLI_FLAG_PASSWORD = re.compile(
-    r"(?P<lead>(?<![\w.-])(?:"
+    r"(?P<lead>(?<![\w.\]-])(?:"
     + "|".join(
         "(?:" + tools + ")" + _CMD_REST + "(?:" + flags + ")" + ("" if tools in _GLUED_FLAG_TOOLS else _SEP)
         for tools, flags in _CLI_TOOL_FLAGS
@@ -1365,7 +1365,7 @@ _CLI_FLAG_GATE = (
 # `user:password` (or smbclient's `user%password`) after a tool's user flag: `curl -u AC12:tok`, HTTPie's
 # `http -a me:pw`, `wget --user=me:pw`, `smbclient -U alice%pw`. Only what follows the first separator goes.
 _CLI_USER_PASSWORD = re.compile(
-    r"(?P<lead>(?<![\w.-])(?:(?:curl|wget)" + _CMD_REST + r"(?:-u|--user|-U|--proxy-user)"
+    r"(?P<lead>(?<![\w.\]-])(?:(?:curl|wget)" + _CMD_REST + r"(?:-u|--user|-U|--proxy-user)"
     r"|(?:http|https|xh)(?=[ \t])" + _CMD_REST + r"(?:-a|--auth)"
     r"|(?:smbclient|rpcclient|smbget|smbmap|smbcacls)" + _CMD_REST + r"(?:-U|--user)"
     r")" + _SEP + r"(?P<q>['\"]?)[^\s:%'\"]{1,64}[:%])(?P<v>" + _CLI_VALUE + ")"
@@ -1714,7 +1714,10 @@ def _any_account_pair(m: re.Match[str], secret: str) -> tuple[str, int]:
         or _EMAIL.fullmatch(secret)
         or _stand_in(secret)
         or text.startswith(_MARK, m.end())
-        or _ACCOUNT_CONTEXT.search(text, max(0, m.start() - 200), m.end() + 200) is None
+        or (
+            _ACCOUNT_CONTEXT.search(text, max(0, m.start() - 200), m.end() + 200) is None
+            and _LOGIN_PAGE_BEFORE.search(text, max(0, m.start() - 80), m.start()) is None
+        )
     ):
         return m.group(), 0
     lead = m.start("v") - m.start()
@@ -1743,9 +1746,18 @@ def _basic_action(m: re.Match[str]) -> tuple[str, int]:
 # one time in eleven, so the label is required where the check is that weak): the Dutch BSN (11-proof),
 # the Brazilian CPF (two check digits; its dotted form is distinctive enough alone), the Spanish DNI / NIE
 # (a check letter).
+# (set 22: the label may be a clause away from the number, "my Dutch BSN from when I lived in Utrecht is ...": up to
+# 100 characters with no digit; beyond 24 they must stay in the label's sentence and name no other number, and the
+# 11-proof still decides)
 _BSN = re.compile(
-    r"(?P<lead>(?<![A-Za-z])(?:bsn|burgerservicenummer|sofi[ -]?nummer)\b[^0-9\n]{0,24})"
+    r"(?P<lead>(?<![A-Za-z])(?:bsn|burgerservicenummer|sofi[ -]?nummer)\b(?P<gap>[^0-9\n]{0,100}))"
     r"(?P<v>(?<![0-9])[0-9]{4}[ .]?[0-9]{2}[ .]?[0-9]{3}|[0-9]{9})(?![0-9])",
+    _I,
+)
+_BSN_GAP_OTHER = re.compile(
+    r"[.!?;。！？；](?:[ \t]|\Z)|(?<![A-Za-z])(?:phone|tel|mobile|order|invoice|ticket|account|iban|member|customer"
+    r"|client|policy|zip|postcode|postal|kvk|btw|vat|case|reference|ref|tracking|booking|employee|student|passport)"
+    r"(?![A-Za-z])",
     _I,
 )
 # The Polish PESEL (11 digits: the birth date, its month carrying the century, a serial and a check digit of
@@ -3479,7 +3491,7 @@ _DEVICE_CONFIG_GATE = (
 # Cloud storage tools configured on the command line, keys given by flag: Huawei `obsutil config -i=AK
 # -k=SK`, Alibaba `ossutil config -i AK -k SK`, Tencent `coscmd config -a ID -s KEY` (and `-t` a session
 # token); any tool's `--secret-key`, `--access-key-secret`, `--secret-id`. A value goes when it looks generated.
-_KEY_TOOL = re.compile(r"(?<![\w.-])(?:obsutil|ossutil(?:64)?|coscmd)(?![\w-])(?P<body>[^\n|;&]*)")
+_KEY_TOOL = re.compile(r"(?<![\w.\]-])(?:obsutil|ossutil(?:64)?|coscmd)(?![\w-])(?P<body>[^\n|;&]*)")
 _KEY_TOOL_FLAG = re.compile(
     r"(?<=[ \t:：,，])(?:-[iakst]|--?(?:access[_-]?key(?:[_-]?(?:id|secret))?|secret[_-]?(?:id|key)))(?:[ \t]+|=)[\"']?"
     r"(?P<v>(?!\[REDACTED:)[^\s'\"]+)"
@@ -3516,7 +3528,7 @@ _MC_ARG = (
     r"|(?![-$'\"])[^\s|;&'\"]{1,128})"
 )
 _MC_ALIAS = re.compile(
-    r"(?<![\w.-])mc(?:li)?(?:\.exe)?[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)[ \t]+[^\s|;&]{1,64}"
+    r"(?<![\w.\]-])mc(?:li)?(?:\.exe)?[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)[ \t]+[^\s|;&]{1,64}"
     r"[ \t]+(?P<url>(?:https?://)?[^\s|;&]{1,200})[ \t]+(?P<ak>"
     + _MC_ARG
     + r")(?:[ \t]+(?P<sk>"
@@ -3895,7 +3907,7 @@ def _sql_insert_action(m: re.Match[str]) -> tuple[str, int]:
 # `CONNECT app/x@db` at the start of a line. Only the password goes; `sqlplus / as sysdba` names no user and has none.
 _ORACLE_CONNECT = re.compile(
     r"(?P<lead>(?:jdbc:oracle:(?:thin|oci8?|kprb):"
-    r"|(?<![\w.-])(?:sqlplus|expdp|impdp|sqlldr|rman|dgmgrl)(?:[ \t]+-{1,2}[A-Za-z]+)*"
+    r"|(?<![\w.\]-])(?:sqlplus|expdp|impdp|sqlldr|rman|dgmgrl)(?:[ \t]+-{1,2}[A-Za-z]+)*"
     r"(?:[ \t]+(?:target|catalog|auxiliary)[ \t]*=?)?[ \t]+"
     r"|(?<![\w-])userid[ \t]*=[ \t]*|(?P<rman>(?<![\w-])(?:target|catalog|auxiliary)[ \t]*=?[ \t]+)"
     r"|^[ \t]*(?:SQL>[ \t]*)?conn(?:ect)?[ \t]+)"
@@ -4596,6 +4608,249 @@ _OTP_TOLD_NEEDS = re.compile(r"(?:read|gave|told|sent)[ \t]+(?:him|her|them|it|o
 _OTP_TOLD_NEEDS_ZH = re.compile(r"说了|說了|报了|報了|念了|给了|給了|告诉|告訴|发给")
 
 
+# ---------------------------------------------------------------- set 22: configs, logs and chat
+
+# A Dutch BSN a clause away from its label (`_BSN`'s long reach): the gap past 24 characters stays in the label's
+# sentence and names no other kind of number ("No BSN needed. The member number is ..." stays).
+_bsn_checked = _checked_action(_bsn_ok)
+
+
+def _bsn_action(m: re.Match[str]) -> tuple[str, int]:
+    gap = m.group("gap")
+    if len(gap) > 24 and _BSN_GAP_OTHER.search(gap) is not None:
+        return m.group(), 0
+    return _bsn_checked(m)
+
+
+# A YAML key naming a password whose scalar is on the next, deeper-indented line (set 22: "password:\n
+# \"oh^J...\""), the key's name ending in the password word (`bind_password:`, `smtp_pass:`): a quoted scalar that
+# is the whole line, or a plain one that looks like a password. Kept: a nested mapping on the next line
+# ("password:\n  secretKeyRef:"), a list item, a reference ("${PG_PASSWORD}"), a word ("required").
+_YAML_NEXT_LINE = re.compile(
+    r"^(?P<ind>[ \t]*)(?:-[ \t]+)?(?P<key>[\w.-]{0,40}?(?:password|passwd|passphrase|pass|pwd))[ \t]*:[ \t]*"
+    r"(?:#[^\n]*)?\r?\n"
+    r"(?P=ind)[ \t]+(?:(?P<q>[\"'])(?P<qv>(?!\[REDACTED:)[^\s\"']{4,64})(?P=q)"
+    r"|(?P<v>[^\s\"'#&*!|>%@`{}\[\],:-][^\s]{3,63}))"
+    r"[ \t]*(?=\r?\n|\Z)",
+    _I | re.MULTILINE,
+)
+_YAML_NEXT_LINE_NEEDS = re.compile(r"(?:pass(?:word|wd|phrase)?|pwd)[ \t]*:[ \t]*(?:#[^\n]*)?\r?\n")
+
+
+def _yaml_next_line_action(m: re.Match[str]) -> tuple[str, int]:
+    quoted = m.group("qv") is not None
+    group = "qv" if quoted else "v"
+    value = m.group(group)
+    if (
+        secret_kind_of_name(m.group("key")) != "password"  # the word starts a part of the name: not `bypass:`
+        or _stand_in(value)
+        or value.lower() in _NOT_A_PASSWORD
+        or _DATE_OR_TIME.fullmatch(value)
+        or (not quoted and (value.endswith(":") or ": " in value or not _pw_shaped(value)))
+    ):
+        return m.group(), 0
+    whole, at = m.group(), m.start(group) - m.start()
+    return whole[:at] + _tag("password") + whole[at + len(value) :], 1
+
+
+# A value written first, then pointed back at as a password (set 22: "X——这个是路由器后台的管理密码", "X   <- that's
+# the new pw for the router admin page"): a token, an arrow, a dash or a comma, then "that's / this is / it's" and
+# the / my / our ... up to four words and the label, which ends its phrase (a stop, "for ...", "in case": not "the
+# password reset script"); or 这(个)是 / 就是, a few words and 密码 / 口令 ending its phrase. The token must look like a
+# password or be 4+ digits. Kept: "iPhone15Pro——这个是我现在用的手机型号，不是密码", "MacBookAir2020 <- that's the
+# laptop, ...", "Reset done <- that's the password ...".
+_PW_POINTED_POINTER = r"[ \t]*(?:←|⟵|⬅|<-{1,2}|—{1,2}|–|-{1,2}|[,，])"
+_PW_POINTED_REST = (
+    r"[ \t]*(?:(?:that|this|it)(?:['’]s|[ \t]+(?:is|was))[ \t]+(?:the|my|our|his|her|their|your)[ \t]+"
+    r"(?:[\w'-]+[ \t]+){0,4}?(?:pass(?:word|code|phrase)|pwd|pw|pass|(?P<pin>pin))s?"
+    r"(?=[ \t]*(?:[,.;:!?)\]]|\r?\n|\Z)|[ \t]+(?:for|to|of|on|at|in|we|i|you|so|and|but|from)(?![A-Za-z]))"
+    r"|(?:(?:这|這|那)(?:个|個)?[ \t]*(?:就|也)?|就)是[^\n，。,.!?！？；;：:、()（）0-9]{0,20}?(?:密码|密碼|口令)"
+    r"(?=[\s，。,.!?！？；;：:、)）]|\Z|[了啊哦呀呢吧哈]))"
+)
+_PW_POINTED = re.compile(
+    r"(?P<v>[\x21-\x7e](?<![\x21-\x7e][\x21-\x7e])[\x21-\x7e]{3,63})(?P<rest>"
+    + _PW_POINTED_POINTER
+    + _PW_POINTED_REST
+    + ")",
+    _I,
+)
+# (the pointer and the label after it, searched first from a character class: a long paste with commas and "pass" in
+# it skips the rule, which would try every token as the value)
+_PW_POINTED_NEEDS = re.compile(r"[←⟵⬅—–,，<-]-{0,2}" + _PW_POINTED_REST, _I)
+
+
+def _pw_pointed_action(m: re.Match[str]) -> tuple[str, int]:
+    value = m.group("v")
+    secret = value.lstrip("\"'`“‘「『(").rstrip(_PW_TRAILING)
+    if (
+        len(secret) < 4
+        or _MARK in value
+        or "]" in secret
+        or _stand_in(secret)
+        or not (_pw_shaped(secret) or (secret.isdigit() and len(secret) >= 4))
+        or (m.group("pin") is not None and not secret.isdigit())  # a pin on a map ("Cafe42, that's the pin")
+    ):
+        return m.group(), 0
+    lead = value[: value.index(secret)]
+    return lead + _tag("password") + value[len(lead) + len(secret) :] + m.group("rest"), 1
+
+
+# A wallet's private keys listed as a Hardhat / Truffle network's `accounts` (set 22: `accounts:
+# ["0x843f..."]`): each item of the list that is a quoted 0x and 64 hex digits (a transaction hash has that shape
+# too, and is kept outside such a list; an address has 40 digits; `process.env.KEY` is a reference).
+_ACCOUNTS_LIST = re.compile(
+    r"accounts(?<![\w.$-]accounts)[\"'`]?[ \t]*[:=][ \t]*\[(?P<body>[^\[\]]{1,4000})\]", _I
+)
+_ACCOUNTS_ITEM = re.compile(r"(?P<q>[\"'`])(?P<v>0x[0-9a-fA-F]{64})(?P=q)")
+_LIST_ITEM_BEFORE = re.compile(r"(?:\A|,)[ \t\r\n]*\Z")
+_LIST_ITEM_AFTER = re.compile(r"[ \t\r\n]*(?:,|//|\Z)")
+
+
+def _accounts_action(m: re.Match[str]) -> tuple[str, int]:
+    body, base = m.group("body"), m.start("body") - m.start()
+    found = 0
+    out: list[str] = []
+    end = 0
+    for item in _ACCOUNTS_ITEM.finditer(body):
+        if _LIST_ITEM_BEFORE.search(body, 0, item.start()) is None or not _LIST_ITEM_AFTER.match(
+            body, item.end()
+        ):
+            continue
+        out += [body[end : item.start("v")], _tag("private_key")]
+        end = item.end("v")
+        found += 1
+    if not found:
+        return m.group(), 0
+    whole = m.group()
+    return whole[:base] + "".join(out) + body[end:] + whole[base + len(body) :], found
+
+
+# Recovery codes on the lines under a file's name that says so (set 22: "github-recovery-codes.txt, keep these
+# safe:\n\n19333-5a2be\n..."): `_CODE_LINES` with the label's words joined by `-` / `_` too, blank lines before
+# the codes, and GitHub's shape, two groups of five hex digits.
+_CODE_FILE_LINES = re.compile(
+    r"(?<![A-Za-z])(?:backup|recovery|verification|scratch|2fa|mfa)[_-]codes(?![A-Za-z])[^\n]{0,240}\r?\n"
+    r"(?:[ \t]*\r?\n){0,3}"
+    r"(?P<list>(?:[ \t]*(?:[0-9]{4}[ \t]?[0-9]{4}|[0-9]{8,10}|[a-z0-9]{4}-[a-z0-9]{4}|[0-9a-f]{5}-[0-9a-f]{5})"
+    r"[ \t]*(?:\r?\n|\Z)){2,32})",
+    _I,
+)
+_CODE_FILE_LINE = re.compile(
+    r"[0-9]{4}[ \t]?[0-9]{4}|[0-9]{8,10}|[a-z0-9]{4}-[a-z0-9]{4}|[0-9a-f]{5}-[0-9a-f]{5}", _I
+)
+
+
+def _code_file_lines_action(m: re.Match[str]) -> tuple[str, int]:
+    base = m.start()
+    start = m.start("list") - base
+    body, n = _CODE_FILE_LINE.subn(_tag("password"), m.group("list"))
+    return m.group()[:start] + body, n
+
+
+# A password flag with its value as the next item of a command array (set 22: compose's `command: ["redis-server",
+# "--requirepass", "X"]`; k8s `args:` as a YAML list), or glued with `=` inside one item; and redis-server's own
+# `--requirepass` / `--masterauth` on a command line (every redis.conf directive is a flag of redis-server). Kept: a
+# reference (`${REDIS_PASSWORD}`, k8s `$(REDIS_PASSWORD)`), a path, another flag, a word of prose; a flag naming a
+# file (`--password-file`) is another flag.
+_PW_FLAG_NAME = r"--(?:requirepass|masterauth|(?:[a-z0-9]+[_-])*(?:password|passwd|pass|pwd))"
+_FLAG_IN_ARRAY = re.compile(
+    r"(?P<q1>[\"'])" + _PW_FLAG_NAME + r"(?:(?P=q1)[ \t]*,[ \t\r\n]*(?P<q>[\"'])(?P<v>[^\"'\n]{1,200})(?P=q)"
+    r"|=(?P<g>[^\"'\s]{1,200})(?P=q1))"
+    r"|^[ \t]*-[ \t]+(?P<q3>[\"']?)" + _PW_FLAG_NAME + r"(?P=q3)[ \t]*\r?\n[ \t]*-[ \t]+(?P<q4>[\"']?)"
+    r"(?P<y>[^\s\"']{1,200})(?P=q4)[ \t]*(?=\r?\n|\Z)"
+    r"|(?<![\w.\]-])redis-server(?:[ \t]+[^\s|;&]+){0,12}?[ \t]+--(?:requirepass|masterauth)[ \t]+(?P<cq>[\"']?)"
+    r"(?P<c>[^\s\"'|;&]{1,200})(?P=cq)",
+    _I | re.MULTILINE,
+)
+_FLAG_IN_ARRAY_NEEDS = re.compile(_PW_FLAG_NAME + r"(?![a-z0-9_-])")
+_REDIS_FLAG = re.compile(r"requirepass|masterauth", _I)  # redis-server's own: any value that is no reference
+
+
+def _flag_in_array_action(m: re.Match[str]) -> tuple[str, int]:
+    group = next(g for g in ("v", "g", "y", "c") if m.group(g) is not None)
+    value = m.group(group)
+    generic = _REDIS_FLAG.search(m.group()) is None
+    if (
+        value.startswith(("-", "/", "~", _MARK))
+        or _stand_in(value)
+        or value.lower() in _NOT_A_PASSWORD
+        or _READS_SECRET.match(value) is not None
+        or (generic and not _pw_shaped(value))
+    ):
+        return m.group(), 0
+    whole, at = m.group(), m.start(group) - m.start()
+    return whole[:at] + _tag("password") + whole[at + len(value) :], 1
+
+
+# A user / password pair right after a login page's name (set 22: "wp-admin is editor2 / Summit#953"): the page
+# names where the pair signs in, as a word of signing in near the pair does for `_any_account_pair`.
+_LOGIN_PAGE_BEFORE = re.compile(
+    r"(?<![A-Za-z])(?:wp-admin|wp-login(?:\.php)?|phpmyadmin|cpanel|plesk|webmin|directadmin|(?:admin|management"
+    r"|control)[ \t-]?(?:panel|page|console|portal|dashboard|area)|管理后台|后台|控制台)(?![A-Za-z])"
+    r"[^\n]{0,12}?(?:[ \t]+(?:is|was)|[:：=]|是)[ \t]*[A-Za-z][A-Za-z0-9_.@-]{1,31}[ \t]+\Z",
+    _I,
+)
+
+
+# A password label a long clause away from its value (set 22: "The pasword for the Synology NAS, which I had to reset
+# last Tuesday ... twice because she kept using the old one, is harbor-Hazel-biscuit7."): the label (misspelt ones
+# too) and a short qualifier, a comma and a relative or subordinate clause (which, that, who, since, because ...) of
+# up to 240 characters in the same sentence, a comma, "is" / "was", and a value that looks like a password. Kept:
+# "..., is stored in Bitwarden now", "..., is 12 characters".
+_PW_FAR = re.compile(
+    # (no PIN: its digits are no password-shaped value; the lookbehind after the first letter, so the engine skips to
+    # a "p")
+    r"p(?<![A-Za-z0-9_]p)(?:ass(?:word|wd|code|phrase)s?|ass[ \t-]phrase|wd|w"
+    r"|as(?:wrod|word|wrd|wd)|ass(?:wrod|owrd|wrd|wod|ord)|ssw(?:or)?d|swd)(?![A-Za-z0-9_])"
+    r"(?:[ \t]+(?:for|to|of|on|at)(?:[ \t]+[\w@.'-]+){1,5}?)?"
+    r"[ \t]*,[ \t]*(?:which|that|who|where|when|since|after|because|as|though|although)(?![A-Za-z])"
+    r"(?:[^\n.!?;]|[.!?](?=\S)){0,240}?"
+    r",[ \t]*(?P<lead>(?:is|was)(?:[ \t]+(?:still|now))?[ \t]+)[\"'`“‘]?(?P<v>(?!\[REDACTED:)[\x21-\x7e]{4,64})",
+    _I,
+)
+_PW_FAR_NEEDS = re.compile(r",[ \t]*(?:is|was)[ \t]")
+# (the value ends its clause: a small word after it says it was a description, "is Argon2 based now")
+_PW_FAR_AFTER = re.compile(r"[ \t]+(?!(?:and|but|so|if|please|pls|btw|thanks|ok)(?![A-Za-z]))[a-z]")
+
+
+def _pw_far_action(m: re.Match[str]) -> tuple[str, int]:
+    value = m.group("v")
+    secret = value.rstrip(_PW_TRAILING + "!?")
+    if (
+        len(secret) < 6
+        or _stand_in(secret)
+        or secret.lower() in _NOT_A_PASSWORD
+        # (a description, not a value: "is WPA2-protected", "is Argon2 based")
+        or secret.rsplit("-", 1)[-1].lower() in _NOT_A_PASSWORD
+        or (secret == value and _PW_FAR_AFTER.match(m.string, m.end()) is not None)
+        or not _pw_shaped(secret)
+        or _DATE_OR_TIME.fullmatch(secret)
+        or _EMAIL.fullmatch(secret)
+    ):
+        return m.group(), 0
+    return _tag_value_head(m, len(secret), "password")
+
+
+# A keypad's code after the keypad alone (set 22: "side gate keypad is 8-3-6-1#"): "keypad is / was / :" and 4 to
+# 8 digits, or 4 to 8 single digits keyed one by one between dashes or spaces; a `#` or `*` after stays. Kept: "the
+# keypad is broken", "the keypad is 3-4 years old", "the Yale keypad 2000 series" (no verb or colon).
+_KEYPAD_CODE = re.compile(
+    r"(?P<lead>k(?<![A-Za-z]k)eypad(?:['’]s)?(?:[ \t]+(?:is|was)(?:[ \t]+(?:still|now|set[ \t]+to))?|[ \t]*[:：=])"
+    r"[ \t]*)(?P<v>(?<![0-9])(?:[0-9]{4,8}|[0-9](?:[ \t]*-[ \t]*[0-9]|[ \t][0-9]){3,7}))"
+    r"(?![0-9A-Za-z]|[ \t]*-?[ \t]*[0-9]|[ \t]*(?:digits?|numbers?|characters?|chars?|years?|series|model))",
+    _I,
+)
+
+
+# The set-22 rules' gates: the password words of their labels and flags (one search for four rules), and the rare
+# words the other three need (one search, then the word itself).
+_SET22_PW_GATE = ("pass", "pw", "pin", "pasw", "pssw", "pswd", "masterauth", "密码", "密碼", "口令")
+_SET22_RARE_GATE = ("accounts", "_codes", "-codes", "keypad")
+_ACCOUNTS_NEEDS = re.compile("accounts")
+_CODE_FILE_NEEDS = re.compile("[_-]codes")
+_KEYPAD_NEEDS = re.compile("keypad")
+
+
 _RULES: tuple[_Rule, ...] = (
     # Multi-line and structured secrets first, so their inner digits/words never feed the narrower rules.
     _Rule("private_key", _PRIVATE_KEY, _swap("private_key"), ("private key",)),
@@ -4720,7 +4975,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule(
         "national_id",
         _BSN,
-        _checked_action(_bsn_ok),
+        _bsn_action,
         ("bsn", "burgerservice", "sofinummer", "sofi-", "sofi "),
     ),
     _Rule("national_id", _PESEL, _checked_action(_pesel_ok), ("pesel",)),
@@ -4771,6 +5026,16 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _CODE_LINES, _code_lines_action, ("codes",)),
     _Rule("private_key", _SEED_LOOSE, _seed_loose_action, _SEED_LOOSE_GATE),
     _Rule("private_key", _HEX_WALLET_KEY, _hex_wallet_action, _HEX_WALLET_GATE),
+    # set 22: a YAML value on the next line, a value pointed back at, a wallet key list, recovery codes under a file's
+    # name, a password flag in a command array, a label a clause away, a keypad's code
+    # (two shared gates, each searched once for its rules: the password words, and the rare words)
+    _Rule("password", _YAML_NEXT_LINE, _yaml_next_line_action, _SET22_PW_GATE, needs=_YAML_NEXT_LINE_NEEDS),
+    _Rule("password", _PW_POINTED, _pw_pointed_action, _SET22_PW_GATE, needs=_PW_POINTED_NEEDS),
+    _Rule("private_key", _ACCOUNTS_LIST, _accounts_action, _SET22_RARE_GATE, needs=_ACCOUNTS_NEEDS),
+    _Rule("password", _CODE_FILE_LINES, _code_file_lines_action, _SET22_RARE_GATE, needs=_CODE_FILE_NEEDS),
+    _Rule("password", _FLAG_IN_ARRAY, _flag_in_array_action, _SET22_PW_GATE, needs=_FLAG_IN_ARRAY_NEEDS),
+    _Rule("password", _PW_FAR, _pw_far_action, _SET22_PW_GATE, needs=_PW_FAR_NEEDS),
+    _Rule("password", _KEYPAD_CODE, _swap_value("password"), _SET22_RARE_GATE, needs=_KEYPAD_NEEDS),
     # last: after every rule that may have replaced the password that is corrected
     _Rule("password", _CORRECTED, _corrected_action, after="password"),
     _Rule("password", _CORRECTED, _decoded_action, ("解码", "解碼", "解出", "decod"), after="password"),
