@@ -180,3 +180,21 @@ def test_a_team_named_in_latin_keeps_its_words() -> None:
 )
 def test_someone_elses_setup_or_rule_or_hearsay_is_not_the_users(text: str) -> None:
     assert [c.content for c in extract_turn(Turn("e1", "user", text))] == []
+
+
+@pytest.mark.parametrize(
+    ("text", "content"),
+    [
+        ("代码注释用中文，不要英文", "代码注释用中文，不要英文。"),
+        ("注释写中文。别用英文。", "注释写中文，别用英文。"),
+    ],
+)
+def test_a_bare_negation_after_a_rule_stays_with_it(text: str, content: str) -> None:
+    assert [c.content for c in extract_turn(Turn("e1", "user", text))] == [content]
+
+
+def test_a_negation_with_its_own_verb_or_after_a_fact_stands_alone() -> None:
+    # the seed example: the database is a fact of its own, the ORM ban a rule of its own
+    got = [c.content for c in extract_turn(Turn("e1", "user", "数据库用 PostgreSQL，不要用 ORM"))]
+    assert got == ["用户的项目使用 PostgreSQL。", "不要使用 ORM。"]
+    assert [c.content for c in extract_turn(Turn("e1", "user", "不要繁体"))] == ["不要繁体。"]

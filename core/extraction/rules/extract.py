@@ -146,8 +146,14 @@ def analyze_turn(turn: Turn, *, roles: Sequence[str] = ("user",)) -> TurnAnalysi
                 )
                 previous = (sentence, len(candidates) - 1)
                 continue
+        zh_fragment = _ZH_NEGATED_FRAGMENT_RE.match(sentence) if lang == "zh" or not sentence.isascii() else None
+        if zh_fragment and candidates and _carries(candidates[-1], "zh"):
+            # "缩进用 tab。不要空格。": a bare "不要 X" restates the rule before it, and is kept with it, not alone
+            candidates[-1] = _joined(candidates[-1], zh_fragment.group(0))
+            previous = None
+            continue
         start_index = len(candidates)
-        hits = sentence_hits(sentence, emphasised=emphasised, carried_irony=carried_irony)
+        hits = _ellipses_joined(sentence_hits(sentence, emphasised=emphasised, carried_irony=carried_irony))
         # an ironic sentence, or a clause that states nothing ("I didn't say ...", "..., not mine"), is no
         # statement for the residual filter either: only what the rules kept of it is read
         unsaid = len(sentence) if ironic(sentence, carried=carried_irony) else unsaid_prefix(sentence)
@@ -163,6 +169,42 @@ def analyze_turn(turn: Turn, *, roles: Sequence[str] = ("user",)) -> TurnAnalysi
             residual.append(rest)
         previous = (sentence, start_index)
     return TurnAnalysis(tuple(_drop_contained(dedupe(candidates))), lang, text, " | ".join(residual))
+
+
+# A clause that is only 不要 / 别 / 禁止 ... and what it forbids, with no verb of its own: "不要繁体", "别用空格",
+# "禁止浮点"
+_ZH_NEGATED_FRAGMENT_RE = re.compile(
+    r"^\s*(?:不要|别|不用|禁止|不许|不准|勿)(?:用|使用)?\s*(?:[A-Za-z0-9][\w.+#-]{0,20}|[\u4e00-\u9fff]{1,4})\s*[。！!.～~]*\s*$"
+)
+
+
+def _carries(cand: Candidate, lang: str) -> bool:
+    """A rule an elliptical negation may continue: a MUST rule of no slot, in the same language."""
+    return cand.tier is Tier.MUST and cand.slot is None and cand.lang == lang and cand.op is Operation.REMEMBER
+
+
+def _joined(rule: Candidate, fragment: str) -> Candidate:
+    body = fragment.strip().rstrip("。！!.～~ ")
+    return dataclasses.replace(rule, content=f"{rule.content.rstrip('。.!！ ')}，{body}。")
+
+
+def _ellipses_joined(hits: list[Hit]) -> list[Hit]:
+    """A sentence's rule and the bare negation after it, one memory: "回复用简体中文，不要繁体" gives one rule, not
+    "…用简体中文" and a lone "不要繁体". The other hits keep their order."""
+    if len(hits) < 2:
+        return hits
+    out = list(hits)
+    for cand, start, end in hits:
+        if cand.lang != "zh" or not _carries(cand, "zh") or _ZH_NEGATED_FRAGMENT_RE.match(cand.content) is None:
+            continue
+        before = [i for i, (c, _s, e) in enumerate(out) if e <= start and c is not cand and _carries(c, "zh")]
+        if not before:
+            continue
+        i = max(before, key=lambda j: out[j][2])
+        rule, rule_start, _ = out[i]
+        out[i] = (_joined(rule, cand.content), rule_start, end)
+        out = [h for h in out if h[0] is not cand]
+    return out
 
 
 # A sentence that is only a negated noun phrase or bare verb: "Never local time.", "Not merge.", "No jQuery."
