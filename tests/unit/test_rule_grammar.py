@@ -198,3 +198,19 @@ def test_a_negation_with_its_own_verb_or_after_a_fact_stands_alone() -> None:
     got = [c.content for c in extract_turn(Turn("e1", "user", "数据库用 PostgreSQL，不要用 ORM"))]
     assert got == ["用户的项目使用 PostgreSQL。", "不要使用 ORM。"]
     assert [c.content for c in extract_turn(Turn("e1", "user", "不要繁体"))] == ["不要繁体。"]
+
+
+def test_a_dot_inside_a_name_does_not_end_what_the_user_does_not_want() -> None:
+    [cand] = extract_turn(Turn("e1", "user", "I don't want to see os.system() calls in new code"))
+    assert cand.content == "The user does not want to see os.system() calls in new code."
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "帮我写个定时脚本备份数据库",  # 定时 is "scheduled", not "when"
+        "每次给你日志之前",  # only a condition: no rule is cut from it
+    ],
+)
+def test_no_rule_from_a_task_or_a_bare_condition(text: str) -> None:
+    assert [c.rule for c in extract_turn(Turn("e1", "user", text)) if c.tier is Tier.MUST] == []

@@ -221,7 +221,8 @@ _EVERY_SCOPE_RE = re.compile(
 _DONT_WANT_RE = re.compile(
     I_WORD + r"\s*" + ADV + r"(?:don't|do\s+not|never)\s+want\s+(?:(?P<you>you\s+(?:to\s+)?)|(?=any\b|more\b|"
     r"to\s+see\b|(?:\w+\s+)?(?:emojis|comments|explanations|caveats|disclaimers|apologies)\b))"
-    r"(?P<rest>[a-z][^.;!?]{2,80})",
+    # a dot inside a name stays in it (".format()", "os.path")
+    r"(?P<rest>[a-z](?:[^.;!?]|\.(?=[\w(])){2,80})",
     re.I,
 )
 

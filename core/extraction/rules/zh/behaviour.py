@@ -131,7 +131,9 @@ _NEXT_CLAUSE = re.compile(
 _OUTPUT_RULE_RE = re.compile(
     LEAD
     + r"(?P<cond>(?:你|请你?)?(?:在)?(?:给我|帮我|替我)?(?:写|给|回答|回复|生成|输出|解释|举例|提交|起名|命名|"
-    r"重构|翻译|总结|出|列|review|评审|贴|改)[^,.;!?]{0,12}?(?:的时候|时候|时))\s*,?\s*(?P<rest>[^,.;!?]{3,60})"
+    # 时 as "when", not the end of a word ("定时任务", "及时", "按时")
+    r"重构|翻译|总结|出|列|review|评审|贴|改)[^,.;!?]{0,12}?(?:的时候|时候|(?<![定及准按同随临当有小暂实平届])时))\s*,?\s*"
+    r"(?P<rest>[^,.;!?]{3,60})"
 )
 _NOT_INSTRUCTION = re.compile(  # "写代码的时候我发现…", "写测试时总报错": what happened, not how to do it
     r"^(?:我|我们|他|她|它|这|那|有|就|还|也|老|一直|经常|突然|遇到|发现|出现|报|碰到|会|没|不会|总|又|都)"
@@ -231,6 +233,8 @@ def rule_hits(sentence: str) -> list[Hit]:
         one_off = None  # "上线前务必先在预发验证": first in a standing sequence, not "for now"
     if len(core) < 2 or NOT_RULE.match(core) or (one_off and not lead):
         return []  # "先别改这个文件": about the task at hand
+    if not mod and re.search(r"(?:之前|以前|之后|以后|的时候|时候)$", core):
+        return []  # "每次给我 SQL 之前": only a condition, cut from the rule that follows it
     if _PRONOUN.search(core) and len(_PRONOUN.sub("", core)) <= 2:
         return []  # "不要这样做"
     canon = _MOD_CANON[mod]
