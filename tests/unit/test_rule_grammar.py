@@ -214,3 +214,15 @@ def test_a_dot_inside_a_name_does_not_end_what_the_user_does_not_want() -> None:
 )
 def test_no_rule_from_a_task_or_a_bare_condition(text: str) -> None:
     assert [c.rule for c in extract_turn(Turn("e1", "user", text)) if c.tier is Tier.MUST] == []
+
+
+def test_a_name_with_its_version_or_an_aside_with_a_mark_stays_whole() -> None:
+    [cand] = extract_turn(Turn("e1", "user", "Our base image is node:22-alpine."))
+    assert cand.content == "The user's base image is node:22-alpine."
+    [joined] = extract_turn(Turn("e1", "user", "I just joined (day 3!) as a data analyst."))
+    assert "(day 3!) as a data analyst" in joined.content
+
+
+def test_a_verb_after_the_boss_is_no_name_and_an_offer_of_help_is_no_rule() -> None:
+    assert extract_turn(Turn("e1", "user", "我老板总用 Excel 做排期")) == []
+    assert extract_turn(Turn("e1", "user", "If you have any questions, just let me know!")) == []

@@ -52,11 +52,24 @@ def clean_text(text: str) -> str:
     return normalize_lines(text if text.isascii() else simplified(text))
 
 
+_ASIDE_MARKS = {"!": "\u01c3", "?": "\u0294"}  # stand-ins that are no sentence marks, put back after the split
+_ASIDE_MARK_RE = re.compile(r"[!?](?=[)）])")
+
+
+def _restore_marks(sentence: str) -> str:
+    sentence = sentence.replace(_DOT_MARK, ".")
+    if "\u01c3" in sentence or "\u0294" in sentence:
+        sentence = sentence.replace("\u01c3", "!").replace("\u0294", "?")
+    return sentence
+
+
 def split_sentences(text: str) -> list[str]:
     """Sentences of a cleaned text; leading bullets, emoji and symbols dropped ("👍 remember ...")."""
     protected = _INNER_DOT_RE.sub(_DOT_MARK, text)
+    if ")" in protected:  # "(week 2!)": a mark inside an aside ends no sentence
+        protected = _ASIDE_MARK_RE.sub(lambda m: _ASIDE_MARKS[m.group()], protected)
     sentences = (
-        _LEADING_NOISE_RE.sub("", match.group()).strip().replace(_DOT_MARK, ".")
+        _restore_marks(_LEADING_NOISE_RE.sub("", match.group()).strip())
         for match in _SENTENCE_RE.finditer(protected)
     )
     return [sentence for sentence in sentences if sentence.strip(".!?; ")]
@@ -66,7 +79,8 @@ def split_sentences(text: str) -> list[str]:
 _CLAUSE_BREAK_RE = re.compile(
     # "10:15" is a time and "our 1:1s" a meeting, not a clause break: a colon between two digits never is; nor
     # is the comma of "2,000" (three digits after it, then no digit)
-    r"\s*(?:;|,(?!(?<=\d,)\d{3}(?!\d))|:(?!(?<=\d:)\d)|\s[-\u2013\u2014]\s|\u2014)\s*"
+    # nor a colon between a name and its version or port ("python:3.11-slim", "db:5432")
+    r"\s*(?:;|,(?!(?<=\d,)\d{3}(?!\d))|:(?!(?<=[A-Za-z0-9]:)\d)|\s[-\u2013\u2014]\s|\u2014)\s*"
     r"|\s+(?=(?:and|but|so|though|although|while)\s+(?:i|i'm|i've|we|we're|we've|my|our|the\s+team|please|pls|"
     r"can|could|would)\b)"
     r"|\s+(?=so\s+(?-i:[A-Z])|so\s+(?:the|it|that|this|my|our|you)\b)"

@@ -452,6 +452,10 @@ def rule_hits(sentence: str) -> list[Hit]:
         return []  # "don't give up", "never mind"; "don't give me pip commands" is a rule
     if (_ONE_OFF.search(rest) and not persistent) or _PRONOUN_ONLY.match(rest) or _KEEP_IN_MIND.match(rest):
         return []  # "don't change this file yet", "don't do that": about the task at hand
+    if re.match(r"(?:just\s+)?(?:let|tell)\s+(?:me|us)\s+know\b", rest, re.I) and re.match(
+        r"\W*if\s+(?:you|u)\b", match.group("cond") or body, re.I
+    ):
+        return []  # "if you need any help, let me know!": an offer, not a rule for the agent
     if len(rest.split()) == 1 and first not in IMPERATIVE_VERBS and canon != "no more":
         return []
     tools = find_tools(rest)
