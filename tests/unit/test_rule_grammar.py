@@ -226,3 +226,11 @@ def test_a_name_with_its_version_or_an_aside_with_a_mark_stays_whole() -> None:
 def test_a_verb_after_the_boss_is_no_name_and_an_offer_of_help_is_no_rule() -> None:
     assert extract_turn(Turn("e1", "user", "我老板总用 Excel 做排期")) == []
     assert extract_turn(Turn("e1", "user", "If you have any questions, just let me know!")) == []
+
+
+def test_a_night_owl_is_no_cat() -> None:
+    assert [c.slot for c in extract_turn(Turn("e1", "user", "我是个夜猫子，早上的会尽量别约"))] == [None] * len(
+        extract_turn(Turn("e1", "user", "我是个夜猫子，早上的会尽量别约"))
+    )
+    [cat] = [c for c in extract_turn(Turn("e1", "user", "我家那只猫叫年糕")) if c.slot]
+    assert (cat.slot, cat.value) == ("user.family.cat", "年糕")

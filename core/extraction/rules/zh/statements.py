@@ -235,7 +235,9 @@ _WE_TEAM_RE = re.compile(
 )
 _FAMILY = r"猫|狗|猫咪|狗狗|女儿|儿子|老婆|老公|媳妇|妻子|丈夫|孩子|宝宝|闺女|男朋友|女朋友|对象|兔子|鹦鹉|仓鼠"
 _FAMILY_RE = re.compile(
-    r"(?:" + ME + r"|" + WE + r"|家里)(?:家)?(?:的)?(?:那只|这只|那条|这条)?[\u4e00-\u9fff]{0,2}?(?P<who>" + _FAMILY
+    # "我是夜猫子" (a night owl) is what the user is, no cat: no 是 before the word, no idiom around it
+    r"(?:" + ME + r"|" + WE + r"|家里)(?:家)?(?:的)?(?:那只|这只|那条|这条)?(?:(?!是)[\u4e00-\u9fff]){0,2}?"
+    r"(?<![夜懒馋熊病])(?P<who>" + _FAMILY
     + r")(?:的名字)?(?:叫做?|名叫|是|,)?\s*(?P<name>[A-Z][a-z]+|[\u4e00-\u9fff]{1,3}?)(?=$|[\s,.;!~]|今年|了|呢|已经|"
       r"特别|三|两|一|刚|最近|老)")
 _MANAGER_RE = re.compile(
