@@ -234,3 +234,26 @@ def test_a_night_owl_is_no_cat() -> None:
     )
     [cat] = [c for c in extract_turn(Turn("e1", "user", "我家那只猫叫年糕")) if c.slot]
     assert (cat.slot, cat.value) == ("user.family.cat", "年糕")
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("would you mind remembering that I prefer oat milk?", "oat milk"),
+        ("can u keep in mind im allergic to shellfish when u suggest dinners", "shellfish"),
+        ("I want every deadline in UTC, never local time", "every deadline in UTC; never local time"),
+        ("For slides, dark backgrounds please.", "For slides, dark backgrounds"),
+        ("any charts you make for me: colourblind-safe palettes please", "colourblind-safe palettes"),
+        ("Squash merges only from now on.", "Squash merges only from now on"),
+    ],
+)
+def test_a_preference_asked_politely_or_told_as_a_noun_phrase_is_kept(text: str, kept: str) -> None:
+    contents = [c.content for c in extract_turn(Turn("e1", "user", text)) if c.tier is Tier.MUST]
+    assert any(kept in c for c in contents), contents
+
+
+@pytest.mark.parametrize(
+    "text", ["For dinner, pizza please", "ok from now on", "I want all of it done by Friday", "can u check this?"]
+)
+def test_an_order_a_filler_or_a_task_is_no_preference(text: str) -> None:
+    assert [c.content for c in extract_turn(Turn("e1", "user", text)) if c.tier is Tier.MUST] == []

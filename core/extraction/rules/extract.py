@@ -185,6 +185,8 @@ def _carries(cand: Candidate, lang: str) -> bool:
 
 def _joined(rule: Candidate, fragment: str) -> Candidate:
     body = fragment.strip().rstrip("。！!.～~ ")
+    if rule.lang == "en":
+        return dataclasses.replace(rule, content=f"{rule.content.rstrip('.! ')}; {body[:1].lower()}{body[1:]}.")
     return dataclasses.replace(rule, content=f"{rule.content.rstrip('。.!！ ')}，{body}。")
 
 
@@ -195,9 +197,11 @@ def _ellipses_joined(hits: list[Hit]) -> list[Hit]:
         return hits
     out = list(hits)
     for cand, start, end in hits:
-        if cand.lang != "zh" or not _carries(cand, "zh") or _ZH_NEGATED_FRAGMENT_RE.match(cand.content) is None:
+        lang = cand.lang or ""
+        fragment = _ZH_NEGATED_FRAGMENT_RE if lang == "zh" else _EN_NEGATED_CONTENT_RE
+        if not _carries(cand, lang) or fragment.match(cand.content) is None:
             continue
-        before = [i for i, (c, _s, e) in enumerate(out) if e <= start and c is not cand and _carries(c, "zh")]
+        before = [i for i, (c, _s, e) in enumerate(out) if e <= start and c is not cand and _carries(c, lang)]
         if not before:
             continue
         i = max(before, key=lambda j: out[j][2])
@@ -205,6 +209,10 @@ def _ellipses_joined(hits: list[Hit]) -> list[Hit]:
         out[i] = (_joined(rule, cand.content), rule_start, end)
         out = [h for h in out if h[0] is not cand]
     return out
+
+
+# a rule's content that is only "Never / No / Not" and a word or two: "Never local time." after "... in UTC"
+_EN_NEGATED_CONTENT_RE = re.compile(r"^(?:never|no|not)\s+[\w./+#-]+(?:\s+[\w./+#-]+)?\.?$", re.I)
 
 
 # A sentence that is only a negated noun phrase or bare verb: "Never local time.", "Not merge.", "No jQuery."

@@ -286,16 +286,44 @@ def scoped_rule_hits(sentence: str) -> list[Hit]:
 
 def np_rule_hits(sentence: str) -> list[Hit]:
     """ "plain text commits only please": the rule, MUST."""
-    if not sentence.rstrip(" .!").lower().endswith(("please", "pls", "plz", "thanks", "thx", "ty")):
-        return []  # asked for or not a rule: the test spares the pattern most sentences
+    said = sentence.rstrip(" .!").lower()
+    standing = said.endswith(("from now on", "going forward"))
+    if not standing and not said.endswith(("please", "pls", "plz", "thanks", "thx", "ty")):
+        return _scoped_np_hits(sentence)  # asked for or not a rule: the test spares the pattern most sentences
     match = _NP_RULE_RE.match(sentence)
     if match is None or is_question(sentence) or _ONE_OFF.search(sentence):
-        return []
+        return _scoped_np_hits(sentence)
     scope = match.group("scope").lower()
-    if not match.group("please"):
-        return []  # "weekends only", "good luck for all exams": a fact or a wish, unless asked for
+    if not match.group("please") and not standing:
+        return []  # "weekends only", "good luck for all exams": a fact or a wish, unless asked for or standing
     content = sentence_case(f"use {third_person(match.group('np'))} {scope}")
     cand = make(content, Kind.PROCEDURAL, Category.CONSTRAINT, Tier.MUST, rule="en.rule.noun_phrase",
+                confidence=0.8, lang="en")  # fmt: skip
+    return [(cand, 0, len(sentence))]
+
+
+# A noun phrase asked for over a kind of output: "For recipes, metric units please.", "any dates you write for me:
+# DD/MM/YYYY please". The scope is plural or every kind ("for dinner, pizza please" is an order, not a rule).
+_FOR_KIND_NP_RE = re.compile(
+    r"^(?:for|in)\s+(?:(?:all|any|every|my|our)\s+)?(?P<kind>[a-z][\w-]*s|code|everything|anything)\s*,\s*"
+    r"(?P<np>[a-z][\w/+#.-]*(?:\s+(?!(?:is|are|was|were|be|i|we|you|it|they|do|does|did)\b)[\w/+#.-]+){0,3}?)"
+    r"\s*,?\s*(?:please|pls|plz)[\s.!]*$"
+    r"|^(?P<all>any|all|every)\s+(?P<kind2>[a-z][\w-]*(?:\s+[a-z][\w-]*)?)\s+you\s+(?:write|give|make|draft|send|"
+    r"generate|create|produce|suggest)(?:\s+(?:for|to)\s+(?:me|us))?\s*[:-]\s*(?P<np2>[^,.;!?]{2,40}?)"
+    r"\s*,?\s*(?:please|pls|plz)?\s*(?:[,;.!]|$)",
+    re.I,
+)
+
+
+def _scoped_np_hits(sentence: str) -> list[Hit]:
+    match = _FOR_KIND_NP_RE.match(sentence) if ("please" in sentence.lower() or " you " in sentence) else None
+    if match is None or is_question(sentence) or _ONE_OFF.search(sentence):
+        return []
+    if match.group("np"):
+        content = sentence_case(f"for {match.group('kind')}, {third_person(match.group('np'))}")
+    else:
+        content = sentence_case(f"{match.group('all')} {match.group('kind2')} the agent writes: {match.group('np2')}")
+    cand = make(content, Kind.PROCEDURAL, Category.CONSTRAINT, Tier.MUST, rule="en.rule.noun_phrase_for",
                 confidence=0.8, lang="en")  # fmt: skip
     return [(cand, 0, len(sentence))]
 
@@ -484,6 +512,12 @@ _NEED_RE = re.compile(
 )
 
 
+# "I want all timestamps in UTC", "I'd like every date as YYYY-MM-DD": a requirement over a whole kind
+_WANT_ALL_RE = re.compile(
+    I_WORD + r"\s*" + ADV + r"(?:need|want|'d\s+like|would\s+like|prefer)\s+(?:all|every|each)\s+(?:of\s+the\s+)?"
+    r"[a-z][\w-]*(?:\s+[\w-]+){0,2}?\s+(?:in|as|to\s+be|formatted\s+as|written\s+in)\s+[^,.;!?]{2,40}",
+    re.I,
+)
 _NEED_CUE = re.compile(
     r"throughout|everywhere|across\s+the|at\s+all|\b(?:all|every|each)\b|from\s+now|forward|always", re.I
 )
@@ -499,10 +533,11 @@ def need_hits(sentence: str) -> list[Hit]:
         or ("like" in sentence)
     )
     wants = wants and _NEED_CUE.search(sentence) is not None
-    match = _NEED_RE.search(sentence) if wants else None
+    match = (_NEED_RE.search(sentence) or _WANT_ALL_RE.search(sentence)) if wants else None
     if match is None or blocked(sentence, match.start(), hypothetical=True):
         return []
-    content = sentence_case(third_person(sentence[match.start() : match.end()]))
+    said = re.sub(r"[\s,]*(?:please|pls|plz)$", "", sentence[match.start() : match.end()], flags=re.I)
+    content = sentence_case(third_person(said))
     cand = make(content, Kind.PROCEDURAL, Category.CONSTRAINT, Tier.MUST, rule="en.rule.need", confidence=0.85,
                 lang="en")  # fmt: skip
     return [(cand, match.start(), match.end())]

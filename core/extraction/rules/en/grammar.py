@@ -173,10 +173,10 @@ _QUESTION_START = re.compile(
     r"is|are|was|were|should|shall|have|has|am|what|what's|whats|where|where's|who|who's|whom|whose|why|how|"
     r"which(?!\s+(?:is\s+why|means|is\s+how|is\s+what)\b))\b", re.I)  # "which is why ...": a relative clause
 _POLITE_RE = re.compile(  # "could you remember ...?" asks for something: not a question about a fact
-    LEAD + r"(?:please\s+)?(?:can|could|would|will)\s+you\s+(?:please\s+|also\s+|just\s+)*(?:remember|note|"
+    LEAD + r"(?:please\s+)?(?:can|could|would|will)\s+(?:you|u)\s+(?:please\s+|also\s+|just\s+)*(?:remember|note|"
     r"keep\s+in\s+mind|make\s+a\s+note|forget|stop\s+remembering|delete|erase|remove|call\s+me|address\s+me|"
     r"always|never|not|stop|keep|use|reply|respond|answer|write|be|avoid|save|store|commit|"
-    r"mind\s+(?:not|always|never)|refrain)\b", re.I)
+    r"mind\s+(?:not|always|never|remembering\s+that|keeping\s+in\s+mind)|refrain)\b", re.I)
 # fmt: on
 
 

@@ -26,12 +26,14 @@ def statement_hits(text: str) -> list[Hit]:
 # fmt: off
 _ASKING = (  # how a request to the agent may open
     r"(?:(?:from\s+now\s+on|going\s+forward|in\s+(?:the\s+)?future)[\s,]+)?(?:please\s+|pls\s+|kindly\s+)?"
-    r"(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?|i\s+(?:want|need)\s+you\s+to\s+|i(?:'d|\s+would)\s+"
+    # "can u keep in mind ...", "would you mind remembering that ...?": asked, and meant as a request
+    r"(?:(?:can|could|would|will)\s+(?:you|u)\s+(?:please\s+)?(?:mind\s+)?|i\s+(?:want|need)\s+you\s+to\s+|i(?:'d|\s+would)\s+"
     r"like\s+you\s+to\s+|you\s+(?:should|need\s+to|must|have\s+to|can|may|could)\s+)?(?:also\s+|always\s+|"
     r"just\s+|now\s+)?"
 )
 _REMEMBER_RE = re.compile(
-    LEAD + _ASKING + r"(?P<verb>remember|don't\s+forget|do\s+not\s+forget|never\s+forget|keep\s+(?:this\s+|"
+    LEAD + _ASKING + r"(?P<verb>remember(?:ing)?|keeping\s+in\s+mind|don't\s+forget|do\s+not\s+forget|"
+    r"never\s+forget|keep\s+(?:this\s+|"
     r"that\s+|it\s+)?in\s+mind|bear\s+in\s+mind|for\s+future\s+reference|note\s+for\s+(?:the\s+)?future(?:\s+sessions?)?|"
     r"note\s+for\s+later|note\s+to\s+self|note\s+for\s+you|(?:a\s+)?(?:thing|something)\s+to\s+(?:remember|keep\s+in\s+"
     r"mind)|for\s+your\s+(?:notes|memory|records)|for\s+the\s+record(?=\s*[:\u2014\u2013-])|"
@@ -66,7 +68,7 @@ def remember_hits(sentence: str) -> list[Hit] | None:
     match = _REMEMBER_RE.match(sentence)
     if match is None:
         return None
-    payload = match.group("p").strip(" \"'.!")
+    payload = match.group("p").strip(" \"'.!?")
     lowered = payload.lower()
     if (
         not payload
