@@ -257,3 +257,15 @@ def test_a_preference_asked_politely_or_told_as_a_noun_phrase_is_kept(text: str,
 )
 def test_an_order_a_filler_or_a_task_is_no_preference(text: str) -> None:
     assert [c.content for c in extract_turn(Turn("e1", "user", text)) if c.tier is Tier.MUST] == []
+
+
+@pytest.mark.parametrize(
+    "text", ["the build box isn't on Ubuntu 20.04", "we haven't adopted Kafka yet", "the site doesn't run WordPress"]
+)
+def test_a_tool_in_a_denied_state_fills_no_slot(text: str) -> None:
+    assert [c.slot for c in extract_turn(Turn("e1", "user", text)) if c.slot] == []
+
+
+def test_an_announcement_of_rules_is_no_memory_of_its_own() -> None:
+    got = [c.content for c in extract_turn(Turn("e1", "user", "I have two requests for you: no emojis, ever"))]
+    assert not any("requests" in c for c in got), got

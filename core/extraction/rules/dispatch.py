@@ -783,6 +783,7 @@ _STACK_SUBJECT_RE = re.compile(
     re.I,
 )
 _STACK_BLOCK_RE = re.compile(
+    r"\b[a-z]+n't\b|"  # "the cluster isn't on Python 3.9": a state denied is no value
     r"\b(?:if|suppose|imagine|would|could|should\s+we|maybe|might|thinking|considering|planning|plan\s+to|want\s+to|"
     r"going\s+to|gonna|said|says|told|colleague|friend|boss|cto|ceo|cfo|vp|manager|wants?|wanted|wishes|today|yesterday|tried|trying|not|never|don't|no\s+longer|"
     r"competitors?|rivals?|vendors?|partners?|suppliers?|clients?|customers?|apparently|reportedly|supposedly|"

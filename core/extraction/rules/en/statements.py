@@ -544,7 +544,10 @@ _EVALUATIVE = re.compile(
 _NOT_STATEMENT = re.compile(  # the verb says the clause is about thinking, wanting or this conversation
     r"^(?:think|thought|guess|feel|felt|wonder|wondered|hope|need|needed|want|wanted|like|would|'d|'ll|will|"
     r"can|could|should|might|may|must|wrote|added|changed|found|noticed|saw|see|got|get|tried\s+to|ran|"
-    r"did|discussed|talked|had\s+a|mean|meant|know|knew|forgot|remember|asked|said|told|agree|agreed)\b", re.I)
+    r"did|discussed|talked|had\s+a|mean|meant|know|knew|forgot|remember|asked|said|told|agree|agreed)\b"
+    # "we have a rule here:", "I've got two requests": what comes next is the content, this only announces it
+    r"|^(?:have|has|got)\s+(?:a|one|two|three|some|a\s+few|few|a\s+couple\s+of)\s+(?:rules?|conventions?|things?|"
+    r"requests?|questions?|notes?|favou?rs?)\b(?:\s+(?:here|for\s+you|to\s+share))?\s*$", re.I)
 _PERSON_OWNER = re.compile(  # someone else's fact: "our designer uses Figma", "my colleague ..."
     r"^(?:our|my)\s+(?:\w+\s+)?(?:colleague|coworker|co-worker|boss|manager|friend|designer|intern|pm|cto|ceo|"
     r"client|customer|users?|neighbou?r|teammate|contractor|lead|cousin|uncle|aunt|competitor|rival|vendor|partner|"
