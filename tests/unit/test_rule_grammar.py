@@ -269,3 +269,21 @@ def test_a_tool_in_a_denied_state_fills_no_slot(text: str) -> None:
 def test_an_announcement_of_rules_is_no_memory_of_its_own() -> None:
     got = [c.content for c in extract_turn(Turn("e1", "user", "I have two requests for you: no emojis, ever"))]
     assert not any("requests" in c for c in got), got
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("Use tabs everywhere except YAML.", "tabs everywhere except YAML"),
+        ("Keep commit titles under 50 characters.", "commit titles under 50 characters"),
+        ("use Bun for everything JS", "Bun"),
+    ],
+)
+def test_a_bare_imperative_over_a_whole_kind_of_work_is_a_rule(text: str, kept: str) -> None:
+    contents = [c.content for c in extract_turn(Turn("e1", "user", text)) if c.tier is Tier.MUST]
+    assert any(kept in c for c in contents), contents
+
+
+@pytest.mark.parametrize("text", ["Write tests for the parser", "keep the tests passing", "fix it everywhere"])
+def test_a_task_is_no_rule_even_with_a_wide_word(text: str) -> None:
+    assert [c.content for c in extract_turn(Turn("e1", "user", text)) if c.tier is Tier.MUST] == []

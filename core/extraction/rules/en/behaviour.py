@@ -209,12 +209,18 @@ _ALL_OUTPUT_RE = re.compile(
 _GENERAL_OUTPUT_RE = re.compile(
     r"^(?:give|keep|make|write|show|send|use)\s+(?:me\s+)?(?!(?:me|the|this|that|these|those|it|them)\b)"
     r"(?:[\w-]+\s+){0,2}?(?:answers|solutions|suggestions|examples|snippets|responses|replies|explanations|commands|"
-    r"code\s+samples|scripts|queries|units|configs|instructions|steps|recipes|options)\b",
+    r"code\s+samples|scripts|queries|units|configs|instructions|steps|recipes|options)\b"
+    # "keep PR descriptions under 200 words", "keep functions small": a standing property of a kind of work
+    r"|^keep\s+(?!(?:the|this|that|these|those|it|them|me|your)\b)(?:[\w-]+\s+){0,2}?(?:descriptions|messages|"
+    r"comments|docstrings|emails|titles|summaries|names|functions|methods|lines|commits|prs|docs)\b",
     re.I,
 )
 # "use British spelling in all user-facing copy", "... in every migration": a scope over all the work
 _EVERY_SCOPE_RE = re.compile(
-    r"\b(?:in|for|on|across)\s+(?:all|every|each|any)\s+(?!of\s+(?:this|these|them|it)\b)[\w-]+", re.I
+    r"\b(?:in|for|on|across)\s+(?:all|every|each|any)\s+(?!of\s+(?:this|these|them|it)\b)[\w-]+"
+    # "use uv for anything Python", "use pnpm for everything", "2-space indentation everywhere"
+    r"|\b(?:for|with|in)\s+(?:everything|anything)\b|\beverywhere\b|\bacross\s+the\s+board\b",
+    re.I,
 )
 # "I don't want any emojis in the answers", "I never want you to touch prod": what the user does not want,
 # a rule for the agent.
