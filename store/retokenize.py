@@ -74,7 +74,8 @@ def _batch(
     params: dict[str, object] = {"n": size}
     keys: list[tuple[str, ...]]
     if after is not None:
-        marks = ", ".join(f":k{i}" for i in range(len(after)))
+        # the keys compared as the column's own type, so that the primary key's index serves the keyset
+        marks = ", ".join(f"CAST(:k{i} AS uuid)" if table.key == ("id",) else f":k{i}" for i in range(len(after)))
         where += f" AND ({cols}) > ({marks})"
         params.update({f"k{i}": v for i, v in enumerate(after)})
     with session_scope(engine) as db:
@@ -132,7 +133,7 @@ def _batch(
             db.execute(
                 text(
                     f"UPDATE {table.name} x SET search_tokens = to_tsvector('simple', v.doc) "
-                    "FROM unnest(CAST(:ids AS text[]), CAST(:docs AS text[])) AS v(id, doc) WHERE x.id::text = v.id"
+                    "FROM unnest(CAST(:ids AS uuid[]), CAST(:docs AS text[])) AS v(id, doc) WHERE x.id = v.id"
                 ),
                 {"ids": [k[0] for k in keys], "docs": docs},
             )

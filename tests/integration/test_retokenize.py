@@ -18,7 +18,7 @@ from shared.db.engine import get_engine, session_scope, sqlalchemy_url
 from shared.db.migrate import migrate
 from shared.embedded import create_database, drop_database
 from store.memories import keyword_document
-from store.retokenize import ensure_current_tokens, stored_version, warn_if_stale
+from store.retokenize import ensure_current_tokens, retokenize, stored_version, warn_if_stale
 from tests.memory_rows import EMBEDDER, insert_memory
 from tests.services import REPO
 
@@ -162,6 +162,10 @@ def test_the_stored_tokens_of_an_older_tokenizer_are_rewritten_by_memctl_migrate
         ).split()
     )
     assert _keyword_match(engine, memory_id, "live") and _keyword_match(engine, memory_id, "lived")
+
+    # one row per batch: every keyset step (uuid keys, the events' composite key) is taken
+    assert retokenize(engine, batch=1) == {"memories": 2, "episodes": 1, "events": 2}
+    assert _keyword_match(engine, memory_id, "live")
 
     again = subprocess.run(
         [sys.executable, "-m", "memctl.cli", "migrate"],
