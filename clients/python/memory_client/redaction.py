@@ -400,6 +400,28 @@ def _cn_id_ok(s: str) -> bool:
     return True
 
 
+# SSNs the SSA voided after they were printed on sample cards (Woolworth's 078-05-1120 of 1938, the 1940 pamphlet's
+# 219-09-9999): kept when the text names it a sample, a specimen or the voided / Woolworth card (set 23); told as
+# someone's own ("her social security number is 078-05-1120") it is still redacted.
+_SAMPLE_SSNS = frozenset(("078051120", "219099999"))
+_SAMPLE_SSN_CONTEXT = re.compile(r"woolworth|sample|specimen|void|famous|pamphlet|example|fun[ \t]+fact", _I)
+
+
+def _ssn_sample(m: re.Match[str]) -> bool:
+    digits = "".join(c for c in m.group("v") if c.isdigit())
+    if digits not in _SAMPLE_SSNS:
+        return False
+    return _SAMPLE_SSN_CONTEXT.search(m.string, max(0, m.start() - 160), m.end() + 160) is not None
+
+
+def _ssn_action(m: re.Match[str]) -> tuple[str, int]:
+    value = m.group("v")
+    digits = "".join(c for c in value if c.isdigit())
+    if not _ssn_ok(digits) or _ssn_sample(m):
+        return m.group(), 0
+    return _swap_value("ssn")(m)
+
+
 def _ssn_ok(digits: str) -> bool:
     """SSA never issues area 000, 666 or 9xx, group 00 or serial 0000."""
     area, group, serial = digits[:3], digits[3:5], digits[5:]
@@ -408,7 +430,7 @@ def _ssn_ok(digits: str) -> bool:
 
 # Dashes or spaces, the same separator twice; not a slice of a longer dashed number (phone 1-555-12-3456).
 _SSN = re.compile(
-    r"[0-9](?<![0-9A-Za-z_+][0-9])(?<![0-9][.-][0-9])[0-9]{2}([ -])[0-9]{2}\1[0-9]{4}(?![0-9A-Za-z_]|-[0-9])"
+    r"(?P<v>[0-9](?<![0-9A-Za-z_+][0-9])(?<![0-9][.-][0-9])[0-9]{2}([ -])[0-9]{2}\2[0-9]{4})(?![0-9A-Za-z_]|-[0-9])"
 )
 # Nine bare digits are only an SSN when labelled so.
 _SSN_LABELLED = re.compile(
@@ -1175,6 +1197,9 @@ def _labelled_value(m: re.Match[str], *, generated: bool) -> tuple[int, int] | N
             return None
     if label == "pin" and not secret.isdigit():
         return None
+    # "出厂默认的管理账号和密码都是admin": a product's published default
+    if _vendor_default(text, v0, secret):
+        return None
     if label == "pwd" and secret[0] in "/~":  # PWD=/home/me is the shell's working directory
         return None
     return v0, v1
@@ -1264,6 +1289,7 @@ def _pair_action(m: re.Match[str]) -> tuple[str, int]:
         # look like credentials, the password not a word ("login page steps: home / settings")
         or (m.groupdict().get("far") is not None and (len(secret) < 6 or _plain_word(secret)))
         or (m.groupdict().get("acct") is not None and not _strong_secret(secret, 6))
+        or _vendor_default(text, m.start("v"), secret)
     ):
         return m.group(), 0
     return m.group("lead") + _tag("password") + value[len(secret) :], 1
@@ -1923,9 +1949,17 @@ def _verhoeff_ok(s: str) -> bool:
     return c == 0
 
 
+# The countries of the IBAN registry (set 23: a PGP fingerprint "EB49 63D7 5530 ..." passed mod 97 by chance).
+_IBAN_COUNTRIES = frozenset(
+    "AD AE AL AT AZ BA BE BG BH BI BR BY CH CR CY CZ DE DJ DK DO EE EG ES FI FK FO FR GB GE GI GL GR GT HN HR HU IE IL "
+    "IQ IS IT JO KW KZ LB LC LI LT LU LV LY MC MD ME MK MN MR MT MU NI NL NO OM PK PL PS PT QA RO RS RU SA SC SD SE SI "
+    "SK SM SO ST SV TL TN TR UA VA VG XK YE".split()
+)
+
+
 def _iban_ok(s: str) -> bool:
     raw = s.replace(" ", "")
-    if not 15 <= len(raw) <= 34:
+    if raw[:2] not in _IBAN_COUNTRIES or not 15 <= len(raw) <= 34:
         return False
     moved = raw[4:] + raw[:4]
     return int("".join(str(int(c, 36)) for c in moved)) % 97 == 1
@@ -4661,10 +4695,12 @@ def _yaml_next_line_action(m: re.Match[str]) -> tuple[str, int]:
 # laptop, ...", "Reset done <- that's the password ...".
 _PW_POINTED_POINTER = r"[ \t]*(?:←|⟵|⬅|<-{1,2}|—{1,2}|–|-{1,2}|[,，])"
 _PW_POINTED_REST = (
-    r"[ \t]*(?:(?:that|this|it)(?:['’]s|[ \t]+(?:is|was))[ \t]+(?:the|my|our|his|her|their|your)[ \t]+"
+    r"[ \t]*(?:(?:(?:that|it)['’]?s|(?:that|this|it)(?:['’]s|[ \t]+(?:is|was)))"
+    r"[ \t]+(?:the|my|our|his|her|their|your)[ \t]+"
     r"(?:[\w'-]+[ \t]+){0,4}?(?:pass(?:word|code|phrase)|pwd|pw|pass|(?P<pin>pin))s?"
     r"(?=[ \t]*(?:[,.;:!?)\]]|\r?\n|\Z)|[ \t]+(?:for|to|of|on|at|in|we|i|you|so|and|but|from)(?![A-Za-z]))"
-    r"|(?:(?:这|這|那)(?:个|個)?[ \t]*(?:就|也)?|就)是[^\n，。,.!?！？；;：:、()（）0-9]{0,20}?(?:密码|密碼|口令)"
+    r"|(?:(?:这|這|那)(?:个|個|串|條|条)?[ \t]*(?:就|也)?|就)是"
+    r"[^\n，。,.!?！？；;：:、()（）0-9]{0,20}?(?:密码|密碼|口令)"
     r"(?=[\s，。,.!?！？；;：:、)）]|\Z|[了啊哦呀呢吧哈]))"
 )
 _PW_POINTED = re.compile(
@@ -4842,6 +4878,283 @@ _KEYPAD_CODE = re.compile(
 )
 
 
+# ---------------------------------------------------------------- forms added for the twenty-third set
+
+# A card whose groups are joined by something other than a space or a dash (set 23: dots "5589.1641.0338.9328",
+# full-width dashes, Amex slashes 4/6/5, groups over two lines): groups of 3 to 7 digits, one kind of joiner
+# throughout (a line break may stand between groups of spaced digits), 13 to 19 digits with a known issuer's prefix
+# and length and a valid Luhn digit. A version or a date never has that many digits in such groups.
+_CARD_JOINED = re.compile(
+    r"[2-6](?<![0-9A-Za-z_+./／－\\][2-6])[0-9]{2,6}"
+    r"(?:(?P<j>[.／/－]|[ \t]*\r?\n[ \t]*)[0-9]{3,7}(?:(?P=j)[0-9]{3,7}){0,5}"
+    r"|(?:[ \t][0-9]{3,7})*[ \t]*\r?\n[ \t]*[0-9]{3,7}(?:[ \t][0-9]{3,7})*)"
+    r"(?![0-9A-Za-z_]|[./／－][0-9])"
+)
+_CARD_JOINED_NEEDS = re.compile(r"[0-9]{3}(?:[.／/－]|[ \t]*\n[ \t]*)[0-9]{3}")
+
+
+def _card_joined_action(m: re.Match[str]) -> tuple[str, int]:
+    digits = "".join(_GROUP.findall(m.group()))
+    if 13 <= len(digits) <= 19 and _issuer_ok(digits) and _luhn_ok(digits):
+        return _tag("card"), 1
+    return m.group(), 0
+
+
+# A card read aloud (set 23: "four four five three, two four four three, ..." and 六二二五 八八零八 ...): 13 to 19
+# digit words or Chinese numerals in a row, with spaces, commas or dashes between; the issuer's prefix and length
+# and the Luhn digit decide, so a count said in words never matches.
+_WORD_DIGIT = {
+    "zero": "0", "oh": "0", "one": "1", "two": "2", "three": "3", "four": "4",
+    "five": "5", "six": "6", "seven": "7", "eight": "8", "nine": "9",
+}  # fmt: skip
+_CN_DIGIT = dict(zip("零〇一二三四五六七八九幺两兩", "00123456789122", strict=True))
+_CARD_SPOKEN = re.compile(
+    r"(?<![A-Za-z])"
+    + _DIGIT_WORD
+    + r"(?:(?:[ \t]*[,，][ \t]*|[ \t]*-[ \t]*|[ \t]+)"
+    + _DIGIT_WORD
+    + r"){12,18}"
+    r"(?![A-Za-z])"
+    r"|" + _CN_NUMERAL_T + r"(?:[ \t,，、-]?" + _CN_NUMERAL_T + r"){12,18}(?!" + _CN_NUMERAL_T + ")",
+    _I,
+)
+_CARD_SPOKEN_GATE = (*_WORD_DIGIT, *_CN_DIGIT)
+_CARD_SPOKEN_NEEDS = re.compile(
+    "(?:"
+    + _DIGIT_WORD
+    + r"[ \t,-]+){3}"
+    + _DIGIT_WORD
+    + "|"
+    + _CN_NUMERAL_T
+    + "{4}[ \t,，、-]?"
+    + _CN_NUMERAL_T
+)
+_CARD_SPOKEN_WORD = re.compile(_DIGIT_WORD + "|" + _CN_NUMERAL_T, _I)
+
+
+def _card_spoken_action(m: re.Match[str]) -> tuple[str, int]:
+    digits = "".join(_WORD_DIGIT.get(w.lower()) or _CN_DIGIT[w] for w in _CARD_SPOKEN_WORD.findall(m.group()))
+    if 13 <= len(digits) <= 19 and _issuer_ok(digits) and _luhn_ok(digits):
+        return _tag("card"), 1
+    return m.group(), 0
+
+
+# A US ITIN (set 23: "she use ITIN 934-84-7002"): after its label, 9, two digits and a group of 50-65, 70-88, 90-92
+# or 94-99 (the IRS's ranges), then four digits. An SSN's rule never takes it (no SSN starts with 9).
+_ITIN = re.compile(
+    r"(?P<lead>(?<![A-Za-z])(?:ITIN|individual[ \t]+taxpayer[ \t]+identification[ \t]+number)(?![A-Za-z])"
+    r"[^0-9\n]{0,24}?)(?P<v>(?<![0-9])9[0-9]{2}([ -]?)[0-9]{2}\3[0-9]{4}(?![0-9]))",
+    _I,
+)
+
+
+def _itin_ok(s: str) -> bool:
+    group = int("".join(c for c in s if c.isdigit())[3:5])
+    return 50 <= group <= 65 or 70 <= group <= 88 or 90 <= group <= 92 or 94 <= group <= 99
+
+
+# An Italian codice fiscale (set 23): six letters of the name, the birth year, a month letter, the day (+40 for a
+# woman), the town's code and a check letter; the check letter decides (odd places by the ministry's table).
+_CODICE_FISCALE = re.compile(
+    r"(?P<v>[A-Z](?<![A-Za-z0-9][A-Z])[A-Z]{5}[0-9LMNPQRSTUV]{2}[ABCDEHLMPRST][0-9LMNPQRSTUV]{2}"
+    r"[A-Z][0-9LMNPQRSTUV]{3}[A-Z](?![A-Za-z0-9]))"
+)
+_CF_NEEDS = re.compile(r"[a-z]{6}[0-9lmnpqrstuv]{2}[abcdehlmprst][0-9lmnpqrstuv]{2}[a-z]")
+_CF_ODD = dict(
+    zip(
+        "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+        (1, 0, 5, 7, 9, 13, 15, 17, 19, 21, 1, 0, 5, 7, 9, 13, 15, 17, 19, 21, 2, 4, 18, 20, 11, 3, 6, 8, 12, 14, 16,
+         10, 22, 25, 24, 23),
+        strict=True,
+    )
+)  # fmt: skip
+
+
+def _codice_fiscale_ok(s: str) -> bool:
+    total = 0
+    for i, c in enumerate(s[:15]):
+        total += _CF_ODD[c] if i % 2 == 0 else (int(c) if c.isdigit() else ord(c) - 65)
+    return chr(65 + total % 26) == s[15]
+
+
+# A server's session cookie named by its framework's name (set 23: "cookie 是 JSESSIONID=B32A...", no `Cookie:`
+# header): JSESSIONID, PHPSESSID, ASP.NET_SessionId, ASPSESSIONID..., connect.sid, laravel_session, the value a
+# generated one of 16+ characters.
+_SESSION_COOKIE = re.compile(
+    r"(?<![\w.-])(?P<lead>(?:JSESSIONID|PHPSESSID|ASP\.NET_SessionId|ASPSESSIONID[A-Z]{8}|connect\.sid"
+    r"|laravel_session|CFTOKEN)[ \t]*=[ \t]*)(?P<v>[A-Za-z0-9%._~+/-]{16,400})(?![A-Za-z0-9%._~+/=-])",
+    _I,
+)
+_SESSION_COOKIE_GATE = ("sessionid", "phpsessid", "connect.sid", "laravel_session", "cftoken")
+
+
+def _session_cookie_action(m: re.Match[str]) -> tuple[str, int]:
+    value = m.group("v")
+    if _stand_in(value) or not (_token_like(value) or (len(value) >= 24 and any(c.isdigit() for c in value))):
+        return m.group(), 0
+    return m.group("lead") + _tag("api_key"), 1
+
+
+# A password said again (set 23: "the alarm panel password is X, I repeat, X", "密码X，再念一遍：X"): after a
+# replaced password, "I repeat / again / once more / 再念一遍 / 再说一遍 / 重复一遍" and the same kind of value
+# (password-shaped, or 4+ digits) within 60 characters.
+_PW_REPEATED = re.compile(
+    r"\[REDACTED:password\](?P<mid>[^\n\[]{0,40}?(?:(?<![A-Za-z])(?:i[ \t]+repeat|repeat(?:ing)?|again|once[ \t]+more)"
+    r"(?![A-Za-z])|再(?:念|说|說|读|讀|重复|重複)(?:一)?(?:遍|次)|重复一遍|重複一遍)[ \t]*[,，:：]?[ \t]*)"
+    r"(?P<v>(?!\[REDACTED:)[\x21-\x7e]{4,64})(?![\x21-\x7e])",
+    _I,
+)
+
+
+def _pw_repeated_action(m: re.Match[str]) -> tuple[str, int]:
+    value = m.group("v")
+    secret = value.rstrip(_PW_TRAILING)
+    if len(secret) < 4 or _stand_in(secret) or not (_pw_shaped(secret) or secret.isdigit()):
+        return m.group(), 0
+    return _tag("password") + m.group("mid") + _tag("password") + value[len(secret) :], 1
+
+
+# A value then "是 <a few words> password / 密码" (set 23: "Yanglei#2005 是 VPN password，..."): the value starts its
+# line or sentence, looks like a password, and the label ends its phrase.
+_PW_THEN_IS = re.compile(
+    r"(?P<v>[\x21-\x7e](?<![\x21-\x7e][\x21-\x7e])[\x21-\x7e]{5,63})(?P<rest>[ \t]*(?:就)?是[ \t]*"
+    r"(?:(?:my|the|our|我的|我们的|公司的?|家里的?)[ \t]*)?(?:[A-Za-z][\w-]{0,15}[ \t]+){0,3}"
+    r"(?:pass(?:word|code|phrase)|pwd|pw|密码|密碼|口令)(?=[\s，。,.!?！？；;：:、)）]|\Z))",
+    _I,
+)
+_PW_THEN_IS_NEEDS = re.compile(r"[\x21-\x7e]{6}[ \t]*(?:就)?是")
+_SENTENCE_START = re.compile(r"(?:\A|[\n。！？!?；;]|[.][ \t])[ \t]*\Z")
+
+
+def _pw_then_is_action(m: re.Match[str]) -> tuple[str, int]:
+    secret = m.group("v")
+    if (
+        not _SENTENCE_START.search(m.string, max(0, m.start() - 4), m.start())
+        or _MARK in secret
+        or _stand_in(secret)
+        or not _pw_shaped(secret)
+        or _plain_word(secret)
+    ):
+        return m.group(), 0
+    return _tag("password") + m.group("rest"), 1
+
+
+# A vendor's factory default named as such (set 23: "routers ship with the default login admin/admin", "出厂默认的
+# 管理账号和密码都是admin", "Grafana 默认账号 admin / admin"): a product's published default, no one's credential.
+# Only the well-known default words, and only when "default / factory / ships with / 默认 / 出厂" stands within 60
+# characters before.
+_VENDOR_DEFAULT_VALUES = frozenset(
+    ("admin", "password", "root", "guest", "default", "changeme", "user", "1234")
+)
+_VENDOR_DEFAULT_BEFORE = re.compile(
+    r"(?:(?<![A-Za-z])(?:default|factory|ships?[ \t]+with|out[ \t]+of[ \t]+the[ \t]+box)(?![A-Za-z])"
+    r"|默认|默認|出厂|出廠)[^\n。.!?！？]{0,60}\Z",
+    _I,
+)
+
+
+def _vendor_default(text: str, at: int, secret: str) -> bool:
+    return (
+        secret.lower() in _VENDOR_DEFAULT_VALUES
+        and _VENDOR_DEFAULT_BEFORE.search(text, max(0, at - 80), at) is not None
+    )
+
+
+# A card's security code read digit by digit (set 23: "..., expires 04/30, security code 7 8 2"): after a replaced
+# card, within 80 characters, its label and three or four single digits with spaces, commas or dashes between.
+_CVV_SPACED = re.compile(
+    r"\[REDACTED:card\](?P<mid>[^\n]{0,80}?(?:(?<![A-Za-z])(?:security[ \t]+code|cvv2?|cvc2?|cvn2?|cid)(?![A-Za-z])"
+    r"|安全码|安全碼|背面(?:三|3|四|4)位(?:数字?|數字?)?)[ \t]*(?:is|[:：=]|是)?[ \t]*)"
+    r"(?P<v>(?<![0-9])[0-9](?:(?:[ \t]+|[ \t]*[,-][ \t]*)[0-9]){2,3})(?![0-9])",
+    _I,
+)
+
+
+def _cvv_spaced_action(m: re.Match[str]) -> tuple[str, int]:
+    return _tag("card") + m.group("mid") + _tag("card"), 1
+
+
+# A question and its answer on one line or the next, each marked (set 23: "Q: garage door code? A: 50372# (hold
+# ...)", "Q：JumpServer 堡垒机 login 口令？\nA：L0tus*N4257（每 90 天 rotate 一次）"): the question names a password
+# (or a door's, gate's, garage's or alarm's code), the answer starts with the value, which looks like a password
+# (or is 4 to 8 digits, a `#` after it kept) and ends at a space, a bracket or a stop.
+_QA_INLINE = re.compile(
+    r"(?<![A-Za-z])Q[ \t]*[:：](?P<q>[^\n?？]{1,100})[?？][ \t]*(?:\r?\n[ \t]*)?A[ \t]*[:：][ \t]*"
+    r"(?P<v>(?!\[REDACTED:)[\x21-\x7e]{4,64}?)(?=[#*]?(?:[ \t(（,，。;；]|\r?\n|\Z))"
+)
+_QA_CODE_LABEL = re.compile(
+    r"(?<![A-Za-z])(?:door|gate|garage|alarm|lock|keypad|safe)[ \t]+(?:\w+[ \t]+)?(?:code|pin)(?![A-Za-z])"
+    r"|门禁|門禁|门锁|門鎖",
+    _I,
+)
+_QA_NEEDS = re.compile(r"q[ \t]*[:：][^\n?？]{1,100}[?？][ \t]*(?:\r?\n[ \t]*)?a[ \t]*[:：]")
+
+
+def _qa_inline_action(m: re.Match[str]) -> tuple[str, int]:
+    question, secret = m.group("q"), m.group("v")
+    pw = _ASKED_LABEL.search(question)
+    if pw is not None and (pw.group("key") is not None or pw.group("kz") is not None):
+        pw = None  # a key's answer is the asked-on-lines rule's
+    code = _QA_CODE_LABEL.search(question)
+    if pw is None and code is None:
+        return m.group(), 0
+    digits = secret.isdigit() and 4 <= len(secret) <= 8
+    if _stand_in(secret) or not (digits or (pw is not None and _pw_shaped(secret))):
+        return m.group(), 0
+    return _tag_value_head(m, len(secret), "password")
+
+
+# A password label, a few words of the writer's own, then a colon or "已重置为 / 改为 / 设为" and the value (set 23:
+# "支付密码我记一下：731604", "root 密码已重置为 bK2D..."): up to 8 characters with no stop between, the value
+# password-shaped or 6 to 12 digits, ending its phrase. Kept: "密码规则如下：至少8位" (no value), "密码修改时间：
+# 2024-01-01" (a date).
+_PW_NOTE = re.compile(
+    r"(?P<lead>(?:密码|密碼|口令)(?P<mid>[^\n，。！？,.:：;；\[\]]{1,8}?)"
+    r"(?:[:：]|(?:已|被)?(?:重置|改|修改|设|設|设置|設置|更新|更改)(?:为|為|成))[ \t]*)"
+    r"(?P<v>(?!\[REDACTED:)[\x21-\x7e]{4,64}?)(?=[ \t，。！？；、（(]|[,.;!?](?:\s|\Z)|\r?\n|\Z)"
+)
+_PW_NOTE_NEEDS = re.compile(r"(?:密码|密碼|口令)[^\n，。！？,.:：;；]{1,8}?(?:[:：]|为|為|成)")
+
+
+def _pw_note_action(m: re.Match[str]) -> tuple[str, int]:
+    secret = m.group("v")
+    if (
+        _stand_in(secret)
+        or _DATE_OR_TIME.fullmatch(secret)
+        or not (
+            (secret.isdigit() and 6 <= len(secret) <= 12) or (_pw_shaped(secret) and not _plain_word(secret))
+        )
+    ):
+        return m.group(), 0
+    return m.group("lead") + _tag("password"), 1
+
+
+# A two-column Markdown table of names and values (set 23: "| 访问密钥编号 | C419... |", "| 秘密访问密钥 | jjwc... |"):
+# a row whose first cell names a key, a secret or an access key's id (`secret_kind_of_name`, or 访问密钥编号 /
+# AccessKey ID / AK), the second a generated value alone in its cell.
+_MD_ROW = re.compile(
+    r"(?m)^[ \t]*\|[ \t]*(?P<n>[^|\n]{1,40}?)[ \t]*\|[ \t]*(?P<v>[A-Za-z0-9+/=_-]{12,200})[ \t]*(?=\|[ \t]*$)"
+)
+_MD_KEY_ID = re.compile(
+    r"(?:访问密钥|訪問密鑰|access[ _-]?key)[ _-]?(?:编号|編號|id)|^(?:ak|sk)$",
+    _I,
+)
+_MD_ROW_NEEDS = re.compile(
+    r"\|[ \t]*[^|\n]*(?:密钥|密鑰|秘钥|key|secret|token)[^|\n]*\|[ \t]*[a-z0-9+/=_-]{12}"
+)
+
+
+def _md_row_action(m: re.Match[str]) -> tuple[str, int]:
+    name, value = m.group("n").strip(), m.group("v")
+    kind = secret_kind_of_name(name)
+    if kind is None and _MD_KEY_ID.search(name) is not None:
+        kind = "api_key"
+    if kind is None or _stand_in(value) or not _token_like(value):
+        return m.group(), 0
+    whole, at = m.group(), m.start("v") - m.start()
+    return whole[:at] + _tag(kind) + whole[at + len(value) :], 1
+
+
 # The set-22 rules' gates: the password words of their labels and flags (one search for four rules), and the rare
 # words the other three need (one search, then the word itself).
 _SET22_PW_GATE = ("pass", "pw", "pin", "pasw", "pssw", "pswd", "masterauth", "密码", "密碼", "口令")
@@ -4970,8 +5283,8 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("card", _CVV_AFTER_CARD, _swap_value("card"), after="card"),
     _Rule("card", _CVV_NEAR_CARD, _swap_value("card"), after="card"),
     _Rule("card", _CARD_EXPIRY, _swap_value("card"), after="card"),
-    _Rule("ssn", _SSN, _swap("ssn", lambda s: _ssn_ok(s[:3] + s[4:6] + s[7:])), _DIGITS, needs=_LONG_NUMBER),
-    _Rule("ssn", _SSN_LABELLED, _swap("ssn", _ssn_ok), ("ssn", "social")),
+    _Rule("ssn", _SSN, _ssn_action, _DIGITS, needs=_LONG_NUMBER),
+    _Rule("ssn", _SSN_LABELLED, _ssn_action, ("ssn", "social")),
     _Rule(
         "national_id",
         _BSN,
@@ -5036,6 +5349,20 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _FLAG_IN_ARRAY, _flag_in_array_action, _SET22_PW_GATE, needs=_FLAG_IN_ARRAY_NEEDS),
     _Rule("password", _PW_FAR, _pw_far_action, _SET22_PW_GATE, needs=_PW_FAR_NEEDS),
     _Rule("password", _KEYPAD_CODE, _swap_value("password"), _SET22_RARE_GATE, needs=_KEYPAD_NEEDS),
+    # set 23: cards joined by dots, slashes, full-width dashes or a line break, cards read aloud, an ITIN, a codice
+    # fiscale, a session cookie by its framework's name, a password said again, a value then "是 ... password"
+    _Rule("card", _CARD_JOINED, _card_joined_action, _DIGITS, needs=_CARD_JOINED_NEEDS),
+    _Rule("card", _CARD_SPOKEN, _card_spoken_action, _CARD_SPOKEN_GATE, needs=_CARD_SPOKEN_NEEDS),
+    _Rule("card", _CARD_EXPIRY, _swap_value("card"), after="card"),
+    _Rule("national_id", _ITIN, _swap("national_id", _itin_ok), ("itin", "taxpayer")),
+    _Rule("national_id", _CODICE_FISCALE, _swap("national_id", _codice_fiscale_ok), _DIGITS, needs=_CF_NEEDS),
+    _Rule("api_key", _SESSION_COOKIE, _session_cookie_action, _SESSION_COOKIE_GATE),
+    _Rule("password", _PW_REPEATED, _pw_repeated_action, after="password"),
+    _Rule("card", _CVV_SPACED, _cvv_spaced_action, after="card"),
+    _Rule("password", _QA_INLINE, _qa_inline_action, (":", "："), needs=_QA_NEEDS),
+    _Rule("password", _PW_NOTE, _pw_note_action, ("密码", "密碼", "口令"), needs=_PW_NOTE_NEEDS),
+    _Rule("api_key", _MD_ROW, _md_row_action, ("|",), needs=_MD_ROW_NEEDS),
+    _Rule("password", _PW_THEN_IS, _pw_then_is_action, _SET22_PW_GATE, needs=_PW_THEN_IS_NEEDS),
     # last: after every rule that may have replaced the password that is corrected
     _Rule("password", _CORRECTED, _corrected_action, after="password"),
     _Rule("password", _CORRECTED, _decoded_action, ("解码", "解碼", "解出", "decod"), after="password"),
