@@ -3041,7 +3041,8 @@ _OTP = re.compile(
 )
 _OTP_GATE = ("验证码", "校验码", "动态码", "确认码", "密码", "code", "otp", "验证器", "authenticator")
 _OTP_CONTEXT = re.compile(
-    r"sms|text(?:ed|s)?[ \t]+(?:message|me|you|him|her|us|them)|otp|2fa|mfa|one[ -]?time|verif|短信|验证|口令"
+    r"sms|text(?:ed|s)?[ \t]+(?:message|me|you|him|her|us|them)|(?:by|via|over|in[ \t]+a)[ \t]+text(?![A-Za-z])"
+    r"|otp|2fa|mfa|one[ -]?time|verif|短信|验证|口令"
     # an authenticator app or a second step (the fourteenth set: "Google Authenticator 上 ... 那个 code")
     r"|authenticator|authy|totp|2-?step|two[ -](?:step|factor)|动态",
     _I,
@@ -3081,6 +3082,14 @@ def _otp_first_action(m: re.Match[str]) -> tuple[str, int]:
     return _tag("password"), 1
 
 
+# "code 264 709 came by text": a bare code's number said to have just arrived by text or SMS (set 23)
+_CAME_BY_TEXT = re.compile(
+    r"[ \t]*(?:(?:just[ \t]+)?(?:came|arrived|got[ \t]+sent|was[ \t]+sent)[ \t]+"
+    r"(?:by|via|in[ \t]+a|over|as[ \t]+a)[ \t]+(?:text|sms)|(?:was[ \t]+|just[ \t]+)?texted)(?![A-Za-z])",
+    _I,
+)
+
+
 def _otp_action(m: re.Match[str]) -> tuple[str, int]:
     text = m.string
     if _OTHER_CODE.search(text, max(0, m.start() - 24), m.start()) is not None:
@@ -3095,8 +3104,11 @@ def _otp_action(m: re.Match[str]) -> tuple[str, int]:
             _OTP_CONTEXT.search(text, max(0, m.start() - 200), m.end() + 200) is None
             and _YOUR_CODE.search(text, max(0, m.start() - 30), m.start()) is None
         )
-        or re.fullmatch(r"code[ \t]*", m.group("lead"), re.I)
-        is not None  # "code 2024": told with is / a colon
+        or (
+            re.fullmatch(r"code[ \t]*", m.group("lead"), re.I)
+            is not None  # "code 2024": told with is / a colon
+            and _CAME_BY_TEXT.match(text, m.end()) is None  # ... or said to have come by text (set 23)
+        )
     ):
         return m.group(), 0
     return m.group("lead") + _tag("password"), 1
@@ -4392,8 +4404,9 @@ _SQ_ANSWER = re.compile(
     r"(?P<lead>(?<![A-Za-z])(?:I[ \t]+(?:answered|put(?:[ \t]+down)?|wrote|typed|entered|chose|picked)"
     r"|(?:my[ \t]+)?answer[ \t]+(?:is|was)|answer[ \t]*[:：])[ \t]*(?P<q>[\"'“‘])?)"
     r"(?P<v>[A-Z0-9][\w'-]{1,30}(?:[ \t][A-Z][\w'-]{1,30}){0,2})"
-    r"|(?P<lead2>(?:我|当时|當時)*(?:填|写|寫|设|設|输入|輸入)的(?:是|为)[ \t]*[:：]?[ \t]*)"
-    r"(?P<v2>[A-Za-z][\w'-]{1,30}|[\u4e00-\u9fff]{2,12})",
+    r"|(?P<lead2>(?:(?:我|当时|當時)*(?:填|写|寫|设|設|输入|輸入)的|答案)(?:是|为|為)[ \t]*[:：]?[ \t]*)"
+    # (an answer in Chinese may end in digits, set 23: "答案是 捷安特2002")
+    r"(?P<v2>[A-Za-z][\w'-]{1,30}|[\u4e00-\u9fff]{2,12}(?:[0-9]{2,4}(?![0-9]))?)",
 )
 _SQ_NOT = frozenset(
     "I It It's That This The A An My Yes No Wrong Right Correct Correctly Them All Something Nothing".lower().split()
@@ -5155,6 +5168,98 @@ def _md_row_action(m: re.Match[str]) -> tuple[str, int]:
     return whole[:at] + _tag(kind) + whole[at + len(value) :], 1
 
 
+# Recovery codes under a Chinese heading, or numbered (set 23: "两步验证的恢复码存这儿：\n1. 7b6c7-861a0\n2. ..."): a
+# heading line naming recovery / backup codes (恢复码, 备用码, 备份码, 救援码, or set 21's English words), then two
+# or more lines each holding one code, a list number ("1." "2)" "3、") before it allowed.
+_CODE_LIST_NUMBER = r"(?:[0-9]{1,2}[.)、][ \t]*)?"
+_CODE_LINE_SHAPE = r"(?:[0-9]{4}[ \t]?[0-9]{4}|[0-9]{8,10}|[a-z0-9]{4}-[a-z0-9]{4}|[0-9a-f]{5}-[0-9a-f]{5})"
+_CODE_LINES_ZH = re.compile(
+    r"(?:(?:恢复|恢復|备用|備用|备份|備份|救援|找回)(?:码|碼|代码|代碼)"
+    r"|(?<![A-Za-z])(?:backup|recovery|verification|scratch|2fa|mfa)[ \t_-]+codes(?![A-Za-z]))[^\n]{0,120}\r?\n"
+    r"(?P<list>(?:[ \t]*" + _CODE_LIST_NUMBER + _CODE_LINE_SHAPE + r"[ \t]*(?:\r?\n|\Z)){2,32})",
+    _I,
+)
+_CODE_LINES_ZH_NEEDS = re.compile(
+    r"(?:恢复|恢復|备用|備用|备份|備份|救援|找回)(?:码|碼|代码|代碼)|codes[^\n]*\n[ \t]*[0-9]{1,2}[.)、]"
+)
+
+
+def _code_lines_zh_action(m: re.Match[str]) -> tuple[str, int]:
+    at = m.start("list") - m.start()
+    body, n = re.subn(r"(?<![0-9A-Za-z])" + _CODE_LINE_SHAPE + r"(?=[ \t]*(?:\r?\n|\Z))", _tag("password"),
+                      m.group("list"), flags=_I)  # fmt: skip
+    return m.group()[:at] + body, n
+
+
+# A password or an ID told in parts (set 23: "门锁密码前三位是 747。后三位 is 592",
+# "我身份证前六位是430104。中间是出生日期19751226。最后四位是5516"): after a password's, a PIN's, a code's or an
+# ID's label, two or three parts, each "the first / last / middle (N digits) is" and its digits, within 40
+# characters of each other. One part alone (a card's last four, "尾号") is kept, and so is an ID's pair of parts
+# (its middle not told).
+_PART_ZH = (
+    r"(?:前|后|後|最后|最後|末|中间|中間|剩下的?)(?:[0-9一二三四五六七八九十两兩]{1,2}位)?(?:数字|數字)?[ \t]*"
+    r"(?:是|为|為|(?<![A-Za-z])is(?![A-Za-z])|[:：])?[ \t]*(?:出生日期|生日)?[ \t]*"
+)
+_PART_EN = (
+    r"(?<![A-Za-z])(?:first|last|middle|second|other)[ \t]+(?:(?:two|three|four|five|six|half|[0-9])[ \t]+)?"
+    r"(?:digits|numbers|part|half|bit)?[ \t]*(?:are|is|:)?[ \t]*"
+)
+_PART = r"(?:" + _PART_ZH + "|" + _PART_EN + ")"
+_PARTS = re.compile(
+    r"(?P<label>密码|密碼|口令|(?<![A-Za-z])(?:pin|passcode|password|code)(?![A-Za-z])|(?P<id>身份证|身份證))"
+    r"(?:号|號|号码|號碼)?[^\n]{0,24}?" + _PART + r"(?P<v1>(?<![0-9])[0-9]{2,8})(?![0-9])"
+    r"[^\n0-9]{0,40}?" + _PART + r"(?P<v2>(?<![0-9])[0-9]{2,8}[Xx]?)(?![0-9A-Za-z])"
+    r"(?:[^\n0-9]{0,40}?" + _PART + r"(?P<v3>(?<![0-9])[0-9]{2,8}[Xx]?)(?![0-9A-Za-z]))?",
+    _I,
+)
+_PARTS_NEEDS = re.compile(r"前|后|後|中间|中間|最后|first|last|middle")
+
+
+def _parts_action(m: re.Match[str]) -> tuple[str, int]:
+    names = ("v1", "v2", "v3") if m.group("v3") else ("v1", "v2")
+    # an ID's parts must be all of it, with a valid check digit
+    if m.group("id") is not None and (
+        m.group("v3") is None or not _cn_id_ok("".join(m.group(n) for n in names))
+    ):
+        return m.group(), 0
+    whole, base, out, last = m.group(), m.start(), [], 0
+    for name in names:
+        s, e = m.start(name) - base, m.end(name) - base
+        out += [whole[last:s], _tag("national_id" if m.group("id") else "password")]
+        last = e
+    out.append(whole[last:])
+    return "".join(out), len(names)
+
+
+# A password told as its start and what follows (set 23: "The new safe password starts with Saffron. Then it's
+# 54?d."): after a password's label, "starts / begins with X" and, within 30 characters, "then (it's) / followed by
+# / ends with Y"; Y must hold a digit or a symbol, and X a capital, a digit or a symbol ("starts with capital
+# letter then digits" is a rule, kept).
+_PW_STARTS = re.compile(
+    r"(?<![A-Za-z])(?:password|passcode|passphrase|pin|pw|pwd)(?![A-Za-z])[^\n.]{0,40}?"
+    r"(?<![A-Za-z])(?:starts|begins)[ \t]+with[ \t]+(?P<v1>[\x21-\x7e]{3,32}?)(?=[.,;]?(?:\s|\Z))"
+    r"[^\n]{0,30}?(?<![A-Za-z])(?:then(?:[ \t]+(?:it['’]?s|it[ \t]+is|comes))?|followed[ \t]+by|ends[ \t]+with)[ \t]+"
+    r"(?P<v2>[\x21-\x7e]{2,32}?)(?=[.,;]?(?:\s|\Z))",
+    _I,
+)
+
+
+def _pw_starts_action(m: re.Match[str]) -> tuple[str, int]:
+    v1, v2 = m.group("v1"), m.group("v2")
+    if (
+        _MARK in v1 + v2
+        or not any(c.isdigit() or c in "!@#$%^&*_+=?" for c in v2)
+        or not any(c.isupper() or c.isdigit() or c in "!@#$%^&*_+=?" for c in v1)
+        or v1.lower() in _NOT_A_PASSWORD
+        or _stand_in(v1)
+        or _stand_in(v2)
+    ):
+        return m.group(), 0
+    whole, base = m.group(), m.start()
+    a, b, c, d = (x - base for x in (m.start("v1"), m.end("v1"), m.start("v2"), m.end("v2")))
+    return whole[:a] + _tag("password") + whole[b:c] + _tag("password") + whole[d:], 2
+
+
 # The set-22 rules' gates: the password words of their labels and flags (one search for four rules), and the rare
 # words the other three need (one search, then the word itself).
 _SET22_PW_GATE = ("pass", "pw", "pin", "pasw", "pssw", "pswd", "masterauth", "密码", "密碼", "口令")
@@ -5362,6 +5467,11 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _QA_INLINE, _qa_inline_action, (":", "："), needs=_QA_NEEDS),
     _Rule("password", _PW_NOTE, _pw_note_action, ("密码", "密碼", "口令"), needs=_PW_NOTE_NEEDS),
     _Rule("api_key", _MD_ROW, _md_row_action, ("|",), needs=_MD_ROW_NEEDS),
+    _Rule("password", _CODE_LINES_ZH, _code_lines_zh_action, ("\n",), needs=_CODE_LINES_ZH_NEEDS),
+    _Rule(
+        "password", _PARTS, _parts_action, (*_SET22_PW_GATE, "code", "身份证", "身份證"), needs=_PARTS_NEEDS
+    ),
+    _Rule("password", _PW_STARTS, _pw_starts_action, ("starts with", "begins with")),
     _Rule("password", _PW_THEN_IS, _pw_then_is_action, _SET22_PW_GATE, needs=_PW_THEN_IS_NEEDS),
     # last: after every rule that may have replaced the password that is corrected
     _Rule("password", _CORRECTED, _corrected_action, after="password"),
