@@ -5028,11 +5028,12 @@ def _pw_repeated_action(m: re.Match[str]) -> tuple[str, int]:
 
 
 # A value then "是 <a few words> password / 密码" (set 23: "Yanglei#2005 是 VPN password，..."): the value starts its
-# line or sentence, looks like a password, and the label ends its phrase.
+# line or sentence, looks like a password, and the label ends its phrase (a stop or the line's end after it).
 _PW_THEN_IS = re.compile(
     r"(?P<v>[\x21-\x7e](?<![\x21-\x7e][\x21-\x7e])[\x21-\x7e]{5,63})(?P<rest>[ \t]*(?:就)?是[ \t]*"
     r"(?:(?:my|the|our|我的|我们的|公司的?|家里的?)[ \t]*)?(?:[A-Za-z][\w-]{0,15}[ \t]+){0,3}"
-    r"(?:pass(?:word|code|phrase)|pwd|pw|密码|密碼|口令)(?=[\s，。,.!?！？；;：:、)）]|\Z))",
+    # (the label ends the phrase: "Python3.12 是 password 校验脚本要的版本" is no password)
+    r"(?:pass(?:word|code|phrase)|pwd|pw|密码|密碼|口令)(?=[ \t]*(?:[，。,.!?！？；;：:、)）]|\r?\n|\Z)))",
     _I,
 )
 _PW_THEN_IS_NEEDS = re.compile(r"[\x21-\x7e]{6}[ \t]*(?:就)?是")
