@@ -4927,21 +4927,15 @@ _CARD_SPOKEN = re.compile(
     + r"(?:(?:[ \t]*[,，][ \t]*|[ \t]*-[ \t]*|[ \t]+)"
     + _DIGIT_WORD
     + r"){12,18}"
-    r"(?![A-Za-z])"
-    r"|" + _CN_NUMERAL_T + r"(?:[ \t,，、-]?" + _CN_NUMERAL_T + r"){12,18}(?!" + _CN_NUMERAL_T + ")",
+    r"(?![A-Za-z])",
     _I,
 )
-_CARD_SPOKEN_GATE = (*_WORD_DIGIT, *_CN_DIGIT)
-_CARD_SPOKEN_NEEDS = re.compile(
-    "(?:"
-    + _DIGIT_WORD
-    + r"[ \t,-]+){3}"
-    + _DIGIT_WORD
-    + "|"
-    + _CN_NUMERAL_T
-    + "{4}[ \t,，、-]?"
-    + _CN_NUMERAL_T
+_CARD_SPOKEN_ZH = re.compile(
+    _CN_NUMERAL_T + r"(?:[ \t,，、-]?" + _CN_NUMERAL_T + r"){12,18}(?!" + _CN_NUMERAL_T + ")"
 )
+# (a card read aloud is named a card: its words gate the rules, and the spelled-code rules' searches for two digit
+# words or four numerals in a row, made once per text, are shared)
+_CARD_SPOKEN_GATE = ("card", "卡", "visa", "amex", "master", "unionpay", "银联", "銀聯", "discover", "jcb")
 _CARD_SPOKEN_WORD = re.compile(_DIGIT_WORD + "|" + _CN_NUMERAL_T, _I)
 
 
@@ -4972,7 +4966,6 @@ _CODICE_FISCALE = re.compile(
     r"(?P<v>[A-Z](?<![A-Za-z0-9][A-Z])[A-Z]{5}[0-9LMNPQRSTUV]{2}[ABCDEHLMPRST][0-9LMNPQRSTUV]{2}"
     r"[A-Z][0-9LMNPQRSTUV]{3}[A-Z](?![A-Za-z0-9]))"
 )
-_CF_NEEDS = re.compile(r"[a-z]{6}[0-9lmnpqrstuv]{2}[abcdehlmprst][0-9lmnpqrstuv]{2}[a-z]")
 _CF_ODD = dict(
     zip(
         "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ",
@@ -4998,7 +4991,8 @@ _SESSION_COOKIE = re.compile(
     r"|laravel_session|CFTOKEN)[ \t]*=[ \t]*)(?P<v>[A-Za-z0-9%._~+/-]{16,400})(?![A-Za-z0-9%._~+/=-])",
     _I,
 )
-_SESSION_COOKIE_GATE = ("sessionid", "phpsessid", "connect.sid", "laravel_session", "cftoken")
+_SESSION_COOKIE_NEEDS = re.compile(r"sessionid|phpsessid|connect\.sid|laravel_session|cftoken")
+_ITIN_NEEDS = re.compile(r"itin(?<![a-z]itin)(?![a-z])|taxpayer")
 
 
 def _session_cookie_action(m: re.Match[str]) -> tuple[str, int]:
@@ -5036,7 +5030,10 @@ _PW_THEN_IS = re.compile(
     r"(?:pass(?:word|code|phrase)|pwd|pw|密码|密碼|口令)(?=[ \t]*(?:[，。,.!?！？；;：:、)）]|\r?\n|\Z)))",
     _I,
 )
-_PW_THEN_IS_NEEDS = re.compile(r"[\x21-\x7e]{6}[ \t]*(?:就)?是")
+# (from the 是: a character a text rarely holds, where the scan can start)
+_PW_THEN_IS_NEEDS = re.compile(
+    r"是(?:(?<=[\x21-\x7e]{6}是)|(?<=[\x21-\x7e]{6}[ \t]是)|(?<=[\x21-\x7e]{6}就是))"
+)
 _SENTENCE_START = re.compile(r"(?:\A|[\n。！？!?；;]|[.][ \t])[ \t]*\Z")
 
 
@@ -5181,7 +5178,7 @@ _CODE_LINES_ZH = re.compile(
     _I,
 )
 _CODE_LINES_ZH_NEEDS = re.compile(
-    r"(?:恢复|恢復|备用|備用|备份|備份|救援|找回)(?:码|碼|代码|代碼)|codes[^\n]*\n[ \t]*[0-9]{1,2}[.)、]"
+    r"(?:恢复|恢復|备用|備用|备份|備份|救援|找回)(?:码|碼|代码|代碼)|codes[^\n]{0,120}\n[ \t]*[0-9]{1,2}[.)、]"
 )
 
 
@@ -5213,7 +5210,11 @@ _PARTS = re.compile(
     r"(?:[^\n0-9]{0,40}?" + _PART + r"(?P<v3>(?<![0-9])[0-9]{2,8}[Xx]?)(?![0-9A-Za-z]))?",
     _I,
 )
-_PARTS_NEEDS = re.compile(r"前|后|後|中间|中間|最后|first|last|middle")
+# (a label, then a part's word within 24 characters; the scan starts at a p, a c or a 密 / 口)
+_PARTS_NEEDS = re.compile(
+    r"(?:p(?<![a-z]p)(?:in|asscode|assword)(?![a-z])|c(?<![a-z]c)ode(?![a-z])|密码|密碼|口令)[^\n]{0,24}?"
+    r"(?:前|后|後|中间|中間|最后|最後|first|last|middle|second|other)"
+)
 
 
 def _parts_action(m: re.Match[str]) -> tuple[str, int]:
@@ -5265,6 +5266,12 @@ def _pw_starts_action(m: re.Match[str]) -> tuple[str, int]:
 # words the other three need (one search, then the word itself).
 _SET22_PW_GATE = ("pass", "pw", "pin", "pasw", "pssw", "pswd", "masterauth", "密码", "密碼", "口令")
 _SET22_RARE_GATE = ("accounts", "_codes", "-codes", "keypad")
+_SET23_RARE_GATE = (
+    "itin", "taxpayer", "sessionid", "phpsessid", "connect.sid", "laravel_session", "cftoken", "q:", "q：", "q :",
+    "q ：", "|", "码", "碼", "codes", "身份证", "身份證", "starts with", "begins with",
+)  # fmt: skip
+_ID_PARTS_NEEDS = re.compile(r"(?:身份证|身份證)[^\n]{0,30}?(?:前|后|後|中间|中間|最后|最後)")
+_PW_STARTS_NEEDS = re.compile(r"(?:starts|begins)[ \t]+with")
 _ACCOUNTS_NEEDS = re.compile("accounts")
 _CODE_FILE_NEEDS = re.compile("[_-]codes")
 _KEYPAD_NEEDS = re.compile("keypad")
@@ -5455,24 +5462,27 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _FLAG_IN_ARRAY, _flag_in_array_action, _SET22_PW_GATE, needs=_FLAG_IN_ARRAY_NEEDS),
     _Rule("password", _PW_FAR, _pw_far_action, _SET22_PW_GATE, needs=_PW_FAR_NEEDS),
     _Rule("password", _KEYPAD_CODE, _swap_value("password"), _SET22_RARE_GATE, needs=_KEYPAD_NEEDS),
-    # set 23: cards joined by dots, slashes, full-width dashes or a line break, cards read aloud, an ITIN, a codice
-    # fiscale, a session cookie by its framework's name, a password said again, a value then "是 ... password"
+    # set 23: cards joined by dots, slashes, full-width dashes or a line break, cards read aloud and a CVV read digit
+    # by digit, an ITIN, a codice fiscale, a session cookie by its framework's name, a password said again, a value
+    # then "是 ... password", a Q: / A: answer, "密码我记一下：X", a Markdown key table, recovery codes under a Chinese
+    # heading, a secret told in parts, "starts with X then Y"
+    # (the rules gated by rare words share one gate search, each then asks for its own pattern)
     _Rule("card", _CARD_JOINED, _card_joined_action, _DIGITS, needs=_CARD_JOINED_NEEDS),
-    _Rule("card", _CARD_SPOKEN, _card_spoken_action, _CARD_SPOKEN_GATE, needs=_CARD_SPOKEN_NEEDS),
+    _Rule("card", _CARD_SPOKEN, _card_spoken_action, _CARD_SPOKEN_GATE, needs=_SPELLED_NEEDS),
+    _Rule("card", _CARD_SPOKEN_ZH, _card_spoken_action, _CARD_SPOKEN_GATE, needs=_SPELLED_NEEDS_ZH),
     _Rule("card", _CARD_EXPIRY, _swap_value("card"), after="card"),
-    _Rule("national_id", _ITIN, _swap("national_id", _itin_ok), ("itin", "taxpayer")),
-    _Rule("national_id", _CODICE_FISCALE, _swap("national_id", _codice_fiscale_ok), _DIGITS, needs=_CF_NEEDS),
-    _Rule("api_key", _SESSION_COOKIE, _session_cookie_action, _SESSION_COOKIE_GATE),
-    _Rule("password", _PW_REPEATED, _pw_repeated_action, after="password"),
     _Rule("card", _CVV_SPACED, _cvv_spaced_action, after="card"),
-    _Rule("password", _QA_INLINE, _qa_inline_action, (":", "："), needs=_QA_NEEDS),
-    _Rule("password", _PW_NOTE, _pw_note_action, ("密码", "密碼", "口令"), needs=_PW_NOTE_NEEDS),
-    _Rule("api_key", _MD_ROW, _md_row_action, ("|",), needs=_MD_ROW_NEEDS),
-    _Rule("password", _CODE_LINES_ZH, _code_lines_zh_action, ("\n",), needs=_CODE_LINES_ZH_NEEDS),
-    _Rule(
-        "password", _PARTS, _parts_action, (*_SET22_PW_GATE, "code", "身份证", "身份證"), needs=_PARTS_NEEDS
-    ),
-    _Rule("password", _PW_STARTS, _pw_starts_action, ("starts with", "begins with")),
+    _Rule("national_id", _CODICE_FISCALE, _swap("national_id", _codice_fiscale_ok), _DIGITS),
+    _Rule("national_id", _ITIN, _swap("national_id", _itin_ok), _SET23_RARE_GATE, needs=_ITIN_NEEDS),
+    _Rule("api_key", _SESSION_COOKIE, _session_cookie_action, _SET23_RARE_GATE, needs=_SESSION_COOKIE_NEEDS),
+    _Rule("password", _QA_INLINE, _qa_inline_action, _SET23_RARE_GATE, needs=_QA_NEEDS),
+    _Rule("api_key", _MD_ROW, _md_row_action, _SET23_RARE_GATE, needs=_MD_ROW_NEEDS),
+    _Rule("password", _CODE_LINES_ZH, _code_lines_zh_action, _SET23_RARE_GATE, needs=_CODE_LINES_ZH_NEEDS),
+    _Rule("national_id", _PARTS, _parts_action, _SET23_RARE_GATE, needs=_ID_PARTS_NEEDS),
+    _Rule("password", _PW_STARTS, _pw_starts_action, _SET23_RARE_GATE, needs=_PW_STARTS_NEEDS),
+    _Rule("password", _PW_REPEATED, _pw_repeated_action, after="password"),
+    _Rule("password", _PW_NOTE, _pw_note_action, _SET22_PW_GATE, needs=_PW_NOTE_NEEDS),
+    _Rule("password", _PARTS, _parts_action, _SET22_PW_GATE, needs=_PARTS_NEEDS),
     _Rule("password", _PW_THEN_IS, _pw_then_is_action, _SET22_PW_GATE, needs=_PW_THEN_IS_NEEDS),
     # last: after every rule that may have replaced the password that is corrected
     _Rule("password", _CORRECTED, _corrected_action, after="password"),
