@@ -421,6 +421,9 @@ HOLDOUT_PATHS = (
     # set 22: configs, logs, shell, CI output and mixed-language chat, folded in after its first-sight score (121/136,
     # 100/100); its forms in FORM_CASES_22
     DATA / "redaction_holdout22.jsonl",
+    # set 23: Chinese office and ops life, phone-typed English, IDs of many countries, cards in words, folded in after
+    # its first-sight score (103/141, 95/100); its forms in FORM_CASES_23
+    DATA / "redaction_holdout23.jsonl",
 )
 
 
@@ -3165,4 +3168,172 @@ def test_a_form_added_for_the_twenty_second_holdout_set(
     ],
 )
 def test_the_twenty_second_sets_rules_stay_linear(unit: str) -> None:
+    test_the_eighteenth_sets_rules_stay_linear(unit)
+
+
+# ---------------------------------------------------------------- forms added for the twenty-third hold-out set
+
+# Each form the twenty-third set showed missing or broke, with made-up values and wording (none from the set):
+# secrets that must go and near misses that must come back unchanged. (form, text, secrets); no secrets = a look-alike.
+# The cards are Luhn-valid, the codice fiscale's check letter and the ITIN's group right; the near misses fail them.
+FORM_CASES_23: list[tuple[str, str, tuple[str, ...]]] = [
+    # a card whose groups are joined by dots, slashes, full-width dashes or a line break (Luhn-valid numbers)
+    (
+        "card-joined",
+        "pay the deposit with 4716.3820.9154.2778, valid thru 11/28",
+        ("4716.3820.9154.2778", "11/28"),
+    ),
+    ("card-joined", "公司卡 5351／0744／8213／9606，到期 03/29", ("5351／0744／8213／9606", "03/29")),
+    ("card-joined", "corporate amex 3764/201983/51070 for the caterer", ("3764/201983/51070",)),
+    ("card-joined", "here's the card\n6011 7048\n2953 1608 expiry 12/27", ("6011 7048\n2953 1608", "12/27")),
+    ("card-joined", "build 2024.1105.0931.4471 shipped on Friday", ()),
+    ("card-joined", "the mock card 4111.1111.1111.1112 is rejected by the sandbox on purpose", ()),
+    ("card-joined", "room totals\n1200 3400\n5600 7800\nfor Q3", ()),
+    # a card read aloud in words or Chinese numerals, its expiry and a security code read digit by digit
+    (
+        "card-spoken",
+        "ok the card: five two four nine, eight one three zero, six five two seven, one eight four nine, "
+        "good thru 07/29, cvc 3 1 9",
+        (
+            "five two four nine, eight one three zero, six five two seven, one eight four nine",
+            "07/29",
+            "3 1 9",
+        ),
+    ),
+    (
+        "card-spoken",
+        "卡号念给你：六二一四 八三九二 零一七五 五三六零，有效期 10/28",
+        ("六二一四 八三九二 零一七五 五三六零", "10/28"),
+    ),
+    ("card-spoken", "call me back on four one five, five five five, two six seven one", ()),
+    ("card-spoken", "the ticket is one two three four five six seven eight nine zero one two three", ()),
+    ("card-spoken", "二零二四年一二三四五六七八九十", ()),
+    # a US ITIN after its label (group 50-65, 70-88, 90-92, 94-99)
+    ("itin", "my ITIN: 912 78 4455, the accountant needs it by Friday", ("912 78 4455",)),
+    ("itin", "Individual Taxpayer Identification Number 971-92-3308 (my husband's)", ("971-92-3308",)),
+    ("itin", "the ITIN 912-45-6789 from the IRS training deck is not a valid range", ()),
+    ("itin", "ITINs always start with a 9 and have 9 digits", ()),
+    # an Italian codice fiscale with its check letter right
+    (
+        "codice-fiscale",
+        "il mio codice fiscale BNCLRA92E52F205Y serve per il contratto",
+        ("BNCLRA92E52F205Y",),
+    ),
+    ("codice-fiscale", "tax code for the Rome office form: VRDGPP88C11L219Z", ("VRDGPP88C11L219Z",)),
+    ("codice-fiscale", "a made-up one for the demo: VRDGPP88C11L219A (the check letter is wrong)", ()),
+    # a framework's session cookie by its name, no Cookie: header
+    (
+        "session-cookie",
+        "my PHPSESSID=q8v4k2n7m1c9x3z5b6l0p2r4t7 keeps expiring",
+        ("q8v4k2n7m1c9x3z5b6l0p2r4t7",),
+    ),
+    (
+        "session-cookie",
+        "devtools shows ASP.NET_SessionId = 5kqz1w0mvd3ypbn4xeh2jr1t then a 302",
+        ("5kqz1w0mvd3ypbn4xeh2jr1t",),
+    ),
+    ("session-cookie", "set JSESSIONID=${SESSION_ID} in the test fixture", ()),
+    ("session-cookie", "the server logs JSESSIONID=deleted when you sign out", ()),
+    # a password said again
+    ("pw-repeated", "the gate password is Qz7!pLm2x, again, Qz7!pLm2x, case matters", ("Qz7!pLm2x",)),
+    ("pw-repeated", "仓库门禁密码K9#xw2Lq，再说一遍：K9#xw2Lq，记牢", ("K9#xw2Lq",)),
+    ("pw-repeated", "Say it again: Hello2024 is the campaign name", ()),
+    # a value first, then "是 ... password" / "这串是 … 密码" / "thats the ... password"
+    ("pw-then-is", "Mx8#Rq21vz 是 NAS password，周末备份要用。", ("Mx8#Rq21vz",)),
+    ("pw-then-is", "Hk7?wQ2mT——这串是公司邮箱的密码，别发群里", ("Hk7?wQ2mT",)),
+    ("pw-then-is", "Zk4_mPw91 <- thats the nas password, keep it", ("Zk4_mPw91",)),
+    ("pw-then-is", "Python3.12 是 password 校验脚本要的版本", ()),
+    ("pw-then-is", "Lumix-G9 <- thats the camera model, not the password", ()),
+    ("pw-then-is", "iPhone15Pro 是我现在用的手机", ()),
+    # a question and its answer marked Q: / A:
+    ("qa-inline", "Q: alarm panel code? A: 8841 (disarm within 30s)", ("8841",)),
+    ("qa-inline", "Q：VPN 的 login 口令？ A：Vx9!tR22mq（下月换）", ("Vx9!tR22mq",)),
+    ("qa-inline", "Q: what is the door code policy? A: 6 digits minimum", ()),
+    ("qa-inline", "Q: garage door code? A: ask Tom", ()),
+    # a password label, a few words, then a colon or "已重置为"
+    ("pw-note", "邮箱密码顺手记下：Pq8#zLm42w，别外传", ("Pq8#zLm42w",)),
+    ("pw-note", "测试服务器密码已重置为 Tn5$kW9qzx，请尽快登录修改", ("Tn5$kW9qzx",)),
+    ("pw-note", "密码修改时间：2024-01-01", ()),
+    ("pw-note", "密码规则如下：至少8位", ()),
+    # a two-column Markdown table of names and values
+    (
+        "md-row",
+        "| 名称 | 值 |\n|---|---|\n| 应用 | billing |\n| API 密钥 | 7fK2mQ9xPz4LwT8vRb3N |",
+        ("7fK2mQ9xPz4LwT8vRb3N",),
+    ),
+    (
+        "md-row",
+        "| key | value |\n|---|---|\n| client_secret | Gq3vT8xR2mLz9WkP5sYn |",
+        ("Gq3vT8xR2mLz9WkP5sYn",),
+    ),
+    ("md-row", "| 名称 | 值 |\n|---|---|\n| 版本号 | 3f9a1c2b7d4e5f60a1b2 |", ()),
+    ("md-row", "| 名称 | 值 |\n|---|---|\n| 密钥轮换周期 | 90_days_per_rotation |", ()),
+    # recovery codes under a Chinese heading, or numbered
+    (
+        "code-lines-zh",
+        "GitLab 的备用码：\n1) 48213-9af02\n2) c77e1-03b9d\n3) 5d0aa-e1f47",
+        ("48213-9af02", "c77e1-03b9d", "5d0aa-e1f47"),
+    ),
+    ("code-lines-zh", "recovery codes, numbered:\n1. 2241 9087\n2. 6630 1175", ("2241 9087", "6630 1175")),
+    ("code-lines-zh", "备用码的说明：\n版本 1.2\n更新于 3 月", ()),
+    # a password or an ID told in parts
+    ("parts", "保险箱密码前两位是 58，后四位是 1937", ("58", "1937")),
+    ("parts", "the shed PIN: first two digits are 40, last two 71", ("40", "71")),
+    ("parts", "身份证前六位是320106，中间是生日19880714，最后四位是473X", ("320106", "19880714", "473X")),
+    ("parts", "卡号后四位是 4821，月底还款", ()),
+    ("parts", "身份证前六位是 110105，后四位是 2318，中间的我不记得了", ()),
+    # a password told as its start and what follows
+    ("pw-starts", "the vault password starts with Orchid then 7&q2 at the end", ("Orchid", "7&q2")),
+    ("pw-starts", "the password starts with a capital letter then two digits", ()),
+    # a bare code said to have come by text
+    ("otp-by-text", "code 518 204 just came by text, can you type it in", ("518 204",)),
+    ("otp-by-text", "code 731940 arrived via SMS a minute ago", ("731940",)),
+    ("otp-by-text", "code 2024 came by post with the new card", ()),
+    # a security answer in Chinese that ends in digits
+    ("sq-zh", "密保问题「第一辆车」的答案是 凤凰自行车1998", ("凤凰自行车1998",)),
+    ("sq-zh", "安全问题的答案是什么来着，我忘了", ()),
+    # public vendor defaults, a published sample SSN named so, a fingerprint that is no IBAN: kept
+    ("vendor-default", "these managed switches all come with factory default login admin/admin", ()),
+    ("vendor-default", "出厂默认密码是 admin，首次登录必须修改", ()),
+    ("sample-ssn", "219-09-9999 is the sample number from the 1940 SSA pamphlet, voided later", ()),
+    ("iban-country", "GPG fingerprint: EA12 8B5B F175 1AF4 DA29 386D D242 A6D8 9302 C428", ()),
+]
+
+
+@pytest.mark.parametrize(
+    ("form", "text", "secrets"), FORM_CASES_23, ids=[f"{c[0]}-{i}" for i, c in enumerate(FORM_CASES_23)]
+)
+def test_a_form_added_for_the_twenty_third_holdout_set(
+    form: str, text: str, secrets: tuple[str, ...]
+) -> None:
+    test_a_form_added_for_the_fourth_holdout_set(form, text, secrets)
+
+
+# The twenty-third set's new rules read a bounded run (a card's groups, 13 to 19 digit words, a label and up to 40
+# characters to each part, a Q: line, a Markdown row, a heading line and its codes): four times the input costs about
+# four times the time.
+@pytest.mark.parametrize(
+    "unit",
+    [
+        "4716.3820.9154.",
+        "6011 7048\n",
+        "four four five, ",
+        "六二一四 ",
+        "ITIN a b 912 ",
+        "PHPSESSID=q8v4k2n7m1c9x3z5b6l0p2 ",
+        "password is Qz7!pLm2x, again, ",
+        "Mx8#Rq21vz 是 ",
+        "Zk4_mPw91 <- thats the ",
+        "Q: door code? A: ",
+        "密码我记一下：",
+        "| API 密钥 | 7fK2mQ9xPz4LwT8vRb3N ",
+        "备用码：\n1) ",
+        "保险箱密码前两位是 58，后",
+        "password starts with Ab1 then ",
+        "code 518 204 ",
+        "密保答案是 ",
+        "default login admin/admin ",
+    ],
+)
+def test_the_twenty_third_sets_rules_stay_linear(unit: str) -> None:
     test_the_eighteenth_sets_rules_stay_linear(unit)

@@ -400,6 +400,28 @@ def _cn_id_ok(s: str) -> bool:
     return True
 
 
+# SSNs the SSA voided after they were printed on sample cards (Woolworth's 078-05-1120 of 1938, the 1940 pamphlet's
+# 219-09-9999): kept when the text names it a sample, a specimen or the voided / Woolworth card (set 23); told as
+# someone's own ("her social security number is 078-05-1120") it is still redacted.
+_SAMPLE_SSNS = frozenset(("078051120", "219099999"))
+_SAMPLE_SSN_CONTEXT = re.compile(r"woolworth|sample|specimen|void|famous|pamphlet|example|fun[ \t]+fact", _I)
+
+
+def _ssn_sample(m: re.Match[str]) -> bool:
+    digits = "".join(c for c in m.group("v") if c.isdigit())
+    if digits not in _SAMPLE_SSNS:
+        return False
+    return _SAMPLE_SSN_CONTEXT.search(m.string, max(0, m.start() - 160), m.end() + 160) is not None
+
+
+def _ssn_action(m: re.Match[str]) -> tuple[str, int]:
+    value = m.group("v")
+    digits = "".join(c for c in value if c.isdigit())
+    if not _ssn_ok(digits) or _ssn_sample(m):
+        return m.group(), 0
+    return _swap_value("ssn")(m)
+
+
 def _ssn_ok(digits: str) -> bool:
     """SSA never issues area 000, 666 or 9xx, group 00 or serial 0000."""
     area, group, serial = digits[:3], digits[3:5], digits[5:]
@@ -408,7 +430,7 @@ def _ssn_ok(digits: str) -> bool:
 
 # Dashes or spaces, the same separator twice; not a slice of a longer dashed number (phone 1-555-12-3456).
 _SSN = re.compile(
-    r"[0-9](?<![0-9A-Za-z_+][0-9])(?<![0-9][.-][0-9])[0-9]{2}([ -])[0-9]{2}\1[0-9]{4}(?![0-9A-Za-z_]|-[0-9])"
+    r"(?P<v>[0-9](?<![0-9A-Za-z_+][0-9])(?<![0-9][.-][0-9])[0-9]{2}([ -])[0-9]{2}\2[0-9]{4})(?![0-9A-Za-z_]|-[0-9])"
 )
 # Nine bare digits are only an SSN when labelled so.
 _SSN_LABELLED = re.compile(
@@ -1175,6 +1197,9 @@ def _labelled_value(m: re.Match[str], *, generated: bool) -> tuple[int, int] | N
             return None
     if label == "pin" and not secret.isdigit():
         return None
+    # "出厂默认的管理账号和密码都是admin": a product's published default
+    if _vendor_default(text, v0, secret):
+        return None
     if label == "pwd" and secret[0] in "/~":  # PWD=/home/me is the shell's working directory
         return None
     return v0, v1
@@ -1264,6 +1289,7 @@ def _pair_action(m: re.Match[str]) -> tuple[str, int]:
         # look like credentials, the password not a word ("login page steps: home / settings")
         or (m.groupdict().get("far") is not None and (len(secret) < 6 or _plain_word(secret)))
         or (m.groupdict().get("acct") is not None and not _strong_secret(secret, 6))
+        or _vendor_default(text, m.start("v"), secret)
     ):
         return m.group(), 0
     return m.group("lead") + _tag("password") + value[len(secret) :], 1
@@ -1923,9 +1949,17 @@ def _verhoeff_ok(s: str) -> bool:
     return c == 0
 
 
+# The countries of the IBAN registry (set 23: a PGP fingerprint "EB49 63D7 5530 ..." passed mod 97 by chance).
+_IBAN_COUNTRIES = frozenset(
+    "AD AE AL AT AZ BA BE BG BH BI BR BY CH CR CY CZ DE DJ DK DO EE EG ES FI FK FO FR GB GE GI GL GR GT HN HR HU IE IL "
+    "IQ IS IT JO KW KZ LB LC LI LT LU LV LY MC MD ME MK MN MR MT MU NI NL NO OM PK PL PS PT QA RO RS RU SA SC SD SE SI "
+    "SK SM SO ST SV TL TN TR UA VA VG XK YE".split()
+)
+
+
 def _iban_ok(s: str) -> bool:
     raw = s.replace(" ", "")
-    if not 15 <= len(raw) <= 34:
+    if raw[:2] not in _IBAN_COUNTRIES or not 15 <= len(raw) <= 34:
         return False
     moved = raw[4:] + raw[:4]
     return int("".join(str(int(c, 36)) for c in moved)) % 97 == 1
@@ -3007,7 +3041,8 @@ _OTP = re.compile(
 )
 _OTP_GATE = ("验证码", "校验码", "动态码", "确认码", "密码", "code", "otp", "验证器", "authenticator")
 _OTP_CONTEXT = re.compile(
-    r"sms|text(?:ed|s)?[ \t]+(?:message|me|you|him|her|us|them)|otp|2fa|mfa|one[ -]?time|verif|短信|验证|口令"
+    r"sms|text(?:ed|s)?[ \t]+(?:message|me|you|him|her|us|them)|(?:by|via|over|in[ \t]+a)[ \t]+text(?![A-Za-z])"
+    r"|otp|2fa|mfa|one[ -]?time|verif|短信|验证|口令"
     # an authenticator app or a second step (the fourteenth set: "Google Authenticator 上 ... 那个 code")
     r"|authenticator|authy|totp|2-?step|two[ -](?:step|factor)|动态",
     _I,
@@ -3047,6 +3082,14 @@ def _otp_first_action(m: re.Match[str]) -> tuple[str, int]:
     return _tag("password"), 1
 
 
+# "code 264 709 came by text": a bare code's number said to have just arrived by text or SMS (set 23)
+_CAME_BY_TEXT = re.compile(
+    r"[ \t]*(?:(?:just[ \t]+)?(?:came|arrived|got[ \t]+sent|was[ \t]+sent)[ \t]+"
+    r"(?:by|via|in[ \t]+a|over|as[ \t]+a)[ \t]+(?:text|sms)|(?:was[ \t]+|just[ \t]+)?texted)(?![A-Za-z])",
+    _I,
+)
+
+
 def _otp_action(m: re.Match[str]) -> tuple[str, int]:
     text = m.string
     if _OTHER_CODE.search(text, max(0, m.start() - 24), m.start()) is not None:
@@ -3061,8 +3104,11 @@ def _otp_action(m: re.Match[str]) -> tuple[str, int]:
             _OTP_CONTEXT.search(text, max(0, m.start() - 200), m.end() + 200) is None
             and _YOUR_CODE.search(text, max(0, m.start() - 30), m.start()) is None
         )
-        or re.fullmatch(r"code[ \t]*", m.group("lead"), re.I)
-        is not None  # "code 2024": told with is / a colon
+        or (
+            re.fullmatch(r"code[ \t]*", m.group("lead"), re.I)
+            is not None  # "code 2024": told with is / a colon
+            and _CAME_BY_TEXT.match(text, m.end()) is None  # ... or said to have come by text (set 23)
+        )
     ):
         return m.group(), 0
     return m.group("lead") + _tag("password"), 1
@@ -4358,8 +4404,9 @@ _SQ_ANSWER = re.compile(
     r"(?P<lead>(?<![A-Za-z])(?:I[ \t]+(?:answered|put(?:[ \t]+down)?|wrote|typed|entered|chose|picked)"
     r"|(?:my[ \t]+)?answer[ \t]+(?:is|was)|answer[ \t]*[:：])[ \t]*(?P<q>[\"'“‘])?)"
     r"(?P<v>[A-Z0-9][\w'-]{1,30}(?:[ \t][A-Z][\w'-]{1,30}){0,2})"
-    r"|(?P<lead2>(?:我|当时|當時)*(?:填|写|寫|设|設|输入|輸入)的(?:是|为)[ \t]*[:：]?[ \t]*)"
-    r"(?P<v2>[A-Za-z][\w'-]{1,30}|[\u4e00-\u9fff]{2,12})",
+    r"|(?P<lead2>(?:(?:我|当时|當時)*(?:填|写|寫|设|設|输入|輸入)的|答案)(?:是|为|為)[ \t]*[:：]?[ \t]*)"
+    # (an answer in Chinese may end in digits, set 23: "答案是 捷安特2002")
+    r"(?P<v2>[A-Za-z][\w'-]{1,30}|[\u4e00-\u9fff]{2,12}(?:[0-9]{2,4}(?![0-9]))?)",
 )
 _SQ_NOT = frozenset(
     "I It It's That This The A An My Yes No Wrong Right Correct Correctly Them All Something Nothing".lower().split()
@@ -4661,10 +4708,12 @@ def _yaml_next_line_action(m: re.Match[str]) -> tuple[str, int]:
 # laptop, ...", "Reset done <- that's the password ...".
 _PW_POINTED_POINTER = r"[ \t]*(?:←|⟵|⬅|<-{1,2}|—{1,2}|–|-{1,2}|[,，])"
 _PW_POINTED_REST = (
-    r"[ \t]*(?:(?:that|this|it)(?:['’]s|[ \t]+(?:is|was))[ \t]+(?:the|my|our|his|her|their|your)[ \t]+"
+    r"[ \t]*(?:(?:(?:that|it)['’]?s|(?:that|this|it)(?:['’]s|[ \t]+(?:is|was)))"
+    r"[ \t]+(?:the|my|our|his|her|their|your)[ \t]+"
     r"(?:[\w'-]+[ \t]+){0,4}?(?:pass(?:word|code|phrase)|pwd|pw|pass|(?P<pin>pin))s?"
     r"(?=[ \t]*(?:[,.;:!?)\]]|\r?\n|\Z)|[ \t]+(?:for|to|of|on|at|in|we|i|you|so|and|but|from)(?![A-Za-z]))"
-    r"|(?:(?:这|這|那)(?:个|個)?[ \t]*(?:就|也)?|就)是[^\n，。,.!?！？；;：:、()（）0-9]{0,20}?(?:密码|密碼|口令)"
+    r"|(?:(?:这|這|那)(?:个|個|串|條|条)?[ \t]*(?:就|也)?|就)是"
+    r"[^\n，。,.!?！？；;：:、()（）0-9]{0,20}?(?:密码|密碼|口令)"
     r"(?=[\s，。,.!?！？；;：:、)）]|\Z|[了啊哦呀呢吧哈]))"
 )
 _PW_POINTED = re.compile(
@@ -4842,10 +4891,387 @@ _KEYPAD_CODE = re.compile(
 )
 
 
+# ---------------------------------------------------------------- forms added for the twenty-third set
+
+# A card whose groups are joined by something other than a space or a dash (set 23: dots "5589.1641.0338.9328",
+# full-width dashes, Amex slashes 4/6/5, groups over two lines): groups of 3 to 7 digits, one kind of joiner
+# throughout (a line break may stand between groups of spaced digits), 13 to 19 digits with a known issuer's prefix
+# and length and a valid Luhn digit. A version or a date never has that many digits in such groups.
+_CARD_JOINED = re.compile(
+    r"[2-6](?<![0-9A-Za-z_+./／－\\][2-6])[0-9]{2,6}"
+    r"(?:(?P<j>[.／/－]|[ \t]*\r?\n[ \t]*)[0-9]{3,7}(?:(?P=j)[0-9]{3,7}){0,5}"
+    r"|(?:[ \t][0-9]{3,7})*[ \t]*\r?\n[ \t]*[0-9]{3,7}(?:[ \t][0-9]{3,7})*)"
+    r"(?![0-9A-Za-z_]|[./／－][0-9])"
+)
+_CARD_JOINED_NEEDS = re.compile(r"[0-9]{3}(?:[.／/－]|[ \t]*\n[ \t]*)[0-9]{3}")
+
+
+def _card_joined_action(m: re.Match[str]) -> tuple[str, int]:
+    digits = "".join(_GROUP.findall(m.group()))
+    if 13 <= len(digits) <= 19 and _issuer_ok(digits) and _luhn_ok(digits):
+        return _tag("card"), 1
+    return m.group(), 0
+
+
+# A card read aloud (set 23: "four four five three, two four four three, ..." and 六二二五 八八零八 ...): 13 to 19
+# digit words or Chinese numerals in a row, with spaces, commas or dashes between; the issuer's prefix and length
+# and the Luhn digit decide, so a count said in words never matches.
+_WORD_DIGIT = {
+    "zero": "0", "oh": "0", "one": "1", "two": "2", "three": "3", "four": "4",
+    "five": "5", "six": "6", "seven": "7", "eight": "8", "nine": "9",
+}  # fmt: skip
+_CN_DIGIT = dict(zip("零〇一二三四五六七八九幺两兩", "00123456789122", strict=True))
+_CARD_SPOKEN = re.compile(
+    r"(?<![A-Za-z])"
+    + _DIGIT_WORD
+    + r"(?:(?:[ \t]*[,，][ \t]*|[ \t]*-[ \t]*|[ \t]+)"
+    + _DIGIT_WORD
+    + r"){12,18}"
+    r"(?![A-Za-z])",
+    _I,
+)
+_CARD_SPOKEN_ZH = re.compile(
+    _CN_NUMERAL_T + r"(?:[ \t,，、-]?" + _CN_NUMERAL_T + r"){12,18}(?!" + _CN_NUMERAL_T + ")"
+)
+# (a card read aloud is named a card: its words gate the rules, and the spelled-code rules' searches for two digit
+# words or four numerals in a row, made once per text, are shared)
+_CARD_SPOKEN_GATE = ("card", "卡", "visa", "amex", "master", "unionpay", "银联", "銀聯", "discover", "jcb")
+_CARD_SPOKEN_WORD = re.compile(_DIGIT_WORD + "|" + _CN_NUMERAL_T, _I)
+
+
+def _card_spoken_action(m: re.Match[str]) -> tuple[str, int]:
+    digits = "".join(_WORD_DIGIT.get(w.lower()) or _CN_DIGIT[w] for w in _CARD_SPOKEN_WORD.findall(m.group()))
+    if 13 <= len(digits) <= 19 and _issuer_ok(digits) and _luhn_ok(digits):
+        return _tag("card"), 1
+    return m.group(), 0
+
+
+# A US ITIN (set 23: "she use ITIN 934-84-7002"): after its label, 9, two digits and a group of 50-65, 70-88, 90-92
+# or 94-99 (the IRS's ranges), then four digits. An SSN's rule never takes it (no SSN starts with 9).
+_ITIN = re.compile(
+    r"(?P<lead>(?<![A-Za-z])(?:ITIN|individual[ \t]+taxpayer[ \t]+identification[ \t]+number)(?![A-Za-z])"
+    r"[^0-9\n]{0,24}?)(?P<v>(?<![0-9])9[0-9]{2}([ -]?)[0-9]{2}\3[0-9]{4}(?![0-9]))",
+    _I,
+)
+
+
+def _itin_ok(s: str) -> bool:
+    group = int("".join(c for c in s if c.isdigit())[3:5])
+    return 50 <= group <= 65 or 70 <= group <= 88 or 90 <= group <= 92 or 94 <= group <= 99
+
+
+# An Italian codice fiscale (set 23): six letters of the name, the birth year, a month letter, the day (+40 for a
+# woman), the town's code and a check letter; the check letter decides (odd places by the ministry's table).
+_CODICE_FISCALE = re.compile(
+    r"(?P<v>[A-Z](?<![A-Za-z0-9][A-Z])[A-Z]{5}[0-9LMNPQRSTUV]{2}[ABCDEHLMPRST][0-9LMNPQRSTUV]{2}"
+    r"[A-Z][0-9LMNPQRSTUV]{3}[A-Z](?![A-Za-z0-9]))"
+)
+_CF_ODD = dict(
+    zip(
+        "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+        (1, 0, 5, 7, 9, 13, 15, 17, 19, 21, 1, 0, 5, 7, 9, 13, 15, 17, 19, 21, 2, 4, 18, 20, 11, 3, 6, 8, 12, 14, 16,
+         10, 22, 25, 24, 23),
+        strict=True,
+    )
+)  # fmt: skip
+
+
+def _codice_fiscale_ok(s: str) -> bool:
+    total = 0
+    for i, c in enumerate(s[:15]):
+        total += _CF_ODD[c] if i % 2 == 0 else (int(c) if c.isdigit() else ord(c) - 65)
+    return chr(65 + total % 26) == s[15]
+
+
+# A server's session cookie named by its framework's name (set 23: "cookie 是 JSESSIONID=B32A...", no `Cookie:`
+# header): JSESSIONID, PHPSESSID, ASP.NET_SessionId, ASPSESSIONID..., connect.sid, laravel_session, the value a
+# generated one of 16+ characters.
+_SESSION_COOKIE = re.compile(
+    r"(?<![\w.-])(?P<lead>(?:JSESSIONID|PHPSESSID|ASP\.NET_SessionId|ASPSESSIONID[A-Z]{8}|connect\.sid"
+    r"|laravel_session|CFTOKEN)[ \t]*=[ \t]*)(?P<v>[A-Za-z0-9%._~+/-]{16,400})(?![A-Za-z0-9%._~+/=-])",
+    _I,
+)
+_SESSION_COOKIE_NEEDS = re.compile(r"sessionid|phpsessid|connect\.sid|laravel_session|cftoken")
+_ITIN_NEEDS = re.compile(r"itin(?<![a-z]itin)(?![a-z])|taxpayer")
+
+
+def _session_cookie_action(m: re.Match[str]) -> tuple[str, int]:
+    value = m.group("v")
+    if _stand_in(value) or not (_token_like(value) or (len(value) >= 24 and any(c.isdigit() for c in value))):
+        return m.group(), 0
+    return m.group("lead") + _tag("api_key"), 1
+
+
+# A password said again (set 23: "the alarm panel password is X, I repeat, X", "密码X，再念一遍：X"): after a
+# replaced password, "I repeat / again / once more / 再念一遍 / 再说一遍 / 重复一遍" and the same kind of value
+# (password-shaped, or 4+ digits) within 60 characters.
+_PW_REPEATED = re.compile(
+    r"\[REDACTED:password\](?P<mid>[^\n\[]{0,40}?(?:(?<![A-Za-z])(?:i[ \t]+repeat|repeat(?:ing)?|again|once[ \t]+more)"
+    r"(?![A-Za-z])|再(?:念|说|說|读|讀|重复|重複)(?:一)?(?:遍|次)|重复一遍|重複一遍)[ \t]*[,，:：]?[ \t]*)"
+    r"(?P<v>(?!\[REDACTED:)[\x21-\x7e]{4,64})(?![\x21-\x7e])",
+    _I,
+)
+
+
+def _pw_repeated_action(m: re.Match[str]) -> tuple[str, int]:
+    value = m.group("v")
+    secret = value.rstrip(_PW_TRAILING)
+    if len(secret) < 4 or _stand_in(secret) or not (_pw_shaped(secret) or secret.isdigit()):
+        return m.group(), 0
+    return _tag("password") + m.group("mid") + _tag("password") + value[len(secret) :], 1
+
+
+# A value then "是 <a few words> password / 密码" (set 23: "Yanglei#2005 是 VPN password，..."): the value starts its
+# line or sentence, looks like a password, and the label ends its phrase (a stop or the line's end after it).
+_PW_THEN_IS = re.compile(
+    r"(?P<v>[\x21-\x7e](?<![\x21-\x7e][\x21-\x7e])[\x21-\x7e]{5,63})(?P<rest>[ \t]*(?:就)?是[ \t]*"
+    r"(?:(?:my|the|our|我的|我们的|公司的?|家里的?)[ \t]*)?(?:[A-Za-z][\w-]{0,15}[ \t]+){0,3}"
+    # (the label ends the phrase: "Python3.12 是 password 校验脚本要的版本" is no password)
+    r"(?:pass(?:word|code|phrase)|pwd|pw|密码|密碼|口令)(?=[ \t]*(?:[，。,.!?！？；;：:、)）]|\r?\n|\Z)))",
+    _I,
+)
+# (from the 是: a character a text rarely holds, where the scan can start)
+_PW_THEN_IS_NEEDS = re.compile(
+    r"是(?:(?<=[\x21-\x7e]{6}是)|(?<=[\x21-\x7e]{6}[ \t]是)|(?<=[\x21-\x7e]{6}就是))"
+)
+_SENTENCE_START = re.compile(r"(?:\A|[\n。！？!?；;]|[.][ \t])[ \t]*\Z")
+
+
+def _pw_then_is_action(m: re.Match[str]) -> tuple[str, int]:
+    secret = m.group("v")
+    if (
+        not _SENTENCE_START.search(m.string, max(0, m.start() - 4), m.start())
+        or _MARK in secret
+        or _stand_in(secret)
+        or not _pw_shaped(secret)
+        or _plain_word(secret)
+    ):
+        return m.group(), 0
+    return _tag("password") + m.group("rest"), 1
+
+
+# A vendor's factory default named as such (set 23: "routers ship with the default login admin/admin", "出厂默认的
+# 管理账号和密码都是admin", "Grafana 默认账号 admin / admin"): a product's published default, no one's credential.
+# Only the well-known default words, and only when "default / factory / ships with / 默认 / 出厂" stands within 60
+# characters before.
+_VENDOR_DEFAULT_VALUES = frozenset(
+    ("admin", "password", "root", "guest", "default", "changeme", "user", "1234")
+)
+_VENDOR_DEFAULT_BEFORE = re.compile(
+    r"(?:(?<![A-Za-z])(?:default|factory|ships?[ \t]+with|out[ \t]+of[ \t]+the[ \t]+box)(?![A-Za-z])"
+    r"|默认|默認|出厂|出廠)[^\n。.!?！？]{0,60}\Z",
+    _I,
+)
+
+
+def _vendor_default(text: str, at: int, secret: str) -> bool:
+    return (
+        secret.lower() in _VENDOR_DEFAULT_VALUES
+        and _VENDOR_DEFAULT_BEFORE.search(text, max(0, at - 80), at) is not None
+    )
+
+
+# A card's security code read digit by digit (set 23: "..., expires 04/30, security code 7 8 2"): after a replaced
+# card, within 80 characters, its label and three or four single digits with spaces, commas or dashes between.
+_CVV_SPACED = re.compile(
+    r"\[REDACTED:card\](?P<mid>[^\n]{0,80}?(?:(?<![A-Za-z])(?:security[ \t]+code|cvv2?|cvc2?|cvn2?|cid)(?![A-Za-z])"
+    r"|安全码|安全碼|背面(?:三|3|四|4)位(?:数字?|數字?)?)[ \t]*(?:is|[:：=]|是)?[ \t]*)"
+    r"(?P<v>(?<![0-9])[0-9](?:(?:[ \t]+|[ \t]*[,-][ \t]*)[0-9]){2,3})(?![0-9])",
+    _I,
+)
+
+
+def _cvv_spaced_action(m: re.Match[str]) -> tuple[str, int]:
+    return _tag("card") + m.group("mid") + _tag("card"), 1
+
+
+# A question and its answer on one line or the next, each marked (set 23: "Q: garage door code? A: 50372# (hold
+# ...)", "Q：JumpServer 堡垒机 login 口令？\nA：L0tus*N4257（每 90 天 rotate 一次）"): the question names a password
+# (or a door's, gate's, garage's or alarm's code), the answer starts with the value, which looks like a password
+# (or is 4 to 8 digits, a `#` after it kept) and ends at a space, a bracket or a stop.
+_QA_INLINE = re.compile(
+    r"(?<![A-Za-z])Q[ \t]*[:：](?P<q>[^\n?？]{1,100})[?？][ \t]*(?:\r?\n[ \t]*)?A[ \t]*[:：][ \t]*"
+    r"(?P<v>(?!\[REDACTED:)[\x21-\x7e]{4,64}?)(?=[#*]?(?:[ \t(（,，。;；]|\r?\n|\Z))"
+)
+_QA_CODE_LABEL = re.compile(
+    r"(?<![A-Za-z])(?:door|gate|garage|alarm|lock|keypad|safe)[ \t]+(?:\w+[ \t]+)?(?:code|pin)(?![A-Za-z])"
+    r"|门禁|門禁|门锁|門鎖",
+    _I,
+)
+_QA_NEEDS = re.compile(r"q[ \t]*[:：][^\n?？]{1,100}[?？][ \t]*(?:\r?\n[ \t]*)?a[ \t]*[:：]")
+
+
+def _qa_inline_action(m: re.Match[str]) -> tuple[str, int]:
+    question, secret = m.group("q"), m.group("v")
+    pw = _ASKED_LABEL.search(question)
+    if pw is not None and (pw.group("key") is not None or pw.group("kz") is not None):
+        pw = None  # a key's answer is the asked-on-lines rule's
+    code = _QA_CODE_LABEL.search(question)
+    if pw is None and code is None:
+        return m.group(), 0
+    digits = secret.isdigit() and 4 <= len(secret) <= 8
+    if _stand_in(secret) or not (digits or (pw is not None and _pw_shaped(secret))):
+        return m.group(), 0
+    return _tag_value_head(m, len(secret), "password")
+
+
+# A password label, a few words of the writer's own, then a colon or "已重置为 / 改为 / 设为" and the value (set 23:
+# "支付密码我记一下：731604", "root 密码已重置为 bK2D..."): up to 8 characters with no stop between, the value
+# password-shaped or 6 to 12 digits, ending its phrase. Kept: "密码规则如下：至少8位" (no value), "密码修改时间：
+# 2024-01-01" (a date).
+_PW_NOTE = re.compile(
+    r"(?P<lead>(?:密码|密碼|口令)(?P<mid>[^\n，。！？,.:：;；\[\]]{1,8}?)"
+    r"(?:[:：]|(?:已|被)?(?:重置|改|修改|设|設|设置|設置|更新|更改)(?:为|為|成))[ \t]*)"
+    r"(?P<v>(?!\[REDACTED:)[\x21-\x7e]{4,64}?)(?=[ \t，。！？；、（(]|[,.;!?](?:\s|\Z)|\r?\n|\Z)"
+)
+_PW_NOTE_NEEDS = re.compile(r"(?:密码|密碼|口令)[^\n，。！？,.:：;；]{1,8}?(?:[:：]|为|為|成)")
+
+
+def _pw_note_action(m: re.Match[str]) -> tuple[str, int]:
+    secret = m.group("v")
+    if (
+        _stand_in(secret)
+        or _DATE_OR_TIME.fullmatch(secret)
+        or not (
+            (secret.isdigit() and 6 <= len(secret) <= 12) or (_pw_shaped(secret) and not _plain_word(secret))
+        )
+    ):
+        return m.group(), 0
+    return m.group("lead") + _tag("password"), 1
+
+
+# A two-column Markdown table of names and values (set 23: "| 访问密钥编号 | C419... |", "| 秘密访问密钥 | jjwc... |"):
+# a row whose first cell names a key, a secret or an access key's id (`secret_kind_of_name`, or 访问密钥编号 /
+# AccessKey ID / AK), the second a generated value alone in its cell.
+_MD_ROW = re.compile(
+    r"(?m)^[ \t]*\|[ \t]*(?P<n>[^|\n]{1,40}?)[ \t]*\|[ \t]*(?P<v>[A-Za-z0-9+/=_-]{12,200})[ \t]*(?=\|[ \t]*$)"
+)
+_MD_KEY_ID = re.compile(
+    r"(?:访问密钥|訪問密鑰|access[ _-]?key)[ _-]?(?:编号|編號|id)|^(?:ak|sk)$",
+    _I,
+)
+_MD_ROW_NEEDS = re.compile(
+    r"\|[ \t]*[^|\n]*(?:密钥|密鑰|秘钥|key|secret|token)[^|\n]*\|[ \t]*[a-z0-9+/=_-]{12}"
+)
+
+
+def _md_row_action(m: re.Match[str]) -> tuple[str, int]:
+    name, value = m.group("n").strip(), m.group("v")
+    kind = secret_kind_of_name(name)
+    if kind is None and _MD_KEY_ID.search(name) is not None:
+        kind = "api_key"
+    if kind is None or _stand_in(value) or not _token_like(value):
+        return m.group(), 0
+    whole, at = m.group(), m.start("v") - m.start()
+    return whole[:at] + _tag(kind) + whole[at + len(value) :], 1
+
+
+# Recovery codes under a Chinese heading, or numbered (set 23: "两步验证的恢复码存这儿：\n1. 7b6c7-861a0\n2. ..."): a
+# heading line naming recovery / backup codes (恢复码, 备用码, 备份码, 救援码, or set 21's English words), then two
+# or more lines each holding one code, a list number ("1." "2)" "3、") before it allowed.
+_CODE_LIST_NUMBER = r"(?:[0-9]{1,2}[.)、][ \t]*)?"
+_CODE_LINE_SHAPE = r"(?:[0-9]{4}[ \t]?[0-9]{4}|[0-9]{8,10}|[a-z0-9]{4}-[a-z0-9]{4}|[0-9a-f]{5}-[0-9a-f]{5})"
+_CODE_LINES_ZH = re.compile(
+    r"(?:(?:恢复|恢復|备用|備用|备份|備份|救援|找回)(?:码|碼|代码|代碼)"
+    r"|(?<![A-Za-z])(?:backup|recovery|verification|scratch|2fa|mfa)[ \t_-]+codes(?![A-Za-z]))[^\n]{0,120}\r?\n"
+    r"(?P<list>(?:[ \t]*" + _CODE_LIST_NUMBER + _CODE_LINE_SHAPE + r"[ \t]*(?:\r?\n|\Z)){2,32})",
+    _I,
+)
+_CODE_LINES_ZH_NEEDS = re.compile(
+    r"(?:恢复|恢復|备用|備用|备份|備份|救援|找回)(?:码|碼|代码|代碼)|codes[^\n]{0,120}\n[ \t]*[0-9]{1,2}[.)、]"
+)
+
+
+def _code_lines_zh_action(m: re.Match[str]) -> tuple[str, int]:
+    at = m.start("list") - m.start()
+    body, n = re.subn(r"(?<![0-9A-Za-z])" + _CODE_LINE_SHAPE + r"(?=[ \t]*(?:\r?\n|\Z))", _tag("password"),
+                      m.group("list"), flags=_I)  # fmt: skip
+    return m.group()[:at] + body, n
+
+
+# A password or an ID told in parts (set 23: "门锁密码前三位是 747。后三位 is 592",
+# "我身份证前六位是430104。中间是出生日期19751226。最后四位是5516"): after a password's, a PIN's, a code's or an
+# ID's label, two or three parts, each "the first / last / middle (N digits) is" and its digits, within 40
+# characters of each other. One part alone (a card's last four, "尾号") is kept, and so is an ID's pair of parts
+# (its middle not told).
+_PART_ZH = (
+    r"(?:前|后|後|最后|最後|末|中间|中間|剩下的?)(?:[0-9一二三四五六七八九十两兩]{1,2}位)?(?:数字|數字)?[ \t]*"
+    r"(?:是|为|為|(?<![A-Za-z])is(?![A-Za-z])|[:：])?[ \t]*(?:出生日期|生日)?[ \t]*"
+)
+_PART_EN = (
+    r"(?<![A-Za-z])(?:first|last|middle|second|other)[ \t]+(?:(?:two|three|four|five|six|half|[0-9])[ \t]+)?"
+    r"(?:digits|numbers|part|half|bit)?[ \t]*(?:are|is|:)?[ \t]*"
+)
+_PART = r"(?:" + _PART_ZH + "|" + _PART_EN + ")"
+_PARTS = re.compile(
+    r"(?P<label>密码|密碼|口令|(?<![A-Za-z])(?:pin|passcode|password|code)(?![A-Za-z])|(?P<id>身份证|身份證))"
+    r"(?:号|號|号码|號碼)?[^\n]{0,24}?" + _PART + r"(?P<v1>(?<![0-9])[0-9]{2,8})(?![0-9])"
+    r"[^\n0-9]{0,40}?" + _PART + r"(?P<v2>(?<![0-9])[0-9]{2,8}[Xx]?)(?![0-9A-Za-z])"
+    r"(?:[^\n0-9]{0,40}?" + _PART + r"(?P<v3>(?<![0-9])[0-9]{2,8}[Xx]?)(?![0-9A-Za-z]))?",
+    _I,
+)
+# (a label, then a part's word within 24 characters; the scan starts at a p, a c or a 密 / 口)
+_PARTS_NEEDS = re.compile(
+    r"(?:p(?<![a-z]p)(?:in|asscode|assword)(?![a-z])|c(?<![a-z]c)ode(?![a-z])|密码|密碼|口令)[^\n]{0,24}?"
+    r"(?:前|后|後|中间|中間|最后|最後|first|last|middle|second|other)"
+)
+
+
+def _parts_action(m: re.Match[str]) -> tuple[str, int]:
+    names = ("v1", "v2", "v3") if m.group("v3") else ("v1", "v2")
+    # an ID's parts must be all of it, with a valid check digit
+    if m.group("id") is not None and (
+        m.group("v3") is None or not _cn_id_ok("".join(m.group(n) for n in names))
+    ):
+        return m.group(), 0
+    whole, base, out, last = m.group(), m.start(), [], 0
+    for name in names:
+        s, e = m.start(name) - base, m.end(name) - base
+        out += [whole[last:s], _tag("national_id" if m.group("id") else "password")]
+        last = e
+    out.append(whole[last:])
+    return "".join(out), len(names)
+
+
+# A password told as its start and what follows (set 23: "The new safe password starts with Saffron. Then it's
+# 54?d."): after a password's label, "starts / begins with X" and, within 30 characters, "then (it's) / followed by
+# / ends with Y"; Y must hold a digit or a symbol, and X a capital, a digit or a symbol ("starts with capital
+# letter then digits" is a rule, kept).
+_PW_STARTS = re.compile(
+    r"(?<![A-Za-z])(?:password|passcode|passphrase|pin|pw|pwd)(?![A-Za-z])[^\n.]{0,40}?"
+    r"(?<![A-Za-z])(?:starts|begins)[ \t]+with[ \t]+(?P<v1>[\x21-\x7e]{3,32}?)(?=[.,;]?(?:\s|\Z))"
+    r"[^\n]{0,30}?(?<![A-Za-z])(?:then(?:[ \t]+(?:it['’]?s|it[ \t]+is|comes))?|followed[ \t]+by|ends[ \t]+with)[ \t]+"
+    r"(?P<v2>[\x21-\x7e]{2,32}?)(?=[.,;]?(?:\s|\Z))",
+    _I,
+)
+
+
+def _pw_starts_action(m: re.Match[str]) -> tuple[str, int]:
+    v1, v2 = m.group("v1"), m.group("v2")
+    if (
+        _MARK in v1 + v2
+        or not any(c.isdigit() or c in "!@#$%^&*_+=?" for c in v2)
+        or not any(c.isupper() or c.isdigit() or c in "!@#$%^&*_+=?" for c in v1)
+        or v1.lower() in _NOT_A_PASSWORD
+        or _stand_in(v1)
+        or _stand_in(v2)
+    ):
+        return m.group(), 0
+    whole, base = m.group(), m.start()
+    a, b, c, d = (x - base for x in (m.start("v1"), m.end("v1"), m.start("v2"), m.end("v2")))
+    return whole[:a] + _tag("password") + whole[b:c] + _tag("password") + whole[d:], 2
+
+
 # The set-22 rules' gates: the password words of their labels and flags (one search for four rules), and the rare
 # words the other three need (one search, then the word itself).
 _SET22_PW_GATE = ("pass", "pw", "pin", "pasw", "pssw", "pswd", "masterauth", "密码", "密碼", "口令")
 _SET22_RARE_GATE = ("accounts", "_codes", "-codes", "keypad")
+_SET23_RARE_GATE = (
+    "itin", "taxpayer", "sessionid", "phpsessid", "connect.sid", "laravel_session", "cftoken", "q:", "q：", "q :",
+    "q ：", "|", "码", "碼", "codes", "身份证", "身份證", "starts with", "begins with",
+)  # fmt: skip
+_ID_PARTS_NEEDS = re.compile(r"(?:身份证|身份證)[^\n]{0,30}?(?:前|后|後|中间|中間|最后|最後)")
+_PW_STARTS_NEEDS = re.compile(r"(?:starts|begins)[ \t]+with")
 _ACCOUNTS_NEEDS = re.compile("accounts")
 _CODE_FILE_NEEDS = re.compile("[_-]codes")
 _KEYPAD_NEEDS = re.compile("keypad")
@@ -4970,8 +5396,8 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("card", _CVV_AFTER_CARD, _swap_value("card"), after="card"),
     _Rule("card", _CVV_NEAR_CARD, _swap_value("card"), after="card"),
     _Rule("card", _CARD_EXPIRY, _swap_value("card"), after="card"),
-    _Rule("ssn", _SSN, _swap("ssn", lambda s: _ssn_ok(s[:3] + s[4:6] + s[7:])), _DIGITS, needs=_LONG_NUMBER),
-    _Rule("ssn", _SSN_LABELLED, _swap("ssn", _ssn_ok), ("ssn", "social")),
+    _Rule("ssn", _SSN, _ssn_action, _DIGITS, needs=_LONG_NUMBER),
+    _Rule("ssn", _SSN_LABELLED, _ssn_action, ("ssn", "social")),
     _Rule(
         "national_id",
         _BSN,
@@ -5036,6 +5462,28 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _FLAG_IN_ARRAY, _flag_in_array_action, _SET22_PW_GATE, needs=_FLAG_IN_ARRAY_NEEDS),
     _Rule("password", _PW_FAR, _pw_far_action, _SET22_PW_GATE, needs=_PW_FAR_NEEDS),
     _Rule("password", _KEYPAD_CODE, _swap_value("password"), _SET22_RARE_GATE, needs=_KEYPAD_NEEDS),
+    # set 23: cards joined by dots, slashes, full-width dashes or a line break, cards read aloud and a CVV read digit
+    # by digit, an ITIN, a codice fiscale, a session cookie by its framework's name, a password said again, a value
+    # then "是 ... password", a Q: / A: answer, "密码我记一下：X", a Markdown key table, recovery codes under a Chinese
+    # heading, a secret told in parts, "starts with X then Y"
+    # (the rules gated by rare words share one gate search, each then asks for its own pattern)
+    _Rule("card", _CARD_JOINED, _card_joined_action, _DIGITS, needs=_CARD_JOINED_NEEDS),
+    _Rule("card", _CARD_SPOKEN, _card_spoken_action, _CARD_SPOKEN_GATE, needs=_SPELLED_NEEDS),
+    _Rule("card", _CARD_SPOKEN_ZH, _card_spoken_action, _CARD_SPOKEN_GATE, needs=_SPELLED_NEEDS_ZH),
+    _Rule("card", _CARD_EXPIRY, _swap_value("card"), after="card"),
+    _Rule("card", _CVV_SPACED, _cvv_spaced_action, after="card"),
+    _Rule("national_id", _CODICE_FISCALE, _swap("national_id", _codice_fiscale_ok), _DIGITS),
+    _Rule("national_id", _ITIN, _swap("national_id", _itin_ok), _SET23_RARE_GATE, needs=_ITIN_NEEDS),
+    _Rule("api_key", _SESSION_COOKIE, _session_cookie_action, _SET23_RARE_GATE, needs=_SESSION_COOKIE_NEEDS),
+    _Rule("password", _QA_INLINE, _qa_inline_action, _SET23_RARE_GATE, needs=_QA_NEEDS),
+    _Rule("api_key", _MD_ROW, _md_row_action, _SET23_RARE_GATE, needs=_MD_ROW_NEEDS),
+    _Rule("password", _CODE_LINES_ZH, _code_lines_zh_action, _SET23_RARE_GATE, needs=_CODE_LINES_ZH_NEEDS),
+    _Rule("national_id", _PARTS, _parts_action, _SET23_RARE_GATE, needs=_ID_PARTS_NEEDS),
+    _Rule("password", _PW_STARTS, _pw_starts_action, _SET23_RARE_GATE, needs=_PW_STARTS_NEEDS),
+    _Rule("password", _PW_REPEATED, _pw_repeated_action, after="password"),
+    _Rule("password", _PW_NOTE, _pw_note_action, _SET22_PW_GATE, needs=_PW_NOTE_NEEDS),
+    _Rule("password", _PARTS, _parts_action, _SET22_PW_GATE, needs=_PARTS_NEEDS),
+    _Rule("password", _PW_THEN_IS, _pw_then_is_action, _SET22_PW_GATE, needs=_PW_THEN_IS_NEEDS),
     # last: after every rule that may have replaced the password that is corrected
     _Rule("password", _CORRECTED, _corrected_action, after="password"),
     _Rule("password", _CORRECTED, _decoded_action, ("解码", "解碼", "解出", "decod"), after="password"),
