@@ -676,8 +676,8 @@ def _since_left_hits(clause: str, *, lang: str) -> list[Hit]:
 
 # A tool told as the state now, with nothing else in its clause: "Vitest now, jest was too slow", "and now it's
 # Go", "it's all Railway these days", "Node 20 everywhere now". Chat's way to give the value a change led to. A
-# leading "now" needs a subject ("now in Go" asks for code in Go), and without one the name is capitalised or has
-# a digit ("render now" is an order).
+# leading "now" needs a subject ("now in Go" asks for code in Go); without one the name is capitalised or has a
+# digit, is no everyday word ("render now", "Go now") and no programming language ("Python now" may ask for code).
 _BARE_STATE_RE = re.compile(
     r"^\W*(?:(?:and|so|but|ok|okay|btw|fyi|yeah|anyway)\W+)*(?:(?P<lead>now|these\s+days|nowadays)\W+)?"
     r"(?:(?P<subject>it's|it\s+is|everything's|everything\s+is|everything\s+runs|we're|we\s+are|i'm|i\s+am)\s+)?"
