@@ -364,3 +364,28 @@ def test_a_tool_told_as_the_state_now_fills_its_slot(text: str, slot: str, value
 )
 def test_no_state_for_a_request_a_question_or_an_everyday_word(text: str) -> None:
     assert [c.slot for c in extract_turn(Turn("e1", "user", text)) if c.slot] == []
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("sorry, I wrote Go 1.21 before but it's actually 1.23", "go 1.23"),
+        ("不是 Java 11 哦，线上其实是 21", "java 21"),
+        ("the DB isn't on MySQL 5.7 anymore, it's 8.4 now", "mysql 8.4"),
+    ],
+)
+def test_a_corrected_version_fills_the_tools_slot(text: str, value: str) -> None:
+    assert [c.value for c in extract_turn(Turn("e1", "user", text)) if c.slot] == [value]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "is it Python 3.9 or 3.11?",  # asked
+        "I said Node 18 but we have 20 people on the team",  # another kind of number
+        "not sure if Go 1.22 is out yet, it's 9am here",
+    ],
+)
+def test_no_version_from_a_question_or_another_number(text: str) -> None:
+    values = [c.value for c in extract_turn(Turn("e1", "user", text)) if c.slot]
+    assert all(v is None or not v.endswith(("3.11", "20", "9")) for v in values), values

@@ -367,6 +367,43 @@ def _sort_of_value(value: str) -> str:
     return "name"
 
 
+# A version corrected: the tool named with one version as not (or no longer) so, and a bare version given as what
+# it is ("I said Postgres 14 earlier but it's actually 15", "不是 Python 3.8 啊，生产上已经是 3.11 了").
+_CORRECTION_CUE_RE = re.compile(
+    r"\b(?:not|isn't|aren't|wasn't|said|wrote|meant|actually|correction|wrong|typo)\b|不是|说错|写错|打错|其实|更正",
+    re.I,
+)
+_BARE_VERSION_RE = re.compile(
+    r"(?:\b(?:it's|it\s+is|is|it's\s+actually|actually|now|really)|已经是|现在是|其实是|应该是|是|升到了?|升级到了?)"
+    r"\s*(?:actually\s+|now\s+|already\s+)?v?(?P<v>\d+(?:\.\d+){0,2})(?![\d.]*\s*(?:%|年|月|天|个|人|岁|点|号|"
+    r"days?|years?|months?|hours?|people|times|gb|mb|ms|s\b))",
+    re.I,
+)
+_VERSION_TAIL_RE = re.compile(r"\s+v?\d+(?:\.\d+){0,2}$")
+
+
+def _version_corrected_hits(sentence: str) -> list[Hit]:
+    versioned = [(t, s, e) for t, s, e in find_tools(sentence) if t.slot and _VERSION_TAIL_RE.search(t.canonical)]
+    if len(versioned) != 1 or is_asked(sentence):
+        return []
+    tool, _start, end = versioned[0]
+    old = _VERSION_TAIL_RE.search(tool.canonical)
+    assert old is not None
+    old_v = old.group().strip().lstrip("v")
+    for match in _BARE_VERSION_RE.finditer(sentence):
+        new_v = match.group("v")
+        if new_v == old_v or ("." in old_v) != ("." in new_v) or match.start() < end - 1:
+            continue  # the same value, another kind of number ("3.11" for "14"), or before the tool's name
+        base = tool.canonical[: old.start()]
+        said = _VERSION_TAIL_RE.sub("", tool.said or tool.display)
+        fixed = tool._replace(canonical=f"{base} {new_v}", display=f"{_VERSION_TAIL_RE.sub('', tool.display)} {new_v}",
+                              said=f"{said} {new_v}")  # fmt: skip
+        lang = detect_lang(sentence)
+        return [tool_hit(fixed, 0, len(sentence), rule=f"{lang}.tool.version_corrected", lang=lang,
+                         category=Category.DECISION, tier=Tier.MUST, confidence=0.85)]  # fmt: skip
+    return []
+
+
 def _value_against_value_hits(sentence: str) -> list[Hit]:
     if "not" not in sentence.lower() and "不是" not in sentence:
         return []
@@ -1139,6 +1176,8 @@ def _sentence_hits(sentence: str) -> list[Hit]:
         hits = _topic_statement_hits(sentence)
     if not hits:
         hits = _value_against_value_hits(sentence)
+    if not any(cand.slot for cand, _, _ in hits) and _CORRECTION_CUE_RE.search(sentence):
+        hits += _version_corrected_hits(sentence)
     spans = [(start, end) for _, start, end in hits]
     inherited = False  # after "The product is ...:" / "技术栈：" the clauses speak for the user's setup
     before = ""  # "我们部署在 k8s 上，用 ArgoCD 做 GitOps": the next clause keeps the subject
