@@ -89,10 +89,10 @@ class StoreCollector(Collector):
 
 def metrics_response(registry: CollectorRegistry) -> Response:
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        from prometheus_client import multiprocess
+        from shared.prometheus import MultiProcessCollector
 
         combined = CollectorRegistry()
-        multiprocess.MultiProcessCollector(combined)
+        MultiProcessCollector(combined)
         body = generate_latest(registry) + generate_latest(combined)
     else:
         from prometheus_client import REGISTRY

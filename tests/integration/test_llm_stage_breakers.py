@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from prometheus_client import CollectorRegistry, multiprocess
+from prometheus_client import CollectorRegistry
 from sqlalchemy import text
 
 from core.prompts.distill import DISTILL_PROMPT
@@ -33,6 +33,7 @@ from core.prompts.judge import JUDGE_PROMPT
 from core.prompts.summary import SUMMARY_SYSTEM_PROMPT
 from core.prompts.working_memory import WM_SECTIONS, WORKING_MEMORY_PROMPT
 from shared import tasknames
+from shared.prometheus import MultiProcessCollector
 from shared.publisher import TaskPublisher
 from tests.fakes.openai_server import FakeOpenAI, Reply
 from tests.memory_rows import insert_memory
@@ -91,7 +92,7 @@ def calls_of(fake: FakeOpenAI, stage: str) -> int:
 
 def counter(metrics_dir: Path, name: str, **labels: str) -> float:
     registry = CollectorRegistry()
-    multiprocess.MultiProcessCollector(registry, path=str(metrics_dir))
+    MultiProcessCollector(registry, path=str(metrics_dir))
     return sum(
         sample.value
         for family in registry.collect()

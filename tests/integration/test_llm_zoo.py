@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from prometheus_client import CollectorRegistry, multiprocess
+from prometheus_client import CollectorRegistry
 from sqlalchemy import text
 
 from shared import tasknames
+from shared.prometheus import MultiProcessCollector
 from shared.publisher import TaskPublisher
 from tests.fakes.openai_server import FakeOpenAI
 from tests.services import REPO, memory_client, wait_for
@@ -147,7 +148,7 @@ def origins(engine: Any, tenant: str) -> list[str]:
 def counter(metrics_dir: Path, name: str, **labels: str) -> float:
     """The sum over the worker processes of a counter's samples matching `labels` (multiprocess files)."""
     registry = CollectorRegistry()
-    multiprocess.MultiProcessCollector(registry, path=str(metrics_dir))
+    MultiProcessCollector(registry, path=str(metrics_dir))
     total = 0.0
     for family in registry.collect():
         for sample in family.samples:
@@ -158,7 +159,7 @@ def counter(metrics_dir: Path, name: str, **labels: str) -> float:
 
 def silent_losses_known(metrics_dir: Path) -> bool:
     registry = CollectorRegistry()
-    multiprocess.MultiProcessCollector(registry, path=str(metrics_dir))
+    MultiProcessCollector(registry, path=str(metrics_dir))
     return any(f.name == "memory_llm_silent_losses" for f in registry.collect())
 
 
