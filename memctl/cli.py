@@ -113,15 +113,11 @@ def migrate() -> None:
 def _ensure_current_tokens(settings: Settings) -> None:
     """Rewrite the stored keyword tokens when an older tokenizer made them (`store/retokenize.py`)."""
     from core.keywords import TOKENIZER_VERSION
-    from store.retokenize import ensure_current_tokens
+    from store.retokenize import counts_text, ensure_current_tokens
 
     counts = ensure_current_tokens(_engine(settings))
     if counts is not None:
-        err.print(f"keyword tokens rewritten with tokenizer {TOKENIZER_VERSION}: " + _counts_text(counts))
-
-
-def _counts_text(counts: dict[str, int]) -> str:
-    return ", ".join(f"{n:,} {table}" for table, n in counts.items())
+        err.print(f"keyword tokens rewritten with tokenizer {TOKENIZER_VERSION}: " + counts_text(counts))
 
 
 @app.command()
@@ -132,11 +128,12 @@ def retokenize(
     `memctl migrate` does it by itself when the tokenizer version changed; this runs it on demand (after
     restoring a dump made by another version, say)."""
     from core.keywords import TOKENIZER_VERSION
+    from store.retokenize import counts_text
     from store.retokenize import retokenize as run
 
     settings = _settings()
     counts = run(_engine(settings), batch=batch)
-    err.print(f"keyword tokens rewritten with tokenizer {TOKENIZER_VERSION}: " + _counts_text(counts))
+    err.print(f"keyword tokens rewritten with tokenizer {TOKENIZER_VERSION}: " + counts_text(counts))
 
 
 @keys_app.command("create")

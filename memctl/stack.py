@@ -21,7 +21,7 @@ from shared.db.migrate import migrate
 from shared.embedded import EmbeddedPostgres, EmbeddedRedis, kombu_url, start_postgres, start_redis
 from shared.errors import EmbeddedStackError
 from shared.settings import Settings
-from store.retokenize import ensure_current_tokens
+from store.retokenize import counts_text, ensure_current_tokens
 
 console = Console(stderr=True)
 
@@ -135,8 +135,7 @@ def _serve(stack: Stack, settings: Settings, *, with_scheduler: bool) -> int:
     migrate(stack.database_url)
     counts = ensure_current_tokens(get_engine(stack.database_url, application_name="memctl"))
     if counts is not None:
-        rewritten = ", ".join(f"{n:,} {t}" for t, n in counts.items())
-        console.print(f"[bold]keywords[/]  stored tokens rewritten: {rewritten}")
+        console.print(f"[bold]keywords[/]  stored tokens rewritten: {counts_text(counts)}")
     console.print("[bold]migrations[/] up to date")
     py = sys.executable
     _spawn(

@@ -72,6 +72,13 @@ def _keyword_match(engine, memory_id: str, query: str) -> bool:
         )
 
 
+
+def _migrate(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """`memctl migrate` in its own process, as an operator runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "memctl.cli", "migrate"], env=env, cwd=REPO, capture_output=True, text=True, timeout=120
+    )
+
 def test_the_stored_tokens_of_an_older_tokenizer_are_rewritten_by_memctl_migrate(own_database):
     url = own_database
     migrate(url, "0018_memory_origin")  # the schema as the code before the upgrade left it
@@ -131,14 +138,7 @@ def test_the_stored_tokens_of_an_older_tokenizer_are_rewritten_by_memctl_migrate
     assert not _keyword_match(engine, memory_id, "live"), "v2's 'liv' cannot meet v1's 'live'"
 
     env = {**os.environ, "DATABASE_URL": url}
-    proc = subprocess.run(
-        [sys.executable, "-m", "memctl.cli", "migrate"],
-        env=env,
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = _migrate(env)
     assert proc.returncode == 0, proc.stderr
     assert "keyword tokens rewritten with tokenizer 2: 2 memories, 1 episodes, 2 events" in proc.stderr, (
         proc.stderr
@@ -167,14 +167,7 @@ def test_the_stored_tokens_of_an_older_tokenizer_are_rewritten_by_memctl_migrate
     assert retokenize(engine, batch=1) == {"memories": 2, "episodes": 1, "events": 2}
     assert _keyword_match(engine, memory_id, "live")
 
-    again = subprocess.run(
-        [sys.executable, "-m", "memctl.cli", "migrate"],
-        env=env,
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    again = _migrate(env)
     assert again.returncode == 0 and "rewritten" not in again.stderr, again.stderr
 
 
