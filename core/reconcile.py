@@ -254,7 +254,9 @@ def _topic_changed(cand: PendingCandidate, same_kind: Sequence[Existing]) -> Dec
     older one closest to it; it is itself past when a newer one is current. A plain statement older than a
     current change on its topic is past too (the change was delivered first). None when no memory shares its
     topic."""
-    change = is_change_rule(cand.rule)
+    # a kept sentence (residual filter, verbatim) that tells a change ("down to one coffee a day now",
+    # "rate limit 已经 bump 到 500 rps") is a change on its topic as well
+    change = is_change_rule(cand.rule) or (cand.origin == "residual" and tells_change(cand.content))
     on_topic = [
         n
         for n in same_kind

@@ -308,6 +308,27 @@ def test_a_change_supersedes_the_closest_older_memory_on_its_topic_and_is_histor
     assert late.op == Op.HISTORY and late.superseded_by == "m4" and late.valid_to == T + 3 * DAY
 
 
+def test_a_kept_sentence_that_tells_a_change_supersedes_like_a_change_rule_and_a_plain_one_does_not():
+    """The residual filter keeps a sentence verbatim (origin `residual`); when its words tell a change ("now",
+    "已经", "bump 到") it replaces the older memory on its topic as a change rule's statement does."""
+    from dataclasses import replace
+
+    old = row("m1", "我们 API 的 rate limit 是 100 rps", since=T)
+    kept = replace(change("rate limit 已经 bump 到 500 rps", when=T + DAY, rule="residual_model"), origin="residual")
+    d = decide(kept, neighbours=[old])
+    assert d.op == Op.SUPERSEDE and d.target_ids == ("m1",)
+    coffee = row("m2", "I drink like 3 coffees a day", since=T)
+    down = replace(change("down to one coffee a day now, doctor's orders", when=T + DAY, rule="residual_model"),
+                   origin="residual")  # fmt: skip
+    assert decide(down, neighbours=[coffee]).target_ids == ("m2",)
+    # no change told: a second statement on the topic is added beside the first
+    plain = replace(change("rate limit 按 key 计算", when=T + DAY, rule="residual_model"), origin="residual")
+    assert decide(plain, neighbours=[old]).op == Op.ADD
+    # the same words from a rule that reads no change: added
+    assert decide(change("rate limit 已经 bump 到 500 rps", when=T + DAY, rule="zh.statement.fact"),
+                  neighbours=[old]).op == Op.ADD  # fmt: skip
+
+
 def test_a_plain_statement_older_than_a_current_change_on_its_topic_is_history():
     now_current = row("m1", "The user's team switched to 1-week sprints.", since=T + 30 * DAY)
     late = cand("The user's sprints are 2 weeks.", when=T)
