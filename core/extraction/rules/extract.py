@@ -153,7 +153,9 @@ def analyze_turn(turn: Turn, *, roles: Sequence[str] = ("user",)) -> TurnAnalysi
             previous = None
             continue
         start_index = len(candidates)
-        hits = _ellipses_joined(sentence_hits(sentence, emphasised=emphasised, carried_irony=carried_irony))
+        hits = _contrast_joined(
+            sentence, _ellipses_joined(sentence_hits(sentence, emphasised=emphasised, carried_irony=carried_irony))
+        )
         # an ironic sentence, or a clause that states nothing ("I didn't say ...", "..., not mine"), is no
         # statement for the residual filter either: only what the rules kept of it is read
         unsaid = len(sentence) if ironic(sentence, carried=carried_irony) else unsaid_prefix(sentence)
@@ -209,6 +211,45 @@ def _ellipses_joined(hits: list[Hit]) -> list[Hit]:
         out[i] = (_joined(rule, cand.content), rule_start, end)
         out = [h for h in out if h[0] is not cand]
     return out
+
+
+# What a contrast opens with, before its negated half: a bare noun phrase ("Headlines in sentence case", "Dates in
+# ISO format", "single quotes", "用 dayjs") with no subject, verb of saying, question or other statement of its own
+_EN_CONTRAST_HEAD_RE = re.compile(
+    r"^(?!(?:i|we|you|he|she|they|it|this|that|there|my|our|so|and|but|or|if|when|ok|okay|yes|yeah|sure|thanks)\b)"
+    r"[a-z0-9][\w./+#-]*(?:\s+[\w./+#-]+){0,5}$",
+    re.I,
+)
+_EN_NOT_HEAD_RE = re.compile(
+    r"\b(?:is|are|was|were|be|been|am|'s|'re|have|has|had|do|does|did|will|would|can|could|should|"
+    r"please|thanks|sorry|maybe|probably|today|tonight|tomorrow|yesterday|now|this|that|it)\b",
+    re.I,
+)
+_ZH_CONTRAST_HEAD_RE = re.compile(
+    r"^(?:用|使用|统一用|一律用)?\s*(?:[A-Za-z0-9][\w.+#-]{0,20}|[\u4e00-\u9fff]{2,8})(?:\s*[A-Za-z0-9][\w.+#-]{0,20})?$"
+)
+
+
+def _contrast_joined(sentence: str, hits: list[Hit]) -> list[Hit]:
+    """A contrast said in one sentence, its positive half a bare noun phrase no rule read and its negated half a
+    bare rule: "Headlines in sentence case, never Title Case", "single quotes, not double", "用 dayjs，不要
+    moment": one rule with both halves, not a lone "Never title case." that has lost what to do instead."""
+    if len(hits) != 1:
+        return hits
+    cand, start, end = hits[0]
+    lang = cand.lang or ""
+    fragment = _ZH_NEGATED_FRAGMENT_RE if lang == "zh" else _EN_NEGATED_CONTENT_RE
+    if not _carries(cand, lang) or fragment.match(cand.content) is None or start == 0:
+        return hits
+    head = sentence[:start].strip().rstrip(",，;；:：-—– ").strip()
+    if lang == "zh":
+        if _ZH_CONTRAST_HEAD_RE.match(head) is None or any(w in head for w in ("我", "你", "吗", "呢", "吧")):
+            return hits
+        return [(dataclasses.replace(cand, content=f"{head}，{cand.content.rstrip('。.!！ ')}。"), 0, end)]
+    if _EN_CONTRAST_HEAD_RE.match(head) is None or _EN_NOT_HEAD_RE.search(head) or len(head) < 4:
+        return hits
+    body = cand.content.rstrip(".! ")
+    return [(dataclasses.replace(cand, content=f"{head[:1].upper()}{head[1:]}; {body[:1].lower()}{body[1:]}."), 0, end)]
 
 
 # a rule's content that is only "Never / No / Not" and a word or two: "Never local time." after "... in UTC"
