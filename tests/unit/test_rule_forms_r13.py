@@ -46,3 +46,77 @@ def test_what_is_not_a_bare_noun_phrase_is_not_joined(text: str, alone: str | No
         assert rules == []
     else:
         assert rules == [alone]
+
+
+# --- what the user said before, corrected: "I said X was A, it's actually B", "我之前说 X 是 A，其实是 B" ------------
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("I told you the venue was Hall B, it's actually Hall D", ("venue", "hall d", "hall b")),
+        ("earlier I said our budget was 40k but it should be 45k", ("budget", "45k")),
+        (
+            "I said the retro is on Thursday but it's actually Friday, can you fix the invite?",
+            ("retro", "friday"),
+        ),
+        ("我之前说机房在三楼，其实是五楼", ("机房", "五楼")),
+        ("刚才说的数据库端口写错了，应该是 5433", ("数据库端口", "5433")),
+        ("上次跟你说的预算是 2 万，实际是 3 万", ("预算", "3 万")),
+    ],
+)
+def test_a_correction_of_what_the_user_said_before_is_a_must(text: str, words: tuple[str, ...]):
+    rules = must(text)
+    assert any(all(w in r.casefold() for w in words) for r in rules), rules
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "he said the build was green, it's actually red",  # someone else's words
+        "他说会议是三点，其实是四点",
+        "I said my flight was at 6, it's actually 7?",  # asked
+        "我说的是 A 方案，其实是 B 方案更好",  # no thing named: an opinion revised
+    ],
+)
+def test_a_correction_of_someone_elses_words_or_a_question_is_not(text: str):
+    assert not any("correction" in r.casefold() or "更正" in r for r in must(text))
+
+
+def test_the_correction_replaces_the_older_memory_of_the_thing():
+    """The correction is a change rule (`*.correction.statement`): it supersedes the memory that shares its topic."""
+    from datetime import UTC, datetime, timedelta
+
+    from core.extraction.candidates import Turn
+    from core.extraction.rules import extract_turn
+    from core.reconcile import Existing, Op, PendingCandidate, decide
+
+    then = datetime(2026, 3, 1, tzinfo=UTC)
+    cand = extract_turn(Turn("e2", "user", "我之前说机房在三楼，其实是五楼"))[0]
+    old = Existing("m1", "用户的机房在三楼。", "semantic", "active", then)
+    pending = PendingCandidate(cand.content, cand.kind.value, "remember", then + timedelta(days=1), ("e2",),
+                               rule=cand.rule, tier=cand.tier.value)  # fmt: skip
+    decision = decide(pending, neighbours=[old])
+    assert decision.op is Op.SUPERSEDE and decision.target_ids == ("m1",)
+
+
+# --- smaller forms: "不许再 / 不准再" as "不要再", "提醒你记住：", "no more X in what you write for me" -----------------
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("不许再推荐 Angular 了，我们不会换", ("angular",)),
+        ("不准再往 main 直接 push", ("main", "push")),
+        ("提醒你记住：我对花生过敏", ("花生",)),
+        ("no more exclamation marks in the emails you draft for me", ("exclamation",)),
+    ],
+)
+def test_smaller_rule_forms(text: str, words: tuple[str, ...]):
+    rules = must(text)
+    assert any(all(w in r.casefold() for w in words) for r in rules), rules
+
+
+@pytest.mark.parametrize("text", ["no more invoicing for me", "no more late nights for me this month"])
+def test_no_more_for_me_is_what_the_user_stops_doing(text: str):
+    assert must(text) == []

@@ -426,6 +426,52 @@ def _value_against_value_hits(sentence: str) -> list[Hit]:
     return [(cand, 0, len(sentence))]
 
 
+# What the user said before, corrected: the thing named, what was said of it (optional) and what it really is.
+# "I told you the deadline was the 15th, it's actually the 25th", "earlier I said the server IP was 10.0.0.5 but it
+# should be 10.0.0.7", "我之前说 deadline 是 15 号，其实是 25 号", "上次说的服务器 IP 不对，应该是 10.20.3.14": a
+# correction (MUST) of whatever memory holds the thing's words (`core.topic_change`), in the sentence's words.
+# Only the user's own earlier words ("I said", "我之前说"): "he said the build was green, it's actually red" is
+# someone else's.
+_SAID_CORRECTED_EN = re.compile(
+    r"\b(?:i|we)\s+(?:(?:just|already|previously|originally)\s+)?(?:said|told\s+you|wrote|mentioned|gave\s+you|typed)"
+    r"\s+(?:(?:earlier|before|yesterday|above)\s+)?(?:that\s+)?"
+    r"(?P<what>(?:the|my|our)\s+[a-z][\w'/-]*(?:\s+[a-z][\w'/-]*){0,3}?)\s+(?:was|is|were|are|would\s+be)\s+"
+    r"(?P<old>[^,;!?]{1,30}?)(?:\s+(?:earlier|before|yesterday|above))?\s*(?:[,;]|\.\s|\s-+|\s—|\s+but)\s*(?:but\s+)?"
+    r"(?:it's|it\s+is|it|that's|it\s+was|they're|they\s+are)?\s*(?:actually|really|in\s+fact|should\s+(?:be|have\s+been)|"
+    r"supposed\s+to\s+be)\s+(?:be\s+)?(?P<new>[^,;!?]{1,30}?)\s*(?:[,;!?]|\.(?:\s|$)|$)",
+    re.I,
+)
+_SAID_CORRECTED_ZH = re.compile(
+    r"(?:(?:之前|上次|刚才|刚刚|前面|昨天|早上)我?|我(?:之前|上次|刚才|刚刚|前面|昨天)?)(?:跟你)?(?:说|讲|写|告诉你|发)(?:的|过的|过)?"
+    r"\s*(?P<what>[^,，。！？?是]{1,16}?)\s*(?:是\s*(?P<old>[^,，。！？?]{1,16}?))?\s*(?:不对|错了|有误|写错了|说错了)?\s*"
+    r"[,，]\s*(?:其实|应该|实际上|正确的|准确地说|实际)(?:应该)?是\s*(?P<new>[^,，。！？?]{1,30})"
+)
+
+
+_SAID_CUE_RE = re.compile(r"\b(?:said|told|wrote|mentioned|gave|typed)\b|说|讲|写|告诉|发", re.I)
+
+
+def _said_corrected_hits(sentence: str) -> list[Hit]:
+    lang = detect_lang(sentence)
+    match = (_SAID_CORRECTED_ZH if lang == "zh" else _SAID_CORRECTED_EN).search(sentence)
+    if match is None or sentence[match.end("new") :].lstrip()[:1] in ("?", "？") or _blocked(sentence, match.start()):
+        return []  # "... it's actually 7?" asks
+    what, new = match.group("what").strip().lstrip("的").strip(), match.group("new").strip().rstrip(".。了啦")
+    if len(what) < 2:
+        return []  # "我说的是 A 方案，其实是 B 更好": no thing named, an opinion revised
+    old = (match.group("old") or "").strip()
+    if not new or new.casefold() == old.casefold():
+        return []
+    if lang == "zh":
+        content = f"更正：{what}是{new}" + (f"，不是{old}" if old else "") + "。"
+    else:
+        what = re.sub(r"^(?:my|our)\b", "the user's", what, flags=re.I)
+        content = f"Correction: {what[:1].upper()}{what[1:]} is {new}" + (f", not {old}" if old else "") + "."
+    cand = Candidate(content=content, kind=Kind.SEMANTIC, category=Category.FACT, tier=Tier.MUST, confidence=0.8,
+                     source_event_ids=(), lang=lang, rule=f"{lang}.correction.statement")  # fmt: skip
+    return [(cand, 0, len(sentence))]
+
+
 # A single-valued topic given its new or current value: a change verb or "now" on a clause that names the
 # topic ("release day moved to Thursday", "we moved offices to King's Cross", "许可证自即日起变更为 Apache 2.0",
 # "我现在都是五点半起床了", "瑜伽不练了，现在改练普拉提"): the clause in the topic's slot, so that it replaces the
@@ -1176,6 +1222,8 @@ def _sentence_hits(sentence: str) -> list[Hit]:
         hits = _topic_statement_hits(sentence)
     if not hits:
         hits = _value_against_value_hits(sentence)
+    if not hits and _SAID_CUE_RE.search(sentence):
+        hits = _said_corrected_hits(sentence)
     if not any(cand.slot for cand, _, _ in hits) and _CORRECTION_CUE_RE.search(sentence):
         hits += _version_corrected_hits(sentence)
     spans = [(start, end) for _, start, end in hits]

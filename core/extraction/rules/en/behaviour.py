@@ -469,7 +469,8 @@ def rule_hits(sentence: str) -> list[Hit]:
     if not mod and standing_verb:
         canon = ""  # "prefer composition over inheritance", "stick to the standard library": standing as said
     if canon == "no more":  # "No more emojis please": a noun, not a verb
-        if re.search(r"\bfor\s+(?:me|us)\b(?![^.;!?]*\bplease\b)", rest, re.I):
+        mine = re.search(r"\bfor\s+(?:me|us)\b(?![^.;!?]*\bplease\b)", rest, re.I)
+        if mine and not re.search(r"\byou\s+\w+\s*$", rest[: mine.start()], re.I):
             return []  # "no more invoicing for me": what the user no longer has to do, not a rule for the agent
         rest = re.sub(r"[\s,]*please$", "", rest, flags=re.I)
     elif canon == "always" and standing and first not in IMPERATIVE_VERBS:
