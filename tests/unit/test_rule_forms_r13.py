@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.rule_forms import must
+from tests.unit.rule_forms import found, must
 
 
 @pytest.mark.parametrize(
@@ -120,3 +120,21 @@ def test_smaller_rule_forms(text: str, words: tuple[str, ...]):
 @pytest.mark.parametrize("text", ["no more invoicing for me", "no more late nights for me this month"])
 def test_no_more_for_me_is_what_the_user_stops_doing(text: str):
     assert must(text) == []
+
+
+# --- "replaced": the new value is the verb's subject, never the object of an earlier verb -----------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "new"),
+    [
+        ("we ripped out Jest and replaced it with Vitest, update the snippets", "vitest"),
+        ("we dropped npm and replaced it with pnpm last month", "pnpm"),
+        ("Vitest has fully replaced Jest", "vitest"),
+        ("pnpm replaced npm for us", "pnpm"),
+        ("Vitest 已经取代了 Jest", "vitest"),
+    ],
+)
+def test_replaced_fills_the_slot_with_the_new_value(text: str, new: str):
+    values = {value for _, slot, value, _ in found(text) if slot}
+    assert values == {new}, found(text)

@@ -625,6 +625,13 @@ _REPLACED_BY_RE = re.compile(
 )
 
 
+_SUBJECT_GAP_RE = re.compile(
+    r"[\s,(]*(?:(?:which|that|who)\s+)?(?:(?:has|have|had|now|just|already|finally|fully|officially|basically|completely|totally|pretty\s+much)"
+    r"\s+)*|\s*(?:已经|已|彻底|完全|基本|基本上|全面|正式|终于|现在)*\s*",
+    re.I,
+)
+
+
 def _may_replace(clause: str) -> bool:
     low = clause.lower()
     return (
@@ -641,7 +648,13 @@ def _replaced_hits(clause: str, *, lang: str) -> list[Hit]:
     if verb is None or _ASKED.search(clause[: verb.start()]) or is_question_like(clause[: verb.start()]):
         return []
     tools = [(t, start, end) for t, start, end in find_tools(clause) if t.slot]
-    before = [(t, start, end) for t, start, end in tools if end <= verb.start() and verb.start() - end <= 12]
+    # the new value is the verb's subject, right before it: "Vitest (has) replaced Jest", "Vitest 取代了 Jest"; in
+    # "we ripped out Jest and replaced it with Vitest" the tool before the verb is the old one's object
+    before = [
+        (t, start, end)
+        for t, start, end in tools
+        if end <= verb.start() and _SUBJECT_GAP_RE.fullmatch(clause[end : verb.start()]) is not None
+    ]
     if not before:
         return []
     new = before[-1][0]
