@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.rule_forms import found, must
+from tests.unit.rule_forms import found, must, slots
 
 
 @pytest.mark.parametrize(
@@ -138,3 +138,23 @@ def test_no_more_for_me_is_what_the_user_stops_doing(text: str):
 def test_replaced_fills_the_slot_with_the_new_value(text: str, new: str):
     values = {value for _, slot, value, _ in found(text) if slot}
     assert values == {new}, found(text)
+
+
+# --- a thing got or bought is its slot's new value: "I got an iPhone 15", "since I got my iPhone ..." ----------------
+
+
+@pytest.mark.parametrize(
+    ("text", "slot", "value"),
+    [
+        ("I got an iPhone 15 last week", "user.phone", "iphone 15"),
+        ("since I got my iPhone the Pixel just sits in a drawer", "user.phone", "iphone"),
+        ("got a new Pixel 8 yesterday, the camera is great", "user.phone", "pixel 8"),
+    ],
+)
+def test_a_thing_got_fills_its_slot(text: str, slot: str, value: str):
+    assert slots(text).get(slot) == value, found(text)
+
+
+@pytest.mark.parametrize("text", ["I got my MacBook back from repair", "got my hair cut today"])
+def test_a_thing_got_back_or_no_slotted_thing_fills_no_slot(text: str):
+    assert slots(text) == {}, found(text)

@@ -46,6 +46,7 @@ from core.extraction.rules.sentences import split_clauses
 from core.extraction.rules.vocab import (
     TOPICS_OVER_TOOLS,
     ZH_OTHERS,
+    Tool,
     current_tool,
     find_tools,
     is_tool,
@@ -120,7 +121,7 @@ _MOVED_TO_EN = (
 )
 _CHANGE_STATEMENT_EN = re.compile(
     r"\b(?:switched|moved|migrated|changed|renamed|upgraded|replaced|transferred|relocated|got\s+(?:a|an|my)\s+new|"
-    r"got\s+(?:a|an)|bought\s+(?:a|an)|(?:i'm|we're|i\s+am|we\s+are)\s+(?:now\s+)?back\s+to|back\s+to|started\s+at|"
+    r"got\s+(?:a|an|my)|bought\s+(?:a|an|my)|(?:i'm|we're|i\s+am|we\s+are)\s+(?:now\s+)?back\s+to|back\s+to|started\s+at|"
     r"joined|(?:i'm|we're)\s+(?:now\s+)?(?:on|at|in|using))\b[^,;?]{0,40}?(?-i:[A-Z][\w.+#-]+|\d)"
     rf"|\b{_MOVED_TO_EN}\s+(?:[^,;?]{{0,12}}?\d|{_WHEN_VALUE_EN})",
     re.I,
@@ -239,6 +240,21 @@ def others_subject(prefix: str) -> bool:
     )  # "a while ago we ..."
 
 
+_GOT_RE = re.compile(r"^(?:got|bought)\s+(?:a|an|my)\s+(?:new\s+)?", re.I)
+
+
+def _got(clause: str, at: int) -> Tool | None:
+    """The slotted thing right after "got / bought a (new) ..." at `at`, unless it came back ("got my MacBook
+    back from repair")."""
+    verb = _GOT_RE.match(clause[at:])
+    if verb is None:
+        return None
+    for tool, start, end in find_tools(clause):
+        if start == at + verb.end() and tool.slot:
+            return None if re.match(r"\s+back\b", clause[end:], re.I) else tool
+    return None
+
+
 def _may_tell_change(sentence: str) -> bool:
     low = sentence.lower()
     for word in _CHANGE_STATEMENT_WORDS:
@@ -281,10 +297,14 @@ def _change_statement_hits(sentence: str) -> list[Hit]:
         cand = Candidate(content=content, kind=Kind.SEMANTIC, category=Category.FACT, tier=Tier.WORTH,
                          confidence=0.75, source_event_ids=(), lang=lang, rule=f"{lang}.statement.change")  # fmt: skip
         topic = topic_slot(clause)
+        got = _got(clause, match.start())
         if (
             topic is not None
         ):  # "网关端口改成 9000 了": the topic's one current value, replacing the one before
             cand = dataclasses.replace(cand, slot=topic, value=topic_value(content))
+        elif got is not None:
+            # "I got an iPhone 15 last week", "since I got my iPhone ...": the thing got is its slot's new value
+            cand = dataclasses.replace(cand, slot=got.slot, value=got.canonical)
         return [(cand, start, start + len(clause))]
     return []
 
