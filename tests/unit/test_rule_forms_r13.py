@@ -158,3 +158,34 @@ def test_a_thing_got_fills_its_slot(text: str, slot: str, value: str):
 @pytest.mark.parametrize("text", ["I got my MacBook back from repair", "got my hair cut today"])
 def test_a_thing_got_back_or_no_slotted_thing_fills_no_slot(text: str):
     assert slots(text) == {}, found(text)
+
+
+# --- a habit kept for days or more, to now: "I've been going to bed by 11 for a month now" ---------------------------
+
+
+def test_a_habit_kept_to_now_replaces_the_older_habit():
+    from datetime import UTC, datetime, timedelta
+
+    from core.extraction.candidates import Turn
+    from core.extraction.rules import extract_turn
+    from core.reconcile import Existing, Op, PendingCandidate, decide
+
+    [cand] = extract_turn(Turn("e2", "user", "I've been going to bed by 11 for a month now, feel way better"))
+    assert "bed by 11" in cand.content
+    then = datetime(2026, 1, 1, tzinfo=UTC)
+    old = Existing("m1", "The user usually goes to bed around 1am.", "semantic", "active", then)
+    pending = PendingCandidate(cand.content, cand.kind.value, "remember", then + timedelta(days=30), ("e2",),
+                               rule=cand.rule)  # fmt: skip
+    assert decide(pending, neighbours=[old]).op is Op.SUPERSEDE
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I've been waiting 20 minutes now for the build",
+        "I've been debugging this for two days now",
+        "I've been meaning to ask about it for a while now",
+    ],
+)
+def test_a_wait_or_a_task_kept_to_now_is_no_habit(text: str):
+    assert found(text) == []

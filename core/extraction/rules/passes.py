@@ -152,6 +152,11 @@ _NOW_STATE_EN = re.compile(
     r"they|his|her|their|price|prices|stock|rate|weather|time)\b)[a-z][\w'-]*(?:\s+[a-z][\w'-]*)?\s*"
     r"(?:\s(?:is|are)|'s|'re)(?:\s+(?:on|at|in))?)"
     r"[^,;?]{0,30}?(?-i:\b[A-Z][\w.+#-]*|\b\d)[^,;?]{0,20}?\bnow\b(?!\s+(?:and\s+)?(?:that|then))"
+    # a habit kept for days or more, to now: "I've been going to bed by 11 for a month now" (not a wait: "I've been
+    # waiting 20 minutes now")
+    r"|\b(?:i|we)(?:'ve|\s+have)\s+been\s+(?!(?:waiting|trying|meaning|thinking|wondering|looking|debugging|"
+    r"struggling|sitting|staring|fighting|stuck)\b)[a-z]+ing\b[^,;?]{1,40}?\bfor\s+(?:a|an|one|two|three|four|five|"
+    r"six|a\s+few|a\s+couple(?:\s+of)?|several|\d+)\s+(?:days?|weeks?|months?|years?)\s+now\b"
     # "now" before the verb: "we now push all images to GHCR", "I now live in Ghent"
     r"|\b(?:i|we)\s+now\s+(?!(?:need|want|know|think|reali[sz]e|see|understand|wonder|remember|get|feel|have\s+to|"
     r"have\s+a|have\s+an)\b)[a-z]+\b[^,;?]{0,40}?(?-i:\b[A-Z][\w.+#-]*|\b\d)",
