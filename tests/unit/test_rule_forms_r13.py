@@ -189,3 +189,29 @@ def test_a_habit_kept_to_now_replaces_the_older_habit():
 )
 def test_a_wait_or_a_task_kept_to_now_is_no_habit(text: str):
     assert found(text) == []
+
+
+# --- Chinese: a posting with the subject dropped; what stopped is part of the change after it ------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "place"),
+    [
+        ("又被派到成都了", "成都"),
+        ("终于回老家长沙了，远程办公", "长沙"),
+        ("调到杭州分公司了", "杭州"),
+    ],
+)
+def test_a_posting_with_the_subject_dropped_is_where_the_user_is(text: str, place: str):
+    assert slots(text).get("user.location") == place, found(text)
+
+
+@pytest.mark.parametrize("text", ["回北京出差两天", "他被派到深圳了"])
+def test_a_trip_or_someone_elses_posting_is_not(text: str):
+    assert "user.location" not in slots(text), found(text)
+
+
+def test_what_stopped_before_a_change_is_part_of_it():
+    contents = [c for _, _, _, c in found("现在不喝奶茶了，改喝豆浆")]
+    assert any("奶茶" in c and "豆浆" in c for c in contents), contents
+    assert not any("不知道" in c for _, _, _, c in found("不知道为什么，改成周三了"))

@@ -245,6 +245,11 @@ def others_subject(prefix: str) -> bool:
     )  # "a while ago we ..."
 
 
+# a clause that says what the user stopped, right before a change: "现在不喝咖啡了，", "已经不用 Notion 了，"
+_ZH_STOPPED_RE = re.compile(
+    r"(?:^|[,，;；])\s*(?P<what>(?:我|我们)?(?:现在|已经|早就|也)?(?:不再|不|没再)"
+    r"(?!知道|确定|清楚|好意思|过|然|管|是|太|行|对|一定|小心|懂)[\u4e00-\u9fffA-Za-z0-9 .+#-]{1,12}?了?)\s*[,，]\s*$"
+)
 _GOT_RE = re.compile(r"^(?:got|bought)\s+(?:a|an|my)\s+(?:new\s+)?", re.I)
 
 
@@ -298,7 +303,12 @@ def _change_statement_hits(sentence: str) -> list[Hit]:
             back = re.match(r"back\b", said, re.I) is not None  # "back to a 5-day week": the user is back
             owner = "the user is " if _ING_FIRST.match(said) or back else "the user " if verb_first else "the user's "
             said = owner + said[:1].lower() + said[1:]
-        content = zh_content(clause) if lang == "zh" else sentence_case(third_person(said))
+        if lang == "zh":
+            # "现在不喝咖啡了，改喝茶": what stopped, said just before the change, is part of it (and its topic)
+            stopped = _ZH_STOPPED_RE.search(sentence[:start])
+            content = zh_content(f"{stopped.group('what')}，{clause}" if stopped else clause)
+        else:
+            content = sentence_case(third_person(said))
         cand = Candidate(content=content, kind=Kind.SEMANTIC, category=Category.FACT, tier=Tier.WORTH,
                          confidence=0.75, source_event_ids=(), lang=lang, rule=f"{lang}.statement.change")  # fmt: skip
         topic = topic_slot(clause)

@@ -88,10 +88,12 @@ _LOC_RES = (
                 re.I), "user.location", "zh.location.live"),
     (re.compile(r"(?:" + ME + r"|我们|我们家|我家)" + ADV + r"(?:搬到|搬去|搬来|搬家到|搬回|移居到?|迁居到?|"
                 r"搬回到)了?\s*" + _LOC + _LOC_END), "user.location", "zh.location.moved"),
-    # "我被调去上海了", "我又调回北京了": posted to a place the vocabulary knows
-    (re.compile(ME + ADV + r"(?:被|又|已经|刚)*(?:调去|调到|调回到?|派到|派去|外派到|回到|回)了?\s*(?P<loc>"
+    # "我被调去上海了", "我又调回北京了", and with the subject dropped as Chinese drops it ("又被派到深圳了",
+    # "终于回老家武汉了"): posted to a place the vocabulary knows
+    (re.compile(r"(?:" + ME + ADV + r"|^|(?<=[,\s]))(?:被|又|已经|刚|终于)*(?:调去|调到|调回到?|派到|派去|外派到|"
+                r"回老家|回到|回)了?\s*(?P<loc>"
                 + "|".join(sorted(_PLACES, key=len, reverse=True))
-                + r")(?=$|[\s,.;!~]|了|啦|呢|工作|上班|这边|办公|研发|总部)"),
+                + r")(?=$|[\s,.;!~]|了|啦|呢|工作|上班|这边|办公|研发|总部|分公司|分部|办事处|office)", re.I),
      "user.location", "zh.location.posted"),
     (re.compile(ME + ADV + r"(?:来自|出生在|出生于|老家是|老家在)\s*" + _LOC + _LOC_END), "user.hometown",
      "zh.hometown.from"),
