@@ -215,3 +215,46 @@ def test_what_stopped_before_a_change_is_part_of_it():
     contents = [c for _, _, _, c in found("现在不喝奶茶了，改喝豆浆")]
     assert any("奶茶" in c and "豆浆" in c for c in contents), contents
     assert not any("不知道" in c for _, _, _, c in found("不知道为什么，改成周三了"))
+
+
+# --- mixed-language turns: an English verb with a Chinese complement, "based in" after 我 ----------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("timeout 已经 bump 到 30s 了", ("timeout", "30s")),
+        ("登录已经 migrate 到 Auth0 了，老的 session 方案下线", ("auth0",)),
+        ("min SDK 已经 upgrade 到 26", ("sdk", "26")),
+    ],
+)
+def test_an_english_verb_of_change_with_a_chinese_complement(text: str, words: tuple[str, ...]):
+    contents = [c.casefold() for _, _, _, c in found(text)]
+    assert any(all(w in c for w in words) for c in contents), contents
+
+
+@pytest.mark.parametrize(
+    "text", ["下周 move 到 new cluster", "我们准备 migrate 到 k8s", "要不要 migrate 到 Postgres 16"]
+)
+def test_a_change_ahead_or_weighed_is_no_statement(text: str):
+    from core.extraction.candidates import Turn
+    from core.extraction.rules import extract_turn
+
+    rules = [c.rule for c in extract_turn(Turn("e1", "user", text))]
+    assert "zh.statement.change" not in rules, rules
+
+
+@pytest.mark.parametrize(
+    ("text", "place"),
+    [
+        ("我 based in 新加坡", "新加坡"),
+        ("我 base 在 Munich", "Munich"),
+        ("搬来 Lisbon 之后天气好多了", "Lisbon"),
+    ],
+)
+def test_a_place_in_a_mixed_turn(text: str, place: str):
+    assert slots(text).get("user.location") == place, found(text)
+
+
+def test_a_tool_moved_to_is_no_place():
+    assert "user.location" not in slots("服务搬到 Vercel 了")

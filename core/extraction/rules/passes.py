@@ -128,6 +128,8 @@ _CHANGE_STATEMENT_EN = re.compile(
 )
 _CHANGE_STATEMENT_ZH = re.compile(
     r"(?:换成|改成|改名叫|改叫|改名为|升到|升级到|升了|升入|升上|调到|调去|转岗到|转到|搬到|搬去|迁到|挪到|换到|跳槽到|入职|"
+    # an English verb of change with a Chinese complement: "已经 migrate 到 Keycloak", "rate limit bump 到 500 rps"
+    r"(?i:bump(?:ed)?|mov(?:e|ed)|switch(?:ed)?|migrat(?:e|ed)|upgrad(?:e|ed)|chang(?:e|ed)|updat(?:e|ed))\s*(?:到|成)|"
     # a time, an amount or a level moved to a new value: "改到周日上午了", "加到每月 3000 了", "提高到 7 分"
     r"改到|改为|改回|换回|加到|提到|提高到|升高到|降到|降低到|减到|减少到|涨到|增加到|跳槽去|"
     # a tool or a role taken instead, a date or an amount moved: "改用 Vector 了", "换 Mac 了",
@@ -219,7 +221,7 @@ _CHANGE_STATEMENT_WORDS = (
     "got ", "bought", "back to", "started at", "joined", "i'm now", "i'm on", "i'm at", "i'm in", "i'm using",
     "we're now", "we're on", "we're at", "we're in", "we're using", "push", "bump", "resched", "shift", "moving",
     "chang", "rais", "lower", "increas", "reduc", "upped", "upping", "cut", "up to", "down to", "dropp", "slipp",
-    "delay", "postpon",
+    "delay", "postpon", "migrate", "switch", "move", "upgrade", "update",
 )  # fmt: skip
 _CHANGE_STATEMENT_HAN = re.compile(
     r"[换改升调转搬迁挪加提降减涨推延砍缩扩切]|跳槽|入职|接手|上了|上[一二三四五六初高大小]"
@@ -250,6 +252,7 @@ _ZH_STOPPED_RE = re.compile(
     r"(?:^|[,，;；])\s*(?P<what>(?:我|我们)?(?:现在|已经|早就|也)?(?:不再|不|没再)"
     r"(?!知道|确定|清楚|好意思|过|然|管|是|太|行|对|一定|小心|懂)[\u4e00-\u9fffA-Za-z0-9 .+#-]{1,12}?了?)\s*[,，]\s*$"
 )
+_ZH_AHEAD_RE = re.compile(r"下周|下星期|下个?月|下半年|明天|后天|明年|下次|回头|过几天|过段时间|月底前|年底前")
 _GOT_RE = re.compile(r"^(?:got|bought)\s+(?:a|an|my)\s+(?:new\s+)?", re.I)
 
 
@@ -282,10 +285,16 @@ def _change_statement_hits(sentence: str) -> list[Hit]:
         lang = detect_lang(clause)
         pattern = _CHANGE_STATEMENT_ZH if lang == "zh" else _CHANGE_STATEMENT_EN
         match = pattern.search(clause)
+        if match is None and lang == "en" and not clause.isascii():
+            # mostly Latin letters, a Chinese grammar: "rate limit 已经 bump 到 500 rps"
+            match = _CHANGE_STATEMENT_ZH.search(clause)
+            lang = "zh" if match is not None else lang
         if match is None or is_asked(clause) or _TASK_WORDS.search(_THIS_LONG_RE.sub("", clause)):
             continue  # ("this week" alone is a passing state)
         if only_left(clause):
             continue  # "we moved off Vercel": what is gone, no statement of what is now
+        if lang == "zh" and _ZH_AHEAD_RE.search(clause[: match.start()]):
+            continue  # "下周 move 到 new cluster", "明年调到上海": a change ahead, not made
         if _ONE_OFF_MOVED.search(clause[: match.start()]) and not _RECURRING.search(clause):
             continue  # "会议改到下午三点了", "meeting got pushed to 4pm": one event moved, no lasting value
         if lang == "en" and not (_CHANGE_SUBJECT_EN.search(clause) or _BARE_SUBJECT_MOVED_EN.match(clause)):

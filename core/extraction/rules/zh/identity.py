@@ -84,7 +84,7 @@ _LOC_REJECT = re.compile(
     r"家|公司|这|那|哪|宿舍|酒店|宾馆|朋友|同学|学校|里|楼|附近|^(?:得|的|了|过|着|一个|一家|在)")
 _LOC_RES = (
     (re.compile(ME + ADV + r"(?:(?:跟|和|与|同)[\u4e00-\u9fff]{1,5}?(?:一起)?)?(?:住在|住|居住在|定居在?|生活在|"
-                r"常驻|坐标|base在|人在)\s*" + _LOC + _LOC_END,
+                r"常驻|坐标|人在|\s*base\s*在|\s*based?\s*(?:in|在))\s*" + _LOC + _LOC_END,
                 re.I), "user.location", "zh.location.live"),
     (re.compile(r"(?:" + ME + r"|我们|我们家|我家)" + ADV + r"(?:搬到|搬去|搬来|搬家到|搬回|移居到?|迁居到?|"
                 r"搬回到)了?\s*" + _LOC + _LOC_END), "user.location", "zh.location.moved"),
@@ -106,8 +106,10 @@ _LOC_RES = (
     (re.compile(r"(?:^|[,\s])(?:现在|目前|如今)(?:已经|都)?(?:住在|住|定居在?|生活在)\s*" + _LOC + _LOC_END),
      "user.location", "zh.location.now_live"),
     # "搬来成都之后通勤短多了": a move with the subject dropped, to a place the vocabulary knows
+    # (a place in Latin letters is a capitalised name that is not a tool: "搬来 Berlin 之后", not "搬到 Vercel")
     (re.compile(r"(?:^|[,\s])(?:刚|已经)?(?:搬来|搬到|搬去|搬回|搬家到)了?\s*(?P<loc>"
-                + "|".join(sorted(_PLACES, key=len, reverse=True)) + r")"), "user.location", "zh.location.moved_bare"),
+                + "|".join(sorted(_PLACES, key=len, reverse=True)) + r"|(?-i:[A-Z][a-z]{2,}(?:\s[A-Z][a-z]{2,})?)"
+                r"(?=\s*(?:之后|以后|后|了|$|[,.!~\s])))"), "user.location", "zh.location.moved_bare"),
     # "我在北京海淀这边住", "我现在在上海浦东那边生活": a known place, a district after it, then the verb of living
     (re.compile(ME + r"(?:现在|目前|一直)?在\s*(?P<loc>" + "|".join(sorted(_PLACES, key=len, reverse=True))
                 + r")(?:[\u4e00-\u9fff]{0,4}?(?:这边|那边|附近))?(?:住|生活)"), "user.location", "zh.location.zai_zhu"),
