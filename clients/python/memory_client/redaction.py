@@ -1959,7 +1959,8 @@ _IBAN_COUNTRIES = frozenset(
 
 def _iban_ok(s: str) -> bool:
     raw = s.replace(" ", "")
-    if raw[:2] not in _IBAN_COUNTRIES or not 15 <= len(raw) <= 34:
+    # (letters and digits only: a table's account cell may hold a dot, `GB12.3456...`, which int(c, 36) refuses)
+    if raw[:2] not in _IBAN_COUNTRIES or not 15 <= len(raw) <= 34 or not (raw.isascii() and raw.isalnum()):
         return False
     moved = raw[4:] + raw[:4]
     return int("".join(str(int(c, 36)) for c in moved)) % 97 == 1
