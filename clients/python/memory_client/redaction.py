@@ -844,12 +844,13 @@ _NOT_A_PASSWORD_WORDS = """
     former initial temporary never always ever often rarely seldom usually sometimes automatically
     periodically regularly immediately only later emailed mailed texted logged cached transmitted once
     twice again pairs myself yourself himself herself itself oneself ourselves yourselves themselves themself
-    whoever whatever
+    whoever whatever as
     please everywhere anywhere elsewhere
     attempt attempts tries retries retry failures failure lockout lockouts resets changes
 """
 # (the last line: what happens to a password, counted in prose: "locked out after 5 failed password attempts",
-# "3 password retries left", "password resets this week": a count of events, no value)
+# "3 password retries left", "password resets this week": a count of events, no value; "as" opens an aside, set 24:
+# "the password — as usual — is in the vault")
 _NOT_A_PASSWORD = frozenset(_NOT_A_PASSWORD_WORDS.split())
 _PW_TRAILING = ".,;:)]}>'\"。，；：！？）」』】”’\\"  # not ! or ?: often part of the password
 # Values that stand for a secret without being one: masks, template slots, env references, "n/a".
@@ -1066,6 +1067,33 @@ _LENGTH_AFTER = re.compile(
 )
 
 
+def _opened_string(text: str, at: int, quote: str) -> bool:
+    """A string is open at `at`: the last quote before it on its line (within 200 characters) is `quote`, right after
+    a `=` or a `:` (an HTML attribute, `msg = "...`, `label: '...`)."""
+    lo = max(0, at - 200)
+    lo = max(lo, text.rfind("\n", lo, at) + 1)
+    last = max(text.rfind('"', lo, at), text.rfind("'", lo, at))
+    return last != -1 and text[last] == quote and text[lo:last].rstrip(" \t").endswith(("=", ":"))
+
+
+# An ARN up to its resource type's colon: `arn:aws:secretsmanager:us-east-1:123456789012:` (partition, service,
+# region, account).
+_ARN_BEFORE = re.compile(r"(?<![A-Za-z0-9])arn:aws[a-z-]*:[a-z0-9-]+:[a-z0-9-]*:[0-9]{0,12}:\Z", _I)
+# Chinese words for "none" / "empty" in quotes after a label ("密码短语是「无」", "密码是“留空”"): no value.
+_ZH_NO_VALUE = frozenset(
+    ("无", "無", "空", "空的", "留空", "没有", "沒有", "不设", "不設", "未设置", "未設置", "无密码", "無密碼")
+)
+# A test's name or path as a runner prints it after PASS: a pytest node id (`tests/test_a.py::test_b`), a test file
+# (`src/a.test.tsx`, `pkg/a_test.go`, `tests/test_a.py`), a Go test function (`TestLogin`, `TestLogin/sub_case`).
+_TEST_NAME = re.compile(
+    r"[\w./\\-]+::[\w\[\]./:-]+|(?:[\w.-]+[/\\])*(?:[\w.-]*[._](?:test|spec)|test_[\w.-]*)\.[a-z]{1,5}"
+    r"|(?-i:Test[A-Z0-9_][\w/-]*)",
+    _I,
+)
+_FLAG_AFTER = re.compile(r"[ \t]+--?[A-Za-z][A-Za-z-]*(?=[ \t]|\r?\n|\Z)")
+_TEST_TIME_AFTER = re.compile(r"[ \t]*\([ \t]*[0-9.]+[ \t]*(?:ms|s|sec|seconds)[ \t]*\)", _I)
+
+
 def _labelled_value(m: re.Match[str], *, generated: bool) -> tuple[int, int] | None:
     """The span of the secret in a labelled match, or None when the value is no secret.
 
@@ -1103,6 +1131,14 @@ def _labelled_value(m: re.Match[str], *, generated: bool) -> tuple[int, int] | N
     ):
         return None
     if _SSH_PUBLIC.match(text, v0) is not None:
+        return None
+    label_at = m.start("label")
+    # a quote right after a label that sits inside a quoted string closes that string (set 24: `placeholder="请输入密码"
+    # autocomplete="..."`, `msg = "请输入密码" + name`): what follows is no value
+    if m.group("q") and m.group("strong") is None and _opened_string(text, label_at, m.group("q")[-1]):
+        return None
+    # an ARN's resource type, not a label (set 24: `arn:aws:secretsmanager:...:secret:prod/app/db-creds-f0Vzal`)
+    if text[label_at - 1 : label_at] == ":" and _ARN_BEFORE.search(text, max(0, label_at - 120), label_at):
         return None
     if _STATUS_PAREN.search(text, m.end("label"), v0) is not None:
         return None
@@ -1143,7 +1179,7 @@ def _labelled_value(m: re.Match[str], *, generated: bool) -> tuple[int, int] | N
         if not (shaped or (secret.isdigit() and len(secret) >= 4)):
             return None
     if m.group("q"):
-        return v0, v1
+        return None if secret in _ZH_NO_VALUE else (v0, v1)
     if secret[0] == "{" and (len(secret) == 1 or secret[1] in "\"'"):  # `"password": {"type": ...}`
         return None
     if len(secret) <= 2 and not any(
@@ -1153,6 +1189,20 @@ def _labelled_value(m: re.Match[str], *, generated: bool) -> tuple[int, int] | N
     label = m.group("label").lower()
     strong = m.group("strong") is not None
     word = secret.rstrip("?!")  # "where does compose read DB_PASSWORD from?": a question, no value
+    # a command's flag after the command (set 24: "passwd -e works on ubuntu", `pass -c email/work`), and a command's
+    # name before its flag ("改密码：passwd --expire alice"): no value
+    if (not strong and word.startswith("-") and _plain_word(word)) or (
+        secret == value and _plain_word(word) and _FLAG_AFTER.match(text, v1) is not None
+    ):
+        return None
+    # a test runner's status (set 24: pytest's `PASS tests/test_login.py::test_x (0.41s)`, Jest's `PASS src/a.test.ts`,
+    # Go's `--- PASS: TestLogin (0.00s)`): a capital PASS, then a test's name or path, or its time after it
+    # (and a time in brackets where the value would be: "test_wrong_password (0.41s)")
+    if _TEST_TIME_AFTER.match(text, v0) is not None or (
+        m.group("label") == "PASS"
+        and (_TEST_NAME.fullmatch(secret) is not None or _TEST_TIME_AFTER.match(text, v1) is not None)
+    ):
+        return None
     if _CONTRACTION.fullmatch(word):  # "DB password: it's in 1Password": prose, not a value
         return None
     if _TYPE_ANNOTATION.fullmatch(word):  # "pw: str", "password: Optional[str]": a type in code
