@@ -5388,8 +5388,9 @@ def _zh_key_action(m: re.Match[str]) -> tuple[str, int]:
 # bracket and "is" / "was" (or "is now" after a comma or a space), in Chinese 就是, 现在是, 换成了... The value looks
 # like a password or is 4 to 12 digits (not a count: "就是 2024 年"). The aside's first word is no value
 # (`_labelled_value`).
+# (the label's first letter, then its lookbehind, so the scan can skip to a "p")
 _ASIDE_LABEL = (
-    r"(?<![A-Za-z0-9_])(?:pass(?:word|wd|code|phrase)s?|pass[ \t-]phrase|pwd|pw|(?-i:PIN))(?![A-Za-z0-9_])"
+    r"p(?<![A-Za-z0-9_]p)(?:ass(?:word|wd|code|phrase)s?|ass[ \t-]phrase|wd|w|(?-i:(?<=P)IN))(?![A-Za-z0-9_])"
 )
 _ASIDE_CLOSE_EN = (
     r"(?:[ \t]*(?:—{1,2}|–|(?<=[ \t])--?|\))[ \t]*(?:is|was)(?:[ \t]+(?:now|still|actually))?"
@@ -5401,7 +5402,8 @@ _PW_ASIDE = re.compile(
     r"(?P<lead>" + _ASIDE_CLOSE_EN + r")[\"'`“‘]?(?P<v>(?!\[REDACTED:)[\x21-\x7e]{4,64})",
     _I,
 )
-_PW_ASIDE_NEEDS = re.compile(r"(?:—|–|[ \t]--?[ \t]|\()[^\n]{3,200}?(?:is|was)[ \t]")
+# (a label and an aside's opening within 60 characters)
+_PW_ASIDE_NEEDS = re.compile(r"p(?<![a-z0-9_]p)(?:ass|w|in)[^\n]{0,60}?(?:—|–|[ \t]--?[ \t]|\()")
 _PW_ASIDE_ZH = re.compile(
     r"(?P<label>密码|密碼|口令|(?<![A-Za-z])(?:password|passcode|pin|PIN)(?![A-Za-z]))"
     r"[ \t]*(?:嘛|呢|啊|吧|的话|的話|这块|這塊|这个|這個|方面)?[ \t]*(?:——|—|–|--|[，,（(])[ \t]*"
