@@ -424,6 +424,9 @@ HOLDOUT_PATHS = (
     # set 23: Chinese office and ops life, phone-typed English, IDs of many countries, cards in words, folded in after
     # its first-sight score (103/141, 95/100); its forms in FORM_CASES_23
     DATA / "redaction_holdout23.jsonl",
+    # set 24: configs, JSON, shell, CI output and chat in en / zh / mixed, values after asides, folded in after its
+    # first-sight score (103/110, 96/100); its forms in FORM_CASES_24
+    DATA / "redaction_holdout24.jsonl",
 )
 
 
@@ -457,6 +460,7 @@ def test_every_case_of_the_former_holdout_set_passes(case: dict[str, Any]) -> No
             assert secret not in out, (case["id"], out)
     else:
         assert out == case["text"], case["id"]
+    assert redact(out) == out, (case["id"], out)
 
 
 # ---------------------------------------------------------------- forms added for the fourth hold-out set
@@ -3336,4 +3340,209 @@ def test_a_form_added_for_the_twenty_third_holdout_set(
     ],
 )
 def test_the_twenty_third_sets_rules_stay_linear(unit: str) -> None:
+    test_the_eighteenth_sets_rules_stay_linear(unit)
+
+
+# ---------------------------------------------------------------- forms added for the twenty-fourth hold-out set
+
+# Each form the twenty-fourth set showed missing or broke, with made-up values and wording (none from the set): secrets
+# that must go and near misses that must come back unchanged. (form, text, secrets); no secrets = a look-alike. The
+# secrets of the first six forms all fail on the base redactor (e320789); the one secret among each of the last four
+# forms' look-alikes (a password after a user, a `secret:` label, a `PASS:` label, a quoted value after 密码) went
+# before and must still go.
+FORM_CASES_24: list[tuple[str, str, tuple[str, ...]]] = [
+    # a key name with "session key" in it (WeChat's session_key), in JSON, YAML, an .env and a query string
+    (
+        "session-key-name",
+        '{"user": {"id": 881, "auth": {"mp_session_key": "Zq3vN8tLw0PbXy7RkD2mHg==", "unionid": null}}}',
+        ("Zq3vN8tLw0PbXy7RkD2mHg==",),
+    ),
+    (
+        "session-key-name",
+        "wechat:\n  session_key: 'Hn4xQ7pVb2RtLw9cYk5mZa=='\n",
+        ("Hn4xQ7pVb2RtLw9cYk5mZa==",),
+    ),
+    (
+        "session-key-name",
+        "APP_SESSION_KEY=f7Kc2Wq9Xz4Nv8Lm1Tb6Rp3s 写进 .env 之后重启",
+        ("f7Kc2Wq9Xz4Nv8Lm1Tb6Rp3s",),
+    ),
+    (
+        "session-key-name",
+        '小程序登录日志：code2Session 返回 {"openid": "o7Hq2", "sessionKey": "pT5vR1xW8mK3nB6zQ9cL4d=="}',
+        ("pT5vR1xW8mK3nB6zQ9cL4d==",),
+    ),
+    ("session-key-name", "session_key_ttl: 7200  # seconds", ()),
+    ("session-key-name", '{"session_key": "${WX_SESSION_KEY}", "appid": "wx0123"}', ()),
+    ("session-key-name", "the session key is rotated every time the user logs in again", ()),
+    ("session-key-name", "session_key 不能下发到前端，只能存在服务端", ()),
+    # a TOTP setup key in groups of four, its label a clause away
+    (
+        "totp-far",
+        "switching authenticators, the secret that Dropbox printed under the QR was mzq4 xk2p vt7a lw3n ob5r and it "
+        "still works",
+        ("mzq4 xk2p vt7a lw3n ob5r",),
+    ),
+    (
+        "totp-far",
+        "两步验证要迁到新手机上，我翻了当时的截图，网站在二维码下面显示的那一串是 KQ4T ZX7M PA2L WN5R YB3C 吧",
+        ("KQ4T ZX7M PA2L WN5R YB3C",),
+    ),
+    ("totp-far", "the 2FA setup key they emailed me then JV3Q MZ5T KP7A WX2R", ("JV3Q MZ5T KP7A WX2R",)),
+    ("totp-far", "the GPG key my colleague signed last week has fingerprint 3A9F 0C21 BE47 77D1 90AF", ()),
+    ("totp-far", "for the secret santa draw this year we have anna beth carl dave emma", ()),
+    (
+        "totp-far",
+        "2FA backup: I wrote the setup key somewhere, it was like Abcd Efgh Ijkl Mnop, mixed case?",
+        (),
+    ),
+    # a service's key under a bare "Key" in Chinese text
+    (
+        "zh-key",
+        "腾讯位置服务的 Key：7c1e9b04d2a85f36e0b4c9d17a2f8e53，每天调用上限一万次",
+        ("7c1e9b04d2a85f36e0b4c9d17a2f8e53",),
+    ),
+    ("zh-key", "和风天气Key是 kQ7mZ2xV9pL4wT8nR3bY6cH1，前端直接调吗", ("kQ7mZ2xV9pL4wT8nR3bY6cH1",)),
+    (
+        "zh-key",
+        "Map service Key：b93f04e7a1c25d8e6f0a4b7c93d1e256 (web side)",
+        ("b93f04e7a1c25d8e6f0a4b7c93d1e256",),
+    ),
+    ("zh-key", "Redis 缓存的 Key：user_profile_20240315_v2，过期时间 1 小时", ()),
+    ("zh-key", "对象存储的 Key：uploads/2024/03/avatar_1001.png", ()),
+    ("zh-key", "这张表的主键 Key：order_id，不要用 uuid", ()),
+    ("zh-key", "the cache key: 83a1f0c4d2b95e67a0c3d8f1b2e4a6c9 is the md5 of the url", ()),
+    # a password told after an aside
+    (
+        "pw-after-aside",
+        "the wifi password — Tom reset the router last night because the kids kept hogging it — is now "
+        "Heron!4402lake.",
+        ("Heron!4402lake",),
+    ),
+    (
+        "pw-after-aside",
+        "Our vault passphrase (the one Priya set up when we moved offices last spring) was Pebble_7731_dune",
+        ("Pebble_7731_dune",),
+    ),
+    (
+        "pw-after-aside",
+        "保险柜的密码呢——我上个月按你说的换了一个，就是 804516，别告诉别人。",
+        ("804516",),
+    ),
+    (
+        "pw-after-aside",
+        "邮箱的 password 嘛——上周 IT 重装系统以后又被强制改了一遍，就是 Qw7#tern2024，你先试试",
+        ("Qw7#tern2024",),
+    ),
+    (
+        "pw-after-aside",
+        "家里 WiFi 的密码（这个我之前跟你说过好几次了，上周又因为隔壁蹭网换掉了）就是 Lp9@harbor77，记一下",
+        ("Lp9@harbor77",),
+    ),
+    ("pw-after-aside", "the password — the one on the sticky note — is fine, nobody changed it", ()),
+    ("pw-after-aside", "the password — as usual — is in the vault", ()),
+    ("pw-after-aside", "the password - the one Karen picked - is 14 characters now", ()),
+    ("pw-after-aside", "密码嘛——后来改成了统一登录，就是 Okta 那个", ()),
+    ("pw-after-aside", "密码的事——我问了 IT，就是 2024 年新规定，要 12 位", ()),
+    # a passphrase (密码短语) in corner brackets, words with spaces
+    (
+        "zh-passphrase",
+        "备份硬盘的密码短语是「velvet orbit nine lanterns」，别写在盒子上",
+        ("velvet orbit nine lanterns",),
+    ),
+    ("zh-passphrase", "GPG 的密码短语：「copper finch under rain」", ("copper finch under rain",)),
+    ("zh-passphrase", "密碼短語是「harbor sixty pine echo」", ("harbor sixty pine echo",)),
+    ("zh-passphrase", "私钥的密码短语是「无」，直接回车就行", ()),
+    ("zh-passphrase", "密码短语建议用四五个不相关的英文单词", ()),
+    # a PIN (or a password) told as an aside after where it is written
+    (
+        "pin-told",
+        "Grandma keeps her debit card PIN on a scrap of paper inside her purse, 2958, which worries me.",
+        ("2958",),
+    ),
+    (
+        "pin-told",
+        "he had the alarm PIN taped under the keyboard, 61047, so anyone could read it",
+        ("61047",),
+    ),
+    (
+        "pin-told",
+        "my password written on the whiteboard behind me, Mx7!dune82, was in the zoom recording",
+        ("Mx7!dune82",),
+    ),
+    ("pin-told", "我爸把银行卡密码写在便利贴上，贴在卡背面，3906，我说这样太危险了", ("3906",)),
+    ("pin-told", "the PIN on the new card, four digits, arrives in a separate letter", ()),
+    ("pin-told", "my PIN in March, 2024, was reset by the bank after three wrong tries", ()),
+    ("pin-told", "密码写在本子上，第三页，具体是多少我也忘了", ()),
+    # a flag after the passwd / pass command is no password
+    ("passwd-flag", "after the login prompt changes, run passwd -l deploy to lock the account", ()),
+    ("passwd-flag", "用户登录前要改密码：passwd --expire alice 就行", ()),
+    ("passwd-flag", "username bob; to copy it to the clipboard run pass -c email/work", ()),
+    ("passwd-flag", "username: bob  password Kx8#mq2Lz", ("Kx8#mq2Lz",)),
+    # an ARN's `secret:` resource type is no label
+    (
+        "arn-secret",
+        "policy Resource: arn:aws:secretsmanager:us-west-2:210987654321:secret:billing/stripe-key-Ab12Cd",
+        (),
+    ),
+    (
+        "arn-secret",
+        "ARN 写成 arn:aws-cn:secretsmanager:cn-north-1:123456789012:secret:rds/master-9xYz8W 就能读",
+        (),
+    ),
+    ("arn-secret", "secret: Vb8nQ2xL7mW4kT9r  # the webhook one", ("Vb8nQ2xL7mW4kT9r",)),
+    # a test runner's PASS line is no password
+    (
+        "test-status",
+        "PASS tests/api/test_auth.py::test_password_reset_flow (0.73s)\nFAIL tests/api/test_x.py::t",
+        (),
+    ),
+    ("test-status", " PASS  src/components/LoginForm.test.tsx (2.4 s)", ()),
+    ("test-status", "--- PASS: TestHashPassword (0.12s)\nok  \tgithub.com/acme/auth\t0.31s", ()),
+    ("test-status", "wifi\nSSID: cabin-5g\nPASS: Otter7291!", ("Otter7291!",)),
+    # a label inside a quoted string: its closing quote opens no value
+    ("label-in-string", '<input type="password" placeholder="请再次输入密码" maxlength="20">', ()),
+    ("label-in-string", "<input placeholder='设置支付密码' inputmode='numeric'>", ()),
+    ("label-in-string", 'const tip = "请输入密码" + userName;', ()),
+    ("label-in-string", '路由器密码"Tq8#lake2024"别外传', ("Tq8#lake2024",)),
+]
+
+
+@pytest.mark.parametrize(
+    ("form", "text", "secrets"), FORM_CASES_24, ids=[f"{c[0]}-{i}" for i, c in enumerate(FORM_CASES_24)]
+)
+def test_a_form_added_for_the_twenty_fourth_holdout_set(
+    form: str, text: str, secrets: tuple[str, ...]
+) -> None:
+    test_a_form_added_for_the_fourth_holdout_set(form, text, secrets)
+
+
+# The twenty-fourth set's new rules read a bounded run (a label's aside of up to 160 characters and the value after it,
+# a clause of up to 120 characters to a PIN, a key's label and value, a TOTP label's 60 characters to its groups, a
+# line's last quote before a label): four times the input costs about four times the time.
+@pytest.mark.parametrize(
+    "unit",
+    [
+        '{"wx_session_key": "',
+        "setup key was then ",
+        "2FA key e2if tap7 ",
+        "服务的 Key：",
+        "服务 Key：83befad634e0 ",
+        "password — a b c ",
+        "password — a — is ",
+        "password (a b c ",
+        "PIN — Karen, is now ",
+        "密码嘛——我",
+        "密码（我",
+        "密码，就是 ",
+        "PIN on a b, ",
+        "password taped under a, ",
+        "密码写在本子上，",
+        '<input placeholder="请输入密码" x="',
+        "PASS tests/a.py::t (0.1s)\n",
+        "passwd -e ",
+        "密码短语「",
+    ],
+)
+def test_the_twenty_fourth_sets_rules_stay_linear(unit: str) -> None:
     test_the_eighteenth_sets_rules_stay_linear(unit)

@@ -724,14 +724,17 @@ def _url_password_wide_action(m: re.Match[str]) -> tuple[str, int]:
 _HEAD_PW = (
     r"(?P<ph>pass(?:word|wd|code|phrase|(?:vv|w)[o0c]r(?:d|cl))s?|pass[ \t-]phrases?|pwd|pw|pass|(?-i:PIN))"
     r"(?![A-Za-z0-9_])"
-    r"|(?P<pz>密码|密碼|口令|授权码|授權碼)"
+    # (密码短语, 口令短语: a passphrase, set 24: "私钥的密码短语（passphrase）是「canyon maple glacier river」")
+    r"|(?P<pz>(?:密码|密碼|口令)(?:短语|短語)?|授权码|授權碼)"
 )
 _KEY_WORDS = (
+    # (a session key too, set 24: WeChat's `session_key`, `wx_session_key`, a `SESSION_KEY=` in an .env: the key a
+    # session's data is signed or decrypted with)
     # a pre-shared key (WireGuard `PresharedKey`, IPsec `PSK`)
     r"(?:pre[ _-]?)?shared[ _-]?(?:key|secret)|psk"
     r"|(?:aws[ _-]?)?secret(?:[ _-]?access)?(?:[ _-]?key)?|api[ _-]?v[0-9][ _-]?key"
     r"|(?:api|access|signing|encryption|master|account|auth|app|client|consumer|shared[ _-]?access|webhook"
-    r"|license)[ _-]?key|api[ _-]?token|token"
+    r"|license|session)[ _-]?key|api[ _-]?token|token"
 )
 # (and Azure's `key1` / `key2` / primary key for a storage account; a Chinese key label may end in 值 / 串 /
 # 密文 / 明文 / 内容 / 字符串, or name its secret half in English: "访问密钥值：...", "访问密钥密文：...",
@@ -844,12 +847,13 @@ _NOT_A_PASSWORD_WORDS = """
     former initial temporary never always ever often rarely seldom usually sometimes automatically
     periodically regularly immediately only later emailed mailed texted logged cached transmitted once
     twice again pairs myself yourself himself herself itself oneself ourselves yourselves themselves themself
-    whoever whatever
+    whoever whatever as
     please everywhere anywhere elsewhere
     attempt attempts tries retries retry failures failure lockout lockouts resets changes
 """
 # (the last line: what happens to a password, counted in prose: "locked out after 5 failed password attempts",
-# "3 password retries left", "password resets this week": a count of events, no value)
+# "3 password retries left", "password resets this week": a count of events, no value; "as" opens an aside, set 24:
+# "the password — as usual — is in the vault")
 _NOT_A_PASSWORD = frozenset(_NOT_A_PASSWORD_WORDS.split())
 _PW_TRAILING = ".,;:)]}>'\"。，；：！？）」』】”’\\"  # not ! or ?: often part of the password
 # Values that stand for a secret without being one: masks, template slots, env references, "n/a".
@@ -1066,6 +1070,33 @@ _LENGTH_AFTER = re.compile(
 )
 
 
+def _opened_string(text: str, at: int, quote: str) -> bool:
+    """A string is open at `at`: the last quote before it on its line (within 200 characters) is `quote`, right after
+    a `=` or a `:` (an HTML attribute, `msg = "...`, `label: '...`)."""
+    lo = max(0, at - 200)
+    lo = max(lo, text.rfind("\n", lo, at) + 1)
+    last = max(text.rfind('"', lo, at), text.rfind("'", lo, at))
+    return last != -1 and text[last] == quote and text[lo:last].rstrip(" \t").endswith(("=", ":"))
+
+
+# An ARN up to its resource type's colon: `arn:aws:secretsmanager:us-east-1:123456789012:` (partition, service,
+# region, account).
+_ARN_BEFORE = re.compile(r"(?<![A-Za-z0-9])arn:aws[a-z-]*:[a-z0-9-]+:[a-z0-9-]*:[0-9]{0,12}:\Z", _I)
+# Chinese words for "none" / "empty" in quotes after a label ("密码短语是「无」", "密码是“留空”"): no value.
+_ZH_NO_VALUE = frozenset(
+    ("无", "無", "空", "空的", "留空", "没有", "沒有", "不设", "不設", "未设置", "未設置", "无密码", "無密碼")
+)
+# A test's name or path as a runner prints it after PASS: a pytest node id (`tests/test_a.py::test_b`), a test file
+# (`src/a.test.tsx`, `pkg/a_test.go`, `tests/test_a.py`), a Go test function (`TestLogin`, `TestLogin/sub_case`).
+_TEST_NAME = re.compile(
+    r"[\w./\\-]+::[\w\[\]./:-]+|(?:[\w.-]+[/\\])*(?:[\w.-]*[._](?:test|spec)|test_[\w.-]*)\.[a-z]{1,5}"
+    r"|(?-i:Test[A-Z0-9_][\w/-]*)",
+    _I,
+)
+_FLAG_AFTER = re.compile(r"[ \t]+--?[A-Za-z][A-Za-z-]*(?=[ \t]|\r?\n|\Z)")
+_TEST_TIME_AFTER = re.compile(r"[ \t]*\([ \t]*[0-9.]+[ \t]*(?:ms|s|sec|seconds)[ \t]*\)", _I)
+
+
 def _labelled_value(m: re.Match[str], *, generated: bool) -> tuple[int, int] | None:
     """The span of the secret in a labelled match, or None when the value is no secret.
 
@@ -1103,6 +1134,14 @@ def _labelled_value(m: re.Match[str], *, generated: bool) -> tuple[int, int] | N
     ):
         return None
     if _SSH_PUBLIC.match(text, v0) is not None:
+        return None
+    label_at = m.start("label")
+    # a quote right after a label that sits inside a quoted string closes that string (set 24: `placeholder="请输入密码"
+    # autocomplete="..."`, `msg = "请输入密码" + name`): what follows is no value
+    if m.group("q") and m.group("strong") is None and _opened_string(text, label_at, m.group("q")[-1]):
+        return None
+    # an ARN's resource type, not a label (set 24: `arn:aws:secretsmanager:...:secret:prod/app/db-creds-f0Vzal`)
+    if text[label_at - 1 : label_at] == ":" and _ARN_BEFORE.search(text, max(0, label_at - 120), label_at):
         return None
     if _STATUS_PAREN.search(text, m.end("label"), v0) is not None:
         return None
@@ -1143,7 +1182,7 @@ def _labelled_value(m: re.Match[str], *, generated: bool) -> tuple[int, int] | N
         if not (shaped or (secret.isdigit() and len(secret) >= 4)):
             return None
     if m.group("q"):
-        return v0, v1
+        return None if secret in _ZH_NO_VALUE else (v0, v1)
     if secret[0] == "{" and (len(secret) == 1 or secret[1] in "\"'"):  # `"password": {"type": ...}`
         return None
     if len(secret) <= 2 and not any(
@@ -1153,6 +1192,35 @@ def _labelled_value(m: re.Match[str], *, generated: bool) -> tuple[int, int] | N
     label = m.group("label").lower()
     strong = m.group("strong") is not None
     word = secret.rstrip("?!")  # "where does compose read DB_PASSWORD from?": a question, no value
+    # a command's flag after the command (set 24: "passwd -e works on ubuntu", `pass -c email/work`), and a command's
+    # name before its flag ("改密码：passwd --expire alice"): no value
+    if (not strong and word.startswith("-") and _plain_word(word)) or (
+        secret == value and _plain_word(word) and _FLAG_AFTER.match(text, v1) is not None
+    ):
+        return None
+    # a test runner's status (set 24: pytest's `PASS tests/test_login.py::test_x (0.41s)`, Jest's `PASS src/a.test.ts`,
+    # Go's `--- PASS: TestLogin (0.00s)`): a capital PASS, then a test's name or path, or its time after it
+    # (and a time in brackets where the value would be: "test_wrong_password (0.41s)")
+    if _TEST_TIME_AFTER.match(text, v0) is not None or (
+        m.group("label") == "PASS"
+        and (_TEST_NAME.fullmatch(secret) is not None or _TEST_TIME_AFTER.match(text, v1) is not None)
+    ):
+        return None
+    # the first word of an aside opened by a dash or a bracket that closes with "— is ..." / ") is ..." (set 24: "the
+    # password — Karen changed it ..., so the one in the wiki is dead — is now X"): the value is told after it
+    # (`_PW_ASIDE`)
+    bracket = word.startswith("(") and ")" not in word
+    aside_word = word[1:] if bracket else word
+    if (
+        (bracket or (strong and _ASIDE_DASH.search(m.group("strong")) is not None))
+        and (
+            not aside_word
+            or _plain_word(aside_word)
+            or not (_pw_shaped(aside_word) or (aside_word.isdigit() and len(aside_word) >= 4))
+        )
+        and _aside_tells_value(text, v0 + bracket)
+    ):
+        return None
     if _CONTRACTION.fullmatch(word):  # "DB password: it's in 1Password": prose, not a value
         return None
     if _TYPE_ANNOTATION.fullmatch(word):  # "pw: str", "password: Optional[str]": a type in code
@@ -1959,7 +2027,8 @@ _IBAN_COUNTRIES = frozenset(
 
 def _iban_ok(s: str) -> bool:
     raw = s.replace(" ", "")
-    if raw[:2] not in _IBAN_COUNTRIES or not 15 <= len(raw) <= 34:
+    # (letters and digits only: a table's account cell may hold a dot, `GB12.3456...`, which int(c, 36) refuses)
+    if raw[:2] not in _IBAN_COUNTRIES or not 15 <= len(raw) <= 34 or not (raw.isascii() and raw.isalnum()):
         return False
     moved = raw[4:] + raw[:4]
     return int("".join(str(int(c, 36)) for c in moved)) % 97 == 1
@@ -2063,9 +2132,12 @@ _TOTP_LABEL = (
     r"(?![A-Za-z])|密钥|秘钥|密鑰|验证器|驗證器|两步验证|兩步驗證|二次验证|二步验证)"
 )
 _TOTP_HEAD = re.compile(_TOTP_LABEL, _I)
+# (the label may be a clause away, set 24: "the setup key the site showed me was e2if tap7 ..."; the run is whole when
+# no group of four stands right before or after it, and a word of another length may: "was", "and it works")
 _TOTP_GROUPED = re.compile(
-    r"(?P<lead>" + _TOTP_LABEL + r"[^\n]{0,30}?)"
-    r"(?P<v>(?<![A-Za-z0-9])(?<![A-Za-z0-9] )[A-Za-z2-7]{4}(?: [A-Za-z2-7]{4}){3,15}(?![A-Za-z0-9]| [A-Za-z0-9]))",
+    r"(?P<lead>" + _TOTP_LABEL + r"[^\n]{0,60}?)"
+    r"(?P<v>(?<![A-Za-z0-9])(?<!(?<![A-Za-z0-9])[A-Za-z2-7]{4} )[A-Za-z2-7]{4}(?: [A-Za-z2-7]{4}){3,15}"
+    r"(?![A-Za-z0-9]| [A-Za-z2-7]{4}(?![A-Za-z0-9])))",
     _I,
 )
 # windowed (see `_Rule.head`): these words are found by the one scan shared with the other labelled rules
@@ -2110,6 +2182,19 @@ def _hex_groups_action(m: re.Match[str]) -> tuple[str, int]:
     ):
         return m.group(), 0
     return m.group("lead") + _tag("api_key"), 1
+
+
+def _totp_action(m: re.Match[str]) -> tuple[str, int]:
+    """The run of groups when it is a base32 key; or, when its first group is a word of four letters ("then JBSW Y3DP
+    ..."), the rest of it."""
+    value = m.group("v")
+    start = m.start("v") - m.start()
+    if _base32_groups(value):
+        return m.group()[:start] + _tag("api_key"), 1
+    first, rest = value.split(" ", 1)
+    if first.isalpha() and rest.count(" ") >= 3 and _base32_groups(rest):
+        return m.group()[: start + len(first) + 1] + _tag("api_key"), 1
+    return m.group(), 0
 
 
 def _base32_groups(s: str) -> bool:
@@ -5262,6 +5347,177 @@ def _pw_starts_action(m: re.Match[str]) -> tuple[str, int]:
     return whole[:a] + _tag("password") + whole[b:c] + _tag("password") + whole[d:], 2
 
 
+# ---------------------------------------------------------------- set 24
+# A key under the bare word "Key" in Chinese text (set 24: "高德地图 Web 服务的 Key：83befad6..."): a Chinese character
+# right before the word (a space between allowed) or a full-width colon after it says the label is a Chinese one
+# naming a service's key, not a mapping's `key:`; the value is generated (16 to 128 letters and digits, both). Kept:
+# a cache's, a table's, an object's or a translation's key (缓存 Key：user:1001, 主键 Key：order_id, 对象 Key：a/b.png).
+_ZH_KEY = re.compile(
+    r"(?P<lead>k(?<![A-Za-z0-9_]k)ey(?![A-Za-z0-9_])[ \t]*(?P<conn>[:：=＝]|是|为|為)[ \t]*[\"'`“]?)"
+    r"(?P<v>(?!\[REDACTED:)[A-Za-z0-9+=_-]{16,128})(?![A-Za-z0-9+/=_.@:-])",
+    _I,
+)
+_ZH_KEY_NEEDS = re.compile(r"key[ \t]*(?:[:：=＝]|是|为|為)")
+_CJK_BEFORE = re.compile(r"[\u3400-\u9fff][ \t]?\Z")
+_DATA_KEY_BEFORE = re.compile(
+    r"(?:缓存|快取|主|外|分区|分區|排序|索引|唯一|联合|聯合|复合|複合|幂等|冪等|对象|對象|字典|翻译|翻譯|多语言|多語言"
+    r"|公钥|公鑰|(?<![A-Za-z])(?:redis|cache|primary|foreign|sort|partition|hash|object|s3|oss|cos|idempotency|i18n"
+    r"|json|public|publishable))"
+    r"[ \t]*(?:的)?[ \t]*\Z",
+    _I,
+)
+
+
+def _zh_key_action(m: re.Match[str]) -> tuple[str, int]:
+    text, at = m.string, m.start()
+    before = text[max(0, at - 16) : at]
+    if (
+        (m.group("conn") != "：" and _CJK_BEFORE.search(before) is None)
+        or _DATA_KEY_BEFORE.search(before) is not None
+        or _SSH_PUBLIC.match(text, m.start("v")) is not None
+        or not _generated_key(m.group("v"))
+    ):
+        return m.group(), 0
+    return m.group("lead") + _tag("api_key"), 1
+
+
+# A password told after an aside (set 24: "the password — Karen changed it on Monday after the phishing thing, so the
+# one in the wiki is dead — is now Walnut@067pixel", "至于密码嘛——换成了我们俩生日拼起来的那串，就是 12240927"): the
+# label, an aside opened by a dash or a bracket (in Chinese a dash or a comma, a particle such as 嘛 / 的话 before
+# it), up to 160 characters on the line, then what ends the aside and tells the value: in English a closing dash or
+# bracket and "is" / "was" (or "is now" after a comma or a space), in Chinese 就是, 现在是, 换成了... The value looks
+# like a password or is 4 to 12 digits (not a count: "就是 2024 年"). The aside's first word is no value
+# (`_labelled_value`).
+# (the label's first letter, then its lookbehind, so the scan can skip to a "p")
+_ASIDE_LABEL = (
+    r"p(?<![A-Za-z0-9_]p)(?:ass(?:word|wd|code|phrase)s?|ass[ \t-]phrase|wd|w|(?-i:(?<=P)IN))(?![A-Za-z0-9_])"
+)
+_ASIDE_CLOSE_EN = (
+    r"(?:[ \t]*(?:—{1,2}|–|(?<=[ \t])--?|\))[ \t]*(?:is|was)(?:[ \t]+(?:now|still|actually))?"
+    r"|[ \t]*,?[ \t]+(?:is|was)[ \t]+now)(?![A-Za-z'])[ \t]*[:：]?[ \t]*"
+)
+_PW_ASIDE = re.compile(
+    r"(?P<label>" + _ASIDE_LABEL + r")(?:[ \t]+(?:for|to|of|on|at)(?:[ \t]+[\w@.'-]+){1,4}?)?"
+    r"[ \t]*(?:—{1,2}|–|[ \t]--?(?=[ \t])|\()[^\n—–()]{3,160}?"
+    r"(?P<lead>" + _ASIDE_CLOSE_EN + r")[\"'`“‘]?(?P<v>(?!\[REDACTED:)[\x21-\x7e]{4,64})",
+    _I,
+)
+# (a label and an aside's opening within 60 characters)
+_PW_ASIDE_NEEDS = re.compile(r"p(?<![a-z0-9_]p)(?:ass|w|in)[^\n]{0,60}?(?:—|–|[ \t]--?[ \t]|\()")
+_PW_ASIDE_ZH = re.compile(
+    r"(?P<label>密码|密碼|口令|(?<![A-Za-z])(?:password|passcode|pin|PIN)(?![A-Za-z]))"
+    r"[ \t]*(?:嘛|呢|啊|吧|的话|的話|这块|這塊|这个|這個|方面)?[ \t]*(?:——|—|–|--|[，,（(])[ \t]*"
+    r"[^\n。！？!?；;]{1,80}?[，,、]?[ \t]*"
+    r"(?P<lead>(?:也就是|就是|即|现在是|現在是|现在为|現在為|新的是|换成了?|換成了?|改成了?|设成了?|設成了?|改为|改為|换为|換為)"
+    r"[ \t]*[:：]?[ \t]*)[\"'`“‘「]?"
+    r"(?P<v>(?!\[REDACTED:)[\x21-\x7e]{4,64}?)(?=[ \t，。！？；、（(」”’\"']|[,.;!?](?:\s|\Z)|\r?\n|\Z)",
+    _I,
+)
+_PW_ASIDE_ZH_NEEDS = re.compile(
+    r"(?:密码|密碼|口令|password|passcode|pin)[^\n。！？]{0,8}?(?:——|—|–|--|[，,（(])[^\n。！？]{1,90}?"
+    r"(?:就是|即|现在是|現在是|现在为|現在為|新的是|换成|換成|改成|设成|設成|改为|改為|换为|換為)"
+)
+# (a number a unit follows is a count, a year or a size: "就是 2024 年", "is now 12 chars")
+_UNIT_AFTER = re.compile(
+    r"[ \t]*(?:年|月|日|号|號|位|个|個|次|点|點|分钟|分鐘|秒|元|块|塊|岁|歲|天|小时|小時|字|%|chars?(?![A-Za-z])"
+    r"|characters?(?![A-Za-z])|digits?(?![A-Za-z])|days?(?![A-Za-z])|times?(?![A-Za-z]))",
+    _I,
+)
+# what closes a dash's aside after a label, and the value it tells (the aside's first word is then no value,
+# `_labelled_value`)
+_ASIDE_CLOSES = re.compile(
+    r"[^\n—–()]{0,160}?(?:—|–|[ \t]--?[ \t]|\))[ \t]*(?:is|was)(?:[ \t]+(?:now|still|actually))?(?![A-Za-z'])"
+    r"[ \t]*[:：]?[ \t]*[\"'`“‘]?(?P<next>[\x21-\x7e]{4,64})",
+    _I,
+)
+
+
+def _aside_tells_value(text: str, at: int) -> bool:
+    """An aside starting at `at` closes with "— is" / ") was" and a value after it (or its placeholder)."""
+    m = _ASIDE_CLOSES.match(text, at)
+    if m is None:
+        return False
+    told = m.group("next").rstrip(_PW_TRAILING + "!?")
+    return told.startswith(_MARK) or _pw_shaped(told) or (told.isdigit() and len(told) >= 4)
+
+
+_ASIDE_DASH = re.compile(r"[ \t]*(?:[—–]+|-{1,2})[ \t]*\Z")
+
+
+def _pw_aside_action(m: re.Match[str]) -> tuple[str, int]:
+    value = m.group("v")
+    secret = value.rstrip(_PW_TRAILING + "!?")
+    digits = secret.isdigit() and 4 <= len(secret) <= 12
+    if (
+        not secret
+        or _stand_in(secret)
+        or _DATE_OR_TIME.fullmatch(secret)
+        or _EMAIL.fullmatch(secret)
+        or (digits and _UNIT_AFTER.match(m.string, m.start("v") + len(secret)) is not None)
+        or not (
+            digits
+            or (
+                len(secret) >= 6
+                and _pw_shaped(secret)
+                and secret.lower() not in _NOT_A_PASSWORD
+                and (secret != value or _PW_FAR_AFTER.match(m.string, m.end()) is None)
+            )
+        )
+    ):
+        return m.group(), 0
+    return _tag_value_head(m, len(secret), "password")
+
+
+# A PIN (or a password) told as an aside in a sentence, after where it is written (set 24: "He wrote his card PIN on a
+# post-it stuck to the card itself, 7315, and I told him ..."; "他把银行卡密码写在便利贴上，贴在卡背面，7315，..."): the
+# label, a clause that says where it is kept (on / under / behind / stuck / taped / written ..., 写在 / 贴在 / 记在 ...)
+# with no digit in it, a comma, and the value set off by a comma, a stop or "and". A PIN's value is 4 to 8 digits, a
+# password's looks like one. Kept: "the PIN on the card, 4 digits", "my PIN in March, 2024, ..." (a month before).
+_PIN_TOLD = re.compile(
+    r"(?P<label>(?-i:PIN)(?:[ \t]*(?:code|number))?|(?<![A-Za-z])(?:(?:card|bank|debit|atm|sim)[ \t]+pin"
+    r"|passcode|password|passwd)(?![A-Za-z]))"
+    r"[ \t]+(?:on|under|behind|inside|in|taped|stuck|written|scribbled|kept|hidden|stored|jotted)(?![A-Za-z])"
+    r"[^\n0-9.;:!?]{1,120}?,[ \t]*(?P<v>(?!\[REDACTED:)[\x21-\x7e]{4,64}?)"
+    r"(?=[ \t]*(?:,|;|\.(?:\s|\Z)|\)|\r?\n|\Z)|[ \t]+(?:and|but|so)(?![A-Za-z]))",
+    _I,
+)
+_PIN_TOLD_ZH = re.compile(
+    r"(?P<label>密码|密碼|口令|(?-i:PIN)码?)"
+    r"[^\n。！？!?；;0-9]{0,40}?(?:写在|寫在|贴在|貼在|记在|記在|抄在|存在|放在|藏在|写到|寫到|记到|記到|夹在|夾在)"
+    r"[^\n。！？!?；;0-9]{1,40}?[，,][ \t]*(?P<v>(?!\[REDACTED:)[\x21-\x7e]{4,64}?)"
+    r"(?=[ \t]*(?:[，,。；;！!）)]|\r?\n|\Z))",
+    _I,
+)
+_PIN_TOLD_NEEDS = re.compile(
+    r"(?:pin|passcode|password|passwd)[ \t]+(?:on|under|behind|inside|in|taped|stuck|written|scribbled|kept|hidden"
+    r"|stored|jotted)[ \t][^\n0-9.;:!?]{1,120}?,[ \t]*[\x21-\x7e]{4}"
+)
+_PIN_TOLD_ZH_NEEDS = re.compile(
+    r"(?:写在|寫在|贴在|貼在|记在|記在|抄在|存在|放在|藏在|写到|寫到|记到|記到|夹在|夾在)[^\n。！？!?；;0-9]{1,40}?[，,]"
+)
+_MONTH_BEFORE = re.compile(
+    r"(?<![A-Za-z])(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*[ \t]*,[ \t]*\Z", _I
+)
+
+
+def _pin_told_action(m: re.Match[str]) -> tuple[str, int]:
+    value = m.group("v")
+    secret = value.rstrip(_PW_TRAILING + "!?")
+    label = m.group("label").lower()
+    pin = "pin" in label
+    if (
+        _stand_in(secret)
+        or _MONTH_BEFORE.search(m.string, max(0, m.start("v") - 16), m.start("v")) is not None
+        or _UNIT_AFTER.match(m.string, m.start("v") + len(secret)) is not None
+        or not (
+            (secret.isdigit() and 4 <= len(secret) <= 8)
+            or (not pin and len(secret) >= 6 and _pw_shaped(secret) and not _DATE_OR_TIME.fullmatch(secret))
+        )
+    ):
+        return m.group(), 0
+    return _tag_value_head(m, len(secret), "password")
+
+
 # The set-22 rules' gates: the password words of their labels and flags (one search for four rules), and the rare
 # words the other three need (one search, then the word itself).
 _SET22_PW_GATE = ("pass", "pw", "pin", "pasw", "pssw", "pswd", "masterauth", "密码", "密碼", "口令")
@@ -5288,7 +5544,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("api_key", _AWS_SECRET, _aws_secret_action, ("secret",)),
     _Rule("api_key", _BEARER, _bearer_action, ("bearer",)),
     # a TOTP key in groups of four, before the password rules can read one group as a value ("E2PW 7JZ7")
-    _Rule("api_key", _TOTP_GROUPED, _swap("api_key", _base32_groups), _TOTP_GATE, _TOTP_HEAD, True),
+    _Rule("api_key", _TOTP_GROUPED, _totp_action, _TOTP_GATE, _TOTP_HEAD, True),
     # a hex secret in groups after its label, before a label's rule reads the first group as its value
     _Rule("api_key", _HEX_GROUPED, _hex_groups_action, _KEY_GATE, _HEX_HEAD, True),
     _Rule("password", _URL_PASSWORD_WIDE, _url_password_wide_action, ("://",)),
@@ -5484,6 +5740,13 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _PW_NOTE, _pw_note_action, _SET22_PW_GATE, needs=_PW_NOTE_NEEDS),
     _Rule("password", _PARTS, _parts_action, _SET22_PW_GATE, needs=_PARTS_NEEDS),
     _Rule("password", _PW_THEN_IS, _pw_then_is_action, _SET22_PW_GATE, needs=_PW_THEN_IS_NEEDS),
+    # set 24: a key under a bare "Key" in Chinese text, a password told after an aside, a PIN told after where it is
+    # written (the password rules share set 22's gate, each then asks for its own pattern)
+    _Rule("api_key", _ZH_KEY, _zh_key_action, _KEY_GATE, needs=_ZH_KEY_NEEDS),
+    _Rule("password", _PW_ASIDE, _pw_aside_action, _SET22_PW_GATE, needs=_PW_ASIDE_NEEDS),
+    _Rule("password", _PW_ASIDE_ZH, _pw_aside_action, _SET22_PW_GATE, needs=_PW_ASIDE_ZH_NEEDS),
+    _Rule("password", _PIN_TOLD, _pin_told_action, _SET22_PW_GATE, needs=_PIN_TOLD_NEEDS),
+    _Rule("password", _PIN_TOLD_ZH, _pin_told_action, _SET22_PW_GATE, needs=_PIN_TOLD_ZH_NEEDS),
     # last: after every rule that may have replaced the password that is corrected
     _Rule("password", _CORRECTED, _corrected_action, after="password"),
     _Rule("password", _CORRECTED, _decoded_action, ("解码", "解碼", "解出", "decod"), after="password"),
@@ -5675,7 +5938,7 @@ _SECRET_NAME = re.compile(
     r"|(?:proxy[ _-]?)?authorization)"
     r"|(?P<api_key>" + _KEY_WORDS + r")"
     r")[ \t]*\Z"
-    r"|(?P<private_key_zh>私钥|私鑰)[ \t]*\Z|(?P<password_zh>密码|密碼|口令|授权码|授權碼)[ \t]*\Z"
+    r"|(?P<private_key_zh>私钥|私鑰)[ \t]*\Z|(?P<password_zh>(?:密码|密碼|口令)(?:短语|短語)?|授权码|授權碼)[ \t]*\Z"
     r"|(?P<api_key_zh>密钥|秘钥|密鑰|令牌)[ \t]*\Z",
     _I,
 )
