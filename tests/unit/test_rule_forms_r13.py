@@ -258,3 +258,29 @@ def test_a_place_in_a_mixed_turn(text: str, place: str):
 
 def test_a_tool_moved_to_is_no_place():
     assert "user.location" not in slots("服务搬到 Vercel 了")
+
+
+# --- the user's own new thing is its slot's current value: "my new iPhone 16 keeps dropping wifi" ---------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "slot", "value"),
+    [
+        ("my new iPhone 15 won't charge past 80%, why?", "user.phone", "iphone 15"),
+        ("our brand new Grafana boards load slowly", "project.monitoring", "grafana"),
+    ],
+)
+def test_my_new_thing_fills_its_slot(text: str, slot: str, value: str):
+    assert slots(text).get(slot) == value, found(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "if my new Pixel arrives tomorrow, can you remind me",
+        "my friend's new iPhone is nice",
+        "my new job is fun",
+    ],
+)
+def test_a_new_thing_that_is_not_the_users_or_not_yet_or_no_tool_fills_no_slot(text: str):
+    assert slots(text) == {}, found(text)

@@ -253,6 +253,22 @@ _ZH_STOPPED_RE = re.compile(
     r"(?!知道|确定|清楚|好意思|过|然|管|是|太|行|对|一定|小心|懂)[\u4e00-\u9fffA-Za-z0-9 .+#-]{1,12}?了?)\s*[,，]\s*$"
 )
 _ZH_AHEAD_RE = re.compile(r"下周|下星期|下个?月|下半年|明天|后天|明年|下次|回头|过几天|过段时间|月底前|年底前")
+# "my new iPhone 16 keeps dropping wifi", "our new Grafana dashboards ...": the user's own thing, new, is its slot's
+# current value (the one before it is past), whatever the sentence then asks
+_MY_NEW_RE = re.compile(r"\b(?:my|our)\s+(?:brand[\s-]+)?new\s+", re.I)
+
+
+def _my_new_hits(sentence: str) -> list[Hit]:
+    for match in _MY_NEW_RE.finditer(sentence):
+        if _blocked(sentence, match.start()):
+            continue
+        for tool, start, end in find_tools(sentence):
+            if start == match.end() and tool.slot:
+                lang = detect_lang(sentence)
+                return [tool_hit(tool, match.start(), end, rule=f"{lang}.tool.my_new", lang=lang, confidence=0.8)]
+    return []
+
+
 _GOT_RE = re.compile(r"^(?:got|bought)\s+(?:a|an|my)\s+(?:new\s+)?", re.I)
 
 
@@ -1270,6 +1286,8 @@ def _sentence_hits(sentence: str) -> list[Hit]:
         hits = _said_corrected_hits(sentence)
     if not any(cand.slot for cand, _, _ in hits) and _CORRECTION_CUE_RE.search(sentence):
         hits += _version_corrected_hits(sentence)
+    if not any(cand.slot for cand, _, _ in hits) and "new" in sentence.lower():
+        hits += _my_new_hits(sentence)
     spans = [(start, end) for _, start, end in hits]
     inherited = False  # after "The product is ...:" / "技术栈：" the clauses speak for the user's setup
     before = ""  # "我们部署在 k8s 上，用 ArgoCD 做 GitOps": the next clause keeps the subject
