@@ -284,3 +284,38 @@ def test_my_new_thing_fills_its_slot(text: str, slot: str, value: str):
 )
 def test_a_new_thing_that_is_not_the_users_or_not_yet_or_no_tool_fills_no_slot(text: str):
     assert slots(text) == {}, found(text)
+
+
+# --- precision: a "we" at home is the family; a verb of the exchange itself is no standing rule ----------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("we finally adopted a cat last month", "the user's family"),
+        ("we have two kids under five, so evenings are chaos", "the user's family"),
+        ("we deploy twice a day", "the user's team"),
+    ],
+)
+def test_we_at_home_is_the_family_and_we_at_work_the_team(text: str, words: str):
+    from core.extraction.rules.en.grammar import third_person
+
+    assert words in third_person(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ok we're on Bun now, dont ask",
+        "tabs, 2 wide. please don't argue with me about it 😅",
+        "don't judge lol",
+    ],
+)
+def test_a_verb_of_the_exchange_is_no_rule(text: str):
+    assert not any(r.lower().startswith(("do not", "never")) for r in must(text)), must(text)
+
+
+def test_a_rule_with_the_same_verb_and_an_object_is_kept():
+    assert must("don't ask me for confirmation before running tests") == [
+        "Do not ask the user for confirmation before running tests."
+    ]

@@ -405,6 +405,15 @@ def base_verb(word: str) -> str:
     return stem
 
 
+# A verb of the exchange itself, alone or about "it": "dont ask", "don't argue with me about it", "don't judge lol"
+_CHAT_ONLY = re.compile(
+    r"(?:ask|argue|judge|laugh|lecture|comment|question|bother|panic|freak\s+out|overthink|fight\s+me|@\s*me|"
+    r"be\s+mad|be\s+weird|be\s+like\s+that)(?:\s+(?:with|at)\s+(?:me|us))?(?:\s+(?:about|on|over)\s+(?:it|this|that))?"
+    r"(?:\s+(?:please|pls|lol|haha|though|ok|okay))*[\s.!😅😂🙏🙈]*$",
+    re.I,
+)
+
+
 def rule_hits(sentence: str) -> list[Hit]:
     """Standing rules for the agent: "don't use ORMs", "never suggest jQuery", "from now on, use pnpm"."""
     body = sentence.rstrip(" .!")
@@ -485,6 +494,8 @@ def rule_hits(sentence: str) -> list[Hit]:
         "-", ""
     ).isalpha():
         return []  # "don't give up", "never mind"; "don't give me pip commands" is a rule
+    if canon in ("do not", "never", "stop") and _CHAT_ONLY.match(rest):
+        return []  # "dont ask", "please don't argue with me about it": about this exchange, not a standing rule
     if (_ONE_OFF.search(rest) and not persistent) or _PRONOUN_ONLY.match(rest) or _KEEP_IN_MIND.match(rest):
         return []  # "don't change this file yet", "don't do that": about the task at hand
     if re.match(r"(?:just\s+)?(?:let|tell)\s+(?:me|us)\s+know\b", rest, re.I) and re.match(

@@ -134,22 +134,33 @@ def _conjugate(verb: str) -> str:
     return verb + ("es" if low.endswith(("s", "sh", "ch", "x", "z", "o")) else "s")
 
 
+# A "we" at home is the user's family, not a team: "we finally have a dog", "we're a family of four", "we bought a
+# flat in Leith" (a household word in the same statement)
+_HOUSEHOLD_RE = re.compile(
+    r"\b(?:famil(?:y|ies)|kids?|children|son|sons|daughters?|bab(?:y|ies)|toddler|dogs?|cats?|pets?|puppy|kitten|"
+    r"house|flat|apartment|garden|partner|wife|husband|spouse|married|wedding|honeymoon|vacation|holiday)\b",
+    re.I,
+)
+
+
 def third_person(text: str) -> str:
     """'I always deploy on Fridays' -> 'the user always deploys on Fridays' (pronouns, simple agreement)."""
+    team = "the user's family" if _HOUSEHOLD_RE.search(text) else "the user's team"
+
+    def pronoun(word: str) -> str:
+        return _PRONOUN_MAP[word].replace("the user's team", team)
 
     def subject_verb(match: re.Match[str]) -> str:
         verb = match.group(3)
         if verb.lower() in ("'m", "am", "are", "'re") or verb.lower() in _PRONOUN_MAP:
             return match.group()
-        subject = "the user" if match.group(1).lower() == "i" else "the user's team"
+        subject = "the user" if match.group(1).lower() == "i" else team
         return f"{subject} {match.group(2)}{_conjugate(verb)}"
 
-    text = _CONTRACTION_RE.sub(lambda m: _PRONOUN_MAP[" ".join(m.group().lower().split())], text)
+    text = _CONTRACTION_RE.sub(lambda m: pronoun(" ".join(m.group().lower().split())), text)
     text = _SUBJECT_VERB_RE.sub(subject_verb, text)
     # "US" / "UK" spelled in capitals is a country, not "us"
-    return _PRONOUN_RE.sub(
-        lambda m: m.group() if m.group() == "US" else _PRONOUN_MAP[m.group().lower()], text
-    )
+    return _PRONOUN_RE.sub(lambda m: m.group() if m.group() == "US" else pronoun(m.group().lower()), text)
 
 
 def sentence_case(text: str) -> str:
