@@ -319,3 +319,19 @@ def test_a_rule_with_the_same_verb_and_an_object_is_kept():
     assert must("don't ask me for confirmation before running tests") == [
         "Do not ask the user for confirmation before running tests."
     ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "sorry, I meant the second link not the first",
+        "no, the other snippet, not this one",
+        "I keep breaking it lol",
+    ],
+)
+def test_an_item_of_the_chat_or_a_pronoun_alone_is_no_memory(text: str):
+    assert found(text) == []
+
+
+def test_a_correction_of_a_fact_is_still_one():
+    assert must("I meant the staging cluster, not prod") != []

@@ -869,7 +869,10 @@ _OWN_MISTAKE = re.compile(
 # A correction of what was said or pasted in the chat ("不对，我说的是上一个函数", "我刚才贴错代码了"), not of a fact
 _ABOUT_THE_CHAT = re.compile(
     r"^(?:我|i)?\s*(?:刚才|刚刚|之前|前面)?(?:说的是|指的是|是说|的意思是|贴错|发错|复制错|贴的是|发的是)|下面这段|上面这段|"
-    r"\bi\s+(?:pasted|sent|copied)\s+the\s+wrong\b|\bi\s+was\s+talking\s+about\b",
+    r"\bi\s+(?:pasted|sent|copied)\s+the\s+wrong\b|\bi\s+was\s+talking\s+about\b"
+    # an item of the chat pointed at by its place ("I meant the second link not the first", "the other snippet")
+    r"|\b(?:first|second|third|last|other|previous|next|top|bottom|former|latter)\s+(?:one|link|option|file|line|"
+    r"version|answer|snippet|example|image|result|step|item|suggestion|query|command)s?\b",
     re.I,
 )
 _STRONG_CORRECTION = re.compile(

@@ -523,6 +523,7 @@ _TOPIC_LABEL_RE = re.compile(
     r"^(?:our\s+|the\s+)?(?:backups?|deploys?|deployments?|hosting|(?:tech\s+)?stack|ci|cd|ci/cd|monitoring|alerting|logging|"
     r"on-?call|releases?|auth|database|db|infra(?:structure)?|testing|tests|retention|security|secrets|branching|"
     r"code\s+review|reviews)(?:\s+(?:for|of|on)\s+[^:]{1,30})?\s*:\s*\S", re.I)
+_PRONOUN_OBJECT_REST = re.compile(r"^[a-z]+ing\s+(?:it|this|that|them|those|these)(?:\s+again)?[\s.!]*$", re.I)
 _PRONOUN_REST = re.compile(r"^(?:it|that|this|them|those|these|so|too|one|out)?[\s.!]*$", re.I)
 _LESSON_LABEL = re.compile(
     r"^(?:(?:a|the|one|big|key|main|our|my)\s+)?(?:lessons?|takeaways?|post-?mortem(?:\s+takeaways?)?)"
@@ -614,6 +615,8 @@ def statement_hits(clause: str, sentence: str = "", whole: bool = False) -> list
     rest = match.group("rest").strip()
     if _NOT_STATEMENT.match(f"{pred} {rest}") or len(rest.split()) < 1 or _PRONOUN_REST.match(rest):
         return []
+    if _PRONOUN_OBJECT_REST.match(rest):
+        return []  # "I keep blowing it", "we keep breaking this": what "it" is was said elsewhere
     too = re.match(r"(?:far\s+|way\s+|much\s+|a\s+bit\s+|so\s+|really\s+)?too\s+\w+", rest, re.I)
     if pred in ("is", "are", "am", "has", "have", "been") and (_FEELING.match(rest) or too):
         return []  # "I'm so happy", "we're stoked": a mood, not a lasting fact
