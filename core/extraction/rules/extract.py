@@ -232,8 +232,9 @@ _ZH_CONTRAST_HEAD_RE = re.compile(
 
 def _contrast_joined(sentence: str, hits: list[Hit]) -> list[Hit]:
     """A contrast said in one sentence, its positive half a bare noun phrase no rule read and its negated half a
-    bare rule: "Headlines in sentence case, never Title Case", "single quotes, not double", "用 dayjs，不要
-    moment": one rule with both halves, not a lone "Never title case." that has lost what to do instead."""
+    bare rule: "Headlines in sentence case, never Title Case", "Dates in ISO format, never US style", "变量名用
+    camelCase，不要下划线": one rule with both halves, not a lone "Never title case." that has lost what to do
+    instead."""
     if len(hits) != 1:
         return hits
     cand, start, end = hits[0]

@@ -221,10 +221,11 @@ _CHANGE_STATEMENT_WORDS = (
     "got ", "bought", "back to", "started at", "joined", "i'm now", "i'm on", "i'm at", "i'm in", "i'm using",
     "we're now", "we're on", "we're at", "we're in", "we're using", "push", "bump", "resched", "shift", "moving",
     "chang", "rais", "lower", "increas", "reduc", "upped", "upping", "cut", "up to", "down to", "dropp", "slipp",
-    "delay", "postpon", "migrate", "switch", "move", "upgrade", "update",
+    "delay", "postpon",
 )  # fmt: skip
 _CHANGE_STATEMENT_HAN = re.compile(
-    r"[换改升调转搬迁挪加提降减涨推延砍缩扩切]|跳槽|入职|接手|上了|上[一二三四五六初高大小]"
+    # (and an English verb with a Chinese complement: "migrate 到 Keycloak")
+    r"[换改升调转搬迁挪加提降减涨推延砍缩扩切]|跳槽|入职|接手|上了|上[一二三四五六初高大小]|[A-Za-z]\s*[到成]"
 )
 
 
@@ -502,13 +503,13 @@ _SAID_CORRECTED_EN = re.compile(
     re.I,
 )
 _SAID_CORRECTED_ZH = re.compile(
-    r"(?:(?:之前|上次|刚才|刚刚|前面|昨天|早上)我?|我(?:之前|上次|刚才|刚刚|前面|昨天)?)(?:跟你)?(?:说|讲|写|告诉你|发)(?:的|过的|过)?"
+    r"(?:(?:之前|上次|刚才|刚刚|前面|昨天|早上)我?|我(?:之前|上次|刚才|刚刚|前面|昨天)?)(?:跟你)?(?:说|讲|写|告诉你)(?:的|过的|过)?"
     r"\s*(?P<what>[^,，。！？?是]{1,16}?)\s*(?:是\s*(?P<old>[^,，。！？?]{1,16}?))?\s*(?:不对|错了|有误|写错了|说错了)?\s*"
     r"[,，]\s*(?:其实|应该|实际上|正确的|准确地说|实际)(?:应该)?是\s*(?P<new>[^,，。！？?]{1,30})"
 )
 
 
-_SAID_CUE_RE = re.compile(r"\b(?:said|told|wrote|mentioned|gave|typed)\b|说|讲|写|告诉|发", re.I)
+_SAID_CUE_RE = re.compile(r"\b(?:said|told|wrote|mentioned|gave|typed)\b|说|讲|写|告诉", re.I)
 
 
 def _said_corrected_hits(sentence: str) -> list[Hit]:
