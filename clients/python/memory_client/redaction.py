@@ -5846,10 +5846,12 @@ def _apply_windowed(rule: _Rule, text: str, hits: list[tuple[int, str]]) -> tupl
         if rule.head is None:  # the pattern ends inside the window (its label is a lookahead)
             candidates = rule.pattern.finditer(text, max(start, done), end)
         else:
+            # (a label inside the part already replaced is skipped before its pattern is tried: matched and then
+            # dropped, each label of "password:password:..." read its value to the run's end, quadratic)
             candidates = (
                 m
                 for h in rule.head.finditer(text, max(start, done), end)
-                if (m := rule.pattern.match(text, h.start())) is not None
+                if h.start() >= done and (m := rule.pattern.match(text, h.start())) is not None
             )
         for m in candidates:
             if m.start() < done:
