@@ -442,8 +442,40 @@ _SSN_LABELLED = re.compile(
 # ---------------------------------------------------------------- tokens and keys
 
 
+# Whether a value holds a digit, a letter, a capital, a small letter, a capital right after a small letter. For ASCII
+# text (a bare value always is) by `str` methods that run in C, `in` or a case change (a Python loop over each
+# character of the value of each label of a long run was most of what that run cost; a regex class scan is slower
+# still); by `str`'s tests one character at a time otherwise (their Unicode classes are wider than ASCII's).
+_ASCII_CLASS = str.maketrans(
+    {
+        c: "9" if c.isdigit() else "A" if c.isupper() else "a" if c.islower() else "."
+        for c in map(chr, range(128))
+    }
+)
+
+
 def _has_digit(s: str) -> bool:
+    if s.isascii():
+        return any(digit in s for digit in "0123456789")
     return any(c.isdigit() for c in s)
+
+
+def _has_letter(s: str) -> bool:
+    return s.upper() != s.lower() if s.isascii() else any(c.isalpha() for c in s)
+
+
+def _has_upper(s: str) -> bool:
+    return s.lower() != s if s.isascii() else any(c.isupper() for c in s)
+
+
+def _has_lower(s: str) -> bool:
+    return s.upper() != s if s.isascii() else any(c.islower() for c in s)
+
+
+def _inner_capital(s: str) -> bool:
+    if s.isascii():
+        return "aA" in s.translate(_ASCII_CLASS)
+    return any(a.islower() and b.isupper() for a, b in itertools.pairwise(s))
 
 
 def _openai_like(s: str) -> bool:
@@ -924,11 +956,11 @@ def _head_starts_word(m: re.Match[str]) -> bool:
 
 def _token_like(s: str) -> bool:
     """A value that looks generated: long, letters with digits (or mixed case), not a version or a word."""
-    if len(s) < 8 or _VERSION.fullmatch(s) or not any(c.isalpha() for c in s):
+    if len(s) < 8 or _VERSION.fullmatch(s) or not _has_letter(s):
         return False
-    if any(c.isdigit() for c in s):
+    if _has_digit(s):
         return True
-    return len(s) >= 12 and any(c.isupper() for c in s) and any(c.islower() for c in s)
+    return len(s) >= 12 and _has_upper(s) and _has_lower(s)
 
 
 # Template slots written as a capitalised name of what goes there: `postgresql://USER:PASSWORD@host`,
@@ -1689,7 +1721,7 @@ _HOST_THEN_ACCOUNT = re.compile(
 # letter (the fourteenth
 # set: "staging admin for the demo is admin / Tiger8864?riv , please rotate it"). Kept: "admin / settings",
 # "root / 2 核 / 4G", "admin / v2.3.1", "admin / Users2024 tab".
-_STRONG_SYMBOLS = frozenset("!#$%&*+=?@^~")
+_STRONG_SYMBOL = re.compile(r"[!#$%&*+=?@^~]")
 
 
 def _strong_pair(text: str, m: re.Match[str], secret: str) -> bool:
@@ -1713,10 +1745,9 @@ def _joined_secret(secret: str) -> bool:
 def _strong_secret(secret: str, shortest: int) -> bool:
     if len(secret) < shortest or _VERSION.fullmatch(secret.lstrip("vV")):
         return False
-    letter = any(c.isalpha() for c in secret)
-    digit = any(c.isdigit() for c in secret)
-    inner_capital = any(a.islower() and b.isupper() for a, b in itertools.pairwise(secret))
-    return letter and digit and (inner_capital or any(c in _STRONG_SYMBOLS for c in secret))
+    letter = _has_letter(secret)
+    digit = _has_digit(secret)
+    return letter and digit and (_inner_capital(secret) or _STRONG_SYMBOL.search(secret) is not None)
 
 
 def _account_pair_action(m: re.Match[str]) -> tuple[str, int]:
@@ -1786,9 +1817,9 @@ def _email_account_pair(m: re.Match[str], secret: str) -> bool:
 def _symbol_strong(secret: str) -> bool:
     return (
         len(secret) >= 10
-        and sum(c in _STRONG_SYMBOLS for c in secret) >= 2
-        and any(c.islower() for c in secret)
-        and any(a.islower() and b.isupper() for a, b in itertools.pairwise(secret))
+        and len(_STRONG_SYMBOL.findall(secret)) >= 2
+        and _has_lower(secret)
+        and _inner_capital(secret)
     )
 
 
@@ -1802,7 +1833,7 @@ def _any_account_pair(m: re.Match[str], secret: str) -> tuple[str, int]:
         or text[m.start() + 1 : m.start() + 2] not in (" ", "\t")
         or _ANY_ACCOUNT_BEFORE.search(text, max(0, m.start() - 40), m.start()) is None
         or not (
-            (_strong_secret(secret, 8) and any(c in _STRONG_SYMBOLS for c in secret))
+            (_strong_secret(secret, 8) and _STRONG_SYMBOL.search(secret) is not None)
             or _symbol_strong(secret)
         )
         or _EMAIL.fullmatch(secret)
@@ -3244,20 +3275,23 @@ _CHANGE_GATE = (
 _NOW_IS = re.compile(r"(?<![A-Za-z])(?:it'?s|it[ \t]+is)[ \t]+now[ \t]+\S", _I)
 
 
+_PW_SYMBOL = re.compile(r"[!@#$%^&*_+=?]")
+_DOT_PW_SYMBOL = re.compile(r"[!@#$%^&*+=?]")
+
+
 def _pw_shaped(s: str) -> bool:
     """Looks like a password, not a word, a path or a version: a letter with a digit or a symbol, or a
     capital right after a small letter ("RJNyYowqmj"; not "IT-Sec")."""
     if _VERSION.fullmatch(s) or "://" in s:
         return False
-    letter = any(c.isalpha() for c in s)
-    digit = any(c.isdigit() for c in s)
-    symbol = any(c in "!@#$%^&*_+=?" for c in s)
+    letter = _has_letter(s)
+    digit = _has_digit(s)
+    symbol = _PW_SYMBOL.search(s) is not None
     # a path or a dotfile starts so (/etc, ~/x, .env.local); a password may too, when it has a digit and a
     # symbol no file name has (".J3FF^lC+@x!DA")
-    if s[0] in "/~." and not (s[0] == "." and digit and any(c in "!@#$%^&*+=?" for c in s)):
+    if s[0] in "/~." and not (s[0] == "." and digit and _DOT_PW_SYMBOL.search(s) is not None):
         return False
-    inner_capital = any(a.islower() and b.isupper() for a, b in itertools.pairwise(s))
-    return letter and (digit or symbol or inner_capital)
+    return letter and (digit or symbol or _inner_capital(s))
 
 
 def _change_action(m: re.Match[str]) -> tuple[str, int]:
@@ -4410,7 +4444,7 @@ _PW_IN_BRACKETS = re.compile(
 
 def _pw_in_brackets_action(m: re.Match[str]) -> tuple[str, int]:
     secret = m.group("v")
-    if _stand_in(secret) or not (_strong_secret(secret, 8) and any(c in _STRONG_SYMBOLS for c in secret)):
+    if _stand_in(secret) or not (_strong_secret(secret, 8) and _STRONG_SYMBOL.search(secret) is not None):
         return m.group(), 0
     return _swap_value("password")(m)
 
