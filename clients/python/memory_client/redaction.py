@@ -217,6 +217,9 @@ class _Rule:
     # A pattern the input must contain for the rule to run, once its gate is passed (searched once per text,
     # shared by the rules that name the same one): a long number for the rules that read one.
     needs: re.Pattern[str] | None = None
+    # Windowed rules whose value is a bare run (`_BARE_RUN`): how that run goes on past the bound (`_RUN_ON`, or
+    # `_KEY_RUN_ON` for a key's value, which ends at a cut); see `_bare_reach` and `_apply_windowed`.
+    run_on: re.Pattern[str] | None = None
 
 
 def _swap(kind: str, check: Callable[[str], bool] | None = None) -> _Action:
@@ -845,17 +848,48 @@ _WEAK = r"(?:[ \t]+|(?<=[^\x00-\x7f]))"
 _BRACKETED = r"[ \t]*[(（][^()（）\n]{1,24}[)）][ \t]*"
 _CONNECTOR = r"(?:(?P<strong>" + _QUALIFIER + r"(?:" + _STRONG + r"))|" + _BRACKETED + "|" + _WEAK + ")"
 _ANY_CONNECTOR = r"(?:" + _QUALIFIER + r"(?:" + _STRONG + r")|" + _WEAK + ")"
+# A bare value is judged by its first `_BARE_MAX` characters. Read to its run's end, the value of each label of a long
+# run without spaces that repeats one ("token=token=...", "secret:" in a list of ARNs, a minified blob, a `k=v&k=v`
+# log line) read the rest of the run again, and its checks after it: quadratic, 32,000 characters of "token=" took
+# 9 s. The bound is above any secret written after a label (the longest in the tests' data is 197 characters, an AWS
+# session token); a value that reaches it and is taken is replaced to its run's end all the same (`_bare_reach`), so
+# a longer one (a PEM body, a long session token) is never cut in two.
+_BARE_MAX = 1024
+# The run stops at a placeholder: when none starts within reach (a first look, one scan of a character class), the
+# run is one more such scan; else it is read character by character up to the placeholder. (The scans' classes are
+# case-sensitive, `(?-i:...)`, which changes nothing they match: under IGNORECASE each character is folded first, five
+# times slower.)
+_WITHIN_BOUND = "{0," + str(_BARE_MAX - 1) + "}"
+_UP_TO_BOUND = "{1," + str(_BARE_MAX) + "}"
+_BARE_RUN = (
+    r"(?:(?!(?-i:[\x21-\x7e]" + _WITHIN_BOUND + r")\[REDACTED:)(?-i:[\x21-\x7e]" + _UP_TO_BOUND + ")"
+    r"|(?:(?!\[REDACTED:)[\x21-\x7e])" + _UP_TO_BOUND + ")"
+)
+# A bare run past the bound, as `_BARE_RUN` reads one: to a space, a non-ASCII character or a placeholder (a
+# placeholder's `[` ends the class's scan, a `[` of anything else goes on); a key's also to a character it is cut at.
+_RUN_ON = re.compile(r"(?:(?-i:[\x21-\x5a\x5c-\x7e]++)|\[(?!REDACTED:))*+", _I)
+_KEY_CUT_CHARS = ",;&|<>(){}[]\"'`"
+_KEY_RUN_ON = re.compile("[^" + re.escape(_KEY_CUT_CHARS) + r"\x00-\x20\x7f-\U0010ffff]*+")
+
+
 # The value: quoted (anything up to the closing quote, escaped quotes of nested JSON included) or a bare run
 # of printable ASCII, which stops at spaces, CJK text ("密码是abc123请保密") and placeholders. A bare value
 # never starts with a quote, a bracket or a connector character, so reruns cannot re-read a placeholder.
-_VALUE = (
-    r"[ \t]*(?P<q>\\{0,3}[\"'`“‘「『])?(?P<v>(?!\[REDACTED:)"
-    r"(?(q)[^\n\"'`“”‘’「」『』\\]{1,200}|(?![\"'`:=>\]\[|])(?:(?!\[REDACTED:)[\x21-\x7e])+))"
-)
+def _value(run: str) -> str:
+    return (
+        r"[ \t]*(?P<q>\\{0,3}[\"'`“‘「『])?(?P<v>(?!\[REDACTED:)"
+        r"(?(q)[^\n\"'`“”‘’「」『』\\]{1,200}|(?![\"'`:=>\]\[|])" + run + "))"
+    )
 
 
-def _labelled(heads: str) -> re.Pattern[str]:
-    return re.compile(r"(?P<lead>(?P<label>" + heads + ")" + _CONNECTOR + ")" + _VALUE, _I)
+_VALUE = _value(_BARE_RUN)
+# (a rule applied by `re.sub` never reads inside a value it has matched, so its bare value may run to its end as one
+# scan: `_PW_SLANG`'s)
+_VALUE_WHOLE = _value(r"(?:(?!\[REDACTED:)[\x21-\x7e])+")
+
+
+def _labelled(heads: str, value: str = _VALUE) -> re.Pattern[str]:
+    return re.compile(r"(?P<lead>(?P<label>" + heads + ")" + _CONNECTOR + ")" + value, _I)
 
 
 _PW_LABELLED = _labelled(_HEAD_PW)
@@ -940,7 +974,7 @@ _DATE_OR_TIME = re.compile(
     r"[0-9]{1,4}([/.-])[0-9]{1,2}\1[0-9]{1,4}(?:[T ][0-9:.]+Z?)?|[0-9]{1,2}:[0-9]{2}(?::[0-9]{2})?"
 )
 _VERSION = re.compile(r"v?[0-9]+(?:\.[0-9]+)+(?:[-+.][0-9A-Za-z.]+)?", _I)
-_KEY_CUT = re.compile(r"[,;&|<>(){}\[\]\"'`]")
+_KEY_CUT = re.compile("[" + re.escape(_KEY_CUT_CHARS) + "]")
 
 
 def _head_starts_word(m: re.Match[str]) -> bool:
@@ -1151,6 +1185,10 @@ def _labelled_value(m: re.Match[str], *, generated: bool) -> tuple[int, int] | N
         if "(" not in secret and core.endswith(")") and _plain_word(core.rstrip(_PW_TRAILING)):
             secret = core.rstrip(_PW_TRAILING)
         v1 = v0 + len(secret)
+    # (a key's value must look generated, whatever else holds: asked first, it turns away the value of each label of
+    # a long run that repeats one, "token=token=...", before the checks below read it)
+    if generated and not _token_like(secret):
+        return None
     if (
         not secret
         or _stand_in(secret)
@@ -1206,7 +1244,7 @@ def _labelled_value(m: re.Match[str], *, generated: bool) -> tuple[int, int] | N
     ):
         return None
     if generated:
-        return (v0, v1) if _token_like(secret) else None
+        return v0, v1  # (its value looks generated: asked first)
     # after a verb and 的 or after "'s", a value must look like a password (8+ characters after "'s", which is also
     # the possessive: "the password's sha256") or be 4+ digits
     if (strong_text := m.group("strong")) is not None and _SHAPED_CONNECTOR.search(strong_text) is not None:
@@ -1321,7 +1359,7 @@ def _labelled_action(kind: str, *, generated: bool) -> _Action:
 
 # Pairs: "user/pass: bob / hunter2", "账号/密码：admin/123456", "login: admin / hunter2", "creds deploy:s3cret",
 # "log in with admin / admin", "账号密码 ops/Ops_2024!". Only the second of the pair is replaced.
-_PAIR_VALUE = r"(?P<v>(?!\[REDACTED:)(?![\"'`:=>\]\[/])(?:(?!\[REDACTED:)[\x21-\x7e])+)"
+_PAIR_VALUE = r"(?P<v>(?!\[REDACTED:)(?![\"'`:=>\]\[/])" + _BARE_RUN + ")"  # (bounded as `_VALUE` is)
 _PAIR_HEAD_TEXT = (
     r"(?P<label>(?:user(?:[ _-]?name)?|login|account|acct|e-?mail|用户名?|账号|帐号|账户)[ \t]*"
     r"(?:/|／|&|\+|and|和|及)[ \t]*(?:pass(?:word|wd)?|pwd|pw|密码|口令))(?![A-Za-z0-9_])"
@@ -4480,7 +4518,7 @@ _HEAD_PW_SLANG = (
     r"|(?P<pz>秘码|蜜码|秘碼|蜜碼|(?<![A-Za-z0-9])mima(?![A-Za-z0-9])"
     r"|(?<=[\u4e00-\u9fff])mm(?![A-Za-z0-9]))"
 )
-_PW_SLANG = _labelled(_HEAD_PW_SLANG)
+_PW_SLANG = _labelled(_HEAD_PW_SLANG, _VALUE_WHOLE)
 _PW_SLANG_GATE = ("pasw", "passwrd", "passwrod", "passowrd", "passwod", "passord", "psswd", "pssword", "pswd")
 _PW_SLANG_GATE_ZH = ("秘码", "蜜码", "秘碼", "蜜碼", "mima", "mm")
 
@@ -5615,8 +5653,8 @@ _RULES: tuple[_Rule, ...] = (
     # Labels listed, then their values ("分别是 X 和 Y"), before a label's own rule takes the first value alone.
     _Rule("api_key", _RESPECTIVE, _respective_action, _SLASH_GATE, needs=_RESPECTIVE_NEEDS),
     # Pairs before single labels, so that only the password of "user / pass" is replaced.
-    _Rule("password", _PAIR_LABELLED, _pair_action, _PAIR_GATE, _PAIR_HEAD, True),
-    _Rule("password", _CREDENTIALS, _pair_action, _CREDENTIAL_GATE, _CREDENTIAL_HEAD, True),
+    _Rule("password", _PAIR_LABELLED, _pair_action, _PAIR_GATE, _PAIR_HEAD, True, run_on=_RUN_ON),
+    _Rule("password", _CREDENTIALS, _pair_action, _CREDENTIAL_GATE, _CREDENTIAL_HEAD, True, run_on=_RUN_ON),
     _Rule("password", _CREDENTIALS_ZH, _pair_action, ("登录", "登陆", "登入", "登錄")),
     _Rule("password", _CHANGE_HEAD, _change_action, _CHANGE_GATE, _CHANGE_LABEL_HEAD, True),
     _Rule("password", _SPACED_LABEL, _spaced_label_action, _SPACED_GATE),
@@ -5625,9 +5663,19 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _SPOKEN_PIN, _spoken_pin_action, _SPOKEN_PIN_GATE, needs=_SPOKEN_PIN_NEEDS),
     _Rule("password", _PROSE_BOXES, _pw_prose_action, _PROSE_BOXES_GATE, _PROSE_BOXES_HEAD, True),
     _Rule("password", _AGREED, _agreed_action, ("agreed", "settled"), _AGREED_HEAD, True),
-    _Rule("private_key", _PRIVATE_LABELLED, _to_private, _PRIVATE_GATE, re.compile(_HEAD_PRIVATE, _I), True),
-    _Rule("api_key", _KEY_LABELLED, _to_api_key, _KEY_GATE, re.compile(_HEAD_KEY, _I), True),
-    _Rule("password", _PW_LABELLED, _to_password, _PW_GATE, re.compile(_HEAD_PW, _I), True),
+    _Rule(
+        "private_key",
+        _PRIVATE_LABELLED,
+        _to_private,
+        _PRIVATE_GATE,
+        re.compile(_HEAD_PRIVATE, _I),
+        True,
+        run_on=_KEY_RUN_ON,
+    ),
+    _Rule(
+        "api_key", _KEY_LABELLED, _to_api_key, _KEY_GATE, re.compile(_HEAD_KEY, _I), True, run_on=_KEY_RUN_ON
+    ),
+    _Rule("password", _PW_LABELLED, _to_password, _PW_GATE, re.compile(_HEAD_PW, _I), True, run_on=_RUN_ON),
     # set 21: misspelt and slang labels, security answers, spelled-out codes, meeting passcodes
     _Rule("password", _PW_SLANG, _to_password, _PW_SLANG_GATE),
     _Rule("password", _PW_SLANG, _to_password, _PW_SLANG_GATE_ZH, needs=_PW_SLANG_NEEDS),
@@ -5649,7 +5697,9 @@ _RULES: tuple[_Rule, ...] = (
     ),
     _Rule("password", _CREDENTIAL_VALUE, _credential_value_action, _CREDENTIAL_VALUE_GATE),
     _Rule("password", _PW_BEFORE, _pw_before_action, _PW_BEFORE_GATE, None, True),
-    _Rule("password", _FOREIGN_PW, _foreign_pw_action, _FOREIGN_PW_GATE, _FOREIGN_PW_HEAD, True),
+    _Rule(
+        "password", _FOREIGN_PW, _foreign_pw_action, _FOREIGN_PW_GATE, _FOREIGN_PW_HEAD, True, run_on=_RUN_ON
+    ),
     _Rule("password", _MI, _mi_action, ("密",)),
     _Rule("password", _MAIL_AUTH_CODE, _swap_value("password"), ("授权码", "授權碼")),
     _Rule("password", _PIN_CODE, _pin_action, _PIN_CODE_GATE, _PIN_HEAD, True),
@@ -5873,6 +5923,33 @@ def _gate_hits(text: str) -> list[tuple[int, str]]:
     return [(m.start(), m.group()) for m in _GATE_SCAN.finditer(low)]
 
 
+def _bare_reach(m: re.Match[str], run_on: re.Pattern[str]) -> int | None:
+    """Where the secret of a match ends when its bare value was cut at the bound (`_BARE_MAX`): at its run's end
+    (`run_on`), less the punctuation a value's end loses; None when the value ended by itself (quoted, or shorter:
+    a key's cut inside it ends it too)."""
+    text, (v0, v1) = m.string, m.span("v")
+    if v1 - v0 < _BARE_MAX or m.groupdict().get("q"):
+        return None
+    run = run_on.match(text, v0)
+    end = run.end() if run is not None else v1
+    return v0 + len(text[v0:end].rstrip(_PW_TRAILING)) if end > v1 else None
+
+
+def _bare_resume(run_on: re.Pattern[str], m: re.Match[str], new: str) -> tuple[str, int]:
+    """For a rule whose value is a bare run: the replacement of a match up to its last placeholder, and where the scan
+    goes on. Right after that placeholder when the rest of the match is the match's own text (a key's value cut at
+    `&` or `,`: "token=X&token=Y..." has its next label read in this pass, not one pass per label), or past the rest
+    of the secret when its value was cut at the bound and replaced whole (`_bare_reach`); else after the match."""
+    text, start = m.string, m.start()
+    tag_at = new.rindex(_MARK)
+    close = new.index("]", tag_at) + 1
+    kept = len(new) - close  # the match's last characters, after its last placeholder
+    if not (text.startswith(new[:tag_at], start) and text.endswith(new[close:], start, m.end())):
+        return new, m.end()
+    reach = None if new[close:].strip(_PW_TRAILING) else _bare_reach(m, run_on)
+    return new[:close], reach if reach is not None else m.end() - kept
+
+
 def _apply_windowed(rule: _Rule, text: str, hits: list[tuple[int, str]]) -> tuple[str, int]:
     out: list[str] = []
     found = done = 0
@@ -5892,9 +5969,12 @@ def _apply_windowed(rule: _Rule, text: str, hits: list[tuple[int, str]]) -> tupl
                 continue
             new, n = rule.action(m)
             if n:
+                resume = m.end()
+                if rule.run_on is not None:
+                    new, resume = _bare_resume(rule.run_on, m, new)
                 out += [text[done : m.start()], new]
                 found += n
-                done = m.end()
+                done = resume
     if not found:
         return text, 0
     out.append(text[done:])
