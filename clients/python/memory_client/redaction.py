@@ -174,6 +174,7 @@ from __future__ import annotations
 
 import base64
 import datetime as _dt
+import functools
 import itertools
 import re
 from collections.abc import Callable
@@ -955,7 +956,14 @@ _EXAMPLE_FILE = re.compile(
 
 
 def _example_default(text: str, secret: str) -> bool:
-    return _DEFAULT_WORD.fullmatch(secret) is not None and _EXAMPLE_FILE.search(text) is not None
+    return _DEFAULT_WORD.fullmatch(secret) is not None and _names_example_file(text)
+
+
+@functools.lru_cache(maxsize=2)
+def _names_example_file(text: str) -> bool:
+    """The text names an example file. (Asked once per text, not once per label: each "password=changeme" of a long
+    list searched the whole text again, quadratic; a text's hash is kept by the string, so a call asks little.)"""
+    return _EXAMPLE_FILE.search(text) is not None
 
 
 _LENGTH_WORD = re.compile(
@@ -1163,6 +1171,9 @@ _FLAG_AFTER = re.compile(r"[ \t]+--?[A-Za-z][A-Za-z-]*(?=[ \t]|\r?\n|\Z)")
 _TEST_TIME_AFTER = re.compile(r"[ \t]*\([ \t]*[0-9.]+[ \t]*(?:ms|s|sec|seconds)[ \t]*\)", _I)
 
 
+_MARK_AFTER_SPACES = re.compile(r"[ \t]*" + re.escape(_MARK))
+
+
 def _labelled_value(m: re.Match[str], *, generated: bool) -> tuple[int, int] | None:
     """The span of the secret in a labelled match, or None when the value is no secret.
 
@@ -1229,7 +1240,7 @@ def _labelled_value(m: re.Match[str], *, generated: bool) -> tuple[int, int] | N
         and _HOST_QUALIFIER.match(m.group("strong")) is not None
     ):
         return None
-    if len(secret) == 1 and text[v1:].lstrip(" \t").startswith(_MARK):
+    if len(secret) == 1 and _MARK_AFTER_SPACES.match(text, v1) is not None:
         return None  # Cisco's `password 0 <value>`: the 0 is the type, the value is already replaced
     if generated and _PUBLIC_BEFORE.search(text, max(0, m.start("label") - 16), m.start("label")):
         return None  # "the public token: ...", "publishable key = ...": published by design
@@ -1564,7 +1575,10 @@ _CONF_PROSE = re.compile(
 
 def _conf_prose_action(m: re.Match[str]) -> tuple[str, int]:
     text = m.string
-    line_start = text.rfind("\n", 0, m.start()) + 1
+    # (a comment mark within 200 characters before it on its line: a scan back to the line's start for every match is
+    # quadratic on a long line)
+    lo = max(0, m.start() - 200)
+    line_start = text.rfind("\n", lo, m.start()) + 1 or lo
     secret = m.group("v").rstrip(_PW_TRAILING)
     if (
         not secret
@@ -2132,7 +2146,10 @@ def _respective_action(m: re.Match[str]) -> tuple[str, int]:
     text = m.string
     if m.group("lead").strip().lower().startswith(("are", "were")) and m.group("tail") is None:
         return m.group(), 0  # "are X and Y" only with "respectively"
-    line_start = text.rfind("\n", max(0, m.start() - 120), m.start()) + 1
+    # (the labels on its line within 120 characters before it: with no line break there, the split read the whole
+    # text before it, once per list, quadratic)
+    lo = max(0, m.start() - 120)
+    line_start = text.rfind("\n", lo, m.start()) + 1 or lo
     labels = _RESPECTIVE_LABEL_SEP.split(text[line_start : m.start()])
     body = m.group("values")
     values, at = [], 0  # (start, piece) between the separators
@@ -2240,7 +2257,10 @@ _NOT_A_KEY_HEX = re.compile(
 def _hex_groups_action(m: re.Match[str]) -> tuple[str, int]:
     groups = m.group("v").split()
     digits = "".join(groups)
-    line_start = m.string.rfind("\n", 0, m.start()) + 1
+    # (its line's words within 200 characters before it: a scan back to the line's start for every match is quadratic
+    # on a long line of hex groups)
+    lo = max(0, m.start() - 200)
+    line_start = m.string.rfind("\n", lo, m.start()) + 1 or lo
     if (
         len(digits) < 24
         or any(len(g) != len(groups[0]) for g in groups[:-1])
@@ -3590,7 +3610,7 @@ _ASKED_NEEDS = re.compile(r"[?？][ \t]*\r?\n")
 
 def _asked_action(m: re.Match[str]) -> tuple[str, int]:
     text = m.string
-    begin = max(text.rfind("\n", 0, m.start()) + 1, m.start() - 100)
+    begin = max(text.rfind("\n", max(0, m.start() - 100), m.start()) + 1, m.start() - 100)
     question = text[begin : m.start()]
     label = None
     for found in _ASKED_LABEL.finditer(question):
@@ -3672,6 +3692,13 @@ _DEVICE_CONFIG_CONTEXT = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=2)
+def _device_config(text: str) -> bool:
+    """The text is a device's config. (Asked once per text, not once per line: each "  password 7 days" of a long
+    text searched the whole text again, quadratic.)"""
+    return _DEVICE_CONFIG_CONTEXT.search(text) is not None
+
+
 def _device_config_action(m: re.Match[str]) -> tuple[str, int]:
     """An indented `password 7 X` alone (a line's sub-mode) is a plain word only in a config ("line vty 0 4",
     "!"): "  password 7 days notice" is prose."""
@@ -3680,7 +3707,7 @@ def _device_config_action(m: re.Match[str]) -> tuple[str, int]:
         m.group("named") is None
         and "community" not in lead
         and _plain_word(m.group("v").rstrip(_PW_TRAILING))
-        and _DEVICE_CONFIG_CONTEXT.search(m.string) is None
+        and not _device_config(m.string)
     ):
         return m.group(), 0
     return _assigned_action(m)
@@ -4680,9 +4707,16 @@ _VISITOR_GATE = ("code", "码", "碼")
 _LOCK_CONTEXT = re.compile(r"lock|door|gate|keypad|alarm|garage|门|門", _I)
 
 
+@functools.lru_cache(maxsize=2)
+def _names_lock(text: str) -> bool:
+    """The text names a lock, a door or a gate. (Asked once per text, not once per code: each "code for the box: 1234"
+    of a long text searched the whole text again, quadratic.)"""
+    return _LOCK_CONTEXT.search(text) is not None
+
+
 def _visitor_action(m: re.Match[str]) -> tuple[str, int]:
     if m.group("for") is not None:
-        told = m.group("code")[:1] in "Cc" and _LOCK_CONTEXT.search(m.string) is not None
+        told = m.group("code")[:1] in "Cc" and _names_lock(m.string)
     else:
         told = _ACCESS_BEFORE.search(m.string, max(0, m.start() - 40), m.start()) is not None
     if not told:
