@@ -173,6 +173,7 @@ replaced the first, and take no placeholder), so ``redact(redact(x)) == redact(x
 from __future__ import annotations
 
 import base64
+import contextvars
 import datetime as _dt
 import functools
 import itertools
@@ -1059,9 +1060,15 @@ _CONTRACTION = re.compile(r"[a-z]+'(?:s|re|ll|d|ve|m|t)", re.ASCII)
 
 def _inside_reference(text: str, at: int) -> bool:
     """`at` is inside a shell reference opened on its line: the label of `${POSTGRES_PASSWORD:?set it}`."""
-    # (looked for within 200 characters: a scan back to the start for every label is quadratic on a long line)
-    opened = text.rfind("${", max(0, at - 200), at)
-    return opened != -1 and "}" not in text[opened:at] and "\n" not in text[opened:at]
+    # (looked for within 200 characters: a scan back to the start for every label is quadratic on a long line; and
+    # still open once the values replaced before it in this pass are placeholders, see `_REPLACED`)
+    lo = max(0, at - 200)
+    return _opens_reference(text[lo:at]) and _opens_reference(_as_replaced(text, lo, at))
+
+
+def _opens_reference(before: str) -> bool:
+    opened = before.rfind("${")
+    return opened != -1 and "}" not in before[opened:] and "\n" not in before[opened:]
 
 
 def _reference_at(text: str, at: int) -> bool:
@@ -1149,8 +1156,13 @@ def _opened_string(text: str, at: int, quote: str) -> bool:
     a `=` or a `:` (an HTML attribute, `msg = "...`, `label: '...`)."""
     lo = max(0, at - 200)
     lo = max(lo, text.rfind("\n", lo, at) + 1)
-    last = max(text.rfind('"', lo, at), text.rfind("'", lo, at))
-    return last != -1 and text[last] == quote and text[lo:last].rstrip(" \t").endswith(("=", ":"))
+    # (and still open once the values replaced before it in this pass are placeholders, see `_REPLACED`)
+    return _opens_string(text[lo:at], quote) and _opens_string(_as_replaced(text, lo, at), quote)
+
+
+def _opens_string(before: str, quote: str) -> bool:
+    last = max(before.rfind('"'), before.rfind("'"))
+    return last != -1 and before[last] == quote and before[:last].rstrip(" \t").endswith(("=", ":"))
 
 
 # An ARN up to its resource type's colon: `arn:aws:secretsmanager:us-east-1:123456789012:` (partition, service,
@@ -5969,22 +5981,63 @@ def _bare_reach(m: re.Match[str], run_on: re.Pattern[str]) -> int | None:
     return v0 + len(text[v0:end].rstrip(_PW_TRAILING)) if end > v1 else None
 
 
-def _bare_resume(run_on: re.Pattern[str], m: re.Match[str], new: str) -> tuple[str, int]:
-    """For a rule whose value is a bare run: the replacement of a match up to its last placeholder, and where the scan
-    goes on. Right after that placeholder when the rest of the match is the match's own text (a key's value cut at
-    `&` or `,`: "token=X&token=Y..." has its next label read in this pass, not one pass per label), or past the rest
-    of the secret when its value was cut at the bound and replaced whole (`_bare_reach`); else after the match."""
+def _bare_resume(run_on: re.Pattern[str], m: re.Match[str], new: str) -> tuple[str, int, int]:
+    """For a rule whose value is a bare run: the replacement of a match up to its last placeholder, where the text
+    that placeholder stands for starts, and where the scan goes on. Right after that text when the rest of the match
+    is the match's own (a key's value cut at `&` or `,`: "token=X&token=Y..." has its next label read in this pass,
+    not one pass per label), or past the rest of the secret when its value was cut at the bound and replaced whole
+    (`_bare_reach`); else after the match."""
     text, start = m.string, m.start()
     tag_at = new.rindex(_MARK)
     close = new.index("]", tag_at) + 1
     kept = len(new) - close  # the match's last characters, after its last placeholder
     if not (text.startswith(new[:tag_at], start) and text.endswith(new[close:], start, m.end())):
-        return new, m.end()
+        return new, start, m.end()
     reach = None if new[close:].strip(_PW_TRAILING) else _bare_reach(m, run_on)
-    return new[:close], reach if reach is not None else m.end() - kept
+    return new[:close], start + tag_at, reach if reach is not None else m.end() - kept
+
+
+# What a windowed rule with a bare value has replaced so far in its pass over a text: the text and the spans, in order.
+# The checks that look back from a label for a reference or a string opened before it (`_inside_reference`,
+# `_opened_string`) read those spans as the next pass will see them, placeholders: a `${` or a quote inside a value
+# just replaced is gone. Else "pw=${x pw=${x ..." had one label let through per pass (each looked inside the `${` of
+# the value before it until that value was replaced), a pass over the whole text each: 146 s for 32,000 characters.
+_REPLACED: contextvars.ContextVar[tuple[str, list[tuple[int, int]]]] = contextvars.ContextVar(
+    "_REPLACED", default=("", [])
+)
+
+
+def _as_replaced(text: str, lo: int, hi: int) -> str:
+    """``text[lo:hi]`` with the spans replaced so far in this pass (`_REPLACED`) as placeholders."""
+    replaced_in, spans = _REPLACED.get()
+    if replaced_in is not text or not spans or spans[-1][1] <= lo:
+        return text[lo:hi]
+    inside = []
+    for a, b in reversed(spans):
+        if b <= lo:
+            break
+        if a < hi:
+            inside.append((max(a, lo), min(b, hi)))
+    parts, at = [], lo
+    for a, b in reversed(inside):
+        parts += [text[at:a], _MARK + "]"]
+        at = b
+    parts.append(text[at:hi])
+    return "".join(parts)
 
 
 def _apply_windowed(rule: _Rule, text: str, hits: list[tuple[int, str]]) -> tuple[str, int]:
+    spans: list[tuple[int, int]] = []  # what this pass replaces, for the checks that look back (`_REPLACED`)
+    token = _REPLACED.set((text, spans))
+    try:
+        return _apply_windows(rule, text, hits, spans)
+    finally:
+        _REPLACED.reset(token)
+
+
+def _apply_windows(
+    rule: _Rule, text: str, hits: list[tuple[int, str]], spans: list[tuple[int, int]]
+) -> tuple[str, int]:
     out: list[str] = []
     found = done = 0
     for start, end in _windows(rule, text, hits):
@@ -6005,7 +6058,8 @@ def _apply_windowed(rule: _Rule, text: str, hits: list[tuple[int, str]]) -> tupl
             if n:
                 resume = m.end()
                 if rule.run_on is not None:
-                    new, resume = _bare_resume(rule.run_on, m, new)
+                    new, replaced_from, resume = _bare_resume(rule.run_on, m, new)
+                    spans.append((replaced_from, resume))
                 out += [text[done : m.start()], new]
                 found += n
                 done = resume
