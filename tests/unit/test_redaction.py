@@ -902,3 +902,63 @@ def test_a_labelled_secret_right_after_another_ones_cut_value_is_redacted_in_one
     once = redact(text)
     assert first not in once and second not in once
     assert redact(once) == once
+
+
+# Texts that cost quadratic time before (each label of a long run read the rest of the run as its value; a pass over
+# the text per label found; a search of the whole text per label or per line): 32,000 characters of "token=" took 9 s,
+# of "pw=${x " 146 s. Four times the input must cost about four times the CPU time, not sixteen (at 8,000 and 32,000
+# characters, the most an event carries: the quadratic term shows there); and the output is stable.
+ARN = "arn:aws:secretsmanager:us-east-1:123456789012:secret:"
+QUADRATIC_BEFORE = [
+    "token=",  # a key label repeated: each value ran to the end of the run
+    "secret:",
+    "api_key=",
+    "psk:",
+    "private_key=",
+    "password:",  # a password label repeated: each label, inside the replaced value, was still matched
+    "pw=",
+    "mdp:",  # a password label in another language
+    "user:",  # an account label (a user / password pair)
+    ARN,  # an ARN's resource type `secret:`
+    "secret=aB3dE5gH7jK9&",  # a key in a query string: its value's match ran on, one label replaced per pass
+    "token=ab&",
+    "api_key=" + "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo0NTY3ODkrLw",  # a base64 run after a label
+    "pw=${x ",  # a `${` in the value before: the next label looked inside a reference until that value was replaced
+    'pw "x=" ',  # a quote closing the value before looked like a string opened before the label
+    "password=changeme\n",  # each "changeme" searched the whole text for an example file's name
+    " password 7 days\n",  # each config line searched the whole text for a device config
+    "code for the box: 1234 ",  # each code searched the whole text for a lock
+    "secret: a1b2c3d4 e5f6a7b8 c9d0e1f2 ",  # each hex key looked back to its line's start for a checksum's name
+    "小米 M20 和 鹿客 P7 哪个好？价格分别是1899和2299 ",  # each list split the whole text before it for its labels
+]
+
+
+@pytest.mark.parametrize("unit", QUADRATIC_BEFORE)
+def test_a_long_run_that_repeats_a_label_costs_linear_time(unit: str) -> None:
+    import statistics
+    import time
+
+    def cpu(n: int) -> float:
+        text = (unit * (n // len(unit) + 1))[:n]
+        times = []
+        for _ in range(3):
+            started = time.process_time()
+            out = redact(text)
+            times.append(time.process_time() - started)
+        assert redact(out) == out
+        return statistics.median(times)
+
+    small, large = cpu(8000), cpu(32000)
+    assert large / small < 8, (unit, small, large)
+
+
+def test_a_bare_value_past_the_bound_is_replaced_to_its_end() -> None:
+    from memory_client.redaction import _BARE_MAX
+
+    # judged by its first `_BARE_MAX` characters, replaced whole: a long session token is not cut in two
+    token = ("IQoJb3JpZ2luX2VjEtfWMGhne62POr5S8Q59ZzTK" * 80)[: 2 * _BARE_MAX + 17]
+    assert redact(f"aws_session_token={token} next") == "aws_session_token=[REDACTED:api_key] next"
+    assert redact(f"password: {token}.") == "password: [REDACTED:password]."
+    assert redact(f"login: admin / {token}") == "login: admin / [REDACTED:password]"
+    # a key's value still ends at its cut, within the bound or past it
+    assert redact(f"token={token[:40]},x={token}") == "token=[REDACTED:api_key],x=" + token

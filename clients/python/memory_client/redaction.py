@@ -173,7 +173,9 @@ replaced the first, and take no placeholder), so ``redact(redact(x)) == redact(x
 from __future__ import annotations
 
 import base64
+import contextvars
 import datetime as _dt
+import functools
 import itertools
 import re
 from collections.abc import Callable
@@ -217,6 +219,9 @@ class _Rule:
     # A pattern the input must contain for the rule to run, once its gate is passed (searched once per text,
     # shared by the rules that name the same one): a long number for the rules that read one.
     needs: re.Pattern[str] | None = None
+    # Windowed rules whose value is a bare run (`_BARE_RUN`): how that run goes on past the bound (`_RUN_ON`, or
+    # `_KEY_RUN_ON` for a key's value, which ends at a cut); see `_bare_reach` and `_apply_windowed`.
+    run_on: re.Pattern[str] | None = None
 
 
 def _swap(kind: str, check: Callable[[str], bool] | None = None) -> _Action:
@@ -442,8 +447,40 @@ _SSN_LABELLED = re.compile(
 # ---------------------------------------------------------------- tokens and keys
 
 
+# Whether a value holds a digit, a letter, a capital, a small letter, a capital right after a small letter. For ASCII
+# text (a bare value always is) by `str` methods that run in C, `in` or a case change (a Python loop over each
+# character of the value of each label of a long run was most of what that run cost; a regex class scan is slower
+# still); by `str`'s tests one character at a time otherwise (their Unicode classes are wider than ASCII's).
+_ASCII_CLASS = str.maketrans(
+    {
+        c: "9" if c.isdigit() else "A" if c.isupper() else "a" if c.islower() else "."
+        for c in map(chr, range(128))
+    }
+)
+
+
 def _has_digit(s: str) -> bool:
+    if s.isascii():
+        return any(digit in s for digit in "0123456789")
     return any(c.isdigit() for c in s)
+
+
+def _has_letter(s: str) -> bool:
+    return s.upper() != s.lower() if s.isascii() else any(c.isalpha() for c in s)
+
+
+def _has_upper(s: str) -> bool:
+    return s.lower() != s if s.isascii() else any(c.isupper() for c in s)
+
+
+def _has_lower(s: str) -> bool:
+    return s.upper() != s if s.isascii() else any(c.islower() for c in s)
+
+
+def _inner_capital(s: str) -> bool:
+    if s.isascii():
+        return "aA" in s.translate(_ASCII_CLASS)
+    return any(a.islower() and b.isupper() for a, b in itertools.pairwise(s))
 
 
 def _openai_like(s: str) -> bool:
@@ -813,17 +850,48 @@ _WEAK = r"(?:[ \t]+|(?<=[^\x00-\x7f]))"
 _BRACKETED = r"[ \t]*[(（][^()（）\n]{1,24}[)）][ \t]*"
 _CONNECTOR = r"(?:(?P<strong>" + _QUALIFIER + r"(?:" + _STRONG + r"))|" + _BRACKETED + "|" + _WEAK + ")"
 _ANY_CONNECTOR = r"(?:" + _QUALIFIER + r"(?:" + _STRONG + r")|" + _WEAK + ")"
+# A bare value is judged by its first `_BARE_MAX` characters. Read to its run's end, the value of each label of a long
+# run without spaces that repeats one ("token=token=...", "secret:" in a list of ARNs, a minified blob, a `k=v&k=v`
+# log line) read the rest of the run again, and its checks after it: quadratic, 32,000 characters of "token=" took
+# 9 s. The bound is above any secret written after a label (the longest in the tests' data is 197 characters, an AWS
+# session token); a value that reaches it and is taken is replaced to its run's end all the same (`_bare_reach`), so
+# a longer one (a PEM body, a long session token) is never cut in two.
+_BARE_MAX = 1024
+# The run stops at a placeholder: when none starts within reach (a first look, one scan of a character class), the
+# run is one more such scan; else it is read character by character up to the placeholder. (The scans' classes are
+# case-sensitive, `(?-i:...)`, which changes nothing they match: under IGNORECASE each character is folded first, five
+# times slower.)
+_WITHIN_BOUND = "{0," + str(_BARE_MAX - 1) + "}"
+_UP_TO_BOUND = "{1," + str(_BARE_MAX) + "}"
+_BARE_RUN = (
+    r"(?:(?!(?-i:[\x21-\x7e]" + _WITHIN_BOUND + r")\[REDACTED:)(?-i:[\x21-\x7e]" + _UP_TO_BOUND + ")"
+    r"|(?:(?!\[REDACTED:)[\x21-\x7e])" + _UP_TO_BOUND + ")"
+)
+# A bare run past the bound, as `_BARE_RUN` reads one: to a space, a non-ASCII character or a placeholder (a
+# placeholder's `[` ends the class's scan, a `[` of anything else goes on); a key's also to a character it is cut at.
+_RUN_ON = re.compile(r"(?:(?-i:[\x21-\x5a\x5c-\x7e]++)|\[(?!REDACTED:))*+", _I)
+_KEY_CUT_CHARS = ",;&|<>(){}[]\"'`"
+_KEY_RUN_ON = re.compile("[^" + re.escape(_KEY_CUT_CHARS) + r"\x00-\x20\x7f-\U0010ffff]*+")
+
+
 # The value: quoted (anything up to the closing quote, escaped quotes of nested JSON included) or a bare run
 # of printable ASCII, which stops at spaces, CJK text ("密码是abc123请保密") and placeholders. A bare value
 # never starts with a quote, a bracket or a connector character, so reruns cannot re-read a placeholder.
-_VALUE = (
-    r"[ \t]*(?P<q>\\{0,3}[\"'`“‘「『])?(?P<v>(?!\[REDACTED:)"
-    r"(?(q)[^\n\"'`“”‘’「」『』\\]{1,200}|(?![\"'`:=>\]\[|])(?:(?!\[REDACTED:)[\x21-\x7e])+))"
-)
+def _value(run: str) -> str:
+    return (
+        r"[ \t]*(?P<q>\\{0,3}[\"'`“‘「『])?(?P<v>(?!\[REDACTED:)"
+        r"(?(q)[^\n\"'`“”‘’「」『』\\]{1,200}|(?![\"'`:=>\]\[|])" + run + "))"
+    )
 
 
-def _labelled(heads: str) -> re.Pattern[str]:
-    return re.compile(r"(?P<lead>(?P<label>" + heads + ")" + _CONNECTOR + ")" + _VALUE, _I)
+_VALUE = _value(_BARE_RUN)
+# (a rule applied by `re.sub` never reads inside a value it has matched, so its bare value may run to its end as one
+# scan: `_PW_SLANG`'s)
+_VALUE_WHOLE = _value(r"(?:(?!\[REDACTED:)[\x21-\x7e])+")
+
+
+def _labelled(heads: str, value: str = _VALUE) -> re.Pattern[str]:
+    return re.compile(r"(?P<lead>(?P<label>" + heads + ")" + _CONNECTOR + ")" + value, _I)
 
 
 _PW_LABELLED = _labelled(_HEAD_PW)
@@ -889,7 +957,14 @@ _EXAMPLE_FILE = re.compile(
 
 
 def _example_default(text: str, secret: str) -> bool:
-    return _DEFAULT_WORD.fullmatch(secret) is not None and _EXAMPLE_FILE.search(text) is not None
+    return _DEFAULT_WORD.fullmatch(secret) is not None and _names_example_file(text)
+
+
+@functools.lru_cache(maxsize=2)
+def _names_example_file(text: str) -> bool:
+    """The text names an example file. (Asked once per text, not once per label: each "password=changeme" of a long
+    list searched the whole text again, quadratic; a text's hash is kept by the string, so a call asks little.)"""
+    return _EXAMPLE_FILE.search(text) is not None
 
 
 _LENGTH_WORD = re.compile(
@@ -908,7 +983,7 @@ _DATE_OR_TIME = re.compile(
     r"[0-9]{1,4}([/.-])[0-9]{1,2}\1[0-9]{1,4}(?:[T ][0-9:.]+Z?)?|[0-9]{1,2}:[0-9]{2}(?::[0-9]{2})?"
 )
 _VERSION = re.compile(r"v?[0-9]+(?:\.[0-9]+)+(?:[-+.][0-9A-Za-z.]+)?", _I)
-_KEY_CUT = re.compile(r"[,;&|<>(){}\[\]\"'`]")
+_KEY_CUT = re.compile("[" + re.escape(_KEY_CUT_CHARS) + "]")
 
 
 def _head_starts_word(m: re.Match[str]) -> bool:
@@ -924,11 +999,11 @@ def _head_starts_word(m: re.Match[str]) -> bool:
 
 def _token_like(s: str) -> bool:
     """A value that looks generated: long, letters with digits (or mixed case), not a version or a word."""
-    if len(s) < 8 or _VERSION.fullmatch(s) or not any(c.isalpha() for c in s):
+    if len(s) < 8 or _VERSION.fullmatch(s) or not _has_letter(s):
         return False
-    if any(c.isdigit() for c in s):
+    if _has_digit(s):
         return True
-    return len(s) >= 12 and any(c.isupper() for c in s) and any(c.islower() for c in s)
+    return len(s) >= 12 and _has_upper(s) and _has_lower(s)
 
 
 # Template slots written as a capitalised name of what goes there: `postgresql://USER:PASSWORD@host`,
@@ -985,9 +1060,15 @@ _CONTRACTION = re.compile(r"[a-z]+'(?:s|re|ll|d|ve|m|t)", re.ASCII)
 
 def _inside_reference(text: str, at: int) -> bool:
     """`at` is inside a shell reference opened on its line: the label of `${POSTGRES_PASSWORD:?set it}`."""
-    # (looked for within 200 characters: a scan back to the start for every label is quadratic on a long line)
-    opened = text.rfind("${", max(0, at - 200), at)
-    return opened != -1 and "}" not in text[opened:at] and "\n" not in text[opened:at]
+    # (looked for within 200 characters: a scan back to the start for every label is quadratic on a long line; and
+    # still open once the values replaced before it in this pass are placeholders, see `_REPLACED`)
+    lo = max(0, at - 200)
+    return _opens_reference(text[lo:at]) and _opens_reference(_as_replaced(text, lo, at))
+
+
+def _opens_reference(before: str) -> bool:
+    opened = before.rfind("${")
+    return opened != -1 and "}" not in before[opened:] and "\n" not in before[opened:]
 
 
 def _reference_at(text: str, at: int) -> bool:
@@ -1075,8 +1156,13 @@ def _opened_string(text: str, at: int, quote: str) -> bool:
     a `=` or a `:` (an HTML attribute, `msg = "...`, `label: '...`)."""
     lo = max(0, at - 200)
     lo = max(lo, text.rfind("\n", lo, at) + 1)
-    last = max(text.rfind('"', lo, at), text.rfind("'", lo, at))
-    return last != -1 and text[last] == quote and text[lo:last].rstrip(" \t").endswith(("=", ":"))
+    # (and still open once the values replaced before it in this pass are placeholders, see `_REPLACED`)
+    return _opens_string(text[lo:at], quote) and _opens_string(_as_replaced(text, lo, at), quote)
+
+
+def _opens_string(before: str, quote: str) -> bool:
+    last = max(before.rfind('"'), before.rfind("'"))
+    return last != -1 and before[last] == quote and before[:last].rstrip(" \t").endswith(("=", ":"))
 
 
 # An ARN up to its resource type's colon: `arn:aws:secretsmanager:us-east-1:123456789012:` (partition, service,
@@ -1095,6 +1181,9 @@ _TEST_NAME = re.compile(
 )
 _FLAG_AFTER = re.compile(r"[ \t]+--?[A-Za-z][A-Za-z-]*(?=[ \t]|\r?\n|\Z)")
 _TEST_TIME_AFTER = re.compile(r"[ \t]*\([ \t]*[0-9.]+[ \t]*(?:ms|s|sec|seconds)[ \t]*\)", _I)
+
+
+_MARK_AFTER_SPACES = re.compile(r"[ \t]*" + re.escape(_MARK))
 
 
 def _labelled_value(m: re.Match[str], *, generated: bool) -> tuple[int, int] | None:
@@ -1119,6 +1208,10 @@ def _labelled_value(m: re.Match[str], *, generated: bool) -> tuple[int, int] | N
         if "(" not in secret and core.endswith(")") and _plain_word(core.rstrip(_PW_TRAILING)):
             secret = core.rstrip(_PW_TRAILING)
         v1 = v0 + len(secret)
+    # (a key's value must look generated, whatever else holds: asked first, it turns away the value of each label of
+    # a long run that repeats one, "token=token=...", before the checks below read it)
+    if generated and not _token_like(secret):
+        return None
     if (
         not secret
         or _stand_in(secret)
@@ -1159,7 +1252,7 @@ def _labelled_value(m: re.Match[str], *, generated: bool) -> tuple[int, int] | N
         and _HOST_QUALIFIER.match(m.group("strong")) is not None
     ):
         return None
-    if len(secret) == 1 and text[v1:].lstrip(" \t").startswith(_MARK):
+    if len(secret) == 1 and _MARK_AFTER_SPACES.match(text, v1) is not None:
         return None  # Cisco's `password 0 <value>`: the 0 is the type, the value is already replaced
     if generated and _PUBLIC_BEFORE.search(text, max(0, m.start("label") - 16), m.start("label")):
         return None  # "the public token: ...", "publishable key = ...": published by design
@@ -1174,7 +1267,7 @@ def _labelled_value(m: re.Match[str], *, generated: bool) -> tuple[int, int] | N
     ):
         return None
     if generated:
-        return (v0, v1) if _token_like(secret) else None
+        return v0, v1  # (its value looks generated: asked first)
     # after a verb and 的 or after "'s", a value must look like a password (8+ characters after "'s", which is also
     # the possessive: "the password's sha256") or be 4+ digits
     if (strong_text := m.group("strong")) is not None and _SHAPED_CONNECTOR.search(strong_text) is not None:
@@ -1289,7 +1382,7 @@ def _labelled_action(kind: str, *, generated: bool) -> _Action:
 
 # Pairs: "user/pass: bob / hunter2", "账号/密码：admin/123456", "login: admin / hunter2", "creds deploy:s3cret",
 # "log in with admin / admin", "账号密码 ops/Ops_2024!". Only the second of the pair is replaced.
-_PAIR_VALUE = r"(?P<v>(?!\[REDACTED:)(?![\"'`:=>\]\[/])(?:(?!\[REDACTED:)[\x21-\x7e])+)"
+_PAIR_VALUE = r"(?P<v>(?!\[REDACTED:)(?![\"'`:=>\]\[/])" + _BARE_RUN + ")"  # (bounded as `_VALUE` is)
 _PAIR_HEAD_TEXT = (
     r"(?P<label>(?:user(?:[ _-]?name)?|login|account|acct|e-?mail|用户名?|账号|帐号|账户)[ \t]*"
     r"(?:/|／|&|\+|and|和|及)[ \t]*(?:pass(?:word|wd)?|pwd|pw|密码|口令))(?![A-Za-z0-9_])"
@@ -1494,7 +1587,10 @@ _CONF_PROSE = re.compile(
 
 def _conf_prose_action(m: re.Match[str]) -> tuple[str, int]:
     text = m.string
-    line_start = text.rfind("\n", 0, m.start()) + 1
+    # (a comment mark within 200 characters before it on its line: a scan back to the line's start for every match is
+    # quadratic on a long line)
+    lo = max(0, m.start() - 200)
+    line_start = text.rfind("\n", lo, m.start()) + 1 or lo
     secret = m.group("v").rstrip(_PW_TRAILING)
     if (
         not secret
@@ -1689,7 +1785,7 @@ _HOST_THEN_ACCOUNT = re.compile(
 # letter (the fourteenth
 # set: "staging admin for the demo is admin / Tiger8864?riv , please rotate it"). Kept: "admin / settings",
 # "root / 2 核 / 4G", "admin / v2.3.1", "admin / Users2024 tab".
-_STRONG_SYMBOLS = frozenset("!#$%&*+=?@^~")
+_STRONG_SYMBOL = re.compile(r"[!#$%&*+=?@^~]")
 
 
 def _strong_pair(text: str, m: re.Match[str], secret: str) -> bool:
@@ -1713,10 +1809,9 @@ def _joined_secret(secret: str) -> bool:
 def _strong_secret(secret: str, shortest: int) -> bool:
     if len(secret) < shortest or _VERSION.fullmatch(secret.lstrip("vV")):
         return False
-    letter = any(c.isalpha() for c in secret)
-    digit = any(c.isdigit() for c in secret)
-    inner_capital = any(a.islower() and b.isupper() for a, b in itertools.pairwise(secret))
-    return letter and digit and (inner_capital or any(c in _STRONG_SYMBOLS for c in secret))
+    letter = _has_letter(secret)
+    digit = _has_digit(secret)
+    return letter and digit and (_inner_capital(secret) or _STRONG_SYMBOL.search(secret) is not None)
 
 
 def _account_pair_action(m: re.Match[str]) -> tuple[str, int]:
@@ -1786,9 +1881,9 @@ def _email_account_pair(m: re.Match[str], secret: str) -> bool:
 def _symbol_strong(secret: str) -> bool:
     return (
         len(secret) >= 10
-        and sum(c in _STRONG_SYMBOLS for c in secret) >= 2
-        and any(c.islower() for c in secret)
-        and any(a.islower() and b.isupper() for a, b in itertools.pairwise(secret))
+        and len(_STRONG_SYMBOL.findall(secret)) >= 2
+        and _has_lower(secret)
+        and _inner_capital(secret)
     )
 
 
@@ -1802,7 +1897,7 @@ def _any_account_pair(m: re.Match[str], secret: str) -> tuple[str, int]:
         or text[m.start() + 1 : m.start() + 2] not in (" ", "\t")
         or _ANY_ACCOUNT_BEFORE.search(text, max(0, m.start() - 40), m.start()) is None
         or not (
-            (_strong_secret(secret, 8) and any(c in _STRONG_SYMBOLS for c in secret))
+            (_strong_secret(secret, 8) and _STRONG_SYMBOL.search(secret) is not None)
             or _symbol_strong(secret)
         )
         or _EMAIL.fullmatch(secret)
@@ -2063,7 +2158,10 @@ def _respective_action(m: re.Match[str]) -> tuple[str, int]:
     text = m.string
     if m.group("lead").strip().lower().startswith(("are", "were")) and m.group("tail") is None:
         return m.group(), 0  # "are X and Y" only with "respectively"
-    line_start = text.rfind("\n", max(0, m.start() - 120), m.start()) + 1
+    # (the labels on its line within 120 characters before it: with no line break there, the split read the whole
+    # text before it, once per list, quadratic)
+    lo = max(0, m.start() - 120)
+    line_start = text.rfind("\n", lo, m.start()) + 1 or lo
     labels = _RESPECTIVE_LABEL_SEP.split(text[line_start : m.start()])
     body = m.group("values")
     values, at = [], 0  # (start, piece) between the separators
@@ -2171,7 +2269,10 @@ _NOT_A_KEY_HEX = re.compile(
 def _hex_groups_action(m: re.Match[str]) -> tuple[str, int]:
     groups = m.group("v").split()
     digits = "".join(groups)
-    line_start = m.string.rfind("\n", 0, m.start()) + 1
+    # (its line's words within 200 characters before it: a scan back to the line's start for every match is quadratic
+    # on a long line of hex groups)
+    lo = max(0, m.start() - 200)
+    line_start = m.string.rfind("\n", lo, m.start()) + 1 or lo
     if (
         len(digits) < 24
         or any(len(g) != len(groups[0]) for g in groups[:-1])
@@ -3244,20 +3345,23 @@ _CHANGE_GATE = (
 _NOW_IS = re.compile(r"(?<![A-Za-z])(?:it'?s|it[ \t]+is)[ \t]+now[ \t]+\S", _I)
 
 
+_PW_SYMBOL = re.compile(r"[!@#$%^&*_+=?]")
+_DOT_PW_SYMBOL = re.compile(r"[!@#$%^&*+=?]")
+
+
 def _pw_shaped(s: str) -> bool:
     """Looks like a password, not a word, a path or a version: a letter with a digit or a symbol, or a
     capital right after a small letter ("RJNyYowqmj"; not "IT-Sec")."""
     if _VERSION.fullmatch(s) or "://" in s:
         return False
-    letter = any(c.isalpha() for c in s)
-    digit = any(c.isdigit() for c in s)
-    symbol = any(c in "!@#$%^&*_+=?" for c in s)
+    letter = _has_letter(s)
+    digit = _has_digit(s)
+    symbol = _PW_SYMBOL.search(s) is not None
     # a path or a dotfile starts so (/etc, ~/x, .env.local); a password may too, when it has a digit and a
     # symbol no file name has (".J3FF^lC+@x!DA")
-    if s[0] in "/~." and not (s[0] == "." and digit and any(c in "!@#$%^&*+=?" for c in s)):
+    if s[0] in "/~." and not (s[0] == "." and digit and _DOT_PW_SYMBOL.search(s) is not None):
         return False
-    inner_capital = any(a.islower() and b.isupper() for a, b in itertools.pairwise(s))
-    return letter and (digit or symbol or inner_capital)
+    return letter and (digit or symbol or _inner_capital(s))
 
 
 def _change_action(m: re.Match[str]) -> tuple[str, int]:
@@ -3518,7 +3622,7 @@ _ASKED_NEEDS = re.compile(r"[?？][ \t]*\r?\n")
 
 def _asked_action(m: re.Match[str]) -> tuple[str, int]:
     text = m.string
-    begin = max(text.rfind("\n", 0, m.start()) + 1, m.start() - 100)
+    begin = max(text.rfind("\n", max(0, m.start() - 100), m.start()) + 1, m.start() - 100)
     question = text[begin : m.start()]
     label = None
     for found in _ASKED_LABEL.finditer(question):
@@ -3600,6 +3704,13 @@ _DEVICE_CONFIG_CONTEXT = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=2)
+def _device_config(text: str) -> bool:
+    """The text is a device's config. (Asked once per text, not once per line: each "  password 7 days" of a long
+    text searched the whole text again, quadratic.)"""
+    return _DEVICE_CONFIG_CONTEXT.search(text) is not None
+
+
 def _device_config_action(m: re.Match[str]) -> tuple[str, int]:
     """An indented `password 7 X` alone (a line's sub-mode) is a plain word only in a config ("line vty 0 4",
     "!"): "  password 7 days notice" is prose."""
@@ -3608,7 +3719,7 @@ def _device_config_action(m: re.Match[str]) -> tuple[str, int]:
         m.group("named") is None
         and "community" not in lead
         and _plain_word(m.group("v").rstrip(_PW_TRAILING))
-        and _DEVICE_CONFIG_CONTEXT.search(m.string) is None
+        and not _device_config(m.string)
     ):
         return m.group(), 0
     return _assigned_action(m)
@@ -4410,7 +4521,7 @@ _PW_IN_BRACKETS = re.compile(
 
 def _pw_in_brackets_action(m: re.Match[str]) -> tuple[str, int]:
     secret = m.group("v")
-    if _stand_in(secret) or not (_strong_secret(secret, 8) and any(c in _STRONG_SYMBOLS for c in secret)):
+    if _stand_in(secret) or not (_strong_secret(secret, 8) and _STRONG_SYMBOL.search(secret) is not None):
         return m.group(), 0
     return _swap_value("password")(m)
 
@@ -4446,7 +4557,7 @@ _HEAD_PW_SLANG = (
     r"|(?P<pz>秘码|蜜码|秘碼|蜜碼|(?<![A-Za-z0-9])mima(?![A-Za-z0-9])"
     r"|(?<=[\u4e00-\u9fff])mm(?![A-Za-z0-9]))"
 )
-_PW_SLANG = _labelled(_HEAD_PW_SLANG)
+_PW_SLANG = _labelled(_HEAD_PW_SLANG, _VALUE_WHOLE)
 _PW_SLANG_GATE = ("pasw", "passwrd", "passwrod", "passowrd", "passwod", "passord", "psswd", "pssword", "pswd")
 _PW_SLANG_GATE_ZH = ("秘码", "蜜码", "秘碼", "蜜碼", "mima", "mm")
 
@@ -4608,9 +4719,16 @@ _VISITOR_GATE = ("code", "码", "碼")
 _LOCK_CONTEXT = re.compile(r"lock|door|gate|keypad|alarm|garage|门|門", _I)
 
 
+@functools.lru_cache(maxsize=2)
+def _names_lock(text: str) -> bool:
+    """The text names a lock, a door or a gate. (Asked once per text, not once per code: each "code for the box: 1234"
+    of a long text searched the whole text again, quadratic.)"""
+    return _LOCK_CONTEXT.search(text) is not None
+
+
 def _visitor_action(m: re.Match[str]) -> tuple[str, int]:
     if m.group("for") is not None:
-        told = m.group("code")[:1] in "Cc" and _LOCK_CONTEXT.search(m.string) is not None
+        told = m.group("code")[:1] in "Cc" and _names_lock(m.string)
     else:
         told = _ACCESS_BEFORE.search(m.string, max(0, m.start() - 40), m.start()) is not None
     if not told:
@@ -5581,8 +5699,8 @@ _RULES: tuple[_Rule, ...] = (
     # Labels listed, then their values ("分别是 X 和 Y"), before a label's own rule takes the first value alone.
     _Rule("api_key", _RESPECTIVE, _respective_action, _SLASH_GATE, needs=_RESPECTIVE_NEEDS),
     # Pairs before single labels, so that only the password of "user / pass" is replaced.
-    _Rule("password", _PAIR_LABELLED, _pair_action, _PAIR_GATE, _PAIR_HEAD, True),
-    _Rule("password", _CREDENTIALS, _pair_action, _CREDENTIAL_GATE, _CREDENTIAL_HEAD, True),
+    _Rule("password", _PAIR_LABELLED, _pair_action, _PAIR_GATE, _PAIR_HEAD, True, run_on=_RUN_ON),
+    _Rule("password", _CREDENTIALS, _pair_action, _CREDENTIAL_GATE, _CREDENTIAL_HEAD, True, run_on=_RUN_ON),
     _Rule("password", _CREDENTIALS_ZH, _pair_action, ("登录", "登陆", "登入", "登錄")),
     _Rule("password", _CHANGE_HEAD, _change_action, _CHANGE_GATE, _CHANGE_LABEL_HEAD, True),
     _Rule("password", _SPACED_LABEL, _spaced_label_action, _SPACED_GATE),
@@ -5591,9 +5709,19 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _SPOKEN_PIN, _spoken_pin_action, _SPOKEN_PIN_GATE, needs=_SPOKEN_PIN_NEEDS),
     _Rule("password", _PROSE_BOXES, _pw_prose_action, _PROSE_BOXES_GATE, _PROSE_BOXES_HEAD, True),
     _Rule("password", _AGREED, _agreed_action, ("agreed", "settled"), _AGREED_HEAD, True),
-    _Rule("private_key", _PRIVATE_LABELLED, _to_private, _PRIVATE_GATE, re.compile(_HEAD_PRIVATE, _I), True),
-    _Rule("api_key", _KEY_LABELLED, _to_api_key, _KEY_GATE, re.compile(_HEAD_KEY, _I), True),
-    _Rule("password", _PW_LABELLED, _to_password, _PW_GATE, re.compile(_HEAD_PW, _I), True),
+    _Rule(
+        "private_key",
+        _PRIVATE_LABELLED,
+        _to_private,
+        _PRIVATE_GATE,
+        re.compile(_HEAD_PRIVATE, _I),
+        True,
+        run_on=_KEY_RUN_ON,
+    ),
+    _Rule(
+        "api_key", _KEY_LABELLED, _to_api_key, _KEY_GATE, re.compile(_HEAD_KEY, _I), True, run_on=_KEY_RUN_ON
+    ),
+    _Rule("password", _PW_LABELLED, _to_password, _PW_GATE, re.compile(_HEAD_PW, _I), True, run_on=_RUN_ON),
     # set 21: misspelt and slang labels, security answers, spelled-out codes, meeting passcodes
     _Rule("password", _PW_SLANG, _to_password, _PW_SLANG_GATE),
     _Rule("password", _PW_SLANG, _to_password, _PW_SLANG_GATE_ZH, needs=_PW_SLANG_NEEDS),
@@ -5615,7 +5743,9 @@ _RULES: tuple[_Rule, ...] = (
     ),
     _Rule("password", _CREDENTIAL_VALUE, _credential_value_action, _CREDENTIAL_VALUE_GATE),
     _Rule("password", _PW_BEFORE, _pw_before_action, _PW_BEFORE_GATE, None, True),
-    _Rule("password", _FOREIGN_PW, _foreign_pw_action, _FOREIGN_PW_GATE, _FOREIGN_PW_HEAD, True),
+    _Rule(
+        "password", _FOREIGN_PW, _foreign_pw_action, _FOREIGN_PW_GATE, _FOREIGN_PW_HEAD, True, run_on=_RUN_ON
+    ),
     _Rule("password", _MI, _mi_action, ("密",)),
     _Rule("password", _MAIL_AUTH_CODE, _swap_value("password"), ("授权码", "授權碼")),
     _Rule("password", _PIN_CODE, _pin_action, _PIN_CODE_GATE, _PIN_HEAD, True),
@@ -5839,26 +5969,100 @@ def _gate_hits(text: str) -> list[tuple[int, str]]:
     return [(m.start(), m.group()) for m in _GATE_SCAN.finditer(low)]
 
 
+def _bare_reach(m: re.Match[str], run_on: re.Pattern[str]) -> int | None:
+    """Where the secret of a match ends when its bare value was cut at the bound (`_BARE_MAX`): at its run's end
+    (`run_on`), less the punctuation a value's end loses; None when the value ended by itself (quoted, or shorter:
+    a key's cut inside it ends it too)."""
+    text, (v0, v1) = m.string, m.span("v")
+    if v1 - v0 < _BARE_MAX or m.groupdict().get("q"):
+        return None
+    run = run_on.match(text, v0)
+    end = run.end() if run is not None else v1
+    return v0 + len(text[v0:end].rstrip(_PW_TRAILING)) if end > v1 else None
+
+
+def _bare_resume(run_on: re.Pattern[str], m: re.Match[str], new: str) -> tuple[str, int, int]:
+    """For a rule whose value is a bare run: the replacement of a match up to its last placeholder, where the text
+    that placeholder stands for starts, and where the scan goes on. Right after that text when the rest of the match
+    is the match's own (a key's value cut at `&` or `,`: "token=X&token=Y..." has its next label read in this pass,
+    not one pass per label), or past the rest of the secret when its value was cut at the bound and replaced whole
+    (`_bare_reach`); else after the match."""
+    text, start = m.string, m.start()
+    tag_at = new.rindex(_MARK)
+    close = new.index("]", tag_at) + 1
+    kept = len(new) - close  # the match's last characters, after its last placeholder
+    if not (text.startswith(new[:tag_at], start) and text.endswith(new[close:], start, m.end())):
+        return new, start, m.end()
+    reach = None if new[close:].strip(_PW_TRAILING) else _bare_reach(m, run_on)
+    return new[:close], start + tag_at, reach if reach is not None else m.end() - kept
+
+
+# What a windowed rule with a bare value has replaced so far in its pass over a text: the text and the spans, in order.
+# The checks that look back from a label for a reference or a string opened before it (`_inside_reference`,
+# `_opened_string`) read those spans as the next pass will see them, placeholders: a `${` or a quote inside a value
+# just replaced is gone. Else "pw=${x pw=${x ..." had one label let through per pass (each looked inside the `${` of
+# the value before it until that value was replaced), a pass over the whole text each: 146 s for 32,000 characters.
+_REPLACED: contextvars.ContextVar[tuple[str, list[tuple[int, int]]]] = contextvars.ContextVar(
+    "_REPLACED", default=("", [])
+)
+
+
+def _as_replaced(text: str, lo: int, hi: int) -> str:
+    """``text[lo:hi]`` with the spans replaced so far in this pass (`_REPLACED`) as placeholders."""
+    replaced_in, spans = _REPLACED.get()
+    if replaced_in is not text or not spans or spans[-1][1] <= lo:
+        return text[lo:hi]
+    inside = []
+    for a, b in reversed(spans):
+        if b <= lo:
+            break
+        if a < hi:
+            inside.append((max(a, lo), min(b, hi)))
+    parts, at = [], lo
+    for a, b in reversed(inside):
+        parts += [text[at:a], _MARK + "]"]
+        at = b
+    parts.append(text[at:hi])
+    return "".join(parts)
+
+
 def _apply_windowed(rule: _Rule, text: str, hits: list[tuple[int, str]]) -> tuple[str, int]:
+    spans: list[tuple[int, int]] = []  # what this pass replaces, for the checks that look back (`_REPLACED`)
+    token = _REPLACED.set((text, spans))
+    try:
+        return _apply_windows(rule, text, hits, spans)
+    finally:
+        _REPLACED.reset(token)
+
+
+def _apply_windows(
+    rule: _Rule, text: str, hits: list[tuple[int, str]], spans: list[tuple[int, int]]
+) -> tuple[str, int]:
     out: list[str] = []
     found = done = 0
     for start, end in _windows(rule, text, hits):
         if rule.head is None:  # the pattern ends inside the window (its label is a lookahead)
             candidates = rule.pattern.finditer(text, max(start, done), end)
         else:
+            # (a label inside the part already replaced is skipped before its pattern is tried: matched and then
+            # dropped, each label of "password:password:..." read its value to the run's end, quadratic)
             candidates = (
                 m
                 for h in rule.head.finditer(text, max(start, done), end)
-                if (m := rule.pattern.match(text, h.start())) is not None
+                if h.start() >= done and (m := rule.pattern.match(text, h.start())) is not None
             )
         for m in candidates:
             if m.start() < done:
                 continue
             new, n = rule.action(m)
             if n:
+                resume = m.end()
+                if rule.run_on is not None:
+                    new, replaced_from, resume = _bare_resume(rule.run_on, m, new)
+                    spans.append((replaced_from, resume))
                 out += [text[done : m.start()], new]
                 found += n
-                done = m.end()
+                done = resume
     if not found:
         return text, 0
     out.append(text[done:])
