@@ -962,3 +962,15 @@ def test_a_bare_value_past_the_bound_is_replaced_to_its_end() -> None:
     assert redact(f"login: admin / {token}") == "login: admin / [REDACTED:password]"
     # a key's value still ends at its cut, within the bound or past it
     assert redact(f"token={token[:40]},x={token}") == "token=[REDACTED:api_key],x=" + token
+
+
+def test_no_text_outlives_its_redaction_in_a_cache():
+    """The per-text caches that keep the redactor linear hold the texts they were asked about; a raw text (with its
+    secret) must not stay referenced after `redact` returns."""
+    from memory_client import redaction
+
+    text = "password=changeme\n" * 40 + "code for the box: 4821\n  password 7 days\nmy pw is Zt81-kQm4-Rw0p"
+    out = redaction.redact(text)
+    assert "Zt81-kQm4-Rw0p" not in out
+    for cached in (redaction._names_example_file, redaction._device_config, redaction._names_lock):
+        assert cached.cache_info().currsize == 0

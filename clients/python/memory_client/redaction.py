@@ -6124,7 +6124,17 @@ def redact_with_report(text: str) -> tuple[str, dict[str, int]]:
         if found:
             hits = None
             counts[rule.kind] = counts.get(rule.kind, 0) + found
+    _forget_texts()
     return text, counts
+
+
+def _forget_texts() -> None:
+    """Drop the per-text caches (`_names_example_file`, `_device_config`, `_names_lock`): they hold the texts they
+    were asked about, which may be the raw input with its secrets, and nothing of a text may outlive its redaction.
+    (Another thread's call only loses its cache and asks again.)"""
+    _names_example_file.cache_clear()
+    _device_config.cache_clear()
+    _names_lock.cache_clear()
 
 
 def redact(text: str) -> str:
