@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from prometheus_client import CollectorRegistry
 from sqlalchemy import text
 
 from core.prompts.distill import DISTILL_PROMPT
@@ -33,10 +32,10 @@ from core.prompts.judge import JUDGE_PROMPT
 from core.prompts.summary import SUMMARY_SYSTEM_PROMPT
 from core.prompts.working_memory import WM_SECTIONS, WORKING_MEMORY_PROMPT
 from shared import tasknames
-from shared.prometheus import MultiProcessCollector
 from shared.publisher import TaskPublisher
 from tests.fakes.openai_server import FakeOpenAI, Reply
 from tests.memory_rows import insert_memory
+from tests.metrics_files import counter
 from tests.services import REPO, memory_client, wait_for
 
 pytestmark = pytest.mark.integration
@@ -88,17 +87,6 @@ def failing(stage: str, fault: Reply) -> Callable[[dict[str, Any]], str | Reply]
 
 def calls_of(fake: FakeOpenAI, stage: str) -> int:
     return sum(stage_of(c) == stage for c in fake.calls)
-
-
-def counter(metrics_dir: Path, name: str, **labels: str) -> float:
-    registry = CollectorRegistry()
-    MultiProcessCollector(registry, path=str(metrics_dir))
-    return sum(
-        sample.value
-        for family in registry.collect()
-        for sample in family.samples
-        if sample.name == f"{name}_total" and all(sample.labels.get(k) == v for k, v in labels.items())
-    )
 
 
 def llm_env(fake: FakeOpenAI, metrics_dir: Path, **extra: str) -> dict[str, str]:

@@ -18,13 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from prometheus_client import CollectorRegistry
 from sqlalchemy import text
 
 from shared import tasknames
-from shared.prometheus import MultiProcessCollector
 from shared.publisher import TaskPublisher
 from tests.fakes.openai_server import FakeOpenAI
+from tests.metrics_files import counter, families
 from tests.services import REPO, memory_client, wait_for
 
 pytestmark = pytest.mark.integration
@@ -145,22 +144,8 @@ def origins(engine: Any, tenant: str) -> list[str]:
         return [f"{r[0]}/{r[1]}" for r in rows]
 
 
-def counter(metrics_dir: Path, name: str, **labels: str) -> float:
-    """The sum over the worker processes of a counter's samples matching `labels` (multiprocess files)."""
-    registry = CollectorRegistry()
-    MultiProcessCollector(registry, path=str(metrics_dir))
-    total = 0.0
-    for family in registry.collect():
-        for sample in family.samples:
-            if sample.name == f"{name}_total" and all(sample.labels.get(k) == v for k, v in labels.items()):
-                total += sample.value
-    return total
-
-
 def silent_losses_known(metrics_dir: Path) -> bool:
-    registry = CollectorRegistry()
-    MultiProcessCollector(registry, path=str(metrics_dir))
-    return any(f.name == "memory_llm_silent_losses" for f in registry.collect())
+    return any(f.name == "memory_llm_silent_losses" for f in families(metrics_dir))
 
 
 @pytest.mark.parametrize("style", sorted(STYLES))
