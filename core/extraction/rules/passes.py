@@ -259,14 +259,18 @@ _ZH_AHEAD_RE = re.compile(r"下周|下星期|下个?月|下半年|明天|后天|
 _MY_NEW_RE = re.compile(r"\b(?:my|our)\s+(?:brand[\s-]+)?new\s+", re.I)
 
 
+def _slotted_tool_at(text: str, at: int) -> tuple[Tool, int] | None:
+    """The slotted tool that starts at `at` in `text`, with where it ends."""
+    return next(((tool, end) for tool, start, end in find_tools(text) if start == at and tool.slot), None)
+
+
 def _my_new_hits(sentence: str) -> list[Hit]:
     for match in _MY_NEW_RE.finditer(sentence):
-        if _blocked(sentence, match.start()):
-            continue
-        for tool, start, end in find_tools(sentence):
-            if start == match.end() and tool.slot:
-                lang = detect_lang(sentence)
-                return [tool_hit(tool, match.start(), end, rule=f"{lang}.tool.my_new", lang=lang, confidence=0.8)]
+        found = None if _blocked(sentence, match.start()) else _slotted_tool_at(sentence, match.end())
+        if found is not None:
+            tool, end = found
+            lang = detect_lang(sentence)
+            return [tool_hit(tool, match.start(), end, rule=f"{lang}.tool.my_new", lang=lang, confidence=0.8)]
     return []
 
 
@@ -277,12 +281,10 @@ def _got(clause: str, at: int) -> Tool | None:
     """The slotted thing right after "got / bought a (new) ..." at `at`, unless it came back ("got my MacBook
     back from repair")."""
     verb = _GOT_RE.match(clause[at:])
-    if verb is None:
+    found = _slotted_tool_at(clause, at + verb.end()) if verb is not None else None
+    if found is None or re.match(r"\s+back\b", clause[found[1] :], re.I):
         return None
-    for tool, start, end in find_tools(clause):
-        if start == at + verb.end() and tool.slot:
-            return None if re.match(r"\s+back\b", clause[end:], re.I) else tool
-    return None
+    return found[0]
 
 
 def _may_tell_change(sentence: str) -> bool:
