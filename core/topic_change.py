@@ -13,6 +13,10 @@ Growth team" share nothing once "team" is set aside.
 Time words ("day", "week", "morning", "每天", "下午") are half a topic word: "works four days a week" and "back to
 five days a week" share two of them, "standup every week" and "gym twice a week" only one.
 
+A value of one specific kind counts as one shared word (`value_kinds`): a version ("upgraded the cluster to
+1.29" and "Kubernetes 1.27"), a cloud region, a dose in mg, a rate limit, a team's size in people. Kinds a user
+holds many facts of (money, sizes, durations, percentages) and bare numbers do not.
+
 `reconcile.decide` uses `shares_topic` for an unslotted change statement (it supersedes the older memory it
 shares the most of its topic with, and is itself history when a newer one is current), and `tells_change`
 for the reverse order: an older plain statement that arrives after the change became current is history,
@@ -80,9 +84,46 @@ def _weight(word: str) -> float:
     return 0.5 if word in _TIME else 1.0
 
 
+# Typed values: two statements that each give a value of one specific kind ("1.27" and "1.29"; "50mg" and
+# "100mg"; "us-east-1" and "eu-central-1"; "4 people" and "9 people") are about one topic as much as a shared word
+# makes them: a value of such a kind answers one question about the user's situation. Kinds a user has many
+# facts of are left out (money, percentages, sizes, durations: "rent $1,400 a month" is no update of a budget of
+# "$500/mo"), and so is a bare number ("we're 6 now", "on 21"): it could be anything.
+_NUMBER = r"\d+(?:[.,]\d+)*"
+_VERSION_RE = re.compile(
+    r"(?<![\w.$€£¥])v?\d{1,3}\.\d{1,3}(?:\.\d{1,4})?"
+    r"(?![\w.]*\d|\s*(?:%|元|块|美元|万|倍|[kmgt]?b\b|[kmgt]ib\b|kg|km|mg|ms|mi\b|lbs?\b|[hsx]\b|hours?|hrs?|min|"
+    r"years?|yrs?|months?|weeks?|days?|times|stars?|points?|小时|天|年|个月|公里|公斤|斤|号|日|月|分|星))",
+    re.I,
+)
+_UNIT_RE = {
+    name: re.compile(rf"(?<![\w.]){_NUMBER}\s*(?:{alternatives})(?![a-z])", re.I)
+    for name, alternatives in {
+        "mg": "mg|mcg|毫克",  # a dose
+        "rate": r"rps|qps|tps|req/s|requests?\s+(?:per|a)\s+second",  # a rate limit
+        "people": "people|persons|engineers|devs|developers|members|headcount|人|个人|名",  # a team's size
+    }.items()
+}
+_REGION_RE = re.compile(
+    r"\b(?:us|eu|ap|sa|ca|me|af|il|cn)-(?:east|west|north|south|central|northeast|southeast|northwest|southwest)-\d\b",
+    re.I,
+)
+
+
+def value_kinds(text: str) -> set[str]:
+    """The kinds of typed value a statement gives: "version", "region", "unit:<unit>" (see above)."""
+    kinds = {"version"} if _VERSION_RE.search(text) else set()
+    if _REGION_RE.search(text):
+        kinds.add("region")
+    kinds.update(f"unit:{name}" for name, pattern in _UNIT_RE.items() if pattern.search(text))
+    return kinds
+
+
 def topic_weight(change: str, other: str) -> float:
-    """How much of a topic two statements share: their shared topic words, a time word counting half."""
-    return sum(_weight(word) for word in topic_words(change) & topic_words(other))
+    """How much of a topic two statements share: their shared topic words, a time word counting half, and one
+    more when they give a value of one kind (`value_kinds`)."""
+    shared = sum(_weight(word) for word in topic_words(change) & topic_words(other))
+    return shared + (1.0 if value_kinds(change) & value_kinds(other) else 0.0)
 
 
 def shares_topic(change: str, other: str) -> bool:

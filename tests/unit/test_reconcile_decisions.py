@@ -384,3 +384,35 @@ def test_a_statement_older_than_an_end_that_names_it_arrives_as_history():
     stored = row("m1", "The user's project uses Datadog.", status="superseded", slot="project.monitoring",
                  value="datadog", events=("e-new",))  # fmt: skip
     assert decide(late, neighbours=[], slot_rows=[stored], ended=left).op != Op.HISTORY
+
+
+def test_a_change_that_gives_a_value_of_the_same_specific_kind_replaces_the_memory_with_the_older_value():
+    """A version, a cloud region, a dose in mg or a team's size in people is a topic of its own: "upgraded the
+    cluster to 1.29" shares no word with "The user's project uses Kubernetes 1.27" but replaces it."""
+    from core.topic_change import value_kinds
+
+    k8s = row("m1", "The user's project uses Kubernetes 1.27.", since=T)
+    d = decide(change("The user upgraded the cluster to 1.29 over the weekend.", when=T + DAY), neighbours=[k8s])
+    assert d.op == Op.SUPERSEDE and d.target_ids == ("m1",)
+    py = row("m2", "服务跑在 Python 3.8 上。", since=T)
+    assert decide(change("终于升级到 3.11 了。", when=T + DAY), neighbours=[py]).target_ids == ("m2",)
+    region = row("m3", "Everything is in us-east-1.", since=T)
+    assert decide(change("We moved everything to eu-central-1.", when=T + DAY), neighbours=[region]).op == (
+        Op.SUPERSEDE
+    )
+    dose = row("m4", "The user takes 50mg sertraline in the morning.", since=T)
+    assert decide(change("The user's dose went up to 100mg.", when=T + DAY), neighbours=[dose]).op == Op.SUPERSEDE
+    # delivered late: the plain older statement is history under the change that is current
+    upgraded = row("m5", "The user upgraded the cluster to 1.29 over the weekend.", since=T + 2 * DAY)
+    late = decide(cand("The user's project uses Kubernetes 1.27.", when=T), neighbours=[upgraded])
+    assert late.op == Op.HISTORY and late.superseded_by == "m5"
+    # kinds a user holds many facts of are no topic: money, sizes, durations, percentages, bare numbers, and
+    # numbers that only look like versions (an address, a size, a multiplier, a date)
+    budget = row("m6", "The user's budget is $500 a month.", since=T)
+    assert decide(change("Rent went up to $1,400 a month.", when=T + DAY), neighbours=[budget]).op == Op.ADD
+    java = row("m7", "The user's project uses Java 17.", since=T)
+    assert decide(change("The user's team is on 21 now.", when=T + DAY), neighbours=[java]).op == Op.ADD
+    for text in ("server at 10.0.0.12 now", "3.8 GB of RAM", "2.5x faster", "1.5 hours", "$4.99", "5.13 号"):
+        assert "version" not in value_kinds(text), text
+    assert value_kinds("v2.3 is out") == {"version"}
+    assert value_kinds("裁员之后剩 9 个人") == {"unit:people"}
