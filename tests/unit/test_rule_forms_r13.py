@@ -340,3 +340,34 @@ def test_an_item_of_the_chat_or_a_pronoun_alone_is_no_memory(text: str):
 
 def test_a_correction_of_a_fact_is_still_one():
     assert must("I meant the staging cluster, not prod") != []
+
+
+# ---------------------------------------------------------------- a change of role, the subject dropped (zh)
+
+
+@pytest.mark.parametrize(
+    ("text", "job"),
+    [
+        ("年后升了高级工程师，开始带新人了", "高级工程师"),
+        ("现在是架构师了，主要画图开会", "架构师"),
+        ("已经换工作了，现在做 ML engineer，天天调模型", "ml engineer"),
+        ("内部转岗了，现在是 data analyst，SQL 要恶补", "data analyst"),
+        ("转开发三个月了，业务代码还是有点吃力", "开发"),
+        ("我从后端转岗做 SRE 了，现在天天值班", "sre"),
+        ("我转岗做开发了", "开发"),  # the role, not "岗做开发"
+    ],
+)
+def test_a_change_of_role_with_the_subject_dropped_fills_the_job_slot(text: str, job: str):
+    assert slots(text).get("user.job") == job, found(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["他升了经理", "帮我转发给产品经理", "现在是产品经理在负责这块", "转给测试了", "如果转开发的话要学啥"],
+)
+def test_someone_else_s_role_a_forward_or_a_supposition_is_no_job_of_the_user(text: str):
+    assert "user.job" not in slots(text), found(text)
+
+
+def test_a_person_called_by_surname_and_title_is_no_role_of_the_user():
+    assert "user.job" not in slots("正式换导师了，现在是陈老师"), found("正式换导师了，现在是陈老师")

@@ -157,6 +157,9 @@ def place_hits(sentence: str) -> list[Hit]:
     return hits
 
 
+# when a change of role happened, at the start of its clause ("年后升了…"), and how long ago ("转开发三个月了")
+_SINCE = r"(?:年后|节后|年初|年底|上个月|上周|去年|今年|最近|前阵子|前几天|[一二三四五六七八九十\d]{1,2}\s*月份?)?"
+_SPAN = r"[一二三四五六七八九十两几半\d]+\s*(?:个)?(?:月|年|周|天|星期)"
 # fmt: off
 _JOB_RES = tuple((re.compile(pattern), rule) for pattern, rule in (
     (ME + ADV + r"是(?:一名|一个|一位|名|个|位)?\s*(?P<job>[\u4e00-\u9fffA-Za-z+# ]{0,10}?" + _ROLE_STRONG
@@ -185,9 +188,15 @@ _JOB_RES = tuple((re.compile(pattern), rule) for pattern, rule in (
     # "作为高三班主任我晚上时间很少": the role the user speaks as
     (r"^(?:作为|身为)(?:一名|一个|一位)?\s*(?P<job>[\u4e00-\u9fffA-Za-z+# ]{0,8}?" + _ROLE_ANY + r")(?=\s*,?\s*我)",
      "zh.job.as"),
-    # "我转前端了", "我现在改做产品了": a change of role
-    (ME + ADV + r"(?:转|转到|转成|转做|改做|换成|调到|转岗到?|转岗成)\s*(?P<job>[\u4e00-\u9fffA-Za-z+# ]{0,6}?"
-     + _ROLE_ANY + r")(?:了|啦|岗)?(?=$|[\s,.;:!?]|了|啦)", "zh.job.changed"),
+    # "我转前端了", "我现在改做产品了", "我从后端转岗做 SRE 了": a change of role; with the subject dropped at the
+    # start of a clause as chat drops it ("年后升了高级工程师", "转开发三个月了")
+    (r"(?:" + ME + ADV + r"|^|(?<=[,;\s]))" + _SINCE + ADV + r"(?:从\s*[\u4e00-\u9fffA-Za-z+# ]{1,8}?\s*)?"
+     r"(?:被|又|终于|正式)*(?:转岗做|转岗到|转岗成|转岗|转到|转成|转做|改做|换成|调到|升职为|升职到|晋升为|晋升到|晋升|升为|升到|"
+     r"升了|转(?!发|给|告|账|载|帖|交))\s*(?P<job>[\u4e00-\u9fffA-Za-z+# ]{0,6}?" + _ROLE_ANY + r")(?:了|啦|岗)?"
+     r"(?=$|[\s,.;:!?]|了|啦|" + _SPAN + r")", "zh.job.changed"),
+    # "现在是架构师了", "已经换工作了，现在做 ML engineer": the role now, the subject dropped at the start of a clause
+    (r"(?:^|(?<=[,;\s]))(?:现在|目前|如今)\s*(?:是|做|当|干)\s*(?:一名|一个|一位|名|个|位)?\s*(?P<job>"
+     r"[\u4e00-\u9fffA-Za-z+# ]{0,8}?" + _ROLE_ANY + r")(?=$|[\s,.;:!?]|了|啦|呢|啊|哦)", "zh.job.now"),
     # "我从字节出来了，现在在快手": left one employer, now at another (a place would be a move, not this)
     (r"(?:出来了|离职了?|辞职了?|离开了?|跳槽了?)[^.;!?]{0,10}?,\s*(?:现在|目前)(?:在|去了)\s*(?P<org>[\u4e00-\u9fffA-Za-z]{2,6}?)"
      r"(?=$|[\s,.;!?]|了|做|工作|上班)", "zh.employer.left"),
@@ -216,6 +225,7 @@ _STUDY_RE = re.compile(  # also what the user is learning, the business they run
 # fmt: on
 
 
+_TITLED_NAME = re.compile(r"[\u4e00-\u9fff](?:老师|经理|总|主管|总监|医生|律师|教授|工|博)")
 _TEAM_ENDS = ("组", "团队", "小组", "部门", "事业部", "中台")
 
 
@@ -253,6 +263,8 @@ def job_hits(sentence: str) -> list[Hit]:
             cand = fact(zh_content(f"用户在{org}工作"), "user.employer", org, rule=rule, lang="zh", conf=0.8)
             hits.append((cand, match.start(), match.end("org")))
         job = (groups.get("job") or "").strip().rsplit("的", 1)[-1].strip()
+        if rule == "zh.job.now" and _TITLED_NAME.fullmatch(job):
+            continue  # "换导师了，现在是陈老师": a person called by surname and title, not the user's role
         if job and not re.search(r"[这那它吗什么]", job):
             # the user's own words say more than the role ("用户在一家券商做量化"), unless they name the employer,
             # which has its own slot: a new employer must not leave the old one current in the job's words
