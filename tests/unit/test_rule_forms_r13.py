@@ -371,3 +371,24 @@ def test_someone_else_s_role_a_forward_or_a_supposition_is_no_job_of_the_user(te
 
 def test_a_person_called_by_surname_and_title_is_no_role_of_the_user():
     assert "user.job" not in slots("正式换导师了，现在是陈老师"), found("正式换导师了，现在是陈老师")
+
+
+# ---------------------------------------------------------------- "swapped X for Y"; loggers, container runtimes
+
+
+@pytest.mark.parametrize(
+    ("text", "slot", "value"),
+    [
+        ("swapped Jest for Vitest last month", "project.test_framework", "vitest"),
+        ("we swapped out Terraform for OpenTofu after the license change", "project.iac", "opentofu"),
+        ("we ripped out Datadog for Honeycomb, the bill was insane", "project.monitoring", "honeycomb"),
+        ("no longer using Winston anywhere, it's pino everywhere", "project.logging", "pino"),
+        ("replaced Docker Desktop with OrbStack, way lighter", "user.container_runtime", "orbstack"),
+    ],
+)
+def test_the_tool_a_change_puts_in_place_fills_its_slot(text: str, slot: str, value: str):
+    assert slots(text).get(slot) == value, found(text)
+
+
+def test_a_swap_is_a_decision_not_a_correction():
+    assert must("swapped Jest for Vitest last month") == []

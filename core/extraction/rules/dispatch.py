@@ -138,8 +138,8 @@ def _dispatch(sentence: str, rules: LanguageRules) -> list[Hit]:
 
 
 # a value left by a change or a choice ("from npm", "no longer Jenkins", "不用 Jenkins 了"), not corrected
-_SOFT_NEGATIONS = ("from", "over", "instead", "rather", "no longer", "replac", "ditch", "drop", "从", "替换", "代替",
-                   "不用", "不再", "换掉")  # fmt: skip
+_SOFT_NEGATIONS = ("from", "over", "instead", "rather", "no longer", "replac", "ditch", "drop", "swap", "从", "替换",
+                   "代替", "不用", "不再", "换掉")  # fmt: skip
 _TOOL_AS_MODIFIER = re.compile(
     r"\s*(?:script|scripts|command|commands|package|packages|version|registry|lock\s*file|lockfile|cache|one|"
     r"config|file|files|module|modules|docs|api|client|driver|server|image|container|plugin|error|issue|bug)\b",

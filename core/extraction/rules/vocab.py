@@ -81,6 +81,7 @@ project.chat: slack=Slack microsoft_teams=Microsoft_Teams(microsoft_teams|ms_tea
     feishu=Feishu(feishu|lark|飞书) dingtalk=DingTalk(dingtalk|钉钉) wecom=WeCom(wecom|企业微信|企微)
 project.monitoring: prometheus=Prometheus zabbix=Zabbix new_relic=New_Relic(new_relic|newrelic)
     nagios=Nagios datadog=Datadog grafana=Grafana(grafana|grafana_cloud) nightingale=夜莺(夜莺|nightingale)
+    honeycomb=Honeycomb signoz=SigNoz dynatrace=Dynatrace lightstep=Lightstep appdynamics=AppDynamics
 project.api_gateway: kong=Kong tyk=Tyk apisix=APISIX(apisix|apache_apisix) apigee=Apigee
     krakend=KrakenD(krakend)
 project.dns: route_53=Route_53(route_53|route53|aws_route_53) dnspod=DNSPod(dnspod) namecheap=Namecheap
@@ -103,6 +104,10 @@ project.workflow: airflow=Airflow(airflow|apache_airflow) dagster=Dagster prefec
 project.storage: s3=S3(s3|aws_s3) oss=OSS(oss|aliyun_oss) minio=MinIO r2=R2(r2|cloudflare_r2)
     backblaze=Backblaze(backblaze|backblaze_b2|b2) wasabi=Wasabi gcs=GCS(gcs|google_cloud_storage) cos=COS(cos)
     azure_blob=Azure_Blob(azure_blob|azure_blob_storage) qiniu=七牛(七牛|七牛云|qiniu)
+project.logging: winston=Winston pino=Pino bunyan=Bunyan loguru=Loguru logrus=Logrus log4j=Log4j(log4j|log4j2)
+    logback=Logback serilog=Serilog nlog=NLog
+user.container_runtime: docker_desktop=Docker_Desktop orbstack=OrbStack colima=Colima
+    podman=Podman(podman|podman_desktop) rancher_desktop=Rancher_Desktop
 user.shell: bash=Bash zsh=Zsh(zsh|oh-my-zsh|oh_my_zsh) fish=Fish(fish|fish_shell) powershell=PowerShell(powershell|pwsh)
     nushell=Nushell(nushell|nu_shell)
 project.linter: eslint=ESLint biome=Biome oxlint=Oxlint flake8=Flake8 pylint=Pylint rubocop=RuboCop
@@ -314,7 +319,7 @@ def _versioned(tool: Tool, text: str, start: int, end: int) -> tuple[Tool, int, 
 _OLD_VALUE_RE = re.compile(
     r"(?:\b(?:from|off|replaced|replacing|replace|instead\s+of|rather\s+than|no\s+longer(?:\s+use)?|not|ditched|"
     r"dropped|left|leaving|away\s+from|over|than|retired|killed|sunset|deprecated|against|ruled\s+out|rejected|"
-    r"ripped(?:\s+out)?|tore(?:\s+out)?|pulled(?:\s+out)?|got\s+rid\s+of|removed|phased\s+out|gave\s+up(?:\s+on)?|"
+    r"ripped(?:\s+out)?|tore(?:\s+out)?|swapped(?:\s+out)?|pulled(?:\s+out)?|got\s+rid\s+of|removed|phased\s+out|gave\s+up(?:\s+on)?|"
     r"scrapped|dumped|binned|abandoned|never|without|uninstalled|deinstalled|deleted|closed|shut\s+down|cancell?ed|"
     r"decommissioned|"
     r"(?:don't|do\s+not|stop)\s+(?:use|using|suggest|write|writing))|从|不再用?|替换掉?|换掉|弃用|放弃了?|不用|不是|"

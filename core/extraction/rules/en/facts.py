@@ -61,7 +61,7 @@ _NO_USE_RE = re.compile(
 _CHANGE_OF_STATE = re.compile(r"\b(?:anymore|any\s+more|no\s+longer)\b", re.I)
 NEGATING = re.compile(
     r"(?:\bnot|\binstead\s+of|\brather\s+than|\bno\s+longer|\bdon't\s+use|\bdo\s+not\s+use|\bnever\s+use|"
-    r"\bstop\s+using|\bnot\s+using|\bfrom|\bover|\breplace|\breplacing|\bditch(?:ed)?|\bdrop(?:ped)?)"
+    r"\bstop\s+using|\bnot\s+using|\bfrom|\bover|\breplace|\breplacing|\bditch(?:ed)?|\bdrop(?:ped)?|\bswap(?:ped)?(?:\s+out)?)"
     r"\s+(?:the\s+|using\s+)?$", re.I)
 CORRECTION_CUE = re.compile(
     r"^(?:no|nope|nah|wrong|actually|correction|i\s+said|i\s+meant|it's|it\s+is|its|we\s+use|i\s+use|use)\b",
