@@ -392,3 +392,23 @@ def test_the_tool_a_change_puts_in_place_fills_its_slot(text: str, slot: str, va
 
 def test_a_swap_is_a_decision_not_a_correction():
     assert must("swapped Jest for Vitest last month") == []
+
+
+# ---------------------------------------------------------------- a common word as a tool's name
+
+
+@pytest.mark.parametrize(
+    ("text", "slot", "value"),
+    [
+        ("node 20 everywhere now, 18 is EOL", "project.runtime", "node.js 20"),
+        ("we're on go 1.22 now", "project.language", "go 1.22"),
+        ("we moved from python to go", "project.language", "go"),
+    ],
+)
+def test_a_common_word_with_a_version_or_after_a_move_is_the_tool(text: str, slot: str, value: str):
+    assert slots(text).get(slot) == value, found(text)
+
+
+@pytest.mark.parametrize("text", ["I had to go 2 hours", "I want to go home", "let's go 10 times", "go 15 km"])
+def test_a_common_word_as_an_infinitive_or_with_a_count_is_the_word(text: str):
+    assert "project.language" not in slots(text), found(text)

@@ -235,12 +235,34 @@ _NOT_A_VERSION_RE = re.compile(
 )
 
 
+# A version right after a common word makes it the tool's name in any case ("node 20 everywhere now", "go 1.22"): a
+# dotted version, or a number of two digits that no count or span follows ("go 10 times" is the word)
+_COMMON_WORD_VERSION_RE = re.compile(
+    r"[ \t]?v?(?:\d{1,2}\.\d{1,3}(?:\.\d{1,3})?|\d{2})(?![\w.%])(?!" + _NOT_A_VERSION_RE.pattern + r"|\s*(?:"
+    r"%|ms|s\b|gb|mb|k\b|x\b|km|mi\b|miles?|mins?\b|minutes?|rounds?|laps?|reps?|sets?|steps?|feet|ft\b|meters?|m\b|分钟|秒|个))",
+    re.I,
+)
 _KIND_SUFFIX_RE = re.compile(r"(?<=\w)-(?:based|powered|backed|driven|native|flavou?red|only)$", re.I)
 
 
 def is_common_word(name: str) -> bool:
     """The tool's name is also an everyday word ("Go", "Render", "Railway"): alone, it may be the word."""
     return name.casefold() in _CASE_SENSITIVE
+
+
+# "to" before a common word is its infinitive after these ("had to go", "want to go"), not a move to a tool
+_INFINITIVE_HEAD_RE = re.compile(
+    r"\b(?:have|has|had|having|need|needs|needed|want|wants|wanted|going|gonna|got|able|used|ought|try|tries|tried|"
+    r"trying|like|likes|liked|love|loved|hate|hated|decided|plan|plans|planned|forgot|remember|time|way|how|where)"
+    r"\s+to\s*$",
+    re.I,
+)
+
+
+def _in_tool_context(text: str, start: int) -> bool:
+    """A verb or preposition that takes a tool stands right before `start` (`_TOOL_CONTEXT_RE`)."""
+    window = text[max(0, start - 24) : start]
+    return _TOOL_CONTEXT_RE.search(window) is not None and _INFINITIVE_HEAD_RE.search(window) is None
 
 
 def find_tools(text: str) -> list[tuple[Tool, int, int]]:
@@ -270,8 +292,8 @@ def _find_tools(text: str) -> tuple[tuple[Tool, int, int], ...]:
         alias, start, end = hit
         skip_to = end
         common_word = alias in _CASE_SENSITIVE and text[start:end] not in _CASE_SENSITIVE[alias]
-        if common_word and not _TOOL_CONTEXT_RE.search(text, max(0, start - 24), start):
-            continue  # "poetry class" is not Poetry; "switched to poetry" is
+        if common_word and not _COMMON_WORD_VERSION_RE.match(text, end) and not _in_tool_context(text, start):
+            continue  # "poetry class" is not Poetry; "switched to poetry" and "node 20 everywhere" are
         found.append(_versioned(_TOOLS[alias], text, start, end))
     if not text.isascii():
         found += [
