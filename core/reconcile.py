@@ -4,7 +4,9 @@ ADD        a new memory
 REINFORCE  the same fact again: bump evidence on the existing row, union the sources; never a second row
 SUPERSEDE  same slot, different value (or an LLM-judged update): the old row gets valid_to/superseded_by;
            also a change the rules read in no slot ("moved standup to 10:15") against the user's older
-           memory on its topic (`core.topic_change`)
+           memory on its topic (`core.topic_change`); and a correction of a value the user gave before
+           ("actually it's 8081"): the memory holding that value is replaced by its own text corrected
+           (`core.correction`; the new text in `extra["content"]`)
 HISTORY    a late or replayed event for a slot whose newer value is already current: store it as a past
            value (valid_to set), the newer fact stays current; the same for a statement older than a current
            change on its topic (a change delivered before the statement it replaces)
@@ -18,7 +20,8 @@ END        a named thing the user has left ("we ripped out Datadog", "I left Sho
 HOLD       a new value for a slot the extractor was not sure of (confidence under UNSURE_CONFIDENCE) and no
            LLM to judge it: the candidate is kept (decision `hold`), no memory is written, the current value
            stays current. With an LLM the same case is a JUDGE against the slot's current value.
-NOOP       nothing to do (a replay of evidence we already hold, a forget that matches nothing)
+NOOP       nothing to do (a replay of evidence we already hold, a forget that matches nothing, a correction the
+           residual filter did not keep that corrects nothing known)
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 
+from core.correction import CORRECTION_PROBE_RULE, corrected, is_correction_rule
 from core.topic_change import is_change_rule, shares_topic, tells_change, topic_weight
 
 
@@ -169,6 +173,10 @@ def decide(
         return _forget(cand, neighbours=neighbours, slot_rows=slot_rows, policy=policy)
     if cand.op == "end":
         return _end(cand, neighbours=neighbours)
+    if is_correction_rule(cand.rule):
+        decision = _correction(cand, neighbours=neighbours)
+        if decision is not None:
+            return decision
     ended_since = _ended_since(cand, ended)
     if ended_since is not None and not any(_replayed(cand, r) for r in slot_rows):
         name, when = ended_since
@@ -280,6 +288,26 @@ def _topic_changed(cand: PendingCandidate, same_kind: Sequence[Existing]) -> Dec
     # set for 6:30", not "alarm plays birdsong" beside it); a chain of changes ends one value at a time
     replaced = max(older, key=lambda n: (topic_weight(cand.content, n.content), n.similarity, n.valid_from))
     return Decision(Op.SUPERSEDE, f"a change on the topic of {replaced.content!r}", (replaced.id,))
+
+
+def _correction(cand: PendingCandidate, *, neighbours: Sequence[Existing]) -> Decision | None:
+    """A correction of a value the user gave before (`core.correction`): the older memory that holds the value
+    it takes back is replaced by its own text with the value corrected (`extra["content"]`); the memory closest to
+    the correction may be matched by the shape of its value alone. A correction of nothing known stores nothing
+    when the residual filter did not keep it (a probe), else it goes on as any kept sentence (None)."""
+    older = sorted(
+        (n for n in neighbours if n.status == "active" and n.valid_from < cand.event_time),
+        key=lambda n: -n.similarity,
+    )
+    tries = [(n, False) for n in older] + [(n, True) for n in older[:1] if n.similarity > 0]
+    for n, loose in tries:
+        text = corrected(n.content, cand.content, loose=loose)
+        if text is not None and content_key(text) != content_key(n.content):
+            reason = f"corrects a value of {n.content!r}"
+            return Decision(Op.SUPERSEDE, reason, (n.id,), extra={"content": text})
+    if cand.rule == CORRECTION_PROBE_RULE:
+        return Decision(Op.NOOP, "a correction of no value the user is known to have given")
+    return None
 
 
 def names(value: str, content: str) -> bool:

@@ -39,6 +39,7 @@ import re
 import unicodedata
 from collections.abc import Mapping
 
+from core.correction import CORRECTION_PROBE_RULE, CORRECTION_RULE, is_correction
 from core.extraction import residual_weights as weights
 from core.extraction.candidates import Candidate, Category, Kind, Tier, Turn
 from core.extraction.rules.en.grammar import hearsay as en_hearsay
@@ -49,6 +50,8 @@ from core.extraction.rules.zh.grammar import hearsay as zh_hearsay
 
 MIN_CHARS = 6  # shorter sentences hold no memory on their own ("ok so", "嗯嗯")
 MAX_PER_TURN = 4  # a long turn keeps its best few sentences, not a transcript
+# the sentences after a correction read with it ("..., acme-visitors. acme-guest is the old one")
+CORRECTION_TAIL = 2
 CONFIDENCE_FLOOR, CONFIDENCE_CEIL = 0.35, 0.6  # below the rules' own (0.7 and up)
 
 _TOKEN_RE = re.compile(r"[a-z0-9][a-z0-9'+#.\-]*|[\u3400-\u9fff]+")
@@ -142,7 +145,9 @@ def residual_candidates(turn: Turn, residual: str, *, lang: str) -> list[Candida
         return []
     scored = []
     seen: set[str] = set()
-    for position, sentence in enumerate(untouched_sentences(turn.content, residual)):
+    correction: tuple[float, str] | None = None
+    sentences = untouched_sentences(turn.content, residual)
+    for position, sentence in enumerate(sentences):
         sentence = sentence.strip()
         if (
             len(sentence) < MIN_CHARS
@@ -156,6 +161,11 @@ def residual_candidates(turn: Turn, residual: str, *, lang: str) -> list[Candida
         seen.add(sentence.casefold())
         feats = features(sentence)  # once: both models read the same features
         p = _probability(weights.KEEP, weights.KEEP_BIAS, feats)
+        if correction is None and is_correction(sentence):
+            # a correction and what follows it ("acme-guest is the old one") go to reconciliation as one
+            tail = sentences[position : position + 1 + CORRECTION_TAIL]
+            correction = (p, " ".join(s.strip() for s in tail))
+            continue
         if p >= weights.THRESHOLD:
             scored.append((p, position, sentence, feats))
     best = sorted(scored, key=lambda s: (-s[0], s[1]))[:MAX_PER_TURN]
@@ -163,8 +173,6 @@ def residual_candidates(turn: Turn, residual: str, *, lang: str) -> list[Candida
     for p, _, sentence, feats in sorted(best, key=lambda s: s[1]):
         must_p = _probability(weights.MUST, weights.MUST_BIAS, feats)
         must = must_p >= 0.5 and _DIRECTIVE_RE.search(sentence) is not None
-        span = (1.0 - weights.THRESHOLD) or 1.0
-        confidence = CONFIDENCE_FLOOR + (CONFIDENCE_CEIL - CONFIDENCE_FLOOR) * (p - weights.THRESHOLD) / span
         topic = None if must else topic_slot(sentence)
         out.append(
             Candidate(
@@ -172,7 +180,7 @@ def residual_candidates(turn: Turn, residual: str, *, lang: str) -> list[Candida
                 kind=Kind.PROCEDURAL if must else Kind.SEMANTIC,
                 category=Category.CONSTRAINT if must else Category.FACT,
                 tier=Tier.MUST if must else Tier.WORTH,
-                confidence=round(min(CONFIDENCE_CEIL, confidence), 3),
+                confidence=round(_confidence(p), 3),
                 source_event_ids=(turn.event_id,),
                 source_turn_ids=(turn.source_turn_id,) if turn.source_turn_id else (),
                 lang=lang,
@@ -182,4 +190,28 @@ def residual_candidates(turn: Turn, residual: str, *, lang: str) -> list[Candida
                 value=topic_value(sentence) if topic else None,
             )
         )
+    if correction is not None:
+        p, text = correction
+        kept = p >= weights.THRESHOLD
+        out.append(
+            Candidate(
+                content=text,
+                kind=Kind.SEMANTIC,
+                category=Category.FACT,
+                tier=Tier.WORTH,
+                confidence=round(_confidence(p) if kept else CONFIDENCE_FLOOR, 3),
+                source_event_ids=(turn.event_id,),
+                source_turn_ids=(turn.source_turn_id,) if turn.source_turn_id else (),
+                lang=lang,
+                origin="residual",
+                rule=CORRECTION_RULE if kept else CORRECTION_PROBE_RULE,
+            )
+        )
     return out
+
+
+def _confidence(p: float) -> float:
+    """The keep probability mapped below the rules' own confidence."""
+    span = (1.0 - weights.THRESHOLD) or 1.0
+    mapped = CONFIDENCE_FLOOR + (CONFIDENCE_CEIL - CONFIDENCE_FLOOR) * (p - weights.THRESHOLD) / span
+    return min(CONFIDENCE_CEIL, mapped)

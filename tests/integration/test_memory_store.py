@@ -471,3 +471,33 @@ def test_what_the_user_left_stops_being_current_in_either_order(
         ).scalars().all()
     assert [tuple(e) for e in ends] == [("noop" if late else "end", None)]
     assert history[-1] == ("history" if late else "end")
+
+
+def test_a_correction_of_a_value_rewrites_the_memory_that_held_it_and_one_of_nothing_stores_nothing(
+    start_worker, engine, tenant, redis_url, queue_name, tmp_path
+):
+    """Issue #12, without an LLM: "actually it's 8081, 8080 is taken by ..." names no topic; it replaces the
+    memory that holds 8080 with that memory's own words, 8081 in place of 8080 (history kept). A correction of
+    something never stored ("typo, I meant user_id not userid") stores nothing."""
+    start_worker(env=FAST)
+    client = memory_client(tenant, redis_url, queue_name, tmp_path)
+    _say(client, "dev", "the API runs on port 8080 locally", T0)
+    wait_for(lambda: len(_memories(engine, tenant, "dev")) == 1 and _settled(engine, tenant), timeout_s=40,
+             what="the port stored")  # fmt: skip
+    (first,) = _memories(engine, tenant, "dev")
+    assert "8080" in first.content
+    _say(client, "dev", "actually it's 8081, 8080 is taken by the Keycloak container", T0 + timedelta(hours=1))
+    _say(client, "other", "sorry, typo, I meant user_id not userid in that last query", T0 + timedelta(hours=1))
+    wait_for(lambda: len(_memories(engine, tenant, "dev")) == 2 and _settled(engine, tenant), timeout_s=40,
+             what="the correction reconciled")  # fmt: skip
+    rows = {r.id: r for r in _memories(engine, tenant, "dev")}
+    old, new = rows[first.id], next(r for r in rows.values() if r.id != first.id)
+    assert (old.status, new.status) == ("superseded", "active")
+    assert new.content == first.content.replace("8080", "8081") and old.superseded_by == new.id
+    assert _memories(engine, tenant, "other") == []
+    with engine.connect() as conn:
+        decisions = conn.execute(
+            text("SELECT user_id, decision FROM candidates WHERE tenant_id = :t AND rule LIKE 'residual.correction%'"),
+            {"t": tenant},
+        ).all()
+    assert sorted(map(tuple, decisions)) == [("dev", "supersede"), ("other", "noop")]

@@ -13,6 +13,7 @@ transaction each, then an early distillation when the user's fragments pile up."
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
@@ -20,6 +21,7 @@ import structlog
 from sqlalchemy import Engine
 from sqlmodel import Session
 
+from core.correction import is_correction_rule, taken_back_values
 from core.prompts.judge import build_judge_messages, parse_judge_answer
 from core.reconcile import Decision, Existing, Op, PendingCandidate, Policy, decide, judged
 from shared import tasknames
@@ -39,6 +41,7 @@ from worker.services.working_memory import refresh_if_stale
 log = structlog.get_logger("worker.reconcile")
 
 BATCH = 200
+MAX_CORRECTION_VALUES = 4  # a correction's values looked up by name (each a query)
 _DECISIONS = {str(op) for op in Op}
 
 
@@ -91,6 +94,11 @@ def reconcile_user(
             neighbours = naming(db, tenant_id, user_id, c.value or "")
         else:
             neighbours = nearest(db, tenant_id, user_id, vec)
+        if is_correction_rule(c.rule):  # and those naming a value it takes back ("8080 is taken")
+            close = {n.id for n in neighbours}
+            for value in taken_back_values(c.content)[:MAX_CORRECTION_VALUES]:
+                neighbours += [n for n in naming(db, tenant_id, user_id, value, limit=5) if n.id not in close]
+                close.update(n.id for n in neighbours)
         seen.update((n.id, n) for n in [*neighbours, *rows])
         decision = decide(
             c,
@@ -105,6 +113,10 @@ def reconcile_user(
         if decision.op == Op.JUDGE:
             deferred.append((c, vec, decision, seen[decision.target_ids[0]]))
             continue
+        # a correction: the memory it corrects is stored again with the value corrected
+        if "content" in decision.extra:
+            c = dataclasses.replace(c, content=decision.extra["content"])
+            vec = vector_literal(embedder.embed([c.content])[0])
         _apply_and_mark(db, tenant_id, user_id, c, decision, vec, actor=actor, now=now, counts=counts)
         ended += _ended(decision, seen)
     if deferred:
