@@ -918,10 +918,14 @@ _NOT_A_PASSWORD_WORDS = """
     whoever whatever as
     please everywhere anywhere elsewhere
     attempt attempts tries retries retry failures failure lockout lockouts resets changes
+    history policy policies rule rules requirement requirements complexity expiry expiration length strength
+    rotation reuse manager managers hint hints
 """
-# (the last line: what happens to a password, counted in prose: "locked out after 5 failed password attempts",
+# (the last lines: what happens to a password, counted in prose: "locked out after 5 failed password attempts",
 # "3 password retries left", "password resets this week": a count of events, no value; "as" opens an aside, set 24:
-# "the password — as usual — is in the vault")
+# "the password — as usual — is in the vault"; and a noun of the policy or the tool that rules passwords, set 25:
+# "does Okta enforce the password history rule", "the password complexity requirements", "a password manager": a
+# compound's head, no value, even when an account was named a sentence before)
 _NOT_A_PASSWORD = frozenset(_NOT_A_PASSWORD_WORDS.split())
 _PW_TRAILING = ".,;:)]}>'\"。，；：！？）」』】”’\\"  # not ! or ?: often part of the password
 # Values that stand for a secret without being one: masks, template slots, env references, "n/a".
