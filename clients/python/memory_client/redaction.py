@@ -516,6 +516,18 @@ _PAIRED_SECRET = (
     r"(?P<paired>(?!\[REDACTED:)[A-Za-z0-9+/=_-]{20,64})(?![A-Za-z0-9+/=_-]))?"
 )
 _VENDOR_GATE = ("age-secret-key-1", "sec", "token", "discord")
+
+
+# A webhook URL whose credential is a stand-in (set 25: Slack's documented
+# `hooks.slack.com/services/TXXXXXXXX/BXXXXXXXX/XXXXXXXXXXXXXXXXXXXXXXXX`, Feishu's
+# `.../hook/xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`): the format of one, shown in docs, not one. Its last segment (the
+# token, the hook's id, the `key=`) is read as a label's value is (`_stand_in`): x or X repeated with dashes between
+# groups (a mask), a slot's words (`your_webhook_token_here`), a capitalised template name (`WEBHOOK_TOKEN`); the
+# public ids before it (Slack's T... / B...) are not read. (Zeros are a value, as a PIN of them is.)
+def _webhook_ok(url: str) -> bool:
+    return not _stand_in(re.split(r"[/=]", url.rstrip("/"))[-1])
+
+
 _API_RULES: list[tuple[str, Callable[[str], bool] | None, tuple[str, ...]]] = [
     (r"sk-(?<![A-Za-z0-9_-]sk-)[A-Za-z0-9_-]{20,400}" + _END, _openai_like, ("sk-",)),  # + Anthropic sk-ant-
     (_START + r"(?:AKIA|ASIA)[A-Z0-9]{16}" + _END + _PAIRED_SECRET, None, ("akia", "asia")),
@@ -526,12 +538,20 @@ _API_RULES: list[tuple[str, Callable[[str], bool] | None, tuple[str, ...]]] = [
     ),
     (_START + r"github_pat_[A-Za-z0-9_]{22,255}" + _END, None, ("github_pat_",)),
     (_START + r"xox[abprs]-[A-Za-z0-9-]{10,250}" + _END, _has_digit, ("xox",)),
-    (r"(?:https?://)?hooks\.slack\.com/(?:services|workflows|triggers)/[\w/-]{8,}", None, ("hooks.slack",)),
+    (
+        r"(?:https?://)?hooks\.slack\.com/(?:services|workflows|triggers)/[\w/-]{8,}",
+        _webhook_ok,
+        ("hooks.slack",),
+    ),
     # chat-bot webhooks whose URL is the credential: WeCom (企业微信) and Feishu / Lark
-    (r"(?:https?://)?qyapi\.weixin\.qq\.com/cgi-bin/webhook/send\?key=[\w-]{16,}", None, ("qyapi.weixin",)),
+    (
+        r"(?:https?://)?qyapi\.weixin\.qq\.com/cgi-bin/webhook/send\?key=[\w-]{16,}",
+        _webhook_ok,
+        ("qyapi.weixin",),
+    ),
     (
         r"(?:https?://)?open\.(?:feishu\.cn|larksuite\.com)/open-apis/bot/v2/hook/[\w-]{16,}",
-        None,
+        _webhook_ok,
         ("/bot/v2/hook/",),
     ),
     # Discord's channel webhooks (`discord.com/api/webhooks/<id>/<token>`, also discordapp.com, ptb. / canary.,
@@ -540,7 +560,7 @@ _API_RULES: list[tuple[str, Callable[[str], bool] | None, tuple[str, ...]]] = [
     (
         r"(?:https?://)?(?:(?:ptb|canary)\.)?discord(?:app)?\.com/api/(?:v[0-9]{1,2}/)?webhooks/[0-9]{17,20}/"
         r"[A-Za-z0-9_-]{40,100}(?![\w-])",  # (not `_END`: a URL has no wrapped rest)
-        None,
+        _webhook_ok,
         ("/webhooks/",),
     ),
     # A key of fixed length cut by a line end (a narrow terminal, a copy from a PDF) is its head there, the rest on
