@@ -3969,6 +3969,15 @@ _TABLE_SECRET_COLUMN = re.compile(
     r"|(?P<pz>密码|密碼|口令)|密钥|秘钥",
     _I,
 )
+# A cloud key pair's columns, as a console's credentials.csv names them (set 25: Huawei Cloud's and AWS's "Access Key
+# Id,Secret Access Key", Alibaba's "AccessKey ID,AccessKey Secret", Tencent's "SecretId,SecretKey"): both go, the id
+# being a credential's half as `_ACCESS_KEY_ID` is after its label. Only where one header names both halves, each
+# column's whole name (a prefix joined by `_` or `-` at most): "secret key" in a line of prose with commas, or a
+# key / value line ("AccessKey ID<TAB>LTAI..."), is no header of them. A cell must look generated, as a key column's.
+_TABLE_KEY_ID_COLUMN = re.compile(r"(?:[A-Za-z0-9]+[_-])?(?:access[ _-]?key[ _-]?id|secret[ _-]?id)", _I)
+_TABLE_KEY_SECRET_COLUMN = re.compile(
+    r"(?:[A-Za-z0-9]+[_-])?(?:secret[ _-]?(?:access[ _-]?)?key|access[ _-]?key[ _-]?secret)", _I
+)
 _TABLE_ID_COLUMN = re.compile(
     r"id[ _-]?(?:no|num|number)\.?|national[ _-]?id|nric|fin|rrn|ssn|my[ _-]?number|身份证号?码?|身份證號?碼?"
     r"|マイナンバー|個人番号|주민등록번호",
@@ -4055,6 +4064,12 @@ def _table_columns(head: str) -> tuple[str, dict[int, str]]:
             kinds[i] = "bank_account"
         elif _TABLE_CVV_COLUMN.fullmatch(name):
             kinds[i] = "cvv"
+    names = [cell.strip().strip("\"'`*") for cell in head.split(sep)]
+    pair_ids = [i for i, name in enumerate(names) if _TABLE_KEY_ID_COLUMN.fullmatch(name)]
+    pair_secrets = [i for i, name in enumerate(names) if _TABLE_KEY_SECRET_COLUMN.fullmatch(name)]
+    if pair_ids and pair_secrets:
+        for i in pair_ids + pair_secrets:
+            kinds.setdefault(i, "api_key")
     return sep, kinds
 
 
