@@ -18,8 +18,8 @@ labelled digits), ``api_key`` (OpenAI, Anthropic, AWS, GitHub, Slack, Google, St
 end of the text when the END line is missing; a wallet's seed phrase), ``national_id`` (a Dutch BSN, a
 Brazilian CPF, a Spanish DNI / NIE, a Taiwan or Hong Kong ID, an Aadhaar number with a valid check, or any 12
 digits right after the word Aadhaar; a UK National Insurance number after its label; a Canadian SIN, Swedish
-personnummer or Indian PAN after its label; a Singapore NRIC, Korean RRN or French NIR with a valid check),
-``iban`` (valid mod 97),
+personnummer, Indian PAN or German Steuer-ID (MOD 11,10) after its label; a Singapore NRIC, Korean RRN or French
+NIR with a valid check), ``iban`` (valid mod 97),
 ``bank_account`` (a number after an account label where a bank, sort code, IBAN, routing or SWIFT code is
 named nearby) and ``password`` (English or Chinese "password is ..." phrases and
 ``scheme://user:password@host`` URLs; only the value is replaced, the lead-in words stay).
@@ -3889,6 +3889,41 @@ def _sin_ok(s: str) -> bool:
     return _luhn_ok("".join(c for c in s if c.isdigit()))
 
 
+# Germany's tax identification number (Steuer-ID, IdNr) after its label (set 25: "Steuer-ID: 31 820 460 953"): 11
+# digits, whole or as printed in groups of 2-3-3-3 (or 3-3-3-2), the first not 0; in the first ten one digit occurs
+# twice or three times (not three in a row) and each other at most once; the last is the ISO 7064 MOD 11,10 check
+# digit. Not the Steuernummer (a business's number at its tax office, written with slashes).
+_DE_TAX_ID_LABEL = (
+    r"(?<![A-Za-z])(?:steuer[ \t-]?id(?:entifikations)?(?:[ \t-]?(?:nummer|nr\.?))?"
+    r"|(?:steuerliche[ \t]+)?identifikationsnummer|id[ \t.-]?nr\.?|(?:german[ \t]+)?tax[ \t-]?id"
+    r"(?:entification)?(?:[ \t]+(?:number|no\.?))?)(?![A-Za-z])"
+)
+_DE_TAX_ID = re.compile(
+    r"(?P<lead>" + _DE_TAX_ID_LABEL + r"[^0-9\n]{0,40}?)(?P<v>(?<![0-9])[1-9]"
+    r"(?:[0-9](?P<sep>[ ./-]?)[0-9]{3}(?P=sep)[0-9]{3}(?P=sep)[0-9]{3}|[0-9]{2}([ ./-])[0-9]{3}\4[0-9]{3}\4[0-9]{2})"
+    r"(?![0-9]))",
+    _I,
+)
+_DE_TAX_ID_GATE = (
+    "steuer", "identifikationsnummer", "idnr", "id-nr", "id nr", "id.nr", "tax id", "tax-id", "taxid",
+)  # fmt: skip
+
+
+def _de_tax_id_ok(s: str) -> bool:
+    d = [c for c in s if c.isdigit()]
+    head = d[:10]
+    repeats = [n for n in (head.count(c) for c in set(head)) if n > 1]
+    if len(repeats) != 1 or repeats[0] > 3 or (repeats[0] == 3 and _THREE_IN_A_ROW.search("".join(head))):
+        return False
+    product = 10
+    for c in head:
+        product = ((int(c) + product) % 10 or 10) * 2 % 11
+    return (11 - product) % 10 == int(d[10])
+
+
+_THREE_IN_A_ROW = re.compile(r"([0-9])\1\1")
+
+
 # Singapore NRIC / FIN: S, T, F or G, 7 digits, a check letter (weighted sum mod 11).
 _SG_NRIC = re.compile(r"(?P<v>[STFG](?<![A-Za-z0-9][STFG])[0-9]{7}[A-Z](?![A-Za-z0-9]))")
 
@@ -5841,6 +5876,7 @@ _RULES: tuple[_Rule, ...] = (
     # numbers of 9+ digits after their label: run only where both are in the text
     _Rule("national_id", _CA_SIN, _checked_action(_sin_ok), _DIGITS, needs=_LONG_NUMBER),
     _Rule("national_id", _SE_PNR, _checked_action(_se_pnr_ok), _DIGITS, needs=_LONG_NUMBER),
+    _Rule("national_id", _DE_TAX_ID, _checked_action(_de_tax_id_ok), _DE_TAX_ID_GATE),
     _Rule("national_id", _SG_NRIC, _checked_action(_nric_ok), _NRIC_CONTEXT, None, True),
     _Rule("national_id", _MY_NUMBER, _checked_action(_my_number_ok), _SIXTH_GATE),
     _Rule("password", _SQL_INSERT, _sql_insert_action, ("insert",)),
