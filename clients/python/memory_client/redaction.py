@@ -164,6 +164,9 @@ Built from the forms secrets are written in, not from examples (the table of cas
   622891-2219997332154: issuer and checksum decide); the decoded value of a replaced password told in prose
   (解码后应该是 X, "decodes to X"); kept: the DSN template ``user:password@tcp(...)``, a dashed number without a
   card's label, "decodes to JSON", a count of password events ("5 failed password attempts").
+* text typed with an input method in full-width mode (``密码：ｙａｎｇｌｅｉ＃１９８４``,
+  ``８４０６９６``) or with spaces that are not ASCII's (the ideographic U+3000, a no-break space) is read as its
+  ASCII twin by every rule, and what is kept comes back as it was written (set 25; `_FOLD`).
 
 Redaction is idempotent: a placeholder never completes a match (the rules that start at a placeholder, a CVV
 after a card, a key joined to a key or wrapped after it, a corrected password, run only once this call has
@@ -6144,8 +6147,87 @@ def _apply_windows(
     return "".join(out), found
 
 
+# Text typed with an input method in full-width mode, or pasted with spaces that are not ASCII's (set 25:
+# "支付密码是\u3000８４０６９６", "密码：ｙａｎｇｌｅｉ＃１９８４ｊｘ"): every rule reads ASCII letters, digits,
+# symbols and spaces, so such a text is read as its ASCII twin. Full-width letters, digits and symbols
+# (U+FF01-U+FF5E) fold to their ASCII forms; the ideographic space (U+3000), the no-break spaces (U+00A0, U+202F) and
+# the typographic ones (U+2000-U+200A, U+205F) to a space; not the full-width marks that Chinese text writes as its
+# own punctuation (！（），：；？), which end a value as they do now. Each character folds to one, so the text keeps its
+# length and what is kept comes back as it was written (`_unfold`); the fold reads no neighbour, so a rerun folds the
+# output to what was redacted: idempotent.
+_FOLD = {
+    **{c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F) if chr(c) not in "！（），：；？"},
+    **{c: 0x20 for c in (0x3000, 0x00A0, 0x202F, 0x205F, *range(0x2000, 0x200B))},
+}
+_FOLDED = re.compile("[" + "".join(re.escape(chr(c)) for c in sorted(_FOLD)) + "]")
+_PLACEHOLDER = re.compile(r"\[REDACTED:[a-z_]+\]")
+
+
+def _unfold(original: str, folded: str, out: str) -> str:
+    """``out``, the redaction of ``folded`` (``original`` folded), with what it kept in ``original``'s characters.
+
+    ``out`` is ``folded`` with some stretches replaced by placeholders: its text between them is found in ``folded`` in
+    order, each at its first place after the stretch before it (a placeholder that ``folded`` held is kept), which is
+    where it was or, when it occurs twice, a place that reads the same once folded. A replacement may end with a line
+    break of its own (a number broken over two lines: "[REDACTED:card]\n"): up to two characters that open the text
+    after a placeholder may be the replacement's, kept as they are. One pass, each ``find`` resuming where the last
+    ended: linear. Should no alignment be found, ``out`` is returned as it is: redacted, its kept text folded."""
+    if out == folded:
+        return original
+    parts = _PLACEHOLDER.split(out)
+    tags = _PLACEHOLDER.findall(out)
+    if not folded.startswith(parts[0]):
+        return out
+    pieces = [original[: len(parts[0])]]
+    at = len(parts[0])
+    pending: list[str] = []  # placeholders whose replaced stretch starts at `gap`
+    gap = at
+    for k, tag in enumerate(tags):
+        if not pending and folded.startswith(tag, at):  # a placeholder the input held
+            pieces.append(tag)
+            at += len(tag)
+        else:
+            if not pending:
+                gap = at
+            pending.append(tag)
+        kept = parts[k + 1]
+        if not kept or not pending:
+            if kept:
+                if not folded.startswith(kept, at):
+                    return out
+                pieces.append(original[at : at + len(kept)])
+                at += len(kept)
+            continue
+        last = k + 1 == len(tags)
+        for own in range(min(3, len(kept))):  # the replacement's own characters before the kept text
+            rest = kept[own:]
+            found = len(folded) - len(rest) if last else folded.find(rest, gap + 1)
+            if found >= gap + 1 and (not last or folded.endswith(rest)):
+                break
+        else:
+            return out
+        pieces += pending
+        pending = []
+        pieces += [kept[:own], original[found : found + len(rest)]]
+        at = found + len(rest)
+    if pending:
+        if at >= len(folded):
+            return out
+        pieces += pending
+        at = len(folded)
+    return "".join(pieces) if at == len(folded) else out
+
+
 def redact_with_report(text: str) -> tuple[str, dict[str, int]]:
     """Return ``text`` with secrets replaced by ``[REDACTED:<type>]`` and the number replaced per type."""
+    if not text or _FOLDED.search(text) is None:
+        return _redact_with_report(text)
+    folded = text.translate(_FOLD)
+    out, counts = _redact_with_report(folded)
+    return _unfold(text, folded, out), counts
+
+
+def _redact_with_report(text: str) -> tuple[str, dict[str, int]]:
     counts: dict[str, int] = {}
     if not text:
         return text, counts
