@@ -4867,13 +4867,18 @@ _OTP_TOLD = re.compile(
 _OTP_TOLD_GATE = ("otp", "code", "pin", "验证码", "驗證碼", "动态码", "動態碼")
 
 # Backup codes listed on the lines after a long heading sentence (set 21: "These are my Google backup codes, which
-# ones did I already use? ...:\n5022 6934\n4604 0470"): two or more lines holding one code each.
+# ones did I already use? ...:\n5022 6934\n4604 0470"): two or more lines holding one code each, each in a shape a
+# service prints its codes in: Google's two groups of four digits, 8 to 10 digits, two groups of four letters and
+# digits, GitHub's two groups of five hex digits (set 25: "GitHub recovery codes for the org bot account, putting the
+# first three here until the vault is set up:\n  a6449-cd509\n  ..."; set 23's numbered list read them first).
+_CODE_LINE_SHAPE = r"(?:[0-9]{4}[ \t]?[0-9]{4}|[0-9]{8,10}|[a-z0-9]{4}-[a-z0-9]{4}|[0-9a-f]{5}-[0-9a-f]{5})"
 _CODE_LINES = re.compile(
     r"(?<![A-Za-z])(?:backup|recovery|verification|scratch|2fa|mfa)[ \t]+codes(?![A-Za-z])[^\n]{0,240}\r?\n"
-    r"(?P<list>(?:[ \t]*(?:[0-9]{4}[ \t]?[0-9]{4}|[0-9]{8,10}|[a-z0-9]{4}-[a-z0-9]{4})[ \t]*(?:\r?\n|\Z)){2,32})",
+    r"(?P<list>(?:[ \t]*" + _CODE_LINE_SHAPE + r"[ \t]*(?:\r?\n|\Z)){2,32})",
     _I,
 )
-_CODE_LINE = re.compile(r"[0-9]{4}[ \t]?[0-9]{4}|[0-9]{8,10}|[a-z0-9]{4}-[a-z0-9]{4}", _I)
+# (each code whole: a shape may hold a shorter one, "6449-cd50" inside "a6449-cd509")
+_CODE_LINE = re.compile(r"(?<![0-9A-Za-z])" + _CODE_LINE_SHAPE + r"(?=[ \t]*(?:\r?\n|\Z))", _I)
 
 
 def _code_lines_action(m: re.Match[str]) -> tuple[str, int]:
@@ -5450,7 +5455,6 @@ def _md_row_action(m: re.Match[str]) -> tuple[str, int]:
 # heading line naming recovery / backup codes (恢复码, 备用码, 备份码, 救援码, or set 21's English words), then two
 # or more lines each holding one code, a list number ("1." "2)" "3、") before it allowed.
 _CODE_LIST_NUMBER = r"(?:[0-9]{1,2}[.)、][ \t]*)?"
-_CODE_LINE_SHAPE = r"(?:[0-9]{4}[ \t]?[0-9]{4}|[0-9]{8,10}|[a-z0-9]{4}-[a-z0-9]{4}|[0-9a-f]{5}-[0-9a-f]{5})"
 _CODE_LINES_ZH = re.compile(
     r"(?:(?:恢复|恢復|备用|備用|备份|備份|救援|找回)(?:码|碼|代码|代碼)"
     r"|(?<![A-Za-z])(?:backup|recovery|verification|scratch|2fa|mfa)[ \t_-]+codes(?![A-Za-z]))[^\n]{0,120}\r?\n"
@@ -5464,8 +5468,7 @@ _CODE_LINES_ZH_NEEDS = re.compile(
 
 def _code_lines_zh_action(m: re.Match[str]) -> tuple[str, int]:
     at = m.start("list") - m.start()
-    body, n = re.subn(r"(?<![0-9A-Za-z])" + _CODE_LINE_SHAPE + r"(?=[ \t]*(?:\r?\n|\Z))", _tag("password"),
-                      m.group("list"), flags=_I)  # fmt: skip
+    body, n = _CODE_LINE.subn(_tag("password"), m.group("list"))
     return m.group()[:at] + body, n
 
 
