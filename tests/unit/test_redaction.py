@@ -121,9 +121,7 @@ PEM_TRUNCATED = (
 
 SECRET_CASES = [
     # cards
-    pytest.param(
-        "my card is 4111 1111 1111 1111, use it", "4111 1111 1111 1111", "card", id="visa-spaced"
-    ),
+    pytest.param("my card is 4111 1111 1111 1111, use it", "4111 1111 1111 1111", "card", id="visa-spaced"),
     pytest.param("card: 4111-1111-1111-1111.", "4111-1111-1111-1111", "card", id="visa-dashed"),
     pytest.param(f"Card no.{VISA} expires", VISA, "card", id="card-after-an-abbreviation-dot"),
     pytest.param(f"charge {VISA} now", VISA, "card", id="generated-visa-16"),
