@@ -3893,9 +3893,10 @@ def _sin_ok(s: str) -> bool:
 
 
 # Germany's tax identification number (Steuer-ID, IdNr) after its label (set 25: "Steuer-ID: 31 820 460 953"): 11
-# digits, whole or as printed in groups of 2-3-3-3 (or 3-3-3-2), the first not 0; in the first ten one digit occurs
-# twice or three times (not three in a row) and each other at most once; the last is the ISO 7064 MOD 11,10 check
-# digit. Not the Steuernummer (a business's number at its tax office, written with slashes).
+# digits, whole or as printed in groups of 2-3-3-3 (or 3-3-3-2, spaces or dashes between), the first not 0; in the
+# first ten one digit occurs twice or three times (not three in a row) and each other at most once; the last is the
+# ISO 7064 MOD 11,10 check digit. Not the Steuernummer (a business's number at its tax office, written with slashes).
+# (Run where a long number is, as the other labelled IDs: a search for the label words cost more than the rule.)
 _DE_TAX_ID_LABEL = (
     r"(?<![A-Za-z])(?:steuer[ \t-]?id(?:entifikations)?(?:[ \t-]?(?:nummer|nr\.?))?"
     r"|(?:steuerliche[ \t]+)?identifikationsnummer|id[ \t.-]?nr\.?|(?:german[ \t]+)?tax[ \t-]?id"
@@ -3903,13 +3904,10 @@ _DE_TAX_ID_LABEL = (
 )
 _DE_TAX_ID = re.compile(
     r"(?P<lead>" + _DE_TAX_ID_LABEL + r"[^0-9\n]{0,40}?)(?P<v>(?<![0-9])[1-9]"
-    r"(?:[0-9](?P<sep>[ ./-]?)[0-9]{3}(?P=sep)[0-9]{3}(?P=sep)[0-9]{3}|[0-9]{2}([ ./-])[0-9]{3}\4[0-9]{3}\4[0-9]{2})"
+    r"(?:[0-9](?P<sep>[ -]?)[0-9]{3}(?P=sep)[0-9]{3}(?P=sep)[0-9]{3}|[0-9]{2}([ -])[0-9]{3}\4[0-9]{3}\4[0-9]{2})"
     r"(?![0-9]))",
     _I,
 )
-_DE_TAX_ID_GATE = (
-    "steuer", "identifikationsnummer", "idnr", "id-nr", "id nr", "id.nr", "tax id", "tax-id", "taxid",
-)  # fmt: skip
 
 
 def _de_tax_id_ok(s: str) -> bool:
@@ -5882,7 +5880,7 @@ _RULES: tuple[_Rule, ...] = (
     # numbers of 9+ digits after their label: run only where both are in the text
     _Rule("national_id", _CA_SIN, _checked_action(_sin_ok), _DIGITS, needs=_LONG_NUMBER),
     _Rule("national_id", _SE_PNR, _checked_action(_se_pnr_ok), _DIGITS, needs=_LONG_NUMBER),
-    _Rule("national_id", _DE_TAX_ID, _checked_action(_de_tax_id_ok), _DE_TAX_ID_GATE),
+    _Rule("national_id", _DE_TAX_ID, _checked_action(_de_tax_id_ok), _DIGITS, needs=_LONG_NUMBER),
     _Rule("national_id", _SG_NRIC, _checked_action(_nric_ok), _NRIC_CONTEXT, None, True),
     _Rule("national_id", _MY_NUMBER, _checked_action(_my_number_ok), _SIXTH_GATE),
     _Rule("password", _SQL_INSERT, _sql_insert_action, ("insert",)),
@@ -6223,7 +6221,7 @@ def _unfold(original: str, folded: str, out: str) -> str:
 
 def redact_with_report(text: str) -> tuple[str, dict[str, int]]:
     """Return ``text`` with secrets replaced by ``[REDACTED:<type>]`` and the number replaced per type."""
-    if not text or _FOLDED.search(text) is None:
+    if not text or text.isascii() or _FOLDED.search(text) is None:
         return _redact_with_report(text)
     folded = text.translate(_FOLD)
     out, counts = _redact_with_report(folded)
