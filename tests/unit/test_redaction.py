@@ -121,9 +121,7 @@ PEM_TRUNCATED = (
 
 SECRET_CASES = [
     # cards
-    pytest.param(
-        "my card is 4111 1111 1111 1111, use it", "4111 1111 1111 1111", "card", id="visa-spaced"
-    ),
+    pytest.param("my card is 4111 1111 1111 1111, use it", "4111 1111 1111 1111", "card", id="visa-spaced"),
     pytest.param("card: 4111-1111-1111-1111.", "4111-1111-1111-1111", "card", id="visa-dashed"),
     pytest.param(f"Card no.{VISA} expires", VISA, "card", id="card-after-an-abbreviation-dot"),
     pytest.param(f"charge {VISA} now", VISA, "card", id="generated-visa-16"),
@@ -191,9 +189,11 @@ SECRET_CASES = [
         "api_key",
         id="slack-bot-token",
     ),
+    # (a made-up token: Slack's documented `T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX` is a slot filled with X, kept
+    # as `sk_test_XXXX...` is, set 7's h7-059 and set 25's h25-173)
     pytest.param(
-        "post to https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX daily",
-        "hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX",
+        "post to https://hooks.slack.com/services/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 daily",
+        "hooks.slack.com/services/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",
         "api_key",
         id="slack-webhook",
     ),

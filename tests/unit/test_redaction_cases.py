@@ -427,6 +427,10 @@ HOLDOUT_PATHS = (
     # set 24: configs, JSON, shell, CI output and chat in en / zh / mixed, values after asides, folded in after its
     # first-sight score (103/110, 96/100); its forms in FORM_CASES_24
     DATA / "redaction_holdout24.jsonl",
+    # set 25: secrets in code of many languages, configs, logs, webhooks, 2FA seeds, cloud keys of several providers,
+    # dictated and full-width forms, folded in after its first-sight score (110/118, 97/100); its forms in
+    # FORM_CASES_25
+    DATA / "redaction_holdout25.jsonl",
 )
 
 
@@ -3545,4 +3549,208 @@ def test_a_form_added_for_the_twenty_fourth_holdout_set(
     ],
 )
 def test_the_twenty_fourth_sets_rules_stay_linear(unit: str) -> None:
+    test_the_eighteenth_sets_rules_stay_linear(unit)
+
+
+# ---------------------------------------------------------------- forms added for the twenty-fifth hold-out set
+
+
+# Each form the twenty-fifth set showed missing or broke, with made-up values and wording (none from the set): secrets
+# that must go and near misses that must come back unchanged. (form, text, secrets); no secrets = a look-alike. The
+# secrets of the first four forms all fail on the base redactor (2729112), and so do the look-alikes of the last two
+# forms (a webhook's documented slot, a noun of password policy); the secrets among those last two forms' cases went
+# before and must still go. Checksums: the card passes Luhn and its near miss fails it; the Steuer-IDs pass ISO 7064
+# MOD 11,10 with one digit repeated in their first ten, and their near misses fail the check digit or the repeat.
+def _wide(s: str) -> str:
+    """``s`` as an input method in full-width mode types it: ASCII letters, digits and symbols as their full-width forms."""
+    return "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in s)
+
+
+_UNIONPAY_25 = "622848031957264"
+_UNIONPAY_25 += _luhn_digit(_UNIONPAY_25)
+_UNIONPAY_25_BAD = _UNIONPAY_25[:-1] + str((int(_UNIONPAY_25[-1]) + 1) % 10)
+FORM_CASES_25: list[tuple[str, str, tuple[str, ...]]] = [
+    # a value typed in full-width mode, or after a space that is not ASCII's (the ideographic U+3000, a no-break space)
+    ("full-width", "银行卡取款密码是\u3000" + _wide("503917") + "，别告诉别人", (_wide("503917"),)),
+    (
+        "full-width",
+        "邮箱密码：" + _wide("huangmei&2031qz") + "（全角模式下打的）",
+        (_wide("huangmei&2031qz"),),
+    ),
+    ("full-width", "wifi password:\u00a0Tidewater#5580 (copied from the router page)", ("Tidewater#5580",)),
+    (
+        "full-width",
+        "卡号：" + " ".join(_wide(_UNIONPAY_25[i : i + 4]) for i in range(0, 16, 4)) + "，有效期 09/28",
+        tuple(_wide(_UNIONPAY_25[i : i + 4]) for i in range(0, 16, 4)),
+    ),
+    ("full-width", "密码至少" + _wide("8") + "位，要有大小写字母和数字", ()),
+    ("full-width", "订单号：" + _wide("20240917336521") + "，快递单号 " + _wide("SF1409263385017"), ()),
+    ("full-width", "\u3000\u3000上周把路由器升级到固件 " + _wide("v3.2.18") + "，密码没变，还是原来那个", ()),
+    (
+        "full-width",
+        "卡号：" + " ".join(_wide(_UNIONPAY_25_BAD[i : i + 4]) for i in range(0, 16, 4)) + "（测试数据）",
+        (),
+    ),
+    ("full-width", "型号：" + _wide("ThinkPad X1 Carbon Gen 11") + "，序列号在底壳上", ()),
+    # recovery codes in GitHub's shape (two groups of five hex digits), one a line, under a long heading
+    (
+        "codes-github-shape",
+        "backup codes for the shared finance mailbox, only pasting two of them until we get a vault:\n"
+        "  71fd2-0c9ea\n  b3e08-5d7a1\nthe rest are printed",
+        ("71fd2-0c9ea", "b3e08-5d7a1"),
+    ),
+    (
+        "codes-github-shape",
+        "my 2FA recovery codes, since you asked where I keep them and whether they still work at all:\n"
+        "c81e7-28d9a\nf2b40-7e1c3\n9a6d5-0b3f2",
+        ("c81e7-28d9a", "f2b40-7e1c3", "9a6d5-0b3f2"),
+    ),
+    (
+        "codes-github-shape",
+        "Recovery codes GitHub gave me for the release bot (I used the top one yesterday)\n"
+        "   5e0a1-9c3b7  \n   0d92f-6a4e8\n",
+        ("5e0a1-9c3b7", "0d92f-6a4e8"),
+    ),
+    (
+        "codes-github-shape",
+        "two build ids from the pipeline, for whoever asked yesterday about the failed deploy:\n"
+        "  a6f01-93bc2\n  7d2e4-c0591",
+        (),
+    ),
+    (
+        "codes-github-shape",
+        "recovery codes were reset for these accounts after the audit last week, see list:\n ops-admin2\n deploy-bot7",
+        (),
+    ),
+    (
+        "codes-github-shape",
+        "GitHub recovery codes look like this in their docs:\n  xxxxx-xxxxx\n  xxxxx-xxxxx",
+        (),
+    ),
+    # a cloud key pair's CSV, as a console's credentials.csv writes it
+    (
+        "key-pair-csv",
+        "the credentials.csv from the console:\nUser Name,Access Key Id,Secret Access Key\n"
+        "ops-bot,QH3XNR82KD0VPLW7MZ4T,k9Rv2LmQx7Tb4Wn8Zc1Hy5Jd0Gs3Fa6Pe2Ku9Bo4\n",
+        ("QH3XNR82KD0VPLW7MZ4T", "k9Rv2LmQx7Tb4Wn8Zc1Hy5Jd0Gs3Fa6Pe2Ku9Bo4"),
+    ),
+    (
+        "key-pair-csv",
+        "SecretId,SecretKey\nZKq82mXv4Lp9Rt3Wn7Bc1Yd6Hs0Ja5F,Pw4Nz8Qk2Vm6Xr1Lt9Cb3Hd7Jy5Fg0Ks\n",
+        ("ZKq82mXv4Lp9Rt3Wn7Bc1Yd6Hs0Ja5F", "Pw4Nz8Qk2Vm6Xr1Lt9Cb3Hd7Jy5Fg0Ks"),
+    ),
+    (
+        "key-pair-csv",
+        "obs_access_key_id\tobs_secret_access_key\tbucket\n7TQW2ZL9XKD4M8NPR3VB\tHz6Kq1Wm8Xt3Rv5Nb0Lc7Yp2Js9Dg4Fa6Qe1Tu8\tlogs-prod",
+        ("7TQW2ZL9XKD4M8NPR3VB", "Hz6Kq1Wm8Xt3Rv5Nb0Lc7Yp2Js9Dg4Fa6Qe1Tu8"),
+    ),
+    ("key-pair-csv", "alias,KMS Key Id,region\nbilling,8f14e45f-ceea-467a-9af0-2b1c3d4e5f60,eu-west-1", ()),
+    (
+        "key-pair-csv",
+        "Columns we need in the export: access key id, secret key, region\nper bucket: logs-2024, assets-v2, ap-south-1",
+        (),
+    ),
+    ("key-pair-csv", "Access Key Id,Secret Access Key,Status\n****************7QXZ,(hidden),Active", ()),
+    # Germany's tax identification number after its label (ISO 7064 MOD 11,10, one digit repeated in the first ten)
+    ("steuer-id", "Steuer-ID: 65 254 537 810, Krankenkasse AOK", ("65 254 537 810",)),
+    ("steuer-id", "my German tax ID is 61859250436 if payroll needs it", ("61859250436",)),
+    (
+        "steuer-id",
+        "Steuerliche Identifikationsnummer 140 562 676 87 (steht auf dem Brief vom BZSt)",
+        ("140 562 676 87",),
+    ),
+    ("steuer-id", "Steuer-IdNr.: 10 163 581 273", ("10 163 581 273",)),
+    ("steuer-id", "Steuer-ID: 65 254 537 813 (one digit off, from the test fixture)", ()),
+    ("steuer-id", "Steuer-ID in the sample: 50829173464", ()),
+    ("steuer-id", "Steuernummer 143/815/08156 beim Finanzamt Mitte", ()),
+    ("steuer-id", "tax ID field has 11 digits, format 12 345 678 901", ()),
+    # a webhook URL whose token is a slot filled with x or X: its documented format, not one
+    (
+        "webhook-slot",
+        "the docs say POST to https://hooks.slack.com/services/TXXXXXXXXXX/BXXXXXXXXXX/XXXXXXXXXXXXXXXXXXXXXXXX",
+        (),
+    ),
+    (
+        "webhook-slot",
+        "Lark 机器人地址格式：https://open.larksuite.com/open-apis/bot/v2/hook/XXXXXXXX-XXXX-XXXX-XXXX-XXXXXXXXXXXX",
+        (),
+    ),
+    (
+        "webhook-slot",
+        "template: https://discord.com/api/webhooks/000000000000000000/"
+        "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+        (),
+    ),
+    (
+        "webhook-slot",
+        "WECOM_HOOK=https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=your_webhook_key_here",
+        (),
+    ),
+    (
+        "webhook-slot",
+        "alerts go to https://hooks.slack.com/services/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",
+        ("nV4qX9mK2zR7wL3tB8yH5cJd",),
+    ),
+    (
+        "webhook-slot",
+        "飞书群机器人：https://open.feishu.cn/open-apis/bot/v2/hook/3b9e1f47-8c2d-4a65-b0f3-7d1e9c28a54b，别外传",
+        ("3b9e1f47-8c2d-4a65-b0f3-7d1e9c28a54b",),
+    ),
+    (
+        "webhook-slot",
+        "https://hooks.slack.com/services/TXXXXXXXX/BXXXXXXXX/Qm7Rt2Vx9Kp4Lz8Nw3Hb6Jc5",
+        ("Qm7Rt2Vx9Kp4Lz8Nw3Hb6Jc5",),
+    ),
+    # a noun of password policy, or of the tool that keeps passwords, after a bare "password"
+    (
+        "policy-noun",
+        "for the new user: does the portal enforce the password history rule, or do we?",
+        (),
+    ),
+    (
+        "policy-noun",
+        "login for contractors goes through SSO; the password complexity requirements are in the wiki",
+        (),
+    ),
+    ("policy-noun", "user accounts on the NAS: which password manager do you all use?", ()),
+    ("policy-noun", "账号 ops 的 password rotation 周期是 90 天", ()),
+    ("policy-noun", "username admin password lighthouse", ("lighthouse",)),
+    ("policy-noun", "login: deploy  password: Hist0ry!2024", ("Hist0ry!2024",)),
+]
+
+
+@pytest.mark.parametrize(
+    ("form", "text", "secrets"), FORM_CASES_25, ids=[f"{c[0]}-{i}" for i, c in enumerate(FORM_CASES_25)]
+)
+def test_a_form_added_for_the_twenty_fifth_holdout_set(
+    form: str, text: str, secrets: tuple[str, ...]
+) -> None:
+    test_a_form_added_for_the_fourth_holdout_set(form, text, secrets)
+
+
+def test_a_full_width_text_keeps_what_is_not_redacted_as_it_was_written() -> None:
+    # (the fold reads the text as ASCII; what is kept comes back full-width, its ideographic spaces too)
+    account, note = _wide("zhao_lei"), _wide("VIP-2024")
+    text = f"\u3000\u3000账号：{account}，密码：{_wide('Qk7#lantern')}，备注：{note}"
+    assert redact(text) == f"\u3000\u3000账号：{account}，密码：[REDACTED:password]，备注：{note}"
+
+
+# The twenty-fifth set's new rules read a text's full-width characters as ASCII (one translate, then each kept stretch
+# found once, in order), a table's header cells, a bounded label before an ID and a fixed code shape a line: four times
+# the input costs about four times the time.
+@pytest.mark.parametrize(
+    "unit",
+    [
+        "密码：ｙａｎｇ１９ ",
+        "ｘ\u3000",
+        "支付密码是\u3000８４０６，",
+        "[REDACTED:password]ａ",
+        "ａ＃",
+        "recovery codes x:\na6449-cd509\n",
+        "Access Key Id,Secret Access Key\n",
+        "Steuer-ID: 65 254 ",
+        "https://hooks.slack.com/services/TX/BX/XXXXXXXX ",
+    ],
+)
+def test_the_twenty_fifth_sets_rules_stay_linear(unit: str) -> None:
     test_the_eighteenth_sets_rules_stay_linear(unit)

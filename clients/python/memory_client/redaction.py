@@ -18,8 +18,8 @@ labelled digits), ``api_key`` (OpenAI, Anthropic, AWS, GitHub, Slack, Google, St
 end of the text when the END line is missing; a wallet's seed phrase), ``national_id`` (a Dutch BSN, a
 Brazilian CPF, a Spanish DNI / NIE, a Taiwan or Hong Kong ID, an Aadhaar number with a valid check, or any 12
 digits right after the word Aadhaar; a UK National Insurance number after its label; a Canadian SIN, Swedish
-personnummer or Indian PAN after its label; a Singapore NRIC, Korean RRN or French NIR with a valid check),
-``iban`` (valid mod 97),
+personnummer, Indian PAN or German Steuer-ID (MOD 11,10) after its label; a Singapore NRIC, Korean RRN or French
+NIR with a valid check), ``iban`` (valid mod 97),
 ``bank_account`` (a number after an account label where a bank, sort code, IBAN, routing or SWIFT code is
 named nearby) and ``password`` (English or Chinese "password is ..." phrases and
 ``scheme://user:password@host`` URLs; only the value is replaced, the lead-in words stay).
@@ -164,6 +164,9 @@ Built from the forms secrets are written in, not from examples (the table of cas
   622891-2219997332154: issuer and checksum decide); the decoded value of a replaced password told in prose
   (解码后应该是 X, "decodes to X"); kept: the DSN template ``user:password@tcp(...)``, a dashed number without a
   card's label, "decodes to JSON", a count of password events ("5 failed password attempts").
+* text typed with an input method in full-width mode (``密码：ｙａｎｇｌｅｉ＃１９８４``,
+  ``８４０６９６``) or with spaces that are not ASCII's (the ideographic U+3000, a no-break space) is read as its
+  ASCII twin by every rule, and what is kept comes back as it was written (set 25; `_FOLD`).
 
 Redaction is idempotent: a placeholder never completes a match (the rules that start at a placeholder, a CVV
 after a card, a key joined to a key or wrapped after it, a corrected password, run only once this call has
@@ -516,6 +519,18 @@ _PAIRED_SECRET = (
     r"(?P<paired>(?!\[REDACTED:)[A-Za-z0-9+/=_-]{20,64})(?![A-Za-z0-9+/=_-]))?"
 )
 _VENDOR_GATE = ("age-secret-key-1", "sec", "token", "discord")
+
+
+# A webhook URL whose credential is a stand-in (set 25: Slack's documented
+# `hooks.slack.com/services/TXXXXXXXX/BXXXXXXXX/XXXXXXXXXXXXXXXXXXXXXXXX`, Feishu's
+# `.../hook/xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`): the format of one, shown in docs, not one. Its last segment (the
+# token, the hook's id, the `key=`) is read as a label's value is (`_stand_in`): x or X repeated with dashes between
+# groups (a mask), a slot's words (`your_webhook_token_here`), a capitalised template name (`WEBHOOK_TOKEN`); the
+# public ids before it (Slack's T... / B...) are not read. (Zeros are a value, as a PIN of them is.)
+def _webhook_ok(url: str) -> bool:
+    return not _stand_in(re.split(r"[/=]", url.rstrip("/"))[-1])
+
+
 _API_RULES: list[tuple[str, Callable[[str], bool] | None, tuple[str, ...]]] = [
     (r"sk-(?<![A-Za-z0-9_-]sk-)[A-Za-z0-9_-]{20,400}" + _END, _openai_like, ("sk-",)),  # + Anthropic sk-ant-
     (_START + r"(?:AKIA|ASIA)[A-Z0-9]{16}" + _END + _PAIRED_SECRET, None, ("akia", "asia")),
@@ -526,12 +541,20 @@ _API_RULES: list[tuple[str, Callable[[str], bool] | None, tuple[str, ...]]] = [
     ),
     (_START + r"github_pat_[A-Za-z0-9_]{22,255}" + _END, None, ("github_pat_",)),
     (_START + r"xox[abprs]-[A-Za-z0-9-]{10,250}" + _END, _has_digit, ("xox",)),
-    (r"(?:https?://)?hooks\.slack\.com/(?:services|workflows|triggers)/[\w/-]{8,}", None, ("hooks.slack",)),
+    (
+        r"(?:https?://)?hooks\.slack\.com/(?:services|workflows|triggers)/[\w/-]{8,}",
+        _webhook_ok,
+        ("hooks.slack",),
+    ),
     # chat-bot webhooks whose URL is the credential: WeCom (企业微信) and Feishu / Lark
-    (r"(?:https?://)?qyapi\.weixin\.qq\.com/cgi-bin/webhook/send\?key=[\w-]{16,}", None, ("qyapi.weixin",)),
+    (
+        r"(?:https?://)?qyapi\.weixin\.qq\.com/cgi-bin/webhook/send\?key=[\w-]{16,}",
+        _webhook_ok,
+        ("qyapi.weixin",),
+    ),
     (
         r"(?:https?://)?open\.(?:feishu\.cn|larksuite\.com)/open-apis/bot/v2/hook/[\w-]{16,}",
-        None,
+        _webhook_ok,
         ("/bot/v2/hook/",),
     ),
     # Discord's channel webhooks (`discord.com/api/webhooks/<id>/<token>`, also discordapp.com, ptb. / canary.,
@@ -540,7 +563,7 @@ _API_RULES: list[tuple[str, Callable[[str], bool] | None, tuple[str, ...]]] = [
     (
         r"(?:https?://)?(?:(?:ptb|canary)\.)?discord(?:app)?\.com/api/(?:v[0-9]{1,2}/)?webhooks/[0-9]{17,20}/"
         r"[A-Za-z0-9_-]{40,100}(?![\w-])",  # (not `_END`: a URL has no wrapped rest)
-        None,
+        _webhook_ok,
         ("/webhooks/",),
     ),
     # A key of fixed length cut by a line end (a narrow terminal, a copy from a PDF) is its head there, the rest on
@@ -918,10 +941,14 @@ _NOT_A_PASSWORD_WORDS = """
     whoever whatever as
     please everywhere anywhere elsewhere
     attempt attempts tries retries retry failures failure lockout lockouts resets changes
+    history policy policies rule rules requirement requirements complexity expiry expiration length strength
+    rotation reuse manager managers hint hints
 """
-# (the last line: what happens to a password, counted in prose: "locked out after 5 failed password attempts",
+# (the last lines: what happens to a password, counted in prose: "locked out after 5 failed password attempts",
 # "3 password retries left", "password resets this week": a count of events, no value; "as" opens an aside, set 24:
-# "the password — as usual — is in the vault")
+# "the password — as usual — is in the vault"; and a noun of the policy or the tool that rules passwords, set 25:
+# "does Okta enforce the password history rule", "the password complexity requirements", "a password manager": a
+# compound's head, no value, even when an account was named a sentence before)
 _NOT_A_PASSWORD = frozenset(_NOT_A_PASSWORD_WORDS.split())
 _PW_TRAILING = ".,;:)]}>'\"。，；：！？）」』】”’\\"  # not ! or ?: often part of the password
 # Values that stand for a secret without being one: masks, template slots, env references, "n/a".
@@ -3865,6 +3892,39 @@ def _sin_ok(s: str) -> bool:
     return _luhn_ok("".join(c for c in s if c.isdigit()))
 
 
+# Germany's tax identification number (Steuer-ID, IdNr) after its label (set 25: "Steuer-ID: 31 820 460 953"): 11
+# digits, whole or as printed in groups of 2-3-3-3 (or 3-3-3-2, spaces or dashes between), the first not 0; in the
+# first ten one digit occurs twice or three times (not three in a row) and each other at most once; the last is the
+# ISO 7064 MOD 11,10 check digit. Not the Steuernummer (a business's number at its tax office, written with slashes).
+# (Run where a long number is, as the other labelled IDs: a search for the label words cost more than the rule.)
+_DE_TAX_ID_LABEL = (
+    r"(?<![A-Za-z])(?:steuer[ \t-]?id(?:entifikations)?(?:[ \t-]?(?:nummer|nr\.?))?"
+    r"|(?:steuerliche[ \t]+)?identifikationsnummer|id[ \t.-]?nr\.?|(?:german[ \t]+)?tax[ \t-]?id"
+    r"(?:entification)?(?:[ \t]+(?:number|no\.?))?)(?![A-Za-z])"
+)
+_DE_TAX_ID = re.compile(
+    r"(?P<lead>" + _DE_TAX_ID_LABEL + r"[^0-9\n]{0,40}?)(?P<v>(?<![0-9])[1-9]"
+    r"(?:[0-9](?P<sep>[ -]?)[0-9]{3}(?P=sep)[0-9]{3}(?P=sep)[0-9]{3}|[0-9]{2}([ -])[0-9]{3}\4[0-9]{3}\4[0-9]{2})"
+    r"(?![0-9]))",
+    _I,
+)
+
+
+def _de_tax_id_ok(s: str) -> bool:
+    d = [c for c in s if c.isdigit()]
+    head = d[:10]
+    repeats = [n for n in (head.count(c) for c in set(head)) if n > 1]
+    if len(repeats) != 1 or repeats[0] > 3 or (repeats[0] == 3 and _THREE_IN_A_ROW.search("".join(head))):
+        return False
+    product = 10
+    for c in head:
+        product = ((int(c) + product) % 10 or 10) * 2 % 11
+    return (11 - product) % 10 == int(d[10])
+
+
+_THREE_IN_A_ROW = re.compile(r"([0-9])\1\1")
+
+
 # Singapore NRIC / FIN: S, T, F or G, 7 digits, a check letter (weighted sum mod 11).
 _SG_NRIC = re.compile(r"(?P<v>[STFG](?<![A-Za-z0-9][STFG])[0-9]{7}[A-Z](?![A-Za-z0-9]))")
 
@@ -3944,6 +4004,15 @@ _TABLE_SECRET_COLUMN = re.compile(
     r"(?:[\w ]*[ _-])?(?:(?P<pw>pass(?:word|wd|code)|pwd)|secret|token|api[ _-]?key|access[ _-]?key[ _-]?secret)s?"
     r"|(?P<pz>密码|密碼|口令)|密钥|秘钥",
     _I,
+)
+# A cloud key pair's columns, as a console's credentials.csv names them (set 25: Huawei Cloud's and AWS's "Access Key
+# Id,Secret Access Key", Alibaba's "AccessKey ID,AccessKey Secret", Tencent's "SecretId,SecretKey"): both go, the id
+# being a credential's half as `_ACCESS_KEY_ID` is after its label. Only where one header names both halves, each
+# column's whole name (a prefix joined by `_` or `-` at most): "secret key" in a line of prose with commas, or a
+# key / value line ("AccessKey ID<TAB>LTAI..."), is no header of them. A cell must look generated, as a key column's.
+_TABLE_KEY_ID_COLUMN = re.compile(r"(?:[A-Za-z0-9]+[_-])?(?:access[ _-]?key[ _-]?id|secret[ _-]?id)", _I)
+_TABLE_KEY_SECRET_COLUMN = re.compile(
+    r"(?:[A-Za-z0-9]+[_-])?(?:secret[ _-]?(?:access[ _-]?)?key|access[ _-]?key[ _-]?secret)", _I
 )
 _TABLE_ID_COLUMN = re.compile(
     r"id[ _-]?(?:no|num|number)\.?|national[ _-]?id|nric|fin|rrn|ssn|my[ _-]?number|身份证号?码?|身份證號?碼?"
@@ -4031,6 +4100,12 @@ def _table_columns(head: str) -> tuple[str, dict[int, str]]:
             kinds[i] = "bank_account"
         elif _TABLE_CVV_COLUMN.fullmatch(name):
             kinds[i] = "cvv"
+    names = [cell.strip().strip("\"'`*") for cell in head.split(sep)]
+    pair_ids = [i for i, name in enumerate(names) if _TABLE_KEY_ID_COLUMN.fullmatch(name)]
+    pair_secrets = [i for i, name in enumerate(names) if _TABLE_KEY_SECRET_COLUMN.fullmatch(name)]
+    if pair_ids and pair_secrets:
+        for i in pair_ids + pair_secrets:
+            kinds.setdefault(i, "api_key")
     return sep, kinds
 
 
@@ -4790,13 +4865,18 @@ _OTP_TOLD = re.compile(
 _OTP_TOLD_GATE = ("otp", "code", "pin", "验证码", "驗證碼", "动态码", "動態碼")
 
 # Backup codes listed on the lines after a long heading sentence (set 21: "These are my Google backup codes, which
-# ones did I already use? ...:\n5022 6934\n4604 0470"): two or more lines holding one code each.
+# ones did I already use? ...:\n5022 6934\n4604 0470"): two or more lines holding one code each, each in a shape a
+# service prints its codes in: Google's two groups of four digits, 8 to 10 digits, two groups of four letters and
+# digits, GitHub's two groups of five hex digits (set 25: "GitHub recovery codes for the org bot account, putting the
+# first three here until the vault is set up:\n  a6449-cd509\n  ..."; set 23's numbered list read them first).
+_CODE_LINE_SHAPE = r"(?:[0-9]{4}[ \t]?[0-9]{4}|[0-9]{8,10}|[a-z0-9]{4}-[a-z0-9]{4}|[0-9a-f]{5}-[0-9a-f]{5})"
 _CODE_LINES = re.compile(
     r"(?<![A-Za-z])(?:backup|recovery|verification|scratch|2fa|mfa)[ \t]+codes(?![A-Za-z])[^\n]{0,240}\r?\n"
-    r"(?P<list>(?:[ \t]*(?:[0-9]{4}[ \t]?[0-9]{4}|[0-9]{8,10}|[a-z0-9]{4}-[a-z0-9]{4})[ \t]*(?:\r?\n|\Z)){2,32})",
+    r"(?P<list>(?:[ \t]*" + _CODE_LINE_SHAPE + r"[ \t]*(?:\r?\n|\Z)){2,32})",
     _I,
 )
-_CODE_LINE = re.compile(r"[0-9]{4}[ \t]?[0-9]{4}|[0-9]{8,10}|[a-z0-9]{4}-[a-z0-9]{4}", _I)
+# (each code whole: a shape may hold a shorter one, "6449-cd50" inside "a6449-cd509")
+_CODE_LINE = re.compile(r"(?<![0-9A-Za-z])" + _CODE_LINE_SHAPE + r"(?=[ \t]*(?:\r?\n|\Z))", _I)
 
 
 def _code_lines_action(m: re.Match[str]) -> tuple[str, int]:
@@ -5373,7 +5453,6 @@ def _md_row_action(m: re.Match[str]) -> tuple[str, int]:
 # heading line naming recovery / backup codes (恢复码, 备用码, 备份码, 救援码, or set 21's English words), then two
 # or more lines each holding one code, a list number ("1." "2)" "3、") before it allowed.
 _CODE_LIST_NUMBER = r"(?:[0-9]{1,2}[.)、][ \t]*)?"
-_CODE_LINE_SHAPE = r"(?:[0-9]{4}[ \t]?[0-9]{4}|[0-9]{8,10}|[a-z0-9]{4}-[a-z0-9]{4}|[0-9a-f]{5}-[0-9a-f]{5})"
 _CODE_LINES_ZH = re.compile(
     r"(?:(?:恢复|恢復|备用|備用|备份|備份|救援|找回)(?:码|碼|代码|代碼)"
     r"|(?<![A-Za-z])(?:backup|recovery|verification|scratch|2fa|mfa)[ \t_-]+codes(?![A-Za-z]))[^\n]{0,120}\r?\n"
@@ -5387,8 +5466,7 @@ _CODE_LINES_ZH_NEEDS = re.compile(
 
 def _code_lines_zh_action(m: re.Match[str]) -> tuple[str, int]:
     at = m.start("list") - m.start()
-    body, n = re.subn(r"(?<![0-9A-Za-z])" + _CODE_LINE_SHAPE + r"(?=[ \t]*(?:\r?\n|\Z))", _tag("password"),
-                      m.group("list"), flags=_I)  # fmt: skip
+    body, n = _CODE_LINE.subn(_tag("password"), m.group("list"))
     return m.group()[:at] + body, n
 
 
@@ -5802,6 +5880,7 @@ _RULES: tuple[_Rule, ...] = (
     # numbers of 9+ digits after their label: run only where both are in the text
     _Rule("national_id", _CA_SIN, _checked_action(_sin_ok), _DIGITS, needs=_LONG_NUMBER),
     _Rule("national_id", _SE_PNR, _checked_action(_se_pnr_ok), _DIGITS, needs=_LONG_NUMBER),
+    _Rule("national_id", _DE_TAX_ID, _checked_action(_de_tax_id_ok), _DIGITS, needs=_LONG_NUMBER),
     _Rule("national_id", _SG_NRIC, _checked_action(_nric_ok), _NRIC_CONTEXT, None, True),
     _Rule("national_id", _MY_NUMBER, _checked_action(_my_number_ok), _SIXTH_GATE),
     _Rule("password", _SQL_INSERT, _sql_insert_action, ("insert",)),
@@ -6069,8 +6148,87 @@ def _apply_windows(
     return "".join(out), found
 
 
+# Text typed with an input method in full-width mode, or pasted with spaces that are not ASCII's (set 25:
+# "支付密码是\u3000８４０６９６", "密码：ｙａｎｇｌｅｉ＃１９８４ｊｘ"): every rule reads ASCII letters, digits,
+# symbols and spaces, so such a text is read as its ASCII twin. Full-width letters, digits and symbols
+# (U+FF01-U+FF5E) fold to their ASCII forms; the ideographic space (U+3000), the no-break spaces (U+00A0, U+202F) and
+# the typographic ones (U+2000-U+200A, U+205F) to a space; not the full-width marks that Chinese text writes as its
+# own punctuation (！（），：；？), which end a value as they do now. Each character folds to one, so the text keeps its
+# length and what is kept comes back as it was written (`_unfold`); the fold reads no neighbour, so a rerun folds the
+# output to what was redacted: idempotent.
+_FOLD = {
+    **{c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F) if chr(c) not in "！（），：；？"},
+    **{c: 0x20 for c in (0x3000, 0x00A0, 0x202F, 0x205F, *range(0x2000, 0x200B))},
+}
+_FOLDED = re.compile("[" + "".join(re.escape(chr(c)) for c in sorted(_FOLD)) + "]")
+_PLACEHOLDER = re.compile(r"\[REDACTED:[a-z_]+\]")
+
+
+def _unfold(original: str, folded: str, out: str) -> str:
+    """``out``, the redaction of ``folded`` (``original`` folded), with what it kept in ``original``'s characters.
+
+    ``out`` is ``folded`` with some stretches replaced by placeholders: its text between them is found in ``folded`` in
+    order, each at its first place after the stretch before it (a placeholder that ``folded`` held is kept), which is
+    where it was or, when it occurs twice, a place that reads the same once folded. A replacement may end with a line
+    break of its own (a number broken over two lines: "[REDACTED:card]\n"): up to two characters that open the text
+    after a placeholder may be the replacement's, kept as they are. One pass, each ``find`` resuming where the last
+    ended: linear. Should no alignment be found, ``out`` is returned as it is: redacted, its kept text folded."""
+    if out == folded:
+        return original
+    parts = _PLACEHOLDER.split(out)
+    tags = _PLACEHOLDER.findall(out)
+    if not folded.startswith(parts[0]):
+        return out
+    pieces = [original[: len(parts[0])]]
+    at = len(parts[0])
+    pending: list[str] = []  # placeholders whose replaced stretch starts at `gap`
+    gap = at
+    for k, tag in enumerate(tags):
+        if not pending and folded.startswith(tag, at):  # a placeholder the input held
+            pieces.append(tag)
+            at += len(tag)
+        else:
+            if not pending:
+                gap = at
+            pending.append(tag)
+        kept = parts[k + 1]
+        if not kept or not pending:
+            if kept:
+                if not folded.startswith(kept, at):
+                    return out
+                pieces.append(original[at : at + len(kept)])
+                at += len(kept)
+            continue
+        last = k + 1 == len(tags)
+        for own in range(min(3, len(kept))):  # the replacement's own characters before the kept text
+            rest = kept[own:]
+            found = len(folded) - len(rest) if last else folded.find(rest, gap + 1)
+            if found >= gap + 1 and (not last or folded.endswith(rest)):
+                break
+        else:
+            return out
+        pieces += pending
+        pending = []
+        pieces += [kept[:own], original[found : found + len(rest)]]
+        at = found + len(rest)
+    if pending:
+        if at >= len(folded):
+            return out
+        pieces += pending
+        at = len(folded)
+    return "".join(pieces) if at == len(folded) else out
+
+
 def redact_with_report(text: str) -> tuple[str, dict[str, int]]:
     """Return ``text`` with secrets replaced by ``[REDACTED:<type>]`` and the number replaced per type."""
+    if not text or text.isascii() or _FOLDED.search(text) is None:
+        return _redact_with_report(text)
+    folded = text.translate(_FOLD)
+    out, counts = _redact_with_report(folded)
+    return _unfold(text, folded, out), counts
+
+
+def _redact_with_report(text: str) -> tuple[str, dict[str, int]]:
     counts: dict[str, int] = {}
     if not text:
         return text, counts
