@@ -24,6 +24,16 @@ _LOG_LINE_RE = re.compile(
     r"at\s+[\w.$<>]+\(|File\s+\"[^\"]+\",\s+line\s+\d+|Traceback\s+\(most\s+recent|[\w.]+(?:Error|Exception):\s).*$"
 )
 _INLINE_CODE_RE = re.compile(r"`([^`\n]{1,80})`")
+# A text the user asks to have worked on, after the request and its colon ("proofread this for my cousin's wedding
+# speech: 'Sam and Alex met in ...'", "把这段 English 改得地道一点：I am very ...", "翻译成英文：..."): someone's text,
+# not the user's statements; the request before the colon stays.
+_WORKED_ON_RE = re.compile(
+    r"(?i)\b(?:proof-?read|translate|re-?write|rephrase|paraphrase|polish|edit|reword|shorten|summari[sz]e|"
+    r"(?:fix|correct|check)\s+(?:the\s+)?(?:grammar|spelling|typos|wording|tone)|make\s+(?:this|it)\s+(?:sound|more))"
+    r"\b[^:：\n]{0,100}?[:：](?=\s*\S)"
+    r"|(?:[把将]?这(?:段|句|篇|个|封)?[^：:\n]{0,16}?|帮我|请|麻烦)(?:改|翻译|译成|润色|校对|改写|精简|缩写|扩写|总结|概括)[^：:\n]{0,20}?[：:]"
+    r"(?=\s*\S)|翻译(?:一下|成[^：:\n]{1,8})?[：:](?=\s*\S)"
+)
 # "Next.js", "v1.2", "Dr. Patel" and "e.g. this" keep their dot; "小王.我" (a mapped "。") ends a sentence.
 # The dot first: the engine finds dots by a fast literal scan, then looks around each (a pattern opening with
 # a lookbehind is tried at every character).
@@ -47,6 +57,9 @@ def clean_text(text: str) -> str:
         text = _LOG_LINE_RE.sub("", text)
     if "`" in text:
         text = _INLINE_CODE_RE.sub(r"\1", text)
+    worked_on = _WORKED_ON_RE.search(text)
+    if worked_on is not None:
+        text = text[: worked_on.end()]
     if "*" in text:  # Markdown emphasis: "**Remember**: ..."
         text = _EMPHASIS_RE.sub("", text)
     return normalize_lines(text if text.isascii() else simplified(text))
