@@ -97,6 +97,16 @@ def _probability(model: Mapping[str, float], bias: float, feats: Mapping[str, fl
     return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
 
 
+# A directive whose object only points back ("when you suggest recipes keep that in mind pls", "记住这个"): what it
+# points at is the sentence before, which the rules or the filter read on its own; alone it holds nothing.
+_POINTS_BACK_ONLY_RE = re.compile(
+    r"\b(?:keep|bear|have)\s+(?:that|this|it|these|those)\s+in\s+mind\b|\b(?:remember|note|noted)\s+(?:that|this|it)\s*"
+    r"(?:pls|please|plz|thanks|thx|ok|okay|for\s+(?:me|later|next\s+time))?\W*$"
+    r"|(?:记住|记着|记一下|记下|注意)(?:一下)?(?:这个|这点|这一点|这些)\W*$",
+    re.I,
+)
+
+
 def keep_probability(text: str) -> float:
     return _probability(weights.KEEP, weights.KEEP_BIAS, features(text))
 
@@ -154,6 +164,7 @@ def residual_candidates(turn: Turn, residual: str, *, lang: str) -> list[Candida
             or _UNDECIDED_RE.search(sentence)
             or sentence.casefold() in seen
             or _names_a_slot_value(sentence)
+            or _POINTS_BACK_ONLY_RE.search(sentence)
             or en_hearsay(sentence)  # the rules' frames of someone else's words or world ("In the novel I'm
             or zh_hearsay(sentence)  # reading ...", "'X' is from a blog post", "好像", "apparently"): not the user's
         ):

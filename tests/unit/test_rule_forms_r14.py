@@ -47,3 +47,45 @@ def test_the_text_after_a_request_to_work_on_it_is_not_the_users_words(text: str
 )
 def test_a_colon_after_other_words_keeps_what_follows(text: str):
     assert found(text) != []
+
+
+# ---------------------------------------------------------------- a prohibition that points back (zh)
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("checkpoint 每 500 步存一次，别改这个频率", ("500", "checkpoint", "不要")),
+        ("晚上十点以后脑子就不转了，别在那之后给我排学习计划", ("十点", "不要")),
+        ("我们的 design system 叫 Lotus，组件都从 @lotus/ui 引，不要自己再造 button", ("@lotus/ui", "button", "用户团队")),
+        ("分支策略改成 trunk-based 了，别再建 develop 分支", ("trunk-based", "develop")),
+    ],
+)
+def test_a_prohibition_keeps_the_clauses_it_points_back_at(text: str, kept: tuple[str, ...]):
+    rules = [content for tier, _, _, content in found(text) if tier == "must"]
+    assert len(rules) == 1 and all(word in rules[0] for word in kept), rules
+
+
+@pytest.mark.parametrize("text", ["好的谢谢，别用 var", "你能帮我看下吗，别用 var"])
+def test_a_prohibition_after_chatter_stands_alone(text: str):
+    assert [c for t, _, _, c in found(text) if t == "must"] == ["不要使用 var。"], found(text)
+
+
+# ---------------------------------------------------------------- someone else's news; a directive that points back
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "My sister just got a job at Spotify in Stockholm! what's a nice congratulations gift?",
+        "my little brother moved to Berlin last month",
+        "my cousin switched to Android, any good apps to recommend him?",
+    ],
+)
+def test_a_sibling_s_or_the_wider_family_s_news_is_theirs(text: str):
+    assert _kept(text) == []
+
+
+def test_a_directive_that_only_points_back_adds_nothing_to_what_it_points_at():
+    kept = _kept("note for you: I'm allergic to shellfish. when you suggest recipes keep that in mind pls")
+    assert kept == ["The user is allergic to shellfish."]

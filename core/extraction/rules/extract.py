@@ -153,8 +153,12 @@ def analyze_turn(turn: Turn, *, roles: Sequence[str] = ("user",)) -> TurnAnalysi
             previous = None
             continue
         start_index = len(candidates)
-        hits = _contrast_joined(
-            sentence, _ellipses_joined(sentence_hits(sentence, emphasised=emphasised, carried_irony=carried_irony))
+        hits = _context_joined(
+            sentence,
+            _contrast_joined(
+                sentence,
+                _ellipses_joined(sentence_hits(sentence, emphasised=emphasised, carried_irony=carried_irony)),
+            ),
         )
         # an ironic sentence, or a clause that states nothing ("I didn't say ...", "..., not mine"), is no
         # statement for the residual filter either: only what the rules kept of it is read
@@ -251,6 +255,40 @@ def _contrast_joined(sentence: str, hits: list[Hit]) -> list[Hit]:
         return hits
     body = cand.content.rstrip(".! ")
     return [(dataclasses.replace(cand, content=f"{head[:1].upper()}{head[1:]}; {body[:1].lower()}{body[1:]}."), 0, end)]
+
+
+# A Chinese prohibition whose clauses before it say what it is about: it points back at them ("checkpoint 每 500 步存
+# 一次，别改这个频率", "晚上十点以后脑子就不转了，别在那之后给我排学习计划"), or they name the thing to use instead
+# ("组件都从 @lotus/ui 引，不要自己再造 button"). Alone, "不要改这个频率" has lost its object.
+_ZH_POINTS_BACK_RE = re.compile(
+    r"这个|那个|这些|那些|这样|那样|这么|那么|那之后|这之后|那以后|这点|这一点|这种|那种|此"
+)
+_ZH_HEAD_VALUE_RE = re.compile(r"[A-Za-z@][\w@./+#-]*\d*|\d+")
+_ZH_HEAD_MAX = 48
+
+
+def _context_joined(sentence: str, hits: list[Hit]) -> list[Hit]:
+    """A Chinese prohibition after clauses no rule read that it points back at or that name what to use
+    instead: one rule, with them (see `_ZH_POINTS_BACK_RE`)."""
+    if len(hits) != 1:
+        return hits
+    cand, start, end = hits[0]
+    if not _carries(cand, "zh") or start == 0 or not cand.content.startswith(("不要", "别", "禁止", "不许", "不准")):
+        return hits
+    head = sentence[:start].strip().rstrip(",，;；:：-—– ").strip()
+    points_back = _ZH_POINTS_BACK_RE.search(cand.content) is not None
+    names_value = _ZH_HEAD_VALUE_RE.search(head) is not None and not any(
+        value in cand.content for value in _ZH_HEAD_VALUE_RE.findall(head)
+    )
+    if (
+        len(head) < 4
+        or len(head) > _ZH_HEAD_MAX
+        or not (points_back or names_value)
+        or re.search(r"[?？吗呢]|帮我|请你|能不能|可以", head)
+    ):
+        return hits
+    head = zh_content(head).rstrip("。")  # in the third person, as the rule is
+    return [(dataclasses.replace(cand, content=f"{head}，{cand.content.rstrip('。.!！ ')}。"), 0, end)]
 
 
 # a rule's content that is only "Never / No / Not" and a word or two: "Never local time." after "... in UTC"

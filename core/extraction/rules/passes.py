@@ -233,8 +233,12 @@ _CHANGE_STATEMENT_HAN = re.compile(
 # to Arch", "her team moved to Linear": not the user's own change, whatever "my" says further on
 _OTHERS_SUBJECT = re.compile(
     r"^\W*(?:(?:so|and|but|btw|fyi|lol)[\s,]+)*(?:a|an|some|someone|somebody|one\s+of|his|her|their|they|he|she|"
-    r"(?:a|my|our)\s+(?:friend|friends|colleague|colleagues|coworker|coworkers|co-worker|neighbou?r|guy|girl|cousin|"
-    r"classmate|roommate|flatmate))\b",
+    r"(?:a|my|our)\s+(?:(?:older|younger|big|little|baby|best)\s+)?(?:friend|friends|colleague|colleagues|coworker|"
+    r"coworkers|co-worker|neighbou?r|guy|girl|cousin|classmate|roommate|flatmate|"
+    # siblings and the wider family: their news is theirs ("my sister just got a job at Spotify"); a spouse's, a
+    # child's or a parent's may be the household's, and is left to the other rules
+    r"sister|sisters|brother|brothers|sibling|siblings|uncle|aunt|auntie|niece|nephew|grandma|grandpa|grandmother|"
+    r"grandfather|brother-in-law|sister-in-law))\b",
     re.I,
 )
 
