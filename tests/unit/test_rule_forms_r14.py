@@ -9,7 +9,7 @@ from core.extraction.candidates import Turn
 from core.extraction.gate import gate_turn
 from core.extraction.residual import residual_candidates
 from core.extraction.rules.sentences import clean_text
-from tests.unit.rule_forms import found
+from tests.unit.rule_forms import found, slots
 
 
 def _kept(text: str) -> list[str]:
@@ -89,3 +89,25 @@ def test_a_sibling_s_or_the_wider_family_s_news_is_theirs(text: str):
 def test_a_directive_that_only_points_back_adds_nothing_to_what_it_points_at():
     kept = _kept("note for you: I'm allergic to shellfish. when you suggest recipes keep that in mind pls")
     assert kept == ["The user is allergic to shellfish."]
+
+
+# ---------------------------------------------------------------- "主要是" is no "要是"; a platform as a stack's subject
+
+
+@pytest.mark.parametrize(
+    ("text", "slot", "value"),
+    [
+        ("stack 主要是 Kotlin + Spring Boot", "project.framework", "spring boot"),
+        ("我们主要是 Kotlin + Spring Boot，数据库 PostgreSQL", "project.language", "kotlin"),
+        ("背景：客户主要是制造业，stack 是 Next.js + Prisma，hosting 在 Vercel", "project.hosting", "vercel"),
+        ("iOS is SwiftUI, Android is Jetpack Compose", "project.framework", "swiftui"),
+        ("web is Next.js", "project.framework", "next.js"),
+    ],
+)
+def test_a_stack_told_with_zhuyao_or_by_platform_fills_its_slots(text: str, slot: str, value: str):
+    assert slots(text).get(slot) == value, found(text)
+
+
+@pytest.mark.parametrize("text", ["要是用 Kotlin 呢", "我们要是换成 Kotlin + Spring Boot 会怎样", "Android is better than iOS?"])
+def test_a_supposition_or_a_comparison_stays_none(text: str):
+    assert slots(text) == {}, found(text)

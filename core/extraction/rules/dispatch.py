@@ -150,7 +150,7 @@ _TOOL_AS_MODIFIER = re.compile(
 # A supposition before the positive value: "suppose I were on X instead of Y", "say we moved from Y to X", "假如换成 X"
 _SUPPOSED = re.compile(
     r"\b(?:if|suppose|supposing|imagine|assuming|what\s+if|hypothetically|let'?s\s+say)\b"
-    r"|(?:^|[,;:(\u2014]\s*)say\s+(?:we|i|you|they|our|my)\b|如果|要是|假如|假设|万一|倘若",
+    r"|(?:^|[,;:(\u2014]\s*)say\s+(?:we|i|you|they|our|my)\b|如果|(?<![主需重])要是|假如|假设|万一|倘若",
     re.I,
 )
 
@@ -365,7 +365,7 @@ def names_change(sentence: str) -> bool:
 _ASKED = re.compile(
     r"(?:\byou\b|\bshould\s+we\b|\bshall\s+we\b|\bwhy\s+not\b|你|要不要|是否|该不该|打算|准备|"
     r"\bplan|\bconsider|\bthinking|\bmaybe\b|\bif\b|\bsuppos\w*|\bimagine|\bassum\w*|\bwhat\s+if|"
-    r"\bwould|\bcould|\bwhether|\bneed\s+to|\bwant\s+to|\bhave\s+to|假如|假设|万一|如果|要是|倘若|是不是|应该|"
+    r"\bwould|\bcould|\bwhether|\bneed\s+to|\bwant\s+to|\bhave\s+to|假如|假设|万一|如果|(?<![主需重])要是|倘若|是不是|应该|"
     r"得|要|想|需要|帮我|帮忙|估|算一下|对比|比较|评估|会上|开会|讨论|聊了?|大家|\bdiscuss\w*|\bmeeting)[^,;]{0,30}$",
     re.I,
 )
@@ -471,7 +471,9 @@ _STATE_NOUN_HAN = re.compile(
 
 def is_question_like(prefix: str) -> bool:
     """A hypothetical or planned prefix ("if we", "should we", "要是") before a change."""
-    pattern = r"\b(?:if|suppose|should|would|could|might|maybe|plan|planning|thinking)\b|如果|要是|假如|打算|准备|考虑"
+    pattern = (
+        r"\b(?:if|suppose|should|would|could|might|maybe|plan|planning|thinking)\b|如果|(?<![主需重])要是|假如|打算|准备|考虑"
+    )
     return re.search(pattern, prefix, re.I) is not None
 
 
@@ -777,6 +779,9 @@ _STACK_SUBJECT_RE = re.compile(
     r"pipeline|ci|layer|cache|queue|server|servers|platform|website|blog|monorepo|tests|test\s+suite|product|saas|"
     r"startup|tool|box|machine|laptop|homelab|home\s+lab|setup|system|side)\b|"
     r"this\s+(?:repo|project|service|app|codebase)\b|(?:tech\s+)?stack\b|backend\b|frontend\b|db\b|database\b|"
+    # a part of the product as the subject: "Main languages are Go and ...", "iOS is SwiftUI, Android is Compose"
+    r"(?:(?:main|primary|core)\s+)?(?:languages?|frameworks?)\s+(?:is|are)\b|(?:ios|android|web|mobile|desktop)"
+    r"(?:\s+(?:app|apps|client|side))?\s+(?:is|are|uses|runs)\b|"
     r"ci\b|infra\b|prod\b|everything\b|all\s+hosted|hosted\b|deployed\b|running\b|built\b|"
     r"100\s*%\s*(?=(?-i:[A-Z])[\w.+#-]*\s*(?:(?:now|these\s+days|nowadays)\s*)?(?:$|[,.;!]))|"
     # "it's all Zustand now", "all on Buildkite these days": the current state, told after a change
@@ -800,7 +805,7 @@ _STACK_BLOCK_RE = re.compile(
     r"\b(?:if|suppose|imagine|would|could|should\s+we|maybe|might|thinking|considering|planning|plan\s+to|want\s+to|"
     r"going\s+to|gonna|said|says|told|colleague|friend|boss|cto|ceo|cfo|vp|manager|wants?|wanted|wishes|today|yesterday|tried|trying|not|never|don't|no\s+longer|"
     r"competitors?|rivals?|vendors?|partners?|suppliers?|clients?|customers?|apparently|reportedly|supposedly|"
-    r"instead|than|vs|versus|or)\b|如果|要是|假如|假设|的话|打算|准备|考虑|可能|也许|同事|朋友|老板|他们|不用|不是|没用|没上|"
+    r"instead|than|vs|versus|or)\b|如果|(?<![主需重])要是|假如|假设|的话|打算|准备|考虑|可能|也许|同事|朋友|老板|他们|不用|不是|没用|没上|"
     r"不再|放弃|有没有|是不是|能不能|怎么|为什么|哪个|哪些|还是[^,]{0,20}?(?:好|呢|吧|更)|或者|对比|比较|今天|试了|试试|[?？吗]|[A-Za-z0-9+#.]\s*(?!上了|里了)[\u4e00-\u9fff]{1,3}了(?!解)|"
     r"\b(?:installed|ran|used\s+\w+\s+to|just|discuss\w*|meeting|talked|debated)\b|讨论|会上|开会|聊过|要不要|评估|隔壁|"
     # a plan denied ("我们没有要上 K8s"), a relative as the subject ("我弟在学 Java")
