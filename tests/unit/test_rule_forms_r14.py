@@ -111,3 +111,25 @@ def test_a_stack_told_with_zhuyao_or_by_platform_fills_its_slots(text: str, slot
 @pytest.mark.parametrize("text", ["要是用 Kotlin 呢", "我们要是换成 Kotlin + Spring Boot 会怎样", "Android is better than iOS?"])
 def test_a_supposition_or_a_comparison_stays_none(text: str):
     assert slots(text) == {}, found(text)
+
+
+# ---------------------------------------------------------------- standing rules with everyday verbs; 严禁
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("Always cc Priya on anything that touches the payments schema.", "Always cc Priya"),
+        ("always look for exit rows when you help me book", "Always look for exit rows"),
+        ("always book aisle seats for me", "Always book aisle seats"),
+        ("严禁在群里贴客户的手机号，截图也要打码", "禁止在群里贴客户的手机号"),
+    ],
+)
+def test_a_standing_rule_with_an_everyday_verb_is_kept(text: str, kept: str):
+    rules = [content for tier, _, _, content in found(text) if tier == "must"]
+    assert any(rule.startswith(kept) for rule in rules), rules
+
+
+@pytest.mark.parametrize("text", ["always sunny here lol", "I always book hotels last minute, is that dumb?", "严禁"])
+def test_always_or_a_ban_with_no_rule_is_none(text: str):
+    assert [c for t, _, _, c in found(text) if t == "must"] == [], found(text)

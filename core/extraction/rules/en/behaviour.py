@@ -182,7 +182,14 @@ IMPERATIVE_VERBS = frozenset(
     "check verify review read go let set leave respect stay avoid skip emit raise throw catch "
     "handle validate sign annotate declare store cache touch open close copy paste bump pin upgrade "
     "downgrade switch target support mark tag greet address refer refrain steer favor favour lean drop cut omit trim "
-    "ditch spell ping notify confirm wait loop".split()
+    "ditch spell ping notify confirm wait loop "
+    # everyday verbs of errands and office work: "always cc Priya on ...", "always look for exit rows ..."
+    "look find search book schedule plan remind email message cc bcc bring buy order pick choose compare consider "
+    "convert calculate estimate measure round factor bake build design draft prepare attach exclude filter group "
+    "hide mask redact encrypt escape sanitize sanitise normalize normalise align bold label timestamp version "
+    "backup clean clear reset restart rollback retry paginate proofread source reference credit treat count note "
+    "record track save archive export upload share publish post forward reserve allow block require enable "
+    "disable".split()
 )
 _ONE_OFF = re.compile(
     r"\b(?:yet|this\s+time|for\s+now|right\s+now|today|tonight|tomorrow|at\s+the\s+moment|(?:this|these)\s+(?:file|"
