@@ -133,3 +133,24 @@ def test_a_standing_rule_with_an_everyday_verb_is_kept(text: str, kept: str):
 @pytest.mark.parametrize("text", ["always sunny here lol", "I always book hotels last minute, is that dumb?", "严禁"])
 def test_always_or_a_ban_with_no_rule_is_none(text: str):
     assert [c for t, _, _, c in found(text) if t == "must"] == [], found(text)
+
+
+# ---------------------------------------------------------------- remember requests: 以后都记得，…; "remember his ..."
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("以后都记得，我们公司的财年是从 7 月开始的，别按自然年算季度", ("7 月", "财年")),
+        ("今后记住：部署只在周二", ("周二",)),
+        ("oh wait he's turning 11, I can't count. redo it, and remember his birthday is March 3rd", ("March 3rd",)),
+    ],
+)
+def test_a_remember_request_keeps_what_follows_it(text: str, kept: tuple[str, ...]):
+    rules = [content for tier, _, _, content in found(text) if tier == "must"]
+    assert len(rules) == 1 and all(word in rules[0] for word in kept), rules
+
+
+@pytest.mark.parametrize("text", ["都记住了", "remember her?", "remember his face when he saw it? lol"])
+def test_an_acknowledgement_or_a_memory_of_the_past_is_no_request(text: str):
+    assert found(text) == [], found(text)

@@ -45,7 +45,7 @@ _REMEMBER_RE = re.compile(
     r"[^:,]{1,40}(?=\s*:))?(?:\s+(?:of\s+)?"
     r"(?P<det>this|that|the\s+following)\b)?(?:\s+(?:pls|please|plz))?\s*(?P<sep>[-=]>|[:,;-])?\s*(?P<p>.*)$", re.I)
 _PAYLOAD_START = re.compile(
-    r"^(?:i|i'm|i've|i'd|i'll|im|my|we|we're|we've|our|you|you're|your|the|this|there|it's|he|she|they|to|"
+    r"^(?:i|i'm|i've|i'd|i'll|im|my|we|we're|we've|our|you|you're|your|the|this|there|it's|he|she|they|his|her|their|to|"
     r"always|never|don't|do\s+not|use|avoid|[A-Z0-9])")
 # A payload opening with a noun phrase must say something about it ("the prod DB is on port 5433").
 _IS_STATEMENT = re.compile(
