@@ -182,7 +182,15 @@ def decide(
         name, when = ended_since
         return Decision(Op.HISTORY, f"{name!r} was left since", valid_to=when)
     if cand.slot:
-        return _slotted(cand, slot_rows=slot_rows, llm_available=llm_available)
+        decision = _slotted(cand, slot_rows=slot_rows, llm_available=llm_available)
+        if decision.op == Op.ADD:
+            # the slot is empty, but a newer change in no slot may hold its topic ("现在统一 3.12 了" before a late
+            # "我们升到 Python 3.10 了"): then the late value is past, as against the slot's own newer value
+            same_kind = [n for n in neighbours if n.kind == cand.kind and n.status == "active"]
+            later = _topic_changed(cand, same_kind)
+            if later is not None and later.op == Op.HISTORY:
+                return later
+        return decision
     return _unslotted(cand, neighbours=neighbours, policy=policy, llm_available=llm_available)
 
 

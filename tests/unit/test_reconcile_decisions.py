@@ -416,3 +416,18 @@ def test_a_change_that_gives_a_value_of_the_same_specific_kind_replaces_the_memo
         assert "version" not in value_kinds(text), text
     assert value_kinds("v2.3 is out") == {"version"}
     assert value_kinds("裁员之后剩 9 个人") == {"unit:people"}
+
+
+def test_a_late_value_for_an_empty_slot_is_history_under_a_newer_change_in_no_slot_on_its_topic():
+    """Delivered out of order: "现在统一 3.12 了" (no slot, a change) is current; the older "我们升到 Python 3.10 了"
+    fills the project's language slot, empty since 3.12 replaced 3.8 in no slot: it is past, not a second current
+    value."""
+    newer = row("m1", "现在统一 3.12 了,可以放心用新语法", since=T + 30 * DAY)
+    late = cand("用户的项目使用 Python 3.10。", when=T, slot="project.language", value="python 3.10")
+    d = decide(late, neighbours=[newer], slot_rows=[])
+    assert d.op == Op.HISTORY and d.superseded_by == "m1"
+    # newer than the change, or with nothing on its topic: the slot's first value
+    fresh = cand("用户的项目使用 Python 3.10。", when=T + 40 * DAY, slot="project.language", value="python 3.10")
+    assert decide(fresh, neighbours=[newer], slot_rows=[]).op == Op.ADD
+    other = row("m2", "The user's alarm is 5:45 now.", since=T + 30 * DAY)
+    assert decide(late, neighbours=[other], slot_rows=[]).op == Op.ADD

@@ -154,3 +154,23 @@ def test_a_remember_request_keeps_what_follows_it(text: str, kept: tuple[str, ..
 @pytest.mark.parametrize("text", ["都记住了", "remember her?", "remember his face when he saw it? lol"])
 def test_an_acknowledgement_or_a_memory_of_the_past_is_no_request(text: str):
     assert found(text) == [], found(text)
+
+
+# ---------------------------------------------------------------- the state now names its slot's tool; 租房住在
+
+
+@pytest.mark.parametrize(
+    ("text", "slot", "value"),
+    [
+        ("换手机了，现在用 iPhone 15，微信聊天记录怎么迁移？", "user.phone", "iphone 15"),
+        ("Kafka 也下掉了，现在是 Pulsar，多租户好管一些", "project.queue", "pulsar"),
+        ("we now push all images to GHCR instead", "project.registry", "ghcr"),
+        ("我租房住在浦东，离公司近", "user.location", "浦东"),
+    ],
+)
+def test_the_state_now_fills_the_slot_of_the_tool_it_names(text: str, slot: str, value: str):
+    assert slots(text).get(slot) == value, found(text)
+
+
+def test_a_tool_as_the_subject_of_the_state_is_not_its_value():
+    assert "project.language" not in slots("the team voted for Prettier defaults, so JS is 2-space indentation now")

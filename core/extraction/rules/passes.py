@@ -391,7 +391,24 @@ def _now_state_hits(clause: str) -> list[Hit]:
     topic = topic_slot(clause)
     if topic is not None:
         cand = dataclasses.replace(cand, slot=topic, value=topic_value(content))
+    elif (tool := _now_tool(clause, match.start())) is not None:
+        # "换手机了，现在用 iPhone 15", "it's Vitest now": the tool told as the state now is its slot's value
+        cand = dataclasses.replace(cand, slot=tool.slot, value=tool.canonical)
     return [(cand, 0, len(clause))]
+
+
+def _now_tool(clause: str, at: int) -> Tool | None:
+    """The one slotted tool the state told from `at` names, when it names exactly one and not as the subject of
+    what is told ("so JS is 2-space indentation now" is about indentation, not the language)."""
+    tools = {
+        tool.canonical: tool
+        for tool, start, end in find_tools(clause)
+        if start >= at and tool.slot and not _COPULA_AFTER.match(clause, end)
+    }
+    return next(iter(tools.values())) if len(tools) == 1 else None
+
+
+_COPULA_AFTER = re.compile(r"\s*(?:is|are|'s|was|were|has|have)\b|\s*(?:是|的|都是|也是|已经是)(?!\s*$)", re.I)
 
 
 # A value set right against the one it replaces, with no rule's subject around it: "it's Florence not Rome",
