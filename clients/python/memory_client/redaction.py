@@ -1990,7 +1990,8 @@ _CPF_LABELLED = re.compile(
 )
 _DNI = re.compile(
     r"(?P<lead>(?<![A-Za-z])(?:dni|nie|nif)\b[^0-9\n]{0,16}?)"
-    r"(?P<v>(?<![0-9A-Za-z])[XYZxyz]?[0-9]{7,8}[ -]?[A-Za-z](?![0-9A-Za-z]))",
+    # (an NIE's letter may stand apart as its digits' check letter does, set 26: "Z-3348287-K")
+    r"(?P<v>(?<![0-9A-Za-z])(?:[XYZxyz][ -]?)?[0-9]{7,8}[ -]?[A-Za-z](?![0-9A-Za-z]))",
     _I,
 )
 _DNI_LETTERS = "TRWAGMYFPDXBNJZSQVHLCKE"
@@ -2038,8 +2039,9 @@ _NINO = re.compile(
     _I,
 )
 _TW_ID = re.compile(r"(?P<v>[A-Z](?<![A-Za-z0-9][A-Z])[12][0-9]{8}(?![A-Za-z0-9]))")
+# (a space may stand after the letters, as the card prints them and people copy it, set 26: "R 889469 (7)")
 _HKID = re.compile(
-    r"(?P<v>[A-Z](?<![A-Za-z0-9][A-Z])[A-Z]?[0-9]{6}[ \t]?(?:\([0-9A]\)|[0-9A])(?![A-Za-z0-9]))"
+    r"(?P<v>[A-Z](?<![A-Za-z0-9][A-Z])[A-Z]?[ \t]?[0-9]{6}[ \t]?(?:\([0-9A]\)|[0-9A])(?![A-Za-z0-9]))"
 )
 _AADHAAR = re.compile(
     r"(?P<lead>(?<![A-Za-z])(?:aadhaar|aadhar|uidai|आधार)[^0-9\n]{0,24}?)"
@@ -3989,7 +3991,8 @@ def _fr_nir_ok(s: str) -> bool:
 # India's PAN after its label: 5 letters (the 4th the holder's type), 4 digits, a letter.
 _IN_PAN_LABEL = r"(?:(?-i:PAN)|(?<![A-Za-z])permanent[ \t]+account[ \t]+number)(?![A-Za-z])"
 _IN_PAN = re.compile(
-    r"(?P<lead>" + _IN_PAN_LABEL + r"(?:[ \t]+(?:card|no\.?|number|#))?[ \t]*(?:[:：=#-]|is)?[ \t]*)"
+    # (a label's nouns may stack, set 26: "PAN card no: ...", "PAN card number")
+    r"(?P<lead>" + _IN_PAN_LABEL + r"(?:[ \t]+(?:card|no\.?|number|#)){0,2}[ \t]*(?:[:：=#-]|is)?[ \t]*)"
     r"(?P<v>(?-i:[A-Z]{3}[PCHFATBLJG][A-Z][0-9]{4}[A-Z])(?![A-Za-z0-9]))",
     _I,
 )
@@ -5266,6 +5269,23 @@ def _codice_fiscale_ok(s: str) -> bool:
     return chr(65 + total % 26) == s[15]
 
 
+# Mexico's CURP (set 26: "墨西哥同事的 CURP：RAOD760521HQTMRG22"): four letters of the name (the second a vowel or X),
+# the birth date, the sex (H, M, or X), one of the 32 states' codes (or NE, born abroad), three consonants of the
+# name, a character that tells the century and the check digit (RENAPO's: each of the first 17 characters' place in
+# 0-9 A-N Ñ O-Z weighted 18 down to 2, the sum's complement to ten). So narrow a shape with its check needs no label.
+_CURP = re.compile(
+    r"(?P<v>[A-Z](?<![A-Za-z0-9][A-Z])[AEIOUX][A-Z]{2}[0-9]{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12][0-9]|3[01])[HMX]"
+    r"(?:AS|BC|BS|CC|CL|CM|CS|CH|DF|CX|DG|GT|GR|HG|JC|MC|MN|MS|NT|NL|OC|PL|QT|QR|SP|SL|SR|TC|TS|TL|VZ|YN|ZS|NE)"
+    r"[B-DF-HJ-NP-TV-Z]{3}[0-9A-Z][0-9](?![A-Za-z0-9]))"
+)
+_CURP_CHARS = "0123456789ABCDEFGHIJKLMNÑOPQRSTUVWXYZ"
+
+
+def _curp_ok(s: str) -> bool:
+    total = sum(_CURP_CHARS.index(c) * (18 - i) for i, c in enumerate(s[:17]))
+    return (10 - total % 10) % 10 == int(s[17])
+
+
 # A server's session cookie named by its framework's name (set 23: "cookie 是 JSESSIONID=B32A...", no `Cookie:`
 # header): JSESSIONID, PHPSESSID, ASP.NET_SessionId, ASPSESSIONID..., connect.sid, laravel_session, the value a
 # generated one of 16+ characters.
@@ -5938,6 +5958,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("card", _CARD_EXPIRY, _swap_value("card"), after="card"),
     _Rule("card", _CVV_SPACED, _cvv_spaced_action, after="card"),
     _Rule("national_id", _CODICE_FISCALE, _swap("national_id", _codice_fiscale_ok), _DIGITS),
+    _Rule("national_id", _CURP, _swap("national_id", _curp_ok), _DIGITS),
     _Rule("national_id", _ITIN, _swap("national_id", _itin_ok), _SET23_RARE_GATE, needs=_ITIN_NEEDS),
     _Rule("api_key", _SESSION_COOKIE, _session_cookie_action, _SET23_RARE_GATE, needs=_SESSION_COOKIE_NEEDS),
     _Rule("password", _QA_INLINE, _qa_inline_action, _SET23_RARE_GATE, needs=_QA_NEEDS),
