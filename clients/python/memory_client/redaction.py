@@ -4380,6 +4380,10 @@ _to_password = _labelled_action("password", generated=False)
 _PASSPORT_LABEL = (
     r"(?i:(?<![A-Za-z])passport(?:[ \t]+(?:no\.?|nr\.?|number|num\.?|#))?"
     r"|(?:护照|護照)(?:号码|號碼|号|號|编号|編號)?|パスポート(?:番号)?|여권[ \t]*번호"
+    # the travel permits China issues in a passport's stead (set 26: "往来港澳通行证号码 CK4799975"): to Hong Kong and
+    # Macau, to Taiwan, and the home-return permit, each numbered as a passport is (a letter or two, then digits)
+    r"|(?:(?:往来|往來)?(?:港澳|台湾|臺灣|台灣|大陆|大陸)(?:居民)?(?:来往|來往|往来|往來)?(?:内地|內地|大陆|大陸)?"
+    r"通行(?:证|證)|回乡证|回鄉證)(?:号码|號碼|号|號|编号|編號|证号|證號)?"
     r"|(?<![A-Za-z])(?:reisepass|passeport|pasaporte|passaporto|paspoort)"
     r"(?:[ \t-]*(?:nummer|nr\.?|n[°o]\.?|numéro|número|numero))?)"
 )
@@ -4391,7 +4395,9 @@ _PASSPORT = re.compile(
 )
 _PASSPORT_HEAD = re.compile(_PASSPORT_LABEL)
 # windowed: "pass" (already a word of the shared scan) stands for passport, Reisepass, passeport, passaporto
-_PASSPORT_GATE = ("pass", "护照", "護照", "パスポート", "여권", "pasaporte", "paspoort")  # fmt: skip
+_PASSPORT_GATE = (
+    "pass", "护照", "護照", "パスポート", "여권", "pasaporte", "paspoort", "通行证", "通行證", "回乡证", "回鄉證",
+)  # fmt: skip
 
 # A passport's or a visa's machine-readable zone, the line that carries the numbers (the eleventh set: a photo
 # page read by OCR): TD3 (passports, 44 characters) and TD2 (36) line 2, document number, nationality, birth
