@@ -3862,14 +3862,39 @@ def _docker_auth_action(m: re.Match[str]) -> tuple[str, int]:
 # CVV / CVC / CVN2 / CSC, 安全码, 校验码, and the Chinese "the three digits on the back" (背面后三位, 卡背三位):
 # only once a card was replaced earlier in the same text ("CID" alone is a customer id elsewhere). A full stop may
 # end the sentence after it ("security code 010."; the tenth set); a decimal point may not.
+# Set 26: its short name "sec code" ("good thru 0131, sec code 626"), "the (little four-digit) number on the front"
+# as Amex prints its CID, "the code on the back" too; asked as a question and answered in the next sentence ("Code on
+# the back? It's 988."), and told in number words ("nine-eight-eight"; three or four of them).
+_DIGIT_WORD = r"(?:zero|oh|one|two|three|four|five|six|seven|eight|nine)"  # (the spoken PIN's words, below)
+_CVV_WORDS = (
+    _DIGIT_WORD
+    + r"(?:(?:[ \t]*-[ \t]*|[ \t]+)"
+    + _DIGIT_WORD
+    + r"){2,3}(?![A-Za-z]|[ \t]*-?[ \t]*"
+    + _DIGIT_WORD
+    + ")"
+)
 _CVV_NEAR_CARD = re.compile(
     r"\[REDACTED:card\](?P<mid>[^\n]{0,80}?"
-    r"(?:(?<![A-Za-z])(?:cid|cvv2?|cvc2?|cvn2?|csc|security[ \t]+code)(?![A-Za-z])|安全码|校验码|验证码"
+    r"(?:(?<![A-Za-z])(?:cid|cvv2?|cvc2?|cvn2?|csc|sec(?:urity|\.)?[ \t]+code)(?![A-Za-z])|安全码|校验码|验证码"
+    r"|(?<![A-Za-z])(?P<side>(?:code|number|digits?|numbers)[ \t]+on[ \t]+(?:the|its)[ \t]+(?:back|front))(?![A-Za-z])"
     r"|(?:卡?背面?|卡背)的?(?:后|末)?三位(?:数字?|码)?|(?:后|末)三位(?:数字?|码)?)"
-    r"(?:[ \t]*(?:code|number|no\.?))?[ \t]*(?:[:：=#]|is(?![A-Za-z])|是|为)?[ \t]*)"
-    r"(?P<v>(?<![0-9])[0-9]{3,4})(?![0-9A-Za-z/:]|\.[0-9]|[ \t]*(?:digits?|位|个))",
+    r"(?:[ \t]*(?:code|number|no\.?))?[ \t]*(?:[?？][ \t]*(?:it'?s|it[ \t]+is)?|[:：=#]|is(?![A-Za-z])|是|为)?[ \t]*)"
+    r"(?P<v>(?<![0-9])[0-9]{3,4}|(?<![A-Za-z])"
+    + _CVV_WORDS
+    + r")(?![0-9A-Za-z/:]|\.[0-9]|[ \t]*(?:digits?|位|个))",
     _I,
 )
+# (the last four digits are printed on a card's front too: "the last four digits on the front: 4242" is no code)
+_LAST_FOUR_BEFORE = re.compile(r"(?<![A-Za-z])(?:last|final|ending)(?![A-Za-z])[^\n]{0,20}\Z", _I)
+
+
+def _cvv_near_card_action(m: re.Match[str]) -> tuple[str, int]:
+    side = m.start("side")
+    if side != -1 and _LAST_FOUR_BEFORE.search(m.string, max(0, side - 24), side) is not None:
+        return m.group(), 0
+    return _swap_value("card")(m)
+
 
 # Vendor secrets with a check of their own or a fixed shape, numbers that identify a person, with their check.
 # A BitLocker recovery key: 8 groups of 6 digits, each a multiple of 11 below 720896 (each encodes 16 bits).
@@ -4454,7 +4479,6 @@ def _mrz_ok(line: str) -> bool:
 # A PIN or code dictated as words (speech to text): "the pin they gave me is four one seven two", "支付密码是三五
 # 七九二四", "门禁码：幺三五七". After a PIN / password / code label and a verb or colon (a few words may stand
 # between: "the pin they sent is"), 4 to 12 digit words (English) or Chinese numerals (幺 and 两 included).
-_DIGIT_WORD = r"(?:zero|oh|one|two|three|four|five|six|seven|eight|nine)"
 _CN_NUMERAL = "[零〇一二三四五六七八九幺两]"
 _CN_NUMERAL_T = "[零〇一二三四五六七八九幺两兩]"  # with the traditional 兩
 # or typed one by one, digits or words between spaces, dashes, commas or dots ("the alarm code is 2 3 2 1", "pin:
@@ -5884,7 +5908,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _PW_AND_PW, _pw_and_pw_action, after="password"),
     _Rule("password", _PW_SLASH_PARTNER, _pw_slash_partner_action, after="password"),
     _Rule("card", _CVV_AFTER_CARD, _swap_value("card"), after="card"),
-    _Rule("card", _CVV_NEAR_CARD, _swap_value("card"), after="card"),
+    _Rule("card", _CVV_NEAR_CARD, _cvv_near_card_action, after="card"),
     _Rule("card", _CARD_EXPIRY, _swap_value("card"), after="card"),
     _Rule("ssn", _SSN, _ssn_action, _DIGITS, needs=_LONG_NUMBER),
     _Rule("ssn", _SSN_LABELLED, _ssn_action, ("ssn", "social")),
