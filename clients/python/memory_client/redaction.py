@@ -3259,7 +3259,11 @@ _OTP_CONTEXT = re.compile(
     r"sms|text(?:ed|s)?[ \t]+(?:message|me|you|him|her|us|them)|(?:by|via|over|in[ \t]+a)[ \t]+text(?![A-Za-z])"
     r"|otp|2fa|mfa|one[ -]?time|verif|短信|验证|口令"
     # an authenticator app or a second step (the fourteenth set: "Google Authenticator 上 ... 那个 code")
-    r"|authenticator|authy|totp|2-?step|two[ -](?:step|factor)|动态",
+    r"|authenticator|authy|totp|2-?step|two[ -](?:step|factor)|动态"
+    # a code that lasts minutes, or one a machine read out on a call (set 26: "The code from Chase is X, it says it
+    # expires in 10 minutes", "The automated call read out the code: X"): a one-time code's own words
+    r"|(?:expires?|expiring|valid|good)[ \t]+(?:in|for|within)[ \t]+(?:[0-9]{1,2}|one|two|three|five|ten|fifteen"
+    r"|twenty|thirty)[ \t]*(?:minutes?|mins?)(?![A-Za-z])|(?:automated|voice|robo)[ \t-]*call",
     _I,
 )
 _NEXT_GROUP = re.compile(r"[ \t]+[0-9]")
@@ -4488,7 +4492,7 @@ _SPOKEN_DIGIT = r"(?:" + _DIGIT_WORD + r"|(?<![0-9])(?<![0-9]\.)[0-9](?![0-9]))"
 _SPOKEN_SEP = r"(?:[ \t]*[,-][ \t]*|[ \t]+|[ \t]*(?:\.{2,3}|…)[ \t]*|\.[ \t]+)"
 _SPOKEN_PIN = re.compile(
     r"(?P<lead>(?:(?<![A-Za-z])(?P<label>pin|passcode|pass[ \t]code|password|code|combo|combination)(?![A-Za-z])"
-    r"|密码|密碼|口令|验证码|驗證碼|门禁码|开锁码)"
+    r"|密码|密碼|口令|验证码|驗證碼|动态码|動態碼|校验码|校驗碼|门禁码|开锁码)"
     r"[^\n.;!?。，,；！？0-9]{0,24}?(?:(?<![A-Za-z])(?:is|was|are)(?![A-Za-z])|[:：=]|是|为|為)[ \t]*(?:[:：][ \t]*)?)"
     r"(?P<v>"
     + _SPOKEN_DIGIT
@@ -4506,6 +4510,7 @@ _SPOKEN_PIN = re.compile(
 )
 _SPOKEN_PIN_GATE = (
     "pin", "code", "pass", "combo", "combination", "密码", "密碼", "口令", "验证码", "驗證碼", "门禁码", "开锁码",
+    "动态码", "動態碼", "校验码", "校驗碼",
 )  # fmt: skip
 # (one pass, case-sensitive and the digit words' branch first, as before: a flag or a second word-led branch made
 # this search cost a fifth of `redact` on a 32 KB paste)
