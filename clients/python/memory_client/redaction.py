@@ -4750,10 +4750,21 @@ _SPELLED_CODE = re.compile(
     + _DIGIT_WORD
     + r"(?:(?:[ \t]*[,-][ \t]*|[ \t]+)"
     + _DIGIT_WORD
-    + r"){3,7})(?![A-Za-z])"
-    r"|(?P<lead2>(?:密码|密碼|口令|验证码|驗證碼|门禁码|開門碼|开门码|取件码|取件碼|code)[^\n0-9]{0,12}?)"
-    r"(?P<v2>" + _CN_NUMERAL_T + r"{4,8})(?![零〇一二三四五六七八九十百千万幺两兩])",
+    + r"){3,7}"
+    # (or one digit said so many times, set 26: "取款密码：六个八" for 888888, "the PIN is four sevens")
+    + r"|(?:four|five|six|eight)[ \t]+(?:zero|one|two|three|four|five|six|seven|eight|nine)e?s)(?![A-Za-z])"
+    r"|(?P<lead2>(?:密码|密碼|口令|验证码|驗證碼|动态码|動態碼|校验码|校驗碼|门禁码|開門碼|开门码|取件码|取件碼|code)"
+    r"[^\n0-9]{0,12}?)"
+    r"(?P<v2>" + _CN_NUMERAL_T + r"{4,8}(?![零〇一二三四五六七八九十百千万幺两兩])"
+    r"|[四五六八](?:个|個)" + _CN_NUMERAL_T + r"(?![\u3400-\u9fffA-Za-z0-9]))",
     _I,
+)
+# (a digit said so many times: a count of four to eight, as a PIN has, then the digit)
+_SPELLED_NEEDS_REPEATED = re.compile(
+    r"[四五六八][个個]"
+    + _CN_NUMERAL_T
+    + r"|(?:four|five|six|eight)[ \t]+(?:zero|one|two|three|four|five|six|seven"
+    r"|eight|nine)e?s(?![a-z])"
 )
 
 
@@ -5862,6 +5873,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _SQ_ANSWER, _sq_action, _SQ_GATE),
     _Rule("password", _SPELLED_CODE, _spelled_code_action, _CODE_FIRST_GATE, needs=_SPELLED_NEEDS),
     _Rule("password", _SPELLED_CODE, _spelled_code_action, _CODE_FIRST_GATE, needs=_SPELLED_NEEDS_ZH),
+    _Rule("password", _SPELLED_CODE, _spelled_code_action, _CODE_FIRST_GATE, needs=_SPELLED_NEEDS_REPEATED),
     _Rule("password", _MEETING_PASSCODE, _meeting_action, _MEETING_GATE),
     _Rule("password", _MEMORABLE, _memorable_action, ("memorable",)),
     _Rule("password", _ZH_WORD_CODE, _swap_value("password"), ("口令", "暗号", "暗號", "密码", "密碼")),
