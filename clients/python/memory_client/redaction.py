@@ -4639,6 +4639,24 @@ def _pw_in_brackets_action(m: re.Match[str]) -> tuple[str, int]:
     return _swap_value("password")(m)
 
 
+# ... or right after its label in square or lenticular brackets, as a note marks a value off (set 26: "大众点评 密码
+# [qq0413813]", "个税app密码【guoxiaoyan_19771130】"): the whole bracket's content, one run of 4 to 64 characters that
+# looks like a password (or is 4+ digits). Kept: an index in code (`password[0]`, `user.password[i]`), a stand-in
+# (`密码【请输入】`, `password [your password]`), a word (`password [required]`).
+_PW_BRACKETED = re.compile(
+    r"(?P<lead>(?<![0-9_.$>-])(?:" + _PW_IN_BRACKETS_LABEL + r")[ \t]*[:：]?[ \t]*[\[【〔])"
+    r"(?P<v>(?!REDACTED:)[\x21-\x5a\x5c\x5e-\x7e]{4,64})(?=[ \t]*[\]】〕])",
+    _I,
+)
+
+
+def _pw_bracketed_action(m: re.Match[str]) -> tuple[str, int]:
+    secret = m.group("v")
+    if _stand_in(secret) or not (secret.isdigit() or _pw_shaped(secret)):
+        return m.group(), 0
+    return _swap_value("password")(m)
+
+
 _PW_GATE = ("pass", "pw", "pin", "密码", "密碼", "口令", "授权码", "授權碼")
 _KEY_GATE = ("secret", "key", "token", "psk", "密钥", "秘钥", "密鑰", "密匙", "秘匙", "令牌")
 _PRIVATE_GATE = ("private", "私钥", "私鑰")
@@ -5882,6 +5900,14 @@ _RULES: tuple[_Rule, ...] = (
         "password",
         _PW_IN_BRACKETS,
         _pw_in_brackets_action,
+        _PW_GATE,
+        re.compile(_PW_IN_BRACKETS_LABEL, _I),
+        True,
+    ),
+    _Rule(
+        "password",
+        _PW_BRACKETED,
+        _pw_bracketed_action,
         _PW_GATE,
         re.compile(_PW_IN_BRACKETS_LABEL, _I),
         True,
