@@ -1437,7 +1437,9 @@ _CREDENTIALS = re.compile(
     + r"(?:(?P<far>(?:(?:[ \t]+[A-Za-z'-]+){1,4}?|[ \t]*[\u4e00-\u9fff]{1,6}?)[ \t]*[:：](?:[ \t]*\r?\n)?)|"
     + _ANY_CONNECTOR
     + r")[ \t]*"
-    r"(?P<user>[A-Za-z0-9_.@+-]{1,64})(?:[ \t]*[/／][ \t]*|:))" + _PAIR_VALUE,
+    # (or a pipe between, as a note or a table cell joins them, set 26: "Prime Video login -> a@b.com | X"; the value
+    # must then look like a password)
+    r"(?P<user>[A-Za-z0-9_.@+-]{1,64})(?:[ \t]*[/／][ \t]*|:|[ \t]*(?P<pipe>[|｜])[ \t]*))" + _PAIR_VALUE,
     _I,
 )
 # "用 test01 / Test0101 登录"
@@ -1477,6 +1479,7 @@ def _pair_action(m: re.Match[str]) -> tuple[str, int]:
         # look like credentials, the password not a word ("login page steps: home / settings")
         or (m.groupdict().get("far") is not None and (len(secret) < 6 or _plain_word(secret)))
         or (m.groupdict().get("acct") is not None and not _strong_secret(secret, 6))
+        or (m.groupdict().get("pipe") is not None and not (len(secret) >= 6 and _pw_shaped(secret)))
         or _vendor_default(text, m.start("v"), secret)
     ):
         return m.group(), 0
