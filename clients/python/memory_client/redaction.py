@@ -5420,6 +5420,45 @@ def _pw_then_is_action(m: re.Match[str]) -> tuple[str, int]:
     return _tag("password") + m.group("rest"), 1
 
 
+# A password described by what it is made of, then given (set 26: "The password? It's the dog's name plus the year we
+# got him, so Rufus2010.", "passcode？就是猫的名字加 2012，Bobo2012。", "你问密码啊。我生日后面加名字首字母：
+# 19640207zn"): a password label, then on its line within 160 characters a recipe, a part people build passwords
+# from (a name, a birthday, a year, initials, 生日, 名字, 首字母 ...) joined to another (plus, followed by, then, +,
+# 加, 接, 跟), then ", so", a colon or a Chinese comma and the value, which looks like a password and holds a letter
+# and a digit. Kept: the recipe alone ("密码是生日加名字首字母，你猜"), a word after it ("..., so easy to
+# remember"), 加密.
+_PW_RECIPE = re.compile(
+    r"(?:(?<![A-Za-z])(?:pass(?:word|code|phrase)|pwd|pw)(?![A-Za-z])|密码|密碼|口令)"
+    r"(?P<lead>[^\n]{0,160}?(?:,?[ \t]+so[ \t]+|[:：][ \t]*|，[ \t]*)[\"'`“‘]?)"
+    r"(?P<v>(?!\[REDACTED:)[\x21-\x7e]{6,64})",
+    _I,
+)
+_RECIPE_PART = re.compile(
+    r"(?<![A-Za-z])(?:name|birthday|birth[ \t]*date|(?:birth[ \t]*)?year|initials?|surname|dob)s?(?![A-Za-z])"
+    r"|生日|名字|姓名|首字母|拼音|年份|出生|缩写|縮寫",
+    _I,
+)
+_RECIPE_JOIN = re.compile(r"(?<![A-Za-z])(?:plus|followed[ \t]+by|then)(?![A-Za-z])|\+|加(?!密)|接|跟", _I)
+_PW_RECIPE_NEEDS = re.compile(r"plus|followed[ \t]+by|then|\+|加(?!密)|接|跟")
+
+
+def _pw_recipe_action(m: re.Match[str]) -> tuple[str, int]:
+    value = m.group("v")
+    secret = value.rstrip(_PW_TRAILING + "!?")
+    lead = m.group("lead")
+    if (
+        len(secret) < 6
+        or _RECIPE_PART.search(lead) is None
+        or _RECIPE_JOIN.search(lead) is None
+        or not (_has_letter(secret) and _has_digit(secret) and _pw_shaped(secret))
+        or _stand_in(secret)
+        or _EMAIL.fullmatch(secret)
+        or _DATE_OR_TIME.fullmatch(secret)
+    ):
+        return m.group(), 0
+    return _tag_value_head(m, len(secret), "password")
+
+
 # A vendor's factory default named as such (set 23: "routers ship with the default login admin/admin", "出厂默认的
 # 管理账号和密码都是admin", "Grafana 默认账号 admin / admin"): a product's published default, no one's credential.
 # Only the well-known default words, and only when "default / factory / ships with / 默认 / 出厂" stands within 60
@@ -6046,6 +6085,8 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _PW_NOTE, _pw_note_action, _SET22_PW_GATE, needs=_PW_NOTE_NEEDS),
     _Rule("password", _PARTS, _parts_action, _SET22_PW_GATE, needs=_PARTS_NEEDS),
     _Rule("password", _PW_THEN_IS, _pw_then_is_action, _SET22_PW_GATE, needs=_PW_THEN_IS_NEEDS),
+    # set 26: a password described by its parts, then given
+    _Rule("password", _PW_RECIPE, _pw_recipe_action, _SET22_PW_GATE, needs=_PW_RECIPE_NEEDS),
     # set 24: a key under a bare "Key" in Chinese text, a password told after an aside, a PIN told after where it is
     # written (the password rules share set 22's gate, each then asks for its own pattern)
     _Rule("api_key", _ZH_KEY, _zh_key_action, _KEY_GATE, needs=_ZH_KEY_NEEDS),
