@@ -1267,6 +1267,9 @@ def _labelled_value(m: re.Match[str], *, generated: bool) -> tuple[int, int] | N
         return None
     if secret.isdigit() and _COUNT_AFTER.match(text, v1) is not None:
         return None
+    # a postal PIN code after an address (set 26: "..., Karnataka, PIN 560087")
+    if secret == m.group("v") and secret.isdigit() and _postal_pin(m, text[label_at:v0]):
+        return None
     if _LENGTH_RANGE.fullmatch(secret) and _LENGTH_AFTER.match(text, v1) is not None:
         return None
     # "the app password for smtp.gmail.com:587 is X": a port after a qualifier's host, its colon no connector
@@ -3214,7 +3217,31 @@ _PIN_CODE_GATE = (
 )  # fmt: skip
 
 
+# India's postal code is its "PIN code" (Postal Index Number: six digits, the first not 0): after an address on its line
+# it is no PIN (set 26's h26-044: "Delivery address: Flat 321, HSR Layout, Bengaluru, Karnataka, PIN code 560087").
+# A card's or a door's PIN with no address before it still goes.
+_POSTAL_PIN_LEAD = re.compile(r"pin(?:[ \t]*code)?[ \t]*(?:[:：=#-]|is)?[ \t]*", _I)
+_ADDRESS_BEFORE = re.compile(
+    r"(?<![A-Za-z])(?:address|addr|deliver(?:y|ed)?|ship(?:ping)?[ \t]+to|flat|road|street|lane|nagar|layout|colony"
+    r"|sector|district|taluk|tehsil|village|landmark|post[ \t]+office)(?![A-Za-z])[^\n]*\Z",
+    _I,
+)
+
+
+def _postal_pin(m: re.Match[str], lead: str) -> bool:
+    """``m``'s value is a six-digit postal PIN code after an address (``lead``: its label and connector)."""
+    value = m.group("v")
+    return (
+        len(value) == 6
+        and value[0] != "0"
+        and _POSTAL_PIN_LEAD.fullmatch(lead) is not None
+        and _ADDRESS_BEFORE.search(m.string, max(0, m.start("v") - 180), m.start("v") - len(lead)) is not None
+    )
+
+
 def _pin_action(m: re.Match[str]) -> tuple[str, int]:
+    if _postal_pin(m, m.group("lead")):
+        return m.group(), 0
     word = m.start("word")
     if word != -1 and _OTHER_CODE.search(m.string, max(0, word - 24), word) is not None:
         return m.group(), 0  # "the gate's error code 4012"
@@ -4875,7 +4902,8 @@ def _visitor_action(m: re.Match[str]) -> tuple[str, int]:
     if m.group("for") is not None:
         told = m.group("code")[:1] in "Cc" and _names_lock(m.string)
     else:
-        told = _ACCESS_BEFORE.search(m.string, max(0, m.start() - 40), m.start()) is not None
+        access = _ACCESS_BEFORE.search(m.string, max(0, m.start() - 40), m.start())
+        told = access is not None and not _postal_pin(m, m.string[access.start() : m.start("v")])
     if not told:
         return m.group(), 0
     return m.group("lead") + _tag("password"), 1
