@@ -431,6 +431,10 @@ HOLDOUT_PATHS = (
     # dictated and full-width forms, folded in after its first-sight score (110/118, 97/100); its forms in
     # FORM_CASES_25
     DATA / "redaction_holdout25.jsonl",
+    # set 26: ordinary people talking to an assistant in en / zh / mixed, cards, IDs of many countries, PINs and codes
+    # in words, passwords given after their recipe, folded in after its first-sight score (97/115, 99/100); its forms
+    # in FORM_CASES_26
+    DATA / "redaction_holdout26.jsonl",
 )
 
 
@@ -3753,4 +3757,151 @@ def test_a_full_width_text_keeps_what_is_not_redacted_as_it_was_written() -> Non
     ],
 )
 def test_the_twenty_fifth_sets_rules_stay_linear(unit: str) -> None:
+    test_the_eighteenth_sets_rules_stay_linear(unit)
+
+
+# ---------------------------------------------------------------- forms added for the twenty-sixth hold-out set
+
+
+# Each form the twenty-sixth set showed missing or broke, with made-up values and wording (none from the set): secrets
+# that must go and near misses that must come back unchanged. (form, text, secrets); no secrets = a look-alike; the
+# look-alikes of the last form (a postal PIN code after an address) were redacted by the base redactor (2eb3f37).
+# Checksums: the cards pass Luhn; the HKIDs, NIEs and CURPs pass their checks and their near misses fail them (a wrong
+# check digit or letter); the PAN's near miss has no holder type as its fourth letter.
+_AMEX_26 = "37829140615823"
+_AMEX_26 += _luhn_digit(_AMEX_26)
+_VISA_26 = "455672810394217"
+_VISA_26 += _luhn_digit(_VISA_26)
+_MC_26 = "529044183771625"
+_MC_26 += _luhn_digit(_MC_26)
+_DISCOVER_26 = "601143308917552"
+_DISCOVER_26 += _luhn_digit(_DISCOVER_26)
+FORM_CASES_26: list[tuple[str, str, tuple[str, ...]]] = [
+    # a password described by what it is made of, then given (in the next sentence, after a question)
+    (
+        "recipe",
+        "The password? It's my daughter's name plus her birth year, so Emma2015. Don't tell her.",
+        ("Emma2015",),
+    ),
+    ("recipe", "家里 WiFi 的密码？就是狗的名字加 1999，Lucky1999。", ("Lucky1999",)),
+    ("recipe", "问我邮箱密码呀。姓名拼音首字母后面加生日：zxl19900214", ("zxl19900214",)),
+    ("recipe", "The password? It's the dog's name plus the year we got him, so easy to remember.", ()),
+    ("recipe", "密码是生日加名字首字母，你自己猜吧", ()),
+    ("recipe", "password rules: a name plus a year is banned, so: no", ()),
+    # a card's security code by another name after the card: "sec code", the number on the front, asked and answered,
+    # in number words
+    ("card-code", f"card number {_MC_26}, good thru 0929, sec code 418. Thanks!", (_MC_26, "418")),
+    (
+        "card-code",
+        f"Mum's Amex is {_AMEX_26[:4]} {_AMEX_26[4:10]} {_AMEX_26[10:]}, and the four-digit number on the front is 5519.",
+        ("5519",),
+    ),
+    (
+        "card-code",
+        f"Visa {_VISA_26}. The code on the back? It's four-one-seven. Expires 03/29.",
+        (_VISA_26, "four-one-seven"),
+    ),
+    ("card-code", f"Discover {_DISCOVER_26}, sec code: seven two six", ("seven two six",)),
+    ("card-code", f"Amex {_AMEX_26}, the last four digits on the front: {_AMEX_26[-4:]}", (_AMEX_26,)),
+    ("card-code", "what is the sec code on the back of a card for?", ()),
+    ("card-code", f"Visa {_VISA_26}. The code on the back? It's worn off, I can't read it.", (_VISA_26,)),
+    # a one-time code that lasts minutes or that a machine read out on a call
+    ("otp-minutes", "The code from Citi is 804215, it's only good for 5 minutes", ("804215",)),
+    ("otp-minutes", "a voice call read me the code: 519-073, hurry", ("519-073",)),
+    ("otp-minutes", "the code they sent is 66120 and it expires in fifteen minutes", ("66120",)),
+    ("otp-minutes", "The promo code is 804215 and the sale expires in 10 minutes", ()),
+    ("otp-minutes", "error code 5031 again; the session expires in 10 minutes", ()),
+    ("otp-minutes", "The automated call said my order 804215 ships today", ()),
+    # a one-time code in Chinese numerals, spaced or not, after 动态码 / 校验码
+    ("otp-chinese-numerals", "动态码：三 八 一 五 二 零，快输", ("三 八 一 五 二 零",)),
+    ("otp-chinese-numerals", "他念的校验码是七七零四一九", ("七七零四一九",)),
+    ("otp-chinese-numerals", "动态码一般是六位数字，一分钟内有效", ()),
+    # a PIN told as one digit said so many times
+    ("pin-repeated-digit", "银行卡密码：四个六，别忘了", ("四个六",)),
+    ("pin-repeated-digit", "爸的支付密码是六个零", ("六个零",)),
+    ("pin-repeated-digit", "my old PIN was six nines, I know, terrible", ("six nines",)),
+    ("pin-repeated-digit", "密码要六个数字，不能连号", ()),
+    ("pin-repeated-digit", "密码有六个一样的不行吧", ()),
+    ("pin-repeated-digit", "the PIN has four digits and the code two", ()),
+    # a password right after its label in square or lenticular brackets
+    ("bracketed", "京东 密码[xm_2290ab]，手机号登录", ("xm_2290ab",)),
+    ("bracketed", "社保app密码【Lk88096wq】记一下", ("Lk88096wq",)),
+    ("bracketed", "router password [Fennel4471] on the sticker", ("Fennel4471",)),
+    ("bracketed", "first = password[0]", ()),
+    ("bracketed", "密码【请勿外传】", ()),
+    ("bracketed", "the password [required] field is empty", ()),
+    # a sign-in pair joined by a pipe
+    ("login-pipe", "Hulu login -> m.perez@yahoo.com | Marigold77", ("Marigold77",)),
+    ("login-pipe", "login: jchen | Tr0ut!lake", ("Tr0ut!lake",)),
+    ("login-pipe", "Login | Sign up | Help", ()),
+    ("login-pipe", "login -> jo.k@example.org | forgot password?", ()),
+    # a Spanish NIE with its letters set apart by dashes
+    ("nie-dashes", "my NIE is X-4471025-D for the bank", ("X-4471025-D",)),
+    ("nie-dashes", "NIE: Y 2908361 W", ("Y 2908361 W",)),
+    ("nie-dashes", "NIE: Z-1593047-B (the letter is wrong on purpose)", ()),
+    # India's PAN after "PAN card no" / "PAN card number"
+    ("pan-card-no", "PAN card no: BNZPM2501K for the KYC form", ("BNZPM2501K",)),
+    ("pan-card-no", "PAN card number - CQWPS7730L", ("CQWPS7730L",)),
+    ("pan-card-no", "PAN card no: ABCDE1234F is the format the site shows", ()),
+    # Mexico's CURP, with its check digit
+    ("curp", "CURP：LOPM850312MJCPRR06，办手续要用", ("LOPM850312MJCPRR06",)),
+    ("curp", "my CURP is SAGJ920704HNLNRS05", ("SAGJ920704HNLNRS05",)),
+    ("curp", "CURP de mi hija: TUCE011119MDFRVLA6", ("TUCE011119MDFRVLA6",)),
+    ("curp", "CURP：LOPM850312MJCPRR07（校验位不对）", ()),
+    ("curp", "CURP 是 18 位，前四位是姓名首字母", ()),
+    # China's travel permits (to Hong Kong and Macau, to Taiwan, the home-return permit) after their label
+    ("travel-permit", "往来港澳通行证号码 C61837204，下周去澳门", ("C61837204",)),
+    ("travel-permit", "台湾通行证：T70421935", ("T70421935",)),
+    ("travel-permit", "回乡证号码是 H50817362", ("H50817362",)),
+    ("travel-permit", "港澳通行证签注还剩一次，2030 年到期", ()),
+    ("travel-permit", "通行证办理进度：已受理", ()),
+    # a Hong Kong ID with a space after its letters
+    ("hkid-spaced", "老豆嘅身份证 K 352817 (0)，帮佢登记", ("K 352817 (0)",)),
+    ("hkid-spaced", "HKID: WX 193704 (7)", ("WX 193704 (7)",)),
+    ("hkid-spaced", "身份证 K 352817 (3) 系假嘅", ()),
+    # India's postal PIN code after an address: no PIN
+    (
+        "postal-pin",
+        "Ship to: 14 Park Street, Kolkata, West Bengal, PIN code 700016. Call before delivery.",
+        (),
+    ),
+    ("postal-pin", "Delivery address: 3rd Cross Road, Mysuru, PIN: 570002", ()),
+    ("postal-pin", "New address: Plot 7, Sector 21, Gurugram, Haryana, PIN 122016", ()),
+    ("postal-pin", "my debit card PIN code is 804417", ("804417",)),
+    ("postal-pin", "ATM PIN: 570002", ("570002",)),
+]
+
+
+@pytest.mark.parametrize(
+    ("form", "text", "secrets"), FORM_CASES_26, ids=[f"{c[0]}-{i}" for i, c in enumerate(FORM_CASES_26)]
+)
+def test_a_form_added_for_the_twenty_sixth_holdout_set(
+    form: str, text: str, secrets: tuple[str, ...]
+) -> None:
+    test_a_form_added_for_the_fourth_holdout_set(form, text, secrets)
+
+
+# The twenty-sixth set's new rules read a bounded run (a password's recipe of up to 160 characters to its value, 80
+# characters from a card to its code, a bracket's 64, 180 characters back to an address): four times the input costs
+# about four times the time.
+@pytest.mark.parametrize(
+    "unit",
+    [
+        "password plus name, ",
+        "密码加生日，",
+        "密码：六个",
+        "密码[ab12 ",
+        "密码【",
+        "login -> a@b.co | ",
+        "address, PIN code 560087 ",
+        "[REDACTED:card] code on the back? ",
+        "code 1, expires in 10 minutes ",
+        "动态码：九 ",
+        "CURP LOPM850312MJCPRR0",
+        "身份证 K 352817 ",
+        "NIE X-4471025-",
+        "通行证 C6183 ",
+    ],
+)
+def test_the_twenty_sixth_sets_rules_stay_linear(unit: str) -> None:
     test_the_eighteenth_sets_rules_stay_linear(unit)

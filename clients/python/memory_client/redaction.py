@@ -1267,6 +1267,9 @@ def _labelled_value(m: re.Match[str], *, generated: bool) -> tuple[int, int] | N
         return None
     if secret.isdigit() and _COUNT_AFTER.match(text, v1) is not None:
         return None
+    # a postal PIN code after an address (set 26: "..., Karnataka, PIN 560087")
+    if secret == m.group("v") and secret.isdigit() and _postal_pin(m, text[label_at:v0]):
+        return None
     if _LENGTH_RANGE.fullmatch(secret) and _LENGTH_AFTER.match(text, v1) is not None:
         return None
     # "the app password for smtp.gmail.com:587 is X": a port after a qualifier's host, its colon no connector
@@ -1437,7 +1440,9 @@ _CREDENTIALS = re.compile(
     + r"(?:(?P<far>(?:(?:[ \t]+[A-Za-z'-]+){1,4}?|[ \t]*[\u4e00-\u9fff]{1,6}?)[ \t]*[:：](?:[ \t]*\r?\n)?)|"
     + _ANY_CONNECTOR
     + r")[ \t]*"
-    r"(?P<user>[A-Za-z0-9_.@+-]{1,64})(?:[ \t]*[/／][ \t]*|:))" + _PAIR_VALUE,
+    # (or a pipe between, as a note or a table cell joins them, set 26: "Prime Video login -> a@b.com | X"; the value
+    # must then look like a password)
+    r"(?P<user>[A-Za-z0-9_.@+-]{1,64})(?:[ \t]*[/／][ \t]*|:|[ \t]*(?P<pipe>[|｜])[ \t]*))" + _PAIR_VALUE,
     _I,
 )
 # "用 test01 / Test0101 登录"
@@ -1477,6 +1482,7 @@ def _pair_action(m: re.Match[str]) -> tuple[str, int]:
         # look like credentials, the password not a word ("login page steps: home / settings")
         or (m.groupdict().get("far") is not None and (len(secret) < 6 or _plain_word(secret)))
         or (m.groupdict().get("acct") is not None and not _strong_secret(secret, 6))
+        or (m.groupdict().get("pipe") is not None and not (len(secret) >= 6 and _pw_shaped(secret)))
         or _vendor_default(text, m.start("v"), secret)
     ):
         return m.group(), 0
@@ -1990,7 +1996,8 @@ _CPF_LABELLED = re.compile(
 )
 _DNI = re.compile(
     r"(?P<lead>(?<![A-Za-z])(?:dni|nie|nif)\b[^0-9\n]{0,16}?)"
-    r"(?P<v>(?<![0-9A-Za-z])[XYZxyz]?[0-9]{7,8}[ -]?[A-Za-z](?![0-9A-Za-z]))",
+    # (an NIE's letter may stand apart as its digits' check letter does, set 26: "Z-3348287-K")
+    r"(?P<v>(?<![0-9A-Za-z])(?:[XYZxyz][ -]?)?[0-9]{7,8}[ -]?[A-Za-z](?![0-9A-Za-z]))",
     _I,
 )
 _DNI_LETTERS = "TRWAGMYFPDXBNJZSQVHLCKE"
@@ -2038,8 +2045,9 @@ _NINO = re.compile(
     _I,
 )
 _TW_ID = re.compile(r"(?P<v>[A-Z](?<![A-Za-z0-9][A-Z])[12][0-9]{8}(?![A-Za-z0-9]))")
+# (a space may stand after the letters, as the card prints them and people copy it, set 26: "R 889469 (7)")
 _HKID = re.compile(
-    r"(?P<v>[A-Z](?<![A-Za-z0-9][A-Z])[A-Z]?[0-9]{6}[ \t]?(?:\([0-9A]\)|[0-9A])(?![A-Za-z0-9]))"
+    r"(?P<v>[A-Z](?<![A-Za-z0-9][A-Z])[A-Z]?[ \t]?[0-9]{6}[ \t]?(?:\([0-9A]\)|[0-9A])(?![A-Za-z0-9]))"
 )
 _AADHAAR = re.compile(
     r"(?P<lead>(?<![A-Za-z])(?:aadhaar|aadhar|uidai|आधार)[^0-9\n]{0,24}?)"
@@ -3209,7 +3217,31 @@ _PIN_CODE_GATE = (
 )  # fmt: skip
 
 
+# India's postal code is its "PIN code" (Postal Index Number: six digits, the first not 0): after an address on its line
+# it is no PIN (set 26's h26-044: "Delivery address: Flat 321, HSR Layout, Bengaluru, Karnataka, PIN code 560087").
+# A card's or a door's PIN with no address before it still goes.
+_POSTAL_PIN_LEAD = re.compile(r"pin(?:[ \t]*code)?[ \t]*(?:[:：=#-]|is)?[ \t]*", _I)
+_ADDRESS_BEFORE = re.compile(
+    r"(?<![A-Za-z])(?:address|addr|deliver(?:y|ed)?|ship(?:ping)?[ \t]+to|flat|road|street|lane|nagar|layout|colony"
+    r"|sector|district|taluk|tehsil|village|landmark|post[ \t]+office)(?![A-Za-z])[^\n]*\Z",
+    _I,
+)
+
+
+def _postal_pin(m: re.Match[str], lead: str) -> bool:
+    """``m``'s value is a six-digit postal PIN code after an address (``lead``: its label and connector)."""
+    value = m.group("v")
+    return (
+        len(value) == 6
+        and value[0] != "0"
+        and _POSTAL_PIN_LEAD.fullmatch(lead) is not None
+        and _ADDRESS_BEFORE.search(m.string, max(0, m.start("v") - 180), m.start("v") - len(lead)) is not None
+    )
+
+
 def _pin_action(m: re.Match[str]) -> tuple[str, int]:
+    if _postal_pin(m, m.group("lead")):
+        return m.group(), 0
     word = m.start("word")
     if word != -1 and _OTHER_CODE.search(m.string, max(0, word - 24), word) is not None:
         return m.group(), 0  # "the gate's error code 4012"
@@ -3257,7 +3289,11 @@ _OTP_CONTEXT = re.compile(
     r"sms|text(?:ed|s)?[ \t]+(?:message|me|you|him|her|us|them)|(?:by|via|over|in[ \t]+a)[ \t]+text(?![A-Za-z])"
     r"|otp|2fa|mfa|one[ -]?time|verif|短信|验证|口令"
     # an authenticator app or a second step (the fourteenth set: "Google Authenticator 上 ... 那个 code")
-    r"|authenticator|authy|totp|2-?step|two[ -](?:step|factor)|动态",
+    r"|authenticator|authy|totp|2-?step|two[ -](?:step|factor)|动态"
+    # a code that lasts minutes, or one a machine read out on a call (set 26: "The code from Chase is X, it says it
+    # expires in 10 minutes", "The automated call read out the code: X"): a one-time code's own words
+    r"|(?:expires?|expiring|valid|good)[ \t]+(?:in|for|within)[ \t]+(?:[0-9]{1,2}|one|two|three|five|ten|fifteen"
+    r"|twenty|thirty)[ \t]*(?:minutes?|mins?)(?![A-Za-z])|(?:automated|voice|robo)[ \t-]*call",
     _I,
 )
 _NEXT_GROUP = re.compile(r"[ \t]+[0-9]")
@@ -3860,14 +3896,39 @@ def _docker_auth_action(m: re.Match[str]) -> tuple[str, int]:
 # CVV / CVC / CVN2 / CSC, 安全码, 校验码, and the Chinese "the three digits on the back" (背面后三位, 卡背三位):
 # only once a card was replaced earlier in the same text ("CID" alone is a customer id elsewhere). A full stop may
 # end the sentence after it ("security code 010."; the tenth set); a decimal point may not.
+# Set 26: its short name "sec code" ("good thru 0131, sec code 626"), "the (little four-digit) number on the front"
+# as Amex prints its CID, "the code on the back" too; asked as a question and answered in the next sentence ("Code on
+# the back? It's 988."), and told in number words ("nine-eight-eight"; three or four of them).
+_DIGIT_WORD = r"(?:zero|oh|one|two|three|four|five|six|seven|eight|nine)"  # (the spoken PIN's words, below)
+_CVV_WORDS = (
+    _DIGIT_WORD
+    + r"(?:(?:[ \t]*-[ \t]*|[ \t]+)"
+    + _DIGIT_WORD
+    + r"){2,3}(?![A-Za-z]|[ \t]*-?[ \t]*"
+    + _DIGIT_WORD
+    + ")"
+)
 _CVV_NEAR_CARD = re.compile(
     r"\[REDACTED:card\](?P<mid>[^\n]{0,80}?"
-    r"(?:(?<![A-Za-z])(?:cid|cvv2?|cvc2?|cvn2?|csc|security[ \t]+code)(?![A-Za-z])|安全码|校验码|验证码"
+    r"(?:(?<![A-Za-z])(?:cid|cvv2?|cvc2?|cvn2?|csc|sec(?:urity|\.)?[ \t]+code)(?![A-Za-z])|安全码|校验码|验证码"
+    r"|(?<![A-Za-z])(?P<side>(?:code|number|digits?|numbers)[ \t]+on[ \t]+(?:the|its)[ \t]+(?:back|front))(?![A-Za-z])"
     r"|(?:卡?背面?|卡背)的?(?:后|末)?三位(?:数字?|码)?|(?:后|末)三位(?:数字?|码)?)"
-    r"(?:[ \t]*(?:code|number|no\.?))?[ \t]*(?:[:：=#]|is(?![A-Za-z])|是|为)?[ \t]*)"
-    r"(?P<v>(?<![0-9])[0-9]{3,4})(?![0-9A-Za-z/:]|\.[0-9]|[ \t]*(?:digits?|位|个))",
+    r"(?:[ \t]*(?:code|number|no\.?))?[ \t]*(?:[?？][ \t]*(?:it'?s|it[ \t]+is)?|[:：=#]|is(?![A-Za-z])|是|为)?[ \t]*)"
+    r"(?P<v>(?<![0-9])[0-9]{3,4}|(?<![A-Za-z])"
+    + _CVV_WORDS
+    + r")(?![0-9A-Za-z/:]|\.[0-9]|[ \t]*(?:digits?|位|个))",
     _I,
 )
+# (the last four digits are printed on a card's front too: "the last four digits on the front: 4242" is no code)
+_LAST_FOUR_BEFORE = re.compile(r"(?<![A-Za-z])(?:last|final|ending)(?![A-Za-z])[^\n]{0,20}\Z", _I)
+
+
+def _cvv_near_card_action(m: re.Match[str]) -> tuple[str, int]:
+    side = m.start("side")
+    if side != -1 and _LAST_FOUR_BEFORE.search(m.string, max(0, side - 24), side) is not None:
+        return m.group(), 0
+    return _swap_value("card")(m)
+
 
 # Vendor secrets with a check of their own or a fixed shape, numbers that identify a person, with their check.
 # A BitLocker recovery key: 8 groups of 6 digits, each a multiple of 11 below 720896 (each encodes 16 bits).
@@ -3989,7 +4050,8 @@ def _fr_nir_ok(s: str) -> bool:
 # India's PAN after its label: 5 letters (the 4th the holder's type), 4 digits, a letter.
 _IN_PAN_LABEL = r"(?:(?-i:PAN)|(?<![A-Za-z])permanent[ \t]+account[ \t]+number)(?![A-Za-z])"
 _IN_PAN = re.compile(
-    r"(?P<lead>" + _IN_PAN_LABEL + r"(?:[ \t]+(?:card|no\.?|number|#))?[ \t]*(?:[:：=#-]|is)?[ \t]*)"
+    # (a label's nouns may stack, set 26: "PAN card no: ...", "PAN card number")
+    r"(?P<lead>" + _IN_PAN_LABEL + r"(?:[ \t]+(?:card|no\.?|number|#)){0,2}[ \t]*(?:[:：=#-]|is)?[ \t]*)"
     r"(?P<v>(?-i:[A-Z]{3}[PCHFATBLJG][A-Z][0-9]{4}[A-Z])(?![A-Za-z0-9]))",
     _I,
 )
@@ -4377,6 +4439,10 @@ _to_password = _labelled_action("password", generated=False)
 _PASSPORT_LABEL = (
     r"(?i:(?<![A-Za-z])passport(?:[ \t]+(?:no\.?|nr\.?|number|num\.?|#))?"
     r"|(?:护照|護照)(?:号码|號碼|号|號|编号|編號)?|パスポート(?:番号)?|여권[ \t]*번호"
+    # the travel permits China issues in a passport's stead (set 26: "往来港澳通行证号码 CK4799975"): to Hong Kong and
+    # Macau, to Taiwan, and the home-return permit, each numbered as a passport is (a letter or two, then digits)
+    r"|(?:(?:往来|往來)?(?:港澳|台湾|臺灣|台灣|大陆|大陸)(?:居民)?(?:来往|來往|往来|往來)?(?:内地|內地|大陆|大陸)?"
+    r"通行(?:证|證)|回乡证|回鄉證)(?:号码|號碼|号|號|编号|編號|证号|證號)?"
     r"|(?<![A-Za-z])(?:reisepass|passeport|pasaporte|passaporto|paspoort)"
     r"(?:[ \t-]*(?:nummer|nr\.?|n[°o]\.?|numéro|número|numero))?)"
 )
@@ -4388,7 +4454,9 @@ _PASSPORT = re.compile(
 )
 _PASSPORT_HEAD = re.compile(_PASSPORT_LABEL)
 # windowed: "pass" (already a word of the shared scan) stands for passport, Reisepass, passeport, passaporto
-_PASSPORT_GATE = ("pass", "护照", "護照", "パスポート", "여권", "pasaporte", "paspoort")  # fmt: skip
+_PASSPORT_GATE = (
+    "pass", "护照", "護照", "パスポート", "여권", "pasaporte", "paspoort", "通行证", "通行證", "回乡证", "回鄉證",
+)  # fmt: skip
 
 # A passport's or a visa's machine-readable zone, the line that carries the numbers (the eleventh set: a photo
 # page read by OCR): TD3 (passports, 44 characters) and TD2 (36) line 2, document number, nationality, birth
@@ -4445,7 +4513,6 @@ def _mrz_ok(line: str) -> bool:
 # A PIN or code dictated as words (speech to text): "the pin they gave me is four one seven two", "支付密码是三五
 # 七九二四", "门禁码：幺三五七". After a PIN / password / code label and a verb or colon (a few words may stand
 # between: "the pin they sent is"), 4 to 12 digit words (English) or Chinese numerals (幺 and 两 included).
-_DIGIT_WORD = r"(?:zero|oh|one|two|three|four|five|six|seven|eight|nine)"
 _CN_NUMERAL = "[零〇一二三四五六七八九幺两]"
 _CN_NUMERAL_T = "[零〇一二三四五六七八九幺两兩]"  # with the traditional 兩
 # or typed one by one, digits or words between spaces, dashes, commas or dots ("the alarm code is 2 3 2 1", "pin:
@@ -4455,7 +4522,7 @@ _SPOKEN_DIGIT = r"(?:" + _DIGIT_WORD + r"|(?<![0-9])(?<![0-9]\.)[0-9](?![0-9]))"
 _SPOKEN_SEP = r"(?:[ \t]*[,-][ \t]*|[ \t]+|[ \t]*(?:\.{2,3}|…)[ \t]*|\.[ \t]+)"
 _SPOKEN_PIN = re.compile(
     r"(?P<lead>(?:(?<![A-Za-z])(?P<label>pin|passcode|pass[ \t]code|password|code|combo|combination)(?![A-Za-z])"
-    r"|密码|密碼|口令|验证码|驗證碼|门禁码|开锁码)"
+    r"|密码|密碼|口令|验证码|驗證碼|动态码|動態碼|校验码|校驗碼|门禁码|开锁码)"
     r"[^\n.;!?。，,；！？0-9]{0,24}?(?:(?<![A-Za-z])(?:is|was|are)(?![A-Za-z])|[:：=]|是|为|為)[ \t]*(?:[:：][ \t]*)?)"
     r"(?P<v>"
     + _SPOKEN_DIGIT
@@ -4473,6 +4540,7 @@ _SPOKEN_PIN = re.compile(
 )
 _SPOKEN_PIN_GATE = (
     "pin", "code", "pass", "combo", "combination", "密码", "密碼", "口令", "验证码", "驗證碼", "门禁码", "开锁码",
+    "动态码", "動態碼", "校验码", "校驗碼",
 )  # fmt: skip
 # (one pass, case-sensitive and the digit words' branch first, as before: a flag or a second word-led branch made
 # this search cost a fifth of `redact` on a 32 KB paste)
@@ -4601,6 +4669,24 @@ def _pw_in_brackets_action(m: re.Match[str]) -> tuple[str, int]:
     return _swap_value("password")(m)
 
 
+# ... or right after its label in square or lenticular brackets, as a note marks a value off (set 26: "大众点评 密码
+# [qq0413813]", "个税app密码【guoxiaoyan_19771130】"): the whole bracket's content, one run of 4 to 64 characters that
+# looks like a password (or is 4+ digits). Kept: an index in code (`password[0]`, `user.password[i]`), a stand-in
+# (`密码【请输入】`, `password [your password]`), a word (`password [required]`).
+_PW_BRACKETED = re.compile(
+    r"(?P<lead>(?<![0-9_.$>-])(?:" + _PW_IN_BRACKETS_LABEL + r")[ \t]*[:：]?[ \t]*[\[【〔])"
+    r"(?P<v>(?!REDACTED:)[\x21-\x5a\x5c\x5e-\x7e]{4,64})(?=[ \t]*[\]】〕])",
+    _I,
+)
+
+
+def _pw_bracketed_action(m: re.Match[str]) -> tuple[str, int]:
+    secret = m.group("v")
+    if _stand_in(secret) or not (secret.isdigit() or _pw_shaped(secret)):
+        return m.group(), 0
+    return _swap_value("password")(m)
+
+
 _PW_GATE = ("pass", "pw", "pin", "密码", "密碼", "口令", "授权码", "授權碼")
 _KEY_GATE = ("secret", "key", "token", "psk", "密钥", "秘钥", "密鑰", "密匙", "秘匙", "令牌")
 _PRIVATE_GATE = ("private", "私钥", "私鑰")
@@ -4712,10 +4798,21 @@ _SPELLED_CODE = re.compile(
     + _DIGIT_WORD
     + r"(?:(?:[ \t]*[,-][ \t]*|[ \t]+)"
     + _DIGIT_WORD
-    + r"){3,7})(?![A-Za-z])"
-    r"|(?P<lead2>(?:密码|密碼|口令|验证码|驗證碼|门禁码|開門碼|开门码|取件码|取件碼|code)[^\n0-9]{0,12}?)"
-    r"(?P<v2>" + _CN_NUMERAL_T + r"{4,8})(?![零〇一二三四五六七八九十百千万幺两兩])",
+    + r"){3,7}"
+    # (or one digit said so many times, set 26: "取款密码：六个八" for 888888, "the PIN is four sevens")
+    + r"|(?:four|five|six|eight)[ \t]+(?:zero|one|two|three|four|five|six|seven|eight|nine)e?s)(?![A-Za-z])"
+    r"|(?P<lead2>(?:密码|密碼|口令|验证码|驗證碼|动态码|動態碼|校验码|校驗碼|门禁码|開門碼|开门码|取件码|取件碼|code)"
+    r"[^\n0-9]{0,12}?)"
+    r"(?P<v2>" + _CN_NUMERAL_T + r"{4,8}(?![零〇一二三四五六七八九十百千万幺两兩])"
+    r"|[四五六八](?:个|個)" + _CN_NUMERAL_T + r"(?![\u3400-\u9fffA-Za-z0-9]))",
     _I,
+)
+# (a digit said so many times: a count of four to eight, as a PIN has, then the digit)
+_SPELLED_NEEDS_REPEATED = re.compile(
+    r"[四五六八][个個]"
+    + _CN_NUMERAL_T
+    + r"|(?:four|five|six|eight)[ \t]+(?:zero|one|two|three|four|five|six|seven"
+    r"|eight|nine)e?s(?![a-z])"
 )
 
 
@@ -4805,7 +4902,8 @@ def _visitor_action(m: re.Match[str]) -> tuple[str, int]:
     if m.group("for") is not None:
         told = m.group("code")[:1] in "Cc" and _names_lock(m.string)
     else:
-        told = _ACCESS_BEFORE.search(m.string, max(0, m.start() - 40), m.start()) is not None
+        access = _ACCESS_BEFORE.search(m.string, max(0, m.start() - 40), m.start())
+        told = access is not None and not _postal_pin(m, m.string[access.start() : m.start("v")])
     if not told:
         return m.group(), 0
     return m.group("lead") + _tag("password"), 1
@@ -5266,6 +5364,23 @@ def _codice_fiscale_ok(s: str) -> bool:
     return chr(65 + total % 26) == s[15]
 
 
+# Mexico's CURP (set 26: "墨西哥同事的 CURP：RAOD760521HQTMRG22"): four letters of the name (the second a vowel or X),
+# the birth date, the sex (H, M, or X), one of the 32 states' codes (or NE, born abroad), three consonants of the
+# name, a character that tells the century and the check digit (RENAPO's: each of the first 17 characters' place in
+# 0-9 A-N Ñ O-Z weighted 18 down to 2, the sum's complement to ten). So narrow a shape with its check needs no label.
+_CURP = re.compile(
+    r"(?P<v>[A-Z](?<![A-Za-z0-9][A-Z])[AEIOUX][A-Z]{2}[0-9]{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12][0-9]|3[01])[HMX]"
+    r"(?:AS|BC|BS|CC|CL|CM|CS|CH|DF|CX|DG|GT|GR|HG|JC|MC|MN|MS|NT|NL|OC|PL|QT|QR|SP|SL|SR|TC|TS|TL|VZ|YN|ZS|NE)"
+    r"[B-DF-HJ-NP-TV-Z]{3}[0-9A-Z][0-9](?![A-Za-z0-9]))"
+)
+_CURP_CHARS = "0123456789ABCDEFGHIJKLMNÑOPQRSTUVWXYZ"
+
+
+def _curp_ok(s: str) -> bool:
+    total = sum(_CURP_CHARS.index(c) * (18 - i) for i, c in enumerate(s[:17]))
+    return (10 - total % 10) % 10 == int(s[17])
+
+
 # A server's session cookie named by its framework's name (set 23: "cookie 是 JSESSIONID=B32A...", no `Cookie:`
 # header): JSESSIONID, PHPSESSID, ASP.NET_SessionId, ASPSESSIONID..., connect.sid, laravel_session, the value a
 # generated one of 16+ characters.
@@ -5331,6 +5446,45 @@ def _pw_then_is_action(m: re.Match[str]) -> tuple[str, int]:
     ):
         return m.group(), 0
     return _tag("password") + m.group("rest"), 1
+
+
+# A password described by what it is made of, then given (set 26: "The password? It's the dog's name plus the year we
+# got him, so Rufus2010.", "passcode？就是猫的名字加 2012，Bobo2012。", "你问密码啊。我生日后面加名字首字母：
+# 19640207zn"): a password label, then on its line within 160 characters a recipe, a part people build passwords
+# from (a name, a birthday, a year, initials, 生日, 名字, 首字母 ...) joined to another (plus, followed by, then, +,
+# 加, 接, 跟), then ", so", a colon or a Chinese comma and the value, which looks like a password and holds a letter
+# and a digit. Kept: the recipe alone ("密码是生日加名字首字母，你猜"), a word after it ("..., so easy to
+# remember"), 加密.
+_PW_RECIPE = re.compile(
+    r"(?:(?<![A-Za-z])(?:pass(?:word|code|phrase)|pwd|pw)(?![A-Za-z])|密码|密碼|口令)"
+    r"(?P<lead>[^\n]{0,160}?(?:,?[ \t]+so[ \t]+|[:：][ \t]*|，[ \t]*)[\"'`“‘]?)"
+    r"(?P<v>(?!\[REDACTED:)[\x21-\x7e]{6,64})",
+    _I,
+)
+_RECIPE_PART = re.compile(
+    r"(?<![A-Za-z])(?:name|birthday|birth[ \t]*date|(?:birth[ \t]*)?year|initials?|surname|dob)s?(?![A-Za-z])"
+    r"|生日|名字|姓名|首字母|拼音|年份|出生|缩写|縮寫",
+    _I,
+)
+_RECIPE_JOIN = re.compile(r"(?<![A-Za-z])(?:plus|followed[ \t]+by|then)(?![A-Za-z])|\+|加(?!密)|接|跟", _I)
+_PW_RECIPE_NEEDS = re.compile(r"plus|followed[ \t]+by|then|\+|加(?!密)|接|跟")
+
+
+def _pw_recipe_action(m: re.Match[str]) -> tuple[str, int]:
+    value = m.group("v")
+    secret = value.rstrip(_PW_TRAILING + "!?")
+    lead = m.group("lead")
+    if (
+        len(secret) < 6
+        or _RECIPE_PART.search(lead) is None
+        or _RECIPE_JOIN.search(lead) is None
+        or not (_has_letter(secret) and _has_digit(secret) and _pw_shaped(secret))
+        or _stand_in(secret)
+        or _EMAIL.fullmatch(secret)
+        or _DATE_OR_TIME.fullmatch(secret)
+    ):
+        return m.group(), 0
+    return _tag_value_head(m, len(secret), "password")
 
 
 # A vendor's factory default named as such (set 23: "routers ship with the default login admin/admin", "出厂默认的
@@ -5807,6 +5961,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _SQ_ANSWER, _sq_action, _SQ_GATE),
     _Rule("password", _SPELLED_CODE, _spelled_code_action, _CODE_FIRST_GATE, needs=_SPELLED_NEEDS),
     _Rule("password", _SPELLED_CODE, _spelled_code_action, _CODE_FIRST_GATE, needs=_SPELLED_NEEDS_ZH),
+    _Rule("password", _SPELLED_CODE, _spelled_code_action, _CODE_FIRST_GATE, needs=_SPELLED_NEEDS_REPEATED),
     _Rule("password", _MEETING_PASSCODE, _meeting_action, _MEETING_GATE),
     _Rule("password", _MEMORABLE, _memorable_action, ("memorable",)),
     _Rule("password", _ZH_WORD_CODE, _swap_value("password"), ("口令", "暗号", "暗號", "密码", "密碼")),
@@ -5815,6 +5970,14 @@ _RULES: tuple[_Rule, ...] = (
         "password",
         _PW_IN_BRACKETS,
         _pw_in_brackets_action,
+        _PW_GATE,
+        re.compile(_PW_IN_BRACKETS_LABEL, _I),
+        True,
+    ),
+    _Rule(
+        "password",
+        _PW_BRACKETED,
+        _pw_bracketed_action,
         _PW_GATE,
         re.compile(_PW_IN_BRACKETS_LABEL, _I),
         True,
@@ -5858,7 +6021,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _PW_AND_PW, _pw_and_pw_action, after="password"),
     _Rule("password", _PW_SLASH_PARTNER, _pw_slash_partner_action, after="password"),
     _Rule("card", _CVV_AFTER_CARD, _swap_value("card"), after="card"),
-    _Rule("card", _CVV_NEAR_CARD, _swap_value("card"), after="card"),
+    _Rule("card", _CVV_NEAR_CARD, _cvv_near_card_action, after="card"),
     _Rule("card", _CARD_EXPIRY, _swap_value("card"), after="card"),
     _Rule("ssn", _SSN, _ssn_action, _DIGITS, needs=_LONG_NUMBER),
     _Rule("ssn", _SSN_LABELLED, _ssn_action, ("ssn", "social")),
@@ -5938,6 +6101,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("card", _CARD_EXPIRY, _swap_value("card"), after="card"),
     _Rule("card", _CVV_SPACED, _cvv_spaced_action, after="card"),
     _Rule("national_id", _CODICE_FISCALE, _swap("national_id", _codice_fiscale_ok), _DIGITS),
+    _Rule("national_id", _CURP, _swap("national_id", _curp_ok), _DIGITS),
     _Rule("national_id", _ITIN, _swap("national_id", _itin_ok), _SET23_RARE_GATE, needs=_ITIN_NEEDS),
     _Rule("api_key", _SESSION_COOKIE, _session_cookie_action, _SET23_RARE_GATE, needs=_SESSION_COOKIE_NEEDS),
     _Rule("password", _QA_INLINE, _qa_inline_action, _SET23_RARE_GATE, needs=_QA_NEEDS),
@@ -5949,6 +6113,8 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password", _PW_NOTE, _pw_note_action, _SET22_PW_GATE, needs=_PW_NOTE_NEEDS),
     _Rule("password", _PARTS, _parts_action, _SET22_PW_GATE, needs=_PARTS_NEEDS),
     _Rule("password", _PW_THEN_IS, _pw_then_is_action, _SET22_PW_GATE, needs=_PW_THEN_IS_NEEDS),
+    # set 26: a password described by its parts, then given
+    _Rule("password", _PW_RECIPE, _pw_recipe_action, _SET22_PW_GATE, needs=_PW_RECIPE_NEEDS),
     # set 24: a key under a bare "Key" in Chinese text, a password told after an aside, a PIN told after where it is
     # written (the password rules share set 22's gate, each then asks for its own pattern)
     _Rule("api_key", _ZH_KEY, _zh_key_action, _KEY_GATE, needs=_ZH_KEY_NEEDS),
