@@ -5,8 +5,8 @@ REINFORCE  the same fact again: bump evidence on the existing row, union the sou
 SUPERSEDE  same slot, different value (or an LLM-judged update): the old row gets valid_to/superseded_by;
            also a change the rules read in no slot ("moved standup to 10:15") against the user's older
            memory on its topic (`core.topic_change`); and a correction of a value the user gave before
-           ("actually it's 8081"): the memory holding that value is replaced by its own text corrected
-           (`core.correction`; the new text in `extra["content"]`)
+           ("actually it's 8081"): the memory holding that value is replaced by its own text corrected, of its
+           kind and in its slot (`core.correction`; the new text in `extra["content"]`, and `kind`, `slot`, `value`)
 HISTORY    a late or replayed event for a slot whose newer value is already current: store it as a past
            value (valid_to set), the newer fact stays current; the same for a statement older than a current
            change on its topic (a change delivered before the statement it replaces)
@@ -311,8 +311,12 @@ def _correction(cand: PendingCandidate, *, neighbours: Sequence[Existing]) -> De
     for n, loose in tries:
         text = corrected(n.content, cand.content, loose=loose)
         if text is not None and content_key(text) != content_key(n.content):
-            reason = f"corrects a value of {n.content!r}"
-            return Decision(Op.SUPERSEDE, reason, (n.id,), extra={"content": text})
+            # the corrected memory is of the old one's kind, and in its slot when its value is what was corrected
+            extra = {"content": text, "kind": n.kind}
+            value = corrected(n.value, cand.content, loose=loose) if n.slot and n.value else None
+            if n.slot and value is not None:
+                extra |= {"slot": n.slot, "value": value}
+            return Decision(Op.SUPERSEDE, f"corrects a value of {n.content!r}", (n.id,), extra=extra)
     if cand.rule == CORRECTION_PROBE_RULE:
         return Decision(Op.NOOP, "a correction of no value the user is known to have given")
     return None

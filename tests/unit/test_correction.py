@@ -93,3 +93,20 @@ def test_the_residual_filter_hands_a_correction_over_with_the_sentences_after_it
     (cand,) = residual_candidates(turn, result.residual, lang=result.lang)
     assert cand.rule == CORRECTION_PROBE_RULE and cand.slot is None
     assert cand.content == "ugh I was wrong, guest SSID is acme-visitors. acme-guest is the old one"
+
+
+def test_the_corrected_memory_keeps_the_old_one_s_kind_and_slot_with_the_value_corrected():
+    port = row("m1", "The API runs on port 8080 locally.", since=T, sim=0.4, slot="project.port", value="8080",
+               kind="procedural")  # fmt: skip
+    d = decide(_correction("actually it's 8081, 8080 is taken by the Keycloak container", when=T + DAY),
+               neighbours=[port])  # fmt: skip
+    assert d.extra == {
+        "content": "The API runs on port 8081 locally.",
+        "kind": "procedural",
+        "slot": "project.port",
+        "value": "8081",
+    }
+    # a slot whose value is not what was corrected: the corrected memory is in no slot
+    named = row("m2", "The user's dog Pixie has a vet appointment.", since=T, slot="user.pet", value="dog")
+    d = decide(_correction("ugh autocorrect, his name is Pixel not Pixie", when=T + DAY), neighbours=[named])
+    assert d.extra == {"content": "The user's dog Pixel has a vet appointment.", "kind": "semantic"}

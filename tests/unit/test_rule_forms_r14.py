@@ -174,3 +174,11 @@ def test_the_state_now_fills_the_slot_of_the_tool_it_names(text: str, slot: str,
 
 def test_a_tool_as_the_subject_of_the_state_is_not_its_value():
     assert "project.language" not in slots("the team voted for Prettier defaults, so JS is 2-space indentation now")
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["I edit videos for a living: mostly weddings and corporate stuff", "这个项目我们改用 Go：后端全部重写"],
+)
+def test_a_colon_after_the_users_own_work_or_change_keeps_what_follows(text: str):
+    assert clean_text(text).replace("：", ":").endswith(("stuff", "重写"))

@@ -115,7 +115,11 @@ def reconcile_user(
             continue
         # a correction: the memory it corrects is stored again with the value corrected
         if "content" in decision.extra:
-            c = dataclasses.replace(c, content=decision.extra["content"])
+            extra = decision.extra
+            c = dataclasses.replace(
+                c, content=extra["content"], kind=extra.get("kind", c.kind), slot=extra.get("slot"),
+                value=extra.get("value"),
+            )  # fmt: skip
             vec = vector_literal(embedder.embed([c.content])[0])
         _apply_and_mark(db, tenant_id, user_id, c, decision, vec, actor=actor, now=now, counts=counts)
         ended += _ended(decision, seen)

@@ -27,12 +27,17 @@ _INLINE_CODE_RE = re.compile(r"`([^`\n]{1,80})`")
 # A text the user asks to have worked on, after the request and its colon ("proofread this for my cousin's wedding
 # speech: 'Sam and Alex met in ...'", "把这段 English 改得地道一点：I am very ...", "翻译成英文：..."): someone's text,
 # not the user's statements; the request before the colon stays.
+# The request is an imperative or a question to the agent ("I edit videos for a living: ..." is the user's work, not
+# a request); in Chinese a verb of editing a text, with the text or the agent named before it.
 _WORKED_ON_RE = re.compile(
-    r"(?i)\b(?:proof-?read|translate|re-?write|rephrase|paraphrase|polish|edit|reword|shorten|summari[sz]e|"
+    r"(?i)(?:^\W*|[.!?\n]\s*|\b(?:can|could|would|will)\s+(?:you|u)\s+(?:please\s+|pls\s+)?|\b(?:please|pls|plz)\s+|"
+    r"\bhelp\s+me\s+)"
+    r"(?:proof-?read|translate|re-?write|rephrase|paraphrase|polish|edit|reword|shorten|summari[sz]e|"
     r"(?:fix|correct|check)\s+(?:the\s+)?(?:grammar|spelling|typos|wording|tone)|make\s+(?:this|it)\s+(?:sound|more))"
     r"\b[^:：\n]{0,100}?[:：](?=\s*\S)"
-    r"|(?:[把将]?这(?:段|句|篇|个|封)?[^：:\n]{0,16}?|帮我|请|麻烦)(?:改|翻译|译成|润色|校对|改写|精简|缩写|扩写|总结|概括)[^：:\n]{0,20}?[：:]"
-    r"(?=\s*\S)|翻译(?:一下|成[^：:\n]{1,8})?[：:](?=\s*\S)"
+    r"|(?:[把将]?(?:这|下面|以下)(?:段|句|篇|个|封|几句)[^：:\n]{0,16}?|帮我|请你?|麻烦你?)\s*"
+    r"(?:改得|改成|改一下|修改一下|翻译|译成|润色|校对|改写|精简|缩写|扩写|总结|概括)[^：:\n]{0,20}?[：:](?=\s*\S)"
+    r"|(?:^|[。！？.!?\n]\s*)翻译(?:一下|成[^：:\n]{1,8})?[：:](?=\s*\S)"
 )
 # "Next.js", "v1.2", "Dr. Patel" and "e.g. this" keep their dot; "小王.我" (a mapped "。") ends a sentence.
 # The dot first: the engine finds dots by a fast literal scan, then looks around each (a pattern opening with
