@@ -19,6 +19,7 @@ from core.extraction.lang import has_han
 from core.extraction.rules.hits import Hit, must, shift, tool_hit, without_insert
 from core.extraction.rules.sentences import ENUMERATOR_RE
 from core.extraction.rules.vocab import (
+    ZH_IF_YAOSHI,
     ZH_KIN,
     ZH_OTHERS,
     Tool,
@@ -150,7 +151,7 @@ _TOOL_AS_MODIFIER = re.compile(
 # A supposition before the positive value: "suppose I were on X instead of Y", "say we moved from Y to X", "假如换成 X"
 _SUPPOSED = re.compile(
     r"\b(?:if|suppose|supposing|imagine|assuming|what\s+if|hypothetically|let'?s\s+say)\b"
-    r"|(?:^|[,;:(\u2014]\s*)say\s+(?:we|i|you|they|our|my)\b|如果|(?<![主需重])要是|假如|假设|万一|倘若",
+    r"|(?:^|[,;:(\u2014]\s*)say\s+(?:we|i|you|they|our|my)\b|如果|" + ZH_IF_YAOSHI + r"|假如|假设|万一|倘若",
     re.I,
 )
 
@@ -365,7 +366,9 @@ def names_change(sentence: str) -> bool:
 _ASKED = re.compile(
     r"(?:\byou\b|\bshould\s+we\b|\bshall\s+we\b|\bwhy\s+not\b|你|要不要|是否|该不该|打算|准备|"
     r"\bplan|\bconsider|\bthinking|\bmaybe\b|\bif\b|\bsuppos\w*|\bimagine|\bassum\w*|\bwhat\s+if|"
-    r"\bwould|\bcould|\bwhether|\bneed\s+to|\bwant\s+to|\bhave\s+to|假如|假设|万一|如果|(?<![主需重])要是|倘若|是不是|应该|"
+    r"\bwould|\bcould|\bwhether|\bneed\s+to|\bwant\s+to|\bhave\s+to|假如|假设|万一|如果|"
+    + ZH_IF_YAOSHI
+    + r"|倘若|是不是|应该|"
     r"得|要|想|需要|帮我|帮忙|估|算一下|对比|比较|评估|会上|开会|讨论|聊了?|大家|\bdiscuss\w*|\bmeeting)[^,;]{0,30}$",
     re.I,
 )
@@ -472,7 +475,9 @@ _STATE_NOUN_HAN = re.compile(
 def is_question_like(prefix: str) -> bool:
     """A hypothetical or planned prefix ("if we", "should we", "要是") before a change."""
     pattern = (
-        r"\b(?:if|suppose|should|would|could|might|maybe|plan|planning|thinking)\b|如果|(?<![主需重])要是|假如|打算|准备|考虑"
+        r"\b(?:if|suppose|should|would|could|might|maybe|plan|planning|thinking)\b|如果|"
+        + ZH_IF_YAOSHI
+        + r"|假如|打算|准备|考虑"
     )
     return re.search(pattern, prefix, re.I) is not None
 
@@ -805,7 +810,9 @@ _STACK_BLOCK_RE = re.compile(
     r"\b(?:if|suppose|imagine|would|could|should\s+we|maybe|might|thinking|considering|planning|plan\s+to|want\s+to|"
     r"going\s+to|gonna|said|says|told|colleague|friend|boss|cto|ceo|cfo|vp|manager|wants?|wanted|wishes|today|yesterday|tried|trying|not|never|don't|no\s+longer|"
     r"competitors?|rivals?|vendors?|partners?|suppliers?|clients?|customers?|apparently|reportedly|supposedly|"
-    r"instead|than|vs|versus|or)\b|如果|(?<![主需重])要是|假如|假设|的话|打算|准备|考虑|可能|也许|同事|朋友|老板|他们|不用|不是|没用|没上|"
+    r"instead|than|vs|versus|or)\b|如果|"
+    + ZH_IF_YAOSHI
+    + r"|假如|假设|的话|打算|准备|考虑|可能|也许|同事|朋友|老板|他们|不用|不是|没用|没上|"
     r"不再|放弃|有没有|是不是|能不能|怎么|为什么|哪个|哪些|还是[^,]{0,20}?(?:好|呢|吧|更)|或者|对比|比较|今天|试了|试试|[?？吗]|[A-Za-z0-9+#.]\s*(?!上了|里了)[\u4e00-\u9fff]{1,3}了(?!解)|"
     r"\b(?:installed|ran|used\s+\w+\s+to|just|discuss\w*|meeting|talked|debated)\b|讨论|会上|开会|聊过|要不要|评估|隔壁|"
     # a plan denied ("我们没有要上 K8s"), a relative as the subject ("我弟在学 Java")

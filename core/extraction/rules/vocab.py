@@ -479,6 +479,8 @@ def is_tool(text: str) -> bool:
 
 # The user's relatives and others close to them, in Chinese: "我弟在学 Java", "我表姐搬到成都了" speak of them, not
 # of the user.
+# 要是 ("if"), not inside 主要是 ("mainly is"), 需要是 or 重要是: "stack 主要是 Kotlin" supposes nothing
+ZH_IF_YAOSHI = r"(?<![主需重])要是"
 ZH_KIN = (
     r"(?:表姐|表哥|表妹|表弟|堂哥|堂姐|堂弟|堂妹|哥哥|姐姐|弟弟|妹妹|哥|姐|弟|妹|爸爸|妈妈|爸|妈|老爸|老妈|爷爷|奶奶|外公|外婆|"
     r"老公|老婆|媳妇|妻子|丈夫|儿子|女儿|男朋友|女朋友|对象|舅舅|姑姑|阿姨|叔叔|侄子|外甥|师兄|师姐|室友|上司|领导|老板)"

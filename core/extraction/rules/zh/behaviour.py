@@ -12,7 +12,7 @@ import re
 
 from core.extraction.candidates import Category, Kind, Tier
 from core.extraction.rules.hits import Hit, make, reply_hit, tool_hit
-from core.extraction.rules.vocab import LANGUAGE_CODES, find_tools
+from core.extraction.rules.vocab import LANGUAGE_CODES, ZH_IF_YAOSHI, find_tools
 from core.extraction.rules.zh.grammar import ADV, BIE, LEAD, ME, blocked, strip_tail, zh_content
 
 # fmt: off
@@ -226,7 +226,7 @@ def rule_hits(sentence: str) -> list[Hit]:
     if clause_end:
         rest = rest[: clause_end.start()]
     core = strip_tail(rest)
-    if re.search(r"(?<![主需重])要是|如果|假如|的话|万一|多半|大概|可能|估计|应该会", core):
+    if re.search(ZH_IF_YAOSHI + r"|如果|假如|的话|万一|多半|大概|可能|估计|应该会", core):
         return []  # "以后要是养狗的话…": a hypothetical, not a rule
     if not mod and re.search(r"会(?:比较|很|更|有|多|少)|问题", core):
         return []  # "之后 Spark 的问题会比较多": what will happen, not what to do

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import re
 
+from core.extraction.rules.vocab import ZH_IF_YAOSHI
 from core.extraction.rules.vocab import ZH_KIN as KIN
 
 # fmt: off
@@ -39,7 +40,8 @@ LEAD = (  # fillers before a request; a short Latin chunk too ("ok, 记住…")
     r"[\s,:;!.~]*)*"
 )
 _HYPOTHETICAL = re.compile(  # anywhere before the statement
-    r"如果|假如|假设|(?<![主需重])要是|万一|比如|例如|比方说|譬如|假定|设想|想象|倘若|若是|即使|就算|哪怕|除非|的话")
+    r"如果|假如|假设|" + ZH_IF_YAOSHI + r"|万一|比如|例如|比方说|譬如|假定|设想|想象|倘若|若是|即使|就算|哪怕|"
+    r"除非|的话")
 _UNSURE = re.compile(r"打算|准备|计划|考虑|可能|也许|或许|大概|是否|等我")  # in the statement's own clause
 _REPORTED = re.compile(
     r"听说|据说|听人说|告诉我|跟我说|对我说|和我说|以为|认为|觉得|说(?!实话|真的|白了|起来|一下|一句|一声|两句|几句|明|过|下|个|句|说|清楚)")
