@@ -9,7 +9,7 @@ from core.extraction.candidates import Turn
 from core.extraction.gate import gate_turn
 from core.extraction.residual import residual_candidates
 from core.extraction.rules.sentences import clean_text
-from tests.unit.rule_forms import found, slots
+from tests.unit.rule_forms import found, must, slots
 
 
 def _kept(text: str) -> list[str]:
@@ -62,13 +62,13 @@ def test_a_colon_after_other_words_keeps_what_follows(text: str):
     ],
 )
 def test_a_prohibition_keeps_the_clauses_it_points_back_at(text: str, kept: tuple[str, ...]):
-    rules = [content for tier, _, _, content in found(text) if tier == "must"]
+    rules = must(text)
     assert len(rules) == 1 and all(word in rules[0] for word in kept), rules
 
 
 @pytest.mark.parametrize("text", ["好的谢谢，别用 var", "你能帮我看下吗，别用 var"])
 def test_a_prohibition_after_chatter_stands_alone(text: str):
-    assert [c for t, _, _, c in found(text) if t == "must"] == ["不要使用 var。"], found(text)
+    assert must(text) == ["不要使用 var。"], found(text)
 
 
 # ---------------------------------------------------------------- someone else's news; a directive that points back
@@ -126,13 +126,13 @@ def test_a_supposition_or_a_comparison_stays_none(text: str):
     ],
 )
 def test_a_standing_rule_with_an_everyday_verb_is_kept(text: str, kept: str):
-    rules = [content for tier, _, _, content in found(text) if tier == "must"]
+    rules = must(text)
     assert any(rule.startswith(kept) for rule in rules), rules
 
 
 @pytest.mark.parametrize("text", ["always sunny here lol", "I always book hotels last minute, is that dumb?", "严禁"])
 def test_always_or_a_ban_with_no_rule_is_none(text: str):
-    assert [c for t, _, _, c in found(text) if t == "must"] == [], found(text)
+    assert must(text) == [], found(text)
 
 
 # ---------------------------------------------------------------- remember requests: 以后都记得，…; "remember his ..."
@@ -147,7 +147,7 @@ def test_always_or_a_ban_with_no_rule_is_none(text: str):
     ],
 )
 def test_a_remember_request_keeps_what_follows_it(text: str, kept: tuple[str, ...]):
-    rules = [content for tier, _, _, content in found(text) if tier == "must"]
+    rules = must(text)
     assert len(rules) == 1 and all(word in rules[0] for word in kept), rules
 
 
